@@ -1,0 +1,55 @@
+# harness: `make demo` runs the rehearsal campaign end to end; `make test` runs the suite.
+# Every target installs what it needs into .venv; nothing has to be installed by hand.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+IMAGE_TAG := harness-rehearsal:local
+PYTEST_ARGS ?=
+
+.PHONY: setup image demo test test-unit test-integration lint mutation test-upstream bench faults fuzz clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
+	@echo "harness installed at $(BIN)/harness"
+
+# Build the rehearsal image from Debian packages (no registry) and pin its Id.
+image: setup
+	@$(BIN)/python images/rehearsal/build.py --tag $(IMAGE_TAG) > $(VENV)/rehearsal-image-id
+	@$(BIN)/harness images verify >/dev/null 2>&1 || { \
+	  echo "re-pinning 'rehearsal' in images.lock to the Id just built:"; \
+	  $(BIN)/harness images pin rehearsal $(IMAGE_TAG); }
+	@echo "rehearsal image: $$(cat $(VENV)/rehearsal-image-id)"
+
+demo: image
+	@$(BIN)/harness check campaigns/*.yaml controls/*.yaml images.lock
+	@$(BIN)/harness run campaigns/rehearsal.yaml --runs-dir gpu-runs; rc=$$?; \
+	for d in $$(ls -td gpu-runs/rehearsal-* 2>/dev/null | head -n $$(grep -c 'control:' campaigns/rehearsal.yaml)); do \
+	  echo; $(BIN)/harness show $$d; $(BIN)/harness verify $$d; \
+	  echo "evidence: $$d"; ls -l $$d; \
+	done; exit $$rc
+
+test: image
+	$(BIN)/ruff check harness tests images scripts
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-unit: setup
+	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+
+test-integration: image
+	$(BIN)/python -m pytest -q tests/integration $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check harness tests images scripts
+
+mutation: setup
+	bash scripts/mutation.sh
+
+clean:
+	rm -rf $(VENV) images/rehearsal/build .pytest_cache .ruff_cache .hypothesis mutants

@@ -1,0 +1,65 @@
+"""The `harness` command: a click group whose errors all map to the project's exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+
+from harness import __version__
+from harness.errors import ENVIRONMENT, HarnessError, InvalidInput
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harness")
+def cli() -> None:
+    """Run pinned-image GPU controls under the host GPU lock and seal their evidence.
+
+    Exit codes: 0 ok/accepted, 1 refused or verification failed,
+    2 invalid input or usage, 3 environment (no engine, lock timeout, missing image).
+    """
+
+
+def _register() -> None:
+    from harness.cli import commands
+
+    for command in commands.ALL:
+        cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the group and turn every failure into a message and an exit code."""
+    _register()
+    try:
+        rv = cli.main(args=argv, prog_name="harness", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.Abort:
+        click.echo("harness: aborted", err=True)
+        sys.exit(ENVIRONMENT)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except InvalidInput as e:
+        for fault in e.faults:
+            click.echo(fault, err=True)
+        if e.message and (not e.faults or e.message not in e.faults):
+            click.echo(f"harness: {e.message}", err=True)
+        sys.exit(e.code)
+    except HarnessError as e:
+        prefix = f"[{e.rule}] " if e.rule else ""
+        click.echo(f"harness: {prefix}{e.message}", err=True)
+        sys.exit(e.code)
+    except KeyboardInterrupt:
+        click.echo("harness: interrupted", err=True)
+        sys.exit(ENVIRONMENT)
+    except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
+        click.echo(f"harness: internal error: {type(e).__name__}: {e}", err=True)
+        if os.environ.get("HARNESS_DEBUG"):
+            traceback.print_exc()
+        else:
+            click.echo("harness: set HARNESS_DEBUG=1 for the traceback", err=True)
+        sys.exit(ENVIRONMENT)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,1 @@
+"""Input files: the safe YAML loader, the schemas of campaigns, controls and the image lock."""

@@ -1,0 +1,183 @@
+"""Load and cross-check campaigns, controls and the image lock, collecting every fault.
+
+`harness check` and `harness run` both come through here, so a file that checks clean is
+exactly a file that runs. Faults are GCC style: FILE:LINE:COL: message.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.config.schema import Campaign, Control, ImageLock
+from harness.config.yamlsafe import Document, Fault, YamlFaults, load
+from harness.errors import InvalidInput
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _message(err: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {err['loc'][-1]!r}"
+    if err["type"] == "missing":
+        return f"missing required key {loc!r}"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
+
+
+def validate(doc: Document, model: type[M]) -> tuple[M | None, list[Fault]]:
+    """Validate a loaded document against `model`; map each error to its position."""
+    if not isinstance(doc.data, dict):
+        kind = "empty" if doc.data is None else type(doc.data).__name__
+        return None, [doc.fault((), f"expected a mapping at the top level, got {kind}")]
+    try:
+        return model.model_validate(doc.data), []
+    except ValidationError as e:
+        faults = []
+        for err in e.errors():
+            path = tuple(err["loc"])
+            if err["type"] == "missing":
+                path = path[:-1]
+            faults.append(doc.fault(path, _message(err), key=err["type"] == "extra_forbidden"))
+        return None, faults
+
+
+def load_model(path: Path, model: type[M]) -> tuple[M | None, Document | None, list[Fault]]:
+    try:
+        doc = load(path)
+    except YamlFaults as e:
+        return None, None, e.faults
+    obj, faults = validate(doc, model)
+    return obj, doc, faults
+
+
+@dataclass
+class Loaded:
+    """A campaign with everything it names, resolved to absolute paths."""
+
+    campaign: Campaign
+    campaign_file: Path
+    controls: dict[str, tuple[Control, Path]] = field(default_factory=dict)
+    image_lock: ImageLock | None = None
+    image_lock_file: Path | None = None
+
+    @property
+    def project_dir(self) -> Path:
+        return self.campaign_file.parent.parent
+
+    @property
+    def lock_path(self) -> Path:
+        return resolve(self.campaign.lock, self.campaign_file.parent)
+
+    def mount_roots(self) -> list[Path]:
+        roots = self.campaign.mount_roots or [str(self.project_dir)]
+        return [Path(os.path.realpath(r)) for r in roots]
+
+    def files(self) -> list[Path]:
+        """Every input file the campaign depends on (for the source seal)."""
+        out = [self.campaign_file, *(p for _, p in self.controls.values())]
+        if self.image_lock_file:
+            out.append(self.image_lock_file)
+        return out
+
+
+def resolve(value: str, base: Path) -> Path:
+    """Expand `~` and `$VARS`, and make relative paths relative to `base`."""
+    p = Path(os.path.expandvars(os.path.expanduser(value)))
+    return Path(os.path.normpath(p if p.is_absolute() else (base / p)))
+
+
+def kind_of(path: Path, data: Any) -> str:
+    if path.name.endswith(".lock") or (isinstance(data, dict) and "images" in data):
+        return "lock"
+    if isinstance(data, dict) and "controls" in data:
+        return "campaign"
+    return "control"
+
+
+def under_roots(path: Path, roots: list[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == r or r in real.parents for r in roots)
+
+
+def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
+                  roots: list[Path]) -> list[Fault]:
+    faults: list[Fault] = []
+    entries: list[tuple[tuple, str]] = [(("mounts", i, "source"), m.source)
+                                        for i, m in enumerate(ctl.mounts)]
+    if ctl.model:
+        entries.append((("model", "source"), ctl.model.source))
+    for loc, source in entries:
+        host = resolve(source, ctl_path.parent)
+        if not under_roots(host, roots):
+            msg = (f"{'.'.join(map(str, loc))}: {host} is outside the allowed mount roots "
+                   f"({', '.join(map(str, roots))}); add its folder to the campaign's "
+                   "mount_roots")
+            faults.append(doc.fault(loc, msg) if doc else Fault(str(ctl_path), 1, 1, msg))
+    return faults
+
+
+def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
+    """Load a campaign and everything it names; return all faults found, not just the first."""
+    path = Path(os.path.abspath(path))
+    campaign, doc, faults = load_model(path, Campaign)
+    if campaign is None or doc is None:
+        return None, faults
+    loaded = Loaded(campaign, path)
+    lock_file = resolve(campaign.images_lock, path.parent)
+    image_lock, _, lock_faults = load_model(lock_file, ImageLock)
+    faults += lock_faults
+    loaded.image_lock, loaded.image_lock_file = image_lock, lock_file
+    controls_dir = resolve(campaign.controls_dir, path.parent)
+    roots = loaded.mount_roots()
+    for i, ref in enumerate(campaign.controls):
+        if ref.control in loaded.controls:
+            continue
+        ctl_path = controls_dir / f"{ref.control}.yaml"
+        if not ctl_path.is_file():
+            faults.append(doc.fault(("controls", i), f"control {ref.control!r} not found: "
+                                                     f"no file {ctl_path}"))
+            continue
+        ctl, ctl_doc, ctl_faults = load_model(ctl_path, Control)
+        faults += ctl_faults
+        if ctl is None:
+            continue
+        if ctl.name != ref.control:
+            faults.append(ctl_doc.fault(("name",), f"control name {ctl.name!r} does not match "
+                                                   f"its file name {ctl_path.name!r}"))
+        if image_lock is not None and ctl.image not in image_lock.images:
+            faults.append(ctl_doc.fault(("image",), f"image {ctl.image!r} is not in "
+                                                    f"{lock_file}"))
+        faults += _check_mounts(ctl, ctl_path, ctl_doc, roots)
+        loaded.controls[ref.control] = (ctl, ctl_path)
+    return (loaded if not faults else None), faults
+
+
+def check_files(paths: list[Path]) -> list[Fault]:
+    """Validate any mix of campaigns, controls and image locks; every fault, in order."""
+    faults: list[Fault] = []
+    for p in paths:
+        try:
+            doc = load(p)
+        except YamlFaults as e:
+            faults += e.faults
+            continue
+        kind = kind_of(p, doc.data)
+        if kind == "campaign":
+            faults += load_campaign(p)[1]
+        else:
+            faults += validate(doc, ImageLock if kind == "lock" else Control)[1]
+    return faults
+
+
+def require_campaign(path: Path) -> Loaded:
+    loaded, faults = load_campaign(path)
+    if loaded is None:
+        raise InvalidInput(f"{path}: campaign is not valid ({len(faults)} faults)",
+                           faults=[str(f) for f in faults])
+    return loaded

@@ -1,0 +1,89 @@
+"""`run_checks`: every doctor check, in report order; the night runner calls it per control."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.doctor import probes
+from harness.doctor.checks import (
+    GIB,
+    PROFILES,
+    Check,
+    image_store,
+    judge_disk,
+    judge_engine,
+    judge_gpu_tools,
+    judge_groups,
+    judge_images,
+    judge_kfd,
+    judge_lock,
+    judge_render,
+    soften,
+)
+
+
+def run_checks(
+    *,
+    lock_path: Path,
+    runs_dir: Path,
+    images: Mapping[str, Mapping[str, Any]] | None = None,
+    profile: str = "rocm",
+    required_gfx: str | None = None,
+    warn_free_bytes: int = 10 * GIB,
+    fail_free_bytes: int = 1 * GIB,
+    tool_timeout: float = 20.0,
+    search_path: str | None = None,
+    docker_client: Any | None = None,
+    dev: str = "/dev",
+) -> list[Check]:
+    """Run every check and return one Check per line; nothing here raises for a sick host.
+
+    `images` is {name: {"id": "sha256:...", "ref": ..., "store": ...}} as in images.lock;
+    None skips the image lines (the caller has no lock). On the `cpu` profile the GPU lines
+    are at worst 'warn'. `search_path` overrides where rocminfo/amd-smi are looked up.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+    checks: list[Check] = []
+
+    client, err = (docker_client, None) if docker_client is not None else probes.docker_client()
+    version, info, engine_err = (
+        probes.engine_facts(client) if client is not None else (None, None, err)
+    )
+    checks.append(judge_engine(version, info, engine_err))
+    if images is not None:
+        if engine_err is None and client is not None:
+            found, by_ref = probes.image_ids(client, images)
+            checks += judge_images(images, found, by_ref, image_store(info or {}))
+        else:
+            checks += judge_images(images, {}, {}, None, engine_error=engine_err)
+
+    gpu: list[Check] = []
+    kfd = probes.device_node(f"{dev}/kfd")
+    renders = probes.render_nodes(f"{dev}/dri")
+    user, uid, gids = probes.current_user()
+    gpu.append(judge_kfd(kfd))
+    gpu.append(judge_render(renders))
+    gpu.append(judge_groups([kfd, *renders], user, uid, gids))
+    gpu += judge_gpu_tools(
+        probes.rocminfo(tool_timeout, search_path),
+        probes.amd_smi_static(tool_timeout, search_path),
+        required_gfx,
+    )
+    checks += [soften(c) for c in gpu] if profile == "cpu" else gpu
+
+    facts = probes.lock_facts(Path(lock_path))
+    checks.append(judge_lock(**facts))
+    measured_at, free = probes.free_space(Path(runs_dir))
+    checks.append(
+        judge_disk(
+            str(runs_dir),
+            free,
+            warn_free_bytes,
+            fail_free_bytes,
+            None if Path(runs_dir).is_dir() else measured_at,
+        )
+    )
+    return checks

@@ -1,0 +1,171 @@
+"""Run one docker vector and measure it: witnesses, native logs, timeout, exit and OOM.
+
+This module measures; it never judges (BenchExec's split). The pipeline decides what the
+outcome means.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import docker.errors
+
+from harness import engine
+from harness.atomic import write_json
+from harness.logs import Pump
+from harness.timeutil import utc_now
+from harness.vector import Vector
+from harness.witness import container as container_witness
+from harness.witness import launcher as launcher_witness
+
+CIDFILE_WAIT_S = 60.0
+
+
+class Interrupted(BaseException):
+    """Raised in the main thread by a SIGTERM/SIGINT handler: stop the container, seal."""
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None = None
+    oom_killed: bool = False
+    timed_out: bool = False
+    interrupted: bool = False
+    launcher_exit: int | None = None
+    container_id: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    duration_s: float | None = None
+    container_started_at: str | None = None
+    container_finished_at: str | None = None
+    log_bytes: dict[str, int] = field(default_factory=dict)
+    log_errors: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"schema": "harness.outcome/v1", **asdict(self)}
+
+
+def _wait_cid(cidfile: Path, proc: subprocess.Popen, limit: float) -> str | None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        try:
+            cid = cidfile.read_text().strip()
+            if cid:
+                return cid
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            try:
+                return cidfile.read_text().strip() or None
+            except OSError:
+                return None
+        time.sleep(0.01)
+    return None
+
+
+def stop_container(cid: str, grace: float) -> str:
+    """SIGTERM, then SIGKILL after `grace` seconds (docker stop), then make sure."""
+    api = engine.client().api
+    try:
+        api.stop(cid, timeout=int(max(1, grace)))
+    except docker.errors.NotFound:
+        return "gone"
+    except docker.errors.APIError:
+        pass
+    try:
+        if api.inspect_container(cid)["State"]["Running"]:
+            api.kill(cid)
+            return "killed"
+    except docker.errors.NotFound:
+        return "gone"
+    return "stopped"
+
+
+def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
+        on_started: Callable[[str], None] | None = None) -> Outcome:
+    """Launch, witness, stream, wait. Writes launcher-witness.json, container-inspect.json,
+    logs/; returns the measured outcome (the caller writes outcome.json)."""
+    out = Outcome()
+    logs = run_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    cidfile = Path(vector.argv[vector.argv.index("--cidfile") + 1])
+    env = {**os.environ, **vector.passed_env}
+    out.started = utc_now()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(vector.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    # Witness first, before anything else can happen to the launcher.
+    write_json(run_dir / "launcher-witness.json", launcher_witness.collect(proc.pid))
+    stamp_lock = threading.Lock()
+    pumps = [Pump(name, os.dup(stream.fileno()), str(logs / f"{name}.log"),
+                  str(logs / "stamps.jsonl"), stamp_lock)
+             for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    proc.stdout.close()
+    proc.stderr.close()
+    for p in pumps:
+        p.start()
+    cid = None
+    try:
+        cid = _wait_cid(cidfile, proc, CIDFILE_WAIT_S)
+        out.container_id = cid
+        if cid:
+            witness = container_witness.collect(cid, set(vector.passed_env))
+            write_json(run_dir / "container-inspect.json", witness)
+            if on_started:
+                on_started(cid)
+        else:
+            out.notes.append("no container id: docker run failed before creating it")
+        deadline = t0 + timeout
+        while proc.poll() is None:
+            if time.monotonic() >= deadline:
+                out.timed_out = True
+                out.notes.append(f"timeout after {timeout:g}s: "
+                                 f"{stop_container(cid, grace) if cid else 'no container'}")
+                break
+            time.sleep(0.05)
+    except Interrupted:
+        out.interrupted = True
+        out.notes.append("interrupted: " + (stop_container(cid, grace) if cid else "no container"))
+    finally:
+        try:
+            out.launcher_exit = proc.wait(timeout=grace + 30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out.launcher_exit = proc.wait()
+            out.notes.append("the docker CLI did not exit after the container stopped; killed")
+        for p in pumps:
+            p.join(timeout=60)
+        out.ended = utc_now()
+        out.duration_s = round(time.monotonic() - t0, 3)
+        out.log_bytes = {p.stream: p.bytes for p in pumps}
+        out.log_errors = {p.stream: p.error for p in pumps if p.error}
+        if cid:
+            _final_state(cid, out)
+    return out
+
+
+def _final_state(cid: str, out: Outcome) -> None:
+    api = engine.client().api
+    try:
+        state = api.inspect_container(cid)["State"]
+    except docker.errors.NotFound:
+        out.notes.append("container vanished before its exit state was read")
+        return
+    out.exit_code = state.get("ExitCode")
+    out.oom_killed = bool(state.get("OOMKilled"))
+    out.container_started_at = state.get("StartedAt")
+    out.container_finished_at = state.get("FinishedAt")
+    if state.get("Running"):
+        out.notes.append("container still running after the launcher exited")
+        return
+    try:
+        api.remove_container(cid)
+    except docker.errors.APIError as e:
+        out.notes.append(f"could not remove the container: {e}")

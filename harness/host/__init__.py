@@ -1,0 +1,1 @@
+"""Facts about the host a run happened on."""

@@ -1,0 +1,48 @@
+"""What the stages of one run share: the inputs, the run folder and what each stage found."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.config.loader import Loaded
+from harness.config.schema import Control
+from harness.lock import Held
+from harness.seal import SourceSeal
+from harness.timeutil import stamp, utc_now
+from harness.ui import Reporter
+from harness.verdict import PostResult, Reason
+
+
+def new_run_id(control: str) -> str:
+    return f"{control}-{stamp()}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class RunContext:
+    loaded: Loaded
+    control: Control
+    control_file: Path
+    run_id: str
+    run_dir: Path
+    ui: Reporter
+    rerun_of: dict | None = None
+    attempt: int = 1
+    created: str = field(default_factory=utc_now)
+    image_id: str | None = None
+    seal: SourceSeal | None = None
+    model_hashes: dict[str, str] = field(default_factory=dict)
+    preflight: list[Reason] = field(default_factory=list)
+    held: Held | None = None
+    outcome: dict | None = None
+    post: list[PostResult] = field(default_factory=list)
+    after: list[Reason] = field(default_factory=list)
+
+    @property
+    def model_source(self) -> Path | None:
+        from harness.config.loader import resolve
+
+        if self.control.model is None:
+            return None
+        return resolve(self.control.model.source, self.control_file.parent)

@@ -1,0 +1,89 @@
+"""Stage 1, before the lock: is everything that defines this run as pinned?
+
+Checks the image Id against images.lock, takes the source seal, hashes the pinned model
+files and checks the device profile's prerequisites. Nothing here launches anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import engine
+from harness.atomic import write_json
+from harness.errors import EnvironmentFault
+from harness.hashing import sha256_many
+from harness.host import identity
+from harness.pipeline.context import RunContext
+from harness.seal import source_seal
+from harness.verdict import Reason
+
+DEVICE_PATHS = {"rocm": ("/dev/kfd", "/dev/dri"), "cpu": ()}
+
+
+def check_image(ctx: RunContext) -> list[Reason]:
+    lock = ctx.loaded.image_lock
+    pinned = lock.images.get(ctx.control.image) if lock else None
+    if pinned is None:
+        return [Reason("IMAGE-NOT-PINNED", f"{ctx.control.image!r} is not in images.lock")]
+    try:
+        found = engine.local_image(pinned.id)
+    except EnvironmentFault as e:
+        return [Reason("ENV-NO-ENGINE", e.message)]
+    if found is not None and found.get("Id") == pinned.id:
+        ctx.image_id = pinned.id
+        return []
+    by_ref = engine.local_image(pinned.ref) if pinned.ref else None
+    if by_ref is not None:
+        return [Reason("IMAGE-ID-MISMATCH", f"{ctx.control.image}: local {pinned.ref} is "
+                       f"{by_ref.get('Id')}, images.lock pins {pinned.id}")]
+    return [Reason("ENV-MISSING-IMAGE", f"{ctx.control.image}: image {pinned.id} is not in the "
+                   "local engine (no registry is used: build or load it)")]
+
+
+def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str], list[Reason]]:
+    """Hash each pinned model file; name each one missing or different."""
+    reasons, paths = [], {}
+    for rel in sorted(pinned):
+        p = model_dir / rel
+        if not p.is_file():
+            reasons.append(Reason("MODEL-MISSING", f"{p} does not exist"))
+        else:
+            paths[rel] = p
+    digests = sha256_many(paths.values())
+    got = {rel: "sha256:" + digests[p] for rel, p in paths.items()}
+    for rel, digest in got.items():
+        want = pinned[rel] if pinned[rel].startswith("sha256:") else "sha256:" + pinned[rel]
+        if digest != want:
+            reasons.append(Reason("MODEL-HASH", f"{rel}: {digest} but pinned {want}"))
+    return got, reasons
+
+
+def check_model(ctx: RunContext) -> list[Reason]:
+    if ctx.control.model is None:
+        return []
+    src = ctx.model_source
+    if src is None or not src.is_dir():
+        return [Reason("ENV-MODEL-DIR", f"model folder {src} does not exist")]
+    ctx.model_hashes, reasons = hash_model(src, ctx.control.model.sha256)
+    return reasons
+
+
+def check_device(ctx: RunContext) -> list[Reason]:
+    return [Reason("ENV-DEVICE", f"the {ctx.control.device} profile needs {p}, which is absent")
+            for p in DEVICE_PATHS[ctx.control.device] if not Path(p).exists()]
+
+
+def run(ctx: RunContext) -> list[Reason]:
+    ctx.seal = source_seal(ctx.loaded.project_dir, ctx.loaded.files())
+    reasons = check_image(ctx) + check_model(ctx) + check_device(ctx)
+    ctx.preflight = reasons
+    if not reasons:
+        write_json(ctx.run_dir / "host-before.json", identity.snapshot(), exclusive=True)
+    write_json(ctx.run_dir / "preflight.json", {
+        "schema": "harness.preflight/v1",
+        "source_seal": ctx.seal.as_dict(),
+        "image": {"name": ctx.control.image, "id": ctx.image_id},
+        "model_hashes": ctx.model_hashes,
+        "reasons": [str(r) for r in reasons],
+    })
+    return reasons

@@ -1,0 +1,19 @@
+"""Post-steps: programs that judge a run's evidence after its container exits.
+
+Each built-in post-step is a module here with one interface, in the manner of in-toto's
+witness plug-ins:
+
+    def run(run_dir: Path, out_dir: Path, options: dict) -> int
+
+It reads the run folder, writes its verdict (``verdict.json``) and any files of its own into
+``out_dir`` (``run_dir/post-steps/NAME/``), and returns 0 to accept or 1 to refuse. The
+pipeline runs it in a separate process (``python -m harness.poststeps NAME RUN_DIR OUT_DIR``)
+so a crashing judge cannot take the harness down, and records its exit code and output.
+"""
+
+from __future__ import annotations
+
+BUILTINS: dict[str, str] = {
+    "exit-code": "harness.poststeps.exitcode",
+    "gate0": "harness.poststeps.gate0",
+}

@@ -1,0 +1,43 @@
+"""Witness of the container: `docker inspect` through the SDK, its init PID and cgroup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import docker.errors
+
+from harness import engine
+from harness.vector import looks_secret, redact
+
+
+def cgroup_of(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+
+
+def redact_env(inspect: dict, names: set[str]) -> dict:
+    """Docker shows every env value in Config.Env: secrets become sha256 markers there."""
+    config = inspect.get("Config") or {}
+    env = config.get("Env") or []
+    out = []
+    for entry in env:
+        name, sep, value = entry.partition("=")
+        out.append(f"{name}={redact(value)}" if sep and (name in names or looks_secret(name))
+                   else entry)
+    if env:
+        inspect = {**inspect, "Config": {**config, "Env": out}}
+    return inspect
+
+
+def collect(container_id: str, secret_names: set[str] = frozenset()) -> dict:
+    try:
+        inspect = engine.client().api.inspect_container(container_id)
+    except docker.errors.NotFound:
+        return {"schema": "harness.witness.container/v1", "id": container_id,
+                "error": "the container was gone before it could be inspected"}
+    pid = (inspect.get("State") or {}).get("Pid") or None
+    return {"schema": "harness.witness.container/v1", "id": container_id, "init_pid": pid,
+            "cgroup": cgroup_of(pid) if pid else None,
+            "inspect": redact_env(inspect, set(secret_names))}
