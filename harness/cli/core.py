@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
 
 from harness import images as image_lock
 from harness.config.loader import check_files, require_campaign
+from harness.config.schema import SAFE_NAME
 from harness.errors import EnvironmentFault, InvalidInput
 from harness.pipeline.run import make_context, run_control
 from harness.seal import verify_folder
@@ -114,10 +116,6 @@ def images() -> None:
               show_default=True)
 def images_pin(name: str, ref: str, lock_file: Path) -> None:
     """Record the Id of the local image REF under NAME."""
-    import re
-
-    from harness.config.schema import SAFE_NAME
-
     if not re.match(SAFE_NAME, name):
         raise InvalidInput(f"image name {name!r} must match {SAFE_NAME}")
     entry = image_lock.pin(lock_file, name, ref)
@@ -140,4 +138,25 @@ def images_verify(lock_file: Path) -> None:
                                "with their pinned Id", rule="ENV-MISSING-IMAGE")
 
 
-ALL = [check, run, verify, show, images]
+@click.group()
+def model() -> None:
+    """Pin the files of a model folder."""
+
+
+@model.command("pin")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
+def model_pin(folder: Path) -> None:
+    """Print the `sha256:` mapping of every file under FOLDER, to paste into a control."""
+    from harness.hashing import sha256_many
+    from harness.seal import files_under
+
+    names = files_under(folder)
+    if not names:
+        raise InvalidInput(f"{folder}: no files to pin")
+    digests = sha256_many(folder / n for n in names)
+    click.echo("sha256:")
+    for n in names:
+        click.echo(f"  {json.dumps(n)}: {digests[folder / n]}")
+
+
+ALL = [check, run, verify, show, images, model]

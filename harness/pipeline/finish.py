@@ -11,6 +11,7 @@ from harness.atomic import write_json
 from harness.host import identity
 from harness.pipeline.context import RunContext
 from harness.pipeline.preflight import hash_model
+from harness.report.metrics import write_metrics
 from harness.seal import make_read_only, seal_changes, source_seal, write_manifest
 from harness.timeutil import utc_now
 from harness.verdict import Reason, decide
@@ -62,7 +63,16 @@ def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> dict:
     }
 
 
+def metrics(ctx: RunContext) -> None:
+    """vLLM's memory figures from the native log (absent lines stay null, never 0)."""
+    logs = ctx.run_dir / "logs"
+    if logs.is_dir():
+        doc = write_metrics([logs / "stdout.log", logs / "stderr.log"], base=ctx.run_dir)
+        write_json(ctx.run_dir / "metrics.json", doc, exclusive=True)
+
+
 def run(ctx: RunContext) -> tuple[str, list[Reason]]:
+    metrics(ctx)
     ctx.after = recheck(ctx)
     status, reasons = decide(preflight=ctx.preflight, outcome=ctx.outcome, post=ctx.post,
                              after=ctx.after)

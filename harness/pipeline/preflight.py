@@ -61,6 +61,9 @@ def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str],
 def check_model(ctx: RunContext) -> list[Reason]:
     if ctx.control.model is None:
         return []
+    if not ctx.control.model.sha256:
+        return [Reason("MODEL-UNPINNED", f"model {ctx.control.model.source} has no pinned "
+                       "sha256 (pin its files with `harness model pin DIR`)")]
     src = ctx.model_source
     if src is None or not src.is_dir():
         return [Reason("ENV-MODEL-DIR", f"model folder {src} does not exist")]

@@ -1,0 +1,140 @@
+"""`bundle export`: run and night folders -> one BagIt bag in a deterministic tar.
+
+The archive holds a single top folder (named from the bundled folders, never from the
+output file name or the clock) containing:
+  bagit.txt, bag-info.txt, manifest-sha256.txt, metadata/statement.intoto.json,
+  tagmanifest-sha256.txt, and with a signing key tagmanifest-sha256.txt.sig;
+  data/<folder>/... each given folder unchanged.
+Payload entries come first so each file is hashed while it is written; the tag files
+that describe them follow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.atomic import dumps_json, fsync_dir
+from harness.bundle import bag
+from harness.bundle.archive import DeterministicTar
+from harness.bundle.facts import RunFacts, parse_time, read_run_facts, time_span
+from harness.bundle.payload import Payload, collect_payload, find_run_dirs
+from harness.bundle.seals import check_seals
+from harness.bundle.sign import sign
+from harness.bundle.statement import build_statement
+from harness.bundle.sums import Problem, sha256_file
+from harness.errors import EnvironmentFault, InvalidInput
+
+
+@dataclass
+class ExportResult:
+    output: Path
+    top: str
+    files: int
+    runs: list[str]
+    signed: bool
+    warnings: list[Problem] = field(default_factory=list)  # runs already broken at export
+
+
+def compression_for(output: Path) -> bool:
+    """True for gzip (.tar.gz/.tgz), False for plain .tar; anything else is a usage error."""
+    name = output.name
+    if name.endswith((".tar.gz", ".tgz")):
+        return True
+    if name.endswith(".tar"):
+        return False
+    raise InvalidInput(f"{output}: the output name must end in .tar, .tar.gz or .tgz")
+
+
+def top_folder(names: list[str]) -> str:
+    """The archive's top folder: from the bundled folder names, so the output name and the
+    order of arguments do not change the bytes."""
+    if len(names) == 1:
+        return f"evidence-{names[0]}"
+    joined = "\n".join(sorted(names)).encode("utf-8")
+    return f"evidence-{hashlib.sha256(joined).hexdigest()[:16]}"
+
+
+def archive_mtime(runs: list[RunFacts]) -> int:
+    """One fixed mtime for every entry: the newest run's end, else the epoch."""
+    _, end = time_span(runs)
+    when = parse_time(end)
+    return max(int(when.timestamp()), 0) if when else 0
+
+
+def _run_facts(payload: Payload) -> list[RunFacts]:
+    facts = []
+    for name, source in payload.roots:
+        rels = [f.arcname.removeprefix(f"data/{name}/") for f in payload.files
+                if f.arcname.startswith(f"data/{name}/")]
+        for run in find_run_dirs(rels):
+            folder = f"data/{name}/{run}" if run else f"data/{name}"
+            facts.append(read_run_facts(folder, source / run if run else source))
+    return sorted(facts, key=lambda r: r.folder)
+
+
+def _seal_warnings(payload: Payload) -> list[Problem]:
+    """Runs that are already broken now; the bundle keeps them as they are, and says so."""
+    found = {f.arcname: sha256_file(f.source) for f in payload.files}
+    sources = {f.arcname: f.source for f in payload.files}
+    return check_seals(found, lambda p: sources[p].read_text(encoding="utf-8"))
+
+
+def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compress: bool,
+                   sign_key: Path | None) -> None:
+    with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar:
+        subjects = {f.arcname: tar.add_file(f.arcname, f.source, f.size) for f in payload.files}
+        oxum = bag.payload_oxum([f.size for f in payload.files])
+        tags = {
+            bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
+            bag.BAG_INFO: bag.bag_info(runs, oxum).encode("utf-8"),
+            bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
+            bag.STATEMENT: dumps_json(build_statement(runs, subjects)).encode("utf-8"),
+        }
+        tagmanifest = bag.manifest_text(
+            {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
+        ).encode("utf-8")
+        tags[bag.TAGMANIFEST] = tagmanifest
+        if sign_key is not None:
+            tags[bag.SIGNATURE] = sign(tagmanifest, sign_key)
+        for name in sorted(tags):
+            tar.add_bytes(name, tags[name])
+
+
+def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = None
+                  ) -> ExportResult:
+    """Write the bundle for `folders` to `output` (new file, written atomically)."""
+    output = Path(output)
+    compress = compression_for(output)
+    if output.exists() or output.is_symlink():
+        raise InvalidInput(f"{output} exists; bundles are never overwritten")
+    if not output.parent.is_dir():
+        raise InvalidInput(f"{output.parent} is not a folder")
+    if sign_key is not None and not Path(sign_key).is_file():
+        raise InvalidInput(f"signing key {sign_key} is not a file")
+    payload = collect_payload(folders)
+    real_parent = output.parent.resolve()
+    for name, source in payload.roots:
+        if real_parent == source or real_parent.is_relative_to(source):
+            raise InvalidInput(f"{output}: would be written inside the bundled folder {name}")
+    runs = _run_facts(payload)
+    top = top_folder([name for name, _ in payload.roots])
+    warnings = _seal_warnings(payload)
+    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "xb") as fh:
+            _write_archive(fh, payload, runs, top, compress, sign_key)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, output)  # fails if someone created `output` meanwhile
+    except FileExistsError as e:
+        raise InvalidInput(f"{output} appeared while exporting; not overwritten") from e
+    except OSError as e:  # disk full, or a run file changed size while it was read
+        raise EnvironmentFault(f"cannot write {output}: {e}") from e
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(output.parent)
+    return ExportResult(output, top, len(payload.files), [r.run_id for r in runs],
+                        sign_key is not None, warnings)

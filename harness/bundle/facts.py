@@ -1,0 +1,110 @@
+"""What a bundle says about each run, read from the run folder's own records.
+
+Any record may be absent or unreadable (an interrupted run, an older layout); the
+bundle still describes what is there, and says what was missing instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """The records of one run that the bundle metadata is built from."""
+
+    folder: str  # path of the run folder inside the bag, e.g. data/<run-id>
+    record: dict[str, Any] = field(default_factory=dict)  # run.json
+    argv: list[str] | None = None  # docker-vector.json
+    host: dict[str, Any] | None = None  # host-before.json
+    preflight: dict[str, Any] | None = None  # preflight.json
+    notes: list[str] = field(default_factory=list)  # absent or unreadable records
+
+    @property
+    def run_id(self) -> str:
+        value = self.record.get("run_id")
+        return value if isinstance(value, str) and value else self.folder.rsplit("/", 1)[-1]
+
+    def get(self, *keys: str) -> Any:
+        """A nested value of run.json, or None when any level is absent or not an object."""
+        value: Any = self.record
+        for key in keys:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(key)
+        return value
+
+
+def _load(path: Path, notes: list[str]) -> Any:
+    if not path.is_file():
+        notes.append(f"{path.name} absent")
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        notes.append(f"{path.name} unreadable: {type(e).__name__}")
+        return None
+
+
+def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    notes.append(f"{name} is not a JSON object")
+    return None
+
+
+def read_run_facts(folder: str, run_dir: Path) -> RunFacts:
+    """Read one run folder's records, tolerating any that are absent or malformed."""
+    notes: list[str] = []
+    record = _as_dict(_load(run_dir / "run.json", notes), "run.json", notes) or {}
+    vector = _as_dict(_load(run_dir / "docker-vector.json", notes), "docker-vector.json", notes)
+    argv = vector.get("argv") if vector else None
+    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        notes.append("docker-vector.json argv is not a list of strings")
+        argv = None
+    host = _as_dict(_load(run_dir / "host-before.json", notes), "host-before.json", notes)
+    preflight = _as_dict(_load(run_dir / "preflight.json", notes), "preflight.json", notes)
+    return RunFacts(folder, record, argv, host, preflight, notes)
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A UTC ISO-8601 time from a record, or None if it is absent or not a time."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else None
+
+
+def time_span(runs: list[RunFacts]) -> tuple[str | None, str | None]:
+    """Earliest start and latest end over the runs, as written in their run.json."""
+    starts = [(t, s) for r in runs for s in [r.get("times", "started") or r.get("times", "created")]
+              if (t := parse_time(s))]
+    ends = [(t, s) for r in runs for s in [r.get("times", "ended")] if (t := parse_time(s))]
+    start = min(starts)[1] if starts else None
+    end = max(ends)[1] if ends else (max(starts)[1] if starts else None)
+    return start, end
+
+
+def host_name(facts: RunFacts) -> str | None:
+    """The host's name from its identity snapshot, under whichever usual key it has."""
+    for key in ("hostname", "host", "nodename", "node"):
+        value = (facts.host or {}).get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def model_hashes(facts: RunFacts) -> dict[str, str]:
+    """Pinned model file hashes from run.json, else from preflight.json."""
+    for source in (facts.record, facts.preflight or {}):
+        value = source.get("model_hashes")
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items()}
+    return {}

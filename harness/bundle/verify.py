@@ -1,0 +1,198 @@
+"""`bundle verify`: check a bundle offline and name every file that is wrong.
+
+Layers, each checked on its own so one report names everything: the bag's manifests
+against the files, each run's own SHA256SUMS (a run broken before export fails too),
+the in-toto statement's subjects against the manifest, Payload-Oxum, the signature,
+and finally the `bagit` library's own validator as a second opinion on RFC 8493.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import bagit
+
+from harness.bundle import bag
+from harness.bundle.payload import find_run_dirs
+from harness.bundle.safe_extract import Limits, safe_extract
+from harness.bundle.seals import check_seals
+from harness.bundle.sign import verify as verify_signature
+from harness.bundle.statement import check_statement
+from harness.bundle.sums import Problem, compare, parse_sums, sha256_file
+from harness.errors import InvalidInput
+
+REQUIRED_TAGS = (bag.BAGIT_TXT, bag.BAG_INFO, bag.MANIFEST, bag.STATEMENT)
+UNMANIFESTED = (bag.TAGMANIFEST, bag.SIGNATURE)  # the tag manifest cannot list itself
+
+
+@dataclass
+class VerifyReport:
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+    runs: list[str] = field(default_factory=list)
+    signature: str = "unsigned"
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[Problem]]:
+    """Hash every regular file under `root` ({relpath: hex}, {relpath: size}); anything
+    else (symlink, device, unreadable) is a problem and is not opened."""
+    hashes: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    problems: list[Problem] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                problems.append(Problem("not-a-file", rel, "symlink"))
+            elif name in filenames and not stat.S_ISREG(st.st_mode):
+                problems.append(Problem("not-a-file", rel, "not a regular file"))
+            elif name in filenames:
+                try:
+                    hashes[rel] = sha256_file(path)
+                    sizes[rel] = st.st_size
+                except OSError as e:
+                    problems.append(Problem("unreadable", rel, e.strerror or str(e)))
+    return hashes, sizes, problems
+
+
+def _read(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem]) -> str | None:
+    """A tag file's text, or None (with a problem) when it is absent or not UTF-8."""
+    if rel not in hashes:
+        return None
+    try:
+        return (root / rel).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        problems.append(Problem("malformed", rel, "not UTF-8"))
+        return None
+
+
+def _manifest(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem],
+              payload: bool) -> dict[str, str]:
+    text = _read(root, rel, hashes, problems)
+    if text is None:
+        if rel in hashes:
+            return {}
+        problems.append(Problem("missing", rel, "the bag has no such manifest"))
+        return {}
+    entries, bad = parse_sums(text, rel)
+    problems.extend(bad)
+    for path in sorted(entries):
+        if path.startswith(f"{bag.PAYLOAD_DIR}/") != payload:
+            problems.append(Problem("malformed", rel, f"lists {path}, which it may not cover"))
+            del entries[path]
+    return entries
+
+
+def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int],
+                        problems: list[Problem]) -> None:
+    """bagit.txt must declare 1.0 / UTF-8; Payload-Oxum must match the payload."""
+    declared = _read(root, bag.BAGIT_TXT, hashes, problems)
+    if declared is not None and declared != bag.bagit_txt():
+        problems.append(Problem("malformed", bag.BAGIT_TXT, "not BagIt-Version 1.0, UTF-8"))
+    info = _read(root, bag.BAG_INFO, hashes, problems) or ""
+    oxums = [line.split(":", 1)[1].strip() for line in info.splitlines()
+             if line.startswith("Payload-Oxum:")]
+    actual = bag.payload_oxum([s for p, s in sizes.items() if p.startswith("data/")])
+    if bag.BAG_INFO in hashes and oxums != [actual]:
+        said = ", ".join(oxums) or "nothing"
+        problems.append(Problem("payload-oxum", bag.BAG_INFO,
+                                f"Payload-Oxum says {said}, the payload is {actual} (bytes.files)"))
+
+
+def _bagit_opinion(root: Path) -> list[Problem]:
+    """The reference implementation's verdict; only consulted when ours found nothing."""
+    logging.getLogger("bagit").setLevel(logging.CRITICAL)
+    try:
+        bagit.Bag(str(root)).validate()
+    except bagit.BagValidationError as e:
+        details = "; ".join(str(d) for d in e.details) or e.message
+        return [Problem("bagit", str(root.name), details)]
+    except bagit.BagError as e:
+        return [Problem("bagit", str(root.name), str(e))]
+    return []
+
+
+def verify_tree(root: Path, allowed_signers: Path | None = None) -> VerifyReport:
+    """Verify an extracted bundle (its top folder) and report every problem found."""
+    report = VerifyReport()
+    problems = report.problems
+    hashes, sizes, unscanned = scan_tree(root)
+    problems.extend(unscanned)
+    payload = {p: h for p, h in hashes.items() if p.startswith(f"{bag.PAYLOAD_DIR}/")}
+    tags = {p: h for p, h in hashes.items() if p not in payload and p not in UNMANIFESTED}
+    report.files = len(payload)
+    report.runs = find_run_dirs(payload)
+
+    manifest = _manifest(root, bag.MANIFEST, hashes, problems, payload=True)
+    tagmanifest = _manifest(root, bag.TAGMANIFEST, hashes, problems, payload=False)
+    if bag.MANIFEST in hashes:
+        problems.extend(compare(manifest, payload, bag.MANIFEST))
+    if bag.TAGMANIFEST in hashes:
+        problems.extend(compare(tagmanifest, tags, bag.TAGMANIFEST))
+    seen = {(p.kind, p.path) for p in problems}
+    problems.extend(Problem("missing", name, "required tag file")
+                    for name in REQUIRED_TAGS if name not in hashes
+                    and ("missing", name) not in seen)
+    _check_declarations(root, hashes, sizes, problems)
+    statement = _read(root, bag.STATEMENT, hashes, problems)
+    if statement is not None and bag.MANIFEST in hashes:
+        problems.extend(check_statement(statement, manifest, bag.STATEMENT))
+
+    def read_payload(rel: str) -> str:
+        return (root / rel).read_text(encoding="utf-8")
+
+    problems.extend(check_seals(payload, read_payload))
+    report.signature = _check_signature(root, hashes, allowed_signers, problems)
+    if not problems:
+        problems.extend(_bagit_opinion(root))
+    return report
+
+
+def _check_signature(root: Path, hashes: dict[str, str], allowed_signers: Path | None,
+                     problems: list[Problem]) -> str:
+    if bag.SIGNATURE not in hashes:
+        if allowed_signers is not None:
+            problems.append(Problem("unsigned", bag.SIGNATURE,
+                                    "--allowed-signers was given but the bundle is not signed"))
+        return "unsigned"
+    if allowed_signers is None:
+        problems.append(Problem("unverified-signature", bag.SIGNATURE,
+                                "the bundle is signed; give --allowed-signers to check it"))
+        return "signed, not checked"
+    if bag.TAGMANIFEST not in hashes:
+        problems.append(Problem("bad-signature", bag.SIGNATURE, "nothing to check it against"))
+        return "bad"
+    check = verify_signature((root / bag.TAGMANIFEST).read_bytes(),
+                             (root / bag.SIGNATURE).read_bytes(), allowed_signers)
+    if not check.ok:
+        problems.append(Problem("bad-signature", bag.SIGNATURE, check.detail))
+        return "bad"
+    return check.detail
+
+
+def verify_bundle(source: Path, allowed_signers: Path | None = None,
+                  limits: Limits | None = None) -> VerifyReport:
+    """Verify a bundle archive (extracted safely into a temporary folder) or an extracted
+    bundle folder. Hostile or unreadable archives raise InvalidInput (exit 2)."""
+    source = Path(source)
+    if allowed_signers is not None and not Path(allowed_signers).is_file():
+        raise InvalidInput(f"allowed-signers file {allowed_signers} is not a file")
+    if source.is_dir():
+        if not (source / bag.BAGIT_TXT).exists() and not (source / bag.TAGMANIFEST).exists():
+            raise InvalidInput(f"{source}: not a bundle folder (no {bag.BAGIT_TXT})")
+        return verify_tree(source, allowed_signers)
+    with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
+        root = safe_extract(source, Path(tmp), limits)
+        return verify_tree(root, allowed_signers)

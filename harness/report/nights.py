@@ -1,0 +1,113 @@
+"""Finding a campaign's nights and reading what each night left behind, for reports.
+
+Night folders live at `<runs-dir>/nights/<campaign>-<UTCstamp>/` and hold the journal;
+run folders live wherever the journal's `run_dir` says (normally `<runs-dir>/<run-id>/`).
+Everything read here is evidence from disk: it is opened read-only, size-capped, and a
+damaged file becomes a line in the report rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InvalidInput
+from harness.night.journal import JOURNAL_NAME, Journal
+
+STAMP = r"\d{8}T\d{6}Z"
+MAX_JSON_BYTES = 16 * 1024 * 1024
+
+
+def campaign_name(campaign_file: Path) -> str:
+    """The campaign's `name`, validated by the project's campaign schema."""
+    from harness.config.loader import load_model
+    from harness.config.schema import Campaign
+
+    campaign, _, faults = load_model(Path(campaign_file), Campaign)
+    if campaign is None:
+        faults_text = [str(f) for f in faults]
+        raise InvalidInput(f"{campaign_file}: not a valid campaign", faults=faults_text)
+    return campaign.name
+
+
+def night_folders(nights_dir: Path, campaign: str) -> list[Path]:
+    """The campaign's night folders under `nights_dir`, oldest first (UTC stamps sort)."""
+    pattern = re.compile(re.escape(campaign) + "-" + STAMP)
+    if not nights_dir.is_dir():
+        return []
+    found = [p for p in nights_dir.iterdir() if p.is_dir() and pattern.fullmatch(p.name)]
+    return sorted(found, key=lambda p: p.name)
+
+
+def campaign_of_night_name(name: str) -> str | None:
+    match = re.fullmatch(r"(.+)-" + STAMP, name)
+    return match.group(1) if match else None
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """(document, None) or (None, a one-line problem)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            return None, f"{path.name} is {size} bytes, over the {MAX_JSON_BYTES} byte limit"
+        return json.loads(path.read_bytes()), None
+    except FileNotFoundError:
+        return None, f"{path.name} missing"
+    except (OSError, ValueError) as e:
+        return None, f"{path.name} unreadable: {e}"
+
+
+def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
+    """Where a journal's run_dir points: absolute, or relative to the night, the runs dir, cwd."""
+    path = Path(run_dir)
+    if path.is_absolute():
+        return path if path.is_dir() else None
+    for base in (night_dir, night_dir.parent.parent, Path.cwd()):
+        if (base / path).is_dir():
+            return base / path
+    return None
+
+
+def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
+    """One record for the summary: the journal row, run.json, metrics.json, problems."""
+    record: dict[str, Any] = {"row": row, "run": None, "metrics": None, "problems": []}
+    if run_dir is None:
+        if row and row.get("run_dir"):
+            record["problems"].append(f"run folder {row['run_dir']} not found")
+        return record
+    for key, name in (("run", "run.json"), ("metrics", "metrics.json")):
+        doc, problem = read_json(run_dir / name)
+        if isinstance(doc, dict):
+            record[key] = doc
+        elif problem and (key == "run" or (run_dir / name).exists()):
+            record["problems"].append(problem)
+        elif doc is not None:
+            record["problems"].append(f"{name} is not a JSON object")
+    return record
+
+
+def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
+    """The night's identity and its run records, from its journal or, lacking one, its folders."""
+    night_dir = Path(night_dir)
+    if not night_dir.is_dir():
+        raise InvalidInput(f"{night_dir} is not a folder")
+    info: dict[str, Any] = {"name": night_dir.name, "dir": str(night_dir)}
+    journal_path = night_dir / JOURNAL_NAME
+    if journal_path.exists():
+        with Journal.open(journal_path, readonly=True) as journal:
+            night = journal.night()
+            rows = [r.as_dict() for r in journal.rows()]
+        info.update(campaign=night.campaign, campaign_file=night.campaign_file,
+                    seal=night.seal, created=night.created, deadline=night.deadline)
+        records = [
+            load_run(resolve_run_dir(r["run_dir"], night_dir) if r["run_dir"] else None, r)
+            for r in rows
+        ]
+        return info, records
+    run_dirs = sorted(p for p in night_dir.iterdir() if (p / "run.json").is_file())
+    if not run_dirs:
+        raise InvalidInput(f"{night_dir} holds no {JOURNAL_NAME} and no run folders")
+    info["campaign"] = campaign_of_night_name(night_dir.name)
+    return info, [load_run(p) for p in run_dirs]

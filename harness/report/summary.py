@@ -1,0 +1,282 @@
+"""The morning summary of a night: one entry per run, as JSON, Markdown and self-contained HTML.
+
+Everything here is pure: the caller gathers the journal rows, each run's `run.json` and
+`metrics.json` (see harness.report.nights) and gets text back. Evidence files are read as
+untrusted input: a missing or odd field shows as "—", never as a crash, and every string
+is escaped for the format it lands in.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from harness.report.metrics import METRICS, UNITS
+from harness.report.svg import fmt, line_plot
+
+SCHEMA = "harness.summary/v1"
+# Night-level trend: per control, a list of (night name, {metric: value}).
+Trends = Mapping[str, Sequence[tuple[str, Mapping[str, float | int | None]]]]
+SHOWN_METRICS = (
+    "kv_cache_gib", "kv_tokens", "model_load_gib", "model_load_s",
+    "graph_capture_gib", "graph_capture_s", "engine_init_s",
+)
+LABELS = {
+    "kv_cache_gib": "KV cache", "kv_tokens": "KV tokens", "max_concurrency": "max concurrency",
+    "max_model_len": "max model len", "model_load_gib": "model load",
+    "model_load_s": "model load time", "graph_capture_gib": "graph capture",
+    "graph_capture_s": "graph capture time", "engine_init_s": "engine init",
+    "compilation_s": "compilation",
+}
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    a, b = _time(start), _time(end)
+    return round((b - a).total_seconds(), 3) if a and b else None
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None) -> dict:
+    """One summary row from {"row": journal row, "run": run.json, "metrics": metrics.json}."""
+    row, run = _dict(record.get("row")), _dict(record.get("run"))
+    metrics_doc = _dict(record.get("metrics"))
+    metrics = _dict(metrics_doc.get("metrics", metrics_doc))
+    times, lock = _dict(run.get("times")), _dict(run.get("lock"))
+    reasons = [str(r) for r in run.get("reasons") or [] if r]
+    if row.get("reason") and row["reason"] not in reasons:
+        reasons.append(str(row["reason"]))
+    reasons += [str(p) for p in record.get("problems") or []]
+    rerun = _dict(run.get("rerun_of"))
+    rerun_of = rerun.get("run_id") or (links or {}).get(row.get("rerun_of"))
+    return {
+        "plan_index": row.get("plan_index"),
+        "control": row.get("control") or _dict(run.get("control")).get("name") or "?",
+        "attempt": row.get("attempt"),
+        "origin": row.get("origin"),
+        "state": row.get("state"),
+        "status": run.get("status") or row.get("state") or "unknown",
+        "run_id": run.get("run_id") or row.get("run_id"),
+        "run_dir": row.get("run_dir"),
+        "reasons": reasons,
+        "rerun_of": rerun_of,
+        "rerun_reason": rerun.get("reason") or row.get("link_reason"),
+        "reruns": [],
+        "post_steps": [
+            {"name": str(p.get("name")), "verdict": p.get("verdict"),
+             "exit_code": p.get("exit_code")}
+            for p in run.get("post_steps") or [] if isinstance(p, dict)
+        ],
+        "lock_wait_s": _number(lock.get("wait_s")),
+        "lock_hold_s": _seconds(lock.get("acquired"), lock.get("released")),
+        "duration_s": _seconds(times.get("started"), times.get("ended")),
+        "started": times.get("started"),
+        "metrics": {name: _number(metrics.get(name)) for name in METRICS},
+    }
+
+
+def build_summary(
+    night: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trends: Trends | None = None
+) -> dict:
+    """The JSON form of the summary; `render_markdown` and `render_html` draw from it."""
+    links = {r["row"]["id"]: r["row"].get("run_id") for r in records
+             if isinstance(r.get("row"), dict) and "id" in r["row"]}
+    runs = [run_entry(r, links) for r in records]
+    for entry in runs:  # the other direction of the rerun link
+        if entry["rerun_of"]:
+            for other in runs:
+                if other["run_id"] == entry["rerun_of"] and entry["run_id"]:
+                    other["reruns"].append(entry["run_id"])
+    counts: dict[str, int] = {}
+    for entry in runs:
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    return {
+        "schema": SCHEMA,
+        "night": dict(night),
+        "counts": dict(sorted(counts.items())),
+        "runs": runs,
+        "trends": {
+            control: [[name, {k: _number(v) for k, v in values.items()}] for name, values in pts]
+            for control, pts in sorted((trends or {}).items())
+        },
+    }
+
+
+def _seconds_text(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value < 120:
+        return f"{value:.1f} s"
+    minutes, seconds = divmod(round(value), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def _metric_text(entry: dict, name: str) -> str:
+    return fmt(entry["metrics"].get(name), UNITS.get(name, ""))
+
+
+def _link_text(entry: dict) -> str:
+    parts = []
+    if entry["rerun_of"]:
+        reason = f" ({entry['rerun_reason']})" if entry["rerun_reason"] else ""
+        parts.append(f"rerun of {entry['rerun_of']}{reason}")
+    if entry["reruns"]:
+        parts.append("rerun as " + ", ".join(entry["reruns"]))
+    return "; ".join(parts)
+
+
+def _md(text: Any) -> str:
+    """One table cell: no line breaks, and |, <, >, ` and \\ backslash-escaped (CommonMark)."""
+    out = str(text).replace("\r", " ").replace("\n", " ")
+    for ch in "\\|<>`":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def render_markdown(summary: Mapping[str, Any]) -> str:
+    night = summary["night"]
+    lines = [f"# Night {_md(night.get('name', '?'))}", ""]
+    for key in ("campaign", "campaign_file", "seal", "created", "deadline", "dir"):
+        if night.get(key):
+            lines.append(f"- {key.replace('_', ' ')}: `{_md(night[key])}`")
+    counts = ", ".join(f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
+    lines += [f"- runs: {counts}", ""]
+    head = ["#", "control", "attempt", "status", "reasons", "lock wait", "lock hold", "duration"]
+    head += [LABELS[m] for m in SHOWN_METRICS]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for e in summary["runs"]:
+        reasons = "; ".join(e["reasons"]) or ""
+        link = _link_text(e)
+        cells = [
+            e["plan_index"] if e["plan_index"] is not None else "", e["control"],
+            e["attempt"] or "", f"**{e['status']}**", reasons + (f" ({link})" if link else ""),
+            _seconds_text(e["lock_wait_s"]), _seconds_text(e["lock_hold_s"]),
+            _seconds_text(e["duration_s"]), *(_metric_text(e, m) for m in SHOWN_METRICS),
+        ]
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    lines.append("")
+    for e in summary["runs"]:
+        if e["run_id"]:
+            lines.append(f"- `{_md(e['run_id'])}`: {_md(e['run_dir'] or '')}")
+    if summary["trends"]:
+        lines += ["", "## Across nights", ""]
+        for control, points in summary["trends"].items():
+            lines.append(f"### {_md(control)}")
+            lines.append("")
+            lines.append("| night | " + " | ".join(LABELS[m] for m in SHOWN_METRICS) + " |")
+            lines.append("|---|" + "---|" * len(SHOWN_METRICS))
+            for name, values in points:
+                cells = [fmt(values.get(m), UNITS[m]) for m in SHOWN_METRICS]
+                lines.append(f"| {_md(name)} | " + " | ".join(_md(c) for c in cells) + " |")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222;background:#fafafa}
+h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}h3{font-size:1rem}
+table{border-collapse:collapse;background:#fff;font-size:.85rem}
+th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.status{font-weight:600;padding:.1rem .4rem;border-radius:.3rem;white-space:nowrap}
+.accepted,.sealed{background:#d7f5dd;color:#135d22}.refused{background:#fde0e0;color:#8a1111}
+.failed,.timed-out{background:#fde9d7;color:#8a4b11}
+.interrupted,.deferred,.planned,.running,.unknown{background:#eee;color:#444}
+.meta{color:#555;font-size:.85rem}.plots{display:flex;flex-wrap:wrap;gap:.5rem}
+code{font-size:.8rem}
+"""
+
+
+def _h(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_html(summary: Mapping[str, Any]) -> str:
+    """A single self-contained page: inline CSS and SVG, no scripts, no external assets."""
+    night = summary["night"]
+    out = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Night {_h(night.get('name', '?'))}</title>", f"<style>{_CSS}</style>",
+        "</head><body>", f"<h1>Night {_h(night.get('name', '?'))}</h1>", '<ul class="meta">',
+    ]
+    for key in ("campaign", "campaign_file", "seal", "created", "deadline", "dir"):
+        if night.get(key):
+            out.append(f"<li>{_h(key.replace('_', ' '))}: <code>{_h(night[key])}</code></li>")
+    counts = ", ".join(f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
+    out += [f"<li>runs: {_h(counts)}</li>", "</ul>", "<table><thead><tr>"]
+    head = ["#", "control", "attempt", "status", "reasons", "lock wait", "lock hold", "duration"]
+    out.append("".join(f"<th>{_h(c)}</th>" for c in head + [LABELS[m] for m in SHOWN_METRICS]))
+    out.append("</tr></thead><tbody>")
+    for e in summary["runs"]:
+        status = str(e["status"])
+        css = status if status.replace("-", "").isalpha() else "unknown"
+        reasons = "".join(f"<div>{_h(r)}</div>" for r in e["reasons"])
+        link = _link_text(e)
+        if link:
+            reasons += f"<div class=\"meta\">{_h(link)}</div>"
+        if e["run_id"]:
+            reasons += f"<div class=\"meta\"><code>{_h(e['run_id'])}</code></div>"
+        cells = [
+            f"<td class=\"num\">{_h(e['plan_index'] if e['plan_index'] is not None else '')}</td>",
+            f"<td>{_h(e['control'])}</td>", f"<td class=\"num\">{_h(e['attempt'] or '')}</td>",
+            f"<td><span class=\"status {_h(css)}\">{_h(status)}</span></td>",
+            f"<td>{reasons}</td>",
+            *(f"<td class=\"num\">{_h(_seconds_text(e[k]))}</td>"
+              for k in ("lock_wait_s", "lock_hold_s", "duration_s")),
+            *(f"<td class=\"num\">{_h(_metric_text(e, m))}</td>" for m in SHOWN_METRICS),
+        ]
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    if summary["trends"]:
+        out.append("<h2>Across nights</h2>")
+        for control, points in summary["trends"].items():
+            out.append(f"<h3>{_h(control)}</h3><div class=\"plots\">")
+            for metric in SHOWN_METRICS:
+                series = [(name, values.get(metric)) for name, values in points]
+                out.append(line_plot(series, title=LABELS[metric], unit=UNITS[metric]))
+            out.append("</div>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def trend_points(
+    nights: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+) -> dict[str, list[tuple[str, dict]]]:
+    """Per control, its metrics in every night, oldest first; {} where it has none that night.
+
+    Within a night the newest attempt that has metrics speaks for the control.
+    """
+    per_night: list[tuple[str, dict[str, dict]]] = []
+    controls: set[str] = set()
+    for name, records in nights:
+        best: dict[str, tuple[int, dict]] = {}
+        for record in records:
+            entry = run_entry(record)
+            if not any(v is not None for v in entry["metrics"].values()):
+                continue
+            attempt = entry["attempt"] or 0
+            if entry["control"] not in best or attempt >= best[entry["control"]][0]:
+                best[entry["control"]] = (attempt, entry["metrics"])
+        per_night.append((name, {c: m for c, (_, m) in best.items()}))
+        controls |= set(best)
+    return {c: [(name, found.get(c, {})) for name, found in per_night] for c in sorted(controls)}

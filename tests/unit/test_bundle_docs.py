@@ -1,0 +1,91 @@
+"""The "Verifying without the harness" recipes in docs/bundles.md really work."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from bundle_helpers import make_keys, make_run
+
+from harness.bundle import export_bundle
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "bundles.md"
+
+
+def doc_script(tag: str) -> str:
+    """The shell block that follows `<!-- bundle-doc-test: TAG -->` in the docs."""
+    match = re.search(rf"<!-- bundle-doc-test: {tag} -->\n```sh\n(.*?)```", DOC.read_text(),
+                      re.DOTALL)
+    assert match, f"docs/bundles.md has no {tag} block"
+    return match.group(1)
+
+
+def run_script(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **env}, check=False)
+
+
+def test_coreutils_recipe_accepts_a_good_bundle(tmp_path):
+    make_run(tmp_path / "gpu-runs", "r1")
+    make_run(tmp_path / "gpu-runs", "r2", row=1)
+    export_bundle([tmp_path / "gpu-runs" / "r1", tmp_path / "gpu-runs" / "r2"],
+                  tmp_path / "evidence.tar.gz")
+    result = run_script(doc_script("coreutils"), tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "bundle verified" in result.stdout
+
+
+def _retar(root: Path, out: Path) -> None:
+    with tarfile.open(out, "w:gz") as tar:
+        tar.add(root, arcname=root.name)
+
+
+@pytest.mark.parametrize("tamper", ["payload", "extra-payload", "tag", "broken-run"])
+def test_coreutils_recipe_rejects_tampering(tmp_path, tamper):
+    run = make_run(tmp_path / "gpu-runs", "r1")
+    if tamper == "broken-run":  # broken before export: only the run's own SHA256SUMS knows
+        (run / "logs" / "stdout.log").write_text("rewritten\n")
+    export_bundle([run], tmp_path / "good.tar.gz")
+    work = tmp_path / "work"
+    work.mkdir()
+    with tarfile.open(tmp_path / "good.tar.gz") as tar:
+        tar.extractall(work, filter="data")
+    root = next(work.iterdir())
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    if tamper == "payload":
+        (root / "data/r1/logs/stdout.log").write_text("tampered\n")
+    elif tamper == "extra-payload":
+        (root / "data/r1/smuggled.txt").write_text("x\n")
+    elif tamper == "tag":
+        (root / "bag-info.txt").write_text("Campaign: something else\n")
+    _retar(root, tmp_path / "evidence.tar.gz")
+    result = run_script(doc_script("coreutils"), tmp_path)
+    assert result.returncode != 0
+    assert "bundle verified" not in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
+def test_openssh_recipe_checks_the_signature(tmp_path):
+    key, line = make_keys(tmp_path, "alice")
+    _, other = make_keys(tmp_path, "mallory")
+    (tmp_path / "allowed").write_text(line)
+    (tmp_path / "others").write_text(other)
+    run = make_run(tmp_path / "gpu-runs", "r1", full=False)
+    export_bundle([run], tmp_path / "evidence.tar", sign_key=key)
+    work = tmp_path / "work"
+    work.mkdir()
+    with tarfile.open(tmp_path / "evidence.tar") as tar:
+        tar.extractall(work, filter="data")
+    root = next(work.iterdir())
+    script = doc_script("openssh")
+    good = run_script(script, root, ALLOWED_SIGNERS=str(tmp_path / "allowed"))
+    assert good.returncode == 0, good.stderr
+    assert 'Good "harness-evidence" signature for alice@example' in good.stdout + good.stderr
+    bad = run_script(script, root, ALLOWED_SIGNERS=str(tmp_path / "others"))
+    assert bad.returncode != 0

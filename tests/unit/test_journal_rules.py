@@ -1,0 +1,119 @@
+"""The journal's pure rules: every (state, event) pair, resume decisions and next actions."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from harness.night.transitions import (
+    EVENTS,
+    STATES,
+    TERMINAL,
+    Action,
+    IllegalTransition,
+    RetryPolicy,
+    Row,
+    next_action,
+    resume_steps,
+    transition,
+)
+
+EXPECTED = {
+    ("planned", "start"): "running",
+    ("planned", "defer"): "deferred",
+    ("planned", "refuse"): "refused",
+    ("planned", "fail"): "failed",
+    ("running", "seal"): "sealed",
+    ("running", "refuse"): "refused",
+    ("running", "fail"): "failed",
+    ("running", "interrupt"): "interrupted",
+    ("deferred", "requeue"): "planned",
+}
+
+
+@pytest.mark.parametrize(("state", "event"), list(itertools.product(STATES, EVENTS)))
+def test_every_state_event_pair(state: str, event: str) -> None:
+    if (state, event) in EXPECTED:
+        assert transition(state, event) == EXPECTED[(state, event)]
+    else:
+        with pytest.raises(IllegalTransition):
+            transition(state, event)
+
+
+def test_terminal_states_accept_no_event() -> None:
+    for state in TERMINAL | {"interrupted"}:
+        for event in EVENTS:
+            with pytest.raises(IllegalTransition):
+                transition(state, event)
+
+
+def test_unknown_state_or_event_is_illegal() -> None:
+    with pytest.raises(IllegalTransition):
+        transition("planned", "explode")
+    with pytest.raises(IllegalTransition):
+        transition("zombie", "start")
+
+
+def row(i: int, state: str, *, plan: int | None = None, attempt: int = 1) -> Row:
+    return Row(
+        id=i, plan_index=i if plan is None else plan, control=f"c{i}", repeat_index=0,
+        attempt=attempt, state=state, run_id=None, run_dir=None, reason=None, rerun_of=None,
+        origin="plan", link_reason=None, updated="2026-11-30T00:00:00Z",
+    )
+
+
+ONE = RetryPolicy(max_attempts=1)
+TWO = RetryPolicy(max_attempts=2)
+
+
+def test_launch_first_planned_in_plan_order() -> None:
+    rows = [row(3, "planned"), row(1, "sealed"), row(2, "planned")]
+    assert next_action(rows, ONE) == Action("launch", rows[2])
+
+
+def test_done_when_nothing_is_planned() -> None:
+    rows = [row(1, "sealed"), row(2, "refused"), row(3, "failed"), row(4, "deferred")]
+    assert next_action(rows, TWO) == Action("done")
+
+
+def test_sealed_refused_failed_never_run_again_even_with_retries() -> None:
+    for state in TERMINAL:
+        assert next_action([row(1, state)], RetryPolicy(max_attempts=9)).kind == "done"
+
+
+def test_running_row_at_resume_is_interrupted_first() -> None:
+    rows = [row(1, "planned"), row(2, "running")]
+    assert next_action(rows, ONE) == Action("interrupt", rows[1])
+    assert resume_steps(rows) == [Action("interrupt", rows[1])]
+
+
+def test_interrupted_retried_only_within_policy() -> None:
+    interrupted = row(1, "interrupted")
+    assert next_action([interrupted], ONE).kind == "done"
+    assert next_action([interrupted], TWO) == Action("retry", interrupted)
+    second = row(2, "interrupted", plan=1, attempt=2)
+    assert next_action([interrupted, second], TWO).kind == "done"
+
+
+def test_newest_attempt_decides_the_slot() -> None:
+    old = row(1, "interrupted", plan=0)
+    new = row(2, "planned", plan=0, attempt=2)
+    assert next_action([old, new], TWO) == Action("launch", new)
+    sealed = row(3, "sealed", plan=0, attempt=2)
+    assert next_action([old, sealed], RetryPolicy(5)).kind == "done"
+
+
+def test_retry_comes_before_later_launches() -> None:
+    rows = [row(1, "interrupted", plan=0), row(2, "planned", plan=1)]
+    assert next_action(rows, TWO).kind == "retry"
+
+
+def test_resume_requeues_deferred_and_ignores_finished() -> None:
+    rows = [row(1, "deferred"), row(2, "sealed"), row(3, "interrupted")]
+    assert resume_steps(rows) == [Action("requeue", rows[0])]
+
+
+def test_policy_rejects_zero_attempts() -> None:
+    with pytest.raises(Exception, match="max_attempts"):
+        RetryPolicy(max_attempts=0)

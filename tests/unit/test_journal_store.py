@@ -1,0 +1,219 @@
+"""The SQLite journal: WAL durability, resume after SIGKILL, refusal of foreign/corrupt files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.errors import EnvironmentFault, InvalidInput
+from harness.night.journal import (
+    IllegalTransition,
+    Journal,
+    RetryPolicy,
+    next_action,
+)
+
+PLAN = [("echo", 0), ("sleep", 0), ("echo", 1)]
+
+
+def make(tmp_path: Path) -> Journal:
+    return Journal.create(
+        tmp_path / "journal.sqlite", campaign="rehearsal-night", campaign_file="c.yaml",
+        plan=PLAN, seal="sha256:" + "a" * 64, deadline="2026-12-01T06:00:00Z",
+    )
+
+
+def test_create_plans_rows_and_uses_wal_full(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    rows = j.rows()
+    assert [(r.plan_index, r.control, r.repeat_index, r.state) for r in rows] == [
+        (0, "echo", 0, "planned"), (1, "sleep", 0, "planned"), (2, "echo", 1, "planned"),
+    ]
+    assert j._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert j._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert j.night().campaign == "rehearsal-night"
+    j.close()
+    raw = sqlite3.connect(tmp_path / "journal.sqlite")
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # persistent in the file
+    raw.close()
+
+
+def test_create_never_overwrites(tmp_path: Path) -> None:
+    make(tmp_path).close()
+    with pytest.raises(InvalidInput, match="never overwritten"):
+        make(tmp_path)
+
+
+def test_state_change_is_visible_to_another_connection_at_once(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    first = j.rows()[0]
+    j.mark_running(first, "rehearsal-echo-1", "/runs/rehearsal-echo-1")
+    other = sqlite3.connect(tmp_path / "journal.sqlite")
+    sql = "SELECT state, run_id FROM runs WHERE id = ?"
+    state, run_id = other.execute(sql, (first.id,)).fetchone()
+    assert (state, run_id) == ("running", "rehearsal-echo-1")
+    other.close()
+    j.close()
+
+
+def test_stale_row_is_refused_compare_and_set(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    first = j.rows()[0]
+    j.mark_running(first, "r1", "/r1")
+    with pytest.raises(IllegalTransition, match="another harness"):
+        j.mark_running(first, "r1b", "/r1b")  # `first` still says planned
+    assert j.row(first.id).run_id == "r1"
+    with pytest.raises(IllegalTransition):
+        j.mark_running(first.id, "r1c", "/r1c")  # running -> start is illegal
+    j.close()
+
+
+def test_full_night_and_events(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    policy = RetryPolicy(1)
+    outcomes = iter(["seal", "refuse", "fail"])
+    while (action := next_action(j.rows(), policy)).kind != "done":
+        assert action.kind == "launch"
+        row = j.mark_running(action.row, f"run-{action.row.plan_index}", "/x")
+        outcome = next(outcomes)
+        if outcome == "seal":
+            j.mark_sealed(row)
+        elif outcome == "refuse":
+            j.mark_refused(row, "finalizer exited 1")
+        else:
+            j.mark_failed(row, "container exited 137")
+    assert [r.state for r in j.rows()] == ["sealed", "refused", "failed"]
+    assert j.rows()[1].reason == "finalizer exited 1"
+    events = [(e["event"], e["to_state"]) for e in j.events(j.rows()[0].id)]
+    assert events == [("plan", "planned"), ("start", "running"), ("seal", "sealed")]
+    j.close()
+
+
+def test_deferred_is_requeued_on_resume(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    j.mark_deferred(j.rows()[0], "doctor: /dev/kfd missing")
+    assert next_action(j.rows(), RetryPolicy(1)).row.plan_index == 1
+    changed = j.resume()
+    assert [(r.plan_index, r.state, r.reason) for r in changed] == [(0, "planned", None)]
+    j.close()
+
+
+CRASHER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from harness.night.journal import Journal
+    j = Journal.open(Path(sys.argv[1]))
+    row = j.rows()[1]
+    j.mark_sealed(j.mark_running(j.rows()[0], "run-0", "/r0"))
+    j.mark_running(row, "run-1", "/r1")
+    print("launched", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_sigkill_mid_run_then_resume_sees_interrupted(tmp_path: Path) -> None:
+    make(tmp_path).close()
+    path = tmp_path / "journal.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CRASHER, str(path)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    try:
+        assert proc.stdout.readline().strip() == "launched"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    j = Journal.open(path)
+    assert [r.state for r in j.rows()] == ["sealed", "running", "planned"]
+    changed = j.resume()
+    assert [(r.run_id, r.state) for r in changed] == [("run-1", "interrupted")]
+    # no retries allowed: the sealed run is not repeated, the interrupted one is final
+    action = next_action(j.rows(), RetryPolicy(1))
+    assert (action.kind, action.row.plan_index) == ("launch", 2)
+    # with a retry policy, the interrupted slot gets a new attempt linked to the old one
+    retry = j.apply(next_action(j.rows(), RetryPolicy(2)))
+    assert (retry.plan_index, retry.attempt, retry.origin) == (1, 2, "retry")
+    assert retry.rerun_of == j.by_run_id("run-1").id
+    assert next_action(j.rows(), RetryPolicy(2)).row.id == retry.id
+    j.close()
+
+
+def test_chain_links_both_ways(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    r0 = j.mark_running(j.rows()[0], "orig", "/o")
+    j.mark_refused(r0, "startup/generation configuration differs")
+    rerun = j.add_rerun("orig", "instrument repaired (#3059)")
+    assert (rerun.rerun_of, rerun.attempt) == (r0.id, 2)
+    assert rerun.link_reason == "instrument repaired (#3059)"
+    j.mark_sealed(j.mark_running(rerun, "second", "/s"))
+    assert j.by_run_id("orig").state == "refused"  # the original stays refused
+    for rid in ("orig", "second"):
+        assert [r.run_id for r in j.chain(rid)] == ["orig", "second"]
+    assert j.chain("unknown") == []
+    with pytest.raises(InvalidInput, match="reason"):
+        j.add_rerun("orig", "  ")
+    j.close()
+
+
+def test_rerun_of_unfinished_run_is_refused(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    j.mark_running(j.rows()[0], "busy", "/b")
+    with pytest.raises(InvalidInput, match="only a finished run"):
+        j.add_rerun("busy", "why not")
+    j.close()
+
+
+def test_open_or_create_resumes_same_night_and_refuses_another(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite"
+    kw = dict(campaign="n", campaign_file="c.yaml", plan=PLAN, seal="s1")
+    Journal.open_or_create(path, **kw).close()
+    Journal.open_or_create(path, **kw).close()
+    with pytest.raises(InvalidInput) as info:
+        Journal.open_or_create(path, **{**kw, "campaign": "other", "seal": "s2", "plan": PLAN[:1]})
+    assert len(info.value.faults) == 3
+
+
+def test_corrupt_file_is_a_clear_error_and_left_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite"
+    garbage = b"this is not sqlite at all\n" * 100
+    path.write_bytes(garbage)
+    with pytest.raises(EnvironmentFault, match=r"damaged or unreadable.*left untouched"):
+        Journal.open(path)
+    assert path.read_bytes() == garbage
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["journal.sqlite"]
+
+
+def test_truncated_journal_is_a_clear_error(tmp_path: Path) -> None:
+    make(tmp_path).close()
+    path = tmp_path / "journal.sqlite"
+    data = path.read_bytes()
+    path.write_bytes(data[:100] + b"\xff" * 50 + data[150:])  # damage the header page
+    with pytest.raises((EnvironmentFault, InvalidInput)):
+        Journal.open(path)
+    assert path.exists()
+
+
+def test_foreign_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite"
+    other = sqlite3.connect(path)
+    other.execute("CREATE TABLE t (x)")
+    other.commit()
+    other.close()
+    before = path.read_bytes()
+    with pytest.raises(InvalidInput, match="not a harness night journal"):
+        Journal.open(path)
+    assert path.read_bytes() == before
+
+
+def test_missing_journal(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="no night journal"):
+        Journal.open(tmp_path / "nope.sqlite")

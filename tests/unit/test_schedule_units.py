@@ -1,0 +1,170 @@
+"""`harness schedule`: unit text, quoting, cron equivalents, calendar checks, systemd-analyze."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli.schedule import schedule
+from harness.errors import InvalidInput
+from harness.schedule import (
+    check_calendar,
+    cron_schedule,
+    render_units,
+    systemd_arg,
+    unit_name,
+)
+
+ANALYZE = shutil.which("systemd-analyze")
+
+
+def units(tmp: Path, harness: list[str], calendar: str = "*-*-* 02:00:00"):
+    return render_units(
+        campaign="rehearsal-night", campaign_file=str(tmp / "my campaigns" / "night%1.yaml"),
+        on_calendar=calendar, harness=harness, workdir=str(tmp / "work dir"),
+    )
+
+
+def test_unit_text_has_the_contract(tmp_path: Path) -> None:
+    u = units(tmp_path, ["/opt/harness/bin/harness"])
+    assert u.name == "harness-night-rehearsal-night"
+    assert "Type=oneshot" in u.service.splitlines()
+    assert "Persistent=true" in u.timer.splitlines()
+    assert "OnCalendar=*-*-* 02:00:00" in u.timer.splitlines()
+    assert "Unit=harness-night-rehearsal-night.service" in u.timer.splitlines()
+    assert "WantedBy=timers.target" in u.timer.splitlines()
+    exec_line = next(s for s in u.service.splitlines() if s.startswith("ExecStart="))
+    assert exec_line == (
+        f'ExecStart=/opt/harness/bin/harness night "{tmp_path}/my campaigns/night%%1.yaml"'
+    )
+    assert f"WorkingDirectory={tmp_path}/work dir" in u.service.splitlines()
+
+
+def test_systemd_arg_quoting() -> None:
+    assert systemd_arg("plain/path-1.yaml") == "plain/path-1.yaml"
+    assert systemd_arg('a "b"\\c') == '"a \\"b\\"\\\\c"'
+    assert systemd_arg("$HOME") == '"$$HOME"'
+    with pytest.raises(InvalidInput):
+        systemd_arg("two\nlines")
+
+
+def test_unit_name_is_sanitized() -> None:
+    assert unit_name("kv warmup/profile") == "harness-night-kv-warmup-profile"
+
+
+@pytest.mark.parametrize(
+    ("calendar", "cron"),
+    [
+        ("*-*-* 02:00:00", "0 2 * * *"),
+        ("*-*-* 2:05", "5 2 * * *"),
+        ("daily", "0 0 * * *"),
+        ("Mon..Fri *-*-* 01:30:00", "30 1 * * Mon-Fri"),
+        ("Mon,Wed *-*-* 23:59:00", "59 23 * * Mon,Wed"),
+        ("*-*-* 02:00:30", None),
+        ("*-*-01 02:00:00", None),
+        ("hourly", None),
+        ("*-*-* 25:00:00", None),
+    ],
+)
+def test_cron_schedule(calendar: str, cron: str | None) -> None:
+    assert cron_schedule(calendar) == cron
+
+
+def test_cron_line_quotes_and_escapes_percent(tmp_path: Path) -> None:
+    u = units(tmp_path, ["/opt/h"])
+    assert u.cron.startswith("0 2 * * * cd ")
+    assert "'" + str(tmp_path / "work dir") + "'" in u.cron
+    assert "night\\%1.yaml" in u.cron and "%1" not in u.cron.replace("\\%", "")
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze not installed")
+def test_check_calendar_with_systemd() -> None:
+    assert check_calendar("*-*-* 02:00") == "*-*-* 02:00:00"
+    with pytest.raises(InvalidInput, match="not a systemd calendar expression"):
+        check_calendar("every night at two")
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze not installed")
+def test_generated_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    # a harness executable in a folder with a space, to prove ExecStart quoting works
+    bindir = tmp_path / "my bin"
+    bindir.mkdir()
+    harness = bindir / "harness"
+    harness.write_text("#!/bin/sh\nexit 0\n")
+    harness.chmod(harness.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "work dir").mkdir()
+    u = units(tmp_path, [str(harness)], calendar="Mon..Fri *-*-* 01:30:00")
+    unit_dir = tmp_path / "units"
+    unit_dir.mkdir()
+    (unit_dir / f"{u.name}.service").write_text(u.service)
+    (unit_dir / f"{u.name}.timer").write_text(u.timer)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    # --user needs a runtime dir; no running systemd is needed for verify
+    done = subprocess.run(
+        [ANALYZE, "verify", "--user", f"{u.name}.service", f"{u.name}.timer"],
+        cwd=unit_dir, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "", done.stderr  # unknown keys only warn: demand silence
+    # and a broken unit is caught by the same check (the check can fail)
+    (unit_dir / f"{u.name}.timer").write_text(u.timer.replace("Persistent=", "Persistant="))
+    bad = subprocess.run(
+        [ANALYZE, "verify", "--user", f"{u.name}.timer"], cwd=unit_dir,
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    assert "Unknown key" in bad.stderr
+
+
+@pytest.fixture
+def campaign(tmp_path: Path) -> Path:
+    path = tmp_path / "rehearsal-night.yaml"
+    path.write_text("name: rehearsal-night\nrow: R\ncontrols: [echo]\n")
+    return path
+
+
+def test_cli_prints_units_and_cron(campaign: Path, tmp_path: Path) -> None:
+    out = CliRunner().invoke(schedule, [str(campaign), "--on-calendar", "*-*-* 02:00",
+                                        "--harness", "/opt/h", "--workdir", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    assert "Persistent=true" in out.output and "Type=oneshot" in out.output
+    assert f"ExecStart=/opt/h night {campaign}" in out.output
+    assert f"0 2 * * * cd {tmp_path} && /opt/h night {campaign}" in out.output
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze not installed")
+def test_cli_bad_calendar_is_invalid_input(campaign: Path) -> None:
+    out = CliRunner().invoke(schedule, [str(campaign), "--on-calendar", "nonsense"])
+    assert isinstance(out.exception, InvalidInput) and out.exception.code == 2
+
+
+def test_cli_install_writes_units_atomically_and_runs_no_systemctl(
+    campaign: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config"
+    out = CliRunner(env={"XDG_CONFIG_HOME": str(config)}).invoke(
+        schedule,
+        [str(campaign), "--on-calendar", "*-*-* 03:00", "--install", "--harness", "/opt/h"],
+    )
+    assert out.exit_code == 0, out.output
+    unit_dir = config / "systemd" / "user"
+    names = sorted(p.name for p in unit_dir.iterdir())
+    assert names == ["harness-night-rehearsal-night.service", "harness-night-rehearsal-night.timer"]
+    assert "OnCalendar=*-*-* 03:00" in (unit_dir / names[1]).read_text()
+    assert ("systemctl --user daemon-reload && systemctl --user enable --now "
+            "harness-night-rehearsal-night.timer") in out.output
+
+
+def test_cli_invalid_campaign(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: ok\n")
+    out = CliRunner().invoke(schedule, [str(bad), "--on-calendar", "daily"])
+    assert isinstance(out.exception, InvalidInput)
