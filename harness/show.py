@@ -42,6 +42,10 @@ def render_run(run_dir: Path, record: dict, console: Console | None = None) -> N
     console.print(t)
     for r in record.get("reasons") or []:
         console.print(f"  [red]•[/red] {escape(str(r))}", highlight=False)
+    recovered = run_dir / "recovered.json"
+    if recovered.is_file():
+        console.print(f"  [yellow]recovered:[/yellow] {escape(recovered.read_text().strip())}",
+                      highlight=False)
     addenda = sorted(p.name for p in (run_dir / "addenda").iterdir()) \
         if (run_dir / "addenda").is_dir() else []
     for a in addenda:

@@ -12,6 +12,7 @@ from harness import images as image_lock
 from harness.config.loader import check_files, require_campaign
 from harness.config.schema import SAFE_NAME
 from harness.errors import EnvironmentFault, InvalidInput
+from harness.pipeline import recover
 from harness.pipeline.run import make_context, run_control
 from harness.seal import verify_folder
 from harness.show import render_run
@@ -55,6 +56,8 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
             for i in range(ref.repeat) if not names or ref.control in names]
     ui = reporter(json_lines)
     worst = 0
+    for d in recover.seal_orphans(Path(runs_dir)):
+        ui.event("recovered", dir=str(d), status="interrupted")
     try:
         for name, _ in plan:
             ctx = make_context(loaded, name, runs_dir, ui)
@@ -62,7 +65,7 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
             click.echo(f"{status}: {ctx.run_dir}")
             code = exit_code(status, reasons)
             worst = max(worst, code)
-            if code == 3 or status == "interrupted":
+            if code == 3 or status == "interrupted" or ctx.stop_requested:
                 break
             policy = loaded.campaign.stop_policy
             if (policy == "stop-on-refusal" and status != "accepted") or (
@@ -123,18 +126,25 @@ def images_pin(name: str, ref: str, lock_file: Path) -> None:
 
 
 @images.command("verify")
+@click.argument("names", nargs=-1)
 @click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
               show_default=True)
-def images_verify(lock_file: Path) -> None:
-    """Check every images.lock entry against the local engine. Exit 3 if any is absent/other."""
+def images_verify(names: tuple[str, ...], lock_file: Path) -> None:
+    """Check images.lock entries (all, or NAMES) against the local engine.
+
+    Exit 3 if any is absent or has another Id."""
     lock = image_lock.read(lock_file)
+    unknown = [n for n in names if n not in lock.images]
+    if unknown:
+        raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}")
     bad = 0
-    for name, pinned in sorted(lock.images.items()):
+    chosen = {n: p for n, p in lock.images.items() if not names or n in names}
+    for name, pinned in sorted(chosen.items()):
         c = image_lock.check_one(name, pinned)
         click.echo(("ok    " if c.ok else "FAIL  ") + c.describe())
         bad += not c.ok
     if bad:
-        raise EnvironmentFault(f"{bad} of {len(lock.images)} pinned image(s) not present "
+        raise EnvironmentFault(f"{bad} of {len(chosen)} pinned image(s) not present "
                                "with their pinned Id", rule="ENV-MISSING-IMAGE")
 
 

@@ -38,6 +38,7 @@ class RunContext:
     outcome: dict | None = None
     post: list[PostResult] = field(default_factory=list)
     after: list[Reason] = field(default_factory=list)
+    stop_requested: bool = False
 
     @property
     def model_source(self) -> Path | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from harness import faultpoint
 from harness.atomic import write_json
 from harness.host import identity
 from harness.pipeline.context import RunContext
@@ -20,6 +21,9 @@ from harness.verdict import Reason, decide
 def recheck(ctx: RunContext) -> list[Reason]:
     """The seal and model must be the same bytes after the run as before."""
     reasons: list[Reason] = []
+    for stream, err in ((ctx.outcome or {}).get("log_errors") or {}).items():
+        reasons.append(Reason("EVIDENCE-LOG", f"the {stream} log could not be written whole: "
+                                              f"{err}"))
     before = ctx.run_dir / "host-before.json"
     if before.is_file() and ctx.outcome is not None:
         after = identity.snapshot()
@@ -77,6 +81,7 @@ def run(ctx: RunContext) -> tuple[str, list[Reason]]:
     status, reasons = decide(preflight=ctx.preflight, outcome=ctx.outcome, post=ctx.post,
                              after=ctx.after)
     write_json(ctx.run_dir / "run.json", run_record(ctx, status, reasons), exclusive=True)
+    faultpoint.reach("sealing")
     write_manifest(ctx.run_dir)
     make_read_only(ctx.run_dir)
     return status, reasons

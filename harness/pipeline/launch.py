@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness import engine, execute, vector
+from harness import engine, execute, faultpoint, vector
 from harness.atomic import write_json
 from harness.config.loader import resolve
 from harness.lock import GpuLock
@@ -52,6 +52,7 @@ def run(ctx: RunContext, lock: GpuLock) -> None:
     ctx.held = lock.acquire()
     ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(ctx.held.wait_s, 3))
     try:
+        faultpoint.reach("lock-held")
         found = orphans(lock.path, ctx.control.device)
         if found:
             ids = ", ".join(f"{o['id'][:12]} (run {o['run_id']})" for o in found)

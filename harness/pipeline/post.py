@@ -16,13 +16,19 @@ from harness.poststeps import BUILTINS
 from harness.verdict import PostResult
 
 
-def argv_for(step: PostStep, run_dir: Path, out_dir: Path) -> list[str]:
+def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
+             contract: list[str] | None = None) -> list[str]:
+    """The post-step's command. The campaign's identity contract reaches gate0 unless the
+    control gives gate0 one of its own."""
     if step.run:
         return list(step.run)
     if step.name not in BUILTINS:
         raise ValueError(f"unknown built-in post-step {step.name!r}")
+    options = dict(step.options)
+    if step.name == "gate0" and contract is not None:
+        options.setdefault("contract", contract)
     return [sys.executable, "-m", "harness.poststeps", step.name, str(run_dir), str(out_dir),
-            "--options", json.dumps(step.options, sort_keys=True)]
+            "--options", json.dumps(options, sort_keys=True)]
 
 
 def run_one(step: PostStep, ctx: RunContext) -> PostResult:
@@ -30,7 +36,7 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
     out_dir.mkdir(parents=True)
     env = {**os.environ, "HARNESS_RUN_DIR": str(ctx.run_dir), "HARNESS_POSTSTEP_DIR": str(out_dir)}
     try:
-        argv = argv_for(step, ctx.run_dir, out_dir)
+        argv = argv_for(step, ctx.run_dir, out_dir, ctx.loaded.campaign.contract)
     except ValueError as e:
         write_json(out_dir / "result.json", {"name": step.name, "exit_code": None,
                                              "error": str(e)})

@@ -1,40 +1,63 @@
 """One run of one control, stage by stage, with SIGTERM/SIGINT turned into a clean stop.
 
 On a signal the container is stopped, the lock released, and what exists is sealed with
-status `interrupted`; a SIGKILL cannot be caught, and the kernel frees the lock instead.
+status `interrupted`. Sealing itself is never cut short by a signal: it is deferred until
+the seal is written. A SIGKILL cannot be caught; the kernel frees the lock and
+`recover.seal_orphans` seals the folder later.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 from harness.config.loader import Loaded
-from harness.errors import InvalidInput
+from harness.errors import EnvironmentFault, HarnessError, InvalidInput
 from harness.execute import Interrupted
 from harness.lock import GpuLock
-from harness.pipeline import finish, launch, post, preflight
+from harness.pipeline import finish, launch, post, preflight, recover
 from harness.pipeline.context import RunContext, new_run_id
 from harness.ui import Reporter
 from harness.verdict import Reason
+
+_state = {"defer": False, "pending": None}
+
+
+def _handler(signum: int, frame: object) -> None:
+    name = signal.Signals(signum).name
+    if _state["defer"]:
+        _state["pending"] = name
+        return
+    raise Interrupted(name)
 
 
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
     """Turn SIGTERM and SIGINT into `Interrupted` in the main thread for the duration."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {s: signal.signal(s, _handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold signals while sealing; a signal that came meanwhile is re-raised afterwards."""
+    _state["defer"], _state["pending"] = True, None
+    try:
+        yield
+    finally:
+        _state["defer"] = False
+
+
+def pending_signal() -> str | None:
+    return _state["pending"]
 
 
 def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter, *,
@@ -48,8 +71,29 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
     runs_dir.mkdir(parents=True, exist_ok=True)
     run_dir = runs_dir / run_id
     run_dir.mkdir()  # fails if it exists: a run folder is never reused
+    recover.write_owner(run_dir)
     return RunContext(loaded, control, control_file, run_id, run_dir, ui,
                       rerun_of=rerun_of, attempt=attempt)
+
+
+def _error_reason(e: BaseException) -> Reason:
+    if isinstance(e, HarnessError):
+        return Reason(e.rule or ("ENV-ERROR" if isinstance(e, EnvironmentFault)
+                                 else "HARNESS-ERROR"), e.message)
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+        return Reason("ENV-DISK-FULL", f"the runs folder is full: {e}")
+    if isinstance(e, OSError):
+        return Reason("ENV-IO", f"{type(e).__name__}: {e}")
+    return Reason("HARNESS-ERROR", f"{type(e).__name__}: {e}")
+
+
+def _stages(ctx: RunContext, lock: GpuLock) -> None:
+    if preflight.run(ctx):
+        ctx.ui.event("preflight-refused", reasons=[str(r) for r in ctx.preflight])
+        return
+    launch.run(ctx, lock)
+    if ctx.outcome is not None:
+        post.run(ctx)
 
 
 def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[str, list[Reason]]:
@@ -60,29 +104,29 @@ def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[
                    timeout=lock_timeout or ctx.loaded.campaign.lock_timeout, on_wait=ui.waiting)
     with signals_interrupt():
         try:
-            reasons = preflight.run(ctx)
-            if reasons:
-                ui.event("preflight-refused", reasons=[str(r) for r in reasons])
-            else:
-                launch.run(ctx, lock)
-                if ctx.outcome is not None:
-                    post.run(ctx)
+            _stages(ctx, lock)
         except Interrupted as e:
             if ctx.outcome is None:
                 ctx.preflight.append(Reason("RUN-INTERRUPTED", f"harness received {e}"))
             else:
                 ctx.outcome["interrupted"] = True
             ui.event("interrupted", signal=str(e))
-        except BaseException as e:
-            # Even a bug must not leave an unsealed folder behind: record it, then re-raise.
-            ctx.preflight.append(Reason("HARNESS-ERROR", f"{type(e).__name__}: {e}"))
-            with contextlib.suppress(Exception):
-                lock.release()
-                finish.run(ctx)
-            raise
+        except Exception as e:
+            # Whatever went wrong is recorded in the run and sealed; nothing is left open.
+            ctx.preflight.append(_error_reason(e))
+            ui.event("error", error=str(ctx.preflight[-1]))
         finally:
             lock.release()
-        status, reasons = finish.run(ctx)
+        with signals_deferred():
+            try:
+                status, reasons = finish.run(ctx)
+            except OSError as e:
+                raise EnvironmentFault(f"could not seal {ctx.run_dir}: {_error_reason(e)}; "
+                                       "the folder is left unsealed and will be sealed as "
+                                       "interrupted by the next run", rule="ENV-SEAL") from None
     ui.event("sealed", run_id=ctx.run_id, status=status, dir=str(ctx.run_dir),
              reasons=[str(r) for r in reasons])
+    if pending_signal():
+        ui.event("interrupted", signal=pending_signal(), after="sealing")
+        ctx.stop_requested = True
     return status, reasons

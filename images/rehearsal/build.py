@@ -14,6 +14,7 @@ Prints the image Id on stdout; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import io
 import json
@@ -159,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("docker") is None:
         log("docker CLI not found")
         return 3
+    args.work.mkdir(parents=True, exist_ok=True)
+    # Two builds at once (parallel test sessions) would tear each other's rootfs apart.
+    guard = open(args.work / ".build.lock", "w")  # noqa: SIM115 - held until exit
+    fcntl.flock(guard, fcntl.LOCK_EX)
     debs = download(args.work / "debs")
     log(f"{len(debs)} packages; assembling rootfs")
     rootfs = args.work / "rootfs"

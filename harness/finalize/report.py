@@ -1,0 +1,20 @@
+"""Human-readable verdict: each differing field with both raw values, and the refusing rules."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _raw(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def render(verdict: dict[str, Any]) -> str:
+    lines = [f"gate0: {verdict['verdict']} ({verdict['compared']} fields compared)"]
+    lines += [f"  refused by {reason}" for reason in verdict["reasons"]]
+    for d in verdict["differences"]:
+        lines.append(f"  {d['field']}: {d['kind']}")
+        lines.append(f"    startup:    {_raw(d['startup'])}")
+        lines.append(f"    generation: {_raw(d['generation'])}")
+    return "\n".join(lines) + "\n"

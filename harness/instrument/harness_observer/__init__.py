@@ -1,0 +1,14 @@
+"""harness_observer: the in-container observer of the engine configuration.
+
+Standard library only, relative imports only: in the container this folder is imported as
+`harness_observer` (PYTHONPATH=/opt/harness-instrument), on the host as
+`harness.instrument.harness_observer`. Modules:
+
+- encode: the one canonical typed encoder, its decoder, and the observation reader.
+- snapshot: walk a config object into dotted fields; build and write observation documents.
+- trace: passive transition trace of config post-init, platform defaults, watched fields.
+- plugin: the `vllm.general_plugins` entry point and the worker extension class.
+- driver: `python3 -m harness_observer.driver`, the offline workload.
+"""
+
+VERSION = "1.0"

@@ -1,0 +1,95 @@
+"""The offline workload: `python3 -m harness_observer.driver --model PATH --max-tokens N`.
+
+Starts `LLM(model, **engine_args)` with the observer as worker extension, asks the worker to
+write the start-up observation once the engine has fully started, then generates N tokens;
+the worker writes the generation observation at its first step. The driver never judges:
+the finalizer does, after the container exits. Exit 0: the workload ran (observations may
+still be missing, which the finalizer refuses); 2: bad arguments; 1: the engine failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from .plugin import EXTENSION, GENERATION, STARTUP
+from .snapshot import ENV_OUT
+
+PLUGIN_NAME = "harness_observer"
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python3 -m harness_observer.driver")
+    parser.add_argument("--model", required=True, help="model path inside the container")
+    parser.add_argument("--max-tokens", type=int, default=8, help="tokens to generate")
+    parser.add_argument("--prompt", default="The capital of France is")
+    parser.add_argument("--engine-args-json", default=os.environ.get("HARNESS_ENGINE_ARGS", "{}"),
+                        help="JSON object of LLM(...) keyword arguments "
+                             "(default: $HARNESS_ENGINE_ARGS, set from the control's `engine:`)")
+    return parser.parse_args(argv)
+
+
+def engine_args(text: str) -> dict[str, Any]:
+    """The control's engine arguments; the worker extension is the driver's own."""
+    args = json.loads(text)
+    if not isinstance(args, dict):
+        raise ValueError("--engine-args-json must be a JSON object")
+    if args.get("worker_extension_cls", EXTENSION) != EXTENSION:
+        raise ValueError("worker_extension_cls is taken by the observer")
+    if "model" in args:
+        raise ValueError("give the model with --model, not in --engine-args-json")
+    return {**args, "worker_extension_cls": EXTENSION}
+
+
+def plugins_env(value: str | None) -> str | None:
+    """VLLM_PLUGINS filters plugins by name; keep ours in when the control set a filter."""
+    if value is None:
+        return None
+    names = [n for n in value.split(",") if n]
+    return ",".join([*names, PLUGIN_NAME]) if PLUGIN_NAME not in names else value
+
+
+def say(message: str) -> None:
+    print(f"harness_observer: {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        kwargs = engine_args(args.engine_args_json)
+    except ValueError as e:
+        say(f"invalid engine arguments: {e}")
+        return 2
+    if args.max_tokens < 1:
+        say("--max-tokens must be at least 1")
+        return 2
+    directory = os.environ.get(ENV_OUT)
+    if not directory or not os.path.isdir(directory):
+        say(f"{ENV_OUT} must name an existing folder")
+        return 2
+    filtered = plugins_env(os.environ.get("VLLM_PLUGINS"))
+    if filtered is not None:
+        os.environ["VLLM_PLUGINS"] = filtered
+
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=args.model, **kwargs)
+    for reply in llm.collective_rpc("harness_observer_startup"):
+        say(f"start-up observation: {json.dumps(reply, sort_keys=True)}")
+    outputs = llm.generate([args.prompt], SamplingParams(max_tokens=args.max_tokens,
+                                                         temperature=0.0))
+    for out in outputs:
+        completion = out.outputs[0]
+        print(json.dumps({"prompt": out.prompt, "text": completion.text,
+                          "tokens": len(completion.token_ids)}), flush=True)
+    for name in (STARTUP, GENERATION):
+        state = "written" if os.path.exists(os.path.join(directory, name)) else "MISSING"
+        say(f"{name}: {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
