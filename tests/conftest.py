@@ -102,3 +102,7 @@ def cleanup_containers():
 
 
 os.environ.setdefault("HARNESS_TEST", "1")
+
+# The upstream tier installs vLLM into its own venv (`make test-upstream`); it is not part
+# of the default suite.
+collect_ignore = [] if os.environ.get("HARNESS_UPSTREAM") else ["upstream"]

@@ -6,6 +6,9 @@ SHA256SUMS is written last and covers every other file; then the folder is read-
 from __future__ import annotations
 
 import json
+import os
+import stat
+from pathlib import Path
 
 from harness import faultpoint
 from harness.atomic import write_json
@@ -67,6 +70,28 @@ def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> dict:
     }
 
 
+def strip_non_regular(run_dir: Path) -> list[Reason]:
+    """The container wrote into observations/: a symlink or device there could make the seal
+    (or a bundle) read a host file. Record each such entry, remove it, and refuse the run."""
+    found = []
+    for root, dirs, files in os.walk(run_dir):
+        for name in dirs + files:
+            p = Path(root) / name
+            st = p.lstat()
+            if stat.S_ISREG(st.st_mode) or (stat.S_ISDIR(st.st_mode) and not p.is_symlink()):
+                continue
+            target = os.readlink(p) if p.is_symlink() else None
+            found.append({"path": str(p.relative_to(run_dir)), "mode": oct(st.st_mode),
+                          "target": target})
+            p.unlink()
+    if not found:
+        return []
+    write_json(run_dir / "non-regular-removed.json", found, exclusive=True)
+    return [Reason("EVIDENCE-NOT-REGULAR", f"{f['path']} was not a regular file "
+                   f"({f['mode']}{', -> ' + f['target'] if f['target'] else ''}); removed")
+            for f in found]
+
+
 def metrics(ctx: RunContext) -> None:
     """vLLM's memory figures from the native log (absent lines stay null, never 0)."""
     logs = ctx.run_dir / "logs"
@@ -76,8 +101,9 @@ def metrics(ctx: RunContext) -> None:
 
 
 def run(ctx: RunContext) -> tuple[str, list[Reason]]:
+    removed = strip_non_regular(ctx.run_dir)
     metrics(ctx)
-    ctx.after = recheck(ctx)
+    ctx.after = removed + recheck(ctx)
     status, reasons = decide(preflight=ctx.preflight, outcome=ctx.outcome, post=ctx.post,
                              after=ctx.after)
     write_json(ctx.run_dir / "run.json", run_record(ctx, status, reasons), exclusive=True)

@@ -1,8 +1,10 @@
 """Recovery after a SIGKILL: seal, as `interrupted`, any run folder its harness left open.
 
-A run folder records who is writing it (`harness.json`: pid, process start time, host).
-A folder without SHA256SUMS whose writer is gone was cut off; it is sealed exactly as it
-is, adding only a run.json (if it had none) that says so. Nothing existing is rewritten.
+Each run folder records who writes it (`harness.json`: pid, process start time, host, and
+which campaign and control it runs). A folder without SHA256SUMS whose writer is gone was
+cut off; it is sealed exactly as it is. Nothing existing is rewritten: a run.json is added
+only if there was none, and when there was one (the harness died while sealing),
+`recovered.json` says the seal was cut short.
 """
 
 from __future__ import annotations
@@ -21,19 +23,29 @@ from harness.seal import SUMS, make_read_only, write_manifest
 from harness.timeutil import utc_now
 
 OWNER = "harness.json"
+RECOVERED = "recovered.json"
 
 
-def write_owner(run_dir: Path) -> None:
+def write_owner(run_dir: Path, **about: object) -> None:
+    """Record this process as the folder's writer, with what it is running (`about`)."""
     me = psutil.Process()
     write_json(run_dir / OWNER, {
         "schema": "harness.owner/v1", "pid": me.pid, "create_time": me.create_time(),
         "host": socket.gethostname(), "argv": sys.argv, "harness_version": __version__,
-        "python": sys.version.split()[0], "created": utc_now(),
+        "python": sys.version.split()[0], "created": utc_now(), **about,
     }, exclusive=True)
 
 
+def _read(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text())
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def owner_alive(owner: dict) -> bool:
-    """Pure-ish: is the recorded writer still this host's same process?"""
+    """Is the recorded writer still this host's same process?"""
     if owner.get("host") != socket.gethostname():
         return True  # another host's folder: never judge it from here
     try:
@@ -46,35 +58,53 @@ def owner_alive(owner: dict) -> bool:
 def is_orphaned(run_dir: Path) -> bool:
     if (run_dir / SUMS).exists():
         return False
-    try:
-        owner = json.loads((run_dir / OWNER).read_text())
-    except (OSError, ValueError):
-        # No owner record: only folders old enough that no live writer could be behind them.
-        return False
-    return not owner_alive(owner)
+    owner = _read(run_dir / OWNER)
+    return bool(owner) and not owner_alive(owner)
 
 
-RECOVERED = "recovered.json"
+def interrupted_record(run_dir: Path, reasons: list[str]) -> dict:
+    """run.json for a cut-off run, from what its folder holds."""
+    owner, pre = _read(run_dir / OWNER), _read(run_dir / "preflight.json")
+    return {
+        "schema": "harness.run/v1",
+        "run_id": owner.get("run_id", run_dir.name),
+        "attempt": owner.get("attempt"),
+        "campaign": owner.get("campaign"),
+        "control": owner.get("control"),
+        "image": pre.get("image") or {"name": None, "id": None},
+        "seal": (pre.get("source_seal") or {}).get("seal"),
+        "model_hashes": pre.get("model_hashes") or {},
+        "status": "interrupted",
+        "reasons": reasons,
+        "rules": ["RUN-INTERRUPTED"],
+        "times": {"created": owner.get("created"), "started": None, "ended": None,
+                  "sealed": utc_now()},
+        "lock": None,
+        "outcome": {"exit_code": None, "oom_killed": None, "timed_out": None,
+                    "interrupted": True, "duration_s": None},
+        "post_steps": [],
+        "rerun_of": owner.get("rerun_of"),
+        "recovered": {"at": utc_now(), "by_pid": os.getpid()},
+    }
 
 
-def seal_interrupted(run_dir: Path, why: str) -> None:
-    """Seal a cut-off folder as it is: add run.json if it has none, else recovered.json
-    (its run.json was written but the seal was cut short), then SHA256SUMS."""
+def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()) -> tuple[str, list]:
+    """Seal a cut-off folder as it is; return (status, reasons). Idempotent."""
+    reasons = [f"RUN-INTERRUPTED: {why}", *(f"RUN-INTERRUPTED: {n}" for n in notes)]
+    if (run_dir / SUMS).exists():  # sealed already (by its own harness or an earlier pass)
+        rec = _read(run_dir / RECOVERED) or _read(run_dir / "run.json")
+        return str(rec.get("status") or "interrupted"), list(rec.get("reasons") or reasons)
     if (run_dir / "run.json").exists():
         write_json(run_dir / RECOVERED, {
             "schema": "harness.recovered/v1", "status": "interrupted",
-            "reason": f"RUN-INTERRUPTED: {why}; run.json was written, the seal was not",
+            "reasons": [*reasons, "RUN-INTERRUPTED: run.json was written, the seal was not"],
             "recovered_by": {"pid": os.getpid(), "at": utc_now()},
         }, exclusive=True)
     else:
-        write_json(run_dir / "run.json", {
-            "schema": "harness.run/v1", "run_id": run_dir.name, "status": "interrupted",
-            "reasons": [f"RUN-INTERRUPTED: {why}"], "rules": ["RUN-INTERRUPTED"],
-            "times": {"sealed": utc_now()}, "recovered_by": {"pid": os.getpid(),
-                                                              "at": utc_now()},
-        }, exclusive=True)
+        write_json(run_dir / "run.json", interrupted_record(run_dir, reasons), exclusive=True)
     write_manifest(run_dir)
     make_read_only(run_dir)
+    return "interrupted", reasons
 
 
 def seal_orphans(runs_dir: Path) -> list[Path]:

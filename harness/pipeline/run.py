@@ -61,17 +61,25 @@ def pending_signal() -> str | None:
 
 
 def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter, *,
-                 rerun_of: dict | None = None, attempt: int = 1) -> RunContext:
+                 rerun_of: dict | None = None, attempt: int = 1,
+                 run_id: str | None = None) -> RunContext:
+    """Create the run folder (never reused) and record who writes it and what it runs.
+
+    `run_id` lets a caller journal the id before the folder exists (nights, reruns)."""
     if control_name not in loaded.controls:
         raise InvalidInput(f"campaign {loaded.campaign.name!r} has no control {control_name!r} "
                            f"(it has: {', '.join(loaded.controls)})")
     control, control_file = loaded.controls[control_name]
-    run_id = new_run_id(control_name)
+    run_id = run_id or new_run_id(control_name)
     runs_dir = Path(os.path.abspath(runs_dir))
     runs_dir.mkdir(parents=True, exist_ok=True)
     run_dir = runs_dir / run_id
     run_dir.mkdir()  # fails if it exists: a run folder is never reused
-    recover.write_owner(run_dir)
+    camp = loaded.campaign
+    recover.write_owner(
+        run_dir, run_id=run_id, attempt=attempt, rerun_of=rerun_of,
+        campaign={"name": camp.name, "file": str(loaded.campaign_file), "row": camp.row},
+        control={"name": control.name, "file": str(control_file), "device": control.device})
     return RunContext(loaded, control, control_file, run_id, run_dir, ui,
                       rerun_of=rerun_of, attempt=attempt)
 

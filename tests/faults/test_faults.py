@@ -7,6 +7,7 @@ next run proceeds.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -146,7 +147,7 @@ def test_sigkill_while_the_container_runs_leaves_an_orphan_the_next_run_refuses_
     assert r.returncode == 3
     assert (killed / "SHA256SUMS").exists(), "the killed run was sealed as interrupted"
     assert project.record(killed)["status"] == "interrupted"
-    newest = [d for d in project.run_dirs() if d != killed][0]
+    newest = next(d for d in project.run_dirs() if d != killed)
     assert "ENV-ORPHAN-CONTAINER" in project.record(newest)["rules"]
 
 
@@ -214,7 +215,10 @@ resources: {memory: 48m}
 
 def test_a_container_ignoring_sigterm_is_killed_at_the_timeout(project):
     project.control("stubborn", """\
-command: [python3, -c, "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"]
+command:
+  - python3
+  - -c
+  - import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)
 timeout: 3
 stop_grace: 1
 """)
@@ -288,8 +292,31 @@ def test_eight_operators_on_one_lock_never_overlap(project):
     spans = sorted((parse(project.record(d)["lock"]["acquired"]),
                     parse(project.record(d)["lock"]["released"])) for d in project.run_dirs())
     assert len(spans) == 8
-    for (a0, a1), (b0, b1) in zip(spans, spans[1:], strict=False):
+    for (a0, a1), (b0, b1) in itertools.pairwise(spans):
         assert a1 <= b0, f"overlap: {a0}-{a1} and {b0}-{b1}"
     waits = [project.record(d)["lock"]["wait_s"] for d in project.run_dirs()]
     print(f"8 operators: all done in {took:.1f}s, max lock wait {max(waits):.1f}s, "
           f"no overlap among 8 hold intervals")
+
+
+def test_a_symlink_planted_by_the_container_is_removed_and_refuses(project):
+    project.control("planter", """\
+command:
+  - python3
+  - -c
+  - |
+    import os
+    out = os.environ["HARNESS_OBSERVATIONS_DIR"]
+    os.symlink("/etc/shadow", out + "/x.json")
+    os.mkfifo(out + "/p")
+""")
+    r = project.harness("run", str(project.campaign("camp", ["planter"])),
+                        "--runs-dir", str(project.runs))
+    assert r.returncode == 1, r.stderr
+    d = only_run(project)
+    rec = project.record(d)
+    assert rec["status"] == "refused" and "EVIDENCE-NOT-REGULAR" in rec["rules"]
+    assert not (d / "observations/x.json").is_symlink()
+    removed = json.loads((d / "non-regular-removed.json").read_text())
+    assert {e["path"] for e in removed} == {"observations/x.json", "observations/p"}
+    assert verify_folder(d) == []

@@ -68,7 +68,8 @@ def test_nonzero_exit_is_failed_and_still_sealed(project):
 
 def test_image_id_differing_from_the_lock_is_refused_before_any_container(project):
     (project.root / "images.lock").write_text(
-        "images:\n  rehearsal:\n    id: sha256:" + "0" * 64 + "\n    ref: harness-rehearsal:local\n")
+        "images:\n  rehearsal:\n    id: sha256:" + "0" * 64
+        + "\n    ref: harness-rehearsal:local\n")
     project.control("hello", 'command: [python3, -V]\n')
     camp = project.campaign("camp", ["hello"])
     r = project.harness("run", str(camp), "--runs-dir", str(project.runs))

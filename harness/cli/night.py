@@ -1,0 +1,130 @@
+"""`harness night`, `harness rerun` and `harness status`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from harness.config.loader import require_campaign
+from harness.errors import EnvironmentFault
+from harness.night.display import night_reporter
+from harness.night.runner import run_night
+from harness.rerun import rerun as do_rerun
+from harness.status import gather, render
+from harness.ui import reporter
+
+RUNS_DIR = "gpu-runs"
+
+
+@click.command("night")
+@click.argument("campaign", type=click.Path(path_type=Path))
+@click.option("--until", metavar="HH:MM",
+              help="local wall-clock time after which no new control starts")
+@click.option("--max-hours", type=float, help="hours from now after which no control starts")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
+              show_default=True, help="run folders; nights live in RUNS_DIR/nights/")
+@click.option("--night", "night_name", metavar="NAME_OR_DIR",
+              help="continue this night folder (default: the campaign's latest, if unfinished)")
+@click.option("--new", is_flag=True, help="start a new night even if the latest is unfinished")
+@click.option("--lock-timeout", type=float,
+              help="seconds to wait for the GPU lock (default: the campaign's lock_timeout)")
+@click.option("--json-lines/--no-json-lines", default=None,
+              help="progress as JSON lines (default: when stderr is not a terminal)")
+def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: Path,
+          night_name: str | None, new: bool, lock_timeout: float | None,
+          json_lines: bool | None) -> None:
+    """Run a whole campaign unattended, journaled so it can resume after a crash.
+
+    The night folder is RUNS_DIR/nights/<campaign>-<UTC stamp>/ (journal.sqlite,
+    summary.md/html/json); run folders go to RUNS_DIR/<run-id>/. Starting the same
+    campaign again continues its latest night if that night did not end (killed,
+    rebooted, host deferred): sealed runs are never repeated, a run cut off mid-container
+    is sealed as `interrupted` and retried only if the campaign's retry.interrupted allows.
+    A night that ended (all done, deadline, stop policy) is not continued.
+
+    Before each control the doctor checks the host for that control's profile; a failing
+    host defers the control (nothing is launched) and the next start retries it.
+    --until/--max-hours apply to this start only: past them no new control starts.
+
+    One night at a time per GPU lock: a second night (of any campaign on the same lock)
+    refuses at once with exit 3, naming the night that runs; it waits only for an
+    operator rerun to finish.
+
+    Exit codes: 0 every planned control accepted; 1 any refused, failed, timed out,
+    interrupted, or left unrun by the deadline or stop policy; 2 invalid campaign or
+    options; 3 environment: another night holds the lock, the doctor deferred a control,
+    GPU lock timeout, engine unreachable, a damaged journal.
+    """
+    loaded = require_campaign(campaign)
+    ui = night_reporter(loaded.campaign.name, json_lines)
+    try:
+        result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
+                           night=night_name, new=new, lock_timeout=lock_timeout)
+    finally:
+        ui.close()
+    for status, run_dir in result.runs:
+        click.echo(f"{status}: {run_dir}")
+    click.echo(f"night: {result.night_dir} ({result.why})")
+    for path in result.summary:
+        if path.suffix == ".md":
+            click.echo(f"summary: {path}")
+    raise click.exceptions.Exit(result.exit_code)
+
+
+@click.command("rerun")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--reason", required=True, help="why the control is run again (recorded)")
+@click.option("--runs-dir", type=click.Path(path_type=Path),
+              help="where the new run folder goes (default: beside the original)")
+@click.option("--lock-timeout", type=float, help="seconds to wait for the night and GPU locks")
+@click.option("--json-lines/--no-json-lines", default=None,
+              help="progress as JSON lines (default: when stderr is not a terminal)")
+def rerun(run_dir: Path, reason: str, runs_dir: Path | None, lock_timeout: float | None,
+          json_lines: bool | None) -> None:
+    """Run RUN_DIR's control again as a new attempt, linked both ways to the original.
+
+    The new run.json names the original and the reason (`rerun_of`); the original folder
+    stays as sealed, so a refused run stays refused. The forward link is recorded in
+    reruns.jsonl beside the run folders and, when the original belongs to a night, in
+    that night's journal. The campaign is read from the original's run.json. Waits for a
+    running night to end first. Exit codes as `harness run`: 0 accepted, 1 refused or
+    failed, 2 invalid input, 3 environment.
+    """
+    ui = reporter(json_lines)
+    try:
+        result = do_rerun(run_dir, reason, ui=ui, runs_dir=runs_dir, lock_timeout=lock_timeout)
+    finally:
+        ui.close()
+    click.echo(f"{result.status}: {result.run_dir}")
+    click.echo(f"rerun of: {os.path.abspath(run_dir)}")
+    if result.night:
+        click.echo(f"night: {result.night}")
+    raise click.exceptions.Exit(result.exit_code)
+
+
+@click.command("status")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
+              show_default=True)
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default="~/gpu.lock",
+              show_default=True, help="the GPU lock file")
+@click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
+def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
+    """Who holds the GPU lock and since when, which harness containers run, and the
+    current or last night's progress. Exit 0, or 3 when the Docker engine does not answer
+    (everything else is still printed)."""
+    lock_path = Path(os.path.expandvars(os.path.expanduser(str(lock_path))))
+    state = gather(runs_dir, lock_path)
+    if as_json:
+        click.echo(json.dumps(state, indent=2, sort_keys=True, default=str))
+    else:
+        for line in render(state):
+            click.echo(line)
+    if state["engine_error"]:
+        raise EnvironmentFault(f"the Docker engine did not answer: {state['engine_error']}",
+                               rule="ENV-NO-ENGINE")
+
+
+ALL = [night, rerun, status]

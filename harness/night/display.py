@@ -1,0 +1,90 @@
+"""The night on a terminal: a live panel (control, lock, elapsed, progress) above event lines.
+
+Without a terminal the plain `Reporter` is used instead: one JSON object per event on
+stderr, which journald and cron mail keep as they are.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
+from harness.lock import describe_holder
+from harness.timeutil import utc_now
+from harness.ui import Reporter
+
+QUIET = {"lock-wait"}
+
+
+class NightLive(Reporter):
+    """A rich Live panel refreshed twice a second, with each event printed above it."""
+
+    def __init__(self, campaign: str) -> None:
+        super().__init__()
+        self.console = Console(stderr=True)
+        self.campaign = campaign
+        self.t0 = time.monotonic()
+        self.fields = {"night": "-", "control": "-", "lock": "-", "run": "-"}
+        self.done = 0
+        self.total = 0
+        self.live = Live(console=self.console, refresh_per_second=2, transient=True,
+                         get_renderable=self._render)
+        self.live.start()
+
+    def _render(self) -> Group:
+        t = Table(show_header=False, box=None, pad_edge=False)
+        elapsed = int(time.monotonic() - self.t0)
+        h, rest = divmod(elapsed, 3600)
+        t.add_row("[dim]night[/dim]", escape(f"{self.campaign}  {self.fields['night']}"))
+        t.add_row("[dim]control[/dim]", escape(self.fields["control"]))
+        t.add_row("[dim]run[/dim]", escape(self.fields["run"]))
+        t.add_row("[dim]lock[/dim]", escape(self.fields["lock"]))
+        t.add_row("[dim]elapsed[/dim]", f"{h:d}:{rest // 60:02d}:{rest % 60:02d}")
+        t.add_row("[dim]progress[/dim]", f"{self.done}/{self.total}")
+        bar = ProgressBar(total=max(self.total, 1), completed=self.done, width=40)
+        return Group(t, bar)
+
+    def set_progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def event(self, kind: str, **fields: object) -> None:
+        if kind == "night-start":
+            self.fields["night"] = str(fields.get("dir", "-"))
+        elif kind == "control-start":
+            self.fields["control"] = f"{fields.get('control')} (attempt {fields.get('attempt')})"
+        elif kind == "run":
+            self.fields["run"] = str(fields.get("run_id"))
+        elif kind == "lock-acquired":
+            self.fields["lock"] = f"held by this night (waited {fields.get('wait_s')} s)"
+        elif kind in ("lock-released", "sealed"):
+            self.fields["lock"] = "released"
+        if kind in QUIET:
+            return
+        detail = " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, "", []))
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] [bold]{kind}[/bold] {escape(detail)}",
+                           highlight=False)
+
+    def waiting(self, holder: dict | None, waited: float) -> None:
+        self.fields["lock"] = f"waiting {waited:.0f}s, held by {describe_holder(holder)}"
+
+    def close(self) -> None:
+        self.live.stop()
+
+
+class NightLines(Reporter):
+    """JSON lines; `set_progress` adds a progress event so logs show N/M too."""
+
+    def set_progress(self, done: int, total: int) -> None:
+        self.event("progress", done=done, total=total)
+
+
+def night_reporter(campaign: str, json_lines: bool | None) -> Reporter:
+    if json_lines is None:
+        json_lines = not sys.stderr.isatty()
+    return NightLines() if json_lines else NightLive(campaign)

@@ -1,0 +1,116 @@
+"""The night lock: one night (or operator rerun) at a time per GPU lock.
+
+The GPU lock serialises single runs; a night also owns its journal and decides which of
+its runs died, so two nights must never drive one GPU lock together. The night lock is a
+kernel flock on `<gpu lock>.night` (freed by the kernel however its holder dies) with a
+holder record beside it that says who holds it, for the refusal message and `status`.
+
+Policy: a night that finds another night holding the lock refuses at once (exit 3);
+a night that finds an operator rerun holding it waits for it (up to the lock timeout);
+a rerun waits for whatever holds it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import filelock
+import psutil
+
+from harness.atomic import write_json
+from harness.errors import EnvironmentFault
+from harness.lock import holder_path, read_holder
+from harness.timeutil import utc_now
+
+POLL_S = 0.5
+
+
+def night_lock_path(gpu_lock: Path) -> Path:
+    return gpu_lock.with_name(gpu_lock.name + ".night")
+
+
+def read_night_holder(gpu_lock: Path) -> dict | None:
+    """Who holds the night lock (with `alive`), or None."""
+    return read_holder(night_lock_path(gpu_lock))
+
+
+def describe(holder: dict | None) -> str:
+    if not holder:
+        return "an unknown process (no holder record yet)"
+    state = "" if holder.get("alive") else ", not running any more"
+    what = holder.get("kind", "night")
+    where = holder.get("night_dir") or holder.get("run_dir") or "-"
+    return (f"{what} of campaign {holder.get('campaign')} (pid {holder.get('pid')}, "
+            f"{holder.get('user')}@{holder.get('host')}, since {holder.get('since')}, "
+            f"{where}{state})")
+
+
+class NightLock:
+    """Hold `<gpu lock>.night` for a night or a rerun; write who holds it beside it."""
+
+    def __init__(self, gpu_lock: Path, *, kind: str, campaign: str) -> None:
+        self.path = night_lock_path(Path(gpu_lock))
+        self.kind = kind
+        self.campaign = campaign
+        self._lock = filelock.FileLock(str(self.path), mode=0o664, preserve_lock_file=True,
+                                       fallback_to_soft=False, thread_local=False)
+        self._record: dict = {}
+
+    def _try(self) -> bool:
+        try:
+            self._lock.acquire(timeout=0)
+            return True
+        except filelock.Timeout:
+            return False
+        except OSError as e:
+            raise EnvironmentFault(f"cannot open the night lock {self.path}: {e}",
+                                   rule="ENV-LOCK-PATH") from None
+
+    def acquire(self, *, timeout: float,
+                on_wait: Callable[[dict | None, float], None] | None = None) -> None:
+        """Take the lock; a night refuses beside another night, anything else waits."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise EnvironmentFault(f"cannot create the lock folder {self.path.parent}: {e}",
+                                   rule="ENV-LOCK-PATH") from None
+        t0 = time.monotonic()
+        while not self._try():
+            holder = read_holder(self.path)
+            waited = time.monotonic() - t0
+            if self.kind == "night" and (holder is None or holder.get("kind") != "rerun"):
+                raise EnvironmentFault(
+                    f"another night is driving this GPU lock: {describe(holder)}; this night "
+                    "refuses to start beside it", rule="ENV-NIGHT-BUSY")
+            if waited >= timeout:
+                raise EnvironmentFault(
+                    f"timed out after {waited:.0f}s waiting for the night lock {self.path} "
+                    f"(held by {describe(holder)})", rule="ENV-LOCK-TIMEOUT")
+            if on_wait:
+                on_wait(holder, waited)
+            time.sleep(POLL_S)
+        me = psutil.Process()
+        self._record = {"pid": os.getpid(), "pid_create_time": me.create_time(),
+                        "host": socket.gethostname(), "user": getpass.getuser(),
+                        "kind": self.kind, "campaign": self.campaign, "since": utc_now()}
+        write_json(holder_path(self.path), self._record)
+
+    def describe_as(self, **fields: str) -> None:
+        """Add what the holder is working on (night folder, run folder) to the record."""
+        self._record.update(fields)
+        write_json(holder_path(self.path), self._record)
+
+    def release(self) -> None:
+        if not self._lock.is_locked:
+            return
+        try:
+            rec = read_holder(self.path)
+            if rec and rec.get("pid") == os.getpid():
+                holder_path(self.path).unlink(missing_ok=True)
+        finally:
+            self._lock.release(force=True)

@@ -1,0 +1,51 @@
+"""What a night does on resume with a run that a dead harness left `running`.
+
+The container of a harness killed with SIGKILL keeps running (the kernel frees the GPU
+lock, not the GPU), so it is stopped first: it belongs to this night's own run id, and we
+hold the night lock, so nobody else is driving it. Then the cut-off folder is sealed as
+it is by `harness.pipeline.recover.seal_interrupted` (status `interrupted`; no existing
+file is rewritten).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import docker.errors
+
+from harness import engine, vector
+from harness.execute import stop_container
+from harness.pipeline.recover import seal_interrupted
+
+
+def stop_run_containers(run_id: str, grace: float) -> list[str]:
+    """Stop and remove the containers labelled with `run_id`; one note per container."""
+    api = engine.client().api
+    notes = []
+    label = f"{vector.LABEL_PREFIX}.run-id={run_id}"
+    for c in api.containers(all=True, filters={"label": label}):
+        cid = c["Id"]
+        how = stop_container(cid, grace) if c.get("State") == "running" else "had exited"
+        try:
+            state = api.inspect_container(cid)["State"]
+            exit_code = state.get("ExitCode")
+            api.remove_container(cid)
+        except docker.errors.NotFound:
+            exit_code = None
+        except docker.errors.APIError as e:
+            notes.append(f"container {cid[:12]}: could not remove it: {e}")
+            continue
+        notes.append(f"container {cid[:12]} was left by the dead harness: {how} at resume "
+                     f"(exit code {exit_code}), then removed")
+    return notes
+
+
+def seal_cut_off(run_dir: Path, notes: list[str]) -> tuple[str, list[str]]:
+    """Seal the folder of a run found `running` at resume; return (status, reasons)."""
+    if not run_dir.is_dir():
+        return "interrupted", ["RUN-INTERRUPTED: the harness stopped before the run folder "
+                               "was created", *notes]
+    return seal_interrupted(
+        run_dir, "the harness stopped during this run (the night journal still said "
+                 "`running` when the night resumed); the folder is sealed as found",
+        tuple(notes))

@@ -1,0 +1,94 @@
+"""The night runner's decisions, as pure functions: deadline, what counts as finished,
+which journal event a run's status is, and the night's exit code.
+
+Kept apart from the loop so each rule is tested without Docker, SQLite or a clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from harness.errors import InvalidInput
+from harness.night.transitions import TERMINAL, RetryPolicy, Row, latest_attempts
+
+_UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+# A sealed folder's status -> the journal event that records it.
+STATUS_EVENT = {"accepted": "seal", "refused": "refuse", "failed": "fail",
+                "timed-out": "fail", "interrupted": "interrupt"}
+
+
+def parse_until(until: str) -> tuple[int, int]:
+    m = _UNTIL.match(until.strip())
+    if not m:
+        raise InvalidInput(f"--until {until!r}: expected a local time HH:MM, e.g. 06:30")
+    return int(m.group(1)), int(m.group(2))
+
+
+def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> datetime | None:
+    """The earliest of `--until` (the next such local wall-clock time after `now`) and
+    `now + --max-hours`; None when neither is given. `now` must be timezone-aware."""
+    candidates = []
+    if until is not None:
+        hour, minute = parse_until(until)
+        at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if at <= now:
+            at += timedelta(days=1)
+        candidates.append(at)
+    if max_hours is not None:
+        if max_hours <= 0:
+            raise InvalidInput(f"--max-hours {max_hours:g}: must be positive")
+        candidates.append(now + timedelta(hours=max_hours))
+    return min(candidates) if candidates else None
+
+
+def past(deadline: datetime | None, now: datetime) -> bool:
+    return deadline is not None and now >= deadline
+
+
+def slot_final(row: Row, policy: RetryPolicy) -> bool:
+    """True when this newest attempt of a slot will not run again on its own."""
+    if row.state in TERMINAL:
+        return True
+    return row.state == "interrupted" and row.attempt >= policy.max_attempts
+
+
+def unfinished(rows: Sequence[Row], policy: RetryPolicy, *, ended: bool) -> bool:
+    """Should a start of this campaign continue this night? Not once it ended on purpose
+    (done, deadline, stop policy); otherwise while some slot can still run."""
+    if ended:
+        return False
+    return any(not slot_final(r, policy) for r in latest_attempts(rows).values())
+
+
+def progress(rows: Sequence[Row], policy: RetryPolicy) -> dict:
+    """{"done", "total", "states": {state: count}} over the newest attempt of each slot."""
+    latest = latest_attempts(rows).values()
+    states: dict[str, int] = {}
+    for r in latest:
+        states[r.state] = states.get(r.state, 0) + 1
+    return {"done": sum(slot_final(r, policy) for r in latest), "total": len(latest),
+            "states": dict(sorted(states.items()))}
+
+
+def environment_reason(reason: str | None) -> bool:
+    """Whether a journal reason names an environment rule (`ENV-...`) anywhere."""
+    return bool(reason) and re.search(r"(^|; )ENV-", reason) is not None
+
+
+def night_exit_code(rows: Sequence[Row]) -> int:
+    """0 when every slot's newest attempt is sealed (accepted); 3 when any was deferred by
+    the doctor or stopped by an environment fault; else 1 (refused, failed, timed out,
+    interrupted, or left unrun by the deadline or the stop policy)."""
+    latest = list(latest_attempts(rows).values())
+    if any(r.state == "deferred" or environment_reason(r.reason) for r in latest):
+        return 3
+    if all(r.state == "sealed" for r in latest):
+        return 0
+    return 1
+
+
+def reason_text(reasons: Sequence[object]) -> str:
+    return "; ".join(str(r) for r in reasons)

@@ -1,0 +1,295 @@
+"""The night loop: resume or start a night, then run its controls one by one.
+
+Order of every step: the journal records the state change (committed), then the action
+happens. Before each control the doctor checks the host; a failing host defers the
+control (nothing is launched) and the loop goes on with the next one. Past the deadline
+no control starts. At the end the morning summary is written into the night folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.atomic import write_json
+from harness.config.loader import Loaded
+from harness.doctor import run_checks
+from harness.doctor.checks import GIB
+from harness.errors import HarnessError, InvalidInput
+from harness.execute import Interrupted
+from harness.hashing import sha256_many
+from harness.night import rules
+from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, next_action
+from harness.night.nightlock import NightLock
+from harness.night.recover import seal_cut_off, stop_run_containers
+from harness.pipeline.context import new_run_id
+from harness.pipeline.run import make_context, run_control, signals_interrupt
+from harness.report.nights import night_folders
+from harness.seal import seal_digest, source_files
+from harness.timeutil import stamp, utc_now
+from harness.ui import Reporter
+from harness.verdict import exit_code
+
+ENDED = "ended.json"
+
+
+@dataclass
+class NightResult:
+    night_dir: Path
+    exit_code: int
+    runs: list[tuple[str, Path]] = field(default_factory=list)
+    summary: list[Path] = field(default_factory=list)
+    why: str = "done"
+
+
+def plan_of(loaded: Loaded) -> list[tuple[str, int]]:
+    return [(ref.control, i) for ref in loaded.campaign.controls for i in range(ref.repeat)]
+
+
+def policy_of(loaded: Loaded) -> RetryPolicy:
+    return RetryPolicy(max_attempts=1 + loaded.campaign.retry.interrupted)
+
+
+def inputs_seal(loaded: Loaded) -> str:
+    """A digest of the campaign's own inputs (campaign, controls, images.lock), not of the
+    harness code: a fixed harness may resume a night, changed controls may not."""
+    labelled = {k: p for k, p in source_files(loaded.project_dir, loaded.files()).items()
+                if k.startswith("input")}
+    digests = sha256_many(labelled.values())
+    return seal_digest({k: digests[p] for k, p in labelled.items()})
+
+
+def _hint(e: HarnessError, night_dir: Path) -> HarnessError:
+    e.message += (f" (night {night_dir}; start with --new to leave it as it is and begin a "
+                  "new night)")
+    return e
+
+
+def open_journal(night_dir: Path, loaded: Loaded, deadline: str | None) -> Journal:
+    try:
+        return Journal.open_or_create(
+            night_dir / JOURNAL_NAME, campaign=loaded.campaign.name,
+            campaign_file=str(loaded.campaign_file), plan=plan_of(loaded),
+            seal=inputs_seal(loaded), deadline=deadline)
+    except HarnessError as e:
+        raise _hint(e, night_dir) from None
+
+
+def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool) -> Path | None:
+    """The night to continue: the one named, else the campaign's latest if unfinished."""
+    if night is not None:
+        path = Path(night) if ("/" in night or Path(night).is_dir()) else nights_dir / night
+        if not (path / JOURNAL_NAME).is_file():
+            raise InvalidInput(f"--night {night}: no {JOURNAL_NAME} in {path}")
+        return path
+    if new:
+        return None
+    folders = [p for p in night_folders(nights_dir, loaded.campaign.name)
+               if (p / JOURNAL_NAME).exists()]
+    if not folders:
+        return None
+    latest = folders[-1]
+    try:
+        with Journal.open(latest / JOURNAL_NAME) as journal:
+            rows = journal.rows()
+    except HarnessError as e:
+        raise _hint(e, latest) from None
+    ended = (latest / ENDED).exists()
+    return latest if rules.unfinished(rows, policy_of(loaded), ended=ended) else None
+
+
+def new_night_dir(nights_dir: Path, campaign: str) -> Path:
+    nights_dir.mkdir(parents=True, exist_ok=True)
+    for _ in range(3):
+        path = nights_dir / f"{campaign}-{stamp()}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            time.sleep(1.0)
+    raise InvalidInput(f"cannot create a new night folder under {nights_dir}")
+
+
+def record_status(journal: Journal, row: Row, status: str, text: str) -> None:
+    """Commit the journal state matching a sealed folder's status."""
+    event = rules.STATUS_EVENT.get(status, "fail")
+    text = text or status
+    if event == "seal":
+        journal.mark_sealed(row)
+    elif event == "refuse":
+        journal.mark_refused(row, text)
+    elif event == "interrupt":
+        journal.mark_interrupted(row, text)
+    else:
+        journal.mark_failed(row, text if status == "failed" else f"{status}: {text}")
+
+
+class Night:
+    """One invocation of a night: holds the night lock, the journal and the reporter."""
+
+    def __init__(self, loaded: Loaded, runs_dir: Path, ui: Reporter, *,
+                 lock_timeout: float | None, deadline: datetime | None) -> None:
+        self.loaded = loaded
+        self.runs_dir = Path(os.path.abspath(runs_dir))
+        self.ui = ui
+        self.lock_timeout = lock_timeout
+        self.deadline = deadline
+        self.policy = policy_of(loaded)
+        self.result: NightResult | None = None
+
+    # -- resume ----------------------------------------------------------------------------
+
+    def recover(self, journal: Journal) -> None:
+        """Rows a dead harness left `running`: stop their container, seal, record."""
+        for row in journal.rows():
+            if row.state != "running":
+                continue
+            control, _ = self.loaded.controls.get(row.control, (None, None))
+            notes = stop_run_containers(row.run_id, control.stop_grace if control else 10.0) \
+                if row.run_id else []
+            run_dir = Path(row.run_dir) if row.run_dir else self.runs_dir / "-missing-"
+            status, reasons = seal_cut_off(run_dir, notes)
+            record_status(journal, row, status, rules.reason_text(reasons))
+            self.ui.event("recovered", run_id=row.run_id, status=status, dir=str(run_dir),
+                          notes=notes)
+        journal.resume()  # deferred rows go back to planned: the host may be repaired
+
+    # -- one control -----------------------------------------------------------------------
+
+    def doctor(self, row: Row) -> list[str]:
+        """The doctor's failing lines for this control's profile (empty: the host is fit)."""
+        control, _ = self.loaded.controls[row.control]
+        lock = self.loaded.image_lock
+        pinned = lock.images.get(control.image) if lock else None
+        images = {control.image: pinned.model_dump()} if pinned else None
+        fail_bytes = int(self.loaded.campaign.host.min_free_gib * GIB)
+        checks = run_checks(lock_path=self.loaded.lock_path, runs_dir=self.runs_dir,
+                            images=images, profile=control.device,
+                            required_gfx=self.loaded.campaign.host.gfx,
+                            fail_free_bytes=fail_bytes,
+                            warn_free_bytes=max(10 * GIB, fail_bytes))
+        return [f"{c.name}: {c.detail}" for c in checks if c.status == "fail"]
+
+    def launch(self, journal: Journal, row: Row) -> tuple[str, int, bool]:
+        """Run one planned row; return (status, its exit code, whether a stop was asked)."""
+        run_id = new_run_id(row.control)
+        run_dir = self.runs_dir / run_id
+        row = journal.mark_running(row, run_id, str(run_dir))  # committed before the folder
+        ctx = make_context(self.loaded, row.control, self.runs_dir, self.ui,
+                           attempt=row.attempt, run_id=run_id)
+        try:
+            status, reasons = run_control(ctx, lock_timeout=self.lock_timeout)
+        except HarnessError as e:  # the pipeline could not seal (disk full, say)
+            journal.mark_failed(row, f"{e.rule or 'HARNESS-ERROR'}: {e.message}")
+            self.result.runs.append(("failed", run_dir))
+            return "failed", e.code, True
+        except Exception as e:
+            journal.mark_failed(row, f"HARNESS-ERROR: {type(e).__name__}: {e}")
+            raise
+        record_status(journal, row, status, rules.reason_text(reasons))
+        self.result.runs.append((status, run_dir))
+        return status, exit_code(status, reasons), bool(getattr(ctx, "stop_requested", False))
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def loop(self, journal: Journal) -> str:
+        """Run until done; return why the night stopped: done, deadline, stop-policy,
+        interrupted or environment."""
+        deferred_now: set[int] = set()
+        while True:
+            rows = journal.rows()
+            p = rules.progress(rows, self.policy)
+            if hasattr(self.ui, "set_progress"):
+                self.ui.set_progress(p["done"], p["total"])
+            action = next_action(rows, self.policy)
+            if action.kind in ("interrupt", "retry"):
+                journal.apply(action)
+                continue
+            if action.kind == "done":
+                return "environment" if deferred_now else "done"
+            row = action.row
+            if rules.past(self.deadline, datetime.now(UTC)):
+                self.ui.event("deadline", deadline=self.deadline.isoformat(),
+                              left=sum(r.state == "planned" for r in rows))
+                return "deadline"
+            failing = self.doctor(row)
+            if failing:
+                journal.mark_deferred(row, "ENV-DOCTOR: " + "; ".join(failing))
+                deferred_now.add(row.id)
+                self.ui.event("deferred", control=row.control, reasons=failing)
+                continue
+            self.ui.event("control-start", control=row.control, attempt=row.attempt,
+                          plan_index=row.plan_index)
+            status, code, stop = self.launch(journal, row)
+            if status == "interrupted" or stop:
+                return "interrupted"
+            if code == 3:
+                return "environment"
+            policy = self.loaded.campaign.stop_policy
+            if (policy == "stop-on-refusal" and status != "accepted") or (
+                    policy == "stop-on-failure" and status in ("failed", "timed-out")):
+                self.ui.event("stop-policy", policy=policy, status=status)
+                return "stop-policy"
+
+    def run(self, night_dir: Path, resumed: bool, lock: NightLock) -> NightResult:
+        deadline = self.deadline.isoformat() if self.deadline else None
+        self.result = NightResult(night_dir, 1)
+        journal = open_journal(night_dir, self.loaded, deadline)
+        lock.describe_as(night_dir=str(night_dir))
+        try:
+            with signals_interrupt():
+                self.ui.event("night-start", campaign=self.loaded.campaign.name,
+                              dir=str(night_dir), resumed=resumed, deadline=deadline)
+                try:
+                    self.recover(journal)
+                    why = self.loop(journal)
+                except Interrupted as e:
+                    self.ui.event("interrupted", signal=str(e))
+                    why = "interrupted"
+            rows = journal.rows()
+        finally:
+            journal.close()
+        if why in ("done", "deadline", "stop-policy"):
+            with contextlib.suppress(FileExistsError):
+                write_json(night_dir / ENDED, {"at": utc_now(), "why": why}, exclusive=True)
+        self.result.why = why
+        self.result.exit_code = rules.night_exit_code(rows)
+        if why == "interrupted":
+            self.result.exit_code = max(self.result.exit_code, 1)
+        self.result.summary = self.summary(night_dir)
+        self.ui.event("night-end", why=why, exit_code=self.result.exit_code,
+                      progress=rules.progress(rows, self.policy))
+        return self.result
+
+    def summary(self, night_dir: Path) -> list[Path]:
+        from harness.report.morning import write_night_summary
+
+        try:
+            return write_night_summary(night_dir)
+        except (HarnessError, OSError, ValueError) as e:
+            self.ui.event("summary-failed", error=f"{type(e).__name__}: {e}")
+            return []
+
+
+def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None = None,
+              max_hours: float | None = None, night: str | None = None, new: bool = False,
+              lock_timeout: float | None = None) -> NightResult:
+    """Take the night lock, pick or create the night folder, run it, write the summary."""
+    if night is not None and new:
+        raise InvalidInput("--night and --new exclude each other")
+    deadline = rules.deadline_from(datetime.now().astimezone(), until, max_hours)
+    lock = NightLock(loaded.lock_path, kind="night", campaign=loaded.campaign.name)
+    lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
+    try:
+        nights_dir = Path(os.path.abspath(runs_dir)) / "nights"
+        found = find_night(nights_dir, loaded, night, new)
+        night_dir = found or new_night_dir(nights_dir, loaded.campaign.name)
+        runner = Night(loaded, runs_dir, ui, lock_timeout=lock_timeout,
+                       deadline=deadline.astimezone(UTC) if deadline else None)
+        return runner.run(night_dir, found is not None, lock)
+    finally:
+        lock.release()

@@ -1,0 +1,125 @@
+"""`harness status`: who holds the GPU lock, which harness containers run, how the night goes.
+
+Everything here only reads: the holder records beside the locks, the engine's container
+list (by the `org.harness.run-id` label) and the latest night's journal, read-only.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harness import vector
+from harness.errors import HarnessError
+from harness.lock import describe_holder, is_free, read_holder
+from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
+from harness.night.nightlock import describe, read_night_holder
+from harness.night.rules import progress
+from harness.report.nights import STAMP
+
+
+def lock_state(lock_path: Path) -> dict:
+    exists = lock_path.is_file()
+    held = False
+    if exists:
+        try:
+            held = not is_free(lock_path)
+        except OSError:
+            held = False
+    return {"path": str(lock_path), "exists": exists, "held": held,
+            "holder": read_holder(lock_path), "night_holder": read_night_holder(lock_path)}
+
+
+def containers() -> tuple[list[dict], str | None]:
+    """Harness containers the engine runs now, or ([], why the engine could not say)."""
+    from harness import engine
+
+    try:
+        api = engine.client().api
+        found = api.containers(filters={"label": f"{vector.LABEL_PREFIX}.run-id"})
+    except HarnessError as e:
+        return [], e.message
+    except Exception as e:  # the SDK raises many kinds: all mean the engine did not answer
+        return [], f"{type(e).__name__}: {e}"
+    out = []
+    for c in found:
+        labels = c.get("Labels") or {}
+        out.append({"id": c["Id"][:12], "name": (c.get("Names") or ["?"])[0].lstrip("/"),
+                    "run_id": labels.get(f"{vector.LABEL_PREFIX}.run-id"),
+                    "campaign": labels.get(f"{vector.LABEL_PREFIX}.campaign"),
+                    "control": labels.get(f"{vector.LABEL_PREFIX}.control"),
+                    "lock": labels.get(f"{vector.LABEL_PREFIX}.lock"),
+                    "status": c.get("Status")})
+    return out, None
+
+
+def latest_night(nights_dir: Path) -> Path | None:
+    """The newest night folder of any campaign (by the UTC stamp its name ends with)."""
+    if not nights_dir.is_dir():
+        return None
+    pattern = re.compile(r".+-(" + STAMP + ")")
+    found = [(m.group(1), p) for p in nights_dir.iterdir()
+             if p.is_dir() and (m := pattern.fullmatch(p.name))]
+    return max(found)[1] if found else None
+
+
+def night_state(night_dir: Path, night_holder: dict | None) -> dict:
+    state: dict = {"dir": str(night_dir), "active": bool(
+        night_holder and night_holder.get("alive")
+        and night_holder.get("night_dir") == str(night_dir))}
+    try:
+        with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as j:
+            night, rows = j.night(), j.rows()
+    except HarnessError as e:
+        state["error"] = e.message
+        return state
+    state.update(campaign=night.campaign, created=night.created, deadline=night.deadline,
+                 ended=(night_dir / "ended.json").exists(),
+                 progress=progress(rows, RetryPolicy()),
+                 running=[r.as_dict() for r in rows if r.state == "running"],
+                 rows=[{"control": r.control, "attempt": r.attempt, "state": r.state,
+                        "run_id": r.run_id, "origin": r.origin} for r in rows])
+    return state
+
+
+def gather(runs_dir: Path, lock_path: Path) -> dict:
+    lock = lock_state(lock_path)
+    found, engine_error = containers()
+    night_dir = latest_night(runs_dir / "nights")
+    return {"lock": lock, "containers": found, "engine_error": engine_error,
+            "night": night_state(night_dir, lock["night_holder"]) if night_dir else None}
+
+
+def render(status: dict) -> list[str]:
+    """Plain lines for a person."""
+    lock = status["lock"]
+    out = [f"GPU lock {lock['path']}: "
+           + ("free" if not lock["held"] else f"held by {describe_holder(lock['holder'])}")]
+    if not lock["held"] and lock["holder"] and not lock["holder"].get("alive"):
+        out.append(f"  (stale holder record: {describe_holder(lock['holder'])})")
+    nh = lock["night_holder"]
+    out.append("night lock: " + (describe(nh) if nh and nh.get("alive") else "free"))
+    if status["engine_error"]:
+        out.append(f"containers: engine unreachable ({status['engine_error']})")
+    elif not status["containers"]:
+        out.append("containers: no harness container running")
+    for c in status["containers"]:
+        out.append(f"container {c['id']} {c['name']}: run {c['run_id']} "
+                   f"({c['campaign']}/{c['control']}), {c['status']}")
+    night = status["night"]
+    if night is None:
+        out.append("night: none yet")
+        return out
+    if "error" in night:
+        out.append(f"night {night['dir']}: {night['error']}")
+        return out
+    p = night["progress"]
+    where = "running now" if night["active"] else ("ended" if night["ended"] else "stopped")
+    states = ", ".join(f"{k} {v}" for k, v in p["states"].items())
+    out.append(f"night {night['dir']} ({night['campaign']}, {where}): "
+               f"{p['done']}/{p['total']} done; {states}")
+    for r in night["rows"]:
+        out.append(f"  {r['control']} #{r['attempt']} {r['state']}"
+                   + (f" {r['run_id']}" if r["run_id"] else "")
+                   + (f" ({r['origin']})" if r["origin"] != "plan" else ""))
+    return out

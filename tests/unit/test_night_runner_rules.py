@@ -1,0 +1,104 @@
+"""The night runner's pure rules: deadline, finished or not, exit code; the rerun index fold."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from harness.errors import InvalidInput
+from harness.night.rules import (
+    deadline_from,
+    environment_reason,
+    night_exit_code,
+    past,
+    progress,
+    unfinished,
+)
+from harness.night.transitions import RetryPolicy, Row
+from harness.rerun import fold_index
+
+NOW = datetime(2026, 11, 30, 22, 15, tzinfo=timezone(timedelta(hours=1)))
+
+
+def row(i: int, state: str, attempt: int = 1, reason: str | None = None,
+        plan_index: int | None = None) -> Row:
+    return Row(i, i if plan_index is None else plan_index, f"c{i}", 0, attempt, state,
+               None, None, reason, None, "plan", None, "t")
+
+
+def test_until_is_the_next_such_local_time():
+    assert deadline_from(NOW, "06:30", None) == NOW.replace(hour=6, minute=30) + timedelta(1)
+    assert deadline_from(NOW, "23:00", None) == NOW.replace(hour=23, minute=0)
+    assert deadline_from(NOW, "22:15", None) == NOW + timedelta(days=1)  # now is not "after"
+
+
+def test_the_earlier_of_until_and_max_hours_wins():
+    assert deadline_from(NOW, "23:00", 0.5) == NOW + timedelta(minutes=30)
+    assert deadline_from(NOW, "22:30", 2) == NOW.replace(minute=30)
+    assert deadline_from(NOW, None, None) is None
+
+
+@pytest.mark.parametrize("bad", ["6", "24:00", "7:60", "noon", "06:30:00"])
+def test_bad_until_is_invalid_input(bad):
+    with pytest.raises(InvalidInput):
+        deadline_from(NOW, bad, None)
+
+
+def test_non_positive_max_hours_is_invalid():
+    with pytest.raises(InvalidInput):
+        deadline_from(NOW, None, 0)
+
+
+def test_past():
+    d = datetime(2026, 1, 1, tzinfo=UTC)
+    assert past(d, d) and past(d, d + timedelta(seconds=1)) and not past(d, d - timedelta(1))
+    assert not past(None, d)
+
+
+def test_unfinished_while_a_slot_can_still_run():
+    one = RetryPolicy(1)
+    assert unfinished([row(1, "sealed"), row(2, "planned")], one, ended=False)
+    assert unfinished([row(1, "deferred")], one, ended=False)
+    assert unfinished([row(1, "running")], one, ended=False)
+    assert not unfinished([row(1, "sealed"), row(2, "refused"), row(3, "failed")], one,
+                          ended=False)
+    assert not unfinished([row(1, "interrupted")], one, ended=False)  # no retry allowed
+    assert unfinished([row(1, "interrupted")], RetryPolicy(2), ended=False)
+    assert not unfinished([row(1, "planned")], one, ended=True)  # ended on purpose
+
+
+def test_the_newest_attempt_decides_a_slot():
+    rows = [row(1, "interrupted", 1, plan_index=0), row(2, "sealed", 2, plan_index=0)]
+    assert night_exit_code(rows) == 0
+    assert progress(rows, RetryPolicy(2)) == {"done": 1, "total": 1, "states": {"sealed": 1}}
+
+
+@pytest.mark.parametrize(("states", "code"), [
+    (["sealed", "sealed"], 0),
+    (["sealed", "refused"], 1),
+    (["sealed", "failed"], 1),
+    (["sealed", "interrupted"], 1),
+    (["sealed", "planned"], 1),  # left unrun by the deadline
+    (["sealed", "deferred"], 3),
+    (["refused", "deferred"], 3),
+])
+def test_exit_code(states, code):
+    assert night_exit_code([row(i, s) for i, s in enumerate(states)]) == code
+
+
+def test_an_environment_rule_in_the_reason_is_exit_3():
+    assert night_exit_code([row(1, "refused", reason="ENV-LOCK-TIMEOUT: waited")]) == 3
+    assert night_exit_code([row(1, "refused", reason="POST-x: bad; ENV-DISK-FULL: x")]) == 3
+    assert night_exit_code([row(1, "refused", reason="POST-x: mentions ENV-LOCK")]) == 1
+    assert not environment_reason(None)
+
+
+def test_rerun_index_fold_keeps_the_last_line_and_skips_torn_ones():
+    def line(rid: str, status: str) -> str:
+        return json.dumps({"original": {"run_id": "o"}, "rerun": {"run_id": rid},
+                           "status": status})
+    folded = fold_index([line("a", "running"), line("b", "running"), line("a", "accepted"),
+                         '{"original": {"run_id": "o"}, "rer'])
+    assert {k: v["status"] for k, v in folded.items()} == {"a": "accepted", "b": "running"}
