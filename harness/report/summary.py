@@ -63,7 +63,8 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
     metrics = _dict(metrics_doc.get("metrics", metrics_doc))
     times, lock = _dict(run.get("times")), _dict(run.get("lock"))
     reasons = [str(r) for r in run.get("reasons") or [] if r]
-    if row.get("reason") and row["reason"] not in reasons:
+    # the journal's reason is usually the run's own reasons joined: show it only when new
+    if row.get("reason") and row["reason"] not in reasons and row["reason"] != "; ".join(reasons):
         reasons.append(str(row["reason"]))
     reasons += [str(p) for p in record.get("problems") or []]
     rerun = _dict(run.get("rerun_of"))

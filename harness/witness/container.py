@@ -37,7 +37,11 @@ def collect(container_id: str, secret_names: set[str] = frozenset()) -> dict:
     except docker.errors.NotFound:
         return {"schema": "harness.witness.container/v1", "id": container_id,
                 "error": "the container was gone before it could be inspected"}
-    pid = (inspect.get("State") or {}).get("Pid") or None
+    state = inspect.get("State") or {}
+    pid = state.get("Pid") or None
+    note = None if pid else ("the container had already exited when it was inspected, so its "
+                             "init PID and cgroup can no longer be observed")
     return {"schema": "harness.witness.container/v1", "id": container_id, "init_pid": pid,
+            "note": note,
             "cgroup": cgroup_of(pid) if pid else None,
             "inspect": redact_env(inspect, set(secret_names))}

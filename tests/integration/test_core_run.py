@@ -20,7 +20,10 @@ timeout: 2m
 
 def test_accepted_run_leaves_a_sealed_verifiable_folder(project):
     project.control("hello", """\
-        command: [python3, -c, "import sys; print('out'); print('err', file=sys.stderr)"]
+        command:
+          - python3
+          - -c
+          - import sys, time; print('out'); print('err', file=sys.stderr); time.sleep(1)
         env: {API_TOKEN: do-not-store-me}
         """)
     camp = project.campaign("camp", ["hello"])
@@ -36,7 +39,8 @@ def test_accepted_run_leaves_a_sealed_verifiable_folder(project):
     wit = json.loads((run / "launcher-witness.json").read_text())
     assert wit["argv"] == argv and wit["boot_id"] and wit["create_time"] > 0
     insp = json.loads((run / "container-inspect.json").read_text())
-    assert insp["init_pid"] > 0 and insp["inspect"]["Image"] == project.image_id
+    assert insp["init_pid"] and insp["init_pid"] > 0, insp.get("note")
+    assert insp["inspect"]["Image"] == project.image_id
     assert insp["cgroup"], "the container's cgroup is recorded"
     lock = rec["lock"]
     assert parse(lock["acquired"]) <= parse(lock["released"])

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -280,11 +282,31 @@ def tree(path: Path) -> dict[str, tuple[int, bytes | None]]:
             for p in sorted(path.rglob("*")) if "addenda" not in p.parts}
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permission bits")
-def test_sealed_folder_is_really_read_only(tmp_path):
-    run = run_folder(tmp_path)
-    with pytest.raises(PermissionError):
-        (run / "x").write_text("x")
+def test_sealed_folder_is_really_read_only():
+    """Root ignores permission bits, so under root the writes are tried as `nobody`; a
+    writable folder beside the run shows that only the run's own bits stop the write."""
+    base = Path(tempfile.mkdtemp(prefix="harness-ro-"))
+    try:
+        base.chmod(0o755)
+        run = run_folder(base)
+        open_dir = base / "open"
+        open_dir.mkdir()
+        open_dir.chmod(0o777)
+
+        def write_as_other(target: Path) -> subprocess.CompletedProcess:
+            code = "import sys; open(sys.argv[1], 'w').write('x')"
+            argv = [sys.executable, "-c", code, str(target)]
+            if os.geteuid() == 0:
+                argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+            return subprocess.run(argv, capture_output=True, text=True)
+
+        assert write_as_other(open_dir / "x").returncode == 0, "the control write works"
+        r = write_as_other(run / "x")
+        assert r.returncode != 0 and "PermissionError" in r.stderr, r.stderr
+        assert not (run / "x").exists()
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(base)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_refinalize_writes_a_new_addendum_and_never_rewrites(tmp_path):
