@@ -80,6 +80,62 @@ class Held:
                 "hold_s": None if self.hold_s is None else round(self.hold_s, 3)}
 
 
+class HeldFile:
+    """A kernel flock on `path` plus the holder record beside it: the mechanism both the
+    GPU lock and the night lock use."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path = Path(path)
+        self.what = what
+        self._lock = filelock.FileLock(str(self.path), mode=0o664, preserve_lock_file=True,
+                                       fallback_to_soft=False, thread_local=False)
+        self.record: dict = {}
+
+    def prepare(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise EnvironmentFault(f"cannot create the lock folder {self.path.parent}: {e}",
+                                   rule="ENV-LOCK-PATH") from None
+
+    def try_acquire(self, timeout: float) -> bool:
+        """Take the flock within `timeout` seconds; False if someone else holds it."""
+        try:
+            self._lock.acquire(timeout=timeout)
+            return True
+        except filelock.Timeout:
+            return False
+        except OSError as e:
+            raise EnvironmentFault(f"cannot open the {self.what} {self.path}: {e}",
+                                   rule="ENV-LOCK-PATH") from None
+
+    @property
+    def locked(self) -> bool:
+        return self._lock.is_locked
+
+    def announce(self, **fields: object) -> None:
+        """Write the holder record: who we are, plus `fields`. Group members replace it."""
+        me = psutil.Process()
+        self.record = {"pid": os.getpid(), "pid_create_time": me.create_time(),
+                       "host": socket.gethostname(), "user": getpass.getuser(), **fields}
+        write_json(holder_path(self.path), self.record, mode=0o664)
+
+    def update(self, **fields: object) -> None:
+        self.record.update(fields)
+        write_json(holder_path(self.path), self.record, mode=0o664)
+
+    def release(self) -> None:
+        """Remove our holder record, then drop the flock."""
+        if not self._lock.is_locked:
+            return
+        try:
+            rec = read_holder(self.path)
+            if rec and rec.get("pid") == os.getpid():
+                holder_path(self.path).unlink(missing_ok=True)
+        finally:
+            self._lock.release(force=True)
+
+
 class GpuLock:
     """Take the lock, or wait for it showing who holds it, or time out with exit 3."""
 
@@ -89,53 +145,31 @@ class GpuLock:
         self.run_id = run_id
         self.timeout = timeout
         self.on_wait = on_wait
-        self._lock = filelock.FileLock(str(self.path), mode=0o664, preserve_lock_file=True,
-                                       fallback_to_soft=False, thread_local=False)
+        self._file = HeldFile(self.path, "GPU lock")
         self._t_acquired = 0.0
         self.held: Held | None = None
 
     def acquire(self) -> Held:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise EnvironmentFault(f"cannot create the lock folder {self.path.parent}: {e}",
-                                   rule="ENV-LOCK-PATH") from None
+        self._file.prepare()
         requested, t0 = utc_now(), time.monotonic()
-        while True:
-            try:
-                self._lock.acquire(timeout=POLL_S)
-                break
-            except filelock.Timeout:
-                waited = time.monotonic() - t0
-                if self.on_wait:
-                    self.on_wait(read_holder(self.path), waited)
-                if waited >= self.timeout:
-                    holder = read_holder(self.path)
-                    who = describe_holder(holder)
-                    raise EnvironmentFault(
-                        f"timed out after {waited:.0f}s waiting for the GPU lock {self.path} "
-                        f"(held by {who})", rule="ENV-LOCK-TIMEOUT") from None
-            except OSError as e:
-                raise EnvironmentFault(f"cannot open the GPU lock {self.path}: {e}",
-                                       rule="ENV-LOCK-PATH") from None
+        while not self._file.try_acquire(POLL_S):
+            waited = time.monotonic() - t0
+            if self.on_wait:
+                self.on_wait(read_holder(self.path), waited)
+            if waited >= self.timeout:
+                raise EnvironmentFault(
+                    f"timed out after {waited:.0f}s waiting for the GPU lock {self.path} "
+                    f"(held by {describe_holder(read_holder(self.path))})",
+                    rule="ENV-LOCK-TIMEOUT")
         self._t_acquired = time.monotonic()
         self.held = Held(self.path, requested, utc_now(), self._t_acquired - t0)
-        me = psutil.Process()
-        record = {"pid": os.getpid(), "pid_create_time": me.create_time(),
-                  "host": socket.gethostname(), "user": getpass.getuser(),
-                  "run_id": self.run_id, "since": self.held.acquired}
-        write_json(holder_path(self.path), record, mode=0o664)  # group members replace it
+        self._file.announce(run_id=self.run_id, since=self.held.acquired)
         return self.held
 
     def release(self) -> Held | None:
-        if self.held is None or not self._lock.is_locked:
+        if self.held is None or not self._file.locked:
             return self.held
-        try:
-            rec = read_holder(self.path)
-            if rec and rec.get("pid") == os.getpid():
-                holder_path(self.path).unlink(missing_ok=True)
-        finally:
-            self._lock.release(force=True)
+        self._file.release()
         self.held.released = utc_now()
         self.held.hold_s = time.monotonic() - self._t_acquired
         return self.held

@@ -12,19 +12,12 @@ a rerun waits for whatever holds it.
 
 from __future__ import annotations
 
-import getpass
-import os
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import filelock
-import psutil
-
-from harness.atomic import write_json
 from harness.errors import EnvironmentFault
-from harness.lock import holder_path, read_holder
+from harness.lock import HeldFile, read_holder
 from harness.timeutil import utc_now
 
 POLL_S = 0.5
@@ -57,30 +50,14 @@ class NightLock:
         self.path = night_lock_path(Path(gpu_lock))
         self.kind = kind
         self.campaign = campaign
-        self._lock = filelock.FileLock(str(self.path), mode=0o664, preserve_lock_file=True,
-                                       fallback_to_soft=False, thread_local=False)
-        self._record: dict = {}
-
-    def _try(self) -> bool:
-        try:
-            self._lock.acquire(timeout=0)
-            return True
-        except filelock.Timeout:
-            return False
-        except OSError as e:
-            raise EnvironmentFault(f"cannot open the night lock {self.path}: {e}",
-                                   rule="ENV-LOCK-PATH") from None
+        self._file = HeldFile(self.path, "night lock")
 
     def acquire(self, *, timeout: float,
                 on_wait: Callable[[dict | None, float], None] | None = None) -> None:
         """Take the lock; a night refuses beside another night, anything else waits."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise EnvironmentFault(f"cannot create the lock folder {self.path.parent}: {e}",
-                                   rule="ENV-LOCK-PATH") from None
+        self._file.prepare()
         t0 = time.monotonic()
-        while not self._try():
+        while not self._file.try_acquire(0):
             holder = read_holder(self.path)
             waited = time.monotonic() - t0
             if self.kind == "night" and (holder is None or holder.get("kind") != "rerun"):
@@ -94,23 +71,11 @@ class NightLock:
             if on_wait:
                 on_wait(holder, waited)
             time.sleep(POLL_S)
-        me = psutil.Process()
-        self._record = {"pid": os.getpid(), "pid_create_time": me.create_time(),
-                        "host": socket.gethostname(), "user": getpass.getuser(),
-                        "kind": self.kind, "campaign": self.campaign, "since": utc_now()}
-        write_json(holder_path(self.path), self._record)
+        self._file.announce(kind=self.kind, campaign=self.campaign, since=utc_now())
 
     def describe_as(self, **fields: str) -> None:
         """Add what the holder is working on (night folder, run folder) to the record."""
-        self._record.update(fields)
-        write_json(holder_path(self.path), self._record)
+        self._file.update(**fields)
 
     def release(self) -> None:
-        if not self._lock.is_locked:
-            return
-        try:
-            rec = read_holder(self.path)
-            if rec and rec.get("pid") == os.getpid():
-                holder_path(self.path).unlink(missing_ok=True)
-        finally:
-            self._lock.release(force=True)
+        self._file.release()
