@@ -466,3 +466,28 @@ def test_refinalize_ignores_a_malformed_original_verdict(tmp_path):
     record, _ = refinalize_run(run, NOW)
     assert record["refinalize"]["original_gate0"] is None
     assert record["contract"] is None
+
+
+def test_too_deep_observation_is_an_invalid_document(tmp_path):
+    from harness.finalize.documents import DocumentError, read_document
+
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(DocumentError) as e:
+        read_document(p)
+    assert e.value.faults == [f"{p}: not JSON this harness reads: nested too deeply"]
+
+
+def test_values_too_deep_to_compare_are_an_invalid_document(tmp_path):
+    """JSON that parses but whose values nest past what the reader can walk."""
+    from harness.finalize.documents import DocumentError, read_document
+
+    doc = {"schema": "harness.observation/v1", "phase": "startup",
+           "process": {"role": "EngineCore", "rank": 0, "pid": 1},
+           "source": {"seal": "s", "engine": "e", "image": "i"}, "complete": True,
+           "fields": {"x": None}}
+    p = tmp_path / "deep.json"
+    p.write_text(json.dumps(doc).replace('"x": null', '"x": ' + "[" * 900 + "]" * 900))
+    with pytest.raises(DocumentError) as e:
+        read_document(p)
+    assert e.value.faults == [f"{p}: values nested too deeply to compare"]

@@ -317,3 +317,11 @@ def test_reader_names_each_fault(over, fault):
 def test_reader_refuses_non_objects_and_lists_all_faults():
     assert observation_faults([]) == ["an observation must be a JSON object"]
     assert len(observation_faults({})) == 5
+
+
+def test_too_deep_json_is_a_decode_error_not_a_crash():
+    from harness.instrument.harness_observer.encode import DecodeError, loads
+
+    with pytest.raises(DecodeError) as e:
+        loads("[" * 200_000 + "]" * 200_000)
+    assert str(e.value) == "not JSON this harness reads: nested too deeply"
