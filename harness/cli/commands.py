@@ -1,21 +1,25 @@
-"""The list of commands the `harness` group offers; each lives in its own module."""
+"""The commands the `harness` group offers: name -> "module:object".
+
+Each command lives in its own module and is imported only when it is used (or listed by
+--help), so `harness run` does not pay for loading the bundle or report code.
+"""
 
 from __future__ import annotations
 
-import importlib
-
-import click
-
-from harness.cli import core, doctor, report, schedule
-
-ALL: list[click.Command] = [*core.ALL, doctor.doctor, report.report, schedule.schedule]
-
-# Commands still being written by other sessions: registered once their module exists.
-for _module, _names in (("harness.cli.night", ("night", "rerun", "status")),
-                        ("harness.cli.finalize", ("finalize", "refinalize")),
-                        ("harness.cli.bundle", ("bundle",))):
-    try:
-        _mod = importlib.import_module(_module)
-    except ModuleNotFoundError:
-        continue
-    ALL += [getattr(_mod, n) for n in _names if hasattr(_mod, n)]
+COMMANDS: dict[str, str] = {
+    "check": "harness.cli.core:check",
+    "run": "harness.cli.core:run",
+    "verify": "harness.cli.core:verify",
+    "show": "harness.cli.core:show",
+    "images": "harness.cli.core:images",
+    "model": "harness.cli.core:model",
+    "doctor": "harness.cli.doctor:doctor",
+    "night": "harness.cli.night:night",
+    "rerun": "harness.cli.night:rerun",
+    "status": "harness.cli.night:status",
+    "finalize": "harness.cli.finalize:finalize",
+    "refinalize": "harness.cli.finalize:refinalize",
+    "report": "harness.cli.report:report",
+    "schedule": "harness.cli.schedule:schedule",
+    "bundle": "harness.cli.bundle:bundle",
+}

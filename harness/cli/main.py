@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import importlib
 import os
 import sys
 import traceback
@@ -9,10 +11,25 @@ import traceback
 import click
 
 from harness import __version__
+from harness.cli.commands import COMMANDS
 from harness.errors import ENVIRONMENT, HarnessError, InvalidInput
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Commands are imported when invoked or listed, not when the program starts."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harness")
 def cli() -> None:
     """Run pinned-image GPU controls under the host GPU lock and seal their evidence.
@@ -22,16 +39,8 @@ def cli() -> None:
     """
 
 
-def _register() -> None:
-    from harness.cli import commands
-
-    for command in commands.ALL:
-        cli.add_command(command)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the group and turn every failure into a message and an exit code."""
-    _register()
     try:
         rv = cli.main(args=argv, prog_name="harness", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -62,4 +71,5 @@ def main(argv: list[str] | None = None) -> None:
         else:
             click.echo("harness: set HARNESS_DEBUG=1 for the traceback", err=True)
         sys.exit(ENVIRONMENT)
+    gc.freeze()  # nothing left to collect: skip the teardown sweep
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from harness import faultpoint
+from harness import engine, faultpoint
 from harness.atomic import write_json
 from harness.host import identity
 from harness.pipeline.context import RunContext
@@ -29,7 +29,7 @@ def recheck(ctx: RunContext) -> list[Reason]:
                                               f"{err}"))
     before = ctx.run_dir / "host-before.json"
     if before.is_file() and ctx.outcome is not None:
-        after = identity.snapshot()
+        after = identity.snapshot(docker_client=engine.client())
         write_json(ctx.run_dir / "host-after.json", after, exclusive=True)
         changes = identity.drift(json.loads(before.read_text()), after)
         reasons += [Reason(identity.RULE_HOST_DRIFT, c) for c in changes]

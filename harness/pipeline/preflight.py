@@ -6,12 +6,12 @@ files and checks the device profile's prerequisites. Nothing here launches anyth
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from harness import engine
+from harness import engine, modelcache
 from harness.atomic import write_json
 from harness.errors import EnvironmentFault
-from harness.hashing import sha256_many
 from harness.host import identity
 from harness.pipeline.context import RunContext
 from harness.seal import source_seal
@@ -40,8 +40,17 @@ def check_image(ctx: RunContext) -> list[Reason]:
                    "local engine (no registry is used: build or load it)")]
 
 
+def model_cache_path() -> Path | None:
+    """The stat cache for model hashes; HARNESS_MODEL_CACHE=off hashes every file every time."""
+    setting = os.environ.get("HARNESS_MODEL_CACHE", "")
+    if setting.lower() in ("off", "0", "no"):
+        return None
+    return Path(setting) if setting else modelcache.default_cache_path()
+
+
 def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str], list[Reason]]:
-    """Hash each pinned model file; name each one missing or different."""
+    """Hash each pinned model file (unchanged files come from the stat cache: any change of
+    device, inode, size, mtime or ctime forces a full hash); name each missing or different."""
     reasons, paths = [], {}
     for rel in sorted(pinned):
         p = model_dir / rel
@@ -49,8 +58,7 @@ def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str],
             reasons.append(Reason("MODEL-MISSING", f"{p} does not exist"))
         else:
             paths[rel] = p
-    digests = sha256_many(paths.values())
-    got = {rel: "sha256:" + digests[p] for rel, p in paths.items()}
+    got = modelcache.hash_files(paths, model_cache_path())
     for rel, digest in got.items():
         want = pinned[rel] if pinned[rel].startswith("sha256:") else "sha256:" + pinned[rel]
         if digest != want:
@@ -81,12 +89,14 @@ def run(ctx: RunContext) -> list[Reason]:
     reasons = check_image(ctx) + check_model(ctx) + check_device(ctx)
     ctx.preflight = reasons
     if not reasons:
-        write_json(ctx.run_dir / "host-before.json", identity.snapshot(), exclusive=True)
+        snapshot = identity.snapshot(docker_client=engine.client())
+        write_json(ctx.run_dir / "host-before.json", snapshot, exclusive=True)
     write_json(ctx.run_dir / "preflight.json", {
         "schema": "harness.preflight/v1",
         "source_seal": ctx.seal.as_dict(),
         "image": {"name": ctx.control.image, "id": ctx.image_id},
         "model_hashes": ctx.model_hashes,
+        "model_cache": str(model_cache_path()) if ctx.control.model else None,
         "reasons": [str(r) for r in reasons],
     })
     return reasons

@@ -13,6 +13,7 @@ pattern is searched anywhere in the line.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -155,54 +156,66 @@ def parse_text(text: str) -> dict[str, float | int | None]:
     return parse_lines(text.splitlines())
 
 
-def iter_log_lines(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
-    """Decoded lines of a binary stream, split at \\n and \\r (tqdm redraws with \\r).
+def iter_log_blocks(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """Blocks of whole lines, `\r` folded to `\n` (tqdm redraws with `\r`).
 
-    Memory is bounded by CHUNK_BYTES + max_line: a longer line yields its first
-    `max_line` bytes and the rest is skipped up to the next line break.
+    Each block ends in `\n`, except a last unterminated line at the end of the stream.
+    Memory is bounded by CHUNK_BYTES + max_line: a line longer than `max_line` yields its
+    first `max_line` bytes as a line and the rest is skipped up to the next line break.
+    Works on whole chunks (find, count, slice once), never byte by byte.
     """
-    buf = b""
+    tail = b""
     skipping = False
-    while True:
-        chunk = stream.read(CHUNK_BYTES)
-        if not chunk:
-            break
-        buf += chunk
-        while True:
-            cut = _first_break(buf)
+    while chunk := stream.read(CHUNK_BYTES):
+        chunk = chunk.replace(b"\r", b"\n")
+        if skipping:
+            cut = chunk.find(b"\n")
             if cut < 0:
-                break
-            line, buf = buf[:cut], buf[cut + 1 :]
-            if skipping:
-                skipping = False
                 continue
+            chunk, skipping = chunk[cut + 1 :], False
+        data = tail + chunk
+        last = data.rfind(b"\n")
+        if last >= 0:
+            yield data[: last + 1]
+            tail = data[last + 1 :]
+        else:
+            tail = data
+        if len(tail) > max_line:
+            yield tail[:max_line] + b"\n"
+            tail, skipping = b"", True
+    if tail and not skipping:
+        yield tail
+
+
+def iter_log_lines(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """Decoded lines of a binary stream, split at \\n and \\r, each cut to `max_line`."""
+    for block in iter_log_blocks(stream, max_line):
+        lines = block.split(b"\n")
+        if block.endswith(b"\n"):
+            lines.pop()
+        for line in lines:
             yield line[:max_line].decode("utf-8", "replace")
-        if len(buf) > max_line:
-            if not skipping:
-                yield buf[:max_line].decode("utf-8", "replace")
-                skipping = True
-            buf = b""
-    if buf and not skipping:
-        yield buf.decode("utf-8", "replace")
 
 
-def _first_break(buf: bytes) -> int:
-    n, r = buf.find(b"\n"), buf.find(b"\r")
-    if n < 0:
-        return r
-    if r < 0:
-        return n
-    return min(n, r)
+_NEEDLES = tuple(p.needle.encode() for p in _PATTERNS)
 
 
 def parse_file(path: Path, parser: MetricsParser | None = None, label: str = "") -> dict:
-    """Stream one log file into `parser`; returns what was read (for the sources list)."""
+    """Stream one log file into `parser`; returns what was read (for the sources list).
+
+    A block with none of the patterns' needles is only counted (so line numbers stay
+    right); only blocks that may hold a metric are split and decoded.
+    """
     parser = parser if parser is not None else MetricsParser()
     label = label or str(path)
     lines = 0
     with open(path, "rb") as f:
-        for lines, line in enumerate(iter_log_lines(f), 1):
-            parser.feed(line, f"{label}:{lines}")
+        for block in iter_log_blocks(f):
+            n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            if any(needle in block for needle in _NEEDLES):
+                for i, line in enumerate(iter_log_lines(io.BytesIO(block)), lines + 1):
+                    parser.feed(line, f"{label}:{i}")
+            lines += n
     return {"path": label, "lines": lines, "bytes": Path(path).stat().st_size}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import docker.errors
@@ -31,9 +32,23 @@ def redact_env(inspect: dict, names: set[str]) -> dict:
     return inspect
 
 
-def collect(container_id: str, secret_names: set[str] = frozenset()) -> dict:
+def _inspect_started(container_id: str, wait_s: float) -> dict:
+    """Inspect once the container has left the `created` state (docker writes the cidfile
+    at create, before start; the init PID exists only once it runs)."""
+    api = engine.client().api
+    deadline = time.monotonic() + wait_s
+    while True:
+        inspect = api.inspect_container(container_id)
+        if (inspect.get("State") or {}).get("Status") != "created" \
+                or time.monotonic() >= deadline:
+            return inspect
+        time.sleep(0.01)
+
+
+def collect(container_id: str, secret_names: set[str] = frozenset(),
+            wait_s: float = 30.0) -> dict:
     try:
-        inspect = engine.client().api.inspect_container(container_id)
+        inspect = _inspect_started(container_id, wait_s)
     except docker.errors.NotFound:
         return {"schema": "harness.witness.container/v1", "id": container_id,
                 "error": "the container was gone before it could be inspected"}

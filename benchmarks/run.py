@@ -1,0 +1,130 @@
+"""`make bench`: every performance figure of issue 7 in one run, side by side with the bare
+tools, written to benchmarks/out/latest.json and printed as a table.
+
+    python benchmarks/run.py            # full sizes, about 10 minutes on 2 cores
+    python benchmarks/run.py --quick    # small sizes, under 3 minutes
+    python benchmarks/run.py --only hash --only model
+
+Needs the Docker engine (the rehearsal image is built or found first). Scratch files go to
+benchmarks/out/work and are removed afterwards unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+
+
+def _ensure_harness() -> None:
+    """Re-run under the project's venv when started with a Python that lacks the harness."""
+    try:
+        import harness  # noqa: F401
+    except ImportError:
+        if VENV_PYTHON.exists() and Path(sys.executable) != VENV_PYTHON:
+            os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])
+        raise
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+
+
+# name -> (goal text, passes(value) or None when the figure is context only)
+GOALS = {
+    "run_overhead_ratio": ("≤ 1.05", lambda v: v <= 1.05),
+    "run_overhead_ms": ("", None),
+    "hash_ratio": ("≥ 0.95", lambda v: v >= 0.95),
+    "hash_parallel_speedup": ("≥ 1.7", lambda v: v >= 1.7),
+    "log_rss_mb": ("≤ 100, flat", lambda v: v <= 100),
+    "log_ratio": ("≥ 0.8", lambda v: v >= 0.8),
+    "finalize_10k_s": ("linear", None),
+    "finalize_100k_s": ("< 1", lambda v: v < 1),
+    "finalize_1m_s": ("linear", None),
+    "handoff_s": ("≤ 1", lambda v: v <= 1),
+    "model_recheck_s": ("< 1", lambda v: v < 1),
+    "model_fullhash_ratio": ("≥ 0.95", lambda v: v >= 0.95),
+}
+
+
+def _benchmarks():
+    from benchmarks import bench_finalize, bench_hash, bench_logs, bench_overhead
+
+    return {
+        "overhead": bench_overhead.run_overhead,
+        "handoff": bench_overhead.run_handoff,
+        "hash": bench_hash.run_hash,
+        "model": bench_hash.run_model,
+        "finalize": bench_finalize.run_finalize,
+        "logs": bench_logs.run_logs,
+    }
+
+
+def _table(metrics: dict[str, float], quick: bool):
+    from rich.table import Table
+
+    table = Table(title=f"harness benchmarks{' (--quick)' if quick else ''}")
+    for col in ("metric", "value", "goal", ""):
+        table.add_column(col, justify="right" if col == "value" else "left")
+    for name in sorted(metrics, key=lambda n: (n not in GOALS, n)):
+        goal, passes = GOALS.get(name, ("", None))
+        value = metrics[name]
+        mark = "" if passes is None else ("[green]met[/green]" if passes(value)
+                                          else "[red]not met[/red]")
+        style = "bold" if name in GOALS else "dim"
+        table.add_row(f"[{style}]{name}[/{style}]", f"{value:g}", goal, mark)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    _ensure_harness()
+    from rich.console import Console
+
+    from benchmarks.common import OUT, Config, build_image, rmtree
+    from benchmarks.envinfo import environment
+    from harness.atomic import write_json
+
+    benches = _benchmarks()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (under 3 minutes)")
+    ap.add_argument("--only", action="append", choices=sorted(benches),
+                    help="run only this benchmark (repeatable)")
+    ap.add_argument("--keep", action="store_true", help="keep benchmarks/out/work")
+    args = ap.parse_args(argv)
+    console = Console(stderr=True)
+    work = OUT / "work"
+    rmtree(work)
+    work.mkdir(parents=True)
+    cfg = Config(quick=args.quick, work=work, image_id=build_image())
+    metrics: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    failed: dict[str, str] = {}
+    try:
+        for name, fn in benches.items():
+            if args.only and name not in args.only:
+                continue
+            console.print(f"[bold]{name}[/bold] …")
+            t0 = time.perf_counter()
+            try:
+                metrics.update(fn(cfg))
+            except Exception as e:  # one broken benchmark must not lose the others
+                failed[name] = f"{type(e).__name__}: {e}"
+                console.print(f"[red]{name} failed:[/red] {failed[name]}")
+            seconds[name] = round(time.perf_counter() - t0, 1)
+            console.print(f"  {seconds[name]} s")
+    finally:
+        if not args.keep:
+            rmtree(work)
+    doc = {"metrics": metrics,
+           "env": {**environment(cfg), "benchmark_seconds": seconds, "failed": failed}}
+    write_json(OUT / "latest.json", doc)
+    Console().print(_table(metrics, args.quick))
+    console.print(f"wrote {OUT / 'latest.json'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
