@@ -128,8 +128,9 @@ def _in_process(cfg: Config, proj: Project, camp: Path) -> dict[str, float]:
         lock.release()
 
     sleeper = subprocess.Popen(["sleep", "30"])
-    cid = subprocess.run(["docker", "create", cfg.image_id, "true"], capture_output=True,
-                         text=True).stdout.strip()
+    # A started container: the witness waits for a container still in `created`.
+    cid = subprocess.run(["docker", "run", "-d", "--network", "none", cfg.image_id,
+                          "sleep", "60"], capture_output=True, text=True).stdout.strip()
     inputs = [camp, proj.root / "controls" / "trivial.yaml", proj.root / "images.lock"]
     sealed = proj.run_dirs()[0]
     copies = []
