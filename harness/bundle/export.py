@@ -24,8 +24,9 @@ from harness.bundle.payload import Payload, collect_payload, find_run_dirs
 from harness.bundle.seals import check_seals
 from harness.bundle.sign import sign
 from harness.bundle.statement import build_statement
-from harness.bundle.sums import Problem, sha256_file
+from harness.bundle.sums import Problem
 from harness.errors import EnvironmentFault, InvalidInput
+from harness.hashing import sha256_file
 
 
 @dataclass

@@ -1,17 +1,14 @@
 """The `sha256sum` line format, shared by BagIt manifests and each run's SHA256SUMS.
 
 One format everywhere means a reviewer can check every layer with `sha256sum -c`.
-Parsing and comparing are pure; hashing a file is the only I/O here.
+Parsing and comparing are pure; files are hashed by `harness.hashing`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-CHUNK = 1 << 20
 # Strict on purpose: lowercase hex and two spaces, exactly as sha256sum writes them, so
 # no edit of a manifest (not even a case change) reads as the same manifest.
 _LINE = re.compile(r"^([0-9a-f]{64})  (.+)$")
@@ -30,15 +27,6 @@ class Problem:
     def __str__(self) -> str:
         tail = f": {self.detail}" if self.detail else ""
         return f"{self.kind}: {self.path}{tail}"
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks so large logs do not fill memory."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def unsafe_name_reason(relpath: str) -> str | None:

@@ -23,8 +23,9 @@ from harness.bundle.safe_extract import Limits, safe_extract
 from harness.bundle.seals import check_seals
 from harness.bundle.sign import verify as verify_signature
 from harness.bundle.statement import check_statement
-from harness.bundle.sums import Problem, compare, parse_sums, sha256_file
+from harness.bundle.sums import Problem, compare, parse_sums
 from harness.errors import InvalidInput
+from harness.hashing import sha256_file
 
 REQUIRED_TAGS = (bag.BAGIT_TXT, bag.BAG_INFO, bag.MANIFEST, bag.STATEMENT)
 UNMANIFESTED = (bag.TAGMANIFEST, bag.SIGNATURE)  # the tag manifest cannot list itself
