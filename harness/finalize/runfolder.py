@@ -8,7 +8,6 @@ folder only for the moment it takes to create that folder.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import stat
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from harness.atomic import dumps_json, write_bytes
 from harness.errors import EnvironmentFault, InvalidInput
 from harness.finalize.documents import DocumentError, read_document
 from harness.finalize.rules import VERDICT_SCHEMA, judge
+from harness.seal import make_read_only, write_manifest
 
 OBSERVATIONS = "observations"
 STARTUP = "startup.json"
@@ -55,6 +55,23 @@ def expected_source(run: dict[str, Any] | None) -> dict[str, str]:
     return out
 
 
+def recorded_source(run_dir: Path) -> dict[str, str]:
+    """What the harness itself recorded as the run's seal and image: run.json once sealed,
+    preflight.json while the post-steps run (run.json is written after them)."""
+    run = read_run(run_dir)
+    if run is not None:
+        return expected_source(run)
+    try:
+        pre = json.loads((Path(run_dir) / "preflight.json").read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(pre, dict):
+        return {}
+    seal = pre.get("source_seal")
+    return expected_source({"seal": seal.get("seal") if isinstance(seal, dict) else None,
+                            "image": pre.get("image")})
+
+
 def judge_run(run_dir: Path, contract: list[str] | None = None,
               pins: dict[str, Any] | None = None) -> dict[str, Any]:
     """Gate-0 verdict for `run_dir`. Missing or unreadable observations refuse."""
@@ -72,7 +89,7 @@ def judge_run(run_dir: Path, contract: list[str] | None = None,
     if reasons:
         return refusal(reasons, contract)
     return judge(docs[STARTUP], docs[GENERATION], contract=contract, pins=pins,
-                 expected_source=expected_source(read_run(Path(run_dir))))
+                 expected_source=recorded_source(Path(run_dir)))
 
 
 @contextlib.contextmanager
@@ -89,12 +106,6 @@ def writable(path: Path) -> Iterator[None]:
 
 def stamp(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def sha256sums(files: dict[str, bytes]) -> bytes:
-    """`sha256sum -c` format, sorted by path."""
-    return "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n"
-                   for name, data in sorted(files.items())).encode()
 
 
 def _new_folder(addenda: Path, base: str) -> Path:
@@ -120,11 +131,10 @@ def write_addendum(run_dir: Path, name: str, files: dict[str, bytes], now: datet
                 addenda.chmod(stat.S_IMODE(run_dir.stat().st_mode) & ~stat.S_IWUSR | 0o500)
         with writable(addenda):
             folder = _new_folder(addenda, base)
-        files = {**files, "SHA256SUMS": sha256sums(files)}
         for filename, data in sorted(files.items()):
-            write_bytes(folder / filename, data)  # a new folder: nothing to collide with
-            (folder / filename).chmod(0o444)
-        folder.chmod(0o555)
+            write_bytes(folder / filename, data, exclusive=True)
+        write_manifest(folder)  # the addendum's own SHA256SUMS, the same as a run's
+        make_read_only(folder)
     except OSError as e:
         raise EnvironmentFault(f"cannot write the addendum under {addenda}: {e}") from None
     return folder

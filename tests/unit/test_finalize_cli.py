@@ -28,7 +28,6 @@ from harness.finalize.runfolder import (
     expected_source,
     judge_run,
     read_run,
-    sha256sums,
     stamp,
     standing,
     writable,
@@ -369,9 +368,6 @@ def test_standing_only_accepted_and_accepted_is_zero():
 
 def test_addendum_helpers(tmp_path):
     assert stamp(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "20260102T030405Z"
-    assert sha256sums({"b": b"2", "a": b"1"}) == (
-        f"{hashlib.sha256(b'1').hexdigest()}  a\n{hashlib.sha256(b'2').hexdigest()}  b\n"
-    ).encode()
     d = tmp_path / "d"
     d.mkdir(mode=0o500)
     d.chmod(0o500)
@@ -491,3 +487,23 @@ def test_values_too_deep_to_compare_are_an_invalid_document(tmp_path):
     with pytest.raises(DocumentError) as e:
         read_document(p)
     assert e.value.faults == [f"{p}: values nested too deeply to compare"]
+
+
+def test_gate0_binds_to_preflight_before_run_json_exists(tmp_path):
+    """The post-step runs before run.json is written: the seal and image the harness took
+    at preflight are what both observations must carry."""
+    from harness.finalize.runfolder import recorded_source
+
+    run = tmp_path / "r"
+    run.mkdir()
+    assert recorded_source(run) == {}
+    (run / "preflight.json").write_text(json.dumps(
+        {"source_seal": {"seal": "sha256:aa"}, "image": {"name": "x", "id": "sha256:bb"}}))
+    assert recorded_source(run) == {"seal": "sha256:aa", "image": "sha256:bb"}
+    (run / "run.json").write_text(json.dumps({"seal": "sha256:cc", "image": {"id": "sha256:dd"}}))
+    assert recorded_source(run) == {"seal": "sha256:cc", "image": "sha256:dd"}
+    (run / "run.json").unlink()
+    (run / "preflight.json").write_text("[]")
+    assert recorded_source(run) == {}
+    (run / "preflight.json").write_text('{"source_seal": "x", "image": null}')
+    assert recorded_source(run) == {}
