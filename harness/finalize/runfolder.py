@@ -132,7 +132,7 @@ def write_addendum(run_dir: Path, name: str, files: dict[str, bytes], now: datet
         with writable(addenda):
             folder = _new_folder(addenda, base)
         for filename, data in sorted(files.items()):
-            write_bytes(folder / filename, data, exclusive=True)
+            write_bytes(folder / filename, data)  # a new folder: nothing to collide with
         write_manifest(folder)  # the addendum's own SHA256SUMS, the same as a run's
         make_read_only(folder)
     except OSError as e:
