@@ -10,9 +10,9 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def stamp() -> str:
-    """Compact UTC stamp for names: 20261130T083000Z."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+def stamp(at: datetime | None = None) -> str:
+    """Compact UTC stamp for names: 20261130T083000Z (now, or `at` in any time zone)."""
+    return (at or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def parse(ts: str) -> datetime:

@@ -52,8 +52,7 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
         if n not in loaded.controls:
             raise InvalidInput(f"{campaign}: no control {n!r} (it has: "
                                f"{', '.join(loaded.controls)})")
-    plan = [(ref.control, i) for ref in loaded.campaign.controls
-            for i in range(ref.repeat) if not names or ref.control in names]
+    plan = loaded.plan(names)
     ui = reporter(json_lines)
     worst = 0
     for d in recover.seal_orphans(Path(runs_dir)):

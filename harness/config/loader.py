@@ -74,6 +74,11 @@ class Loaded:
     def lock_path(self) -> Path:
         return resolve(self.campaign.lock, self.campaign_file.parent)
 
+    def plan(self, only: tuple[str, ...] | list[str] = ()) -> list[tuple[str, int]]:
+        """(control, repeat index) in campaign order; `only` keeps just those controls."""
+        return [(ref.control, i) for ref in self.campaign.controls for i in range(ref.repeat)
+                if not only or ref.control in only]
+
     def mount_roots(self) -> list[Path]:
         roots = self.campaign.mount_roots or [str(self.project_dir)]
         return [Path(os.path.realpath(r)) for r in roots]

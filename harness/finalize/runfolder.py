@@ -20,6 +20,7 @@ from harness.errors import EnvironmentFault, InvalidInput
 from harness.finalize.documents import DocumentError, read_document
 from harness.finalize.rules import VERDICT_SCHEMA, judge
 from harness.seal import make_read_only, write_manifest
+from harness.timeutil import stamp
 
 OBSERVATIONS = "observations"
 STARTUP = "startup.json"
@@ -102,10 +103,6 @@ def writable(path: Path) -> Iterator[None]:
         yield
     finally:
         path.chmod(mode)
-
-
-def stamp(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _new_folder(addenda: Path, base: str) -> Path:

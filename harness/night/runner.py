@@ -46,10 +46,6 @@ class NightResult:
     why: str = "done"
 
 
-def plan_of(loaded: Loaded) -> list[tuple[str, int]]:
-    return [(ref.control, i) for ref in loaded.campaign.controls for i in range(ref.repeat)]
-
-
 def policy_of(loaded: Loaded) -> RetryPolicy:
     return RetryPolicy(max_attempts=1 + loaded.campaign.retry.interrupted)
 
@@ -73,7 +69,7 @@ def open_journal(night_dir: Path, loaded: Loaded, deadline: str | None) -> Journ
     try:
         return Journal.open_or_create(
             night_dir / JOURNAL_NAME, campaign=loaded.campaign.name,
-            campaign_file=str(loaded.campaign_file), plan=plan_of(loaded),
+            campaign_file=str(loaded.campaign_file), plan=loaded.plan(),
             seal=inputs_seal(loaded), deadline=deadline)
     except HarnessError as e:
         raise _hint(e, night_dir) from None

@@ -169,3 +169,16 @@ def test_durations(value, seconds):
 def test_bad_durations(value):
     with pytest.raises(ValueError):
         parse_duration(value)
+
+
+def test_plan_keeps_campaign_order_repeats_and_filter(project):
+    write(project / "controls/c2.yaml", "name: c2\nimage: img\ndevice: cpu\ncommand: [x]\n")
+    write(project / "campaigns/camp.yaml", """\
+        name: camp
+        row: R
+        controls: [{control: c2, repeat: 2}, c1]
+        """)
+    loaded, faults = load_campaign(project / "campaigns/camp.yaml")
+    assert faults == []
+    assert loaded.plan() == [("c2", 0), ("c2", 1), ("c1", 0)]
+    assert loaded.plan(["c1"]) == [("c1", 0)]
