@@ -20,12 +20,15 @@ $(STAMP): pyproject.toml
 	@touch $@
 	@echo "harness installed at $(BIN)/harness"
 
-# Build the rehearsal image from Debian packages (no registry) and pin its Id.
+# Build the rehearsal image from Debian packages (no registry) and pin its Id. When the
+# reproducible build gives another Id (another Debian snapshot, say), the pin is replaced
+# explicitly: old and new Ids are printed and kept in images.lock's history.
 image: setup
 	@$(BIN)/python images/rehearsal/build.py --tag $(IMAGE_TAG) > $(VENV)/rehearsal-image-id
 	@$(BIN)/harness images verify rehearsal >/dev/null 2>&1 || { \
-	  echo "re-pinning 'rehearsal' in images.lock to the Id just built:"; \
-	  $(BIN)/harness images pin rehearsal $(IMAGE_TAG); }
+	  echo "the build gave another Id than images.lock pins for 'rehearsal': replacing it"; \
+	  $(BIN)/harness images pin rehearsal $(IMAGE_TAG) --build "make image" \
+	    --replace --reason "make image: rebuilt from Debian packages"; }
 	@echo "rehearsal image: $$(cat $(VENV)/rehearsal-image-id)"
 
 # The rehearsal refuses one run on purpose (rehearsal-gate0, the seed's case), so the

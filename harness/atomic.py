@@ -1,34 +1,60 @@
 """Atomic, durable file writes: temp file in the same folder, fsync, rename, fsync folder.
 
 Evidence must never be half-written: a reader sees either nothing or the whole file.
+
+The folder may be shared (a group-writable lock folder) or written by a workload (a run's
+output mount), so anyone may have planted a symlink, a FIFO or a file at any name in it.
+The temp file is therefore created with O_CREAT|O_EXCL|O_NOFOLLOW under an unpredictable
+name: it is always a new inode of ours, so a planted name is never written through or
+chmod'ed (the create fails instead). The final rename replaces whatever is at the target
+(a planted symlink is replaced, never followed); `exclusive` uses link(), which fails on
+any existing entry, symlinks included.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
+
+_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_NAME_KEEP = 200  # of the target's name in the temp name: NAME_MAX is 255
 
 
 def fsync_dir(path: Path) -> None:
     """Make a rename or create inside `path` durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def temp_name(path: Path) -> Path:
+    """A fresh, unguessable sibling of `path` (`.<name>.tmp-<128 random bits>`)."""
+    return path.with_name(f".{path.name[:_NAME_KEEP]}.tmp-{secrets.token_hex(16)}")
+
+
+def _create_temp(path: Path, mode: int) -> tuple[Path, int]:
+    for _ in range(8):
+        tmp = temp_name(path)
+        try:
+            return tmp, os.open(tmp, _TMP_FLAGS, mode)
+        except FileExistsError:  # someone planted exactly this name: draw another
+            continue
+    raise FileExistsError(f"cannot create a fresh temp file beside {path}")
+
+
 def write_bytes(path: Path, data: bytes, *, exclusive: bool = False, mode: int = 0o644) -> None:
     """Write `data` to `path` atomically. With `exclusive`, refuse to replace an existing file."""
     path = Path(path)
-    if exclusive and path.exists():
+    if exclusive and os.path.lexists(path):
         raise FileExistsError(f"{path} exists; evidence is append-only")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    tmp, fd = _create_temp(path, mode)
     try:
-        os.fchmod(fd, mode)  # exactly `mode`, whatever the umask
+        os.fchmod(fd, mode)  # exactly `mode`, whatever the umask; fd is our new inode
         view = memoryview(data)
         while view:
             n = os.write(fd, view)
@@ -42,7 +68,7 @@ def write_bytes(path: Path, data: bytes, *, exclusive: bool = False, mode: int =
     try:
         if exclusive:
             # link() fails if the target exists, so two writers cannot both win.
-            os.link(tmp, path)
+            os.link(tmp, path, follow_symlinks=False)
             tmp.unlink()
         else:
             os.replace(tmp, path)

@@ -8,7 +8,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from harness.errors import EnvironmentFault
+from harness.errors import EnvironmentFault, InvalidInput
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,6 +35,8 @@ def image_store() -> str:
 
 def local_image(ref: str) -> dict[str, Any] | None:
     """`docker image inspect` of `ref`, or None when the engine has no such image."""
+    if not ref or not ref.strip():  # the SDK raises NullResource, not a lookup miss
+        raise InvalidInput("an image reference must not be empty")
     try:
         return client().api.inspect_image(ref)
     except docker.errors.ImageNotFound:

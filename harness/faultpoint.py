@@ -3,6 +3,10 @@
 Off unless `HARNESS_FAULTPOINT=NAME[:SECONDS]` is set: on reaching NAME the harness writes
 `HARNESS_FAULTPOINT_MARKER` (if set) and sleeps, so a fault test can send SIGKILL or
 SIGTERM knowing precisely what state the run is in. It changes no behaviour otherwise.
+
+Points: `lock-held` (the GPU lock is held, nothing launched), `sealing` (run.json written,
+SHA256SUMS not yet), `addendum-sealed` (refinalize: the addendum is written and sealed in
+its temporary folder beside the run, not yet renamed into `addenda/`).
 """
 
 from __future__ import annotations

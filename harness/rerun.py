@@ -21,12 +21,15 @@ from harness.night.nightlock import NightLock
 from harness.night.runner import record_status
 from harness.pipeline.context import new_run_id
 from harness.pipeline.run import make_context, run_control
+from harness.readfile import InputError, read_bounded
+from harness.runrecord import load_record
 from harness.seal import SUMS
 from harness.timeutil import utc_now
 from harness.ui import Reporter
 from harness.verdict import exit_code
 
 INDEX = "reruns.jsonl"
+INDEX_LIMIT = 64 * 1024 * 1024
 
 
 def append_index(runs_dir: Path, entry: dict) -> None:
@@ -47,7 +50,7 @@ def fold_index(lines: list[str]) -> dict[str, dict]:
     for line in lines:
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # torn, not JSON, or nested past the stack
             continue
         if isinstance(entry, dict) and isinstance(entry.get("rerun"), dict):
             out[str(entry["rerun"].get("run_id"))] = entry
@@ -58,14 +61,14 @@ def reruns_of(run_dir: Path) -> list[dict]:
     """The reruns of the run in `run_dir`, oldest first, from the index beside it:
     [{"run_id", "path", "reason", "status", "at"}]."""
     run_dir = Path(run_dir)
-    try:
-        lines = (run_dir.parent / INDEX).read_text().splitlines()
-    except OSError:
+    try:  # bounded, regular files only: a FIFO or a huge index must not hang `show`
+        raw = read_bounded(run_dir.parent / INDEX, INDEX_LIMIT, what="rerun index")
+    except InputError:
         return []
     out = []
-    for rid, e in fold_index(lines).items():
-        original = e.get("original") or {}
-        if original.get("run_id") == run_dir.name:
+    for rid, e in fold_index(raw.decode("utf-8", "replace").splitlines()).items():
+        original = e.get("original")
+        if isinstance(original, dict) and original.get("run_id") == run_dir.name:
             out.append({"run_id": rid, "path": e["rerun"].get("path"), "reason": e.get("reason"),
                         "status": e.get("status"), "at": e.get("at")})
     return sorted(out, key=lambda r: str(r["at"]))
@@ -98,11 +101,8 @@ class RerunResult:
 
 
 def read_original(run_dir: Path) -> dict:
-    try:
-        record = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError) as e:
-        raise InvalidInput(f"{run_dir}: no readable run.json ({e})") from None
-    if not isinstance(record, dict) or not record.get("run_id"):
+    record = load_record(run_dir)
+    if not record.get("run_id"):
         raise InvalidInput(f"{run_dir}/run.json: not a run record")
     if not (run_dir / SUMS).is_file():
         raise InvalidInput(f"{run_dir} is not sealed (no {SUMS}); only a finished run is rerun")

@@ -1,56 +1,111 @@
-"""A readable summary of one run folder, for a person at a terminal."""
+"""A readable summary of one run folder, for a person at a terminal.
+
+Everything in a run folder may have been written by, or under the influence of, the
+workload: a reason, a rerun reason, a campaign row. So every value shown is data, never
+markup: it goes to rich as a `Text` (rich never parses it), with control characters,
+ANSI escapes and bidi overrides made visible, and cut to a sane length. A run.json that is
+not a readable JSON object is invalid input (exit 2); odd fields inside one are shown as
+they are, never a crash.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from harness.readfile import InputError, read_text_bounded
+from harness.report.inert import inert
 from harness.rerun import reruns_of
 
 STATUS_STYLE = {"accepted": "green", "refused": "red", "failed": "red",
                 "timed-out": "yellow", "interrupted": "yellow"}
+MAX_VALUE_CHARS = 2000
+
+
+def plain(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """Any JSON value as one line of inert text (see harness.report.inert)."""
+    return inert(value, limit)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _field(value: Any) -> str:
+    return "—" if value is None else plain(value)
+
+
+def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
+    camp, lock, out = (_dict(record.get(k)) for k in ("campaign", "lock", "outcome"))
+    rows = [
+        ("campaign", f"{_field(camp.get('name'))} (row {_field(camp.get('row'))})"),
+        ("control", _field(_dict(record.get("control")).get("name"))),
+        ("image", _field(_dict(record.get("image")).get("id"))),
+        ("seal", _field(record.get("seal"))),
+        ("exit code", _field(out.get("exit_code"))),
+        ("duration", f"{_field(out.get('duration_s'))} s"),
+        ("lock", (f"{_field(lock.get('path'))}: acquired {_field(lock.get('acquired'))}, "
+                  f"released {_field(lock.get('released'))} "
+                  f"(waited {_field(lock.get('wait_s'))} s)") if lock else "not taken"),
+    ]
+    for p in map(_dict, _list(record.get("post_steps"))):
+        rows.append((f"post-step {plain(p.get('name'), 200)}",
+                     f"{_field(p.get('verdict'))} (exit {_field(p.get('exit_code'))})"))
+    rerun = _dict(record.get("rerun_of"))
+    if rerun:
+        rows.append(("rerun of", f"{_field(rerun.get('run_id'))}: {_field(rerun.get('reason'))}"))
+    for r in reruns_of(run_dir):
+        rows.append(("rerun by", f"{_field(r.get('run_id'))} ({_field(r.get('status'))}): "
+                                 f"{_field(r.get('reason'))}"))
+    return rows
+
+
+def _recovered(run_dir: Path) -> str | None:
+    path = run_dir / "recovered.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return plain(read_text_bounded(path, 1024 * 1024, what="recovery note").strip())
+    except InputError as e:
+        return plain(e.message)
+
+
+def _addenda(run_dir: Path) -> list[str]:
+    folder = run_dir / "addenda"
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    try:
+        return sorted(plain(p.name, 200) for p in folder.iterdir())
+    except OSError:
+        return []
 
 
 def render_run(run_dir: Path, record: dict, console: Console | None = None) -> None:
+    """Print the run; every value from the folder goes out as Text, never as markup."""
     console = console or Console()
-    status = record.get("status", "?")
-    console.print(f"[bold]{record.get('run_id')}[/bold]  "
-                  f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", highlight=False)
+    run_dir = Path(run_dir)
+    status = record.get("status")
+    style = STATUS_STYLE.get(status, "white") if isinstance(status, str) else "white"
+    head = Text.assemble((plain(record.get("run_id"), 200), "bold"), "  ",
+                         (_field(status), style))
+    console.print(head, highlight=False)
     t = Table(show_header=False, box=None, pad_edge=False)
-    camp = record.get("campaign") or {}
-    lock = record.get("lock") or {}
-    out = record.get("outcome") or {}
-    rows = [
-        ("campaign", f"{camp.get('name')} (row {camp.get('row')})"),
-        ("control", (record.get("control") or {}).get("name")),
-        ("image", (record.get("image") or {}).get("id")),
-        ("seal", record.get("seal")),
-        ("exit code", out.get("exit_code")),
-        ("duration", f"{out.get('duration_s')} s"),
-        ("lock", (f"{lock.get('path')}: acquired {lock.get('acquired')}, released "
-                  f"{lock.get('released')} (waited {lock.get('wait_s')} s)")
-         if lock else "not taken"),
-    ]
-    for p in record.get("post_steps") or []:
-        rows.append((f"post-step {p['name']}", f"{p.get('verdict')} (exit {p.get('exit_code')})"))
-    if record.get("rerun_of"):
-        r = record["rerun_of"]
-        rows.append(("rerun of", f"{r.get('run_id')}: {r.get('reason')}"))
-    for r in reruns_of(run_dir):
-        rows.append(("rerun by", f"{r['run_id']} ({r.get('status')}): {r.get('reason')}"))
-    for k, v in rows:
-        t.add_row(f"[dim]{k}[/dim]", str(v))
-    console.print(t)
-    for r in record.get("reasons") or []:
-        console.print(f"  [red]•[/red] {escape(str(r))}", highlight=False)
-    recovered = run_dir / "recovered.json"
-    if recovered.is_file():
-        console.print(f"  [yellow]recovered:[/yellow] {escape(recovered.read_text().strip())}",
+    for k, v in _rows(run_dir, record):
+        t.add_row(Text(k, style="dim"), Text(v))
+    console.print(t, highlight=False)
+    for r in _list(record.get("reasons")):
+        console.print(Text.assemble("  ", ("•", "red"), " ", plain(r)), highlight=False)
+    recovered = _recovered(run_dir)
+    if recovered is not None:
+        console.print(Text.assemble("  ", ("recovered:", "yellow"), " ", recovered),
                       highlight=False)
-    addenda = sorted(p.name for p in (run_dir / "addenda").iterdir()) \
-        if (run_dir / "addenda").is_dir() else []
-    for a in addenda:
-        console.print(f"  addendum: {a}", markup=False)
+    for a in _addenda(run_dir):
+        console.print(Text(f"  addendum: {a}"), highlight=False)

@@ -6,12 +6,13 @@ list (by the `org.harness.run-id` label) and the latest night's journal, read-on
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from harness import vector
 from harness.errors import HarnessError
-from harness.lock import describe_holder, is_free, read_holder
+from harness.lock import FIELD_MAX, clean_text, describe_holder, is_free, read_holder
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
 from harness.night.nightlock import describe, read_night_holder
 from harness.night.rules import progress
@@ -19,15 +20,16 @@ from harness.report.nights import STAMP
 
 
 def lock_state(lock_path: Path) -> dict:
-    exists = lock_path.is_file()
-    held = False
-    if exists:
-        try:
-            held = not is_free(lock_path)
-        except OSError:
-            held = False
-    return {"path": str(lock_path), "exists": exists, "held": held,
-            "holder": read_holder(lock_path), "night_holder": read_night_holder(lock_path)}
+    """Is the lock held, and what do the holder records say. Never raises on a hostile
+    lock folder: a lock file that cannot be probed is reported in `problem`."""
+    held, problem = False, None
+    try:
+        held = not is_free(lock_path)
+    except OSError as e:
+        problem = clean_text(f"cannot probe it: {e.strerror or e}", 2 * FIELD_MAX)
+    return {"path": str(lock_path), "exists": os.path.lexists(lock_path), "held": held,
+            "problem": problem, "holder": read_holder(lock_path),
+            "night_holder": read_night_holder(lock_path)}
 
 
 def containers() -> tuple[list[dict], str | None]:
@@ -93,8 +95,11 @@ def gather(runs_dir: Path, lock_path: Path) -> dict:
 def render(status: dict) -> list[str]:
     """Plain lines for a person."""
     lock = status["lock"]
-    out = [f"GPU lock {lock['path']}: "
-           + ("free" if not lock["held"] else f"held by {describe_holder(lock['holder'])}")]
+    if lock.get("problem"):
+        state = f"unusable ({lock['problem']})"
+    else:
+        state = "free" if not lock["held"] else f"held by {describe_holder(lock['holder'])}"
+    out = [f"GPU lock {lock['path']}: {state}"]
     if not lock["held"] and lock["holder"] and not lock["holder"].get("alive"):
         out.append(f"  (stale holder record: {describe_holder(lock['holder'])})")
     nh = lock["night_holder"]

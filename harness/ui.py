@@ -52,7 +52,9 @@ class TerminalReporter(Reporter):
                            highlight=False, markup=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
-        text = f"waiting {waited:.0f}s for the GPU lock, held by {describe_holder(holder)}"
+        # The holder record is written by whoever holds the lock: never rich markup.
+        text = escape(f"waiting {waited:.0f}s for the GPU lock, held by "
+                      f"{describe_holder(holder)}")
         if self._status is None:
             self._status = self.console.status(text)
             self._status.start()

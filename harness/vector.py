@@ -4,20 +4,38 @@ Safe defaults live here, where a reviewer can read them in one place: never
 `--privileged`, `--network none` unless the control asks, model and instrument mounts
 read-only, secrets passed by name only (their values never enter the argv), `--pull=never`
 (no registry), launch by image Id, and labels that let a later run find an orphan.
+
+No value from a campaign, a control or the command line can change the meaning of an
+argument: every value is its own argv element, except inside `--mount`, whose CSV is built
+by `mount_arg` alone from paths that `plain_path_problem` accepts (no `,` `=` quote,
+whitespace or control character; absolute and normalised). Secret-looking `engine:` keys
+travel like secret env names: by reference, their values in env vars passed by name.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from harness.config.schema import Control
+from harness.config.schema import (
+    INSTRUMENT_TARGET,
+    OBSERVATIONS_TARGET,
+    Control,
+    plain_path_problem,
+    target_problem,
+)
+from harness.errors import InvalidInput
 
 LABEL_PREFIX = "org.harness"
-INSTRUMENT_TARGET = "/opt/harness-instrument"
-OBSERVATIONS_TARGET = "/harness/out"
+RULE_UNSAFE_MOUNT = "MOUNT-UNSAFE-PATH"
+# An engine value whose key looks secret becomes {SECRET_REF: "<env name>"}; the in-container
+# driver reads the value (JSON) from that env var, which docker gets by name only.
+SECRET_REF = "$harness_secret_env"
+ENGINE_SECRET_PREFIX = "HARNESS_ENGINE_SECRET_"
 
 # vLLM's documented ROCm flags (see docs/vllm-notes.md), minus SYS_PTRACE: not needed to run.
 ROCM_FLAGS = [
@@ -42,16 +60,51 @@ class VectorInput:
     mount_sources: tuple[Path, ...] = ()  # host paths of control.mounts, resolved, in order
     model_source: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    # As declared (resolved against the control's folder, before symlinks), for the evidence.
+    declared_sources: tuple[str, ...] = ()
+    model_declared: str | None = None
+    launcher: dict[str, str] = field(default_factory=dict)  # pid, start time, host
+
+
+@dataclass(frozen=True)
+class BindMount:
+    """One `--mount`: the host path docker gets, and what the control declared."""
+
+    role: str  # model | instrument | observations | control
+    source: str
+    target: str
+    read_only: bool
+    declared: str | None = None
+
+    def evidence(self) -> dict:
+        return {"role": self.role, "declared": self.declared, "source": self.source,
+                "target": self.target, "read_only": self.read_only}
+
+
+def mount_arg(m: BindMount) -> str:
+    """The `--mount` value for `m`; raises rather than emit a value docker could read
+    differently (a `,` in a path would add fields, and docker keeps the last `source=`)."""
+    problems = [("source", m.source, plain_path_problem(m.source)),
+                ("target", m.target, target_problem(m.target) if m.role in ("control", "model")
+                 else plain_path_problem(m.target))]
+    for what, value, why in problems:
+        if why is not None:
+            raise InvalidInput(f"the {m.role} mount's {what} {value!r} {why}",
+                               rule=RULE_UNSAFE_MOUNT)
+    return (f"type=bind,source={m.source},target={m.target}"
+            + (",readonly" if m.read_only else ""))
 
 
 def labels(inp: VectorInput) -> dict[str, str]:
-    return {
+    out = {
         f"{LABEL_PREFIX}.run-id": inp.run_id,
         f"{LABEL_PREFIX}.campaign": inp.campaign,
         f"{LABEL_PREFIX}.control": inp.control.name,
         f"{LABEL_PREFIX}.device": inp.control.device,
         f"{LABEL_PREFIX}.lock": str(inp.lock_path),
     }
+    out.update({f"{LABEL_PREFIX}.launcher-{k}": v for k, v in inp.launcher.items()})
+    return out
 
 
 def container_name(run_id: str) -> str:
@@ -64,16 +117,59 @@ def _env_value(v: object) -> str:
     return str(v)
 
 
+def split_engine_secrets(engine: Any) -> tuple[Any, dict[str, str]]:
+    """Replace every value under a secret-looking key (at any depth) by a reference to an
+    env var; return (engine args safe to show, {env name: the value as JSON})."""
+    secrets: dict[str, str] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for key in sorted(value, key=str):
+                if looks_secret(str(key)):
+                    name = f"{ENGINE_SECRET_PREFIX}{len(secrets)}"
+                    secrets[name] = json.dumps(value[key], sort_keys=True)
+                    out[str(key)] = {SECRET_REF: name}
+                else:
+                    out[str(key)] = walk(value[key])
+            return out
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(engine), secrets
+
+
 @dataclass(frozen=True)
 class Vector:
     """The argv, plus values docker must read from the launcher's environment (secrets)."""
 
     argv: list[str]
     passed_env: dict[str, str]
+    mounts: list[BindMount] = field(default_factory=list)
 
     def evidence(self) -> dict:
-        """What `docker-vector.json` holds: the exact argv; secrets only as sha256 markers."""
-        return {"argv": self.argv, "passed_env": {k: redact(v) for k, v in self.passed_env.items()}}
+        """What `docker-vector.json` holds: the exact argv; secrets only as sha256 markers;
+        each mount as declared and as resolved."""
+        return {"argv": self.argv,
+                "passed_env": {k: redact(v) for k, v in self.passed_env.items()},
+                "mounts": [m.evidence() for m in self.mounts]}
+
+
+def bind_mounts(inp: VectorInput) -> list[BindMount]:
+    """Every mount of the run, in argv order."""
+    ctl = inp.control
+    out = []
+    if ctl.model and inp.model_source is not None:
+        out.append(BindMount("model", str(inp.model_source), ctl.model.target, True,
+                             inp.model_declared))
+    if ctl.instrument:
+        out.append(BindMount("instrument", str(inp.instrument_dir), INSTRUMENT_TARGET, True))
+    out.append(BindMount("observations", str(inp.observations_dir), OBSERVATIONS_TARGET, False))
+    declared = inp.declared_sources or (None,) * len(ctl.mounts)
+    for m, src, dec in zip(ctl.mounts, inp.mount_sources, declared, strict=True):
+        out.append(BindMount("control", str(src), m.target, m.read_only, dec))
+    return out
 
 
 def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
@@ -112,7 +208,9 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
     env["HARNESS_IMAGE_ID"] = inp.image_id
     env["HARNESS_OBSERVATIONS_DIR"] = OBSERVATIONS_TARGET
     if ctl.engine:
-        env["HARNESS_ENGINE_ARGS"] = json.dumps(ctl.engine, sort_keys=True)
+        shown, engine_secrets = split_engine_secrets(ctl.engine)
+        env["HARNESS_ENGINE_ARGS"] = json.dumps(shown, sort_keys=True)
+        env.update(engine_secrets)
     if ctl.instrument:
         env["PYTHONPATH"] = INSTRUMENT_TARGET
     env.update(inp.extra_env)
@@ -128,20 +226,13 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
             passed[name] = environ[name]
         argv += ["--env", name]
 
-    if ctl.model and inp.model_source is not None:
-        argv += ["--mount", f"type=bind,source={inp.model_source},target={ctl.model.target},"
-                            "readonly"]
-    if ctl.instrument:
-        argv += ["--mount", f"type=bind,source={inp.instrument_dir},target={INSTRUMENT_TARGET},"
-                            "readonly"]
-    argv += ["--mount", f"type=bind,source={inp.observations_dir},target={OBSERVATIONS_TARGET}"]
-    for m, src in zip(ctl.mounts, inp.mount_sources, strict=True):
-        spec = f"type=bind,source={src},target={m.target}"
-        argv += ["--mount", spec + (",readonly" if m.read_only else "")]
+    mounts = bind_mounts(inp)
+    for m in mounts:
+        argv += ["--mount", mount_arg(m)]
 
     argv.append(inp.image_id)
     argv += ctl.command
-    return Vector(argv, passed)
+    return Vector(argv, passed, mounts)
 
 
 def redact(value: str) -> str:
@@ -149,6 +240,14 @@ def redact(value: str) -> str:
     return f"<redacted sha256:{hashlib.sha256(value.encode()).hexdigest()}>"
 
 
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_SECRET_WORD = re.compile(r"(?:TOKEN|KEYS?|SECRETS?|PASSWORDS?|PASSWD|CREDENTIALS?)$")
+
+
 def looks_secret(name: str) -> bool:
-    upper = name.upper()
-    return any(word in upper for word in ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD"))
+    """Does a name (env var or engine key) look like it holds a secret?
+
+    Judged per word (split at `_`, `-`, `.`, digits and camelCase), so `HF_TOKEN`,
+    `apiKey` and `AWS_SECRET_ACCESS_KEY` are secret while `max_num_batched_tokens` or
+    `tokenizer` are not: over-redacting engine sizes would hide what a reviewer needs."""
+    return any(_SECRET_WORD.search(w.upper()) for w in _WORDS.findall(name))

@@ -15,6 +15,8 @@ import tarfile
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from harness.tree import open_beneath
+
 FILE_MODE = 0o444  # evidence is read-only once sealed; keep it so when extracted
 DIR_MODE = 0o755
 
@@ -78,11 +80,12 @@ class DeterministicTar:
         info = self._info(f"{self.top}/{arcname}", tarfile.REGTYPE, len(data), FILE_MODE)
         self._tar.addfile(info, io.BytesIO(data))
 
-    def add_file(self, arcname: str, source: Path, size: int) -> str:
-        """Add `size` bytes of `source`; return the sha256 hex of exactly those bytes."""
+    def add_file(self, arcname: str, root: Path, rel: str, size: int) -> str:
+        """Add `size` bytes of the regular file `root/rel` (opened beneath `root`: no symlink
+        followed, no FIFO or device opened); return the sha256 hex of exactly those bytes."""
         self._parents(arcname)
         info = self._info(f"{self.top}/{arcname}", tarfile.REGTYPE, size, FILE_MODE)
-        with open(source, "rb") as fh:
+        with open(open_beneath(root, rel), "rb") as fh:
             reader = _HashingReader(fh)
             self._tar.addfile(info, reader)  # raises if the file shrank below `size`
         return reader.digest.hexdigest()

@@ -6,27 +6,29 @@ output file name or the clock) containing:
   tagmanifest-sha256.txt, and with a signing key tagmanifest-sha256.txt.sig;
   data/<folder>/... each given folder unchanged.
 Payload entries come first so each file is hashed while it is written; the tag files
-that describe them follow.
+that describe them follow. Before anything is written, the folders are judged exactly as
+`bundle verify` will judge the bag (each run by `harness.seal.verify_folder`): a bundle,
+and above all a signed one, never vouches for a run that does not verify.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.atomic import dumps_json, fsync_dir
 from harness.bundle import bag
 from harness.bundle.archive import DeterministicTar
 from harness.bundle.facts import RunFacts, parse_time, read_run_facts, time_span
-from harness.bundle.payload import Payload, collect_payload, find_run_dirs
-from harness.bundle.seals import check_seals
+from harness.bundle.payload import Payload, collect_payload
+from harness.bundle.seals import bag_runs, layout_problems, run_problems
 from harness.bundle.sign import sign
 from harness.bundle.statement import build_statement
 from harness.bundle.sums import Problem
-from harness.errors import EnvironmentFault, InvalidInput
-from harness.hashing import sha256_file
+from harness.errors import EnvironmentFault, InvalidInput, Refused
+from harness.tree import NotRegular
 
 
 @dataclass
@@ -36,7 +38,6 @@ class ExportResult:
     files: int
     runs: list[str]
     signed: bool
-    warnings: list[Problem] = field(default_factory=list)  # runs already broken at export
 
 
 def compression_for(output: Path) -> bool:
@@ -65,28 +66,42 @@ def archive_mtime(runs: list[RunFacts]) -> int:
     return max(int(when.timestamp()), 0) if when else 0
 
 
+class ExportRefused(Refused):
+    """The folders do not verify as they are; `problems` names each one (exit 1)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(f"not bundled: {len(problems)} problem(s) in the given folders; "
+                         "a bundle only vouches for runs that `harness verify` accepts")
+        self.problems = problems
+
+
+def _source_of(payload: Payload, folder: str) -> Path:
+    """Where the bag folder `data/<name>/<rel>` is on disk."""
+    name, _, rel = folder.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
+    source = dict(payload.roots)[name]
+    return source / rel if rel else source
+
+
+def judge(payload: Payload) -> list[Problem]:
+    """Everything `bundle verify` would say about the runs of this payload, said now: the
+    payload's shape, and `harness verify`'s verdict on each source run folder."""
+    problems = layout_problems([f.arcname for f in payload.files])
+    for run in bag_runs([f.arcname for f in payload.files]):
+        problems.extend(run_problems(_source_of(payload, run), run))
+    return problems
+
+
 def _run_facts(payload: Payload) -> list[RunFacts]:
-    facts = []
-    for name, source in payload.roots:
-        rels = [f.arcname.removeprefix(f"data/{name}/") for f in payload.files
-                if f.arcname.startswith(f"data/{name}/")]
-        for run in find_run_dirs(rels):
-            folder = f"data/{name}/{run}" if run else f"data/{name}"
-            facts.append(read_run_facts(folder, source / run if run else source))
+    facts = [read_run_facts(run, _source_of(payload, run))
+             for run in bag_runs([f.arcname for f in payload.files])]
     return sorted(facts, key=lambda r: r.folder)
-
-
-def _seal_warnings(payload: Payload) -> list[Problem]:
-    """Runs that are already broken now; the bundle keeps them as they are, and says so."""
-    found = {f.arcname: sha256_file(f.source) for f in payload.files}
-    sources = {f.arcname: f.source for f in payload.files}
-    return check_seals(found, lambda p: sources[p].read_text(encoding="utf-8"))
 
 
 def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compress: bool,
                    sign_key: Path | None) -> None:
     with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar:
-        subjects = {f.arcname: tar.add_file(f.arcname, f.source, f.size) for f in payload.files}
+        subjects = {f.arcname: tar.add_file(f.arcname, f.root, f.rel, f.size)
+                    for f in payload.files}
         oxum = bag.payload_oxum([f.size for f in payload.files])
         tags = {
             bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
@@ -120,9 +135,11 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
     for name, source in payload.roots:
         if real_parent == source or real_parent.is_relative_to(source):
             raise InvalidInput(f"{output}: would be written inside the bundled folder {name}")
+    problems = judge(payload)
+    if problems:
+        raise ExportRefused(problems)
     runs = _run_facts(payload)
     top = top_folder([name for name, _ in payload.roots])
-    warnings = _seal_warnings(payload)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "xb") as fh:
@@ -132,10 +149,12 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
         os.link(tmp, output)  # fails if someone created `output` meanwhile
     except FileExistsError as e:
         raise InvalidInput(f"{output} appeared while exporting; not overwritten") from e
+    except NotRegular as e:  # swapped for a symlink or a FIFO after it was judged
+        raise InvalidInput(f"{e.filename}: {e.strerror} (changed while exporting)") from None
     except OSError as e:  # disk full, or a run file changed size while it was read
         raise EnvironmentFault(f"cannot write {output}: {e}") from e
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(output.parent)
     return ExportResult(output, top, len(payload.files), [r.run_id for r in runs],
-                        sign_key is not None, warnings)
+                        sign_key is not None)

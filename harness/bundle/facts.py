@@ -6,11 +6,13 @@ bundle still describes what is there, and says what was missing instead of guess
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from harness.bundle.records import BadMember, parse_json, read_text_member
 
 
 @dataclass(frozen=True)
@@ -39,14 +41,19 @@ class RunFacts:
         return value
 
 
-def _load(path: Path, notes: list[str]) -> Any:
-    if not path.is_file():
-        notes.append(f"{path.name} absent")
+RECORD_LIMIT = 16 << 20
+RECORD_DEPTH = 32  # run.json nests 3 deep; the statement adds about 6 around a record
+
+
+def _load(run_dir: Path, name: str, notes: list[str]) -> Any:
+    """A record's JSON, read beneath the run folder (bounded, strict), or None with a note."""
+    if not os.path.lexists(run_dir / name):
+        notes.append(f"{name} absent")
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        notes.append(f"{path.name} unreadable: {type(e).__name__}")
+        return parse_json(read_text_member(run_dir, name, RECORD_LIMIT), RECORD_DEPTH)
+    except BadMember as e:
+        notes.append(f"{name} unreadable: {e}")
         return None
 
 
@@ -60,14 +67,14 @@ def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
 def read_run_facts(folder: str, run_dir: Path) -> RunFacts:
     """Read one run folder's records, tolerating any that are absent or malformed."""
     notes: list[str] = []
-    record = _as_dict(_load(run_dir / "run.json", notes), "run.json", notes) or {}
-    vector = _as_dict(_load(run_dir / "docker-vector.json", notes), "docker-vector.json", notes)
+    record = _as_dict(_load(run_dir, "run.json", notes), "run.json", notes) or {}
+    vector = _as_dict(_load(run_dir, "docker-vector.json", notes), "docker-vector.json", notes)
     argv = vector.get("argv") if vector else None
     if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
         notes.append("docker-vector.json argv is not a list of strings")
         argv = None
-    host = _as_dict(_load(run_dir / "host-before.json", notes), "host-before.json", notes)
-    preflight = _as_dict(_load(run_dir / "preflight.json", notes), "preflight.json", notes)
+    host = _as_dict(_load(run_dir, "host-before.json", notes), "host-before.json", notes)
+    preflight = _as_dict(_load(run_dir, "preflight.json", notes), "preflight.json", notes)
     return RunFacts(folder, record, argv, host, preflight, notes)
 
 

@@ -8,24 +8,28 @@ because a bundle that silently drops or rewrites evidence is worse than none.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from harness.bundle.sums import unsafe_name_reason
 from harness.errors import InvalidInput
+from harness.night.journal import JOURNAL_NAME
+from harness.tree import MAX_DEPTH, printable, walk
 
 RUN_RECORD = "run.json"
 SEAL_FILE = "SHA256SUMS"
+NIGHT_RECORD = JOURNAL_NAME  # a night folder holds its journal; its runs may live elsewhere
 
 
 @dataclass(frozen=True)
 class PayloadFile:
-    """One payload file: where it goes in the bag (`arcname`, under data/) and where it is now."""
+    """One payload file: where it goes in the bag (`arcname`, under data/) and where it is now
+    (`rel` inside the bundled folder `root`, opened only beneath it)."""
 
     arcname: str
-    source: Path
+    root: Path
+    rel: str
     size: int
 
 
@@ -49,37 +53,31 @@ def find_run_dirs(relpaths: Iterable[str]) -> list[str]:
     return sorted(runs)
 
 
-def _walk_files(root: Path, faults: list[str]) -> list[tuple[str, Path, int]]:
-    """Every regular file under `root` as (relpath, path, size); anything else is a fault."""
-    found: list[tuple[str, Path, int]] = []
-
-    def fail(err: OSError) -> None:
-        faults.append(f"{err.filename}: cannot read: {err.strerror}")
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=fail):
-        dirnames.sort()
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                faults.append(f"{path}: name is not UTF-8")
-                continue
-            reason = unsafe_name_reason(rel)
-            if reason:
-                faults.append(f"{path}: {reason}")
-                continue
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                faults.append(f"{path}: is a symlink; bundles hold regular files only")
-            elif name in filenames and not stat.S_ISREG(st.st_mode):
-                faults.append(f"{path}: is not a regular file")
-            elif name in filenames:
-                if not os.access(path, os.R_OK):
-                    faults.append(f"{path}: is not readable")
-                else:
-                    found.append((rel, path, st.st_size))
+def _walk_files(root: Path, faults: list[str]) -> list[tuple[str, int]]:
+    """Every regular file under `root` as (relpath, size), listed by the one walker of
+    evidence trees: nothing is followed or opened here, anything but a folder or a regular
+    file with a sealable name is a fault."""
+    try:
+        entries = walk(root)
+    except OSError as e:
+        faults.append(f"{root}: cannot read: {e.strerror or e}")
+        return []
+    found: list[tuple[str, int]] = []
+    for entry in entries:
+        where = f"{root}/{printable(entry.rel)}"
+        if entry.name_problem:
+            faults.append(f"{where}: {entry.name_problem}")
+        elif entry.kind == "symlink":
+            faults.append(f"{where}: is a symlink; bundles hold regular files only")
+        elif entry.too_deep:
+            faults.append(f"{where}: folders nested deeper than {MAX_DEPTH} levels")
+        elif entry.is_file:
+            if not os.access(root / entry.rel, os.R_OK, follow_symlinks=False):
+                faults.append(f"{where}: is not readable")
+            else:
+                found.append((entry.rel, entry.size))
+        elif not entry.is_dir:
+            faults.append(f"{where}: is a {entry.kind}, not a regular file")
     return found
 
 
@@ -96,7 +94,7 @@ def collect_payload(folders: list[Path]) -> Payload:
             continue
         real = folder.resolve()
         name = real.name
-        if unsafe_name_reason(name) or "/" in name:
+        if unsafe_name_reason(name):
             faults.append(f"{folder}: folder name {name!r} cannot be used in a bundle")
             continue
         for other in resolved:
@@ -106,10 +104,12 @@ def collect_payload(folders: list[Path]) -> Payload:
             faults.append(f"{folder}: another folder is also named {name!r}")
         resolved.append(real)
         entries = _walk_files(real, faults)
-        if not find_run_dirs(rel for rel, _, _ in entries):
-            faults.append(f"{folder}: no {RUN_RECORD} in it; not a run or night folder")
+        rels = [rel for rel, _ in entries]
+        if not find_run_dirs(rels) and NIGHT_RECORD not in rels:
+            faults.append(f"{folder}: no {RUN_RECORD} or {NIGHT_RECORD} in it; "
+                          "not a run or night folder")
         roots.append((name, real))
-        files.extend(PayloadFile(f"data/{name}/{rel}", path, size) for rel, path, size in entries)
+        files.extend(PayloadFile(f"data/{name}/{rel}", real, rel, size) for rel, size in entries)
     if faults:
         raise InvalidInput("cannot bundle these folders", faults=faults)
     files.sort(key=lambda f: f.arcname)

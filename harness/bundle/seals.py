@@ -1,67 +1,90 @@
-"""Each run's own seal (SHA256SUMS), checked inside a bundle.
+"""Which seals a bundle may hold, and whether each run in it is sealed and intact.
 
-A run folder that was already broken when it was bundled must fail verification even
-though the bag's manifest matches it, so every SHA256SUMS is checked on its own terms:
-it covers every file in its folder except those under a deeper folder with its own
-SHA256SUMS (addenda). A run folder without one was never sealed.
+Whether a run folder is sealed and intact has one owner, `harness.seal.verify_folder`,
+the function behind `harness verify`: export judges each source run with it, and verify
+judges each unpacked run with it, so a bundle never vouches for a run `harness verify`
+refuses. This module adds only what a bundle has beyond run folders: where a SHA256SUMS
+may be (a run's folder; its `addenda/<name>/`, judged by verify_folder), and that the
+payload is made of bundled folders holding runs. A SHA256SUMS anywhere else would read,
+to a reviewer running `sha256sum -c`, as a seal over files no run ever sealed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
-from harness.bundle.payload import SEAL_FILE, find_run_dirs
-from harness.bundle.sums import Problem, compare, parse_sums
+from harness.bundle.payload import NIGHT_RECORD, RUN_RECORD, SEAL_FILE, find_run_dirs
+from harness.bundle.sums import Problem
+from harness.seal import verify_folder
 
-
-def _parent(path: str) -> str:
-    parent = str(PurePosixPath(path).parent)
-    return "" if parent == "." else parent
-
-
-def _under(path: str, folder: str) -> bool:
-    return folder == "" or path.startswith(folder + "/")
+PAYLOAD = "data"
+_DETAIL = {
+    "changed": "differs from its run's SHA256SUMS",
+    "missing": "listed in its run's SHA256SUMS, not present",
+    "extra": "not listed in any SHA256SUMS of its run",
+}
 
 
-def _owner(path: str, sealed: list[str]) -> str | None:
-    """The deepest sealed folder that holds `path`, or None."""
-    holders = [d for d in sealed if _under(path, d)]
-    return max(holders, key=len) if holders else None
+def _inside(path: str, folder: str) -> bool:
+    return path.startswith(folder + "/")
 
 
-def check_seals(found: dict[str, str], read_text: Callable[[str], str]) -> list[Problem]:
-    """Problems with every SHA256SUMS in a file set.
+def _in_bundled_folder(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return len(parts) >= 3 and parts[0] == PAYLOAD
 
-    `found` maps relpath -> sha256 hex of the files present; `read_text` reads one of them.
-    Paths in the problems are relative to the same root as `found`.
+
+def bag_runs(payload: list[str]) -> list[str]:
+    """The run folders of a payload: folders holding run.json, inside a bundled folder
+    `data/<name>/` (never data/ itself), not nested in another run. Pure."""
+    return find_run_dirs(p for p in payload if _in_bundled_folder(p))
+
+
+def layout_problems(payload: list[str]) -> list[Problem]:
+    """Problems with the shape of a payload ({data/...} file paths). Pure.
+
+    Every file sits in a bundled folder `data/<name>/`, each bundled folder is a night (its
+    journal at the top) or holds at least one run (a folder with run.json), and outside
+    runs (a night's journal and summaries) no SHA256SUMS appears. Inside a run,
+    verify_folder decides.
     """
-    sealed = sorted(_parent(p) for p in found if PurePosixPath(p).name == SEAL_FILE)
+    runs = bag_runs(payload)
     problems: list[Problem] = []
-    for run in find_run_dirs(found):
-        if run not in sealed:
-            problems.append(Problem("unsealed", run, f"run folder has no {SEAL_FILE}"))
-    for folder in sealed:
-        prefix = f"{folder}/" if folder else ""
-        sums_path = f"{prefix}{SEAL_FILE}"
-        try:
-            listed, bad = parse_sums(read_text(sums_path), sums_path)
-        except (OSError, UnicodeDecodeError) as e:
-            problems.append(Problem("unreadable", sums_path, str(e)))
+    bundled: dict[str, bool] = {}
+    for path in sorted(payload):
+        parts = PurePosixPath(path).parts
+        if not _in_bundled_folder(path):
+            problems.append(Problem("stray", path, "a payload file outside any bundled folder"))
             continue
-        problems.extend(bad)
-        scope = {
-            p[len(prefix):]: digest
-            for p, digest in found.items()
-            if p != sums_path and _owner(p, sealed) == folder
-        }
-        # A nested seal's own files are judged by that seal, even if this one lists them too.
-        nested = {
-            p[len(prefix):]: digest
-            for p, digest in found.items()
-            if p != sums_path and _under(p, folder) and _owner(p, sealed) != folder
-        }
-        scope.update({rel: nested[rel] for rel in listed if rel in nested})
-        for problem in compare(listed, scope, sums_path):
-            problems.append(Problem(problem.kind, prefix + problem.path, problem.detail))
+        folder = f"{PAYLOAD}/{parts[1]}"
+        in_run = any(_inside(path, r) for r in runs)
+        night = len(parts) == 3 and parts[2] == NIGHT_RECORD
+        bundled[folder] = bundled.get(folder, False) or in_run or night
+        if not in_run and parts[-1] == SEAL_FILE:
+            problems.append(Problem(
+                "misplaced-seal", path,
+                f"not in a run folder; only a run ({RUN_RECORD} beside it) and its "
+                "addenda/<name>/ may hold a SHA256SUMS"))
+    problems.extend(Problem("not-a-run", folder,
+                            f"no {RUN_RECORD} or {NIGHT_RECORD} in it: not a run or night")
+                    for folder, has_run in sorted(bundled.items()) if not has_run)
+    return problems
+
+
+def run_problems(folder: Path, label: str) -> list[Problem]:
+    """`harness verify`'s verdict on one run folder, as bundle problems under `label`
+    (the run's path in the bag, e.g. data/<run-id>)."""
+    try:
+        found = verify_folder(folder)
+    except OSError as e:
+        return [Problem("unreadable", label, e.strerror or str(e))]
+    problems = []
+    for p in found:
+        kind = str(p.kind)
+        if kind == "no-manifest":
+            problems.append(Problem("unsealed", label, f"run folder has no {SEAL_FILE}"))
+            continue
+        detail = str(getattr(p, "detail", "") or _DETAIL.get(kind, ""))
+        rel = str(p.path).strip("/")
+        problems.append(Problem(kind, f"{label}/{rel}" if rel else label, detail))
     return problems

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from harness.bundle.facts import RunFacts, model_hashes, time_span
+from harness.bundle.records import BadMember, parse_json
 from harness.bundle.sums import Problem
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -120,20 +121,27 @@ def build_statement(runs: list[RunFacts], subjects: dict[str, str]) -> dict[str,
 def check_statement(text: str, manifest: dict[str, str], source: str) -> list[Problem]:
     """The statement must be an in-toto Statement v1 whose subjects are exactly the manifest."""
     try:
-        statement = json.loads(text)
-    except json.JSONDecodeError as e:
-        return [Problem("malformed", source, f"not JSON: {e.msg}")]
+        statement = parse_json(text)
+    except BadMember as e:
+        return [Problem("malformed", source, str(e))]
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
         return [Problem("malformed", source, f"not an in-toto Statement ({STATEMENT_TYPE})")]
+    listed = statement.get("subject")
+    if not isinstance(listed, list):
+        return [Problem("malformed", source, "its subject is not a list")]
     subjects: dict[str, str] = {}
     problems: list[Problem] = []
-    for item in statement.get("subject") or []:
+    for index, item in enumerate(listed):
         name = item.get("name") if isinstance(item, dict) else None
         digest = item.get("digest") if isinstance(item, dict) else None
-        if not isinstance(name, str) or not isinstance(digest, dict) or "sha256" not in digest:
-            problems.append(Problem("malformed", source, f"subject without a sha256: {item!r}"))
+        value = digest.get("sha256") if isinstance(digest, dict) else None
+        if not isinstance(name, str) or not isinstance(value, str):
+            problems.append(Problem("malformed", source,
+                                    f"subject {index} has no name or no sha256 string"))
+        elif name in subjects:
+            problems.append(Problem("malformed", source, f"subject {index} repeats {name}"))
         else:
-            subjects[name] = str(digest["sha256"]).lower()
+            subjects[name] = value
     for path in sorted(set(subjects) | set(manifest)):
         if path not in subjects:
             problems.append(Problem("statement", path, "in the manifest, not a subject"))

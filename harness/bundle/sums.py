@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from harness.tree import path_problem, printable
+
 # Strict on purpose: lowercase hex and two spaces, exactly as sha256sum writes them, so
 # no edit of a manifest (not even a case change) reads as the same manifest.
 _LINE = re.compile(r"^([0-9a-f]{64})  (.+)$")
-# Names sha256sum would have to escape, or that a manifest line cannot carry safely.
-_UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+MAX_DETAIL = 300  # a hostile value quoted in a message stays one short line
 
 
 @dataclass(frozen=True)
@@ -25,21 +26,24 @@ class Problem:
     detail: str = ""
 
     def __str__(self) -> str:
-        tail = f": {self.detail}" if self.detail else ""
-        return f"{self.kind}: {self.path}{tail}"
+        """One printable line, whatever hostile name or value the problem quotes."""
+        detail = one_line(self.detail)
+        if len(detail) > MAX_DETAIL:
+            detail = detail[:MAX_DETAIL] + "..."
+        tail = f": {detail}" if detail else ""
+        return f"{self.kind}: {one_line(self.path)}{tail}"
+
+
+def one_line(text: str) -> str:
+    """`tree.printable` that leaves backslashes alone, so a path `harness.seal` already
+    rendered printable is shown as it is, not escaped twice. Idempotent."""
+    return "\\".join(printable(part) for part in text.split("\\"))
 
 
 def unsafe_name_reason(relpath: str) -> str | None:
-    """Why a relative path cannot appear in a manifest or an archive, or None if it can."""
-    if not relpath:
-        return "empty path"
-    if _UNSAFE_CHARS.search(relpath):
-        return "control character or backslash in the name"
-    if relpath.startswith("/"):
-        return "absolute path"
-    if any(part in ("", ".", "..") for part in relpath.split("/")):
-        return "path is not a plain relative path"
-    return None
+    """Why a relative path cannot appear in a manifest or an archive, or None if it can:
+    the sealable-name policy of `harness.tree`, so a bundle holds exactly what a seal can."""
+    return path_problem(relpath)
 
 
 def format_sums(entries: dict[str, str]) -> str:

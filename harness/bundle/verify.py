@@ -9,8 +9,6 @@ and finally the `bagit` library's own validator as a second opinion on RFC 8493.
 from __future__ import annotations
 
 import logging
-import os
-import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,17 +16,20 @@ from pathlib import Path
 import bagit
 
 from harness.bundle import bag
-from harness.bundle.payload import find_run_dirs
+from harness.bundle.records import BadMember, read_member, read_text_member
 from harness.bundle.safe_extract import Limits, safe_extract
-from harness.bundle.seals import check_seals
+from harness.bundle.seals import bag_runs, layout_problems, run_problems
 from harness.bundle.sign import verify as verify_signature
 from harness.bundle.statement import check_statement
-from harness.bundle.sums import Problem, compare, parse_sums
+from harness.bundle.sums import Problem, compare, one_line, parse_sums
 from harness.errors import InvalidInput
-from harness.hashing import sha256_file
+from harness.hashing import sha256_beneath, sha256_tree
+from harness.tree import MAX_DEPTH, walk
 
 REQUIRED_TAGS = (bag.BAGIT_TXT, bag.BAG_INFO, bag.MANIFEST, bag.STATEMENT)
 UNMANIFESTED = (bag.TAGMANIFEST, bag.SIGNATURE)  # the tag manifest cannot list itself
+SIGNATURE_LIMIT = 64 << 10  # an SSH signature is under 2 KiB
+THREADED_BYTES = 16 << 20
 
 
 @dataclass
@@ -43,39 +44,57 @@ class VerifyReport:
         return not self.problems
 
 
-def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[Problem]]:
-    """Hash every regular file under `root` ({relpath: hex}, {relpath: size}); anything
-    else (symlink, device, unreadable) is a problem and is not opened."""
+def _hash_all(root: Path, sizes: dict[str, int], problems: list[Problem]) -> dict[str, str]:
+    """sha256 of each file beneath `root` (no symlink followed, no FIFO opened); a file that
+    cannot be hashed is a problem, and the others are still hashed. Threads only pay for
+    themselves on large payloads."""
+    rels = sorted(sizes)
+    workers = 1 if sum(sizes.values()) < THREADED_BYTES else None
+    try:
+        return sha256_tree(root, rels, workers)
+    except OSError:
+        pass
     hashes: dict[str, str] = {}
-    sizes: dict[str, int] = {}
+    for rel in rels:
+        try:
+            hashes[rel] = sha256_beneath(root, rel)
+        except OSError as e:
+            problems.append(Problem("unreadable", rel, e.strerror or str(e)))
+    return hashes
+
+
+def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[Problem]]:
+    """Hash every regular file under `root` ({relpath: hex}, {relpath: size}), walked by
+    `harness.tree`; anything else (symlink, FIFO, device, unsealable name, too deep) is a
+    problem and is never opened."""
     problems: list[Problem] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                problems.append(Problem("not-a-file", rel, "symlink"))
-            elif name in filenames and not stat.S_ISREG(st.st_mode):
-                problems.append(Problem("not-a-file", rel, "not a regular file"))
-            elif name in filenames:
-                try:
-                    hashes[rel] = sha256_file(path)
-                    sizes[rel] = st.st_size
-                except OSError as e:
-                    problems.append(Problem("unreadable", rel, e.strerror or str(e)))
-    return hashes, sizes, problems
+    try:
+        entries = walk(root)
+    except OSError as e:
+        raise InvalidInput(f"{root}: cannot read the bundle folder: {e.strerror or e}") from None
+    sizes: dict[str, int] = {}
+    for entry in entries:
+        if entry.name_problem:
+            problems.append(Problem("bad-name", entry.rel, entry.name_problem))
+        elif entry.too_deep:
+            problems.append(Problem("too-deep", entry.rel, f"deeper than {MAX_DEPTH} folders"))
+        elif entry.is_file:
+            sizes[entry.rel] = entry.size
+        elif not entry.is_dir:
+            target = f" to {entry.target!r}" if entry.target is not None else ""
+            problems.append(Problem("not-a-file", entry.rel, f"{entry.kind}{target}"))
+    hashes = _hash_all(root, sizes, problems)
+    return hashes, {p: sizes[p] for p in hashes}, problems
 
 
 def _read(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem]) -> str | None:
-    """A tag file's text, or None (with a problem) when it is absent or not UTF-8."""
+    """A tag file's text, or None (with a problem) when it is absent, too big or not UTF-8."""
     if rel not in hashes:
         return None
     try:
-        return (root / rel).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        problems.append(Problem("malformed", rel, "not UTF-8"))
+        return read_text_member(root, rel)
+    except BadMember as e:
+        problems.append(Problem("malformed", rel, str(e)))
         return None
 
 
@@ -134,7 +153,7 @@ def verify_tree(root: Path, allowed_signers: Path | None = None) -> VerifyReport
     payload = {p: h for p, h in hashes.items() if p.startswith(f"{bag.PAYLOAD_DIR}/")}
     tags = {p: h for p, h in hashes.items() if p not in payload and p not in UNMANIFESTED}
     report.files = len(payload)
-    report.runs = find_run_dirs(payload)
+    report.runs = bag_runs(list(payload))
 
     manifest = _manifest(root, bag.MANIFEST, hashes, problems, payload=True)
     tagmanifest = _manifest(root, bag.TAGMANIFEST, hashes, problems, payload=False)
@@ -151,14 +170,23 @@ def verify_tree(root: Path, allowed_signers: Path | None = None) -> VerifyReport
     if statement is not None and bag.MANIFEST in hashes:
         problems.extend(check_statement(statement, manifest, bag.STATEMENT))
 
-    def read_payload(rel: str) -> str:
-        return (root / rel).read_text(encoding="utf-8")
-
-    problems.extend(check_seals(payload, read_payload))
+    problems.extend(_check_runs(root, sorted(payload), report.runs, unscanned))
     report.signature = _check_signature(root, hashes, allowed_signers, problems)
     if not problems:
         problems.extend(_bagit_opinion(root))
     return report
+
+
+def _check_runs(root: Path, payload: list[str], runs: list[str],
+                found: list[Problem]) -> list[Problem]:
+    """The payload's shape, then `harness verify`'s verdict on each run folder. A path
+    already named (a symlink, an unreadable file) is not named again."""
+    problems = layout_problems(payload)
+    named = {one_line(p.path) for p in found}  # verify_folder's paths are printable already
+    for run in runs:
+        problems.extend(p for p in run_problems(root / run, run)
+                        if one_line(p.path) not in named)
+    return problems
 
 
 def _check_signature(root: Path, hashes: dict[str, str], allowed_signers: Path | None,
@@ -175,8 +203,13 @@ def _check_signature(root: Path, hashes: dict[str, str], allowed_signers: Path |
     if bag.TAGMANIFEST not in hashes:
         problems.append(Problem("bad-signature", bag.SIGNATURE, "nothing to check it against"))
         return "bad"
-    check = verify_signature((root / bag.TAGMANIFEST).read_bytes(),
-                             (root / bag.SIGNATURE).read_bytes(), allowed_signers)
+    try:
+        signed = read_member(root, bag.TAGMANIFEST)
+        signature = read_member(root, bag.SIGNATURE, SIGNATURE_LIMIT)
+    except BadMember as e:
+        problems.append(Problem("bad-signature", bag.SIGNATURE, str(e)))
+        return "bad"
+    check = verify_signature(signed, signature, allowed_signers)
     if not check.ok:
         problems.append(Problem("bad-signature", bag.SIGNATURE, check.detail))
         return "bad"
@@ -190,6 +223,8 @@ def verify_bundle(source: Path, allowed_signers: Path | None = None,
     source = Path(source)
     if allowed_signers is not None and not Path(allowed_signers).is_file():
         raise InvalidInput(f"allowed-signers file {allowed_signers} is not a file")
+    if source.is_symlink():
+        raise InvalidInput(f"{source}: is a symlink; give the bundle itself")
     if source.is_dir():
         if not (source / bag.BAGIT_TXT).exists() and not (source / bag.TAGMANIFEST).exists():
             raise InvalidInput(f"{source}: not a bundle folder (no {bag.BAGIT_TXT})")

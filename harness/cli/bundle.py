@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.bundle import export_bundle, verify_bundle
+from harness.bundle.export import ExportRefused
 from harness.errors import Refused
 
 
@@ -28,11 +29,16 @@ def bundle() -> None:
 def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | None) -> None:
     """Bundle RUN_DIR or NIGHT_DIR folders into one deterministic archive.
 
-    Exporting the same folders twice gives byte-identical archives.
+    Exporting the same folders twice gives byte-identical archives. Exit 1, naming each
+    problem, when a run does not verify (`harness verify`) or a SHA256SUMS lies outside a
+    run; exit 2 for symlinks, FIFOs, devices or odd names in the folders.
     """
-    result = export_bundle(list(folders), output, sign_key)
-    for problem in result.warnings:
-        click.echo(f"warning: already broken before export: {problem}", err=True)
+    try:
+        result = export_bundle(list(folders), output, sign_key)
+    except ExportRefused as e:
+        for problem in e.problems:
+            click.echo(f"FAIL {problem}", err=True)
+        raise
     signed = "signed" if result.signed else "unsigned"
     click.echo(
         f"wrote {result.output}: {result.files} files, {len(result.runs)} run(s), "

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
+import os
 from pathlib import Path
 
 import click
 
 from harness import images as image_lock
+from harness.cli.params import DURATION
 from harness.config.loader import check_files, require_campaign
-from harness.config.schema import SAFE_NAME
 from harness.errors import EnvironmentFault, InvalidInput
-from harness.pipeline import recover
+from harness.pipeline import orphans, recover
 from harness.pipeline.run import make_context, run_control
+from harness.runrecord import load_record
 from harness.seal import verify_folder
 from harness.show import render_run
 from harness.ui import reporter
@@ -39,8 +40,8 @@ def check(files: tuple[Path, ...]) -> None:
 @click.argument("campaign", type=click.Path(path_type=Path))
 @click.option("--control", "only", multiple=True, help="run only this control (repeatable)")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR, show_default=True)
-@click.option("--lock-timeout", type=float, help="seconds to wait for the GPU lock "
-              "(default: the campaign's lock_timeout)")
+@click.option("--lock-timeout", type=DURATION, help="how long to wait for the GPU lock, "
+              "e.g. 600 or 2h (default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
 def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: float | None,
@@ -55,7 +56,11 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
     plan = loaded.plan(names)
     ui = reporter(json_lines)
     worst = 0
-    for d in recover.seal_orphans(Path(runs_dir)):
+    sealed = recover.seal_orphans(
+        Path(runs_dir), still_running=orphans.running_run_ids(),
+        on_deferred=lambda d: ui.event("recovery-deferred", dir=str(d),
+                                       why="its container still runs; sealed once it exits"))
+    for d in sealed:
         ui.event("recovered", dir=str(d), status="interrupted")
     try:
         for name, _ in plan:
@@ -80,9 +85,10 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
 def verify(run_dir: Path) -> None:
     """Re-hash a sealed run folder. Exit 0 intact, 1 naming each changed/missing/extra file."""
-    if not run_dir.is_dir():
+    real = Path(os.path.realpath(run_dir))  # the operator's path; nothing inside is followed
+    if not real.is_dir():
         raise InvalidInput(f"{run_dir}: not a folder")
-    problems = verify_folder(run_dir)
+    problems = verify_folder(real)
     for p in problems:
         click.echo(f"{run_dir}/{p}", err=True)
     if problems:
@@ -96,10 +102,7 @@ def verify(run_dir: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print run.json as is")
 def show(run_dir: Path, as_json: bool) -> None:
     """Print a readable summary of a run folder."""
-    try:
-        record = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError) as e:
-        raise InvalidInput(f"{run_dir}: no readable run.json ({e})") from None
+    record = load_record(run_dir)  # exit 2 for anything but a sane JSON object
     if as_json:
         click.echo(json.dumps(record, indent=2, sort_keys=True))
     else:
@@ -116,12 +119,29 @@ def images() -> None:
 @click.argument("ref")
 @click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
               show_default=True)
-def images_pin(name: str, ref: str, lock_file: Path) -> None:
-    """Record the Id of the local image REF under NAME."""
-    if not re.match(SAFE_NAME, name):
-        raise InvalidInput(f"image name {name!r} must match {SAFE_NAME}")
-    entry = image_lock.pin(lock_file, name, ref)
-    click.echo(f"{name}: {entry.id} ({ref}, store {entry.store})")
+@click.option("--replace", is_flag=True, help="replace NAME's pin with another Id "
+              "(needs --reason)")
+@click.option("--reason", metavar="TEXT", help="why the pin is replaced: one line, kept in "
+              "the entry's history with the old and new Ids, the time and the user")
+@click.option("--archive", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE.tar",
+              help="the `docker save` archive of REF: its sha256 is recorded (after checking "
+              "that it holds that Id), so doctor can say `docker load -i FILE.tar`")
+@click.option("--build", metavar="COMMAND", help="a command that rebuilds this Id "
+              "reproducibly (recorded as advice, never run), e.g. 'make image'")
+def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str | None,
+               archive: Path | None, build: str | None) -> None:
+    """Record the Id of the local image REF under NAME.
+
+    A new NAME is pinned; the same Id again changes nothing (exit 0). Another Id for a
+    pinned NAME is refused (exit 1) unless --replace --reason TEXT: then the old and new
+    Ids are printed and the change is appended to the entry's `history`. An --archive
+    that does not hold that Id: exit 1, nothing recorded. Bad NAME, REF or option text:
+    exit 2; REF not in the local engine: exit 3 (no registry is used).
+    """
+    decision = image_lock.pin(lock_file, name, ref, replace=replace, reason=reason,
+                              archive=archive, build=build)
+    for line in decision.describe(name):
+        click.echo(line)
 
 
 @images.command("verify")
@@ -131,7 +151,8 @@ def images_pin(name: str, ref: str, lock_file: Path) -> None:
 def images_verify(names: tuple[str, ...], lock_file: Path) -> None:
     """Check images.lock entries (all, or NAMES) against the local engine.
 
-    Exit 3 if any is absent or has another Id."""
+    Exit 3 if any is absent or has another Id; each such line says how to obtain the
+    pinned image (its archive, repo digest or build), never to re-pin."""
     lock = image_lock.read(lock_file)
     unknown = [n for n in names if n not in lock.images]
     if unknown:
@@ -158,11 +179,29 @@ def model_pin(folder: Path) -> None:
     """Print the `sha256:` mapping of every file under FOLDER, to paste into a control."""
     from harness.hashing import sha256_many
     from harness.seal import files_under
+    from harness.tree import NotRegular, kind_of
 
     names = files_under(folder)
     if not names:
         raise InvalidInput(f"{folder}: no files to pin")
-    digests = sha256_many(folder / n for n in names)
+    special = []  # a FIFO would block the hash, a device never end: name them, read none
+    for n in names:
+        try:
+            mode = (folder / n).stat().st_mode
+        except OSError as e:
+            special.append(f"{folder / n}: {e.strerror or e}")
+            continue
+        if kind_of(mode) != "file":
+            special.append(f"{folder / n}: is a {kind_of(mode)}, not a regular file")
+    if special:
+        raise InvalidInput(f"{folder}: a model folder holds only regular files "
+                           f"({len(special)} other)", faults=special)
+    try:  # follows symlinks as the preflight's model check does (snapshot symlink farms)
+        digests = sha256_many((folder / n for n in names), follow_symlinks=True)
+    except NotRegular as e:  # swapped in after the check above: still never read
+        raise InvalidInput(f"{e.filename}: {e.strerror}; not pinned") from None
+    except OSError as e:
+        raise InvalidInput(f"{e.filename or folder}: cannot read: {e.strerror or e}") from None
     click.echo("sha256:")
     for n in names:
         click.echo(f"  {json.dumps(n)}: {digests[folder / n]}")

@@ -20,7 +20,10 @@ def default_lock() -> Path:
 
 
 def load_expected_images(path: Path) -> dict[str, dict[str, Any]] | None:
-    """images.lock as {name: {"id", "ref", "store"}}; None when the file does not exist.
+    """images.lock as {name: {"id", "ref", "store", and the source fields recorded}}.
+
+    None when the file does not exist. The source (archive, repo digest, build) goes
+    through, so a miss is explained with how to obtain that image, never with "re-pin".
 
     A file that exists but is malformed is invalid input (exit 2), not a sick host.
     """
@@ -32,8 +35,10 @@ def load_expected_images(path: Path) -> dict[str, dict[str, Any]] | None:
     lock, _doc, faults = load_model(path, ImageLock)
     if faults or lock is None:
         raise InvalidInput(f"{path}: not a valid images.lock", faults=[str(f) for f in faults])
+    source = {"archive", "repo_digest", "build"}
     return {
-        name: {"id": img.id, "ref": img.ref, "store": img.store}
+        name: {"id": img.id, "ref": img.ref, "store": img.store,
+               **img.model_dump(include=source, exclude_none=True)}
         for name, img in lock.images.items()
     }
 

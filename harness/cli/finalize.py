@@ -13,7 +13,7 @@ import click
 
 from harness.atomic import dumps_json, write_json
 from harness.errors import InvalidInput
-from harness.finalize.contract import ContractError, load_contract_text
+from harness.finalize.contract import ContractError, load_contract
 from harness.finalize.documents import DocumentError, read_document
 from harness.finalize.report import render
 from harness.finalize.rules import exit_code, judge
@@ -24,15 +24,13 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 def _contract(path: Path | None) -> list[str] | None:
+    """The contract file through the one safe loader; every fault is FILE:LINE:COL."""
     if path is None:
         return None
     try:
-        return load_contract_text(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidInput(f"cannot read the contract {path}: {e}") from None
+        return load_contract(path)
     except ContractError as e:
-        raise InvalidInput(f"invalid contract {path}",
-                           faults=[f"{path}: {f}" for f in e.faults]) from None
+        raise InvalidInput(f"invalid contract {path}", faults=e.faults) from None
 
 
 def _documents(*paths: Path) -> list[dict]:

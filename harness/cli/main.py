@@ -13,6 +13,7 @@ import click
 from harness import __version__
 from harness.cli.commands import COMMANDS
 from harness.errors import ENVIRONMENT, HarnessError, InvalidInput
+from harness.iofault import io_fault_anywhere
 
 
 class LazyGroup(click.Group):
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("harness: interrupted", err=True)
         sys.exit(ENVIRONMENT)
+    except OSError as e:  # the host refused a read or write (read-only, full): not a bug
+        fault = io_fault_anywhere(e)
+        click.echo(f"harness: [{fault.rule}] {fault.message}", err=True)
+        sys.exit(fault.code)
     except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
         click.echo(f"harness: internal error: {type(e).__name__}: {e}", err=True)
         if os.environ.get("HARNESS_DEBUG"):

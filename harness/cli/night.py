@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from harness.cli.params import DURATION, HOURS
 from harness.config.loader import require_campaign
 from harness.errors import EnvironmentFault
 from harness.night.display import night_reporter
@@ -23,14 +24,16 @@ RUNS_DIR = "gpu-runs"
 @click.argument("campaign", type=click.Path(path_type=Path))
 @click.option("--until", metavar="HH:MM",
               help="local wall-clock time after which no new control starts")
-@click.option("--max-hours", type=float, help="hours from now after which no control starts")
+@click.option("--max-hours", type=HOURS,
+              help="hours from now after which no control starts (at most 720)")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
               show_default=True, help="run folders; nights live in RUNS_DIR/nights/")
 @click.option("--night", "night_name", metavar="NAME_OR_DIR",
               help="continue this night folder (default: the campaign's latest, if unfinished)")
 @click.option("--new", is_flag=True, help="start a new night even if the latest is unfinished")
-@click.option("--lock-timeout", type=float,
-              help="seconds to wait for the GPU lock (default: the campaign's lock_timeout)")
+@click.option("--lock-timeout", type=DURATION,
+              help="how long to wait for the GPU lock, e.g. 600 or 2h "
+                   "(default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
 def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: Path,
@@ -79,7 +82,8 @@ def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: 
 @click.option("--reason", required=True, help="why the control is run again (recorded)")
 @click.option("--runs-dir", type=click.Path(path_type=Path),
               help="where the new run folder goes (default: beside the original)")
-@click.option("--lock-timeout", type=float, help="seconds to wait for the night and GPU locks")
+@click.option("--lock-timeout", type=DURATION,
+              help="how long to wait for the night and GPU locks, e.g. 600 or 2h")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
 def rerun(run_dir: Path, reason: str, runs_dir: Path | None, lock_timeout: float | None,

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.config.schema import Campaign, Control, ImageLock
+from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
 from harness.errors import InvalidInput
 
@@ -105,25 +105,39 @@ def kind_of(path: Path, data: Any) -> str:
     return "control"
 
 
-def under_roots(path: Path, roots: list[Path]) -> bool:
-    real = Path(os.path.realpath(path))
+def within(real: Path, roots: list[Path]) -> bool:
+    """Pure: is the (already resolved) `real` one of `roots` or inside one?"""
     return any(real == r or r in real.parents for r in roots)
+
+
+def under_roots(path: Path, roots: list[Path]) -> bool:
+    """Is `path`, with every symlink resolved now, under a root? The answer holds only as
+    long as nobody swaps a folder on the way, so the launch checks again under the lock."""
+    return within(Path(os.path.realpath(path)), roots)
 
 
 def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
                   roots: list[Path]) -> list[Fault]:
+    """Each mount source, resolved against the control's folder, must be a plain path (it
+    goes into docker's `--mount` CSV) under the mount roots (targets: the schema)."""
     faults: list[Fault] = []
-    entries: list[tuple[tuple, str]] = [(("mounts", i, "source"), m.source)
+
+    def fault(loc: tuple, msg: str) -> None:
+        msg = f"{'.'.join(map(str, loc))}: {msg}"
+        faults.append(doc.fault(loc, msg) if doc else Fault(str(ctl_path), 1, 1, msg))
+
+    entries: list[tuple[tuple, str]] = [(("mounts", i), m.source)
                                         for i, m in enumerate(ctl.mounts)]
     if ctl.model:
-        entries.append((("model", "source"), ctl.model.source))
+        entries.append((("model",), ctl.model.source))
     for loc, source in entries:
         host = resolve(source, ctl_path.parent)
-        if not under_roots(host, roots):
-            msg = (f"{'.'.join(map(str, loc))}: {host} is outside the allowed mount roots "
-                   f"({', '.join(map(str, roots))}); add its folder to the campaign's "
-                   "mount_roots")
-            faults.append(doc.fault(loc, msg) if doc else Fault(str(ctl_path), 1, 1, msg))
+        if (why := plain_path_problem(str(host))) is not None:
+            fault((*loc, "source"), f"resolves to {str(host)!r}, which {why}")
+        elif not under_roots(host, roots):
+            fault((*loc, "source"), f"{host} is outside the allowed mount roots "
+                                    f"({', '.join(map(str, roots))}); add its folder to the "
+                                    "campaign's mount_roots")
     return faults
 
 

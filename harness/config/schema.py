@@ -7,7 +7,10 @@ parsed once here so the rest of the harness sees plain numbers.
 
 from __future__ import annotations
 
+import math
+import posixpath
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,56 +30,133 @@ ImageId = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^(sha256:)?[0-9a-f]{64}$")]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$")
+_DURATION = re.compile(r"^\s*(\d{1,12}(?:\.\d{1,12})?)\s*(s|sec|m|min|h|d)?\s*$")
 _UNITS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+MAX_DURATION = 30 * 86400.0  # a bound, not a wish: NaN, inf or 1e308 would switch it off
+MAX_CPUS = 1024.0
 
 
 def parse_duration(value: Any) -> float:
-    """`90`, `90s`, `30m`, `2h` -> seconds. Booleans are not durations."""
+    """`90`, `90s`, `30m`, `2h` -> seconds, finite, positive and at most 30 days.
+
+    Every timeout, grace and lock wait is a bound the harness relies on to release the GPU;
+    NaN compares false with everything and inf never comes, so either would disable it."""
     if isinstance(value, bool):
         raise ValueError("a duration, not a boolean")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str) and (m := _DURATION.match(value)):
-        seconds = float(m.group(1)) * _UNITS[m.group(2)]
-    else:
-        raise ValueError(f"not a duration: {value!r} (use e.g. 90, 90s, 30m, 2h)")
+    try:
+        if isinstance(value, int | float):
+            seconds = float(value)
+        elif isinstance(value, str) and (m := _DURATION.match(value)):
+            seconds = float(m.group(1)) * _UNITS[m.group(2)]
+        else:
+            raise ValueError(f"not a duration: {str(value)[:40]!r} "
+                             "(use e.g. 90, 90s, 30m, 2h)")
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise ValueError("a duration must be a finite number of seconds "
+                         "(not NaN, not infinity)")
     if seconds <= 0:
         raise ValueError("a duration must be positive")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"a duration must be at most 30 days ({MAX_DURATION:.0f} s), "
+                         f"not {seconds:g} s")
     return seconds
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
-def _abs_path(value: str) -> str:
+# Characters that carry meaning in docker's `--mount` CSV (`,` separates fields, `=` keys
+# from values, quotes open a quoted field) or that hide what a path is (backslash).
+MOUNT_SPECIALS = frozenset(',"\'=\\')
+
+
+def path_text_problem(value: str) -> str | None:
+    """Why `value` cannot appear in a mount argument (None: it can). Pure, shared by the
+    schema (`harness check`) and the vector (every `--mount` it emits)."""
+    if not value:
+        return "must not be empty"
+    for ch in value:
+        if ch in MOUNT_SPECIALS:
+            return f"must not contain {ch!r} (it would change the meaning of a docker argument)"
+        if unicodedata.category(ch)[0] in "CZ":
+            return f"must not contain whitespace or control characters (found {ch!r})"
+    return None
+
+
+def plain_path_problem(value: str) -> str | None:
+    """Why `value` is not a plain, normalised absolute path (None: it is)."""
+    if (why := path_text_problem(value)) is not None:
+        return why
     if not value.startswith("/"):
-        raise ValueError(f"must be an absolute path: {value!r}")
-    if "\x00" in value or any(part == ".." for part in value.split("/")):
-        raise ValueError(f"must not contain '..' or NUL: {value!r}")
+        return "must be an absolute path"
+    if value.startswith("//") or posixpath.normpath(value) != value:
+        return "must be normalised (no '//', '/./', '..', or trailing '/')"
+    return None
+
+
+def _abs_path(value: str) -> str:
+    if (why := plain_path_problem(value)) is not None:
+        raise ValueError(f"{why}: {value!r}")
+    return value
+
+
+# Where the vector mounts the instrument and the observations folder (harness.vector).
+INSTRUMENT_TARGET = "/opt/harness-instrument"
+OBSERVATIONS_TARGET = "/harness/out"
+RESERVED_TARGETS = (INSTRUMENT_TARGET, OBSERVATIONS_TARGET)
+
+
+def target_problem(target: str) -> str | None:
+    """Why a control's or model's mount target is unusable (None: it is fine)."""
+    if (why := plain_path_problem(target)) is not None:
+        return why
+    if target == "/":
+        return "must not be '/'"
+    for reserved in RESERVED_TARGETS:
+        if target == reserved or target.startswith(reserved + "/"):
+            return f"is reserved by the harness ({reserved})"
+    return None
+
+
+def _mount_target(value: str) -> str:
+    if (why := target_problem(value)) is not None:
+        raise ValueError(f"{why}: {value!r}")
+    return value
+
+
+def _mount_source(value: str) -> str:
+    """The raw text may be relative (to the control file); the resolved path is checked
+    again by the loader and by the vector, so this only refuses characters."""
+    if (why := path_text_problem(value)) is not None:
+        raise ValueError(f"{why}: {value!r}")
     return value
 
 
 AbsPath = Annotated[str, AfterValidator(_abs_path)]
+MountTarget = Annotated[str, AfterValidator(_mount_target)]
+MountSource = Annotated[str, AfterValidator(_mount_source)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
 
 
 class Mount(Strict):
     """A host folder made visible in the container. Read-only unless it says otherwise."""
 
-    source: str = Field(description="host path; relative paths are relative to the control file")
-    target: AbsPath
+    source: MountSource = Field(description="host path; relative paths are relative to the "
+                                            "control file")
+    target: MountTarget
     read_only: bool = True
 
 
 class Model(Strict):
     """The model folder: always mounted read-only, its files' sha256 pinned."""
 
-    source: str
-    target: AbsPath = "/models/model"
+    source: MountSource
+    target: MountTarget = "/models/model"
     sha256: dict[str, Sha256] = Field(default_factory=dict)
 
     @field_validator("sha256")
@@ -89,10 +169,12 @@ class Model(Strict):
 
 
 class Resources(Strict):
-    memory: str | None = Field(default=None, pattern=r"^\d+[bkmgBKMG]?$")
-    cpus: float | None = Field(default=None, gt=0)
-    shm_size: str | None = Field(default=None, pattern=r"^\d+[bkmgBKMG]?$")
-    pids: int | None = Field(default=None, gt=0)
+    """Container limits: each finite and bounded, so none can be switched off by NaN/inf."""
+
+    memory: str | None = Field(default=None, pattern=r"^\d{1,15}[bkmgBKMG]?$")
+    cpus: float | None = Field(default=None, gt=0, le=MAX_CPUS)
+    shm_size: str | None = Field(default=None, pattern=r"^\d{1,15}[bkmgBKMG]?$")
+    pids: int | None = Field(default=None, gt=0, le=1 << 22)
 
 
 class PostStep(Strict):
@@ -186,11 +268,53 @@ class Campaign(Strict):
     contract: list[str] | None = None
 
 
+IMAGE_REF = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,511}$"
+ImageRef = Annotated[str, StringConstraints(pattern=IMAGE_REF)]
+RepoDigest = Annotated[str, StringConstraints(
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,255}@sha256:[0-9a-f]{64}$")]
+ARCHIVE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$"
+
+
+def _one_line(value: str) -> str:
+    """Text shown to operators: one printable line, so it cannot forge other output lines."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+    if any(not ch.isprintable() for ch in value):
+        raise ValueError("must be one line of printable text (no newline or control character)")
+    return value
+
+
+OneLine = Annotated[str, StringConstraints(max_length=500), AfterValidator(_one_line)]
+
+
+class ImageArchive(Strict):
+    """The `docker save` archive an image was pinned from; `docker load -i` gives it back."""
+
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    name: Annotated[str, StringConstraints(pattern=ARCHIVE_NAME)] | None = None
+
+
+class PinChange(Strict):
+    """One replacement of a pin: who, when, why, from which Id to which."""
+
+    at: str = Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+    old: ImageId
+    new: ImageId
+    reason: OneLine
+    user: OneLine
+
+
 class LockedImage(Strict):
+    """A pin. `archive`, `repo_digest` and `build` say where *that* Id comes from."""
+
     id: ImageId
-    ref: str | None = None
-    repo_digest: str | None = None
-    store: str | None = None
+    ref: ImageRef | None = None
+    repo_digest: RepoDigest | None = None
+    store: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")] | None = None
+    archive: ImageArchive | None = None
+    build: OneLine | None = Field(
+        default=None, description="a command that rebuilds this Id reproducibly (advice only)")
+    history: list[PinChange] = Field(default_factory=list, max_length=1000)
 
 
 class ImageLock(Strict):

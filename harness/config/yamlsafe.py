@@ -4,19 +4,30 @@ Safe by construction: the node graph is walked by hand, so only the core scalar,
 and mapping tags are accepted (no tag ever builds an object), duplicate keys are errors,
 and size, depth and alias expansion are bounded, so a "billion laughs" file fails fast.
 Every value's position is kept, so schema errors can be reported as FILE:LINE:COL.
+
+YAML 1.1 reads some plain scalars in ways nobody means (`1:30` is 90, `017` is 15, `on` is
+true, `1_000` is 1000) and some never belong in a setting (`.nan`, `.inf`, a 5000-digit
+number, a lone surrogate from `"\\ud800"`); each is refused here, at its position, so no
+field behind this loader can be switched off by one. Files are read only through
+`harness.readfile`, so a FIFO or `/dev/zero` is refused instead of hanging.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.readfile import InputError, read_text_bounded
+
 MAX_BYTES = 1 << 20  # a campaign or control is a few KiB; 1 MiB is generous
 MAX_NODES = 100_000  # counted with aliases expanded, so expansion bombs stop here
 MAX_DEPTH = 64
+MAX_NUMBER_CHARS = 100  # no setting needs a longer number; Python refuses > 4300 digits
 
 Path_ = tuple[str | int, ...]
 
@@ -79,6 +90,75 @@ def _pos(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_OCTAL = re.compile(r"^[-+]?0[0-7]+$")
+_PLAIN_BOOLS = {"true", "false", "True", "False", "TRUE", "FALSE"}
+
+
+def yaml11_surprise(tag: str, text: str) -> str | None:
+    """Why a number or boolean scalar would not mean what it looks like, or None.
+
+    Pure: `tag` is the tag PyYAML resolved, `text` the scalar as written."""
+    if tag in (_INT, _FLOAT):
+        if len(text) > MAX_NUMBER_CHARS:
+            return (f"number too long ({len(text)} characters; at most {MAX_NUMBER_CHARS})")
+        if ":" in text:
+            return (f"{text!r} is a YAML 1.1 base-60 number; quote it, or write a duration "
+                    "as e.g. 90s or 30m")
+        if "_" in text:
+            return f"{text!r}: YAML versions disagree on '_' in numbers; write it without '_'"
+        if tag == _INT and _OCTAL.match(text):
+            return (f"{text!r} is a YAML 1.1 octal number ({int(text, 8)}); "
+                    "drop the leading zero, or quote it for a string")
+        if tag == _INT and text.lstrip("+-").lower().startswith("0b"):
+            return f"{text!r} is a YAML 1.1 binary number; write it in decimal, or quote it"
+    if tag == _BOOL and text not in _PLAIN_BOOLS:
+        return (f"{text!r} is a YAML 1.1 boolean; write true or false, "
+                "or quote it for a string")
+    return None
+
+
+def _bad_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+class _TooDeep(yaml.MarkedYAMLError):
+    """Raised by the scanner or composer itself, before it goes any deeper."""
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with the depth bound applied while scanning and composing:
+    PyYAML recurses per level, and its scanner's work per token grows with the flow level,
+    so `[[[[...` thousands deep must stop at level 65, not after the whole file."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.depth = 0
+
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        # The scanner's cost grows with the flow level; stop it at the bound, exactly.
+        if self.flow_level > MAX_DEPTH:
+            raise _TooDeep(None, None, f"nesting deeper than {MAX_DEPTH} levels",
+                           self.get_mark())
+        super().fetch_flow_collection_start(token_class)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH + 1:
+                mark = self.peek_event().start_mark
+                raise _TooDeep(None, None, f"nesting deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
 class _Builder:
     def __init__(self, file: str):
         self.doc = Document(file, None)
@@ -89,23 +169,50 @@ class _Builder:
         line, col = _pos(node)
         return YamlFaults([Fault(self.doc.file, line, col, message)])
 
-    def build(self, node: yaml.Node, path: Path_, depth: int) -> Any:
+    def count(self, node: yaml.Node, depth: int) -> None:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise self.fail(node, f"document too large: more than {MAX_NODES} values "
                                   "(counting alias expansion)")
         if depth > MAX_DEPTH:
             raise self.fail(node, f"nesting deeper than {MAX_DEPTH} levels")
+
+    def key(self, node: yaml.Node, path: Path_, depth: int) -> str:
+        """A mapping key is a name: its text as written (`yes:` is "yes", `0001:` "0001")."""
+        self.count(node, depth)
+        self.doc.marks.setdefault(path, _pos(node))
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, "mapping keys must be plain strings")
+        if node.tag not in _SCALAR_TAGS:
+            raise self.fail(node, f"tag {node.tag!r} is not allowed")
+        if _bad_unicode(node.value):
+            raise self.fail(node, "not valid Unicode text (a lone surrogate such as \\ud800)")
+        return node.value
+
+    def scalar_value(self, node: yaml.ScalarNode) -> Any:
+        if node.tag not in _SCALAR_TAGS:
+            raise self.fail(node, f"tag {node.tag!r} is not allowed")
+        if _bad_unicode(node.value):
+            raise self.fail(node, "not valid Unicode text (a lone surrogate such as \\ud800)")
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            return node.value  # keep dates as written; no datetime objects
+        surprise = yaml11_surprise(node.tag, node.value)
+        if surprise:
+            raise self.fail(node, surprise)
+        try:
+            value = self.scalar.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError) as e:
+            raise self.fail(node, f"bad scalar {node.value[:40]!r}: {e}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(node, f"{node.value!r} is not a finite number; no setting takes "
+                                  "NaN or infinity (quote it for a string)")
+        return value
+
+    def build(self, node: yaml.Node, path: Path_, depth: int) -> Any:
+        self.count(node, depth)
         self.doc.marks.setdefault(path, _pos(node))
         if isinstance(node, yaml.ScalarNode):
-            if node.tag not in _SCALAR_TAGS:
-                raise self.fail(node, f"tag {node.tag!r} is not allowed")
-            if node.tag == "tag:yaml.org,2002:timestamp":
-                return node.value  # keep dates as written; no datetime objects
-            try:
-                return self.scalar.construct_object(node, deep=True)
-            except yaml.YAMLError as e:
-                raise self.fail(node, f"bad scalar: {e}") from None
+            return self.scalar_value(node)
         if isinstance(node, yaml.SequenceNode):
             if node.tag != _SEQ:
                 raise self.fail(node, f"tag {node.tag!r} is not allowed")
@@ -117,11 +224,7 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     raise self.fail(key_node, "merge keys (<<) are not allowed")
-                if not isinstance(key_node, yaml.ScalarNode):
-                    raise self.fail(key_node, "mapping keys must be plain strings")
-                key = self.build(key_node, (*path, "<key>"), depth + 1)
-                if not isinstance(key, str):
-                    key = str(key)  # `1: x` or `yes: x`: a key is a name, keep its text
+                key = self.key(key_node, (*path, "<key>"), depth + 1)
                 if key in out:
                     first = self.doc.key_marks.get((*path, key), (0, 0))
                     raise self.fail(key_node, f"duplicate key {key!r} "
@@ -137,12 +240,16 @@ def loads(text: str, file: str = "<string>") -> Document:
     if len(text.encode("utf-8", errors="replace")) > MAX_BYTES:
         raise YamlFaults([Fault(file, 1, 1, f"file larger than {MAX_BYTES} bytes")])
     builder = _Builder(file)
+    loader: _Loader | None = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
         try:
             node = loader.get_single_node()
         finally:
             loader.dispose()
+    except _TooDeep as e:
+        mark = e.problem_mark
+        raise YamlFaults([Fault(file, mark.line + 1, mark.column + 1, str(e.problem))]) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -152,6 +259,9 @@ def loads(text: str, file: str = "<string>") -> Document:
         raise YamlFaults([Fault(file, 1, 1, f"YAML: {e}")]) from None
     except RecursionError:
         raise YamlFaults([Fault(file, 1, 1, "nesting too deep")]) from None
+    except ValueError as e:  # the scanner's own, e.g. chr() of an escape past U+10FFFF
+        line, col = (loader.line + 1, loader.column + 1) if loader else (1, 1)
+        raise YamlFaults([Fault(file, line, col, f"YAML syntax: {e}")]) from None
     if node is None:
         builder.doc.data = None
         return builder.doc
@@ -162,20 +272,19 @@ def loads(text: str, file: str = "<string>") -> Document:
     return builder.doc
 
 
-def load(path: Path | str) -> Document:
-    """Read and parse a YAML file; unreadable or non-UTF-8 files are faults too."""
-    path = Path(path)
+def load(path: Path | str, what: str = "YAML file") -> Document:
+    """Read (bounded, regular files only) and parse a YAML file; unreadable, special or
+    non-UTF-8 files are faults at 1:1 too.
+
+    These are the operator's project files (campaigns, controls, images.lock, contracts),
+    so a symlink to a regular file is followed (a FIFO or device behind it is still
+    refused); nothing a workload wrote is ever read through here."""
     name = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise YamlFaults([Fault(name, 1, 1, f"file larger than {MAX_BYTES} bytes")])
-        raw = path.read_bytes()
-    except OSError as e:
-        raise YamlFaults([Fault(name, 1, 1, f"cannot read: {e.strerror or e}")]) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise YamlFaults([Fault(name, 1, 1, f"not UTF-8 text: {e.reason} at byte {e.start}")])\
-            from None
+        text = read_text_bounded(path, MAX_BYTES, what, follow_symlinks=True)
+    except InputError as e:
+        why = e.message.removeprefix(f"{name}: ")
+        if why.endswith("byte limit"):
+            why = f"file larger than {MAX_BYTES} bytes ({why})"
+        raise YamlFaults([Fault(name, 1, 1, why)]) from None
     return loads(text, name)

@@ -20,6 +20,7 @@ from harness.doctor.parsers import (
     parse_amd_smi_static,
     parse_rocminfo,
 )
+from harness.imagepin import how_to_obtain
 
 Status = Literal["ok", "warn", "fail"]
 PROFILES = ("rocm", "cpu")
@@ -144,7 +145,7 @@ def _image_miss(
         parts.append(
             f"locked on a {locked_store} daemon, this one uses {store} ({store_meaning(store)})"
         )
-    parts.append("no registry: build or load it, then re-lock")
+    parts.append(how_to_obtain(entry))
     return "; ".join(parts)
 
 

@@ -152,12 +152,13 @@ def current_user() -> tuple[str, int, set[int]]:
 
 
 def lock_facts(path: Path) -> dict[str, Any]:
-    """Whether the lock file could be opened for writing, without opening it."""
+    """Whether the lock file could be opened for writing, without opening it. A symlink is
+    not a lock file: `harness run` refuses to open one (a group member may have planted it)."""
     parent = path.parent
     return {
         "path": str(path),
-        "exists": path.exists(),
-        "is_file": path.is_file(),
+        "exists": os.path.lexists(path),
+        "is_file": path.is_file() and not path.is_symlink(),
         "writable": os.access(path, os.W_OK),
         "parent": str(parent),
         "parent_exists": parent.is_dir(),

@@ -1,11 +1,19 @@
-"""Reading observation documents from files, with every fault named."""
+"""Reading observation documents from files, with every fault named.
+
+The files come out of a container, so they are hostile: they are read only through the
+bounded reader (a FIFO, a device or a huge file is a fault, never a hang) and parsed by the
+strict decoder (no huge integers, no lone surrogates, no NaN literals)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from harness.instrument.harness_observer.encode import DecodeError, read_observation
+from harness.readfile import InputError, read_text_bounded
+
+MAX_BYTES = 16 * 1024 * 1024  # a real observation is a few hundred KiB
 
 
 class DocumentError(ValueError):
@@ -18,11 +26,14 @@ class DocumentError(ValueError):
 
 def read_document(path: Path) -> dict[str, Any]:
     try:
-        text = Path(path).read_bytes().decode()
-    except FileNotFoundError:
-        raise DocumentError([f"{path}: no such file"]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DocumentError([f"{path}: cannot read: {e}"]) from None
+        text = read_text_bounded(path, MAX_BYTES, "observation")
+    except InputError as e:
+        if not os.path.lexists(path):
+            raise DocumentError([f"{path}: no such file"]) from None
+        why = e.message.removeprefix(f"{os.fspath(path)}: ")
+        if not why.startswith("cannot read"):
+            why = f"cannot read: {why}"
+        raise DocumentError([f"{path}: {why}"]) from None
     try:
         return read_observation(text)
     except DecodeError as e:

@@ -1,30 +1,52 @@
 """Gate 0 over a run folder: read its observations, judge, and (refinalize) add an addendum.
 
 Sealed evidence is never rewritten: a later judgement goes into a new folder
-`addenda/<UTCstamp>-<name>/` with its own SHA256SUMS, and the write bit is lent to the run
-folder only for the moment it takes to create that folder.
+`addenda/<UTCstamp>-<name>/` with its own SHA256SUMS. Refinalize judges only what a seal
+vouches for: a folder that was never sealed (`REFINALIZE-UNSEALED`) or fails `verify`
+(`REFINALIZE-NOT-INTACT`) is refused before anything is read or written.
+
+An addendum appears whole or not at all, and two refinalizes cannot interleave:
+- everything happens under an exclusive flock on the run folder's own descriptor;
+- the addendum is written and sealed in a temporary folder beside the run folder
+  (`.<run>.addendum-<random>`, same file system, outside the verified tree), then renamed
+  into `addenda/` (or renamed into place as `addenda/` itself when it is the first one);
+- the write bit is lent only under the lock, and the run folder and everything under
+  `addenda/` are always set back to the fixed sealed modes (folders 0555, files 0444),
+  never to modes remembered from before, so a killed or concurrent refinalize cannot
+  leave the folder writable past the next one.
+A refinalize killed before the rename leaves only its temporary folder, which the next
+one (holding the lock) removes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import os
+import re
 import stat
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import dumps_json, write_bytes
-from harness.errors import EnvironmentFault, InvalidInput
+from harness import faultpoint
+from harness.atomic import dumps_json, fsync_dir, write_bytes
+from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.finalize.documents import DocumentError, read_document
 from harness.finalize.rules import VERDICT_SCHEMA, judge
-from harness.seal import make_read_only, write_manifest
+from harness.seal import ADDENDA, DIR_MODE, SUMS, make_read_only, verify_folder, write_manifest
 from harness.timeutil import stamp
+from harness.tree import chmod_beneath, kind_of, remove_beneath
 
 OBSERVATIONS = "observations"
 STARTUP = "startup.json"
 GENERATION = "generation.json"
+LOCK_TIMEOUT = 120.0  # seconds to wait for another refinalize of the same run
+RULE_UNSEALED = "REFINALIZE-UNSEALED"
+RULE_NOT_INTACT = "REFINALIZE-NOT-INTACT"
 
 
 def refusal(reasons: list[str], contract: list[str] | None) -> dict[str, Any]:
@@ -95,7 +117,10 @@ def judge_run(run_dir: Path, contract: list[str] | None = None,
 
 @contextlib.contextmanager
 def writable(path: Path) -> Iterator[None]:
-    """Lend the owner's write bit to one folder, and take it back whatever happens."""
+    """Lend the owner's write bit to one folder, and take it back whatever happens.
+
+    Not for sealed folders: restoring a remembered mode is how a concurrent writer leaves
+    one 0755. Addenda use the lock and fixed modes (`_restore_modes`)."""
     mode = stat.S_IMODE(path.stat().st_mode)
     if not mode & stat.S_IWUSR:
         path.chmod(mode | stat.S_IWUSR)
@@ -105,57 +130,156 @@ def writable(path: Path) -> Iterator[None]:
         path.chmod(mode)
 
 
-def _new_folder(addenda: Path, base: str) -> Path:
+@contextlib.contextmanager
+def addendum_lock(run_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the exclusive flock on the run folder's own descriptor (nothing is created)."""
+    try:
+        fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise InvalidInput(f"{run_dir} is not a run folder ({e.strerror})") from None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise EnvironmentFault(
+                        f"{run_dir}: another refinalize has held the run for over "
+                        f"{timeout:g}s", rule="ENV-LOCK-TIMEOUT") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def require_intact(run_dir: Path) -> None:
+    """Refuse a folder no seal vouches for: never sealed, or failing `verify`."""
+    problems = verify_folder(run_dir)
+    if any(p.kind == "no-manifest" for p in problems):
+        raise Refused(f"{run_dir} was never sealed (no {SUMS}); refinalize judges only sealed "
+                      "runs", rule=RULE_UNSEALED)
+    if problems:
+        shown = "; ".join(str(p) for p in problems[:10])
+        more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise Refused(f"{run_dir} fails verification ({len(problems)} problem(s): {shown}"
+                      f"{more}); refinalize judges only intact runs, nothing was written",
+                      rule=RULE_NOT_INTACT)
+
+
+def _temp_pattern(run_dir: Path) -> re.Pattern[str]:
+    return re.compile(re.escape(f".{run_dir.name}.addendum-") + "[0-9a-f]{16}")
+
+
+def _remove_stale_temps(run_dir: Path) -> None:
+    """Temporary folders of refinalizes killed before their rename (we hold the lock, so
+    no live one exists)."""
+    pattern = _temp_pattern(run_dir)
+    with os.scandir(run_dir.parent) as it:
+        stale = [e.name for e in it if pattern.fullmatch(e.name)]
+    for name in stale:
+        remove_beneath(run_dir.parent, name)
+
+
+def _free_name(addenda: Path, base: str) -> str:
     for n in range(100):
-        folder = addenda / (base if n == 0 else f"{base}-{n}")
-        try:
-            folder.mkdir()
-            return folder
-        except FileExistsError:
-            continue
+        name = base if n == 0 else f"{base}-{n}"
+        if not os.path.lexists(addenda / name):  # under the lock: nobody else adds one
+            return name
     raise EnvironmentFault(f"{addenda}: could not create a new addendum folder for {base}")
 
 
-def write_addendum(run_dir: Path, name: str, files: dict[str, bytes], now: datetime) -> Path:
-    """Create `addenda/<stamp>-<name>/` holding `files` and their SHA256SUMS, all read-only."""
-    run_dir = Path(run_dir)
-    addenda = run_dir / "addenda"
-    base = f"{stamp(now)}-{name}"
+def _restore_modes(run_dir: Path, sealed: bool) -> None:
+    """The fixed sealed modes, whatever they were: never a remembered mode."""
+    addenda = run_dir / ADDENDA
+    if os.path.isdir(addenda) and not os.path.islink(addenda):
+        make_read_only(addenda)
+    if sealed:
+        chmod_beneath(run_dir, "", DIR_MODE)
+
+
+def _write_locked(run_dir: Path, name: str, files: dict[str, bytes], now: datetime) -> Path:
+    addenda = run_dir / ADDENDA
     try:
-        if not addenda.exists():
-            with writable(run_dir):
-                addenda.mkdir()
-                addenda.chmod(stat.S_IMODE(run_dir.stat().st_mode) & ~stat.S_IWUSR | 0o500)
-        with writable(addenda):
-            folder = _new_folder(addenda, base)
+        st = os.lstat(addenda)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise EnvironmentFault(f"cannot write the addendum under {addenda}: it is a "
+                               f"{kind_of(st.st_mode)}, not a real folder")
+    sealed = os.path.lexists(run_dir / SUMS)
+    base = f"{stamp(now)}-{name}"
+    _remove_stale_temps(run_dir)
+    tmp = run_dir.parent / f".{run_dir.name}.addendum-{os.urandom(8).hex()}"
+    os.mkdir(tmp, 0o700)
+    try:
+        inner = tmp / base
+        inner.mkdir(0o700)
         for filename, data in sorted(files.items()):
-            write_bytes(folder / filename, data)  # a new folder: nothing to collide with
-        write_manifest(folder)  # the addendum's own SHA256SUMS, the same as a run's
-        make_read_only(folder)
-    except OSError as e:
-        raise EnvironmentFault(f"cannot write the addendum under {addenda}: {e}") from None
+            write_bytes(inner / filename, data)  # a new folder: nothing to collide with
+        write_manifest(inner)  # the addendum's own SHA256SUMS, the same as a run's
+        faultpoint.reach("addendum-sealed")
+        try:
+            if st is None:  # the first addendum: `addenda/` appears whole, with it inside
+                if sealed:  # the write bit, lent only under the lock
+                    chmod_beneath(run_dir, "", 0o755)
+                os.rename(tmp, addenda)
+                folder = addenda / base
+            else:
+                chmod_beneath(run_dir, ADDENDA, 0o755)
+                folder = addenda / _free_name(addenda, base)
+                os.rename(inner, folder)
+            fsync_dir(folder.parent)
+            fsync_dir(run_dir)
+        finally:
+            _restore_modes(run_dir, sealed)
+    finally:
+        if os.path.lexists(tmp):
+            remove_beneath(run_dir.parent, tmp.name)
     return folder
+
+
+def write_addendum(run_dir: Path, name: str, files: dict[str, bytes], now: datetime) -> Path:
+    """Create `addenda/<stamp>-<name>/` holding `files` and their SHA256SUMS, all read-only,
+    atomically and under the run's lock."""
+    run_dir = Path(run_dir)
+    with addendum_lock(run_dir):
+        return _write(run_dir, name, files, now)
+
+
+def _write(run_dir: Path, name: str, files: dict[str, bytes], now: datetime) -> Path:
+    try:
+        return _write_locked(run_dir, name, files, now)
+    except OSError as e:
+        raise EnvironmentFault(f"cannot write the addendum under {run_dir / ADDENDA}: "
+                               f"{e}") from None
 
 
 def refinalize(run_dir: Path, now: datetime, contract: list[str] | None = None,
                pins: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
-    """Re-judge a sealed run into a new addendum. The run's own status is never changed."""
-    run_dir = Path(run_dir)
-    run = read_run(run_dir)
-    if not run_dir.is_dir() or run is None:
+    """Re-judge a sealed, intact run into a new addendum. The run's own status stands."""
+    run_dir = Path(os.path.realpath(run_dir))  # the operator's path; nothing inside
+    if not run_dir.is_dir():
         raise InvalidInput(f"{run_dir} is not a run folder with a readable run.json")
-    previous = read_run_verdict(run_dir)
-    if contract is None and previous is not None and isinstance(previous.get("contract"), list):
-        contract = previous["contract"]
-    verdict = judge_run(run_dir, contract, pins)
-    record = {**verdict, "refinalize": {
-        "run_id": run.get("run_id"), "time": now.astimezone(UTC).isoformat(),
-        "original_status": run.get("status"),
-        "original_gate0": None if previous is None else previous.get("verdict"),
-        "note": "a new judgement beside the old; the run's recorded status stands",
-    }}
-    folder = write_addendum(run_dir, "refinalize", {"verdict.json": dumps_json(record).encode()},
-                            now)
+    with addendum_lock(run_dir):
+        require_intact(run_dir)  # under the lock: what is judged is what was verified
+        run = read_run(run_dir)
+        if run is None:
+            raise InvalidInput(f"{run_dir} is not a run folder with a readable run.json")
+        previous = read_run_verdict(run_dir)
+        if contract is None and previous is not None and isinstance(previous.get("contract"),
+                                                                    list):
+            contract = previous["contract"]
+        verdict = judge_run(run_dir, contract, pins)
+        record = {**verdict, "refinalize": {
+            "run_id": run.get("run_id"), "time": now.astimezone(UTC).isoformat(),
+            "original_status": run.get("status"),
+            "original_gate0": None if previous is None else previous.get("verdict"),
+            "note": "a new judgement beside the old; the run's recorded status stands",
+        }}
+        folder = _write(run_dir, "refinalize",
+                        {"verdict.json": dumps_json(record).encode()}, now)
     return record, folder
 
 

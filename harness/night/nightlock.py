@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import EnvironmentFault
-from harness.lock import HeldFile, read_holder
+from harness.lock import HeldFile, describe_holder, read_holder
 from harness.timeutil import utc_now
 
 POLL_S = 0.5
@@ -33,13 +33,17 @@ def read_night_holder(gpu_lock: Path) -> dict | None:
 
 
 def describe(holder: dict | None) -> str:
+    """One bounded, printable line (fields were cleaned by `read_holder`)."""
     if not holder:
         return "an unknown process (no holder record yet)"
+    if "unreadable" in holder:
+        return describe_holder(holder)
     state = "" if holder.get("alive") else ", not running any more"
     what = holder.get("kind", "night")
     where = holder.get("night_dir") or holder.get("run_dir") or "-"
-    return (f"{what} of campaign {holder.get('campaign')} (pid {holder.get('pid')}, "
-            f"{holder.get('user')}@{holder.get('host')}, since {holder.get('since')}, "
+    return (f"{what} of campaign {holder.get('campaign', '?')} (pid {holder.get('pid', '?')}, "
+            f"{holder.get('user', '?')}@{holder.get('host', '?')}, "
+            f"since {holder.get('since', '?')}, "
             f"{where}{state})")
 
 

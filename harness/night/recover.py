@@ -2,13 +2,16 @@
 
 The container of a harness killed with SIGKILL keeps running (the kernel frees the GPU
 lock, not the GPU), so it is stopped first: it belongs to this night's own run id, and we
-hold the night lock, so nobody else is driving it. Then the cut-off folder is sealed as
-it is by `harness.pipeline.recover.seal_interrupted` (status `interrupted`; no existing
-file is rewritten).
+hold the night lock, so nobody else is driving it. Then the cut-off folder is cleaned
+and sealed by `harness.pipeline.recover.seal_interrupted` (status `interrupted`; what the
+workload planted is removed and listed, no existing file is rewritten). A folder that
+cannot be sealed is reported in the reasons; it never stops the night's resume.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import docker.errors
@@ -42,10 +45,18 @@ def stop_run_containers(run_id: str, grace: float) -> list[str]:
 
 def seal_cut_off(run_dir: Path, notes: list[str]) -> tuple[str, list[str]]:
     """Seal the folder of a run found `running` at resume; return (status, reasons)."""
-    if not run_dir.is_dir():
+    try:
+        real = stat.S_ISDIR(os.lstat(run_dir).st_mode)
+    except OSError:
+        real = False
+    if not real:
         return "interrupted", ["RUN-INTERRUPTED: the harness stopped before the run folder "
-                               "was created", *notes]
-    return seal_interrupted(
-        run_dir, "the harness stopped during this run (the night journal still said "
-                 "`running` when the night resumed); the folder is sealed as found",
-        tuple(notes))
+                               "was created (or it is not a real folder)", *notes]
+    try:
+        return seal_interrupted(
+            run_dir, "the harness stopped during this run (the night journal still said "
+                     "`running` when the night resumed); the folder is sealed as found",
+            tuple(notes))
+    except (OSError, ValueError) as e:
+        return "interrupted", ["RUN-INTERRUPTED: the harness stopped during this run; its "
+                               f"folder could not be sealed ({type(e).__name__}: {e})", *notes]

@@ -6,6 +6,7 @@ Kept apart from the loop so each rule is tested without Docker, SQLite or a cloc
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -13,6 +14,7 @@ from datetime import datetime, timedelta
 from harness.errors import InvalidInput
 from harness.night.transitions import TERMINAL, RetryPolicy, Row, latest_attempts
 
+MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
 _UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 # A sealed folder's status -> the journal event that records it.
@@ -38,8 +40,11 @@ def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> 
             at += timedelta(days=1)
         candidates.append(at)
     if max_hours is not None:
-        if max_hours <= 0:
-            raise InvalidInput(f"--max-hours {max_hours:g}: must be positive")
+        # NaN, inf or 1e308 hours would mean "no deadline" or overflow the clock.
+        if not math.isfinite(max_hours) or max_hours <= 0:
+            raise InvalidInput(f"--max-hours {max_hours:g}: must be a positive, finite number")
+        if max_hours > MAX_HOURS:
+            raise InvalidInput(f"--max-hours {max_hours:g}: at most {MAX_HOURS:g} hours")
         candidates.append(now + timedelta(hours=max_hours))
     return min(candidates) if candidates else None
 

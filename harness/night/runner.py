@@ -55,7 +55,7 @@ def inputs_seal(loaded: Loaded) -> str:
     harness code: a fixed harness may resume a night, changed controls may not."""
     labelled = {k: p for k, p in source_files(loaded.project_dir, loaded.files()).items()
                 if k.startswith("input")}
-    digests = sha256_many(labelled.values())
+    digests = sha256_many(labelled.values(), follow_symlinks=True)  # operator's own files
     return seal_digest({k: digests[p] for k, p in labelled.items()})
 
 

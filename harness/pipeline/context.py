@@ -6,7 +6,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.config.loader import Loaded
+from harness.config.loader import Loaded, resolve
 from harness.config.schema import Control
 from harness.lock import Held
 from harness.seal import SourceSeal
@@ -40,10 +40,18 @@ class RunContext:
     after: list[Reason] = field(default_factory=list)
     stop_requested: bool = False
 
-    @property
-    def model_source(self) -> Path | None:
-        from harness.config.loader import resolve
+    # The model folder's real path (every symlink resolved) when preflight hashed it: the
+    # launch mounts exactly this folder, and refuses if the declared path now leads elsewhere.
+    model_real: Path | None = None
 
+    @property
+    def model_declared(self) -> Path | None:
+        """The model folder as the control names it, relative to the control's folder."""
         if self.control.model is None:
             return None
         return resolve(self.control.model.source, self.control_file.parent)
+
+    @property
+    def model_source(self) -> Path | None:
+        """The folder that was hashed (and is mounted), once preflight has resolved it."""
+        return self.model_real or self.model_declared

@@ -1,21 +1,21 @@
 """Stage 6: re-check what was pinned, decide the status, write run.json, seal the folder.
 
 SHA256SUMS is written last and covers every other file; then the folder is read-only.
+Before anything is judged or sealed, `clean` removes and records what no seal may hold
+(symlinks, FIFOs, devices, unsealable names), which refuses the run.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import stat
-from pathlib import Path
 
 from harness import engine, faultpoint
 from harness.atomic import write_json
 from harness.host import identity
+from harness.pipeline.clean import clean
 from harness.pipeline.context import RunContext
 from harness.pipeline.preflight import hash_model
-from harness.report.metrics import write_metrics
+from harness.report.metrics import failed_metrics, write_metrics
 from harness.seal import make_read_only, seal_changes, source_seal, write_manifest
 from harness.timeutil import utc_now
 from harness.verdict import Reason, decide
@@ -70,38 +70,26 @@ def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> dict:
     }
 
 
-def strip_non_regular(run_dir: Path) -> list[Reason]:
-    """The container wrote into observations/: a symlink or device there could make the seal
-    (or a bundle) read a host file. Record each such entry, remove it, and refuse the run."""
-    found = []
-    for root, dirs, files in os.walk(run_dir):
-        for name in dirs + files:
-            p = Path(root) / name
-            st = p.lstat()
-            if stat.S_ISREG(st.st_mode) or (stat.S_ISDIR(st.st_mode) and not p.is_symlink()):
-                continue
-            target = os.readlink(p) if p.is_symlink() else None
-            found.append({"path": str(p.relative_to(run_dir)), "mode": oct(st.st_mode),
-                          "target": target})
-            p.unlink()
-    if not found:
-        return []
-    write_json(run_dir / "non-regular-removed.json", found, exclusive=True)
-    return [Reason("EVIDENCE-NOT-REGULAR", f"{f['path']} was not a regular file "
-                   f"({f['mode']}{', -> ' + f['target'] if f['target'] else ''}); removed")
-            for f in found]
-
-
 def metrics(ctx: RunContext) -> None:
-    """vLLM's memory figures from the native log (absent lines stay null, never 0)."""
+    """vLLM's memory figures from the native log (absent lines stay null, never 0).
+
+    The log is the workload's to write, and metrics are a convenience: nothing here may
+    stop the run from being sealed with its real status. A failure becomes a note."""
     logs = ctx.run_dir / "logs"
-    if logs.is_dir():
+    if not logs.is_dir():
+        return
+    try:
         doc = write_metrics([logs / "stdout.log", logs / "stderr.log"], base=ctx.run_dir)
+    except Exception as e:  # the verdict matters more than the metrics
+        doc = failed_metrics(f"{type(e).__name__}: {e}"[:500])
+    try:
         write_json(ctx.run_dir / "metrics.json", doc, exclusive=True)
+    except Exception as e:  # e.g. disk full: run.json's own write reports it
+        ctx.ui.event("metrics-not-written", error=f"{type(e).__name__}: {e}"[:500])
 
 
 def run(ctx: RunContext) -> tuple[str, list[Reason]]:
-    removed = strip_non_regular(ctx.run_dir)
+    removed = clean(ctx.run_dir)  # nothing unsealable may reach write_manifest
     metrics(ctx)
     ctx.after = removed + recheck(ctx)
     status, reasons = decide(preflight=ctx.preflight, outcome=ctx.outcome, post=ctx.post,

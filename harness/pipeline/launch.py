@@ -1,50 +1,144 @@
-"""Stages 2-4: take the GPU lock, refuse beside an orphan, build the vector, run it.
+"""Stages 2-4: take the GPU lock, clear or refuse orphans, resolve mounts, build, run.
 
 The lock is held from just before the orphan check to just after the container exits;
 post-steps and sealing happen after release so the next control can start.
+
+Mount sources are resolved here, under the lock, and not only when the campaign was
+loaded: a previous control with a read-write mount can plant a symlink on a declared path
+(`data/later -> /outside`). Every source is resolved with realpath now, checked against the
+mount roots now, and docker is given the resolved path, so the folder checked is the
+folder mounted. No other harness container runs meanwhile (the orphan check), so nothing
+of a workload's can swap a folder between this check and docker's mount.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness import engine, execute, faultpoint, vector
+from harness import execute, faultpoint, vector
 from harness.atomic import write_json
-from harness.config.loader import resolve
+from harness.config.loader import resolve, within
 from harness.lock import GpuLock
+from harness.pipeline import orphans
 from harness.pipeline.context import RunContext
 from harness.verdict import Reason
 
 INSTRUMENT_DIR = Path(__file__).resolve().parent.parent / "instrument"
+HARNESS_DIR = INSTRUMENT_DIR.parent
 
 
-def orphans(lock_path: Path, device: str) -> list[dict]:
-    """Running containers a harness launched under this lock (or any rocm one for rocm)."""
-    api = engine.client().api
-    found = {}
-    filters = [{"label": f"{vector.LABEL_PREFIX}.lock={lock_path}"}]
-    if device == "rocm":
-        filters.append({"label": f"{vector.LABEL_PREFIX}.device=rocm"})
-    for f in filters:
-        for c in api.containers(filters={**f, "status": "running"}):
-            run_id = (c.get("Labels") or {}).get(f"{vector.LABEL_PREFIX}.run-id")
-            found[c["Id"]] = {"id": c["Id"], "names": c.get("Names"), "run_id": run_id}
-    return list(found.values())
+@dataclass(frozen=True)
+class Source:
+    """A mount source: where the control says, and where that leads now."""
+
+    what: str  # e.g. "mounts[0]" or "model"
+    declared: Path
+    real: Path
+    kind: str | None  # "dir", "file", another kind, or None when it cannot be reached
+    read_only: bool
 
 
-def build_vector(ctx: RunContext) -> vector.Vector:
+def _overlaps(a: Path, b: Path) -> bool:
+    return a == b or a in b.parents or b in a.parents
+
+
+def judge_source(src: Source, roots: list[Path], protected: list[Path]) -> list[Reason]:
+    """Pure: may `src` be mounted? `protected` are real paths no read-write mount may
+    contain or lie inside (the runs folder, the lock, the harness's own code)."""
+    shown = f"{src.what}: {src.declared}" + (f" (resolves to {src.real})"
+                                             if src.real != src.declared else "")
+    if not within(src.real, roots):
+        return [Reason("MOUNT-OUTSIDE-ROOTS", f"{shown} is outside the mount roots "
+                       f"({', '.join(map(str, roots))}) at launch")]
+    if src.kind is None:
+        return [Reason("ENV-MOUNT-SOURCE", f"{shown} does not exist at launch")]
+    if src.kind not in ("dir", "file"):
+        return [Reason("MOUNT-SOURCE-KIND", f"{shown} is a {src.kind}, not a folder or a "
+                       "regular file")]
+    if not src.read_only:
+        hit = [p for p in protected if _overlaps(src.real, p)]
+        if hit:
+            return [Reason("MOUNT-OVER-HARNESS", f"{shown} is read-write and overlaps "
+                           f"{hit[0]}, which the harness trusts (evidence, lock or code)")]
+    return []
+
+
+def _kind(path: Path) -> str | None:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "special file"
+
+
+def _source(what: str, declared: Path, read_only: bool) -> Source:
+    real = Path(os.path.realpath(declared))
+    return Source(what, declared, real, _kind(real), read_only)
+
+
+def protected_paths(ctx: RunContext) -> list[Path]:
+    return [Path(os.path.realpath(p)) for p in (ctx.run_dir.parent, ctx.loaded.lock_path,
+                                                HARNESS_DIR, sys.prefix)]
+
+
+def resolve_sources(ctx: RunContext) -> tuple[list[Source], Source | None, list[Reason]]:
+    """Resolve every mount source and the model folder now; name each that may not go."""
+    roots, protected = ctx.loaded.mount_roots(), protected_paths(ctx)
+    mounts = [_source(f"mounts[{i}]", resolve(m.source, ctx.control_file.parent), m.read_only)
+              for i, m in enumerate(ctx.control.mounts)]
+    reasons = [r for s in mounts for r in judge_source(s, roots, protected)]
+    model = None
+    if ctx.control.model is not None and ctx.model_declared is not None:
+        model = _source("model", ctx.model_declared, True)
+        reasons += judge_source(model, roots, protected)
+        if ctx.model_real is not None and model.real != ctx.model_real:
+            reasons.append(Reason("MODEL-PATH-CHANGED", f"model: {model.declared} resolved to "
+                                  f"{ctx.model_real} when it was hashed and to {model.real} "
+                                  "at launch"))
+    return mounts, model, reasons
+
+
+def build_vector(ctx: RunContext, mounts: list[Source], model: Source | None) -> vector.Vector:
     ctl = ctx.control
     inp = vector.VectorInput(
         control=ctl, image_id=ctx.image_id or "", run_id=ctx.run_id,
         campaign=ctx.loaded.campaign.name, lock_path=ctx.loaded.lock_path,
         cidfile=ctx.run_dir / "container.cid",
         observations_dir=ctx.run_dir / "observations", instrument_dir=INSTRUMENT_DIR,
-        mount_sources=tuple(resolve(m.source, ctx.control_file.parent) for m in ctl.mounts),
-        model_source=ctx.model_source,
+        mount_sources=tuple(s.real for s in mounts),
+        declared_sources=tuple(str(s.declared) for s in mounts),
+        model_source=model.real if model else None,
+        model_declared=str(model.declared) if model else None,
         extra_env={"HARNESS_SEAL": ctx.seal.digest if ctx.seal else ""},
+        launcher=orphans.launcher_identity(),
     )
     return vector.build(inp, dict(os.environ))
+
+
+def clear_orphans(ctx: RunContext, lock: GpuLock) -> bool:
+    """Remove exited containers of dead harnesses; refuse beside a running one."""
+    removed = orphans.reap(lock.path, ctx.control.device)
+    if removed:
+        write_json(ctx.run_dir / "orphans-removed.json",
+                   {"schema": "harness.orphans-removed/v1", "containers": removed})
+        for rec in removed:
+            ctx.ui.event("orphan-removed", id=rec["id"][:12], run_id=rec.get("run_id"),
+                         removed=rec.get("removed", False), exit_code=rec.get("exit_code"))
+    found = orphans.running(lock.path, ctx.control.device)
+    if found:
+        ids = ", ".join(f"{o['id'][:12]} (run {o['run_id']})" for o in found)
+        ctx.preflight.append(Reason("ENV-ORPHAN-CONTAINER",
+                                    f"a harness container is still running: {ids}"))
+        return False
+    return True
 
 
 def run(ctx: RunContext, lock: GpuLock) -> None:
@@ -53,13 +147,14 @@ def run(ctx: RunContext, lock: GpuLock) -> None:
     ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(ctx.held.wait_s, 3))
     try:
         faultpoint.reach("lock-held")
-        found = orphans(lock.path, ctx.control.device)
-        if found:
-            ids = ", ".join(f"{o['id'][:12]} (run {o['run_id']})" for o in found)
-            ctx.preflight.append(Reason("ENV-ORPHAN-CONTAINER",
-                                        f"a harness container is still running: {ids}"))
+        if not clear_orphans(ctx, lock):
             return
-        vec = build_vector(ctx)
+        mounts, model, reasons = resolve_sources(ctx)
+        if reasons:
+            ctx.preflight += reasons
+            ctx.ui.event("mounts-refused", reasons=[str(r) for r in reasons])
+            return
+        vec = build_vector(ctx, mounts, model)
         obs = ctx.run_dir / "observations"
         obs.mkdir()
         obs.chmod(0o777)  # the container may run as a non-root user

@@ -13,6 +13,7 @@ from harness import engine, modelcache
 from harness.atomic import write_json
 from harness.errors import EnvironmentFault
 from harness.host import identity
+from harness.imagepin import how_to_obtain
 from harness.pipeline.context import RunContext
 from harness.seal import source_seal
 from harness.verdict import Reason
@@ -37,7 +38,7 @@ def check_image(ctx: RunContext) -> list[Reason]:
         return [Reason("IMAGE-ID-MISMATCH", f"{ctx.control.image}: local {pinned.ref} is "
                        f"{by_ref.get('Id')}, images.lock pins {pinned.id}")]
     return [Reason("ENV-MISSING-IMAGE", f"{ctx.control.image}: image {pinned.id} is not in the "
-                   "local engine (no registry is used: build or load it)")]
+                   f"local engine; {how_to_obtain(pinned.model_dump())}")]
 
 
 def model_cache_path() -> Path | None:
@@ -72,10 +73,12 @@ def check_model(ctx: RunContext) -> list[Reason]:
     if not ctx.control.model.sha256:
         return [Reason("MODEL-UNPINNED", f"model {ctx.control.model.source} has no pinned "
                        "sha256 (pin its files with `harness model pin DIR`)")]
-    src = ctx.model_source
-    if src is None or not src.is_dir():
-        return [Reason("ENV-MODEL-DIR", f"model folder {src} does not exist")]
-    ctx.model_hashes, reasons = hash_model(src, ctx.control.model.sha256)
+    declared = ctx.model_declared
+    if declared is None or not declared.is_dir():
+        return [Reason("ENV-MODEL-DIR", f"model folder {declared} does not exist")]
+    # Hash the real folder, so what the launch mounts is what was hashed (it compares).
+    ctx.model_real = Path(os.path.realpath(declared))
+    ctx.model_hashes, reasons = hash_model(ctx.model_real, ctx.control.model.sha256)
     return reasons
 
 
@@ -96,6 +99,9 @@ def run(ctx: RunContext) -> list[Reason]:
         "source_seal": ctx.seal.as_dict(),
         "image": {"name": ctx.control.image, "id": ctx.image_id},
         "model_hashes": ctx.model_hashes,
+        "model_path": None if ctx.control.model is None else {
+            "declared": str(ctx.model_declared),
+            "real": str(ctx.model_real) if ctx.model_real else None},
         "model_cache": str(model_cache_path()) if ctx.control.model else None,
         "reasons": [str(r) for r in reasons],
     })

@@ -2,9 +2,15 @@
 
 Each run folder records who writes it (`harness.json`: pid, process start time, host, and
 which campaign and control it runs). A folder without SHA256SUMS whose writer is gone was
-cut off; it is sealed exactly as it is. Nothing existing is rewritten: a run.json is added
-only if there was none, and when there was one (the harness died while sealing),
-`recovered.json` says the seal was cut short.
+cut off; it is sealed as it is, after the one cleaner (`harness.pipeline.clean`) has
+removed and recorded what no seal may hold (the workload may have planted a symlink to a
+host file, a FIFO, an unsealable name): those reasons join the interrupted record. Nothing
+existing is rewritten: a run.json is added only if there was none, and when there was one
+(the harness died while sealing), `recovered.json` says the seal was cut short.
+
+A runs folder is hostile input too: every record is read bounded, without following a
+symlink or opening a FIFO, and an entry that is odd in any way is not ours to seal. One bad
+folder never stops the others or the run that called us.
 """
 
 from __future__ import annotations
@@ -12,18 +18,23 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from harness import __version__
 from harness.atomic import write_json
+from harness.pipeline.clean import clean
+from harness.readfile import InputError, read_bounded
 from harness.seal import SUMS, make_read_only, write_manifest
 from harness.timeutil import utc_now
 
 OWNER = "harness.json"
 RECOVERED = "recovered.json"
+RECORD_LIMIT = 1024 * 1024  # our own records are a few kB; anything bigger is not ours
 
 
 def write_owner(run_dir: Path, **about: object) -> None:
@@ -37,11 +48,19 @@ def write_owner(run_dir: Path, **about: object) -> None:
 
 
 def _read(path: Path) -> dict:
+    """A JSON object record, or {} for anything else: absent, a FIFO, a symlink, huge, odd."""
     try:
-        doc = json.loads(path.read_text())
-        return doc if isinstance(doc, dict) else {}
-    except (OSError, ValueError):
+        doc = json.loads(read_bounded(path, RECORD_LIMIT, "record"))
+    except (InputError, ValueError, RecursionError):
         return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def owner_alive(owner: dict) -> bool:
@@ -51,12 +70,12 @@ def owner_alive(owner: dict) -> bool:
     try:
         p = psutil.Process(int(owner["pid"]))
         return abs(p.create_time() - float(owner["create_time"])) < 0.01
-    except (psutil.Error, KeyError, ValueError, TypeError):
+    except (psutil.Error, KeyError, ValueError, TypeError, OverflowError):
         return False
 
 
 def is_orphaned(run_dir: Path) -> bool:
-    if (run_dir / SUMS).exists():
+    if not _is_real_dir(run_dir) or os.path.lexists(run_dir / SUMS):
         return False
     owner = _read(run_dir / OWNER)
     return bool(owner) and not owner_alive(owner)
@@ -64,6 +83,7 @@ def is_orphaned(run_dir: Path) -> bool:
 
 def interrupted_record(run_dir: Path, reasons: list[str]) -> dict:
     """run.json for a cut-off run, from what its folder holds."""
+    rules = sorted({"RUN-INTERRUPTED", *(r.partition(":")[0] for r in reasons)})
     owner, pre = _read(run_dir / OWNER), _read(run_dir / "preflight.json")
     return {
         "schema": "harness.run/v1",
@@ -76,7 +96,7 @@ def interrupted_record(run_dir: Path, reasons: list[str]) -> dict:
         "model_hashes": pre.get("model_hashes") or {},
         "status": "interrupted",
         "reasons": reasons,
-        "rules": ["RUN-INTERRUPTED"],
+        "rules": rules,
         "times": {"created": owner.get("created"), "started": None, "ended": None,
                   "sealed": utc_now()},
         "lock": None,
@@ -89,15 +109,22 @@ def interrupted_record(run_dir: Path, reasons: list[str]) -> dict:
 
 
 def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()) -> tuple[str, list]:
-    """Seal a cut-off folder as it is; return (status, reasons). Idempotent."""
+    """Clean and seal a cut-off folder as it is; return (status, reasons). Idempotent."""
     reasons = [f"RUN-INTERRUPTED: {why}", *(f"RUN-INTERRUPTED: {n}" for n in notes)]
-    if (run_dir / SUMS).exists():  # sealed already (by its own harness or an earlier pass)
+    if not _is_real_dir(run_dir):
+        return "interrupted", [*reasons, "RUN-INTERRUPTED: the run folder is not a real "
+                                         "folder (absent or a symlink); nothing was sealed"]
+    if os.path.lexists(run_dir / SUMS):  # sealed already (by its harness or an earlier pass)
         rec = _read(run_dir / RECOVERED) or _read(run_dir / "run.json")
-        return str(rec.get("status") or "interrupted"), list(rec.get("reasons") or reasons)
-    if (run_dir / "run.json").exists():
+        got = rec.get("reasons")
+        return (str(rec.get("status") or "interrupted"),
+                [str(r) for r in got] if isinstance(got, list) else reasons)
+    reasons += [str(r) for r in clean(run_dir)]
+    if os.path.lexists(run_dir / "run.json"):
         write_json(run_dir / RECOVERED, {
             "schema": "harness.recovered/v1", "status": "interrupted",
             "reasons": [*reasons, "RUN-INTERRUPTED: run.json was written, the seal was not"],
+            "rules": sorted({"RUN-INTERRUPTED", *(r.partition(":")[0] for r in reasons)}),
             "recovered_by": {"pid": os.getpid(), "at": utc_now()},
         }, exclusive=True)
     else:
@@ -107,14 +134,40 @@ def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()) -> tu
     return "interrupted", reasons
 
 
-def seal_orphans(runs_dir: Path) -> list[Path]:
-    """Seal every orphaned run folder directly under `runs_dir`; return those sealed."""
-    sealed = []
-    if not runs_dir.is_dir():
-        return sealed
-    for d in sorted(runs_dir.iterdir()):
-        if d.is_dir() and not d.is_symlink() and is_orphaned(d):
+def _say(run_dir: Path, error: str) -> None:
+    print(f"harness: could not seal the cut-off run folder {run_dir}: {error}; it is left "
+          "as it is and tried again by the next run", file=sys.stderr)
+
+
+def seal_orphans(runs_dir: Path,
+                 on_error: Callable[[Path, str], None] = _say,
+                 still_running: Callable[[str], bool] | None = None,
+                 on_deferred: Callable[[Path], None] | None = None) -> list[Path]:
+    """Seal every orphaned run folder directly under `runs_dir`; return those sealed.
+
+    Never follows a symlink, never opens a FIFO, and one folder that cannot be sealed is
+    reported (`on_error`) without stopping the others. A folder whose container still
+    runs (`still_running(run_id)`) is left for later (`on_deferred`): its workload may
+    still write into it, and a seal is only made once nothing can change what it covers."""
+    sealed: list[Path] = []
+    try:
+        with os.scandir(runs_dir) as it:
+            names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return sealed  # no runs folder yet (or not a folder): nothing to recover
+    for name in names:
+        d = Path(runs_dir) / name
+        try:
+            if not is_orphaned(d):
+                continue
+            if still_running is not None and still_running(name):
+                if on_deferred is not None:
+                    on_deferred(d)
+                continue
             seal_interrupted(d, "the harness that ran it died before sealing "
                                 "(sealed as found by a later harness)")
-            sealed.append(d)
+        except (OSError, ValueError) as e:
+            on_error(d, f"{type(e).__name__}: {e}")
+            continue
+        sealed.append(d)
     return sealed

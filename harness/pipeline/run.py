@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.config.loader import Loaded
 from harness.errors import EnvironmentFault, HarnessError, InvalidInput
 from harness.execute import Interrupted
+from harness.iofault import io_fault
 from harness.lock import GpuLock
 from harness.pipeline import finish, launch, post, preflight, recover
 from harness.pipeline.context import RunContext, new_run_id
@@ -72,14 +73,22 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
     control, control_file = loaded.controls[control_name]
     run_id = run_id or new_run_id(control_name)
     runs_dir = Path(os.path.abspath(runs_dir))
-    runs_dir.mkdir(parents=True, exist_ok=True)
     run_dir = runs_dir / run_id
-    run_dir.mkdir()  # fails if it exists: a run folder is never reused
     camp = loaded.campaign
-    recover.write_owner(
-        run_dir, run_id=run_id, attempt=attempt, rerun_of=rerun_of,
-        campaign={"name": camp.name, "file": str(loaded.campaign_file), "row": camp.row},
-        control={"name": control.name, "file": str(control_file), "device": control.device})
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir()  # fails if it exists: a run folder is never reused
+    except OSError as e:  # read-only, full, forbidden: the host's problem, said plainly
+        raise io_fault(e, f"cannot write the runs folder {runs_dir}") from None
+    try:
+        recover.write_owner(
+            run_dir, run_id=run_id, attempt=attempt, rerun_of=rerun_of,
+            campaign={"name": camp.name, "file": str(loaded.campaign_file), "row": camp.row},
+            control={"name": control.name, "file": str(control_file), "device": control.device})
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()  # nothing was recorded in it: leave no ownerless folder
+        raise io_fault(e, f"cannot write the runs folder {runs_dir}") from None
     return RunContext(loaded, control, control_file, run_id, run_dir, ui,
                       rerun_of=rerun_of, attempt=attempt)
 

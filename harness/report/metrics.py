@@ -9,12 +9,21 @@ stays bounded whatever the file holds.
 The format strings are vLLM's own (see tests/fixtures/vllm-logs/SOURCES.md). Lines may
 carry any prefix, e.g. `(EngineCore pid=659) INFO 08-31 17:43:37 [core.py:NN]`, so each
 pattern is searched anywhere in the line.
+
+Every byte of these logs is written by the workload, so parsing is total: whatever a line
+holds, feeding it never raises. A number longer than MAX_NUMBER_CHARS, or one that does not
+convert to a finite value (a 5000-digit integer, `1e999`), is not a metric: the metric stays
+`null` and `notes` names it and the line. Nothing a workload prints can cost a run its
+verdict (see harness.pipeline.finish.metrics).
 """
 
 from __future__ import annotations
 
 import io
+import math
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +33,8 @@ SCHEMA = "harness.metrics/v1"
 MAX_LINE_BYTES = 64 * 1024  # the lines we want are short; a longer line is cut, not buffered
 CHUNK_BYTES = 256 * 1024
 MAX_DISTINCT = 8  # distinct values kept per metric when a line repeats (TP workers, restarts)
+MAX_NUMBER_CHARS = 32  # longer is not a metric (vLLM prints at most ~12): never converted
+MAX_NOTES = 32  # notes kept per document; the rest are only counted
 
 METRICS = (
     "kv_cache_gib",
@@ -50,12 +61,34 @@ UNITS = {
     "compilation_s": "s",
 }
 
-_NUM = r"(-?\d+(?:\.\d+)?)"
-_INT = r"(\d{1,3}(?:,\d{3})+|\d+)"
+# ASCII digits only ([0-9], not \d: no Arabic-Indic or full-width digits). Unbounded here so
+# an over-long number is seen and noted rather than silently missed; the converters bound
+# it. Lines are cut to MAX_LINE_BYTES, and each pattern is led by a literal, so the search
+# stays linear in the line.
+_NUM = r"(-?[0-9]+(?:\.[0-9]+)?)"
+_INT = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"
+
+
+class Unparsed(ValueError):
+    """A matched number that is not a usable metric value; the message says why."""
+
+
+def _bounded(text: str) -> str:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise Unparsed(f"a {len(text)}-character number, over the {MAX_NUMBER_CHARS} "
+                       "character bound")
+    return text
 
 
 def _int(text: str) -> int:
-    return int(text.replace(",", ""))
+    return int(_bounded(text).replace(",", ""))
+
+
+def _float(text: str) -> float:
+    value = float(_bounded(text))
+    if not math.isfinite(value):
+        raise Unparsed(f"{text!r} is not a finite number")
+    return value
 
 
 @dataclass(frozen=True)
@@ -68,28 +101,31 @@ class _Pattern:
 _PATTERNS = (
     _Pattern(
         "KV cache memory",
-        re.compile(r"Available KV cache memory: " + _NUM + r" GiB"),
-        (("kv_cache_gib", 1, float),),
+        re.compile(r"Available KV cache memory: " + _NUM + r" GiB", re.ASCII),
+        (("kv_cache_gib", 1, _float),),
     ),
     _Pattern(
         "KV cache size",
-        re.compile(r"\b(?:GPU|CPU|XPU) KV cache size: " + _INT + r" tokens"),
+        re.compile(r"\b(?:GPU|CPU|XPU) KV cache size: " + _INT + r" tokens", re.ASCII),
         (("kv_tokens", 1, _int),),
     ),
     _Pattern(
         "Maximum concurrency",
-        re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + r"x"),
-        (("max_model_len", 1, _int), ("max_concurrency", 2, float)),
+        re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + r"x",
+                   re.ASCII),
+        (("max_model_len", 1, _int), ("max_concurrency", 2, _float)),
     ),
     _Pattern(
         "Model loading took",
-        re.compile(r"Model loading took " + _NUM + r" GiB memory and " + _NUM + r" seconds"),
-        (("model_load_gib", 1, float), ("model_load_s", 2, float)),
+        re.compile(r"Model loading took " + _NUM + r" GiB memory and " + _NUM + r" seconds",
+                   re.ASCII),
+        (("model_load_gib", 1, _float), ("model_load_s", 2, _float)),
     ),
     _Pattern(
         "Graph capturing finished",
-        re.compile(r"Graph capturing finished in " + _NUM + r" secs(?:, took " + _NUM + r" GiB)?"),
-        (("graph_capture_s", 1, float), ("graph_capture_gib", 2, float)),
+        re.compile(r"Graph capturing finished in " + _NUM + r" secs(?:, took " + _NUM + r" GiB)?",
+                   re.ASCII),
+        (("graph_capture_s", 1, _float), ("graph_capture_gib", 2, _float)),
     ),
     _Pattern(
         "init engine (",
@@ -98,9 +134,10 @@ _PATTERNS = (
             + _NUM
             + r" s(?:econds)?\b(?: \(compilation: "
             + _NUM
-            + r" s)?"
+            + r" s)?",
+            re.ASCII,
         ),
-        (("engine_init_s", 1, float), ("compilation_s", 2, float)),
+        (("engine_init_s", 1, _float), ("compilation_s", 2, _float)),
     ),
 )
 
@@ -113,18 +150,39 @@ class MetricsParser:
     found_at: dict[str, str] = field(default_factory=dict)
     occurrences: dict[str, int] = field(default_factory=dict)
     distinct: dict[str, list[float | int]] = field(default_factory=dict)
+    notes: list[dict[str, str]] = field(default_factory=list)
+    notes_dropped: int = 0
 
     def feed(self, line: str, where: str = "") -> None:
-        for pattern in _PATTERNS:
-            if pattern.needle not in line:
-                continue
-            match = pattern.regex.search(line)
-            if match is None:
-                continue
-            for name, group, convert in pattern.groups:
-                raw = match.group(group)
-                if raw is not None:
-                    self._record(name, convert(raw), where)
+        """Total over any text: an unusable number becomes a note, never an exception."""
+        try:
+            for pattern in _PATTERNS:
+                if pattern.needle not in line:
+                    continue
+                match = pattern.regex.search(line)
+                if match is None:
+                    continue
+                for name, group, convert in pattern.groups:
+                    raw = match.group(group)
+                    if raw is None:
+                        continue
+                    try:
+                        value = convert(raw)
+                    except (ValueError, OverflowError) as e:
+                        self.occurrences[name] = self.occurrences.get(name, 0) + 1
+                        self.note(name, where, str(e) if isinstance(e, Unparsed)
+                                  else f"{type(e).__name__} converting a {len(raw)}-character "
+                                       "number")
+                        continue
+                    self._record(name, value, where)
+        except Exception as e:  # a bug here must cost a metric, never the run's verdict
+            self.note("*", where, f"line not parsed: {type(e).__name__}")
+
+    def note(self, metric: str, where: str, why: str) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append({"metric": metric, "at": where, "note": why})
+        else:
+            self.notes_dropped += 1
 
     def _record(self, name: str, value: float | int, where: str) -> None:
         self.occurrences[name] = self.occurrences.get(name, 0) + 1
@@ -144,9 +202,10 @@ class MetricsParser:
         return {k: v for k, v in sorted(self.distinct.items()) if len(v) > 1}
 
 
-def parse_lines(lines: Iterable[str]) -> dict[str, float | int | None]:
-    """The metrics in an iterable of log lines. Pure."""
-    parser = MetricsParser()
+def parse_lines(lines: Iterable[str], parser: MetricsParser | None = None,
+                ) -> dict[str, float | int | None]:
+    """The metrics in an iterable of log lines (notes land in `parser` if given). Pure."""
+    parser = parser if parser is not None else MetricsParser()
     for number, line in enumerate(lines, 1):
         parser.feed(line, str(number))
     return parser.metrics()
@@ -200,6 +259,19 @@ def iter_log_lines(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator
 _NEEDLES = tuple(p.needle.encode() for p in _PATTERNS)
 
 
+def _open_log(path: Path) -> BinaryIO:
+    """The log opened for reading only if it is a regular file: no symlink is followed and a
+    FIFO does not block (O_NONBLOCK), so a planted FIFO or device cannot hang the seal."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def parse_file(path: Path, parser: MetricsParser | None = None, label: str = "") -> dict:
     """Stream one log file into `parser`; returns what was read (for the sources list).
 
@@ -208,35 +280,20 @@ def parse_file(path: Path, parser: MetricsParser | None = None, label: str = "")
     """
     parser = parser if parser is not None else MetricsParser()
     label = label or str(path)
-    lines = 0
-    with open(path, "rb") as f:
+    lines = size = 0
+    with _open_log(Path(path)) as f:
         for block in iter_log_blocks(f):
             n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
             if any(needle in block for needle in _NEEDLES):
                 for i, line in enumerate(iter_log_lines(io.BytesIO(block)), lines + 1):
                     parser.feed(line, f"{label}:{i}")
             lines += n
-    return {"path": label, "lines": lines, "bytes": Path(path).stat().st_size}
+        size = os.fstat(f.fileno()).st_size
+    return {"path": label, "lines": lines, "bytes": size}
 
 
-def write_metrics(log_paths: Sequence[Path], *, base: Path | None = None) -> dict:
-    """The `metrics.json` document for a run, from its native logs in the order given.
-
-    Returns the document; the caller writes it into the run folder (before SHA256SUMS).
-    A missing log is listed as missing, not an error: the run's own verdict says whether
-    a log should have been there. Paths are recorded relative to `base` (the run folder).
-    """
-    parser = MetricsParser()
-    sources = []
-    for path in log_paths:
-        path = Path(path)
-        inside = base is not None and path.is_relative_to(base)
-        label = str(path.relative_to(base)) if inside else str(path)
-        if not path.is_file():
-            sources.append({"path": label, "missing": True})
-            continue
-        sources.append(parse_file(path, parser, label))
-    return {
+def _document(parser: MetricsParser, sources: list[dict]) -> dict:
+    doc = {
         "schema": SCHEMA,
         "metrics": parser.metrics(),
         "found_at": dict(sorted(parser.found_at.items())),
@@ -244,3 +301,38 @@ def write_metrics(log_paths: Sequence[Path], *, base: Path | None = None) -> dic
         "conflicts": parser.conflicts(),
         "sources": sources,
     }
+    if parser.notes or parser.notes_dropped:
+        doc["notes"] = list(parser.notes)
+        if parser.notes_dropped:
+            doc["notes_dropped"] = parser.notes_dropped
+    return doc
+
+
+def failed_metrics(error: str) -> dict:
+    """The document when reading the logs failed outright: every metric null, and why."""
+    doc = _document(MetricsParser(), [])
+    doc["notes"] = [{"metric": "*", "at": "", "note": f"metrics not read: {error}"}]
+    return doc
+
+
+def write_metrics(log_paths: Sequence[Path], *, base: Path | None = None) -> dict:
+    """The `metrics.json` document for a run, from its native logs in the order given.
+
+    Returns the document; the caller writes it into the run folder (before SHA256SUMS).
+    A missing log is listed as missing, not an error: the run's own verdict says whether
+    a log should have been there. A log that cannot be read (not a regular file, an I/O
+    error) is listed with its error. Paths are recorded relative to `base` (the run folder).
+    """
+    parser = MetricsParser()
+    sources: list[dict] = []
+    for path in log_paths:
+        path = Path(path)
+        inside = base is not None and path.is_relative_to(base)
+        label = str(path.relative_to(base)) if inside else str(path)
+        try:
+            sources.append(parse_file(path, parser, label))
+        except FileNotFoundError:
+            sources.append({"path": label, "missing": True})
+        except OSError as e:
+            sources.append({"path": label, "error": f"{type(e).__name__}: {e.strerror or e}"})
+    return _document(parser, sources)

@@ -9,12 +9,15 @@ damaged file becomes a line in the report rather than a traceback.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InvalidInput
 from harness.night.journal import JOURNAL_NAME, Journal
+from harness.readfile import InputError, read_bounded
 
 STAMP = r"\d{8}T\d{6}Z"
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -47,15 +50,17 @@ def campaign_of_night_name(name: str) -> str | None:
 
 
 def read_json(path: Path) -> tuple[Any, str | None]:
-    """(document, None) or (None, a one-line problem)."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            return None, f"{path.name} is {size} bytes, over the {MAX_JSON_BYTES} byte limit"
-        return json.loads(path.read_bytes()), None
-    except FileNotFoundError:
+    """(document, None) or (None, a one-line problem). Never raises, never blocks: a FIFO,
+    a symlink, an oversized file, broken or too deeply nested JSON are each a problem."""
+    if not os.path.lexists(path):
         return None, f"{path.name} missing"
-    except (OSError, ValueError) as e:
+    try:
+        return json.loads(read_bounded(path, MAX_JSON_BYTES, what=path.name)), None
+    except InputError as e:
+        return None, f"{path.name} unreadable: {e.message}"
+    except RecursionError:
+        return None, f"{path.name} unreadable: nested too deeply"
+    except ValueError as e:  # not JSON, not UTF-8, an integer past Python's digit limit
         return None, f"{path.name} unreadable: {e}"
 
 
@@ -95,14 +100,18 @@ def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
         raise InvalidInput(f"{night_dir} is not a folder")
     info: dict[str, Any] = {"name": night_dir.name, "dir": str(night_dir)}
     journal_path = night_dir / JOURNAL_NAME
-    if journal_path.exists():
+    if os.path.lexists(journal_path):
+        mode = journal_path.lstat().st_mode
+        if not stat.S_ISREG(mode):  # a FIFO would hang SQLite's open, a symlink lead anywhere
+            raise InvalidInput(f"{journal_path}: the journal is not a regular file")
         with Journal.open(journal_path, readonly=True) as journal:
             night = journal.night()
             rows = [r.as_dict() for r in journal.rows()]
         info.update(campaign=night.campaign, campaign_file=night.campaign_file,
                     seal=night.seal, created=night.created, deadline=night.deadline)
         records = [
-            load_run(resolve_run_dir(r["run_dir"], night_dir) if r["run_dir"] else None, r)
+            load_run(resolve_run_dir(r["run_dir"], night_dir)
+                     if isinstance(r["run_dir"], str) and r["run_dir"] else None, r)
             for r in rows
         ]
         return info, records

@@ -9,14 +9,18 @@ is escaped for the format it lands in.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from harness.report.inert import inert
 from harness.report.metrics import METRICS, UNITS
 from harness.report.svg import fmt, line_plot
 
 SCHEMA = "harness.summary/v1"
+UNCAPPED = 10**9  # the renderers only escape; the length was capped when the entry was built
+MAX_INT = 10**18  # larger "metrics" are not figures: float() of them could overflow
 # Night-level trend: per control, a list of (night name, {metric: value}).
 Trends = Mapping[str, Sequence[tuple[str, Mapping[str, float | int | None]]]]
 SHOWN_METRICS = (
@@ -33,12 +37,15 @@ LABELS = {
 
 
 def _time(value: Any) -> datetime | None:
+    """An ISO time; a naive one is taken as UTC (the harness writes UTC), so naive and aware
+    times from a hand-edited or foreign run.json still subtract instead of raising."""
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value)
+        t = datetime.fromisoformat(value)
     except ValueError:
         return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def _seconds(start: Any, end: Any) -> float | None:
@@ -50,47 +57,81 @@ def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _number(value: Any) -> float | int | None:
+    """A finite number of sane size, or None: Infinity, NaN and 1e999 (which JSON readers
+    accept) are never plotted, printed as figures, or written (allow_nan=False)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return value
+    if isinstance(value, int):
+        return value if abs(value) <= MAX_INT else None
+    return value if math.isfinite(value) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) \
+        and abs(value) <= MAX_INT else None
+
+
+def _text(value: Any) -> str | None:
+    """A string field as inert text; None when absent. A non-string (an object where a
+    name belongs) is shown as its JSON, so it is visible rather than silently dropped."""
+    if value is None or value == "":
+        return None
+    return inert(value)
 
 
 def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None) -> dict:
-    """One summary row from {"row": journal row, "run": run.json, "metrics": metrics.json}."""
+    """One summary row from {"row": journal row, "run": run.json, "metrics": metrics.json}.
+
+    Every field is normalised to its type (inert text, a finite number, or None), so a
+    hostile run.json can change what a row says but not whether the report renders."""
     row, run = _dict(record.get("row")), _dict(record.get("run"))
     metrics_doc = _dict(record.get("metrics"))
     metrics = _dict(metrics_doc.get("metrics", metrics_doc))
     times, lock = _dict(run.get("times")), _dict(run.get("lock"))
-    reasons = [str(r) for r in run.get("reasons") or [] if r]
+    raw_reasons = run.get("reasons")
+    reasons = [inert(r) for r in _list(raw_reasons) if r]
+    if raw_reasons is not None and not isinstance(raw_reasons, list):
+        reasons.append("run.json: reasons is not a list: " + inert(raw_reasons, 200))
     # the journal's reason is usually the run's own reasons joined: show it only when new
-    if row.get("reason") and row["reason"] not in reasons and row["reason"] != "; ".join(reasons):
-        reasons.append(str(row["reason"]))
-    reasons += [str(p) for p in record.get("problems") or []]
+    journal_reason = _text(row.get("reason"))
+    if journal_reason and journal_reason not in reasons and journal_reason != "; ".join(reasons):
+        reasons.append(journal_reason)
+    reasons += [inert(p) for p in _list(record.get("problems"))]
+    status = run.get("status")
+    if status is not None and not isinstance(status, str):
+        reasons.append("run.json: status is not a string: " + inert(status, 200))
+        status = None
     rerun = _dict(run.get("rerun_of"))
-    rerun_of = rerun.get("run_id") or (links or {}).get(row.get("rerun_of"))
+    link = row.get("rerun_of")
+    linked = (links or {}).get(link) if isinstance(link, int) else None
     return {
-        "plan_index": row.get("plan_index"),
-        "control": row.get("control") or _dict(run.get("control")).get("name") or "?",
-        "attempt": row.get("attempt"),
-        "origin": row.get("origin"),
-        "state": row.get("state"),
-        "status": run.get("status") or row.get("state") or "unknown",
-        "run_id": run.get("run_id") or row.get("run_id"),
-        "run_dir": row.get("run_dir"),
+        "plan_index": _int(row.get("plan_index")),
+        "control": _text(row.get("control")) or _text(_dict(run.get("control")).get("name"))
+        or "?",
+        "attempt": _int(row.get("attempt")),
+        "origin": _text(row.get("origin")),
+        "state": _text(row.get("state")),
+        "status": _text(status) or _text(row.get("state")) or "unknown",
+        "run_id": _text(run.get("run_id")) or _text(row.get("run_id")),
+        "run_dir": _text(row.get("run_dir")),
         "reasons": reasons,
-        "rerun_of": rerun_of,
-        "rerun_reason": rerun.get("reason") or row.get("link_reason"),
+        "rerun_of": _text(rerun.get("run_id")) or _text(linked),
+        "rerun_reason": _text(rerun.get("reason")) or _text(row.get("link_reason")),
         "reruns": [],
         "post_steps": [
-            {"name": str(p.get("name")), "verdict": p.get("verdict"),
-             "exit_code": p.get("exit_code")}
-            for p in run.get("post_steps") or [] if isinstance(p, dict)
+            {"name": inert(p.get("name")), "verdict": _text(p.get("verdict")),
+             "exit_code": _int(p.get("exit_code"))}
+            for p in _list(run.get("post_steps")) if isinstance(p, dict)
         ],
         "lock_wait_s": _number(lock.get("wait_s")),
         "lock_hold_s": _seconds(lock.get("acquired"), lock.get("released")),
         "duration_s": _seconds(times.get("started"), times.get("ended")),
-        "started": times.get("started"),
+        "started": _text(times.get("started")),
         "metrics": {name: _number(metrics.get(name)) for name in METRICS},
     }
 
@@ -100,7 +141,7 @@ def build_summary(
 ) -> dict:
     """The JSON form of the summary; `render_markdown` and `render_html` draw from it."""
     links = {r["row"]["id"]: r["row"].get("run_id") for r in records
-             if isinstance(r.get("row"), dict) and "id" in r["row"]}
+             if isinstance(r.get("row"), dict) and _int(r["row"].get("id")) is not None}
     runs = [run_entry(r, links) for r in records]
     for entry in runs:  # the other direction of the rerun link
         if entry["rerun_of"]:
@@ -112,7 +153,7 @@ def build_summary(
         counts[entry["status"]] = counts.get(entry["status"], 0) + 1
     return {
         "schema": SCHEMA,
-        "night": dict(night),
+        "night": {inert(k, 200): _text(v) for k, v in night.items()},
         "counts": dict(sorted(counts.items())),
         "runs": runs,
         "trends": {
@@ -146,12 +187,16 @@ def _link_text(entry: dict) -> str:
     return "; ".join(parts)
 
 
+_MD_SPECIAL = "\\`*_[]<>#!|~&"
+_MD_ESCAPE = {ord(ch): "\\" + ch for ch in _MD_SPECIAL}
+
+
 def _md(text: Any) -> str:
-    """One table cell: no line breaks, and |, <, >, ` and \\ backslash-escaped (CommonMark)."""
-    out = str(text).replace("\r", " ").replace("\n", " ")
-    for ch in "\\|<>`":
-        out = out.replace(ch, "\\" + ch)
-    return out
+    """Inert Markdown text: controls escaped (no line breaks), and every character that can
+    start markup (emphasis, links, images, HTML, entities, code, table pipes) backslash-
+    escaped, as CommonMark allows for any ASCII punctuation. Never used inside a code span,
+    where backslashes do not escape."""
+    return inert(text, UNCAPPED).translate(_MD_ESCAPE)
 
 
 def render_markdown(summary: Mapping[str, Any]) -> str:
@@ -159,8 +204,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     lines = [f"# Night {_md(night.get('name', '?'))}", ""]
     for key in ("campaign", "campaign_file", "seal", "created", "deadline", "dir"):
         if night.get(key):
-            lines.append(f"- {key.replace('_', ' ')}: `{_md(night[key])}`")
-    counts = ", ".join(f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
+            lines.append(f"- {key.replace('_', ' ')}: {_md(night[key])}")
+    counts = ", ".join(f"{n} {_md(s)}" for s, n in summary["counts"].items()) or "no runs"
     lines += [f"- runs: {counts}", ""]
     head = ["#", "control", "attempt", "status", "reasons", "lock wait", "lock hold", "duration"]
     head += [LABELS[m] for m in SHOWN_METRICS]
@@ -168,17 +213,18 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     for e in summary["runs"]:
         reasons = "; ".join(e["reasons"]) or ""
         link = _link_text(e)
-        cells = [
+        cells = [_md(c) for c in (
             e["plan_index"] if e["plan_index"] is not None else "", e["control"],
-            e["attempt"] or "", f"**{e['status']}**", reasons + (f" ({link})" if link else ""),
+            e["attempt"] or "", e["status"], reasons + (f" ({link})" if link else ""),
             _seconds_text(e["lock_wait_s"]), _seconds_text(e["lock_hold_s"]),
             _seconds_text(e["duration_s"]), *(_metric_text(e, m) for m in SHOWN_METRICS),
-        ]
-        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        )]
+        cells[3] = f"**{cells[3]}**"  # the only markup in a row, around escaped text
+        lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for e in summary["runs"]:
         if e["run_id"]:
-            lines.append(f"- `{_md(e['run_id'])}`: {_md(e['run_dir'] or '')}")
+            lines.append(f"- {_md(e['run_id'])}: {_md(e['run_dir'] or '')}")
     if summary["trends"]:
         lines += ["", "## Across nights", ""]
         for control, points in summary["trends"].items():
@@ -209,7 +255,7 @@ code{font-size:.8rem}
 
 
 def _h(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return html.escape(inert(text, UNCAPPED), quote=True)
 
 
 def render_html(summary: Mapping[str, Any]) -> str:

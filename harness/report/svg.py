@@ -11,12 +11,14 @@ import math
 from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from harness.report.inert import inert
+
 Point = tuple[str, float | int | None]
 
 
 def fmt(value: float | int | None, unit: str = "") -> str:
     """A short human form of a metric value: 3 significant decimals at most."""
-    if value is None:
+    if not _finite(value):  # None, NaN, Infinity, a non-number: never shown as a figure
         return "—"
     if isinstance(value, int) and not isinstance(value, bool):
         text = f"{value:,}"
@@ -28,7 +30,12 @@ def fmt(value: float | int | None, unit: str = "") -> str:
 
 
 def _finite(v: float | int | None) -> bool:
-    return v is not None and not isinstance(v, bool) and math.isfinite(float(v))
+    if v is None or isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:  # an int too large for a float is not a plottable figure
+        return False
 
 
 def line_plot(
@@ -59,14 +66,17 @@ def line_plot(
         )
         parts.append("</svg>")
         return "".join(parts)
-    lo, hi = min(values), max(values)
+    # Scaled into [-1, 1] first: `hi - lo` of huge values would overflow to inf, and
+    # `lo - 1` of 9e15 is lo again (a zero span); in the scaled space neither can happen.
+    scale = max(abs(min(values)), abs(max(values))) or 1.0
+    lo, hi = min(values) / scale, max(values) / scale
     if hi == lo:
-        lo, hi = lo - 1 if lo else -1, hi + 1 if hi else 1
+        lo, hi = lo - 1, hi + 1
     n = len(points)
 
     def xy(i: int, v: float) -> tuple[float, float]:
         x = pad_l + (plot_w * (i / (n - 1)) if n > 1 else plot_w / 2)
-        y = pad_t + plot_h * (1 - (v - lo) / (hi - lo))
+        y = pad_t + plot_h * (1 - (v / scale - lo) / (hi - lo))
         return x, y
 
     segments: list[list[tuple[float, float]]] = [[]]
@@ -83,7 +93,7 @@ def line_plot(
     for i, (label, v) in enumerate(points):
         if _finite(v):
             x, y = xy(i, float(v))
-            tip = f"{label}: {fmt(v, unit)}"
+            tip = f"{inert(label, 200)}: {fmt(v, unit)}"
             parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#3465a4">'
                          f"<title>{escape(tip)}</title></circle>")
     last = next((v for _, v in reversed(points) if _finite(v)), None)

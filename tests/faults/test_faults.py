@@ -145,10 +145,22 @@ def test_sigkill_while_the_container_runs_leaves_an_orphan_the_next_run_refuses_
     killed = only_run(project)
     r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
     assert r.returncode == 3
-    assert (killed / "SHA256SUMS").exists(), "the killed run was sealed as interrupted"
-    assert project.record(killed)["status"] == "interrupted"
+    # Its workload may still write into the folder: it is not sealed while it runs.
+    assert not (killed / "SHA256SUMS").exists(), "sealed while its container still runs"
+    assert '"event": "recovery-deferred"' in r.stderr
     newest = next(d for d in project.run_dirs() if d != killed)
     assert "ENV-ORPHAN-CONTAINER" in project.record(newest)["rules"]
+    # Once the orphan has exited, the next run seals the cut-off folder and removes it.
+    [cid] = containers_with_label(label, all_states=False)
+    subprocess.run(["docker", "kill", cid], capture_output=True, check=True)
+    wait_for(lambda: not containers_with_label(label, all_states=False), what="its exit")
+    project.control("long", SHORT)
+    r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+    assert r.returncode == 0, r.stderr
+    assert (killed / "SHA256SUMS").exists(), "the killed run was sealed as interrupted"
+    assert project.record(killed)["status"] == "interrupted"
+    assert verify_folder(killed) == []
+    assert containers_with_label(label) == [], "the exited orphan was removed"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

@@ -64,3 +64,57 @@ def make_keys(tmp: Path, name: str) -> tuple[Path, str]:
                    check=True)
     kind, blob = (tmp / f"{name}.pub").read_text().split()[:2]
     return key, f'{name}@example namespaces="harness-evidence" {kind} {blob}\n'
+
+
+def writable_bundle(archive: Path, dest: Path) -> Path:
+    """Unpack a bundle (safely) and make it writable, so a test can play the forger."""
+    from harness.bundle import safe_extract
+
+    dest.mkdir(parents=True, exist_ok=True)
+    root = safe_extract(archive, dest)
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+def rebag(root: Path, key: Path | None = None, *, statement: bool = True) -> None:
+    """What a forger holding the signing key (or facing an unsigned bundle) can do after
+    changing the payload: make every bag-level record agree with it again (manifest,
+    statement subjects, Payload-Oxum, tag manifest) and sign it. Only the runs' own seals
+    and the bundle's rules are left to notice."""
+    from harness.atomic import dumps_json
+    from harness.bundle.sign import sign
+    from harness.bundle.sums import format_sums
+
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    payload = {p.relative_to(root).as_posix(): p for p in sorted((root / "data").rglob("*"))
+               if p.is_file()}
+    sums = {rel: digest(p) for rel, p in payload.items()}
+    (root / "manifest-sha256.txt").write_text(format_sums(sums))
+    if statement:
+        doc = json.loads((root / "metadata/statement.intoto.json").read_text())
+        doc["subject"] = [{"name": rel, "digest": {"sha256": sums[rel]}} for rel in sorted(sums)]
+        (root / "metadata/statement.intoto.json").write_text(dumps_json(doc))
+    oxum = f"{sum(p.stat().st_size for p in payload.values())}.{len(payload)}"
+    info = (root / "bag-info.txt").read_text().splitlines()
+    (root / "bag-info.txt").write_text("".join(
+        (f"Payload-Oxum: {oxum}" if line.startswith("Payload-Oxum:") else line) + "\n"
+        for line in info))
+    tags = ["bagit.txt", "bag-info.txt", "manifest-sha256.txt", "metadata/statement.intoto.json"]
+    tagmanifest = format_sums({t: digest(root / t) for t in tags})
+    (root / "tagmanifest-sha256.txt").write_text(tagmanifest)
+    signature = root / "tagmanifest-sha256.txt.sig"
+    signature.unlink(missing_ok=True)
+    if key is not None:
+        signature.write_bytes(sign(tagmanifest.encode(), key))
+
+
+def pack(root: Path, out: Path) -> Path:
+    """Tar an unpacked bundle folder again, as a forger would hand it on."""
+    import tarfile
+
+    with tarfile.open(out, "w:gz") as tar:
+        tar.add(root, arcname=root.name)
+    return out

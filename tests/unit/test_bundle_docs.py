@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from bundle_helpers import make_keys, make_run
+from bundle_helpers import make_keys, make_run, rebag
 
 from harness.bundle import export_bundle
 
@@ -48,8 +48,6 @@ def _retar(root: Path, out: Path) -> None:
 @pytest.mark.parametrize("tamper", ["payload", "extra-payload", "tag", "broken-run"])
 def test_coreutils_recipe_rejects_tampering(tmp_path, tamper):
     run = make_run(tmp_path / "gpu-runs", "r1")
-    if tamper == "broken-run":  # broken before export: only the run's own SHA256SUMS knows
-        (run / "logs" / "stdout.log").write_text("rewritten\n")
     export_bundle([run], tmp_path / "good.tar.gz")
     work = tmp_path / "work"
     work.mkdir()
@@ -64,6 +62,9 @@ def test_coreutils_recipe_rejects_tampering(tmp_path, tamper):
         (root / "data/r1/smuggled.txt").write_text("x\n")
     elif tamper == "tag":
         (root / "bag-info.txt").write_text("Campaign: something else\n")
+    else:  # the bag made to agree with a rewritten log: only the run's own SHA256SUMS knows
+        (root / "data/r1/logs/stdout.log").write_text("rewritten\n")
+        rebag(root)
     _retar(root, tmp_path / "evidence.tar.gz")
     result = run_script(doc_script("coreutils"), tmp_path)
     assert result.returncode != 0

@@ -7,10 +7,11 @@ import tarfile
 
 import bagit
 import pytest
-from bundle_helpers import make_run, seal
+from bundle_helpers import make_run, rebag, seal, writable_bundle
 from click.testing import CliRunner
 
 from harness.bundle import export_bundle, safe_extract, verify_bundle
+from harness.bundle.export import ExportRefused
 from harness.cli.bundle import bundle
 from harness.errors import InvalidInput
 
@@ -82,6 +83,26 @@ def test_night_folder_keeps_its_structure(tmp_path):
                                          "data/night-20261130/runs/r2"]
 
 
+def test_night_folder_as_harness_night_writes_it_with_its_runs_beside(tmp_path):
+    """`harness night` keeps the journal and summaries in the night folder and the runs in
+    the runs folder: the night is bundled as it is, covered by the bag manifest."""
+    night = tmp_path / "nights" / "kv-20261130T080000Z"
+    night.mkdir(parents=True)
+    for name in ("journal.sqlite", "ended.json", "summary.md", "summary.html", "summary.json"):
+        (night / name).write_text(f"{name}\n")
+    run = make_run(tmp_path / "gpu-runs", "r1", full=False)
+    out = tmp_path / "n.tar"
+    result = export_bundle([night, run], out)
+    assert result.runs == ["r1"]
+    report = verify_bundle(out)
+    assert report.ok, report.problems
+    assert report.runs == ["data/r1"]
+    (night / "journal.sqlite").unlink()
+    with pytest.raises(InvalidInput) as e:
+        export_bundle([night, run], tmp_path / "m.tar")
+    assert any("not a run or night folder" in f for f in e.value.faults)
+
+
 def test_absent_records_are_tolerated(tmp_path):
     run = make_run(tmp_path, "tiny", full=False)
     out = tmp_path / "t.tar"
@@ -89,25 +110,57 @@ def test_absent_records_are_tolerated(tmp_path):
     assert verify_bundle(out).ok
 
 
-def test_run_broken_before_export_warns_and_fails_verification(tmp_path):
+def test_run_broken_before_export_is_refused_naming_each_file(tmp_path):
     run = make_run(tmp_path / "gpu-runs")
     (run / "logs" / "stdout.log").write_text("rewritten after sealing\n")
     (run / "late.txt").write_text("added after sealing\n")
     out = tmp_path / "b.tar"
-    result = export_bundle([run], out)
-    assert {(p.kind, p.path.rsplit("/", 1)[-1]) for p in result.warnings} == {
-        ("changed", "stdout.log"), ("extra", "late.txt")}
-    problems = {(p.kind, p.path) for p in verify_bundle(out).problems}
+    with pytest.raises(ExportRefused) as e:
+        export_bundle([run], out)
+    assert e.value.code == 1
+    assert {(p.kind, p.path) for p in e.value.problems} == {
+        ("changed", f"data/{run.name}/logs/stdout.log"), ("extra", f"data/{run.name}/late.txt")}
+    assert not out.exists()
+
+
+def test_broken_run_in_a_bundle_fails_verification(tmp_path):
+    """A run broken inside the bag, with every bag record made to agree: its seal says no."""
+    run = make_run(tmp_path / "gpu-runs")
+    export_bundle([run], tmp_path / "b.tar")
+    root = writable_bundle(tmp_path / "b.tar", tmp_path / "x")
+    (root / f"data/{run.name}/logs/stdout.log").write_text("rewritten\n")
+    (root / f"data/{run.name}/late.txt").write_text("added\n")
+    rebag(root)
+    problems = {(p.kind, p.path) for p in verify_bundle(root).problems}
     assert problems == {("changed", f"data/{run.name}/logs/stdout.log"),
                         ("extra", f"data/{run.name}/late.txt")}
 
 
-def test_unsealed_run_fails_verification(tmp_path):
+def test_unsealed_run_is_refused_and_fails_verification(tmp_path):
     run = make_run(tmp_path, "r", full=False)
+    export_bundle([run], tmp_path / "b.tar")
+    root = writable_bundle(tmp_path / "b.tar", tmp_path / "x")
     (run / "SHA256SUMS").unlink()
-    out = tmp_path / "b.tar"
-    export_bundle([run], out)
-    assert [(p.kind, p.path) for p in verify_bundle(out).problems] == [("unsealed", "data/r")]
+    with pytest.raises(ExportRefused) as e:
+        export_bundle([run], tmp_path / "c.tar")
+    assert [(p.kind, p.path) for p in e.value.problems] == [("unsealed", "data/r")]
+    (root / "data/r/SHA256SUMS").unlink()
+    rebag(root)
+    assert [(p.kind, p.path) for p in verify_bundle(root).problems] == [("unsealed", "data/r")]
+
+
+def test_cli_export_of_a_broken_run_exits_1_naming_the_file(tmp_path, capsys):
+    from harness.cli.main import cli, main
+
+    cli.add_command(bundle)
+    run = make_run(tmp_path, "r", full=False)
+    (run / "logs" / "stdout.log").write_text("rewritten\n")
+    with pytest.raises(SystemExit) as e:
+        main(["bundle", "export", str(run), "-o", str(tmp_path / "b.tar")])
+    err = capsys.readouterr().err
+    assert e.value.code == 1
+    assert "FAIL changed: data/r/logs/stdout.log" in err and "not bundled" in err
+    assert "Traceback" not in err and not (tmp_path / "b.tar").exists()
 
 
 def test_addendum_with_its_own_seal_is_fine(tmp_path):

@@ -48,6 +48,8 @@ HOSTILE = {
     "fifo": lambda: [member(f"{TOP}/pipe", tarfile.FIFOTYPE)],
     "duplicate": lambda: [member(f"{TOP}/a", data=b"1"), member(f"{TOP}/a", data=b"2")],
     "control-char": lambda: [member(f"{TOP}/a\nb", data=b"x")],
+    "bidi-override": lambda: [member(f"{TOP}/data/r/\u202etxt.exe", data=b"x")],
+    "line-separator": lambda: [member(f"{TOP}/data/r/a\u2028b", data=b"x")],
 }
 
 

@@ -11,7 +11,7 @@ from harness.bundle.bag import bag_info, bagit_txt, payload_oxum
 from harness.bundle.export import archive_mtime, compression_for, top_folder
 from harness.bundle.facts import RunFacts, time_span
 from harness.bundle.payload import find_run_dirs
-from harness.bundle.seals import check_seals
+from harness.bundle.seals import bag_runs, layout_problems
 from harness.bundle.statement import build_statement, check_statement
 from harness.bundle.sums import compare, format_sums, parse_sums, unsafe_name_reason
 from harness.errors import InvalidInput
@@ -71,21 +71,18 @@ def test_find_run_dirs_ignores_runs_nested_in_runs():
     assert find_run_dirs(["run.json", "addenda/a/run.json"]) == [""]
 
 
-def test_check_seals_scopes_addenda_and_flags_unsealed():
-    files = {
-        "data/r/run.json": H1, "data/r/log": H2,
-        "data/r/SHA256SUMS": "x",
-        "data/r/addenda/a/verdict.json": H3, "data/r/addenda/a/SHA256SUMS": "y",
-        "data/r/stray": H1,
-        "data/q/run.json": H1,
-    }
-    texts = {
-        "data/r/SHA256SUMS": f"{H1}  run.json\n{H3}  log\n",
-        "data/r/addenda/a/SHA256SUMS": f"{H3}  verdict.json\n",
-    }
-    problems = {(p.kind, p.path) for p in check_seals(files, texts.__getitem__)}
-    assert problems == {
-        ("changed", "data/r/log"), ("extra", "data/r/stray"), ("unsealed", "data/q"),
+def test_layout_allows_seals_only_in_runs_and_needs_a_run_per_folder():
+    payload = [
+        "data/r/run.json", "data/r/SHA256SUMS", "data/r/addenda/a/SHA256SUMS",
+        "data/night/runs/r1/run.json", "data/night/runs/r1/SHA256SUMS",
+        "data/night/summary.md", "data/night/SHA256SUMS", "data/night/x/SHA256SUMS",
+        "data/loose/file", "data/SHA256SUMS", "data/run.json",
+        "data/kv-night/journal.sqlite", "data/kv-night/summary.md",
+    ]
+    assert bag_runs(payload) == ["data/night/runs/r1", "data/r"]
+    assert {(p.kind, p.path) for p in layout_problems(payload)} == {
+        ("misplaced-seal", "data/night/SHA256SUMS"), ("misplaced-seal", "data/night/x/SHA256SUMS"),
+        ("not-a-run", "data/loose"), ("stray", "data/SHA256SUMS"), ("stray", "data/run.json"),
     }
 
 

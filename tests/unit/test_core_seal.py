@@ -63,7 +63,9 @@ def test_addenda_have_their_own_manifest(tmp_path):
     add = run / "addenda" / "20260101T000000Z-refinalize"
     add.mkdir(parents=True)
     (add / "verdict.json").write_text("{}")
-    assert [p.kind for p in verify_folder(run)] == ["extra"]
+    assert sorted((p.path, p.kind) for p in verify_folder(run)) == [
+        ("addenda", "extra-folder"), (str(add.relative_to(run)), "extra-folder"),
+        ("addenda/20260101T000000Z-refinalize/verdict.json", "extra")]
     write_manifest(add)
     assert verify_folder(run) == []
     (add / "verdict.json").write_text('{"verdict": "accepted"}')
@@ -79,9 +81,12 @@ def test_no_manifest_is_a_problem_not_a_pass(tmp_path):
     assert [p.kind for p in verify_folder(empty)] == ["no-manifest"]
 
 
-def test_escaped_names_round_trip():
-    sums = {"a\nb": "0" * 64, "c\\d": "1" * 64, "plain": "2" * 64}
-    assert parse_sums(render_sums(sums)) == sums
+def test_sums_round_trip_and_names_needing_escapes_are_refused():
+    sums = {"a b": "0" * 64, "dir/é.json": "1" * 64, "plain": "2" * 64}
+    assert parse_sums(render_sums(sums).encode()) == (sorted(sums.items()), [])
+    for bad in ("a\nb", "c\\d", "e\rf", "g\u2028h", "./x"):
+        with pytest.raises(ValueError, match="cannot be sealed"):
+            render_sums({bad: "0" * 64})
 
 
 def test_seal_digest_is_order_independent_and_sensitive():

@@ -94,7 +94,12 @@ def test_secrets_go_by_name_and_evidence_holds_only_their_hash():
 
 @pytest.mark.parametrize("name,secret", [("HF_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True),
                                           ("DB_PASSWORD", True), ("PATH", False),
-                                          ("VLLM_USE_V1", False)])
+                                          ("VLLM_USE_V1", False), ("hf_token", True),
+                                          ("apiKey", True), ("HFTOKEN", True),
+                                          ("openai.api-key", True), ("SECRETS", True),
+                                          ("max_num_batched_tokens", False),
+                                          ("tokenizer", False), ("TOKENIZERS_PARALLELISM", False),
+                                          ("kv_cache_dtype", False)])
 def test_secret_names(name, secret):
     assert looks_secret(name) is secret
 
@@ -110,3 +115,32 @@ def test_resources_map_to_limits():
 def test_vector_is_deterministic():
     ctl = control(env={"B": "2", "A": "1"})
     assert vec(ctl).argv == vec(ctl).argv
+
+
+def test_evidence_lists_each_mount_as_declared_and_as_given_to_docker():
+    ctl = control(model={"source": "m", "target": "/models/m", "sha256": {}},
+                  mounts=[{"source": "a", "target": "/a", "read_only": False}])
+    ev = vec(ctl, model_source=Path("/real/m"), model_declared="/host/m",
+             mount_sources=(Path("/real/a"),), declared_sources=("/host/a",)).evidence()
+    assert ev["mounts"] == [
+        {"role": "model", "declared": "/host/m", "source": "/real/m", "target": "/models/m",
+         "read_only": True},
+        {"role": "observations", "declared": None, "source": "/runs/r/observations",
+         "target": "/harness/out", "read_only": False},
+        {"role": "control", "declared": "/host/a", "source": "/real/a", "target": "/a",
+         "read_only": False}]
+
+
+def test_launcher_labels_name_the_harness_process():
+    argv = vec(control(), launcher={"pid": "7", "started": "1.5", "host": "h"}).argv
+    labels = [argv[i + 1] for i, a in enumerate(argv) if a == "--label"]
+    assert {"org.harness.launcher-pid=7", "org.harness.launcher-started=1.5",
+            "org.harness.launcher-host=h"} <= set(labels)
+
+
+def test_engine_args_hold_no_secret_value():
+    argv = vec(control(engine={"dtype": "bf16", "hf_token": "hunter2"})).argv
+    [args] = [a for a in argv if a.startswith("HARNESS_ENGINE_ARGS=")]
+    assert json.loads(args.partition("=")[2]) == {
+        "dtype": "bf16", "hf_token": {"$harness_secret_env": "HARNESS_ENGINE_SECRET_0"}}
+    assert "HARNESS_ENGINE_SECRET_0" in argv and not any("hunter2" in a for a in argv)

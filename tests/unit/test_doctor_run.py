@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.doctor import any_failed, run_checks
+from harness.doctor.checks import judge_lock
 from harness.doctor.probes import free_space, lock_facts, run_tool
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"
@@ -106,6 +107,18 @@ def test_lock_facts_never_create_the_lock(tmp_path):
     assert not lock.exists()
     lock.write_text("")
     assert lock_facts(lock)["writable"] is True
+
+
+def test_a_symlinked_lock_file_fails_the_doctor_as_run_refuses_it(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    lock = tmp_path / "gpu.lock"
+    lock.symlink_to(victim)
+    check = judge_lock(**lock_facts(lock))
+    assert check.status == "fail" and "not a regular file" in check.detail
+    dangling = tmp_path / "other.lock"
+    dangling.symlink_to(tmp_path / "nowhere")
+    assert judge_lock(**lock_facts(dangling)).status == "fail"
 
 
 def test_free_space_of_a_folder_not_yet_created_is_measured_at_its_ancestor(tmp_path):

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from harness.atomic import dumps_json
 from harness.cli.finalize import finalize, refinalize
 from harness.cli.main import cli, main
-from harness.errors import EnvironmentFault, InvalidInput
+from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.finalize.contract import ContractError, load_contract_text, parse_contract
 from harness.finalize.documents import DocumentError, read_document
 from harness.finalize.runfolder import (
@@ -37,6 +37,7 @@ from harness.finalize.runfolder import (
     refinalize as refinalize_run,
 )
 from harness.poststeps import gate0
+from harness.seal import write_manifest
 
 MODE = {"$enum": "vllm.config.compilation.CompilationMode", "name": "VLLM_COMPILE", "value": 3}
 REPO = Path(__file__).resolve().parents[2]
@@ -204,10 +205,16 @@ def run_folder(tmp_path, gen_ops=("a",), status="refused", seal=True, gate0_verd
         (run / "post-steps" / "gate0").mkdir(parents=True)
         write(run / "post-steps" / "gate0" / "verdict.json", gate0_verdict)
     if seal:
-        for p in sorted(run.rglob("*"), reverse=True):
-            p.chmod(0o555 if p.is_dir() else 0o444)
-        run.chmod(0o555)
+        seal_run(run)
     return run
+
+
+def seal_run(run):
+    """Seal as the harness does: SHA256SUMS over every file, then read-only."""
+    write_manifest(run)
+    for p in sorted(run.rglob("*"), reverse=True):
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    run.chmod(0o555)
 
 
 def test_gate0_post_step(tmp_path):
@@ -399,7 +406,7 @@ def test_addendum_helpers(tmp_path):
     open_run.mkdir()
     open_run.chmod(0o700)
     write_addendum(open_run, "y", {"f": b"1"}, datetime(2026, 1, 1, tzinfo=UTC))
-    assert stat.S_IMODE((open_run / "addenda").stat().st_mode) == 0o500
+    assert stat.S_IMODE((open_run / "addenda").stat().st_mode) == 0o555
     assert stat.S_IMODE(open_run.stat().st_mode) == 0o700
 
 
@@ -409,8 +416,8 @@ NOW = datetime(2026, 11, 30, 8, 30, tzinfo=UTC)
 def test_invalid_input_is_the_error_type(tmp_path):
     with pytest.raises(InvalidInput, match=r"is not a run folder with a readable run\.json"):
         refinalize_run(Path("/nonexistent/run"), NOW)
-    with pytest.raises(InvalidInput):
-        refinalize_run(tmp_path, NOW)  # a folder, but no run.json
+    with pytest.raises(Refused, match="was never sealed"):
+        refinalize_run(tmp_path, NOW)  # a folder, but never sealed
 
 
 def test_stamps_are_utc_whatever_the_local_zone(tmp_path, monkeypatch):
@@ -453,6 +460,7 @@ def test_pins_reach_the_judge_through_run_folders(tmp_path):
     no_pins = {"fields": {}, "enums": {}}
     assert judge_run(run)["differences"][0]["kind"] == "encoding-mismatch"
     assert judge_run(run, pins=no_pins)["differences"][0]["kind"] == "value-changed"
+    seal_run(run)
     record, _ = refinalize_run(run, NOW, pins=no_pins)
     assert record["differences"][0]["kind"] == "value-changed"
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from .plugin import EXTENSION, GENERATION, STARTUP
@@ -32,9 +33,34 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def engine_args(text: str) -> dict[str, Any]:
+# Must match harness.vector: secret-looking engine values arrive as a reference to an env
+# var that docker was given by name only, so their clear text is in no argv and no evidence.
+SECRET_REF = "$harness_secret_env"
+ENGINE_SECRET_PREFIX = "HARNESS_ENGINE_SECRET_"
+
+
+def resolve_secrets(value: Any, environ: Mapping[str, str]) -> Any:
+    """Replace each {SECRET_REF: NAME} (at any depth) by the JSON value of $NAME."""
+    if isinstance(value, dict):
+        if set(value) == {SECRET_REF}:
+            name = value[SECRET_REF]
+            if not isinstance(name, str) or not name.startswith(ENGINE_SECRET_PREFIX):
+                raise ValueError(f"{SECRET_REF} must name a {ENGINE_SECRET_PREFIX}* variable")
+            if name not in environ:
+                raise ValueError(f"the engine secret {name} is not in the environment")
+            try:
+                return json.loads(environ[name])
+            except ValueError:
+                raise ValueError(f"the engine secret {name} is not JSON") from None
+        return {k: resolve_secrets(v, environ) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_secrets(v, environ) for v in value]
+    return value
+
+
+def engine_args(text: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The control's engine arguments; the worker extension is the driver's own."""
-    args = json.loads(text)
+    args = resolve_secrets(json.loads(text), os.environ if environ is None else environ)
     if not isinstance(args, dict):
         raise ValueError("--engine-args-json must be a JSON object")
     if args.get("worker_extension_cls", EXTENSION) != EXTENSION:

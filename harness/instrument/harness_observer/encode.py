@@ -172,14 +172,50 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
+MAX_INT_DIGITS = 4300  # Python's own int/str limit (3.11+), fixed here for every Python
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise DecodeError(f"not JSON this harness reads: an integer with "
+                          f"{len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _lone_surrogate(obj: Any) -> bool:
+    """Whether any string (key or value) holds a lone surrogate, e.g. from a `\\ud800`
+    escape: such a value cannot be written as UTF-8, so no verdict could show it."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+    return False
+
+
 def loads(text: str) -> Any:
-    """Strict JSON: no NaN/Infinity literals, no duplicate keys (either would hide a value)."""
+    """Strict JSON: no NaN/Infinity literals, no duplicate keys (either would hide a value),
+    no integer longer than 4300 digits and no lone surrogate (either would crash a reader
+    or a writer later, far from the cause)."""
     try:
-        return json.loads(text, parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
+        obj = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_no_duplicates,
+                         parse_int=_int)
     except json.JSONDecodeError as e:
         raise DecodeError(f"not JSON: {e}") from None
     except RecursionError:
         raise DecodeError("not JSON this harness reads: nested too deeply") from None
+    if _lone_surrogate(obj):
+        raise DecodeError("not JSON this harness reads: a string is not valid Unicode "
+                          "(a lone surrogate escape such as \\ud800)")
+    return obj
 
 
 def _is_int(value: Any) -> bool:

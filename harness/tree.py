@@ -1,0 +1,332 @@
+"""The one walker of evidence trees: run folders, addenda, bundles, recovery.
+
+A run folder holds whatever the workload wrote into its output mount, so every name and
+every entry in it is hostile. This walker is the only code that lists such a tree:
+- it never follows a symlink (every directory is opened relative to its parent's
+  descriptor with O_NOFOLLOW, and checked to be the one `lstat` saw);
+- it never opens anything but directories while walking; files are opened later only
+  through `open_regular` / `open_beneath`, which refuse anything that is not a regular
+  file on the open descriptor itself (so a FIFO never blocks, a device is never read);
+- it says, for every path, whether its name can be sealed (`name_problem`): only names
+  that `sha256sum` writes and reads back unchanged, in every tool, are sealable.
+
+Sealing, recovery, `verify`, `refinalize` and bundles all walk through here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_DEPTH = 64  # deeper folders are reported, not entered
+MAX_PATH_BYTES = 1024  # a longer relative path is not sealed: `sha256sum -c` opens it
+# whole, and PATH_MAX (4096) must still hold it below a bundle's or reviewer's prefix
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# Categories a sealable name may not contain: controls (\n, \r, U+0085, DEL...), format
+# characters (bidi overrides, zero-width), line/paragraph separators (U+2028/2029) and
+# surrogates (what a non-UTF-8 byte decodes to). Python's str.splitlines() and many
+# viewers break lines at some of these; coreutils escapes others; none can be trusted.
+_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+class NotRegular(OSError):
+    """The path is not a regular file (or is a symlink where none is allowed)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing found in a tree. `rel` is POSIX, relative to the root."""
+
+    rel: str
+    kind: str  # file | dir | symlink | fifo | socket | char-device | block-device | other
+    size: int
+    mode: int
+    name_problem: str | None = None
+    target: str | None = None  # a symlink's target, for the record only
+    too_deep: bool = False  # a folder below MAX_DEPTH: listed, never entered
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind == "dir"
+
+
+def kind_of(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "char-device"
+    if stat.S_ISBLK(mode):
+        return "block-device"
+    return "other"
+
+
+def name_problem(name: str) -> str | None:
+    """Why one path component cannot be sealed, or None. Pure."""
+    if name in ("", ".", ".."):
+        return f"the name {name!r} is not a plain file name"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the name is not UTF-8"
+    if "/" in name:
+        return "the name contains '/'"
+    if "\\" in name:
+        return "the name contains a backslash"
+    for ch in name:
+        if unicodedata.category(ch) in _BAD_CATEGORIES:
+            return f"the name contains the control or separator character U+{ord(ch):04X}"
+    return None
+
+
+def path_problem(rel: str) -> str | None:
+    """Why a relative POSIX path cannot be sealed, or None. Pure."""
+    if not rel or rel.startswith("/"):
+        return f"{rel!r} is not a relative path"
+    for part in rel.split("/"):
+        problem = name_problem(part)
+        if problem:
+            return problem
+    return None
+
+
+def printable(rel: str) -> str:
+    """A one-line, ASCII-safe rendering of a hostile path for messages and records."""
+    out = []
+    for ch in rel:
+        if ch == "\\":
+            out.append("\\\\")
+        elif 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        elif unicodedata.category(ch) in _BAD_CATEGORIES or not ch.isprintable():
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _open_dir(name: str, dir_fd: int | None, expect: os.stat_result | None) -> int:
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    if expect is not None:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (expect.st_dev, expect.st_ino):
+            os.close(fd)
+            raise NotRegular(errno.ESTALE, "the folder changed while it was walked", name)
+    return fd
+
+
+def walk(root: Path | str) -> list[Entry]:
+    """Every entry below `root` (not `root` itself), parents before children, sorted.
+
+    `root` itself must be a real folder, not a symlink to one (NotRegular otherwise).
+    """
+    try:
+        fd = _open_dir(os.fspath(root), None, None)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotRegular(errno.ENOTDIR, "not a real folder", os.fspath(root)) from None
+        raise
+    out: list[Entry] = []
+    try:
+        _walk(fd, "", "", out, 1)
+    finally:
+        os.close(fd)
+    return out
+
+
+def _walk(dir_fd: int, prefix: str, problem: str | None, out: list[Entry], depth: int) -> None:
+    with os.scandir(dir_fd) as it:
+        found = sorted(((e.name, e.stat(follow_symlinks=False)) for e in it),
+                       key=lambda x: x[0].encode("utf-8", "surrogateescape"))
+    for name, st in found:
+        rel = prefix + name
+        own = problem or name_problem(name)
+        kind = kind_of(st.st_mode)
+        target = None
+        if kind == "symlink":
+            try:
+                target = os.readlink(name, dir_fd=dir_fd)
+            except OSError:
+                target = None
+        too_deep = kind == "dir" and depth >= MAX_DEPTH
+        out.append(Entry(rel, kind, st.st_size, st.st_mode, own, target, too_deep))
+        if kind == "dir" and not too_deep:
+            child = _open_dir(name, dir_fd, st)
+            try:
+                _walk(child, rel + "/", own, out, depth + 1)
+            finally:
+                os.close(child)
+
+
+def open_regular(path: Path | str, *, dir_fd: int | None = None,
+                 follow_symlinks: bool = False) -> int:
+    """Open a regular file for reading without ever blocking or reading a device.
+
+    The check is made on the open descriptor, so swapping the path between a check and
+    the open gains nothing. A final symlink is refused unless `follow_symlinks`.
+    """
+    flags = _FILE_FLAGS if not follow_symlinks else _FILE_FLAGS & ~os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP and not follow_symlinks:
+            raise NotRegular(errno.ELOOP, "is a symlink", os.fspath(path)) from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotRegular(errno.EINVAL, f"is a {kind_of(st.st_mode)}, not a regular file",
+                         os.fspath(path))
+    return fd
+
+
+def open_beneath(root: Path | str, rel: str) -> int:
+    """Open `root/rel` as a regular file, following no symlink on the way (not even in the
+    folders between): the file really is inside `root`."""
+    parts = rel.split("/")
+    if not rel or any(p in ("", ".", "..") for p in parts):
+        raise NotRegular(errno.EINVAL, "not a plain relative path", rel)
+    fd = _open_dir(os.fspath(root), None, None)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return open_regular(parts[-1], dir_fd=fd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotRegular(e.errno, "a folder on the way is a symlink or not a folder",
+                             rel) from None
+        raise
+    finally:
+        os.close(fd)
+
+
+def too_long(rel: str) -> bool:
+    """Is this relative path too long to seal (see MAX_PATH_BYTES)? Pure."""
+    return len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES
+
+
+def files(entries: list[Entry]) -> list[str]:
+    """The regular files among `entries`, as relative paths (sorted, as walked)."""
+    return [e.rel for e in entries if e.is_file]
+
+
+# ---- acting on one entry, never through a symlink ------------------------------------------
+
+_PATH_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_dir_beneath(root: Path | str, rel: str) -> int:
+    """Open the folder `root/rel` ("" is `root` itself), following no symlink on the way."""
+    fd = _open_dir(os.fspath(root), None, None)
+    if not rel:
+        return fd
+    try:
+        for part in rel.split("/"):
+            if part in ("", ".", ".."):
+                raise NotRegular(errno.EINVAL, "not a plain relative path", rel)
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotRegular(e.errno, "a folder on the way is a symlink or not a folder",
+                             rel) from None
+        raise
+
+
+def _split(rel: str) -> tuple[str, str]:
+    parent, _, name = rel.rpartition("/")
+    if name in ("", ".", ".."):
+        raise NotRegular(errno.EINVAL, "not a plain relative path", rel)
+    return parent, name
+
+
+def chmod_beneath(root: Path | str, rel: str, mode: int) -> None:
+    """Set the mode of the file or folder `root/rel` ("" is `root`) without following any
+    symlink: the entry is pinned by an O_PATH descriptor and its type checked on it, so a
+    symlink (whose chmod would change its target) is refused, never followed."""
+    if rel:
+        parent, name = _split(rel)
+        dfd = open_dir_beneath(root, parent)
+        try:
+            fd = os.open(name, _PATH_FLAGS, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+    else:
+        fd = os.open(os.fspath(root), _PATH_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise NotRegular(errno.EINVAL, f"is a {kind_of(st.st_mode)}; its mode is left "
+                             "alone", rel or os.fspath(root))
+        os.chmod(f"/proc/self/fd/{fd}", mode)  # the pinned inode itself, not a path
+    finally:
+        os.close(fd)
+
+
+def remove_beneath(root: Path | str, rel: str) -> None:
+    """Remove `root/rel` and, for a real folder, everything below it, following no symlink.
+
+    A symlink is unlinked, never followed. A folder is emptied iteratively, whatever its
+    depth: each sub-folder is renamed up into one staging folder beside it (same file
+    system) before it is emptied, so no recursion and no chain of open descriptors grows
+    with a hostile tree's depth."""
+    parent, name = _split(rel)
+    dfd = open_dir_beneath(root, parent)
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=dfd)
+            return
+        stage = f".harness-removing-{os.getpid()}-{os.urandom(4).hex()}"
+        os.mkdir(stage, 0o700, dir_fd=dfd)
+        sfd = os.open(stage, _DIR_FLAGS, dir_fd=dfd)
+        try:
+            os.rename(name, "0", src_dir_fd=dfd, dst_dir_fd=sfd)
+            _empty_stage(sfd)
+        finally:
+            os.close(sfd)
+        os.rmdir(stage, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+def _empty_stage(sfd: int) -> None:
+    pending, counter = ["0"], 1
+    while pending:
+        name = pending.pop()
+        fd = os.open(name, _DIR_FLAGS, dir_fd=sfd)
+        try:
+            os.fchmod(fd, 0o700)  # a hostile 0o000 folder must still be emptied
+            with os.scandir(fd) as it:
+                children = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            for child, is_dir in children:
+                if is_dir:
+                    os.rename(child, str(counter), src_dir_fd=fd, dst_dir_fd=sfd)
+                    pending.append(str(counter))
+                    counter += 1
+                else:
+                    os.unlink(child, dir_fd=fd)
+        finally:
+            os.close(fd)
+        os.rmdir(name, dir_fd=sfd)

@@ -1,0 +1,309 @@
+"""The sandbox, without Docker: no value changes a docker argument's meaning, mount sources
+are judged where they lead at launch, engine secrets never in clear, orphans judged."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from harness.config.loader import check_files, load_campaign
+from harness.config.schema import Control, plain_path_problem
+from harness.errors import InvalidInput
+from harness.instrument.harness_observer.driver import engine_args
+from harness.pipeline import launch, orphans
+from harness.pipeline.context import RunContext
+from harness.ui import Reporter
+from harness.vector import (
+    BindMount,
+    VectorInput,
+    build,
+    mount_arg,
+    split_engine_secrets,
+)
+
+IMAGE = "sha256:" + "ab" * 32
+# Each of these, in a path, could change what docker reads in `--mount`, or hide a path.
+HOSTILE = [",source=/etc", "=x", '"', "'", " ", "\t", "\n", "\r", "\x00", "\x1b", "\u2028",
+           "\u00a0", "\\"]
+NOT_PLAIN = ["//m", "/m/", "/m/./x", "/m/../x", "/m/..", "m", "./m", ""]
+
+
+def control(**kw) -> Control:
+    base = {"name": "c1", "image": "img", "device": "cpu", "command": ["true"]}
+    return Control.model_validate({**base, **kw})
+
+
+def vinput(ctl: Control, **kw) -> VectorInput:
+    base = dict(control=ctl, image_id=IMAGE, run_id="c1-r", campaign="camp",
+                lock_path=Path("/locks/gpu.lock"), cidfile=Path("/runs/r/container.cid"),
+                observations_dir=Path("/runs/r/observations"),
+                instrument_dir=Path("/src/harness/instrument"))
+    return VectorInput(**{**base, **kw})
+
+
+# ---- item 1: the mount argument ----------------------------------------------------------
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_a_target_with_any_special_character_is_refused_by_the_schema(bad):
+    with pytest.raises(ValidationError):
+        control(mounts=[{"source": "d", "target": f"/m{bad}"}])
+    with pytest.raises(ValidationError):
+        control(model={"source": "d", "target": f"/m{bad}"})
+    with pytest.raises(ValidationError):
+        control(mounts=[{"source": f"d{bad}", "target": "/m"}])
+    with pytest.raises(ValidationError):
+        control(model={"source": f"d{bad}", "target": "/m"})
+
+
+@pytest.mark.parametrize("bad", [*NOT_PLAIN, "/", "/harness/out", "/harness/out/x",
+                                 "/opt/harness-instrument"])
+def test_a_target_must_be_a_plain_normalised_absolute_path(bad):
+    with pytest.raises(ValidationError):
+        control(mounts=[{"source": "d", "target": bad}])
+
+
+def test_the_issue_control_fails_check_with_its_position(tmp_path):
+    (tmp_path / "controls").mkdir()
+    p = tmp_path / "controls/c1.yaml"
+    p.write_text(textwrap.dedent("""\
+        name: c1
+        image: img
+        device: cpu
+        command: [x]
+        mounts:
+          - source: data
+            target: "/m,source=/some/host/dir"
+            read_only: false
+        """))
+    [fault] = [str(f) for f in check_files([p])]
+    assert fault.startswith(f"{p}:7:13: mounts.0.target: must not contain ','"), fault
+
+
+def test_a_source_that_resolves_to_a_comma_fails_check(tmp_path, monkeypatch):
+    for d in ("controls", "campaigns"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "images.lock").write_text(f"images:\n  img:\n    id: {IMAGE}\n")
+    (tmp_path / "campaigns/camp.yaml").write_text("name: camp\nrow: R\ncontrols: [c1]\n")
+    (tmp_path / "controls/c1.yaml").write_text(
+        "name: c1\nimage: img\ndevice: cpu\ncommand: [x]\n"
+        "mounts:\n  - {source: $EVIL/d, target: /m}\n")
+    monkeypatch.setenv("EVIL", f"{tmp_path}/a,source=/etc")
+    out = [str(f) for f in check_files([tmp_path / "campaigns/camp.yaml"])]
+    assert len(out) == 1 and "mounts.0.source: resolves to" in out[0], out
+    assert ":6:" in out[0]
+
+
+@pytest.mark.parametrize("bad", [f"/x{h}" for h in HOSTILE] + NOT_PLAIN)
+@pytest.mark.parametrize("role", ["model", "instrument", "observations", "control"])
+def test_every_mount_the_vector_emits_refuses_an_unsafe_source(bad, role):
+    with pytest.raises(InvalidInput) as e:
+        mount_arg(BindMount(role, bad, "/t", True))
+    assert e.value.rule == "MOUNT-UNSAFE-PATH"
+
+
+def test_a_runs_dir_with_a_comma_never_reaches_docker():
+    with pytest.raises(InvalidInput, match="observations mount"):
+        build(vinput(control(), observations_dir=Path("/runs,source=/etc/r/observations")))
+    with pytest.raises(InvalidInput, match="instrument mount"):
+        build(vinput(control(instrument=True), instrument_dir=Path("/a b/instrument")))
+    ctl = control(mounts=[{"source": "d", "target": "/m"}],
+                  model={"source": "m", "target": "/mm"})
+    with pytest.raises(InvalidInput, match="control mount"):
+        build(vinput(ctl, mount_sources=(Path("/h/d,source=/"),), model_source=Path("/h/m")))
+    with pytest.raises(InvalidInput, match="model mount"):
+        build(vinput(ctl, mount_sources=(Path("/h/d"),), model_source=Path("/h/m=x")))
+
+
+def test_a_safe_mount_has_exactly_its_fields():
+    arg = mount_arg(BindMount("control", "/h/dé-1.2_x@y:z", "/m", False))
+    assert arg.split(",") == ["type=bind", "source=/h/dé-1.2_x@y:z", "target=/m"]
+
+
+def test_no_other_value_can_change_an_argument():
+    """Every other control value is one whole argv element, after its flag."""
+    ctl = control(env={"A": "1,source=/etc --privileged\nB=2"}, workdir="/w",
+                  entrypoint="--privileged", user="1000:1000",
+                  command=["--privileged", "-v", "/:/host"])
+    argv = build(vinput(ctl)).argv
+    assert argv[argv.index("--entrypoint") + 1] == "--privileged"
+    assert "A=1,source=/etc --privileged\nB=2" in argv
+    flags = argv[:argv.index(IMAGE)]
+    assert [i for i, a in enumerate(flags) if a == "--privileged"] == [
+        flags.index("--entrypoint") + 1]
+    assert argv[argv.index(IMAGE) + 1:] == ["--privileged", "-v", "/:/host"]
+    for bad in ("/w,x", "/w x", "w"):
+        with pytest.raises(ValidationError):
+            control(workdir=bad)
+    for bad in ("root --privileged", "0:0,x", "a\n"):
+        with pytest.raises(ValidationError):
+            control(user=bad)
+
+
+@pytest.mark.parametrize("good", ["/", "/a", "/a/b.c", "/home/jörg/m-1"])
+def test_plain_paths(good):
+    assert plain_path_problem(good) is None
+
+
+# ---- item 2: sources judged at launch, where they lead ------------------------------------
+
+def _project(tmp_path: Path, mount: str, read_only: bool = True, model: str | None = None):
+    root = tmp_path / "proj"
+    for d in ("controls", "campaigns", "data"):
+        (root / d).mkdir(parents=True)
+    (root / "images.lock").write_text(f"images:\n  img:\n    id: {IMAGE}\n")
+    (root / "campaigns/camp.yaml").write_text("name: camp\nrow: R\ncontrols: [c1]\n")
+    body = (f"name: c1\nimage: img\ndevice: cpu\ncommand: [x]\n"
+            f"mounts:\n  - {{source: {mount}, target: /m, read_only: {str(read_only).lower()}}}\n")
+    if model:
+        body += f"model: {{source: {model}, sha256: {{w: {'ab' * 32}}}}}\n"
+    (root / "controls/c1.yaml").write_text(body)
+    return root
+
+
+def _ctx(root: Path) -> RunContext:
+    loaded, faults = load_campaign(root / "campaigns/camp.yaml")
+    assert loaded is not None, faults
+    ctl, path = loaded.controls["c1"]
+    run_dir = root / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    return RunContext(loaded, ctl, path, "r1", run_dir, Reporter(io.StringIO()))
+
+
+def test_a_symlink_planted_after_check_is_refused_at_launch(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = _project(tmp_path, "../data/later")
+    (root / "data/later").mkdir()
+    ctx = _ctx(root)  # checks clean: data/later is a folder inside the project
+    (root / "data/later").rmdir()
+    (root / "data/later").symlink_to(outside)  # what a previous rw control can do
+    _, _, reasons = launch.resolve_sources(ctx)
+    assert [r.rule for r in reasons] == ["MOUNT-OUTSIDE-ROOTS"]
+    assert str(outside) in reasons[0].detail and "data/later" in reasons[0].detail
+
+
+def test_an_ancestor_swapped_for_a_symlink_is_refused_too(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "x").mkdir(parents=True)
+    root = _project(tmp_path, "../data/a/x")
+    (root / "data/a/x").mkdir(parents=True)
+    ctx = _ctx(root)
+    os.rename(root / "data/a", root / "data/a-old")
+    (root / "data/a").symlink_to(outside)
+    assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OUTSIDE-ROOTS"]
+
+
+def test_the_resolved_path_is_what_docker_gets(tmp_path):
+    root = _project(tmp_path, "../data/link")
+    (root / "data/real").mkdir()
+    (root / "data/link").symlink_to(root / "data/real")
+    ctx = _ctx(root)
+    mounts, _, reasons = launch.resolve_sources(ctx)
+    assert reasons == []
+    ctx.image_id = IMAGE
+    vec = launch.build_vector(ctx, mounts, None)
+    [m] = [m for m in vec.evidence()["mounts"] if m["role"] == "control"]
+    assert m["declared"] == str(root / "data/link") and m["source"] == str(root / "data/real")
+    assert f"type=bind,source={root / 'data/real'},target=/m,readonly" in vec.argv
+
+
+@pytest.mark.parametrize("where", ["runs", "runs/r0", ".", "locks"])
+def test_a_read_write_mount_over_evidence_or_the_lock_is_refused(tmp_path, where):
+    root = _project(tmp_path, f"../{where}", read_only=False)
+    (root / "runs/r0").mkdir(parents=True)
+    (root / "locks").mkdir()
+    (root / "campaigns/camp.yaml").write_text(
+        f"name: camp\nrow: R\nlock: {root}/locks/gpu.lock\ncontrols: [c1]\n")
+    ctx = _ctx(root)
+    assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OVER-HARNESS"]
+
+
+def test_missing_and_special_sources_are_named(tmp_path):
+    root = _project(tmp_path, "../data/gone")
+    (root / "data/gone").mkdir()
+    ctx = _ctx(root)
+    (root / "data/gone").rmdir()
+    assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["ENV-MOUNT-SOURCE"]
+    os.mkfifo(root / "data/gone")
+    assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-SOURCE-KIND"]
+
+
+def test_a_model_folder_swapped_after_hashing_is_refused(tmp_path):
+    root = _project(tmp_path, "../data", model="../models/m")
+    (root / "models/a").mkdir(parents=True)
+    (root / "models/b").mkdir()
+    (root / "models/m").symlink_to(root / "models/a")
+    ctx = _ctx(root)
+    ctx.model_real = Path(os.path.realpath(ctx.model_declared))  # as preflight hashed it
+    assert ctx.model_source == root / "models/a"
+    assert launch.resolve_sources(ctx)[2] == []
+    (root / "models/m").unlink()
+    (root / "models/m").symlink_to(root / "models/b")
+    assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MODEL-PATH-CHANGED"]
+
+
+# ---- item 3: engine secrets ---------------------------------------------------------------
+
+def test_secret_engine_values_go_by_reference_at_any_depth():
+    engine = {"hf_token": "s3cr3t", "dtype": "bf16",
+              "nested": {"api_key": {"a": 1}, "list": [{"password": 7}, {"ok": "x"}]}}
+    shown, secrets = split_engine_secrets(engine)
+    text = json.dumps(shown)
+    assert "s3cr3t" not in text and '"a": 1' not in text and "7" not in text.replace(
+        "HARNESS_ENGINE_SECRET_", "")
+    assert shown["dtype"] == "bf16" and shown["nested"]["list"][1] == {"ok": "x"}
+    got = engine_args(json.dumps(shown), dict(secrets))
+    assert {k: v for k, v in got.items() if k != "worker_extension_cls"} == engine
+
+
+def test_engine_secrets_are_passed_by_name_and_redacted_in_evidence():
+    vec = build(vinput(control(engine={"hf_token": "s3cr3t-value", "dtype": "bf16"})))
+    assert not any("s3cr3t-value" in a for a in vec.argv)
+    assert "s3cr3t-value" not in json.dumps(vec.evidence())
+    [name] = [k for k in vec.passed_env if k.startswith("HARNESS_ENGINE_SECRET_")]
+    assert name in vec.argv and json.loads(vec.passed_env[name]) == "s3cr3t-value"
+    args = next(a for a in vec.argv if a.startswith("HARNESS_ENGINE_ARGS="))
+    assert json.loads(args.partition("=")[2])["dtype"] == "bf16"
+
+
+@pytest.mark.parametrize("ref", ["PATH", 3, "HARNESS_ENGINE_SECRET_9"])
+def test_the_driver_resolves_only_harness_references_that_exist(ref):
+    with pytest.raises(ValueError):
+        engine_args(json.dumps({"x": {"$harness_secret_env": ref}}), {"PATH": '"/bin"'})
+
+
+# ---- orphans ------------------------------------------------------------------------------
+
+def _c(state: str, **labels) -> dict:
+    base = {orphans.LABEL_HOST: "h", orphans.LABEL_PID: "42", orphans.LABEL_STARTED: "100.0"}
+    return {"Id": "x", "State": state, "Labels": {**base, **labels}}
+
+
+@pytest.mark.parametrize("state", ["exited", "created", "dead"])
+def test_an_exited_container_of_a_dead_launcher_is_reapable(state):
+    assert orphans.reapable(_c(state), "h", lambda pid, t: False)
+
+
+@pytest.mark.parametrize("container,alive", [
+    (_c("running"), False), (_c("paused"), False), (_c("restarting"), False),
+    (_c("exited"), True),  # its harness still reads its exit state
+    (_c("exited", **{orphans.LABEL_HOST: "other"}), False),  # never judge another host's
+    ({"Id": "x", "State": "exited", "Labels": {}}, False),  # unknown launcher
+    (_c("exited", **{orphans.LABEL_PID: "x"}), False),
+])
+def test_other_containers_are_never_reaped(container, alive):
+    assert not orphans.reapable(container, "h", lambda pid, t: alive)
+
+
+def test_launcher_identity_matches_this_process():
+    me = orphans.launcher_identity()
+    assert orphans.launcher_alive(int(me["pid"]), float(me["started"]))
+    assert not orphans.launcher_alive(int(me["pid"]), float(me["started"]) - 5)
+    labels = build(vinput(control(), launcher=me)).argv
+    assert f"org.harness.launcher-pid={me['pid']}" in labels
