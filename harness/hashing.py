@@ -11,17 +11,22 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from harness.tree import open_beneath, open_regular
+from harness.tree import open_beneath, open_dir_beneath, open_regular
 
 CHUNK = 1 << 20
 
 
 def sha256_fd(fd: int) -> str:
-    """Hex sha256 of an open file, read in 1 MiB chunks into one reused buffer."""
+    """Hex sha256 of an open file: small files in one read, large ones in 1 MiB chunks
+    into one reused buffer."""
     h = hashlib.sha256()
+    if os.fstat(fd).st_size < CHUNK:
+        while data := os.read(fd, CHUNK):  # loops only if the file grew meanwhile
+            h.update(data)
+        return h.hexdigest()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
     with open(fd, "rb", buffering=0, closefd=False) as f:
@@ -69,29 +74,81 @@ def sha256_many(paths: Iterable[Path], workers: int | None = None, *,
         return dict(zip(paths, pool.map(one, paths), strict=True))
 
 
-def sha256_tree(root: Path, rels: Iterable[str], workers: int | None = None) -> dict[str, str]:
-    """Hash files inside an evidence tree by relative path, following no symlink."""
-    rels = list(rels)
-    workers = _workers(workers)
-    if workers <= 1 or len(rels) <= 1:
-        return {r: sha256_beneath(root, r) for r in rels}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip(rels, pool.map(lambda r: sha256_beneath(root, r), rels), strict=True))
+BIG = 1 << 20  # files at least this large are hashed on worker threads
+_OUTSTANDING = 64  # big files open at once at most (each holds a descriptor)
+
+
+def _group(rels: Iterable[str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for rel in rels:
+        parent, _, name = rel.rpartition("/")
+        groups.setdefault(parent, []).append(name)
+    return groups
+
+
+def _hash_owned(fd: int) -> str:
+    try:
+        return sha256_fd(fd)
+    finally:
+        os.close(fd)
 
 
 def sha256_tree_each(root: Path, rels: Iterable[str],
                      workers: int | None = None) -> dict[str, str | OSError]:
-    """`sha256_tree`, but one file's failure (a symlink, a FIFO, gone) is its own result, an
-    OSError, instead of stopping the rest: a verifier names every problem, not the first."""
-    def one(r: str) -> str | OSError:
-        try:
-            return sha256_beneath(root, r)
-        except OSError as e:
-            return e
+    """Hash files inside an evidence tree by relative path, following no symlink anywhere.
+    One file's failure (a symlink, a FIFO, gone) is its own result, an OSError, so a
+    verifier names every problem, not the first.
 
+    Each folder is opened once (beneath `root`, no symlink on the way) and its files are
+    opened relative to it; small files are hashed at once (threads only cost there),
+    large ones on `workers` threads, which hashlib lets run on several cores."""
     rels = list(rels)
+    out: dict[str, str | OSError] = {}
+    pending: list[tuple[str, Future[str]]] = []
     workers = _workers(workers)
-    if workers <= 1 or len(rels) <= 1:
-        return {r: one(r) for r in rels}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip(rels, pool.map(one, rels), strict=True))
+    with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
+        for parent, names in _group(rels).items():
+            try:
+                dir_fd = open_dir_beneath(root, parent)
+            except OSError as e:
+                out.update({(f"{parent}/{n}" if parent else n): e for n in names})
+                continue
+            try:
+                for name in names:
+                    rel = f"{parent}/{name}" if parent else name
+                    try:
+                        fd = open_regular(name, dir_fd=dir_fd)
+                    except OSError as e:
+                        out[rel] = e
+                        continue
+                    if workers > 1 and os.fstat(fd).st_size >= BIG:
+                        pending.append((rel, pool.submit(_hash_owned, fd)))
+                        if len(pending) >= _OUTSTANDING:
+                            _collect(pending, out)
+                    else:
+                        try:
+                            out[rel] = _hash_owned(fd)
+                        except OSError as e:
+                            out[rel] = e
+            finally:
+                os.close(dir_fd)
+        _collect(pending, out)
+    return {rel: out[rel] for rel in rels}
+
+
+def _collect(pending: list[tuple[str, Future[str]]], out: dict[str, str | OSError]) -> None:
+    for rel, fut in pending:
+        try:
+            out[rel] = fut.result()
+        except OSError as e:
+            out[rel] = e
+    pending.clear()
+
+
+def sha256_tree(root: Path, rels: Iterable[str], workers: int | None = None) -> dict[str, str]:
+    """`sha256_tree_each`, raising the first file's error (sealing: all or nothing)."""
+    got = sha256_tree_each(root, rels, workers)
+    for value in got.values():
+        if isinstance(value, OSError):
+            raise value
+    return got  # type: ignore[return-value]

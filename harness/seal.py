@@ -102,6 +102,13 @@ def seal_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
 # ---- run-folder manifest -----------------------------------------------------------------
 
 MANIFEST_LIMIT = 256 * 1024 * 1024  # ~2.5 million lines: far beyond any run
+# The folder the workload writes directly (its output mount). A file there costs the
+# workload nothing to make huge (a sparse 15 TiB file is one `truncate`), and hashing it
+# would hold up sealing (and every later run's recovery) for hours, so beyond this size
+# it is not sealed but removed and listed with its size. The harness's own files (logs
+# it pumped) are real bytes it wrote and are never judged by size.
+WORKLOAD_DIR = "observations"
+MAX_WORKLOAD_FILE = 8 * 1024**3
 FILE_MODE = 0o444  # fixed modes, never remembered ones: no write, exec, setuid or sticky bit
 DIR_MODE = 0o555
 _LINE = re.compile(rb"([0-9a-f]{64})  (.+)", re.S)
@@ -173,6 +180,12 @@ def empty_folders(entries: list[Entry]) -> list[str]:
     return [e.rel for e in entries if e.is_dir and e.rel not in holding]
 
 
+def too_big(e: Entry) -> bool:
+    """Pure: a workload-written file too large to hash (see MAX_WORKLOAD_FILE)."""
+    return (e.is_file and e.rel.startswith(WORKLOAD_DIR + "/")
+            and e.size > MAX_WORKLOAD_FILE)
+
+
 def unsealable(entries: list[Entry]) -> list[str]:
     """Pure: why each entry of a tree could not be sealed, as one line each."""
     out = []
@@ -183,6 +196,9 @@ def unsealable(entries: list[Entry]) -> list[str]:
             out.append(f"{printable(e.rel)}: a {e.kind}, not a regular file")
         elif e.too_deep or too_long(e.rel):
             out.append(f"{printable(e.rel)[:200]}: nested too deep or too long a path")
+        elif too_big(e):
+            out.append(f"{printable(e.rel)}: {e.size} bytes written by the workload, over "
+                       f"the {MAX_WORKLOAD_FILE} byte limit")
     out += [f"{printable(rel)}: an empty folder (a seal cannot list it)"
             for rel in empty_folders(entries)]
     return out
@@ -206,11 +222,16 @@ def write_manifest(folder: Path) -> dict[str, str]:
 
 def make_read_only(folder: Path) -> None:
     """Files 0444, folders 0555, the folder itself last; a symlink or device is never
-    chmodded (that would change whatever it points to), and there should be none."""
+    chmodded (that would change whatever it points to), and there should be none.
+
+    A harness running as root also takes ownership of everything it seals: a workload
+    that is root in its container can give its files to any host uid, and that user could
+    then make them writable again and change sealed evidence."""
+    owner = (os.getuid(), os.getgid())
     for e in reversed(walk(folder)):
         if e.is_file or e.is_dir:
-            chmod_beneath(folder, e.rel, FILE_MODE if e.is_file else DIR_MODE)
-    chmod_beneath(folder, "", DIR_MODE)
+            chmod_beneath(folder, e.rel, FILE_MODE if e.is_file else DIR_MODE, owner)
+    chmod_beneath(folder, "", DIR_MODE, owner)
 
 
 # ---- verification ------------------------------------------------------------------------

@@ -99,6 +99,8 @@ def path_problem(rel: str) -> str | None:
     """Why a relative POSIX path cannot be sealed, or None. Pure."""
     if not rel or rel.startswith("/"):
         return f"{rel!r} is not a relative path"
+    if rel == "-":  # `sha256sum -c` reads standard input for a line naming "-"
+        return "the name '-' means standard input to sha256sum"
     for part in rel.split("/"):
         problem = name_problem(part)
         if problem:
@@ -261,10 +263,12 @@ def _split(rel: str) -> tuple[str, str]:
     return parent, name
 
 
-def chmod_beneath(root: Path | str, rel: str, mode: int) -> None:
-    """Set the mode of the file or folder `root/rel` ("" is `root`) without following any
-    symlink: the entry is pinned by an O_PATH descriptor and its type checked on it, so a
-    symlink (whose chmod would change its target) is refused, never followed."""
+def chmod_beneath(root: Path | str, rel: str, mode: int,
+                  owner: tuple[int, int] | None = None) -> None:
+    """Set the mode (and, with `owner` and the privilege to, the owner) of the file or
+    folder `root/rel` ("" is `root`) without following any symlink: the entry is pinned by
+    an O_PATH descriptor and its type checked on it, so a symlink (whose chmod would
+    change its target) is refused, never followed."""
     if rel:
         parent, name = _split(rel)
         dfd = open_dir_beneath(root, parent)
@@ -279,7 +283,10 @@ def chmod_beneath(root: Path | str, rel: str, mode: int) -> None:
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             raise NotRegular(errno.EINVAL, f"is a {kind_of(st.st_mode)}; its mode is left "
                              "alone", rel or os.fspath(root))
-        os.chmod(f"/proc/self/fd/{fd}", mode)  # the pinned inode itself, not a path
+        pinned = f"/proc/self/fd/{fd}"  # the pinned inode itself, not a path
+        if owner is not None and os.geteuid() == 0 and (st.st_uid, st.st_gid) != owner:
+            os.chown(pinned, *owner)
+        os.chmod(pinned, mode)
     finally:
         os.close(fd)
 

@@ -240,14 +240,17 @@ def redact(value: str) -> str:
     return f"<redacted sha256:{hashlib.sha256(value.encode()).hexdigest()}>"
 
 
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_SECRET_WORD = re.compile(r"(?:TOKEN|KEYS?|SECRETS?|PASSWORDS?|PASSWD|CREDENTIALS?)$")
+_WORDS = re.compile(r"[^_\-.0-9 ]+")
+_SECRET_WORD = re.compile(
+    r"(?:TOKEN|KEYS?|SECRETS?|PASSWORDS?|PASSWD|PASSPHRASE|PWD|AUTH|CREDENTIALS?)$")
 
 
 def looks_secret(name: str) -> bool:
     """Does a name (env var or engine key) look like it holds a secret?
 
-    Judged per word (split at `_`, `-`, `.`, digits and camelCase), so `HF_TOKEN`,
-    `apiKey` and `AWS_SECRET_ACCESS_KEY` are secret while `max_num_batched_tokens` or
-    `tokenizer` are not: over-redacting engine sizes would hide what a reviewer needs."""
-    return any(_SECRET_WORD.search(w.upper()) for w in _WORDS.findall(name))
+    Judged per word, in any case (split at `_`, `-`, `.`, spaces and digits, never inside
+    a word: `hfToKen` is one word ending in TOKEN), by how the word ends: `HF_TOKEN`,
+    `apiKey`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSPHRASE`, `HF_AUTH` are secret, while
+    `max_num_batched_tokens` or `tokenizer` are not: over-redacting engine sizes would
+    hide what a reviewer needs. (A plural `*_TOKENS` is therefore not a secret name.)"""
+    return any(_SECRET_WORD.search(w) for w in _WORDS.findall(name.upper()))

@@ -54,8 +54,8 @@ def decide(*, preflight: list[Reason], outcome: dict | None, post: list[PostResu
     elif outcome.get("exit_code") != 0:
         status = "failed"
         reasons.append(Reason("RUN-EXIT", f"the container exited {outcome.get('exit_code')}"))
-    for p in post:
-        if p.exit_code != 0:
+    for p in post:  # a judge refuses by its exit code, or by saying so in its verdict
+        if p.exit_code != 0 or p.verdict == "refused":
             detail = "; ".join(p.reasons) or f"exited {p.exit_code}"
             reasons.append(Reason(f"POST-{p.name}", detail))
     reasons += after

@@ -7,6 +7,7 @@ exactly a file that runs. Faults are GCC style: FILE:LINE:COL: message.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -58,21 +59,39 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, Document | None, l
 
 @dataclass
 class Loaded:
-    """A campaign with everything it names, resolved to absolute paths."""
+    """A campaign with everything it names, resolved to absolute paths.
+
+    The mount roots and the lock path are resolved ONCE, here, when the campaign is loaded:
+    a workload with a read-write mount can later swap a folder for a symlink (a nested
+    root `scratch/models -> /`), and a root resolved again at launch would widen with it.
+    Every launch-time check compares real paths against the roots as they were at load."""
 
     campaign: Campaign
     campaign_file: Path
     controls: dict[str, tuple[Control, Path]] = field(default_factory=dict)
     image_lock: ImageLock | None = None
     image_lock_file: Path | None = None
+    roots: tuple[Path, ...] = field(init=False)
+    lock_file: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        declared = self.campaign.mount_roots or [str(self.project_dir)]
+        self.roots = tuple(Path(os.path.realpath(r)) for r in declared)
+        self.lock_file = canonical_lock(resolve(self.campaign.lock, self.campaign_file.parent))
 
     @property
     def project_dir(self) -> Path:
         return self.campaign_file.parent.parent
 
     @property
+    def controls_dir(self) -> Path:
+        return resolve(self.campaign.controls_dir, self.campaign_file.parent)
+
+    @property
     def lock_path(self) -> Path:
-        return resolve(self.campaign.lock, self.campaign_file.parent)
+        """The lock, its folder canonical (one lock, one spelling: the orphan check and the
+        container label filter compare it as text); see `canonical_lock`."""
+        return self.lock_file
 
     def plan(self, only: tuple[str, ...] | list[str] = ()) -> list[tuple[str, int]]:
         """(control, repeat index) in campaign order; `only` keeps just those controls."""
@@ -80,8 +99,8 @@ class Loaded:
                 if not only or ref.control in only]
 
     def mount_roots(self) -> list[Path]:
-        roots = self.campaign.mount_roots or [str(self.project_dir)]
-        return [Path(os.path.realpath(r)) for r in roots]
+        """The real mount roots as resolved at load (never again: see the class)."""
+        return list(self.roots)
 
     def files(self) -> list[Path]:
         """Every input file the campaign depends on (for the source seal)."""
@@ -95,6 +114,46 @@ def resolve(value: str, base: Path) -> Path:
     """Expand `~` and `$VARS`, and make relative paths relative to `base`."""
     p = Path(os.path.expandvars(os.path.expanduser(value)))
     return Path(os.path.normpath(p if p.is_absolute() else (base / p)))
+
+
+def canonical_lock(path: Path) -> Path:
+    """Pure but for realpath: the lock's FOLDER resolved, its file name kept as written. The
+    file itself is never resolved: a planted `gpu.lock -> victim` must not move the lock
+    (and its holder records) onto the victim; `harness/lock.py` refuses such a link."""
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+# Host paths no mount may be, contain or lie inside, even read-only: a read-only bind of a
+# folder holding a Unix socket still lets the workload connect to it (docker.sock = root).
+SYSTEM_PATHS = ("/proc", "/sys", "/dev", "/run", "/var/run", "/boot", "/etc")
+DOCKER_SOCKET = "/var/run/docker.sock"
+
+
+def system_paths(env: Mapping[str, str]) -> list[Path]:
+    """The system paths, as written and resolved, plus the Docker socket (the default one and
+    `DOCKER_HOST=unix://...`) and its folder."""
+    spots = [Path(p) for p in SYSTEM_PATHS]
+    sockets = [DOCKER_SOCKET]
+    host = env.get("DOCKER_HOST", "")
+    if host.startswith("unix://") and host[len("unix://"):]:
+        sockets.append(os.path.abspath(host[len("unix://"):]))
+    for sock in map(Path, sockets):
+        spots += [sock, sock.parent]
+    out = {Path(os.path.normpath(p)) for p in spots} | {Path(os.path.realpath(p)) for p in spots}
+    return sorted(out)
+
+
+def overlaps(a: Path, b: Path) -> bool:
+    """Pure: is `a` equal to `b`, inside it, or an ancestor of it?"""
+    return a == b or a in b.parents or b in a.parents
+
+
+def system_hit(real: Path, system: list[Path]) -> Path | None:
+    """Pure: the system path that the (already resolved) `real` is, contains or lies inside;
+    `/` itself always hits."""
+    if real == Path("/"):
+        return real
+    return next((s for s in system if overlaps(real, s)), None)
 
 
 def kind_of(path: Path, data: Any) -> str:
@@ -138,7 +197,22 @@ def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
             fault((*loc, "source"), f"{host} is outside the allowed mount roots "
                                     f"({', '.join(map(str, roots))}); add its folder to the "
                                     "campaign's mount_roots")
+        elif (hit := system_hit(Path(os.path.realpath(host)), system_paths(os.environ))):
+            fault((*loc, "source"), f"{host} overlaps the system path {hit} (MOUNT-SYSTEM-PATH:"
+                                    " never mountable, even read-only)")
     return faults
+
+
+def _check_roots(loaded: Loaded, doc: Document) -> list[Fault]:
+    """A mount root may not resolve to `/` (the schema refuses `/` as written; a symlink to
+    `/` is caught here). A root inside another root is allowed: roots are fixed at load, so
+    a nested root swapped later for a symlink widens nothing."""
+    declared = loaded.campaign.mount_roots  # empty: the root is the project folder
+    return [doc.fault(("mount_roots", i), f"mount_roots.{i}: {r!r} resolves to '/'; name "
+                                          "the folders that hold mount sources instead")
+            for i, (r, real) in enumerate(zip(declared, loaded.roots[:len(declared)],
+                                              strict=True))
+            if real == Path("/")]
 
 
 def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
@@ -148,11 +222,12 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
     if campaign is None or doc is None:
         return None, faults
     loaded = Loaded(campaign, path)
+    faults += _check_roots(loaded, doc)
     lock_file = resolve(campaign.images_lock, path.parent)
     image_lock, _, lock_faults = load_model(lock_file, ImageLock)
     faults += lock_faults
     loaded.image_lock, loaded.image_lock_file = image_lock, lock_file
-    controls_dir = resolve(campaign.controls_dir, path.parent)
+    controls_dir = loaded.controls_dir
     roots = loaded.mount_roots()
     for i, ref in enumerate(campaign.controls):
         if ref.control in loaded.controls:

@@ -30,7 +30,7 @@ ImageId = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^(sha256:)?[0-9a-f]{64}$")]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
-_DURATION = re.compile(r"^\s*(\d{1,12}(?:\.\d{1,12})?)\s*(s|sec|m|min|h|d)?\s*$")
+_DURATION = re.compile(r"^\s*([0-9]{1,12}(?:\.[0-9]{1,12})?)\s*(s|sec|m|min|h|d)?\s*$")
 _UNITS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 MAX_DURATION = 30 * 86400.0  # a bound, not a wish: NaN, inf or 1e308 would switch it off
 MAX_CPUS = 1024.0
@@ -139,8 +139,33 @@ MountTarget = Annotated[str, AfterValidator(_mount_target)]
 MountSource = Annotated[str, AfterValidator(_mount_source)]
 
 
+def _no_nul(data: Any) -> Any:
+    """No string anywhere in a config may hold NUL: it cannot pass into an argv or a path,
+    so a file that checks clean would fail (or be cut short) at run time."""
+    stack = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise ValueError(f"{where or 'a value'} contains a NUL character")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(k, str) and "\x00" in k:
+                    raise ValueError(f"a key under {where or 'the top'} contains a NUL "
+                                     "character")
+                stack.append((v, f"{where}.{k}" if where else str(k)))
+        elif isinstance(value, list | tuple):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+    return data
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strings_without_nul(cls, data: Any) -> Any:
+        return _no_nul(data)
 
 
 class Mount(Strict):
@@ -168,12 +193,40 @@ class Model(Strict):
         return v
 
 
+_SIZE = re.compile(r"([0-9]{1,15})([bkmg]?)", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def size_bytes(value: str, least: int, most: int) -> int:
+    """`256m` -> bytes, as docker reads it (ASCII digits, b/k/m/g). Pure.
+
+    Bounded both ways: docker reads `0` as "no limit" and refuses less than 6 MiB of
+    memory at run time, so a file that checks clean must name a limit docker enforces."""
+    m = _SIZE.fullmatch(value)
+    if m is None:
+        raise ValueError(f"not a size: {value!r} (use e.g. 512m or 2g)")
+    n = int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if not least <= n <= most:
+        raise ValueError(f"{value!r} must be between {least} and {most} bytes")
+    return n
+
+
+def _memory(value: str) -> str:
+    size_bytes(value, 6 << 20, 1 << 44)
+    return value
+
+
+def _shm_size(value: str) -> str:
+    size_bytes(value, 1, 1 << 40)
+    return value
+
+
 class Resources(Strict):
     """Container limits: each finite and bounded, so none can be switched off by NaN/inf."""
 
-    memory: str | None = Field(default=None, pattern=r"^\d{1,15}[bkmgBKMG]?$")
+    memory: Annotated[str, AfterValidator(_memory)] | None = None
     cpus: float | None = Field(default=None, gt=0, le=MAX_CPUS)
-    shm_size: str | None = Field(default=None, pattern=r"^\d{1,15}[bkmgBKMG]?$")
+    shm_size: Annotated[str, AfterValidator(_shm_size)] | None = None
     pids: int | None = Field(default=None, gt=0, le=1 << 22)
 
 
@@ -197,7 +250,7 @@ class Control(Strict):
     description: str = ""
     image: SafeName = Field(description="a name in images.lock")
     device: Literal["rocm", "cpu"]
-    gpus: str | None = Field(default=None, pattern=r"^\d+(,\d+)*$")
+    gpus: str | None = Field(default=None, pattern=r"^[0-9]{1,3}(,[0-9]{1,3}){0,63}$")
     command: list[str] = Field(min_length=1)
     entrypoint: str | None = None
     workdir: AbsPath | None = None
@@ -251,6 +304,12 @@ class Host(Strict):
     min_free_gib: float = Field(default=1.0, ge=0)
 
 
+def _mount_root(value: str) -> str:
+    if value == "/":  # every host path, the Docker socket included (loader: a link to /)
+        raise ValueError("must not be '/' (it would make every host path mountable)")
+    return value
+
+
 class Campaign(Strict):
     name: SafeName
     row: str = Field(min_length=1, max_length=200)
@@ -259,8 +318,8 @@ class Campaign(Strict):
     lock_timeout: Duration = 6 * 3600.0
     images_lock: str = "../images.lock"
     controls_dir: str = "../controls"
-    mount_roots: list[AbsPath] = Field(default_factory=list, description=(
-        "host folders under which mounts and models may live"))
+    mount_roots: list[Annotated[AbsPath, AfterValidator(_mount_root)]] = Field(
+        default_factory=list, description="host folders under which mounts and models may live")
     host: Host = Host()
     controls: list[Annotated[ControlRef, BeforeValidator(_control_ref)]] = Field(min_length=1)
     stop_policy: Literal["continue", "stop-on-refusal", "stop-on-failure"] = "continue"

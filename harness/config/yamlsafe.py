@@ -187,6 +187,8 @@ class _Builder:
             raise self.fail(node, f"tag {node.tag!r} is not allowed")
         if _bad_unicode(node.value):
             raise self.fail(node, "not valid Unicode text (a lone surrogate such as \\ud800)")
+        if "\x00" in node.value:  # no argv element or path can carry it
+            raise self.fail(node, "contains a NUL character (\\0)")
         return node.value
 
     def scalar_value(self, node: yaml.ScalarNode) -> Any:
@@ -194,6 +196,8 @@ class _Builder:
             raise self.fail(node, f"tag {node.tag!r} is not allowed")
         if _bad_unicode(node.value):
             raise self.fail(node, "not valid Unicode text (a lone surrogate such as \\ud800)")
+        if "\x00" in node.value:  # no argv element or path can carry it
+            raise self.fail(node, "contains a NUL character (\\0)")
         if node.tag == "tag:yaml.org,2002:timestamp":
             return node.value  # keep dates as written; no datetime objects
         surprise = yaml11_surprise(node.tag, node.value)

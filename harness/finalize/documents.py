@@ -34,9 +34,14 @@ def read_document(path: Path) -> dict[str, Any]:
         if not why.startswith("cannot read"):
             why = f"cannot read: {why}"
         raise DocumentError([f"{path}: {why}"]) from None
+    return parse_document(text, str(path))
+
+
+def parse_document(text: str, where: str) -> dict[str, Any]:
+    """Parse one observation's text (already read, bounded); `where` names it in faults."""
     try:
         return read_observation(text)
     except DecodeError as e:
-        raise DocumentError([f"{path}: {fault}" for fault in str(e).split("; ")]) from None
+        raise DocumentError([f"{where}: {fault}" for fault in str(e).split("; ")]) from None
     except RecursionError:
-        raise DocumentError([f"{path}: values nested too deeply to compare"]) from None
+        raise DocumentError([f"{where}: values nested too deeply to compare"]) from None

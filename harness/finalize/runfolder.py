@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -35,11 +36,22 @@ from typing import Any
 from harness import faultpoint
 from harness.atomic import dumps_json, fsync_dir, write_bytes
 from harness.errors import EnvironmentFault, InvalidInput, Refused
-from harness.finalize.documents import DocumentError, read_document
+from harness.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
+from harness.finalize.documents import DocumentError, parse_document, read_document
 from harness.finalize.rules import VERDICT_SCHEMA, judge
-from harness.seal import ADDENDA, DIR_MODE, SUMS, make_read_only, verify_folder, write_manifest
+from harness.readfile import InputError, read_bounded
+from harness.seal import (
+    ADDENDA,
+    DIR_MODE,
+    MANIFEST_LIMIT,
+    SUMS,
+    make_read_only,
+    parse_sums,
+    verify_folder,
+    write_manifest,
+)
 from harness.timeutil import stamp
-from harness.tree import chmod_beneath, kind_of, remove_beneath
+from harness.tree import chmod_beneath, kind_of, open_beneath, remove_beneath
 
 OBSERVATIONS = "observations"
 STARTUP = "startup.json"
@@ -96,14 +108,29 @@ def recorded_source(run_dir: Path) -> dict[str, str]:
 
 
 def judge_run(run_dir: Path, contract: list[str] | None = None,
-              pins: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Gate-0 verdict for `run_dir`. Missing or unreadable observations refuse."""
+              pins: dict[str, Any] | None = None,
+              sealed: SealedReader | None = None) -> dict[str, Any]:
+    """Gate-0 verdict for `run_dir`. Missing or unreadable observations refuse.
+
+    With `sealed`, every byte judged (observations, run.json) is read once and must hash
+    to what the run's SHA256SUMS claims: what is judged is what the seal vouches for, even
+    if someone swaps a file between `verify` and the reading."""
     docs = {}
     reasons = []
     for name in (STARTUP, GENERATION):
-        path = Path(run_dir) / OBSERVATIONS / name
+        rel = f"{OBSERVATIONS}/{name}"
+        path = Path(run_dir) / rel
+        if sealed is not None:
+            if not sealed.claims(rel):
+                reasons.append(f"GATE0-MISSING: {rel} was not written")
+                continue
+            try:
+                docs[name] = parse_document(sealed.text(rel), str(path))
+            except DocumentError as e:
+                reasons += [f"GATE0-UNREADABLE: {fault}" for fault in e.faults]
+            continue
         if not path.exists():
-            reasons.append(f"GATE0-MISSING: {OBSERVATIONS}/{name} was not written")
+            reasons.append(f"GATE0-MISSING: {rel} was not written")
             continue
         try:
             docs[name] = read_document(path)
@@ -111,8 +138,65 @@ def judge_run(run_dir: Path, contract: list[str] | None = None,
             reasons += [f"GATE0-UNREADABLE: {fault}" for fault in e.faults]
     if reasons:
         return refusal(reasons, contract)
+    source = (expected_source(sealed.json("run.json")) if sealed is not None
+              else recorded_source(Path(run_dir)))
     return judge(docs[STARTUP], docs[GENERATION], contract=contract, pins=pins,
-                 expected_source=recorded_source(Path(run_dir)))
+                 expected_source=source)
+
+
+class SealedReader:
+    """Reads files of a sealed run folder only as the bytes its SHA256SUMS vouches for."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        try:
+            raw = read_bounded(run_dir / SUMS, MANIFEST_LIMIT, "manifest")
+        except InputError as e:
+            raise Refused(e.message, rule=RULE_NOT_INTACT) from None
+        entries, bad = parse_sums(raw)
+        if bad:
+            raise Refused(f"{run_dir}/{SUMS}: line {bad[0][0]}: {bad[0][1]}",
+                          rule=RULE_NOT_INTACT)
+        self._claims = dict(entries)
+
+    def claims(self, rel: str) -> bool:
+        return rel in self._claims
+
+    def read(self, rel: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+        """The bytes of `rel`, read once beneath the run folder; Refused unless they hash
+        to the seal's claim, DocumentError when larger than `limit`."""
+        try:
+            fd = open_beneath(self.run_dir, rel)
+            try:
+                if os.fstat(fd).st_size > limit:
+                    raise DocumentError([f"{self.run_dir}/{rel}: over the {limit} byte "
+                                         "limit"])
+                data = os.read(fd, limit + 1)
+                while len(data) <= limit and (more := os.read(fd, limit + 1 - len(data))):
+                    data += more
+            finally:
+                os.close(fd)
+            if len(data) > limit:
+                raise DocumentError([f"{self.run_dir}/{rel}: over the {limit} byte limit"])
+        except OSError as e:
+            raise Refused(f"{self.run_dir}/{rel}: cannot read: {e.strerror or e}",
+                          rule=RULE_NOT_INTACT) from None
+        if hashlib.sha256(data).hexdigest() != self._claims.get(rel):
+            raise Refused(f"{self.run_dir}/{rel} is not the file its seal vouches for",
+                          rule=RULE_NOT_INTACT)
+        return data
+
+    def text(self, rel: str) -> str:
+        return self.read(rel).decode("utf-8", "replace")
+
+    def json(self, rel: str) -> dict[str, Any] | None:
+        if not self.claims(rel):
+            return None
+        try:
+            doc = json.loads(self.read(rel))
+        except (ValueError, RecursionError):  # DocumentError is a ValueError
+            return None
+        return doc if isinstance(doc, dict) else None
 
 
 @contextlib.contextmanager
@@ -264,14 +348,15 @@ def refinalize(run_dir: Path, now: datetime, contract: list[str] | None = None,
         raise InvalidInput(f"{run_dir} is not a run folder with a readable run.json")
     with addendum_lock(run_dir):
         require_intact(run_dir)  # under the lock: what is judged is what was verified
-        run = read_run(run_dir)
+        sealed = SealedReader(run_dir)  # ...and read only as the bytes the seal vouches for
+        run = sealed.json("run.json")
         if run is None:
             raise InvalidInput(f"{run_dir} is not a run folder with a readable run.json")
-        previous = read_run_verdict(run_dir)
+        previous = sealed.json("post-steps/gate0/verdict.json")
         if contract is None and previous is not None and isinstance(previous.get("contract"),
                                                                     list):
             contract = previous["contract"]
-        verdict = judge_run(run_dir, contract, pins)
+        verdict = judge_run(run_dir, contract, pins, sealed)
         record = {**verdict, "refinalize": {
             "run_id": run.get("run_id"), "time": now.astimezone(UTC).isoformat(),
             "original_status": run.get("status"),

@@ -14,6 +14,9 @@ what hashing can read safely, so before sealing:
   `tree.printable` form with its kind, size and, for a regular file, its sha256;
 - every folder below `tree.MAX_DEPTH`, and every path longer than `tree.MAX_PATH_BYTES`,
   is removed with all below it (`EVIDENCE-TOO-DEEP`);
+- every file in the workload's `observations/` larger than `seal.MAX_WORKLOAD_FILE` is
+  removed unhashed, with its size and allocated blocks recorded (`EVIDENCE-TOO-BIG`): a
+  sparse 15 TiB file costs the workload one `truncate` and would hold sealing for hours;
 - then folders left holding no file are pruned (a manifest cannot list a folder, and
   `verify` names unlisted folders); that alone refuses nothing.
 What was removed is written to `non-regular-removed.json` whenever anything that refuses
@@ -32,7 +35,7 @@ from pathlib import Path
 from harness.atomic import write_json
 from harness.hashing import sha256_beneath
 from harness.readfile import InputError, read_bounded
-from harness.seal import empty_folders
+from harness.seal import MAX_WORKLOAD_FILE, empty_folders, too_big
 from harness.tree import (
     Entry,
     open_dir_beneath,
@@ -45,7 +48,7 @@ from harness.verdict import Reason
 
 RECORD = "non-regular-removed.json"
 RULES = {"not-regular": "EVIDENCE-NOT-REGULAR", "bad-name": "EVIDENCE-BAD-NAME",
-         "too-deep": "EVIDENCE-TOO-DEEP"}
+         "too-deep": "EVIDENCE-TOO-DEEP", "too-big": "EVIDENCE-TOO-BIG"}
 MAX_REASONS = 20  # per rule; the record lists every entry
 
 
@@ -80,6 +83,8 @@ def plan(entries: list[Entry]) -> list[Removal]:
             why = "not-regular"
         elif e.too_deep or too_long(e.rel):
             why = "too-deep"
+        elif too_big(e):
+            why = "too-big"
         else:
             continue
         out.append(Removal(e, why, top=not inside))
@@ -108,6 +113,9 @@ def _describe(r: Removal, removals: list[Removal]) -> str:
         below = sum(1 for o in removals if o.entry.rel.startswith(e.rel + "/"))
         more = f", with {below} entr{'y' if below == 1 else 'ies'} below it" if below else ""
         return f"{path}: {e.name_problem}; removed ({e.kind}{more}), listed in {RECORD}"
+    if r.why == "too-big":
+        return (f"{path}: {e.size} bytes written by the workload, over the "
+                f"{MAX_WORKLOAD_FILE} byte limit; removed unhashed")
     if r.why == "too-deep":
         shown = path if len(path) <= 200 else path[:200] + "..."
         below = " with all below it" if e.is_dir else ""
@@ -179,7 +187,7 @@ def clean(run_dir: Path) -> list[Reason]:
     records = []
     for r in removals:
         doc = r.record()
-        if r.entry.is_file:  # a bad name: keep what it held, as a digest
+        if r.entry.is_file and r.why != "too-big":  # keep what it held, as a digest
             doc["sha256"], err = _hash(run_dir, r.entry.rel)
             if err:
                 doc["error"] = err

@@ -8,7 +8,18 @@ loaded: a previous control with a read-write mount can plant a symlink on a decl
 (`data/later -> /outside`). Every source is resolved with realpath now, checked against the
 mount roots now, and docker is given the resolved path, so the folder checked is the
 folder mounted. No other harness container runs meanwhile (the orphan check), so nothing
-of a workload's can swap a folder between this check and docker's mount.
+of a workload's can swap a folder between this check and docker's mount. The mount roots
+they are checked against were resolved once, when the campaign was loaded
+(`Loaded.mount_roots`), so a root swapped for a symlink cannot widen them.
+
+Two rules hold for every source, by construction, in `judge_source`:
+- MOUNT-SYSTEM-PATH: no mount, even read-only, is `/`, or is, contains or lies inside a
+  system path (`/proc`, `/sys`, `/dev`, `/run`, `/var/run`, `/boot`, `/etc`, the Docker
+  socket and its folder); a read-only bind of a socket's folder still lets one connect.
+- MOUNT-OVER-HARNESS: no read-write mount is, contains or lies inside anything the harness
+  trusts (`protected_paths`): the runs folder, the lock, its code and Python, and every
+  input of the next run (the campaign, each control, the controls folder, images.lock, the
+  project's `.git`), so a workload cannot rewrite what the harness runs next.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from pathlib import Path
 
 from harness import execute, faultpoint, vector
 from harness.atomic import write_json
-from harness.config.loader import resolve, within
+from harness.config.loader import overlaps, resolve, system_hit, system_paths, within
 from harness.lock import GpuLock
 from harness.pipeline import orphans
 from harness.pipeline.context import RunContext
@@ -42,28 +53,30 @@ class Source:
     read_only: bool
 
 
-def _overlaps(a: Path, b: Path) -> bool:
-    return a == b or a in b.parents or b in a.parents
-
-
-def judge_source(src: Source, roots: list[Path], protected: list[Path]) -> list[Reason]:
+def judge_source(src: Source, roots: list[Path], protected: list[Path],
+                 system: list[Path]) -> list[Reason]:
     """Pure: may `src` be mounted? `protected` are real paths no read-write mount may
-    contain or lie inside (the runs folder, the lock, the harness's own code)."""
+    contain or lie inside (evidence, lock, code, the campaign's inputs); `system` are host
+    paths no mount at all may be, contain or lie inside (`loader.system_paths`)."""
     shown = f"{src.what}: {src.declared}" + (f" (resolves to {src.real})"
                                              if src.real != src.declared else "")
     if not within(src.real, roots):
         return [Reason("MOUNT-OUTSIDE-ROOTS", f"{shown} is outside the mount roots "
                        f"({', '.join(map(str, roots))}) at launch")]
+    if (hit := system_hit(src.real, system)) is not None:
+        return [Reason("MOUNT-SYSTEM-PATH", f"{shown} overlaps the system path {hit}; no "
+                       "mount may be, contain or lie inside one, even read-only")]
     if src.kind is None:
         return [Reason("ENV-MOUNT-SOURCE", f"{shown} does not exist at launch")]
     if src.kind not in ("dir", "file"):
         return [Reason("MOUNT-SOURCE-KIND", f"{shown} is a {src.kind}, not a folder or a "
                        "regular file")]
     if not src.read_only:
-        hit = [p for p in protected if _overlaps(src.real, p)]
+        hit = [p for p in protected if overlaps(src.real, p)]
         if hit:
             return [Reason("MOUNT-OVER-HARNESS", f"{shown} is read-write and overlaps "
-                           f"{hit[0]}, which the harness trusts (evidence, lock or code)")]
+                           f"{hit[0]}, which the harness trusts (evidence, lock, code or "
+                           "the campaign's inputs)")]
     return []
 
 
@@ -84,21 +97,36 @@ def _source(what: str, declared: Path, read_only: bool) -> Source:
     return Source(what, declared, real, _kind(real), read_only)
 
 
+def _spots(path: Path) -> set[Path]:
+    """Where `path` lives: the entry itself (its folder resolved, so a symlink there is
+    covered too) and what it leads to."""
+    p = Path(os.path.abspath(path))
+    return {Path(os.path.realpath(p.parent)) / p.name, Path(os.path.realpath(p))}
+
+
 def protected_paths(ctx: RunContext) -> list[Path]:
-    return [Path(os.path.realpath(p)) for p in (ctx.run_dir.parent, ctx.loaded.lock_path,
-                                                HARNESS_DIR, sys.prefix)]
+    """Real paths no read-write mount may be, contain or lie inside: the evidence, the
+    lock, the harness's code and Python, and every input the next run reads."""
+    ld = ctx.loaded
+    trusted = [ctx.run_dir.parent, ld.lock_path, HARNESS_DIR, Path(sys.prefix),
+               Path(sys.base_prefix), ld.campaign_file, ld.controls_dir, ctx.control_file,
+               *(p for _, p in ld.controls.values()), *ld.files(), ld.project_dir / ".git"]
+    if ld.image_lock_file is not None:
+        trusted.append(ld.image_lock_file)
+    return sorted(set().union(*map(_spots, trusted)))
 
 
 def resolve_sources(ctx: RunContext) -> tuple[list[Source], Source | None, list[Reason]]:
     """Resolve every mount source and the model folder now; name each that may not go."""
     roots, protected = ctx.loaded.mount_roots(), protected_paths(ctx)
+    system = system_paths(os.environ)
     mounts = [_source(f"mounts[{i}]", resolve(m.source, ctx.control_file.parent), m.read_only)
               for i, m in enumerate(ctx.control.mounts)]
-    reasons = [r for s in mounts for r in judge_source(s, roots, protected)]
+    reasons = [r for s in mounts for r in judge_source(s, roots, protected, system)]
     model = None
     if ctx.control.model is not None and ctx.model_declared is not None:
         model = _source("model", ctx.model_declared, True)
-        reasons += judge_source(model, roots, protected)
+        reasons += judge_source(model, roots, protected, system)
         if ctx.model_real is not None and model.real != ctx.model_real:
             reasons.append(Reason("MODEL-PATH-CHANGED", f"model: {model.declared} resolved to "
                                   f"{ctx.model_real} when it was hashed and to {model.real} "

@@ -1,4 +1,12 @@
-"""Stage 5: post-steps, each a separate process whose exit code is its verdict."""
+"""Stage 5: post-steps, each a separate process whose exit code is its verdict.
+
+A post-step is a command: it may leave anything in its folder. Its `verdict.json` is read
+bounded and without following a symlink, parsed strictly and type-checked; a verdict file
+that is there but unreadable (not a regular file, too big, not strict JSON, not an object
+of the documented shape) refuses the post-step (`POST-VERDICT-UNREADABLE`) and never stops
+the run from being sealed. So does an entry where the harness keeps its own record of the
+step (`result.json`, `POST-RESULT-TAKEN`) or a step folder that already exists.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +16,23 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.atomic import write_json
 from harness.config.schema import PostStep
 from harness.pipeline.context import RunContext
 from harness.poststeps import BUILTINS
+from harness.readfile import InputError, read_bounded
+from harness.tree import printable
 from harness.verdict import PostResult
+
+VERDICT = "verdict.json"
+RESULT = "result.json"
+VERDICT_LIMIT = 1 << 20  # a verdict is a few KiB; gate0's lists its contract and findings
+VERDICTS = ("accepted", "refused")
+MAX_REASONS = 50
+MAX_REASON_CHARS = 1000
+UNREADABLE = "POST-VERDICT-UNREADABLE"
 
 
 def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
@@ -31,15 +50,78 @@ def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
             "--options", json.dumps(options, sort_keys=True)]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {printable(key[:40])} appears twice")
+        out[key] = value
+    return out
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS] + "..."
+
+
+def read_verdict(out_dir: Path) -> tuple[str | None, list[str], str | None]:
+    """(verdict, reasons, problem) from the post-step's `verdict.json`, if it wrote one.
+
+    `problem` is None for no file or a well-formed one: an object whose `verdict`, if
+    present and not null, is "accepted" or "refused", and whose `reasons`, if present and
+    not null, is a list of strings. Anything else is a problem, never an exception."""
+    path = out_dir / VERDICT
+    if not os.path.lexists(path):
+        return None, [], None
+    try:
+        text = read_bounded(path, VERDICT_LIMIT, "verdict file").decode("utf-8")
+        doc = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except InputError as e:
+        return None, [], _clip(e.message.replace(os.fspath(path), VERDICT, 1))
+    except UnicodeDecodeError as e:
+        return None, [], f"{VERDICT} is not UTF-8 ({e.reason} at byte {e.start})"
+    except RecursionError:
+        return None, [], f"{VERDICT} is nested too deep"
+    except ValueError as e:  # JSONDecodeError, a hook, or an integer too long to convert
+        return None, [], _clip(f"{VERDICT} is not strict JSON: {e}")
+    if not isinstance(doc, dict):
+        return None, [], f"{VERDICT} is a JSON {type(doc).__name__}, not an object"
+    verdict, reasons = doc.get("verdict"), doc.get("reasons")
+    if verdict is not None and verdict not in VERDICTS:
+        return None, [], _clip(f"{VERDICT}: verdict must be one of {', '.join(VERDICTS)}, "
+                               f"not {printable(json.dumps(verdict)[:80])}")
+    if reasons is None:
+        reasons = []
+    if not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons):
+        return None, [], f"{VERDICT}: reasons must be a list of strings"
+    kept = [_clip(printable(r)) for r in reasons[:MAX_REASONS]]
+    if len(reasons) > MAX_REASONS:
+        kept.append(f"(and {len(reasons) - MAX_REASONS} more reasons in {VERDICT})")
+    return verdict, kept, None
+
+
 def run_one(step: PostStep, ctx: RunContext) -> PostResult:
-    out_dir = ctx.run_dir / "post-steps" / step.name
-    out_dir.mkdir(parents=True)
+    steps_dir = ctx.run_dir / "post-steps"
+    out_dir = steps_dir / step.name
+    try:  # never through a symlink an earlier post-step may have left at either name
+        if not os.path.lexists(steps_dir):
+            os.mkdir(steps_dir)
+        if os.path.islink(steps_dir) or not os.path.isdir(steps_dir):
+            raise FileExistsError(f"{steps_dir} is not a folder")
+        os.mkdir(out_dir)
+    except OSError as e:
+        return PostResult(step.name, None, "refused", (
+            f"POST-DIR-TAKEN: cannot create post-steps/{step.name} (an earlier post-step "
+            f"left something there?): {e.strerror or e}",))
     env = {**os.environ, "HARNESS_RUN_DIR": str(ctx.run_dir), "HARNESS_POSTSTEP_DIR": str(out_dir)}
     try:
         argv = argv_for(step, ctx.run_dir, out_dir, ctx.loaded.campaign.contract)
     except ValueError as e:
-        write_json(out_dir / "result.json", {"name": step.name, "exit_code": None,
-                                             "error": str(e)})
+        write_json(out_dir / RESULT, {"name": step.name, "exit_code": None,
+                                      "error": str(e)})
         return PostResult(step.name, None, "refused", (str(e),))
     t0 = time.monotonic()
     code: int | None
@@ -57,19 +139,21 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
             proc.kill()
             proc.wait()
             raise
-    verdict_file = out_dir / "verdict.json"
-    verdict, reasons = None, []
-    if verdict_file.is_file():
-        try:
-            v = json.loads(verdict_file.read_text())
-            verdict, reasons = v.get("verdict"), [str(r) for r in v.get("reasons") or []]
-        except (OSError, ValueError):
-            reasons = ["verdict.json is not valid JSON"]
+    verdict, reasons, problem = read_verdict(out_dir)
+    faults = [f"{UNREADABLE}: {problem}"] if problem else []
+    if os.path.lexists(out_dir / RESULT):
+        faults.append(f"POST-RESULT-TAKEN: the step wrote {RESULT}, where the harness keeps "
+                      "its own record of the step")
     if note:
         reasons.append(note)
-    write_json(out_dir / "result.json", {
-        "name": step.name, "argv": argv, "exit_code": code, "verdict": verdict,
-        "duration_s": round(time.monotonic() - t0, 3), "note": note})
+    record = {"name": step.name, "argv": argv, "exit_code": code, "verdict": verdict,
+              "duration_s": round(time.monotonic() - t0, 3), "note": note}
+    try:
+        write_json(out_dir / RESULT, record)  # replaces whatever the step left at that name
+    except OSError as e:  # e.g. the step made result.json a folder: the run is still sealed
+        faults.append(f"POST-RESULT-UNWRITTEN: {RESULT}: {e.strerror or e}")
+    if faults:  # whatever it exited, a step whose files cannot be read has not accepted
+        return PostResult(step.name, code, "refused", tuple(faults + reasons))
     return PostResult(step.name, code, verdict or ("accepted" if code == 0 else "refused"),
                       tuple(reasons))
 

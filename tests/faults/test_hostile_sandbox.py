@@ -169,3 +169,46 @@ def test_swaps_while_the_lock_is_held_are_seen(project, tmp_path, outside):
     pre = json.loads((run / "preflight.json").read_text())
     assert pre["model_path"]["real"] == str(models / "a")
     assert not (run / "docker-vector.json").exists()
+
+
+def test_the_rewritten_campaign_of_the_red_team_fails_check(project):
+    """What a workload wrote through `../campaigns` (now refused at launch): `/` as a mount
+    root and a control mounting `/run` to reach the Docker socket; `check` names both."""
+    project.control("sock", 'command: ["true"]\nmounts:\n  - {source: /run, target: /h}\n')
+    camp = project.campaign("camp", ["sock"], "mount_roots: [/]\n")
+    r = project.harness("check", str(camp))
+    assert r.returncode == 2 and f"{camp}:6:" in r.stdout + r.stderr, r.stdout + r.stderr
+    camp = project.campaign("camp", ["sock"], "mount_roots: [/run]\n")
+    r = project.harness("check", str(camp))
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "MOUNT-SYSTEM-PATH" in out, out
+    assert f"{project.root / 'controls/sock.yaml'}:6:" in out, out
+
+
+def test_a_link_to_the_docker_socket_folder_is_refused_even_read_only(project,
+                                                                        cleanup_containers):
+    """Roots that include `/run` (a campaign may name one): control 1 plants `later -> /run`,
+    control 2 mounts it read-only to talk to docker.sock. Refused at launch, nothing run."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    data = project.root / "data"
+    data.mkdir()
+    data.chmod(0o777)
+    project.control("planter", """\
+        command: [python3, -c, "import os; os.symlink('/run', '/d/later')"]
+        mounts:
+          - {source: ../data, target: /d, read_only: false}
+        """)
+    project.control("caller", 'command: [python3, -c, "import socket; s = socket.socket('
+                    "socket.AF_UNIX); s.connect('/h/docker.sock'); print('CONNECTED')\"]\n"
+                    "mounts:\n  - {source: ../data/later, target: /h}\n")
+    camp = project.campaign("camp", ["planter", "caller"], f"mount_roots: [{data}, /run]\n")
+    assert project.harness("check", str(camp)).returncode == 0
+    r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+    assert r.returncode == 1, r.stderr
+    runs = sorted(project.run_dirs(), key=lambda d: project.record(d)["times"]["created"])
+    assert project.record(runs[0])["status"] == "accepted"
+    rec = project.record(runs[1])
+    assert rec["status"] == "refused" and rec["rules"] == ["MOUNT-SYSTEM-PATH"], rec
+    assert not (runs[1] / "docker-vector.json").exists(), "nothing launched"
+    assert containers_with_label(label) == []

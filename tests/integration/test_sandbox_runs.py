@@ -147,3 +147,82 @@ def test_an_exited_orphan_of_a_killed_run_is_removed_by_the_next_run(project,
     rm = subprocess.run(["docker", "ps", "-aq", "--filter", f"id={old}"],
                         capture_output=True, text=True, check=True)
     assert rm.stdout.strip() == ""
+
+
+def test_a_control_cannot_rewrite_its_own_campaign(project, cleanup_containers):
+    """The red team's chain: `../campaigns` read-write let the workload add `mount_roots:
+    [/]` and a control that talks to the Docker socket, owned by the next run."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    project.control("rewriter", """\
+        command: [python3, -c, "open('/c/camp.yaml', 'a').write('mount_roots: [/]\\\\n')"]
+        mounts:
+          - {source: ../campaigns, target: /c, read_only: false}
+        """)
+    camp = project.campaign("camp", ["rewriter"])
+    before = camp.read_bytes()
+    r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+    assert r.returncode == 1, r.stderr
+    [run] = project.run_dirs()
+    assert project.record(run)["rules"] == ["MOUNT-OVER-HARNESS"]
+    assert camp.read_bytes() == before
+    assert containers_with_label(f"org.harness.lock={project.lock}") == []
+
+
+def test_a_nested_root_swapped_for_a_link_to_slash_widens_nothing(project, tmp_path_factory,
+                                                                  cleanup_containers):
+    """Roots [scratch, scratch/models]: control 1 (scratch read-write) swaps models for a
+    link to `/`; control 2 mounts a host folder through it. Roots are fixed at load."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.txt").write_text("host-only-secret\n")
+    scratch = project.root / "scratch"
+    (scratch / "models").mkdir(parents=True)
+    scratch.chmod(0o777)
+    project.control("swapper", """\
+        command: [python3, -c, "import os; os.rename('/s/models', '/s/old'); os.symlink('/', '/s/models')"]
+        mounts:
+          - {source: ../scratch, target: /s, read_only: false}
+        """)  # noqa: E501
+    project.control("reader", READ.format(path="/m/secret.txt")
+                    + f"mounts:\n  - {{source: ../scratch/models{outside}, target: /m}}\n")
+    camp = project.campaign("camp", ["swapper", "reader"],
+                            f"mount_roots: [{scratch}, {scratch}/models]\n")
+    assert project.harness("check", str(camp)).returncode == 0
+    r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+    assert r.returncode == 1, r.stderr
+    swapper, reader = sorted(project.run_dirs(), key=lambda d: project.record(d)["times"]
+                             ["created"])
+    assert project.record(swapper)["status"] == "accepted"
+    assert (scratch / "models").is_symlink(), "the attack was really planted"
+    rec = project.record(reader)
+    assert rec["status"] == "refused" and rec["rules"] == ["MOUNT-OUTSIDE-ROOTS"], rec
+    assert not (reader / "docker-vector.json").exists(), "nothing launched"
+    for p in project.runs.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            assert b"host-only-secret" not in p.read_bytes(), p
+
+
+def test_one_lock_through_a_symlinked_folder_still_sees_the_running_orphan(
+        project, cleanup_containers):
+    """Two campaigns name the same lock, one through a symlinked folder: the second must see
+    the first's container (outliving its SIGKILLed harness) and refuse to run beside it."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    (project.root / "via").symlink_to(project.root / "locks")
+    project.control("nap", 'command: [python3, -c, "import time; time.sleep(60)"]\n')
+    first = project.campaign("first", ["nap"])
+    second = project.root / "campaigns/second.yaml"
+    second.write_text(first.read_text().replace("name: first", "name: second")
+                      .replace(str(project.lock), str(project.root / "via/gpu.lock")))
+    p = project.popen("run", str(first), "--runs-dir", str(project.runs))
+    deadline = time.monotonic() + 60
+    while not containers_with_label(label, all_states=False):
+        assert time.monotonic() < deadline, "the container never started"
+        time.sleep(0.1)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=10)
+    r = project.harness("run", str(second), "--runs-dir", str(project.runs))
+    assert r.returncode == 3, r.stderr
+    [done] = [d for d in project.run_dirs() if (d / "run.json").exists()]  # the second's
+    assert "ENV-ORPHAN-CONTAINER" in project.record(done)["rules"]
+    assert len(containers_with_label(label)) == 1, "nothing launched beside it"

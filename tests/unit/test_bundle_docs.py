@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bundle_helpers import make_keys, make_run, rebag
+from bundle_helpers import make_keys, make_run, pack, rebag, seal, writable_bundle
 
-from harness.bundle import export_bundle
+from harness.bundle import export_bundle, verify_bundle
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "bundles.md"
 
@@ -90,3 +93,73 @@ def test_openssh_recipe_checks_the_signature(tmp_path):
     assert 'Good "harness-evidence" signature for alice@example' in good.stdout + good.stderr
     bad = run_script(script, root, ALLOWED_SIGNERS=str(tmp_path / "others"))
     assert bad.returncode != 0
+
+
+def _nested_record(folder: Path, status: str = "accepted") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps({"schema": "harness.run/v1", "run_id": "r1",
+                                                 "status": status}))
+
+
+def _sums_of(folder: Path, names: list[str], *, lie: bool = False) -> None:
+    """A SHA256SUMS in `folder` over `names`; with `lie`, over digests and files that are
+    not there (only a run's seal may make the recipe check it)."""
+    lines = [f"{'0' * 64 if lie else hashlib.sha256((folder / n).read_bytes()).hexdigest()}"
+             f"  {n}\n" for n in names]
+    (folder / "SHA256SUMS").write_text("".join(lines) + ("0" * 64 + "  ghost.json\n"
+                                                         if lie else ""))
+
+
+def _reseal(run: Path) -> None:
+    (run / "SHA256SUMS").unlink()
+    seal(run)
+
+
+def _addendum_with_record(run: Path) -> None:
+    addendum = run / "addenda" / "20261201T000000Z-refinalize"
+    _nested_record(addendum)
+    _sums_of(addendum, ["run.json"])
+
+
+# A run.json below a run (the workload's observations/, an addendum) does not make a run:
+# `harness bundle verify` (payload.find_run_dirs) and the recipe judge each case alike.
+# sealed: the run's own seal lists what was planted (the workload wrote it during the run);
+# otherwise it was planted after sealing, and the bag made to agree.
+NESTED_RECORDS: dict[str, tuple[bool, Callable[[Path], None], bool]] = {
+    "observations-run-json": (True, lambda r: _nested_record(r / "observations"), True),
+    "observations-run-json-and-sums": (
+        True, lambda r: (_nested_record(r / "observations"),
+                         _sums_of(r / "observations", ["run.json"])), True),
+    "observations-run-json-and-lying-sums": (
+        True, lambda r: (_nested_record(r / "observations"),
+                         _sums_of(r / "observations", ["run.json"], lie=True)), True),
+    "addendum-run-json": (True, _addendum_with_record, True),
+    "planted-observations-run-json": (
+        False, lambda r: _nested_record(r / "observations"), False),
+    "planted-observations-run-json-and-sums": (
+        False, lambda r: (_nested_record(r / "observations"),
+                          _sums_of(r / "observations", ["run.json"])), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NESTED_RECORDS))
+def test_coreutils_recipe_and_harness_agree_on_a_nested_run_json(tmp_path, case):
+    sealed, plant, ok = NESTED_RECORDS[case]
+    run = make_run(tmp_path / "gpu-runs", "r1")
+    if sealed:
+        plant(run)
+        _reseal(run)
+        export_bundle([run], tmp_path / "evidence.tar.gz")
+    else:
+        export_bundle([run], tmp_path / "good.tar.gz")
+        root = writable_bundle(tmp_path / "good.tar.gz", tmp_path / "x")
+        plant(root / "data" / "r1")
+        rebag(root)
+        pack(root, tmp_path / "evidence.tar.gz")
+    report = verify_bundle(tmp_path / "evidence.tar.gz")
+    assert report.ok is ok, report.problems
+    assert report.runs == ["data/r1"]
+    result = run_script(doc_script("coreutils"), tmp_path)
+    assert (result.returncode == 0) is ok, result.stdout + result.stderr
+    assert ("bundle verified" in result.stdout) is ok
+    assert (tmp_path / "review" / "runs.txt").read_text() == "data/r1\n"

@@ -58,3 +58,10 @@ def test_a_changed_seal_refuses_an_otherwise_good_run():
     s, r = decide(preflight=[], outcome=OK, post=[],
                   after=[Reason("SEAL-CHANGED", "harness/x.py: changed")])
     assert s == "refused" and r[0].rule == "SEAL-CHANGED"
+
+
+def test_a_post_step_that_exits_0_but_says_refused_refuses_the_run():
+    status, reasons = decide(preflight=[], outcome=OK,
+                             post=[PostResult("judge", 0, "refused", ("JUDGE-X: no",))],
+                             after=[])
+    assert status == "refused" and [r.rule for r in reasons] == ["POST-judge"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.config.loader import check_files, load_campaign
+from harness.config.loader import check_files, load_campaign, system_paths
 from harness.config.schema import Control, plain_path_problem
 from harness.errors import InvalidInput
 from harness.instrument.harness_observer.driver import engine_args
@@ -307,3 +307,109 @@ def test_launcher_identity_matches_this_process():
     assert not orphans.launcher_alive(int(me["pid"]), float(me["started"]) - 5)
     labels = build(vinput(control(), launcher=me)).argv
     assert f"org.harness.launcher-pid={me['pid']}" in labels
+
+
+# ---- red team: the campaign's inputs, system paths, roots fixed at load, one lock ---------
+
+@pytest.mark.parametrize("where", ["campaigns", "campaigns/camp.yaml", "controls",
+                                   "controls/c1.yaml", "controls/sub", "images.lock", ".git",
+                                   ".git/hooks"])
+def test_a_read_write_mount_over_any_input_of_the_next_run_is_refused(tmp_path, where):
+    """A workload that could rewrite its campaign or a control (`mount_roots: [/]`, a new
+    control mounting the Docker socket, a host-side post-step) owns the next run."""
+    root = _project(tmp_path, f"../{where}", read_only=False)
+    (root / "controls/sub").mkdir()
+    (root / ".git/hooks").mkdir(parents=True)
+    ctx = _ctx(root)
+    assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OVER-HARNESS"]
+
+
+def test_inputs_reached_through_symlinks_are_protected_where_they_lead(tmp_path):
+    root = _project(tmp_path, "../data", read_only=False)
+    shared = tmp_path / "proj/data"  # inside the roots, read-write mounted by c1
+    (shared / "c1.yaml").write_text((root / "controls/c1.yaml").read_text())
+    (root / "controls/c1.yaml").unlink()
+    (root / "controls/c1.yaml").symlink_to(shared / "c1.yaml")
+    ctx = _ctx(root)
+    assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OVER-HARNESS"]
+
+
+SYSTEM = system_paths({})
+
+
+@pytest.mark.parametrize("real", ["/", "/run", "/run/docker.sock", "/var", "/var/run",
+                                  "/etc", "/etc/shadow", "/proc/1", "/sys", "/dev/shm",
+                                  "/boot/x"])
+@pytest.mark.parametrize("read_only", [True, False])
+def test_any_mount_of_a_system_path_is_refused_even_read_only(real, read_only):
+    src = launch.Source("mounts[0]", Path(real), Path(real), "dir", read_only)
+    reasons = launch.judge_source(src, [Path("/")], [], SYSTEM)
+    assert [r.rule for r in reasons] == ["MOUNT-SYSTEM-PATH"]
+
+
+def test_the_docker_host_socket_and_its_folder_are_system_paths(tmp_path):
+    sock = tmp_path / "d/docker.sock"
+    system = system_paths({"DOCKER_HOST": f"unix://{sock}"})
+    for real, refused in [(tmp_path, True), (tmp_path / "d", True), (sock, True),
+                          (tmp_path / "d/x", True), (tmp_path / "other", False)]:
+        src = launch.Source("m", real, real, "dir", True)
+        rules = [r.rule for r in launch.judge_source(src, [Path("/")], [], system)]
+        assert rules == (["MOUNT-SYSTEM-PATH"] if refused else []), real
+
+
+def test_a_control_mounting_a_system_path_fails_check(tmp_path):
+    root = _project(tmp_path, "/run")
+    (root / "campaigns/camp.yaml").write_text(
+        "name: camp\nrow: R\nmount_roots: [/run]\ncontrols: [c1]\n")
+    faults = check_files([root / "campaigns/camp.yaml"])
+    assert [f"{f.line}" for f in faults if "MOUNT-SYSTEM-PATH" in f.message] == ["6"], faults
+
+
+def test_root_as_a_mount_root_fails_check_at_its_position(tmp_path):
+    root = _project(tmp_path, "../data")
+    camp = root / "campaigns/camp.yaml"
+    camp.write_text("name: camp\nrow: R\nmount_roots:\n  - /tmp\n  - /\ncontrols: [c1]\n")
+    [fault] = check_files([camp])
+    assert (fault.line, "'/'" in fault.message) == (5, True), fault
+    (tmp_path / "slash").symlink_to("/")
+    camp.write_text(f"name: camp\nrow: R\nmount_roots: [{tmp_path}/slash]\n"
+                    "controls: [c1]\n")
+    [fault] = check_files([camp])
+    assert fault.line == 3 and "resolves to '/'" in fault.message, fault
+
+
+def test_mount_roots_are_fixed_when_the_campaign_is_loaded(tmp_path):
+    """The red team's repro: roots [scratch, scratch/models]; a control with `../scratch`
+    read-write swaps `models` for a link to `/`; the next control mounts models/etc."""
+    root = _project(tmp_path, "../scratch/models/etc")
+    (root / "scratch/models/etc").mkdir(parents=True)
+    (root / "campaigns/camp.yaml").write_text(
+        f"name: camp\nrow: R\nmount_roots: [{root}/scratch, {root}/scratch/models]\n"
+        "controls: [c1]\n")
+    ctx = _ctx(root)
+    before = ctx.loaded.mount_roots()
+    assert before == [root / "scratch", root / "scratch/models"]
+    os.rename(root / "scratch/models", root / "scratch/old")
+    (root / "scratch/models").symlink_to("/")
+    assert ctx.loaded.mount_roots() == before
+    reasons = launch.resolve_sources(ctx)[2]
+    assert [r.rule for r in reasons] == ["MOUNT-OUTSIDE-ROOTS"] and "/etc" in reasons[0].detail
+
+
+def test_one_lock_has_one_spelling_and_its_file_is_never_followed(tmp_path):
+    root = _project(tmp_path, "../data")
+    (root / "locks").mkdir()
+    (tmp_path / "via").symlink_to(root / "locks")
+    camp = root / "campaigns/camp.yaml"
+    paths = []
+    for folder in (root / "locks", tmp_path / "via", tmp_path / "via/../proj/locks"):
+        camp.write_text(f"name: camp\nrow: R\nlock: {folder}/gpu.lock\ncontrols: [c1]\n")
+        loaded, faults = load_campaign(camp)
+        assert loaded is not None, faults
+        paths.append(loaded.lock_path)
+    assert paths == [root / "locks/gpu.lock"] * 3
+    (root / "victim").write_text("precious\n")
+    (root / "locks/gpu.lock").symlink_to(root / "victim")  # planted by a group member
+    camp.write_text(f"name: camp\nrow: R\nlock: {tmp_path}/via/gpu.lock\ncontrols: [c1]\n")
+    loaded, _ = load_campaign(camp)
+    assert loaded is not None and loaded.lock_path == root / "locks/gpu.lock"
