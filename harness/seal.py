@@ -34,6 +34,7 @@ from harness.readfile import InputError, read_bounded
 from harness.tree import (
     Entry,
     NotRegular,
+    TooMany,
     chmod_beneath,
     path_problem,
     printable,
@@ -109,6 +110,9 @@ MANIFEST_LIMIT = 256 * 1024 * 1024  # ~2.5 million lines: far beyond any run
 # it pumped) are real bytes it wrote and are never judged by size.
 WORKLOAD_DIR = "observations"
 MAX_WORKLOAD_FILE = 8 * 1024**3
+# Entries a run folder may hold: far beyond any real run (a few dozen harness files plus
+# the workload's), small enough that sealing and verifying stay within seconds.
+MAX_ENTRIES = 100_000
 FILE_MODE = 0o444  # fixed modes, never remembered ones: no write, exec, setuid or sticky bit
 DIR_MODE = 0o555
 _LINE = re.compile(rb"([0-9a-f]{64})  (.+)", re.S)
@@ -209,14 +213,22 @@ def write_manifest(folder: Path) -> dict[str, str]:
 
     Refuses (`Unsealable`, writing nothing) a tree that still holds anything a seal cannot
     vouch for, so no code path can seal a folder that would not verify."""
-    entries = [e for e in walk(folder) if e.rel != SUMS]
+    try:
+        entries = [e for e in walk(folder, MAX_ENTRIES) if e.rel != SUMS]
+    except TooMany:
+        raise Unsealable(errno.EFBIG, f"cannot seal: more than {MAX_ENTRIES} entries",
+                         os.fspath(folder)) from None
     problems = unsealable(entries)
     if problems:
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         raise Unsealable(errno.EINVAL, "cannot seal: " + "; ".join(problems[:5]) + more,
                          os.fspath(folder))
     sums = sha256_tree(folder, [e.rel for e in entries if e.is_file])
-    write_text(folder / SUMS, render_sums(sums), exclusive=True, mode=FILE_MODE)
+    text = render_sums(sums)
+    if len(text.encode("utf-8")) > MANIFEST_LIMIT:  # verify would refuse to read it
+        raise Unsealable(errno.EFBIG, f"cannot seal: the manifest would be over "
+                         f"{MANIFEST_LIMIT} bytes", os.fspath(folder))
+    write_text(folder / SUMS, text, exclusive=True, mode=FILE_MODE)
     return sums
 
 
@@ -248,7 +260,7 @@ class Problem:
 
     kind: no-manifest | unreadable | bad-line | duplicate | claimed-twice | claims-a-manifest
     | changed | missing | extra | extra-folder | stray-manifest | not-regular | bad-name
-    | too-deep | not-a-folder"""
+    | too-deep | not-a-folder | too-many"""
 
     path: str
     kind: str
@@ -325,7 +337,10 @@ def verify_folder(folder: Path) -> list[Problem]:
     Every regular file must be claimed by exactly one manifest and match it; nothing else
     may be there: no other entry kind, no unclaimed file or folder, no unsealable name."""
     try:
-        entries = walk(folder)
+        entries = walk(folder, 2 * MAX_ENTRIES)  # a run and its addenda, with room
+    except TooMany:
+        return [Problem(".", "too-many", f"more than {2 * MAX_ENTRIES} entries: no seal "
+                        "holds that many")]
     except NotRegular:
         return [Problem(".", "not-a-folder", "the run folder must be a real folder, not a "
                         "symlink")]

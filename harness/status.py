@@ -16,6 +16,7 @@ from harness.lock import FIELD_MAX, clean_text, describe_holder, is_free, read_h
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
 from harness.night.nightlock import describe, read_night_holder
 from harness.night.rules import progress
+from harness.report.inert import inert
 from harness.report.nights import STAMP
 
 
@@ -99,32 +100,34 @@ def render(status: dict) -> list[str]:
         state = f"unusable ({lock['problem']})"
     else:
         state = "free" if not lock["held"] else f"held by {describe_holder(lock['holder'])}"
-    out = [f"GPU lock {lock['path']}: {state}"]
+    out = [f"GPU lock {inert(lock['path'])}: {state}"]
     if not lock["held"] and lock["holder"] and not lock["holder"].get("alive"):
         out.append(f"  (stale holder record: {describe_holder(lock['holder'])})")
     nh = lock["night_holder"]
     out.append("night lock: " + (describe(nh) if nh and nh.get("alive") else "free"))
     if status["engine_error"]:
-        out.append(f"containers: engine unreachable ({status['engine_error']})")
+        out.append(f"containers: engine unreachable ({inert(status['engine_error'])})")
     elif not status["containers"]:
         out.append("containers: no harness container running")
     for c in status["containers"]:
-        out.append(f"container {c['id']} {c['name']}: run {c['run_id']} "
-                   f"({c['campaign']}/{c['control']}), {c['status']}")
+        out.append(f"container {inert(c['id'])} {inert(c['name'])}: run {inert(c['run_id'])} "
+                   f"({inert(c['campaign'])}/{inert(c['control'])}), {inert(c['status'])}")
     night = status["night"]
     if night is None:
         out.append("night: none yet")
         return out
+    # Everything below comes from the night folder's name and its journal, which anyone who
+    # can write the runs folder controls: each value is shown inert (no ESC, OSC-8, newline).
     if "error" in night:
-        out.append(f"night {night['dir']}: {night['error']}")
+        out.append(f"night {inert(night['dir'])}: {inert(night['error'])}")
         return out
     p = night["progress"]
     where = "running now" if night["active"] else ("ended" if night["ended"] else "stopped")
-    states = ", ".join(f"{k} {v}" for k, v in p["states"].items())
-    out.append(f"night {night['dir']} ({night['campaign']}, {where}): "
-               f"{p['done']}/{p['total']} done; {states}")
+    states = ", ".join(f"{inert(k)} {inert(v)}" for k, v in p["states"].items())
+    out.append(f"night {inert(night['dir'])} ({inert(night['campaign'])}, {where}): "
+               f"{inert(p['done'])}/{inert(p['total'])} done; {states}")
     for r in night["rows"]:
-        out.append(f"  {r['control']} #{r['attempt']} {r['state']}"
-                   + (f" {r['run_id']}" if r["run_id"] else "")
-                   + (f" ({r['origin']})" if r["origin"] != "plan" else ""))
+        out.append(f"  {inert(r['control'])} #{inert(r['attempt'])} {inert(r['state'])}"
+                   + (f" {inert(r['run_id'])}" if r["run_id"] else "")
+                   + (f" ({inert(r['origin'])})" if r["origin"] != "plan" else ""))
     return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_DEPTH = 64  # deeper folders are reported, not entered
+MAX_NAME_BYTES = 255  # NAME_MAX on Linux: a longer component cannot be created anywhere
 MAX_PATH_BYTES = 1024  # a longer relative path is not sealed: `sha256sum -c` opens it
 # whole, and PATH_MAX (4096) must still hold it below a bundle's or reviewer's prefix
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -101,7 +102,11 @@ def path_problem(rel: str) -> str | None:
         return f"{rel!r} is not a relative path"
     if rel == "-":  # `sha256sum -c` reads standard input for a line naming "-"
         return "the name '-' means standard input to sha256sum"
+    if too_long(rel):
+        return f"the path is longer than {MAX_PATH_BYTES} bytes"
     for part in rel.split("/"):
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            return f"a name is longer than {MAX_NAME_BYTES} bytes"
         problem = name_problem(part)
         if problem:
             return problem
@@ -133,10 +138,16 @@ def _open_dir(name: str, dir_fd: int | None, expect: os.stat_result | None) -> i
     return fd
 
 
-def walk(root: Path | str) -> list[Entry]:
+class TooMany(OSError):
+    """A tree holds more entries than the caller's bound: it was not listed whole."""
+
+
+def walk(root: Path | str, max_entries: int | None = None) -> list[Entry]:
     """Every entry below `root` (not `root` itself), parents before children, sorted.
 
     `root` itself must be a real folder, not a symlink to one (NotRegular otherwise).
+    With `max_entries`, a tree holding more raises TooMany as soon as that is known, so
+    neither memory nor time grows with a hostile tree's size.
     """
     try:
         fd = _open_dir(os.fspath(root), None, None)
@@ -146,17 +157,26 @@ def walk(root: Path | str) -> list[Entry]:
         raise
     out: list[Entry] = []
     try:
-        _walk(fd, "", "", out, 1)
+        _walk(fd, "", "", out, 1, max_entries)
     finally:
         os.close(fd)
     return out
 
 
-def _walk(dir_fd: int, prefix: str, problem: str | None, out: list[Entry], depth: int) -> None:
+def _listing(dir_fd: int, room: int | None) -> list[tuple[str, os.stat_result]]:
+    found = []
     with os.scandir(dir_fd) as it:
-        found = sorted(((e.name, e.stat(follow_symlinks=False)) for e in it),
-                       key=lambda x: x[0].encode("utf-8", "surrogateescape"))
-    for name, st in found:
+        for e in it:
+            if room is not None and len(found) >= room:
+                raise TooMany(errno.EFBIG, "more entries than the bound allows")
+            found.append((e.name, e.stat(follow_symlinks=False)))
+    return sorted(found, key=lambda x: x[0].encode("utf-8", "surrogateescape"))
+
+
+def _walk(dir_fd: int, prefix: str, problem: str | None, out: list[Entry], depth: int,
+          max_entries: int | None = None) -> None:
+    room = None if max_entries is None else max_entries - len(out)
+    for name, st in _listing(dir_fd, room):
         rel = prefix + name
         own = problem or name_problem(name)
         kind = kind_of(st.st_mode)
@@ -167,11 +187,13 @@ def _walk(dir_fd: int, prefix: str, problem: str | None, out: list[Entry], depth
             except OSError:
                 target = None
         too_deep = kind == "dir" and depth >= MAX_DEPTH
+        if max_entries is not None and len(out) >= max_entries:
+            raise TooMany(errno.EFBIG, "more entries than the bound allows")
         out.append(Entry(rel, kind, st.st_size, st.st_mode, own, target, too_deep))
         if kind == "dir" and not too_deep:
             child = _open_dir(name, dir_fd, st)
             try:
-                _walk(child, rel + "/", own, out, depth + 1)
+                _walk(child, rel + "/", own, out, depth + 1, max_entries)
             finally:
                 os.close(child)
 

@@ -26,7 +26,7 @@ from harness.bundle.payload import Payload, collect_payload
 from harness.bundle.seals import bag_runs, layout_problems, run_problems
 from harness.bundle.sign import sign
 from harness.bundle.statement import build_statement
-from harness.bundle.sums import Problem
+from harness.bundle.sums import Problem, one_line
 from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.tree import NotRegular
 
@@ -47,7 +47,9 @@ def compression_for(output: Path) -> bool:
         return True
     if name.endswith(".tar"):
         return False
-    raise InvalidInput(f"{output}: the output name must end in .tar, .tar.gz or .tgz")
+    raise InvalidInput(
+        f"{one_line(str(output))}: the output name must end in .tar, .tar.gz or .tgz"
+    )
 
 
 def top_folder(names: list[str]) -> str:
@@ -125,16 +127,18 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
     output = Path(output)
     compress = compression_for(output)
     if output.exists() or output.is_symlink():
-        raise InvalidInput(f"{output} exists; bundles are never overwritten")
+        raise InvalidInput(f"{one_line(str(output))} exists; bundles are never overwritten")
     if not output.parent.is_dir():
-        raise InvalidInput(f"{output.parent} is not a folder")
+        raise InvalidInput(f"{one_line(str(output.parent))} is not a folder")
     if sign_key is not None and not Path(sign_key).is_file():
-        raise InvalidInput(f"signing key {sign_key} is not a file")
+        raise InvalidInput(f"signing key {one_line(str(sign_key))} is not a file")
     payload = collect_payload(folders)
     real_parent = output.parent.resolve()
     for name, source in payload.roots:
         if real_parent == source or real_parent.is_relative_to(source):
-            raise InvalidInput(f"{output}: would be written inside the bundled folder {name}")
+            raise InvalidInput(
+                f"{one_line(str(output))}: would be written inside the bundled folder {name}"
+            )
     problems = judge(payload)
     if problems:
         raise ExportRefused(problems)
@@ -148,9 +152,13 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
             os.fsync(fh.fileno())
         os.link(tmp, output)  # fails if someone created `output` meanwhile
     except FileExistsError as e:
-        raise InvalidInput(f"{output} appeared while exporting; not overwritten") from e
+        raise InvalidInput(
+            f"{one_line(str(output))} appeared while exporting; not overwritten"
+        ) from e
     except NotRegular as e:  # swapped for a symlink or a FIFO after it was judged
-        raise InvalidInput(f"{e.filename}: {e.strerror} (changed while exporting)") from None
+        raise InvalidInput(
+            f"{one_line(str(e.filename))}: {e.strerror} (changed while exporting)"
+        ) from None
     except OSError as e:  # disk full, or a run file changed size while it was read
         raise EnvironmentFault(f"cannot write {output}: {e}") from e
     finally:

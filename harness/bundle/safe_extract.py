@@ -9,7 +9,6 @@ by this module, never by `tarfile.extract`, so no member can place anything outs
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import tarfile
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.bundle.sums import unsafe_name_reason
+from harness.bundle.sums import one_line, unsafe_name_reason
 from harness.errors import InvalidInput
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -39,34 +38,154 @@ class _Hostile(Exception):
     """An archive that breaks a rule; the message says which."""
 
 
-class _BoundedReader(io.RawIOBase):
-    """Counts decompressed bytes and stops once they pass the bound or the ratio."""
+CHUNK = 1 << 20
+TAIL = 64 << 10  # decompressed bytes kept to check past where tarfile stopped (10 KiB ahead)
+MAX_META_BYTES = 1 << 20  # long-name (L/K) and pax (x/g) header data, read whole into memory
+MAX_META_CHAIN = 16  # extension headers in a row before one member
+META_TYPES = (
+    tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
+)
 
-    def __init__(self, fh: BinaryIO, limit: int, compressed_size: int | None, limits: Limits):
+
+class _Gunzip(io.RawIOBase):
+    """gzip decompression that checks what `gzip.GzipFile` only checks if read to the end:
+    each member's CRC-32 and length trailer (zlib checks them), a stream that stops before
+    its trailer, and bytes after the last member (refused: only gzip members may follow).
+    `consumed` is the compressed bytes used so far, so appended junk buys no ratio."""
+
+    def __init__(self, fh: BinaryIO):
+        self.fh = fh
+        self.raw_count = 0
+        self.pending = b""
+        self.inflate = zlib.decompressobj(31)
+        self.done = False
+
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def consumed(self) -> int:
+        return self.raw_count - len(self.pending)
+
+    def _raw(self) -> bytes:
+        block = self.fh.read(CHUNK)
+        self.raw_count += len(block)
+        return block
+
+    def _next_member(self) -> None:
+        rest = self.pending
+        while len(rest) < len(GZIP_MAGIC) and (more := self._raw()):
+            rest += more
+        self.pending = rest
+        if not rest:
+            self.done = True
+        elif not rest.startswith(GZIP_MAGIC):
+            raise _Hostile(f"{len(rest)}+ bytes after the end of the gzip stream")
+        else:
+            self.inflate = zlib.decompressobj(31)
+
+    def read(self, size: int = -1) -> bytes:
+        if size == 0:
+            return b""
+        size = size if size > 0 else CHUNK
+        while not self.done:
+            if self.inflate.eof:
+                self._next_member()
+                continue
+            data = self.pending or self._raw()
+            if not data:
+                raise EOFError("the gzip stream is cut short (no end-of-stream trailer)")
+            try:
+                out = self.inflate.decompress(data, size)
+            except zlib.error as e:  # a bad CRC-32 or length trailer too: unreadable, exit 2
+                raise zlib.error(f"corrupt gzip stream: {e}") from e
+            self.pending = self.inflate.unused_data if self.inflate.eof else (
+                self.inflate.unconsumed_tail)
+            if out:
+                return out
+        return b""
+
+
+class _BoundedReader(io.RawIOBase):
+    """Counts decompressed bytes and stops once they pass the bound or the ratio; keeps the
+    last TAIL bytes so what follows tarfile's end of archive can be checked."""
+
+    def __init__(self, fh: BinaryIO, limit: int, gunzip: _Gunzip | None, limits: Limits):
         self.fh = fh
         self.limit = limit
-        self.compressed_size = compressed_size
+        self.gunzip = gunzip
         self.limits = limits
         self.count = 0
+        self.tail = bytearray()
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int = -1) -> bytes:
-        block = self.fh.read(size if size >= 0 else 1 << 20)
+        block = self.fh.read(size if size >= 0 else CHUNK)
         self.count += len(block)
+        self.tail += block
+        del self.tail[:-TAIL]
         if self.count > self.limit:
             raise _Hostile(f"expands past {self.limit} bytes (decompression bomb?)")
         if (
-            self.compressed_size is not None
+            self.gunzip is not None
             and self.count > self.limits.ratio_floor
-            and self.count > self.limits.max_ratio * max(self.compressed_size, 1)
+            and self.count > self.limits.max_ratio * max(self.gunzip.consumed, 1)
         ):
             raise _Hostile(
                 f"expands more than {self.limits.max_ratio:g} times its compressed size "
                 "(decompression bomb?)"
             )
         return block
+
+
+class _MetaBudget:
+    """Bounds the extension headers tarfile reads whole into memory, checked before it reads
+    them: each, each run of them before one member, and all global (g) headers together."""
+
+    def __init__(self) -> None:
+        self.chain = 0
+        self.chain_bytes = 0
+        self.global_bytes = 0
+
+    def check(self, info: tarfile.TarInfo) -> None:
+        if info.type == tarfile.GNUTYPE_SPARSE:
+            raise _Hostile(f"{info.name!r} is a sparse file")
+        if info.type not in META_TYPES:
+            self.chain = self.chain_bytes = 0
+            return
+        self.chain += 1
+        self.chain_bytes += info.size
+        if info.type == tarfile.XGLTYPE:
+            self.global_bytes += info.size
+        if max(info.size, self.chain_bytes, self.global_bytes) > MAX_META_BYTES:
+            raise _Hostile(
+                f"a tar extension header (type {info.type!r}) holds more than "
+                f"{MAX_META_BYTES} bytes"
+            )
+        if self.chain > MAX_META_CHAIN:
+            raise _Hostile(f"more than {MAX_META_CHAIN} tar extension headers in a row")
+
+
+def _guarded_tarinfo(budget: _MetaBudget) -> type[tarfile.TarInfo]:
+    """A TarInfo whose headers pass `budget` before tarfile reads any data they announce.
+    `_proc_member` is tarfile's documented hook for subclasses; every header, including
+    the ones after a long-name or pax header, is parsed through it."""
+
+    def _no_sparse(*_args: object) -> None:
+        raise _Hostile("a pax sparse file")
+
+    class _Guarded(tarfile.TarInfo):
+        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+            budget.check(self)
+            return super()._proc_member(tar)  # type: ignore[misc]
+
+        # pax sparse maps (the 1.0 map is read from the member's data, unbounded)
+        _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _no_sparse
+
+    return _Guarded
 
 
 def _member_kind(member: tarfile.TarInfo) -> str | None:
@@ -122,7 +241,7 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, nam
                 out.write(block)
 
 
-def _open_stream(archive: Path, raw: BinaryIO, limits: Limits) -> _BoundedReader:
+def _open_stream(raw: BinaryIO, limits: Limits) -> _BoundedReader:
     magic = raw.read(6)
     raw.seek(0)
     for prefix, kind in OTHER_MAGIC.items():
@@ -130,18 +249,33 @@ def _open_stream(archive: Path, raw: BinaryIO, limits: Limits) -> _BoundedReader
             raise _Hostile(f"{kind} compression is not supported; use .tar or .tar.gz")
     overhead = 1024 * limits.max_members + (1 << 20)  # headers and padding
     if magic.startswith(GZIP_MAGIC):
-        stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
-        return _BoundedReader(stream, limits.max_total_bytes + overhead,
-                              archive.stat().st_size, limits)
+        gunzip = _Gunzip(raw)
+        return _BoundedReader(gunzip, limits.max_total_bytes + overhead, gunzip, limits)
     return _BoundedReader(raw, limits.max_total_bytes + overhead, None, limits)
+
+
+def _check_end(tar: tarfile.TarFile, reader: _BoundedReader) -> None:
+    """Refuse anything but NUL padding from where tarfile stopped reading members (the
+    end-of-archive blocks, or a header it could not parse) to the end of the stream: other
+    tar readers would find more members there."""
+    end = tar.offset
+    kept_from = reader.count - len(reader.tail)
+    if not kept_from <= end <= reader.count:
+        raise _Hostile("cannot tell where the archive ends")
+    if reader.tail[end - kept_from:].count(0) != reader.count - end:
+        raise _Hostile(f"data after the end of the archive (offset {end})")
+    while block := reader.read(CHUNK):
+        if block.count(0) != len(block):
+            raise _Hostile(f"data after the end of the archive (offset {end})")
 
 
 def _extract(archive: Path, dest: Path, limits: Limits) -> None:
     members = 0
     total = 0
     with open(archive, "rb") as raw:
-        reader = _open_stream(archive, raw, limits)
-        with tarfile.open(fileobj=reader, mode="r|") as tar:
+        reader = _open_stream(raw, limits)
+        guarded = _guarded_tarinfo(_MetaBudget())
+        with tarfile.open(fileobj=reader, mode="r|", tarinfo=guarded) as tar:
             for member in tar:
                 members += 1
                 if members > limits.max_members:
@@ -157,20 +291,24 @@ def _extract(archive: Path, dest: Path, limits: Limits) -> None:
                 name = _member_name(member)
                 if name is not None:
                     _write_member(tar, member, dest, name)
+            _check_end(tar, reader)
 
 
 def safe_extract(archive: Path, dest: Path, limits: Limits | None = None) -> Path:
     """Unpack `archive` into the empty folder `dest`; return the bundle's one top folder."""
     archive = Path(archive)
+    shown = one_line(str(archive))  # messages reach a terminal: names and paths escaped
     if not archive.is_file():
-        raise InvalidInput(f"{archive}: not a file")
+        raise InvalidInput(f"{shown}: not a file")
     try:
         _extract(archive, dest, limits or Limits())
     except _Hostile as e:
-        raise InvalidInput(f"{archive}: refused hostile archive: {e}") from e
-    except (tarfile.TarError, gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise InvalidInput(f"{archive}: not a readable tar archive: {e}") from e
+        raise InvalidInput(f"{shown}: refused hostile archive: {one_line(str(e))}") from e
+    except (tarfile.TarError, EOFError, zlib.error) as e:
+        raise InvalidInput(f"{shown}: not a readable tar archive: {one_line(str(e))}") from e
     tops = sorted(os.listdir(dest))
     if len(tops) != 1 or not (dest / tops[0]).is_dir():
-        raise InvalidInput(f"{archive}: not a bundle: expected one top folder, found {tops}")
+        raise InvalidInput(
+            f"{shown}: not a bundle: expected one top folder, found {one_line(str(tops))}"
+        )
     return dest / tops[0]

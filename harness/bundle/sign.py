@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.bundle.sums import one_line
 from harness.errors import EnvironmentFault, InvalidInput
 
 NAMESPACE = "harness-evidence"
@@ -33,7 +34,7 @@ def sign(data: bytes, key: Path) -> bytes:
     stay byte-identical."""
     key = Path(key)
     if not key.is_file():
-        raise InvalidInput(f"signing key {key} is not a file")
+        raise InvalidInput(f"signing key {one_line(str(key))} is not a file")
     with tempfile.TemporaryDirectory(prefix="harness-sign-") as tmp:
         message = Path(tmp) / "tagmanifest-sha256.txt"
         message.write_bytes(data)
@@ -44,7 +45,7 @@ def sign(data: bytes, key: Path) -> bytes:
         signature = message.with_name(message.name + ".sig")
         if result.returncode != 0 or not signature.is_file():
             detail = result.stderr.strip() or f"ssh-keygen exited {result.returncode}"
-            raise InvalidInput(f"cannot sign with {key}: {detail}")
+            raise InvalidInput(f"cannot sign with {one_line(str(key))}: {detail}")
         return signature.read_bytes()
 
 
@@ -78,7 +79,7 @@ def verify(data: bytes, signature: bytes, allowed_signers: Path) -> SignatureChe
     """Check `signature` over `data` against an OpenSSH allowed_signers file, offline."""
     allowed_signers = Path(allowed_signers)
     if not allowed_signers.is_file():
-        raise InvalidInput(f"allowed-signers file {allowed_signers} is not a file")
+        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} is not a file")
     if not canonical_armour(signature):
         return SignatureCheck(False, "not a signature file as ssh-keygen writes it")
     tool = _ssh_keygen()
@@ -92,9 +93,9 @@ def verify(data: bytes, signature: bytes, allowed_signers: Path) -> SignatureChe
         principals = found.stdout.split()
         if found.returncode != 0 or not principals:
             why = found.stderr.strip().splitlines()
-            tail = f" ({why[-1]})" if why else ""
+            tail = f" ({one_line(why[-1])})" if why else ""
             return SignatureCheck(
-                False, f"no signer in {allowed_signers} matches this signature{tail}"
+                False, f"no signer in {one_line(str(allowed_signers))} matches this signature{tail}"
             )
         failures = []
         for principal in principals:
@@ -104,6 +105,8 @@ def verify(data: bytes, signature: bytes, allowed_signers: Path) -> SignatureChe
                 input=data, capture_output=True, check=False,
             )
             if checked.returncode == 0:
-                return SignatureCheck(True, f"good signature by {principal}")
-            failures.append(checked.stderr.decode("utf-8", "replace").strip() or "rejected")
+                # the principal is text from the allowed_signers file: never raw to a terminal
+                return SignatureCheck(True, f"good signature by {one_line(principal)}")
+            failures.append(one_line(checked.stderr.decode("utf-8", "replace").strip())
+                            or "rejected")
         return SignatureCheck(False, "; ".join(failures))

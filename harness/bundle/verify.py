@@ -71,7 +71,9 @@ def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[Problem]
     try:
         entries = walk(root)
     except OSError as e:
-        raise InvalidInput(f"{root}: cannot read the bundle folder: {e.strerror or e}") from None
+        raise InvalidInput(
+            f"{one_line(str(root))}: cannot read the bundle folder: {e.strerror or e}"
+        ) from None
     sizes: dict[str, int] = {}
     for entry in entries:
         if entry.name_problem:
@@ -222,12 +224,12 @@ def verify_bundle(source: Path, allowed_signers: Path | None = None,
     bundle folder. Hostile or unreadable archives raise InvalidInput (exit 2)."""
     source = Path(source)
     if allowed_signers is not None and not Path(allowed_signers).is_file():
-        raise InvalidInput(f"allowed-signers file {allowed_signers} is not a file")
+        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} is not a file")
     if source.is_symlink():
-        raise InvalidInput(f"{source}: is a symlink; give the bundle itself")
+        raise InvalidInput(f"{one_line(str(source))}: is a symlink; give the bundle itself")
     if source.is_dir():
         if not (source / bag.BAGIT_TXT).exists() and not (source / bag.TAGMANIFEST).exists():
-            raise InvalidInput(f"{source}: not a bundle folder (no {bag.BAGIT_TXT})")
+            raise InvalidInput(f"{one_line(str(source))}: not a bundle folder (no {bag.BAGIT_TXT})")
         return verify_tree(source, allowed_signers)
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
         root = safe_extract(source, Path(tmp), limits)

@@ -8,6 +8,7 @@ import click
 
 from harness.bundle import export_bundle, verify_bundle
 from harness.bundle.export import ExportRefused
+from harness.bundle.sums import one_line
 from harness.errors import Refused
 
 
@@ -37,12 +38,12 @@ def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | Non
         result = export_bundle(list(folders), output, sign_key)
     except ExportRefused as e:
         for problem in e.problems:
-            click.echo(f"FAIL {problem}", err=True)
+            click.echo(f"FAIL {one_line(str(problem))}", err=True)
         raise
     signed = "signed" if result.signed else "unsigned"
     click.echo(
-        f"wrote {result.output}: {result.files} files, {len(result.runs)} run(s), "
-        f"top folder {result.top}, {signed}"
+        f"wrote {one_line(str(result.output))}: {result.files} files, {len(result.runs)} run(s), "
+        f"top folder {one_line(str(result.top))}, {signed}"
     )
 
 
@@ -57,12 +58,13 @@ def verify_command(source: Path, allowed_signers: Path | None) -> None:
     bad file otherwise; 2 for a hostile or unreadable archive.
     """
     report = verify_bundle(source, allowed_signers)
+    shown = one_line(str(source))  # every printed value is one escaped line: no raw ESC/OSC
     if report.ok:
         click.echo(
-            f"OK {source}: {report.files} payload files, {len(report.runs)} run(s), "
-            f"{report.signature}"
+            f"OK {shown}: {report.files} payload files, {len(report.runs)} run(s), "
+            f"{one_line(report.signature)}"
         )
         return
     for problem in report.problems:
-        click.echo(f"FAIL {problem}")
-    raise Refused(f"{source}: bundle verification failed: {len(report.problems)} problem(s)")
+        click.echo(f"FAIL {one_line(str(problem))}")
+    raise Refused(f"{shown}: bundle verification failed: {len(report.problems)} problem(s)")

@@ -14,6 +14,7 @@ from harness import __version__
 from harness.cli.commands import COMMANDS
 from harness.errors import ENVIRONMENT, HarnessError, InvalidInput
 from harness.iofault import io_fault_anywhere
+from harness.report.inert import inert
 
 
 class LazyGroup(click.Group):
@@ -40,6 +41,12 @@ def cli() -> None:
     """
 
 
+def _say(line: str) -> None:
+    """One line on stderr, made inert: an error names hostile input (a file name, a value
+    from a run folder), and its control or escape characters must not reach the terminal."""
+    click.echo(inert(str(line), 20_000), err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the group and turn every failure into a message and an exit code."""
     try:
@@ -54,23 +61,23 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(e.exit_code)
     except InvalidInput as e:
         for fault in e.faults:
-            click.echo(fault, err=True)
+            _say(fault)
         if e.message and (not e.faults or e.message not in e.faults):
-            click.echo(f"harness: {e.message}", err=True)
+            _say(f"harness: {e.message}")
         sys.exit(e.code)
     except HarnessError as e:
         prefix = f"[{e.rule}] " if e.rule else ""
-        click.echo(f"harness: {prefix}{e.message}", err=True)
+        _say(f"harness: {prefix}{e.message}")
         sys.exit(e.code)
     except KeyboardInterrupt:
         click.echo("harness: interrupted", err=True)
         sys.exit(ENVIRONMENT)
     except OSError as e:  # the host refused a read or write (read-only, full): not a bug
         fault = io_fault_anywhere(e)
-        click.echo(f"harness: [{fault.rule}] {fault.message}", err=True)
+        _say(f"harness: [{fault.rule}] {fault.message}")
         sys.exit(fault.code)
     except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
-        click.echo(f"harness: internal error: {type(e).__name__}: {e}", err=True)
+        _say(f"harness: internal error: {type(e).__name__}: {e}")
         if os.environ.get("HARNESS_DEBUG"):
             traceback.print_exc()
         else:

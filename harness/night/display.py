@@ -16,6 +16,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from harness.lock import describe_holder
+from harness.report.inert import inert
 from harness.timeutil import utc_now
 from harness.ui import Reporter
 
@@ -41,10 +42,12 @@ class NightLive(Reporter):
         t = Table(show_header=False, box=None, pad_edge=False)
         elapsed = int(time.monotonic() - self.t0)
         h, rest = divmod(elapsed, 3600)
-        t.add_row("[dim]night[/dim]", escape(f"{self.campaign}  {self.fields['night']}"))
-        t.add_row("[dim]control[/dim]", escape(self.fields["control"]))
-        t.add_row("[dim]run[/dim]", escape(self.fields["run"]))
-        t.add_row("[dim]lock[/dim]", escape(self.fields["lock"]))
+        # campaign, control names, run ids and holder records come from files and the journal:
+        # shown inert (no ESC or OSC-8 reaches the terminal) and markup-escaped.
+        t.add_row("[dim]night[/dim]", escape(inert(f"{self.campaign}  {self.fields['night']}")))
+        t.add_row("[dim]control[/dim]", escape(inert(self.fields["control"])))
+        t.add_row("[dim]run[/dim]", escape(inert(self.fields["run"])))
+        t.add_row("[dim]lock[/dim]", escape(inert(self.fields["lock"])))
         t.add_row("[dim]elapsed[/dim]", f"{h:d}:{rest // 60:02d}:{rest % 60:02d}")
         t.add_row("[dim]progress[/dim]", f"{self.done}/{self.total}")
         bar = ProgressBar(total=max(self.total, 1), completed=self.done, width=40)
@@ -67,8 +70,8 @@ class NightLive(Reporter):
         if kind in QUIET:
             return
         detail = " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, "", []))
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] [bold]{kind}[/bold] {escape(detail)}",
-                           highlight=False)
+        line = f"[bold]{escape(inert(kind))}[/bold] {escape(inert(detail))}"
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {line}", highlight=False)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
         self.fields["lock"] = f"waiting {waited:.0f}s, held by {describe_holder(holder)}"

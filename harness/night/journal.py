@@ -13,6 +13,7 @@ left exactly where it is: this module never deletes or rewrites a file it did no
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,7 +115,24 @@ _ROW_COLUMNS = (
     "id, plan_index, control, repeat_index, attempt, state, run_id, run_dir, reason, "
     "rerun_of, origin, link_reason, updated"
 )
-_EXPECTED_TABLES = {"night", "runs", "events"}
+_EVENT_KEYS = ("id", "run", "event", "from_state", "to_state", "detail", "at")
+# What each column read may hold, as the schema says: a value of any other type (a BLOB, a
+# REAL, NULL in a NOT NULL column) means the file was edited outside the harness.
+_ROW_TYPES: tuple[tuple[type, ...], ...] = (
+    (int,), (int,), (str,), (int,), (int,), (str,), (str, type(None)), (str, type(None)),
+    (str, type(None)), (int, type(None)), (str,), (str, type(None)), (str,),
+)
+_NIGHT_TYPES: tuple[tuple[type, ...], ...] = (
+    (str,), (str,), (str, type(None)), (str,), (str, type(None)),
+)
+_EVENT_TYPES: tuple[tuple[type, ...], ...] = (
+    (int,), (int,), (str,), (str, type(None)), (str,), (str, type(None)), (str,),
+)
+_ORIGINS = ("plan", "retry", "rerun")
+# Bounds on one value: a read of anything longer fails in SQLite itself ("string or blob too
+# big") instead of filling memory; the harness clamps what it writes far below that bound.
+MAX_VALUE_BYTES = 4_000_000
+MAX_TEXT_CHARS = 50_000
 
 
 def _damaged(path: Path, err: Exception) -> EnvironmentFault:
@@ -124,6 +142,60 @@ def _damaged(path: Path, err: Exception) -> EnvironmentFault:
     )
 
 
+@functools.cache
+def _expected_schema() -> tuple[tuple, ...]:
+    """sqlite_master as `create` leaves it: every table, index, view and trigger, with its SQL."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        return _schema_of(conn)
+    finally:
+        conn.close()
+
+
+def _schema_of(conn: sqlite3.Connection) -> tuple[tuple, ...]:
+    return tuple(sorted(
+        conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(),
+        key=repr,
+    ))
+
+
+def _harden(conn: sqlite3.Connection) -> None:
+    """Bound what one read may return and never run SQL functions named by the file."""
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.execute("PRAGMA trusted_schema=OFF")
+
+
+def _check_schema(path: Path, conn: sqlite3.Connection) -> None:
+    """Refuse any schema but the harness's own, exactly: no view posing as a table, no
+    generated column, trigger, extra index or altered column can run code on a read."""
+    found = _schema_of(conn)
+    if found != _expected_schema():
+        extra = sorted({r[1] for r in set(found) ^ set(_expected_schema())})
+        raise _damaged(path, ValueError(
+            f"schema is not the harness journal schema (differs in {extra[:8]})"))
+
+
+def _typed(path: Path, what: str, values: Sequence, types: Sequence[tuple[type, ...]]) -> tuple:
+    """`values` as read, once each has the type the schema says; anything else is damage."""
+    if len(values) != len(types):
+        raise _damaged(path, ValueError(f"{what} has {len(values)} columns"))
+    for i, (v, allowed) in enumerate(zip(values, types, strict=True)):
+        if type(v) not in allowed:
+            raise _damaged(path, ValueError(
+                f"{what} column {i + 1} holds a {type(v).__name__} value"))
+    return tuple(values)
+
+
+def _clamp(value: object) -> object:
+    """Text the harness writes, kept far below the read bound so its own journal reads back."""
+    if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+        return f"{value[:MAX_TEXT_CHARS]}... ({len(value) - MAX_TEXT_CHARS} more characters)"
+    return value
+
+
 def _check_file(path: Path) -> None:
     """Validate an existing journal read-only, before anything may write to it."""
     try:
@@ -131,9 +203,11 @@ def _check_file(path: Path) -> None:
     except sqlite3.Error as e:
         raise _damaged(path, e) from None
     try:
+        _harden(ro)
         app_id = ro.execute("PRAGMA application_id").fetchone()[0]
         version = ro.execute("PRAGMA user_version").fetchone()[0]
-        tables = {r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
+            _check_schema(path, ro)
         check = ro.execute("PRAGMA quick_check").fetchone()[0]
     except sqlite3.Error as e:
         raise _damaged(path, e) from None
@@ -149,8 +223,6 @@ def _check_file(path: Path) -> None:
             f"journal {path} has schema version {version}; this harness reads version "
             f"{SCHEMA_VERSION}. Use the harness version that wrote it."
         )
-    if not tables >= _EXPECTED_TABLES:
-        raise _damaged(path, ValueError(f"missing tables {sorted(_EXPECTED_TABLES - tables)}"))
     if check != "ok":
         raise _damaged(path, ValueError(f"integrity check: {check}"))
 
@@ -169,8 +241,11 @@ class Journal:
     def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
         if readonly:  # reports: never write, not even the WAL mode switch
             uri = f"{path.resolve().as_uri()}?mode=ro"
-            return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+            _harden(conn)
+            return conn
         conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        _harden(conn)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -187,9 +262,16 @@ class Journal:
         _check_file(path)
         try:
             conn = cls._connect(path, readonly)
-            journal = cls(path, conn, now)
-            journal.night()
         except sqlite3.Error as e:
+            raise _damaged(path, e) from None
+        journal = cls(path, conn, now)
+        try:
+            _check_schema(path, conn)  # again, on the connection used: the file may have changed
+            journal.night()
+        except (sqlite3.Error, EnvironmentFault) as e:
+            conn.close()
+            if isinstance(e, EnvironmentFault):
+                raise
             raise _damaged(path, e) from None
         return journal
 
@@ -291,30 +373,41 @@ class Journal:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """Every row `sql` returns; any SQLite error reading a journal means it is damaged."""
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as e:
+            raise _damaged(self.path, e) from None
+
+    def _row(self, values: Sequence) -> Row:
+        row = Row(*_typed(self.path, "runs row", values, _ROW_TYPES))
+        if row.state not in STATES or row.origin not in _ORIGINS:
+            raise _damaged(self.path, ValueError(
+                f"runs row {row.id} has state {row.state[:40]!r}, origin {row.origin[:40]!r}"))
+        return row
+
     def night(self) -> Night:
-        row = self._conn.execute(
+        found = self._read(
             "SELECT campaign, campaign_file, seal, created, deadline FROM night WHERE id = 1"
-        ).fetchone()
-        if row is None:
+        )
+        if not found:
             raise _damaged(self.path, ValueError("no night record"))
-        return Night(*row)
+        return Night(*_typed(self.path, "night record", found[0], _NIGHT_TYPES))
 
     def rows(self) -> list[Row]:
-        cur = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM runs ORDER BY plan_index, attempt")
-        return [Row(*r) for r in cur.fetchall()]
+        found = self._read(f"SELECT {_ROW_COLUMNS} FROM runs ORDER BY plan_index, attempt")
+        return [self._row(r) for r in found]
 
     def row(self, row_id: int) -> Row:
-        sql = f"SELECT {_ROW_COLUMNS} FROM runs WHERE id = ?"
-        r = self._conn.execute(sql, (row_id,)).fetchone()
-        if r is None:
+        found = self._read(f"SELECT {_ROW_COLUMNS} FROM runs WHERE id = ?", (row_id,))
+        if not found:
             raise InvalidInput(f"journal {self.path} has no run row {row_id}")
-        return Row(*r)
+        return self._row(found[0])
 
     def by_run_id(self, run_id: str) -> Row | None:
-        r = self._conn.execute(
-            f"SELECT {_ROW_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        return Row(*r) if r else None
+        found = self._read(f"SELECT {_ROW_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        return self._row(found[0]) if found else None
 
     def events(self, row_id: int | None = None) -> list[dict]:
         sql = "SELECT id, run, event, from_state, to_state, detail, at FROM events"
@@ -322,9 +415,8 @@ class Journal:
         if row_id is not None:
             sql += " WHERE run = ?"
             args = (row_id,)
-        keys = ("id", "run", "event", "from_state", "to_state", "detail", "at")
-        cur = self._conn.execute(sql + " ORDER BY id", args)
-        return [dict(zip(keys, r, strict=True)) for r in cur]
+        return [dict(zip(_EVENT_KEYS, _typed(self.path, "event", r, _EVENT_TYPES), strict=True))
+                for r in self._read(sql + " ORDER BY id", args)]
 
     def chain(self, run_id: str) -> list[Row]:
         """Every attempt linked to `run_id` by rerun_of, both ways, oldest first."""
@@ -370,6 +462,8 @@ class Journal:
                 )
             new = transition(current, event)
             at = self._now()
+            detail = _clamp(detail)  # type: ignore[assignment]
+            sets = {k: _clamp(v) for k, v in sets.items()}
             assignments = ", ".join(f"{k} = ?" for k in sets)
             conn.execute(
                 f"UPDATE runs SET state = ?, updated = ?{', ' if sets else ''}{assignments} "
@@ -410,6 +504,7 @@ class Journal:
         return self._move(row, "requeue", reason=None)
 
     def _add_attempt(self, prior: Row, origin: str, link_reason: str) -> Row:
+        link_reason = str(_clamp(link_reason))
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:

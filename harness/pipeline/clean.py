@@ -17,6 +17,9 @@ what hashing can read safely, so before sealing:
 - every file in the workload's `observations/` larger than `seal.MAX_WORKLOAD_FILE` is
   removed unhashed, with its size and allocated blocks recorded (`EVIDENCE-TOO-BIG`): a
   sparse 15 TiB file costs the workload one `truncate` and would hold sealing for hours;
+- a run folder holding more than `seal.MAX_ENTRIES` entries has the workload's
+  `observations/` removed whole, unhashed (`EVIDENCE-TOO-MANY`): sealing, `verify` and
+  every later reader stay bounded (100,000 files take ~20 s through all of them);
 - then folders left holding no file are pruned (a manifest cannot list a folder, and
   `verify` names unlisted folders); that alone refuses nothing.
 What was removed is written to `non-regular-removed.json` whenever anything that refuses
@@ -35,9 +38,10 @@ from pathlib import Path
 from harness.atomic import write_json
 from harness.hashing import sha256_beneath
 from harness.readfile import InputError, read_bounded
-from harness.seal import MAX_WORKLOAD_FILE, empty_folders, too_big
+from harness.seal import MAX_ENTRIES, MAX_WORKLOAD_FILE, WORKLOAD_DIR, empty_folders, too_big
 from harness.tree import (
     Entry,
+    TooMany,
     open_dir_beneath,
     printable,
     remove_beneath,
@@ -48,7 +52,8 @@ from harness.verdict import Reason
 
 RECORD = "non-regular-removed.json"
 RULES = {"not-regular": "EVIDENCE-NOT-REGULAR", "bad-name": "EVIDENCE-BAD-NAME",
-         "too-deep": "EVIDENCE-TOO-DEEP", "too-big": "EVIDENCE-TOO-BIG"}
+         "too-deep": "EVIDENCE-TOO-DEEP", "too-big": "EVIDENCE-TOO-BIG",
+         "too-many": "EVIDENCE-TOO-MANY"}
 MAX_REASONS = 20  # per rule; the record lists every entry
 
 
@@ -178,13 +183,28 @@ def bare_folders(entries: list[Entry]) -> set[str]:
     return {e.rel for e in entries if e.is_dir and e.rel not in holding}
 
 
+def _too_many(run_dir: Path) -> list[dict]:
+    """The workload's folder holds more entries than any run may seal: remove it whole
+    (iteratively, following nothing) and say so; the count is all that is kept."""
+    with contextlib.suppress(FileNotFoundError):
+        remove_beneath(run_dir, WORKLOAD_DIR)
+    return [{"path": WORKLOAD_DIR, "kind": "dir", "why": "too-many",
+             "detail": f"more than {MAX_ENTRIES} entries in the run folder; the "
+                       f"workload's {WORKLOAD_DIR}/ was removed whole, unhashed"}]
+
+
 def clean(run_dir: Path) -> list[Reason]:
     """Remove and record what no seal may hold; return the reasons that refuse the run."""
     prior = earlier_reasons(run_dir)
-    before = walk(run_dir)
+    try:
+        before = walk(run_dir, MAX_ENTRIES)
+        flood: list[dict] = []
+    except TooMany:
+        flood = _too_many(run_dir)
+        before = walk(run_dir, MAX_ENTRIES)  # the harness's own files: a few dozen
     bare = bare_folders(before)
     removals = plan(before)
-    records = []
+    records = list(flood)
     for r in removals:
         doc = r.record()
         if r.entry.is_file and r.why != "too-big":  # keep what it held, as a digest
@@ -202,6 +222,7 @@ def clean(run_dir: Path) -> list[Reason]:
         _rmdir(run_dir, rel)
         if rel in bare:
             records.append(Removal(by_rel[rel], "empty-folder", top=True).record())
-    if removals:
+    if removals or flood:
         write_json(run_dir / _record_name(run_dir), records, exclusive=True)
-    return prior + reasons(removals)
+    flooded = [Reason("EVIDENCE-TOO-MANY", flood[0]["detail"])] if flood else []
+    return prior + flooded + reasons(removals)

@@ -91,7 +91,7 @@ def metrics(ctx: RunContext) -> None:
 def run(ctx: RunContext) -> tuple[str, list[Reason]]:
     removed = clean(ctx.run_dir)  # nothing unsealable may reach write_manifest
     metrics(ctx)
-    ctx.after = removed + recheck(ctx)
+    ctx.after = [*ctx.after, *removed, *recheck(ctx)]  # keeps what launch found after the run
     status, reasons = decide(preflight=ctx.preflight, outcome=ctx.outcome, post=ctx.post,
                              after=ctx.after)
     write_json(ctx.run_dir / "run.json", run_record(ctx, status, reasons), exclusive=True)

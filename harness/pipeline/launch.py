@@ -19,13 +19,20 @@ Two rules hold for every source, by construction, in `judge_source`:
 - MOUNT-OVER-HARNESS: no read-write mount is, contains or lies inside anything the harness
   trusts (`protected_paths`): the runs folder, the lock, its code and Python, and every
   input of the next run (the campaign, each control, the controls folder, images.lock, the
-  project's `.git`), so a workload cannot rewrite what the harness runs next.
+  project's `.git`), nor the project's own code and inputs (`Makefile`, `pyproject.toml`,
+  `campaigns/`, `controls/`, `images/`, `scripts/`, `tests/`, `benchmarks/`, `docs/`,
+  `.ci/`, `harness/`, the default runs folder `gpu-runs/`, and every file git tracks), so a
+  workload cannot rewrite what the harness, or the operator, runs next.
+
+After the container exits, still under the lock, `sanitize.sanitize` walks every
+read-write mount and undoes setuid/setgid bits and device nodes the workload planted.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +41,19 @@ from harness import execute, faultpoint, vector
 from harness.atomic import write_json
 from harness.config.loader import overlaps, resolve, system_hit, system_paths, within
 from harness.lock import GpuLock
-from harness.pipeline import orphans
+from harness.pipeline import orphans, sanitize
 from harness.pipeline.context import RunContext
 from harness.verdict import Reason
 
 INSTRUMENT_DIR = Path(__file__).resolve().parent.parent / "instrument"
 HARNESS_DIR = INSTRUMENT_DIR.parent
+# The project's code and inputs, relative to the project folder: what `make image`,
+# `make`, the scripts and the tests run next, the other campaigns, and the sealed runs of
+# other nights in the default runs folder.
+PROJECT_CODE = ("Makefile", "pyproject.toml", "campaigns", "controls", "images", "scripts",
+                "tests", "benchmarks", "docs", ".ci", ".git", "harness", "gpu-runs")
+GIT_TIMEOUT_S = 10
+MAX_GIT_FILES = 100_000
 
 
 @dataclass(frozen=True)
@@ -104,13 +118,34 @@ def _spots(path: Path) -> set[Path]:
     return {Path(os.path.realpath(p.parent)) / p.name, Path(os.path.realpath(p))}
 
 
+def git_files(project: Path) -> list[Path]:
+    """Every file git tracks in `project` (when it is a checkout), outside PROJECT_CODE;
+    at most MAX_GIT_FILES, and none when git fails, is missing or takes too long."""
+    if not os.path.lexists(project / ".git"):
+        return []
+    try:
+        r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "safe.directory=*",
+                            "-C", str(project), "ls-files", "-z"],
+                           stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if r.returncode != 0:
+        return []
+    names = [os.fsdecode(n) for n in r.stdout.split(b"\0")[:MAX_GIT_FILES] if n]
+    return [project / n for n in names if n.split("/", 1)[0] not in PROJECT_CODE]
+
+
 def protected_paths(ctx: RunContext) -> list[Path]:
     """Real paths no read-write mount may be, contain or lie inside: the evidence, the
-    lock, the harness's code and Python, and every input the next run reads."""
+    lock, the harness's code and Python, every input the next run reads, and the
+    project's own code and inputs (PROJECT_CODE, and every file git tracks)."""
     ld = ctx.loaded
+    project = ld.project_dir
     trusted = [ctx.run_dir.parent, ld.lock_path, HARNESS_DIR, Path(sys.prefix),
                Path(sys.base_prefix), ld.campaign_file, ld.controls_dir, ctx.control_file,
-               *(p for _, p in ld.controls.values()), *ld.files(), ld.project_dir / ".git"]
+               *(p for _, p in ld.controls.values()), *ld.files(),
+               *(project / name for name in PROJECT_CODE), *git_files(project)]
     if ld.image_lock_file is not None:
         trusted.append(ld.image_lock_file)
     return sorted(set().union(*map(_spots, trusted)))
@@ -169,10 +204,29 @@ def clear_orphans(ctx: RunContext, lock: GpuLock) -> bool:
     return True
 
 
+def after_container(ctx: RunContext, mounts: list[Source]) -> None:
+    """Undo setuid/setgid bits and device nodes the workload left in its read-write
+    mounts (`sanitize`); each refuses the run. Never raises an ordinary exception: what
+    could not be checked refuses the run too."""
+    rw = [(s.what, s.real) for s in mounts if not s.read_only]
+    if not rw:
+        return
+    try:
+        reasons = sanitize.sanitize(ctx.run_dir, rw)
+    except Exception as e:  # the lock must still be released; the run is refused
+        reasons = [Reason(sanitize.RULE_INCOMPLETE, "the read-write mounts could not be "
+                          f"checked for setuid files and device nodes: "
+                          f"{type(e).__name__}: {e}"[:500])]
+    if reasons:
+        ctx.after += reasons  # judged with the run's outcome, which they do not hide
+        ctx.ui.event("mounts-sanitized", reasons=[str(r) for r in reasons])
+
+
 def run(ctx: RunContext, lock: GpuLock) -> None:
     """Hold the lock around the container; record the interval even if interrupted."""
     ctx.held = lock.acquire()
     ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(ctx.held.wait_s, 3))
+    launched: list[Source] = []
     try:
         faultpoint.reach("lock-held")
         if not clear_orphans(ctx, lock):
@@ -188,11 +242,15 @@ def run(ctx: RunContext, lock: GpuLock) -> None:
         obs.chmod(0o777)  # the container may run as a non-root user
         write_json(ctx.run_dir / "docker-vector.json", vec.evidence())
         ctx.ui.event("launch", run_id=ctx.run_id, image=ctx.image_id)
+        launched = mounts
         out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
                           grace=ctx.control.stop_grace,
                           on_started=lambda cid: ctx.ui.event("container", id=cid[:12]))
         ctx.outcome = out.as_dict()
     finally:
-        lock.release()
-        ctx.ui.event("lock-released", hold_s=ctx.held.hold_s)
+        try:
+            after_container(ctx, launched)  # the container has exited (or was stopped)
+        finally:
+            lock.release()
+            ctx.ui.event("lock-released", hold_s=ctx.held.hold_s)
     write_json(ctx.run_dir / "outcome.json", ctx.outcome)

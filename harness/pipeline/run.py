@@ -77,7 +77,13 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
     camp = loaded.campaign
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
-        run_dir.mkdir()  # fails if it exists: a run folder is never reused
+        # Fails if it exists: a run folder is never reused. Private while it is open: the
+        # container's output mount inside it must be writable by whatever uid the workload
+        # runs as, and no other host user may reach it to plant "observations" meanwhile
+        # (docker mounts it by path as root, so the workload is not affected). Sealing
+        # makes it 0555.
+        run_dir.mkdir(mode=0o700)
+        run_dir.chmod(0o700)  # whatever the umask
     except OSError as e:  # read-only, full, forbidden: the host's problem, said plainly
         raise io_fault(e, f"cannot write the runs folder {runs_dir}") from None
     try:

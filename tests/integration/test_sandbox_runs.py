@@ -168,6 +168,30 @@ def test_a_control_cannot_rewrite_its_own_campaign(project, cleanup_containers):
     assert containers_with_label(f"org.harness.lock={project.lock}") == []
 
 
+def test_a_control_cannot_rewrite_the_projects_image_build(project, cleanup_containers):
+    """The red team's chain: `../images` read-write let the workload append to
+    `images/rehearsal/build.py`, which `make image` runs next on the host."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    build = project.root / "images/rehearsal/build.py"
+    build.parent.mkdir(parents=True)
+    build.write_text("print('build')\n")
+    project.control("rewriter", """\
+        command: [sh, -c, "echo 'print(1)' >> /i/rehearsal/build.py"]
+        mounts:
+          - {source: ../images, target: /i, read_only: false}
+        """)
+    camp = project.campaign("camp", ["rewriter"])
+    assert project.harness("check", str(camp)).returncode == 0
+    r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+    assert r.returncode == 1, r.stderr
+    [run] = project.run_dirs()
+    rec = project.record(run)
+    assert rec["status"] == "refused" and rec["rules"] == ["MOUNT-OVER-HARNESS"], rec
+    assert not (run / "docker-vector.json").exists(), "nothing launched"
+    assert build.read_text() == "print('build')\n"
+    assert containers_with_label(f"org.harness.lock={project.lock}") == []
+
+
 def test_a_nested_root_swapped_for_a_link_to_slash_widens_nothing(project, tmp_path_factory,
                                                                   cleanup_containers):
     """Roots [scratch, scratch/models]: control 1 (scratch read-write) swaps models for a

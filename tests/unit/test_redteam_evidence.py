@@ -131,3 +131,48 @@ def test_a_file_named_dash_is_never_sealable():
     """`sha256sum -c` reads standard input for a line naming "-"."""
     assert path_problem("-") is not None
     assert path_problem("observations/-") is None  # only the bare name is special
+
+
+def flood(run: Path, n: int) -> None:
+    (run / "observations" / "d").mkdir(parents=True)
+    for i in range(n):
+        (run / "observations" / "d" / f"f{i}").write_bytes(b"")
+    (run / "run.json").write_text("{}")
+
+
+def test_a_flood_of_workload_files_is_removed_whole_and_sealing_stays_bounded(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.seal.MAX_ENTRIES", 50)
+    monkeypatch.setattr("harness.pipeline.clean.MAX_ENTRIES", 50)
+    run = tmp_path / "run"
+    flood(run, 200)
+    with pytest.raises(Unsealable, match="more than 50 entries"):
+        write_manifest(run)  # by construction: never a seal verify could not read
+    reasons = cleaner.clean(run)
+    assert [r.rule for r in reasons] == ["EVIDENCE-TOO-MANY"]
+    assert not (run / "observations").exists()
+    write_manifest(run)
+    assert verify_folder(run) == []
+    record = json.loads((run / cleaner.RECORD).read_text())
+    assert record == [{"path": "observations", "kind": "dir", "why": "too-many",
+                       "detail": record[0]["detail"]}]
+    again = cleaner.earlier_reasons(run)  # a cut-off second pass keeps the refusal
+    assert [r.rule for r in again] == ["EVIDENCE-TOO-MANY"]
+
+
+def test_verify_of_a_tree_with_too_many_entries_is_one_problem_not_a_stall(
+        tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    flood(run, 30)
+    write_manifest(run)
+    monkeypatch.setattr("harness.seal.MAX_ENTRIES", 10)
+    assert [p.kind for p in verify_folder(run)] == ["too-many"]
+
+
+def test_a_walk_with_a_bound_stops_at_it(tmp_path):
+    from harness.tree import TooMany
+
+    flood(tmp_path, 30)
+    assert len(walk(tmp_path, 100)) == 33  # 2 folders, 30 files, run.json
+    with pytest.raises(TooMany):
+        walk(tmp_path, 20)

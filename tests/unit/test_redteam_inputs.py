@@ -88,3 +88,17 @@ def test_secret_names_in_any_case_or_spelling(name):
                                   "keystone_dir"])
 def test_sizes_and_ordinary_words_are_not_secrets(name):
     assert not looks_secret(name)
+
+
+def test_error_lines_never_carry_terminal_escapes_from_a_file_name(tmp_path):
+    """Every message the CLI prints on failure goes through one inert writer."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "a\x1b[2Jb\x07.yaml"
+    bad.write_text("name: [x\n")
+    r = subprocess.run([sys.executable, "-m", "harness", "check", str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr
+    assert "a\\x1b[2Jb\\x07.yaml:2:1: YAML syntax" in r.stderr

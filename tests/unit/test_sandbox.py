@@ -6,17 +6,20 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from harness import tree
 from harness.config.loader import check_files, load_campaign, system_paths
 from harness.config.schema import Control, plain_path_problem
 from harness.errors import InvalidInput
 from harness.instrument.harness_observer.driver import engine_args
-from harness.pipeline import launch, orphans
+from harness.pipeline import launch, orphans, sanitize
 from harness.pipeline.context import RunContext
 from harness.ui import Reporter
 from harness.vector import (
@@ -224,6 +227,63 @@ def test_a_read_write_mount_over_evidence_or_the_lock_is_refused(tmp_path, where
     assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OVER-HARNESS"]
 
 
+@pytest.mark.parametrize("name", launch.PROJECT_CODE)
+def test_a_read_write_mount_over_the_projects_code_is_refused(tmp_path, name):
+    """What the operator runs next (`make image`, scripts, tests, other campaigns, sealed
+    runs of other nights in gpu-runs/): the place itself, anything inside it."""
+    root = _project(tmp_path, f"../{name}", read_only=False)
+    place = root / name
+    if name in ("Makefile", "pyproject.toml"):
+        place.write_text("x\n")
+    else:
+        (place / "sub").mkdir(parents=True, exist_ok=True)
+    ctx = _ctx(root)
+    [r] = launch.resolve_sources(ctx)[2]
+    assert r.rule == "MOUNT-OVER-HARNESS" and name in r.detail, r
+    if place.is_dir():
+        (root / "controls/c1.yaml").write_text(
+            (root / "controls/c1.yaml").read_text().replace(f"../{name}", f"../{name}/sub"))
+        ctx.control = load_campaign(  # the same context, the mount one level down
+            root / "campaigns/camp.yaml")[0].controls["c1"][0]
+        assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OVER-HARNESS"]
+        assert launch.protected_paths(ctx).count(place) == 1
+
+
+@pytest.mark.parametrize("where", ["scratch", "data", "data/deep"])
+def test_other_folders_under_the_roots_may_still_be_read_write(tmp_path, where):
+    root = _project(tmp_path, f"../{where}", read_only=False)
+    for name in ("images", "scripts", "gpu-runs", "docs"):
+        (root / name).mkdir()
+    (root / where).mkdir(parents=True, exist_ok=True)
+    assert launch.resolve_sources(_ctx(root))[2] == []
+
+
+def test_every_file_git_tracks_is_protected(tmp_path):
+    root = _project(tmp_path, "../notes", read_only=False)
+    (root / "notes").mkdir()
+    (root / "notes/tracked.txt").write_text("x\n")
+    (root / "scratch").mkdir()
+    (root / "scratch/untracked.txt").write_text("x\n")
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for argv in (["init", "-q"], ["add", "notes/tracked.txt"]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True, env=env)
+    ctx = _ctx(root)
+    assert root / "notes/tracked.txt" in launch.protected_paths(ctx)
+    [r] = launch.resolve_sources(ctx)[2]
+    assert r.rule == "MOUNT-OVER-HARNESS" and "notes/tracked.txt" in r.detail
+    assert launch.git_files(root) == [root / "notes/tracked.txt"]
+
+
+def test_a_git_that_fails_protects_the_fixed_places_still(tmp_path):
+    root = _project(tmp_path, "../scratch", read_only=False)
+    (root / "scratch").mkdir()
+    (root / ".git").write_text("gitdir: /nowhere\n")  # git exits non-zero
+    assert launch.git_files(root) == []
+    ctx = _ctx(root)
+    assert launch.resolve_sources(ctx)[2] == []
+    assert root / ".git" in launch.protected_paths(ctx)
+
+
 def test_missing_and_special_sources_are_named(tmp_path):
     root = _project(tmp_path, "../data/gone")
     (root / "data/gone").mkdir()
@@ -413,3 +473,91 @@ def test_one_lock_has_one_spelling_and_its_file_is_never_followed(tmp_path):
     camp.write_text(f"name: camp\nrow: R\nlock: {tmp_path}/via/gpu.lock\ncontrols: [c1]\n")
     loaded, _ = load_campaign(camp)
     assert loaded is not None and loaded.lock_path == root / "locks/gpu.lock"
+
+
+# ---- item 5: what a root workload plants in a read-write mount ----------------------------
+
+def _entry(rel: str, kind: str, mode: int) -> tree.Entry:
+    return tree.Entry(rel, kind, 0, mode)
+
+
+def test_sanitize_decides_on_setid_bits_and_device_nodes_only():
+    entries = [
+        _entry("", "dir", stat.S_IFDIR | 0o2775),
+        _entry("euid", "file", stat.S_IFREG | 0o4755),
+        _entry("egid", "file", stat.S_IFREG | 0o2711),
+        _entry("both", "file", stat.S_IFREG | 0o6777),
+        _entry("sticky", "dir", stat.S_IFDIR | 0o1777),
+        _entry("plain", "file", stat.S_IFREG | 0o755),
+        _entry("link", "symlink", stat.S_IFLNK | 0o777),
+        _entry("sda", "block-device", stat.S_IFBLK | 0o660),
+        _entry("mem", "char-device", stat.S_IFCHR | 0o4640),
+        _entry("fifo", "fifo", stat.S_IFIFO | 0o4644),
+    ]
+    got = {a.rel: (a.do, a.new_mode) for a in sanitize.decide(entries)}
+    assert got == {"": ("clear-setid", 0o775), "euid": ("clear-setid", 0o755),
+                   "egid": ("clear-setid", 0o711), "both": ("clear-setid", 0o777),
+                   "sda": ("unlink", 0o660), "mem": ("unlink", 0o640)}
+
+
+def test_sanitize_clears_the_bits_unlinks_devices_and_records_them(tmp_path):
+    src, outside = tmp_path / "scratch", tmp_path / "outside"
+    (src / "d").mkdir(parents=True)
+    outside.mkdir()
+    (src / "euid").write_bytes(b"\x7fELF")
+    (src / "euid").chmod(0o4755)
+    (src / "d").chmod(0o2755)
+    (outside / "keep").write_bytes(b"x")
+    (outside / "keep").chmod(0o4750)
+    (src / "link").symlink_to(outside / "keep")  # never followed
+    deep = src.joinpath(*["n"] * (tree.MAX_DEPTH + 3))
+    deep.mkdir(parents=True)
+    (deep / "low").write_bytes(b"x")
+    (deep / "low").chmod(0o6700)
+    try:
+        os.mknod(src / "sda", stat.S_IFBLK | 0o600, os.makedev(7, 200))
+        device = True
+    except PermissionError:
+        device = False
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    reasons = sanitize.sanitize(run_dir, [("mounts[0]", src)])
+    assert stat.S_IMODE((src / "euid").stat().st_mode) == 0o755
+    assert stat.S_IMODE((src / "d").stat().st_mode) == 0o755
+    assert stat.S_IMODE((deep / "low").stat().st_mode) == 0o700
+    assert stat.S_IMODE((outside / "keep").stat().st_mode) == 0o4750
+    assert not os.path.lexists(src / "sda")
+    rules = [r.rule for r in reasons]
+    assert rules == ["MOUNT-SETUID-PLANTED"] + (["MOUNT-DEVICE-PLANTED"] if device else [])
+    doc = json.loads((run_dir / "mounts-sanitized.json").read_text())
+    [m] = doc["mounts"]
+    assert m["complete"] and m["source"] == str(src)
+    rows = {e["path"]: (e["old_mode"], e["kind"], e["done"]) for e in m["entries"]}
+    assert rows["euid"] == ("4755", "file", True) and rows["d"] == ("2755", "dir", True)
+    assert rows["/".join(["n"] * (tree.MAX_DEPTH + 3)) + "/low"] == ("6700", "file", True)
+    if device:
+        assert rows["sda"] == ("0600", "block-device", True)
+    assert sanitize.sanitize(run_dir / "again", [("mounts[0]", src)]) == []  # all undone
+
+
+def test_sanitize_of_a_clean_mount_writes_nothing_and_a_huge_one_is_refused(tmp_path):
+    src = tmp_path / "scratch"
+    src.mkdir()
+    for i in range(5):
+        (src / f"f{i}").write_text("x")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert sanitize.sanitize(run_dir, [("mounts[0]", src)]) == []
+    assert not (run_dir / "mounts-sanitized.json").exists()
+    [r] = sanitize.sanitize(run_dir, [("mounts[0]", src)], max_entries=3)
+    assert r.rule == "MOUNT-SANITIZE-INCOMPLETE" and "more than 3 entries" in r.detail
+    [m] = json.loads((run_dir / "mounts-sanitized.json").read_text())["mounts"]
+    assert m["complete"] is False
+
+
+def test_a_single_file_mount_is_sanitized_too(tmp_path):
+    f = tmp_path / "tool"
+    f.write_bytes(b"x")
+    f.chmod(0o4711)
+    [r] = sanitize.sanitize(tmp_path, [("mounts[1]", f)])
+    assert r.rule == "MOUNT-SETUID-PLANTED" and stat.S_IMODE(f.stat().st_mode) == 0o711

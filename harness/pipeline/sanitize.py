@@ -1,0 +1,158 @@
+"""Stage 4b: undo, on the host, what a root workload can plant through a read-write mount.
+
+A workload is root in its container. It owns what it creates in a read-write bind mount
+and may `chmod 4755` it without any capability; bind mounts are not `nosuid`, so any host
+user could then run that file with euid 0. In the `rocm` profile it may also `mknod` a
+device node that opens a host disk. So, right after the container has exited (under the
+lock, before the next control can start), every read-write mount's real source is walked
+with `harness.tree.walk` (no symlink followed), and, by construction, whatever it holds:
+
+- a regular file or folder with a setuid or setgid bit loses those bits (its other bits
+  are kept), through a descriptor pinned by `tree.chmod_beneath`;
+- a character or block device node is unlinked (`tree.remove_beneath`).
+
+Each is listed in `mounts-sanitized.json` (path as `tree.printable`, old mode, kind, what
+was done) and refuses the run: `MOUNT-SETUID-PLANTED`, `MOUNT-DEVICE-PLANTED`. A walk cut
+short (more than MAX_ENTRIES entries, a path too long to reach, an I/O error) is listed
+too and refuses the run with `MOUNT-SANITIZE-INCOMPLETE`: what lies beyond was not looked
+at. Nothing is done, and no file is written, when there is nothing to report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import tree
+from harness.atomic import write_json
+from harness.verdict import Reason
+
+MAX_ENTRIES = 1_000_000  # per mount; a bigger tree is reported, not finished
+SETID_BITS = stat.S_ISUID | stat.S_ISGID
+DEVICE_KINDS = ("char-device", "block-device")
+RULE_SETID = "MOUNT-SETUID-PLANTED"
+RULE_DEVICE = "MOUNT-DEVICE-PLANTED"
+RULE_INCOMPLETE = "MOUNT-SANITIZE-INCOMPLETE"
+EVIDENCE = "mounts-sanitized.json"
+SHOWN = 5  # paths named in a reason; the evidence file lists them all
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing to undo: `rel` below the mount's source ("" is the source itself)."""
+
+    rel: str
+    kind: str
+    mode: int  # as found
+    do: str  # "clear-setid" | "unlink"
+
+    @property
+    def new_mode(self) -> int:
+        """The permission bits to set: the old ones without setuid and setgid."""
+        return stat.S_IMODE(self.mode) & ~SETID_BITS
+
+
+def decide(entries: Iterable[tree.Entry]) -> list[Action]:
+    """Pure: what to undo among `entries` (as `tree.walk` lists them)."""
+    out = []
+    for e in entries:
+        if e.kind in ("file", "dir") and e.mode & SETID_BITS:
+            out.append(Action(e.rel, e.kind, e.mode, "clear-setid"))
+        elif e.kind in DEVICE_KINDS:
+            out.append(Action(e.rel, e.kind, e.mode, "unlink"))
+    return out
+
+
+def scan(root: Path, max_entries: int = MAX_ENTRIES) -> tuple[list[tree.Entry], list[str]]:
+    """The source itself and every entry below it (rel to `root`), and why the list is not
+    whole (empty when it is). Folders deeper than `tree.MAX_DEPTH` are walked in turn."""
+    try:
+        st = os.lstat(root)
+    except OSError as e:
+        return [], [f"the source cannot be read: {e.strerror}"]
+    entries = [tree.Entry("", tree.kind_of(st.st_mode), st.st_size, st.st_mode)]
+    if not stat.S_ISDIR(st.st_mode):
+        return entries, []
+    problems: list[str] = []
+    pending = [""]
+    while pending:
+        base = pending.pop()
+        try:
+            found = tree.walk(root / base if base else root,
+                              max_entries=max(0, max_entries - len(entries) + 1))
+        except tree.TooMany:
+            problems.append(f"more than {max_entries:,} entries: the walk stopped")
+            break
+        except OSError as e:
+            problems.append(f"{tree.printable(base) or '.'}: cannot be walked: "
+                            f"{e.strerror or e}")
+            continue
+        for e in found:
+            rel = f"{base}/{e.rel}" if base else e.rel
+            entries.append(dataclasses.replace(e, rel=rel))
+            if e.too_deep:
+                pending.append(rel)
+    return entries, problems
+
+
+def apply(root: Path, action: Action) -> str | None:
+    """Undo one thing, following no symlink; the error, or None when it was done."""
+    try:
+        if action.do == "unlink":
+            if not action.rel:
+                return "the source itself cannot be removed"
+            tree.remove_beneath(root, action.rel)
+        else:
+            tree.chmod_beneath(root, action.rel, action.new_mode)
+    except OSError as e:
+        return f"{type(e).__name__}: {e.strerror or e}"
+    return None
+
+
+def _record(action: Action, error: str | None) -> dict:
+    return {"path": tree.printable(action.rel) or ".", "kind": action.kind,
+            "old_mode": f"{action.mode & 0o7777:04o}",
+            "action": "setuid/setgid cleared" if action.do == "clear-setid" else "unlinked",
+            "done": error is None, "error": error}
+
+
+def _reason(rule: str, what: str, source: Path, records: list[dict], words: str) -> Reason:
+    shown = ", ".join(f"{r['path']} ({r['old_mode']}, {r['kind']})" for r in records[:SHOWN])
+    more = f" and {len(records) - SHOWN} more" if len(records) > SHOWN else ""
+    failed = sum(not r["done"] for r in records)
+    tail = f"; {failed} could not be undone" if failed else ""
+    return Reason(rule, f"{what} ({source}): the workload left {len(records)} {words}: "
+                        f"{shown}{more}{tail}; see {EVIDENCE}")
+
+
+def sanitize(run_dir: Path, mounts: list[tuple[str, Path]],
+             max_entries: int = MAX_ENTRIES) -> list[Reason]:
+    """Walk each (name, real source) of a read-write mount, undo what `decide` says, write
+    the evidence when there is any, and return the reasons that refuse the run."""
+    doc, reasons = [], []
+    for what, source in mounts:
+        entries, problems = scan(source, max_entries)
+        records = [_record(a, apply(source, a)) for a in decide(entries)]
+        if not records and not problems:
+            continue
+        doc.append({"mount": what, "source": str(source), "entries_walked": len(entries),
+                    "complete": not problems, "problems": problems, "entries": records})
+        setid = [r for r in records if r["kind"] in ("file", "dir")]
+        devices = [r for r in records if r["kind"] in DEVICE_KINDS]
+        if setid:
+            reasons.append(_reason(RULE_SETID, what, source, setid,
+                                   "setuid/setgid entries (bits cleared)"))
+        if devices:
+            reasons.append(_reason(RULE_DEVICE, what, source, devices,
+                                   "device nodes (unlinked)"))
+        if problems:
+            reasons.append(Reason(RULE_INCOMPLETE, f"{what} ({source}) was not checked whole "
+                                  f"for setuid files and device nodes: {'; '.join(problems)}"))
+    if doc:
+        write_json(run_dir / EVIDENCE, {"schema": "harness.mounts-sanitized/v1",
+                                        "max_entries": max_entries, "mounts": doc})
+    return reasons

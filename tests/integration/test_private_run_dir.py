@@ -1,0 +1,47 @@
+"""While a run is open, no other host user can reach its output mount (found by review:
+the mount is 0777 so any container uid can write, and the run folder was 0755)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import containers_with_label
+
+pytestmark = pytest.mark.docker
+
+
+def test_another_host_user_cannot_plant_observations_while_the_container_runs(
+        project, cleanup_containers, request):
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("writer", """\
+        command: [python3, -c, "import os, time; time.sleep(3); d = os.environ['HARNESS_OBSERVATIONS_DIR']; open(d + '/mine.json', 'w').write('{}')"]
+        timeout: 60
+        """)  # noqa: E501
+    runs = Path(tempfile.mkdtemp(prefix="harness-open-runs-"))  # reachable by other users
+    runs.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(runs, ignore_errors=True))
+    p = project.popen("run", str(project.campaign("camp", ["writer"])), "--runs-dir", str(runs))
+    deadline = time.monotonic() + 60
+    while not containers_with_label(label, all_states=False):
+        assert time.monotonic() < deadline and p.poll() is None, "the container never started"
+        time.sleep(0.1)
+    [run_dir] = [d for d in runs.iterdir() if d.is_dir()]
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+    planted = subprocess.run(["runuser", "-u", "nobody", "--", "touch",
+                              str(run_dir / "observations" / "generation.json")],
+                             capture_output=True, text=True)
+    assert planted.returncode != 0, "another host user could write the output mount"
+    assert p.wait(timeout=120) == 0, p.communicate()
+    assert (run_dir / "observations" / "mine.json").is_file(), "the workload still writes"
+    assert not (run_dir / "observations" / "generation.json").exists()
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o555, "sealed: readable by all"
+    assert os.access(run_dir, os.R_OK)
