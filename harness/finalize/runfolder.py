@@ -200,21 +200,6 @@ class SealedReader:
 
 
 @contextlib.contextmanager
-def writable(path: Path) -> Iterator[None]:
-    """Lend the owner's write bit to one folder, and take it back whatever happens.
-
-    Not for sealed folders: restoring a remembered mode is how a concurrent writer leaves
-    one 0755. Addenda use the lock and fixed modes (`_restore_modes`)."""
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if not mode & stat.S_IWUSR:
-        path.chmod(mode | stat.S_IWUSR)
-    try:
-        yield
-    finally:
-        path.chmod(mode)
-
-
-@contextlib.contextmanager
 def addendum_lock(run_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold the exclusive flock on the run folder's own descriptor (nothing is created)."""
     try:
