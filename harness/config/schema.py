@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from harness.poststeps import BUILTINS
+
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 SafeName = Annotated[str, StringConstraints(pattern=SAFE_NAME)]
 ImageId = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
@@ -230,6 +232,21 @@ class Resources(Strict):
     pids: int | None = Field(default=None, gt=0, le=1 << 22)
 
 
+def contract_fields(value: Any) -> list[str]:
+    """An identity contract: non-empty, unique dotted field names. Checked here, at load,
+    so a campaign or control that checks clean is one whose Gate 0 runs."""
+    if not isinstance(value, list) or not value:
+        raise ValueError("a contract is a non-empty list of dotted field names")
+    seen: set[str] = set()
+    for i, field in enumerate(value):
+        if not isinstance(field, str) or not field.strip():
+            raise ValueError(f"contract entry {i} is not a non-empty string: {field!r}")
+        if field in seen:
+            raise ValueError(f"contract field {field!r} is listed twice")
+        seen.add(field)
+    return value
+
+
 class PostStep(Strict):
     """A judge run after the container exits: a built-in by name, or a command."""
 
@@ -237,6 +254,19 @@ class PostStep(Strict):
     run: list[str] | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     timeout: Duration = 600.0
+
+    @model_validator(mode="after")
+    def _runs(self) -> PostStep:
+        """Without `run:` the name must be a built-in: otherwise the step would only fail
+        at run time, after the GPU was spent."""
+        if self.run is None and self.name not in BUILTINS:
+            raise ValueError(f"unknown built-in post-step {self.name!r} (built-ins: "
+                             f"{', '.join(sorted(BUILTINS))}); give `run:` for a command")
+        if self.run is not None and not self.run:
+            raise ValueError(f"post-step {self.name!r}: `run:` is an empty command")
+        if self.name == "gate0" and self.run is None and "contract" in self.options:
+            contract_fields(self.options["contract"])
+        return self
 
 
 def _post_step(value: Any) -> Any:
@@ -324,7 +354,7 @@ class Campaign(Strict):
     controls: list[Annotated[ControlRef, BeforeValidator(_control_ref)]] = Field(min_length=1)
     stop_policy: Literal["continue", "stop-on-refusal", "stop-on-failure"] = "continue"
     retry: Retry = Retry()
-    contract: list[str] | None = None
+    contract: Annotated[list[str], AfterValidator(contract_fields)] | None = None
 
 
 IMAGE_REF = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,511}$"

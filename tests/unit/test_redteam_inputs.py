@@ -102,3 +102,30 @@ def test_error_lines_never_carry_terminal_escapes_from_a_file_name(tmp_path):
     assert r.returncode == 2
     assert "\x1b" not in r.stderr and "\x07" not in r.stderr
     assert "a\\x1b[2Jb\\x07.yaml:2:1: YAML syntax" in r.stderr
+
+
+@pytest.mark.parametrize(("extra", "line", "words"), [
+    ("post_steps: [exit-code, gate-zero]\n", 5, "unknown built-in post-step 'gate-zero'"),
+    ("post_steps: [{name: judge, run: []}]\n", 5, "empty command"),
+    ("post_steps: [{name: gate0, options: {contract: [a.b, a.b]}}]\n", 5, "listed twice"),
+    ("post_steps: [{name: gate0, options: {contract: []}}]\n", 5, "non-empty list"),
+])
+def test_post_steps_that_would_fail_at_run_time_fail_check(extra, line, words):
+    """A file that checks clean is a file that runs: found after issue 10, listed in 11."""
+    found = faults_of(CONTROL + extra)
+    assert len(found) == 1 and found[0].startswith(f"c1.yaml:{line}:"), found
+    assert words in found[0]
+
+
+def test_a_campaign_contract_with_a_duplicate_fails_check_at_its_line():
+    from harness.config.schema import Campaign
+
+    doc = loads("name: camp\nrow: R\ncontrols: [c1]\ncontract:\n  - model.dtype\n"
+                "  - model.dtype\n", "camp.yaml")
+    found = [str(f) for f in validate(doc, Campaign)[1]]
+    assert len(found) == 1 and found[0].startswith("camp.yaml:5:"), found
+    assert "'model.dtype' is listed twice" in found[0]
+
+
+def test_a_command_post_step_may_have_any_name():
+    assert faults_of(CONTROL + "post_steps: [{name: my-judge, run: [python3, -V]}]\n") == []
