@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.config.contract import parse_contract
 from harness.poststeps import BUILTINS
 
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -232,21 +233,6 @@ class Resources(Strict):
     pids: int | None = Field(default=None, gt=0, le=1 << 22)
 
 
-def contract_fields(value: Any) -> list[str]:
-    """An identity contract: non-empty, unique dotted field names. Checked here, at load,
-    so a campaign or control that checks clean is one whose Gate 0 runs."""
-    if not isinstance(value, list) or not value:
-        raise ValueError("a contract is a non-empty list of dotted field names")
-    seen: set[str] = set()
-    for i, field in enumerate(value):
-        if not isinstance(field, str) or not field.strip():
-            raise ValueError(f"contract entry {i} is not a non-empty string: {field!r}")
-        if field in seen:
-            raise ValueError(f"contract field {field!r} is listed twice")
-        seen.add(field)
-    return value
-
-
 class PostStep(Strict):
     """A judge run after the container exits: a built-in by name, or a command."""
 
@@ -265,7 +251,7 @@ class PostStep(Strict):
         if self.run is not None and not self.run:
             raise ValueError(f"post-step {self.name!r}: `run:` is an empty command")
         if self.name == "gate0" and self.run is None and "contract" in self.options:
-            contract_fields(self.options["contract"])
+            parse_contract(self.options["contract"])
         return self
 
 
@@ -354,7 +340,7 @@ class Campaign(Strict):
     controls: list[Annotated[ControlRef, BeforeValidator(_control_ref)]] = Field(min_length=1)
     stop_policy: Literal["continue", "stop-on-refusal", "stop-on-failure"] = "continue"
     retry: Retry = Retry()
-    contract: Annotated[list[str], AfterValidator(contract_fields)] | None = None
+    contract: Annotated[list[str], AfterValidator(parse_contract)] | None = None
 
 
 IMAGE_REF = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,511}$"
