@@ -13,21 +13,11 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from harness.seal import SUMS, make_read_only, verify_folder, write_manifest
 from tests.conftest import REPO, containers_with_label
-
-
-def wait_for(pred, limit: float = 60, what: str = "condition"):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+from tests.faults.test_faults import wait_for
 
 
 def coreutils_ok(run: Path) -> bool:

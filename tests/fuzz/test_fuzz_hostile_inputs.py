@@ -8,8 +8,6 @@ odd numbers end in exit 0, 1 or 2 with a printable verdict or a message, never a
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
@@ -18,11 +16,11 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli.main import main
 from harness.config.loader import validate
 from harness.config.schema import MAX_CPUS, MAX_DURATION, Campaign, Control
 from harness.config.yamlsafe import YamlFaults, loads
 from harness.finalize.contract import ContractError, load_contract_text
+from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=5000,
@@ -116,15 +114,6 @@ def test_any_contract_text_is_a_contract_or_a_positioned_fault(text):
     assert fields and all(isinstance(f, str) and f.strip() for f in fields)
 
 
-def invoke(*argv: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    return code, out.getvalue() + err.getvalue()
 
 
 raw_values = st.one_of(

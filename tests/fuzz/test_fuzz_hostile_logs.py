@@ -10,8 +10,6 @@ that is not an object: never a traceback, never live markup.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
@@ -22,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.atomic import dumps_json
-from harness.cli.main import main
 from harness.report.metrics import METRICS, MetricsParser, _document, parse_lines
+from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=10000,
@@ -49,15 +47,6 @@ digits = st.one_of(
 )
 
 
-def invoke(*argv: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 2
-    return code, out.getvalue() + err.getvalue()
 
 
 def assert_clean(code: int, output: str, allowed: tuple[int, ...] = (0, 2)) -> None:

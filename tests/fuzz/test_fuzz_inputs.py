@@ -8,8 +8,6 @@ and never the internal-error path.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import string
@@ -19,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli.main import main
+from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=5000,
@@ -29,15 +27,6 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=5000,
 ID = "sha256:" + "ab" * 32
 
 
-def invoke(*argv: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    return code, out.getvalue() + err.getvalue()
 
 
 def assert_clean(code: int, output: str, allowed=(0, 2)) -> None:

@@ -3,8 +3,6 @@ end in exit 0 or 2 with a message, never a traceback, a hang, or live markup (is
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -16,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 
 from harness.atomic import dumps_json
-from harness.cli.main import main
 from harness.night.journal import Journal
 from harness.pipeline import finish
 from harness.report.metrics import (
@@ -28,22 +25,13 @@ from harness.report.metrics import (
 )
 from harness.report.summary import build_summary, render_html, render_markdown
 from harness.report.svg import fmt, line_plot
+from tests.inprocess import invoke
 
 BIG_FLOAT = "9" * 400
 BIG_INT = "7" * 5000
 ESC = "\x1b[2J\x1b[31m"
 
 
-def invoke(*argv: str) -> tuple[int, str]:
-    """The real command in-process, with main()'s mapping of errors to exit codes."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 2
-    return code, out.getvalue() + err.getvalue()
 
 
 def assert_clean(code: int, output: str, allowed: tuple[int, ...] = (0,)) -> None:

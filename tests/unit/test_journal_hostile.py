@@ -17,7 +17,7 @@ from harness.errors import EnvironmentFault
 from harness.night.display import NightLive
 from harness.night.journal import JOURNAL_NAME, Journal
 from harness.status import night_state, render
-from tests.unit.test_hostile_reports import invoke
+from tests.inprocess import invoke
 
 OSC8 = "\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\"
 ESC = "\x1b[2J\x1b[31m"
