@@ -46,6 +46,7 @@ demo: image
 
 test: image
 	$(BIN)/ruff check harness tests images scripts benchmarks
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-unit: setup
@@ -54,8 +55,10 @@ test-unit: setup
 test-integration: image
 	$(BIN)/python -m pytest -q tests/integration $(PYTEST_ARGS)
 
+# ruff, then the one-way layers of docs/architecture.md ([tool.importlinter] in pyproject.toml).
 lint: setup
 	$(BIN)/ruff check harness tests images scripts benchmarks
+	$(BIN)/lint-imports
 
 mutation: setup
 	bash scripts/mutation.sh

@@ -6,6 +6,7 @@ outcome means.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import threading
@@ -16,13 +17,12 @@ from pathlib import Path
 
 import docker.errors
 
-from harness import engine
+from harness import engine, witness
 from harness.atomic import write_json
 from harness.logs import Pump
+from harness.runfolder import layout
 from harness.timeutil import utc_now
 from harness.vector import Vector
-from harness.witness import container as container_witness
-from harness.witness import launcher as launcher_witness
 
 CIDFILE_WAIT_S = 60.0
 
@@ -88,12 +88,24 @@ def stop_container(cid: str, grace: float) -> str:
     return "stopped"
 
 
+def _wait_exit(proc: subprocess.Popen, cid: str | None, out: Outcome, *, deadline: float,
+               timeout: float, grace: float) -> None:
+    """Poll the launcher until it exits; past the deadline stop the container."""
+    while proc.poll() is None:
+        if time.monotonic() >= deadline:
+            out.timed_out = True
+            out.notes.append(f"timeout after {timeout:g}s: "
+                             f"{stop_container(cid, grace) if cid else 'no container'}")
+            return
+        time.sleep(0.05)
+
+
 def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
         on_started: Callable[[str], None] | None = None) -> Outcome:
-    """Launch, witness, stream, wait. Writes launcher-witness.json, container-inspect.json,
+    """Launch, witness, stream, wait. Writes each witness's file (harness.witness) and
     logs/; returns the measured outcome (the caller writes outcome.json)."""
     out = Outcome()
-    logs = run_dir / "logs"
+    logs = run_dir / layout.LOGS
     logs.mkdir(exist_ok=True)
     cidfile = Path(vector.argv[vector.argv.index("--cidfile") + 1])
     env = {**os.environ, **vector.passed_env}
@@ -102,10 +114,11 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
     proc = subprocess.Popen(vector.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
     # Witness first, before anything else can happen to the launcher.
-    write_json(run_dir / "launcher-witness.json", launcher_witness.collect(proc.pid))
+    subject = witness.Subject(proc.pid, secret_names=frozenset(vector.passed_env))
+    witness.take(witness.LAUNCHED, subject, run_dir, write_json)
     stamp_lock = threading.Lock()
     pumps = [Pump(name, os.dup(stream.fileno()), str(logs / f"{name}.log"),
-                  str(logs / "stamps.jsonl"), stamp_lock)
+                  str(logs / layout.STAMPS), stamp_lock)
              for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))]
     proc.stdout.close()
     proc.stderr.close()
@@ -116,20 +129,13 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
         cid = _wait_cid(cidfile, proc, CIDFILE_WAIT_S)
         out.container_id = cid
         if cid:
-            witness = container_witness.collect(cid, set(vector.passed_env))
-            write_json(run_dir / "container-inspect.json", witness)
+            started = dataclasses.replace(subject, container_id=cid)
+            witness.take(witness.STARTED, started, run_dir, write_json)
             if on_started:
                 on_started(cid)
         else:
             out.notes.append("no container id: docker run failed before creating it")
-        deadline = t0 + timeout
-        while proc.poll() is None:
-            if time.monotonic() >= deadline:
-                out.timed_out = True
-                out.notes.append(f"timeout after {timeout:g}s: "
-                                 f"{stop_container(cid, grace) if cid else 'no container'}")
-                break
-            time.sleep(0.05)
+        _wait_exit(proc, cid, out, deadline=t0 + timeout, timeout=timeout, grace=grace)
     except Interrupted:
         out.interrupted = True
         out.notes.append("interrupted: " + (stop_container(cid, grace) if cid else "no container"))

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
+from harness.catalogue import IMAGE_PIN_EXISTS
 from harness.config.schema import (
     IMAGE_REF,
     SAFE_NAME,
@@ -27,7 +28,7 @@ from harness.config.schema import (
 from harness.errors import InvalidInput, Refused
 
 Action = Literal["new", "same", "replace"]
-REFUSED_RULE = "IMAGE-PIN-EXISTS"
+REFUSED_RULE = IMAGE_PIN_EXISTS
 
 
 def _valid(adapter: TypeAdapter[Any], value: str, what: str, rule: str) -> None:

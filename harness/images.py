@@ -19,6 +19,7 @@ import yaml
 
 from harness import engine, imagearchive, imagepin
 from harness.atomic import write_text
+from harness.catalogue import ENV_MISSING_IMAGE, IMAGE_ARCHIVE_MISMATCH
 from harness.config.loader import load_model
 from harness.config.schema import ARCHIVE_NAME, ImageArchive, ImageLock, LockedImage
 from harness.errors import EnvironmentFault, InvalidInput, Refused
@@ -110,7 +111,7 @@ def _archive(path: Path, image_id: str) -> ImageArchive:
     if image_id not in ids:
         held = ", ".join(sorted(ids)) or "no image Id a blob in it proves"
         raise Refused(f"--archive {path} does not hold image {image_id} (it holds: {held}); "
-                      "its sha256 is not recorded", rule="IMAGE-ARCHIVE-MISMATCH")
+                      "its sha256 is not recorded", rule=IMAGE_ARCHIVE_MISMATCH)
     return ImageArchive(sha256=digest, name=path.name)
 
 
@@ -125,13 +126,13 @@ def pin(path: Path, name: str, ref: str, *, replace: bool = False, reason: str |
     info = engine.local_image(ref)
     if info is None:
         raise EnvironmentFault(f"no local image {ref!r}: build or load it first "
-                               "(no registry is used)", rule="ENV-MISSING-IMAGE")
+                               "(no registry is used)", rule=ENV_MISSING_IMAGE)
     image_id = str(info.get("Id"))
     if not re.fullmatch(r"sha256:[0-9a-f]{64}", image_id):
         raise EnvironmentFault(f"the engine reports Id {image_id!r} for {ref!r}, not a full "
                                "sha256 Id; nothing pinned")
     digests = [d for d in info.get("RepoDigests") or [] if _REPO_DIGEST.fullmatch(str(d))]
-    store = engine.image_store()
+    store = engine.image_store(engine.client().info())
     new = LockedImage(id=image_id, ref=ref, repo_digest=digests[0] if digests else None,
                       store=store if _STORE.fullmatch(store) else None,
                       archive=_archive(archive, image_id) if archive else None, build=build)

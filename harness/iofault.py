@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import errno
 
+from harness.catalogue import ENV_DISK_FULL, ENV_IO, ENV_PERMISSION, ENV_READ_ONLY
 from harness.errors import EnvironmentFault
 
 _WORDS = {
-    errno.EROFS: ("ENV-READ-ONLY", "read-only file system"),
-    errno.ENOSPC: ("ENV-DISK-FULL", "no space left on device"),
-    errno.EDQUOT: ("ENV-DISK-FULL", "disk quota exceeded"),
-    errno.EACCES: ("ENV-PERMISSION", "permission denied"),
-    errno.EPERM: ("ENV-PERMISSION", "operation not permitted"),
+    errno.EROFS: (ENV_READ_ONLY, "read-only file system"),
+    errno.ENOSPC: (ENV_DISK_FULL, "no space left on device"),
+    errno.EDQUOT: (ENV_DISK_FULL, "disk quota exceeded"),
+    errno.EACCES: (ENV_PERMISSION, "permission denied"),
+    errno.EPERM: (ENV_PERMISSION, "operation not permitted"),
 }
 
 
@@ -23,7 +24,7 @@ def describe(e: OSError) -> tuple[str, str]:
     """(rule id, lower-case words) for an OSError. Pure."""
     if e.errno in _WORDS:
         return _WORDS[e.errno]
-    return "ENV-IO", (e.strerror or type(e).__name__).lower()
+    return ENV_IO, (e.strerror or type(e).__name__).lower()
 
 
 def io_fault(e: OSError, doing: str) -> EnvironmentFault:

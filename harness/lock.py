@@ -41,6 +41,7 @@ from pathlib import Path
 import psutil
 
 from harness.atomic import write_json
+from harness.catalogue import ENV_LOCK_PATH, ENV_LOCK_TIMEOUT
 from harness.errors import EnvironmentFault
 from harness.readfile import InputError, read_bounded
 from harness.timeutil import utc_now
@@ -245,7 +246,7 @@ class HeldFile:
 
     def _fault(self, e: OSError) -> EnvironmentFault:
         return EnvironmentFault(f"cannot use the {self.what} {self.path}: {_why(e)}",
-                                rule="ENV-LOCK-PATH")
+                                rule=ENV_LOCK_PATH)
 
     def prepare(self) -> None:
         """Create the lock folder; fail at once (exit 3) if that is impossible."""
@@ -254,10 +255,10 @@ class HeldFile:
             parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
             raise EnvironmentFault(f"cannot create the lock folder {parent}: something that "
-                                   "is not a folder is in the way", rule="ENV-LOCK-PATH") from None
+                                   "is not a folder is in the way", rule=ENV_LOCK_PATH) from None
         except OSError as e:
             raise EnvironmentFault(f"cannot create the lock folder {parent}: {_why(e)}",
-                                   rule="ENV-LOCK-PATH") from None
+                                   rule=ENV_LOCK_PATH) from None
 
     def try_acquire(self, timeout: float) -> bool:
         """Take the flock within `timeout` seconds; False if someone else holds it. A lock
@@ -347,7 +348,7 @@ class GpuLock:
                 raise EnvironmentFault(
                     f"timed out after {waited:.0f}s waiting for the GPU lock {self.path} "
                     f"(held by {describe_holder(read_holder(self.path))})",
-                    rule="ENV-LOCK-TIMEOUT")
+                    rule=ENV_LOCK_TIMEOUT)
         self._t_acquired = time.monotonic()
         self.held = Held(self.path, requested, utc_now(), self._t_acquired - t0)
         self._file.announce(run_id=self.run_id, since=self.held.acquired)

@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.config.loader import require_campaign
+from harness.driver.drive import run_one
+from harness.driver.local import LocalExecutor
+from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.errors import HarnessError, InvalidInput
-from harness.night import rules
 from harness.night.journal import JOURNAL_NAME, Journal, Row
 from harness.night.nightlock import NightLock
-from harness.night.runner import record_status
-from harness.pipeline.context import new_run_id
-from harness.pipeline.run import make_context, run_control
 from harness.readfile import InputError, read_bounded
-from harness.runrecord import load_record
-from harness.seal import SUMS
+from harness.runfolder import record as run_record
+from harness.runfolder.layout import RECORD, SUMS
+from harness.runfolder.record import RunRecord
 from harness.timeutil import utc_now
 from harness.ui import Reporter
-from harness.verdict import exit_code
 
 INDEX = "reruns.jsonl"
 INDEX_LIMIT = 64 * 1024 * 1024
@@ -100,10 +99,10 @@ class RerunResult:
     night: Path | None
 
 
-def read_original(run_dir: Path) -> dict:
-    record = load_record(run_dir)
-    if not record.get("run_id"):
-        raise InvalidInput(f"{run_dir}/run.json: not a run record")
+def read_original(run_dir: Path) -> RunRecord:
+    record = run_record.read(run_dir)
+    if not record.run_id:
+        raise InvalidInput(f"{run_dir}/{RECORD}: not a run record")
     if not (run_dir / SUMS).is_file():
         raise InvalidInput(f"{run_dir} is not sealed (no {SUMS}); only a finished run is rerun")
     return record
@@ -116,54 +115,72 @@ def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = N
         raise InvalidInput("--reason must say why the run is repeated")
     run_dir = Path(os.path.abspath(run_dir))
     original = read_original(run_dir)
-    camp_file = (original.get("campaign") or {}).get("file")
-    control_name = (original.get("control") or {}).get("name")
+    camp_file = (original.campaign or {}).get("file")
+    control_name = (original.control or {}).get("name")
     if not camp_file or not control_name:
-        raise InvalidInput(f"{run_dir}/run.json names no campaign file or control")
+        raise InvalidInput(f"{run_dir}/{RECORD} names no campaign file or control")
     loaded = require_campaign(Path(camp_file))
     if control_name not in loaded.controls:
         raise InvalidInput(f"campaign {camp_file} no longer has control {control_name!r}")
     runs_dir = Path(os.path.abspath(runs_dir or run_dir.parent))
     runs_dir.mkdir(parents=True, exist_ok=True)
-    run_id = original["run_id"]
+    run_id = original.run_id
     night = night_of(run_id, [runs_dir / "nights", run_dir.parent / "nights"])
 
     lock = NightLock(loaded.lock_path, kind="rerun", campaign=loaded.campaign.name)
     lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
     journal = Journal.open(night / JOURNAL_NAME) if night else None
     try:
-        new_id = new_run_id(control_name)
-        new_dir = runs_dir / new_id
-        lock.describe_as(run_dir=str(new_dir))
-        attempt = int(original.get("attempt") or 1) + 1
-        row = None
-        if journal is not None:
-            row = journal.add_rerun(run_id, reason)
-            attempt = row.attempt
-            row = journal.mark_running(row, new_id, str(new_dir))
         link = {"run_id": run_id, "path": str(run_dir), "reason": reason}
-        entry = {"original": {"run_id": run_id, "path": str(run_dir)},
-                 "rerun": {"run_id": new_id, "path": str(new_dir)}, "reason": reason,
-                 "night": str(night) if night else None}
-        append_index(runs_dir, {**entry, "at": utc_now(), "status": "running"})
-        ctx = make_context(loaded, control_name, runs_dir, ui, rerun_of=link, attempt=attempt,
-                           run_id=new_id)
-        try:
-            status, reasons = run_control(ctx, lock_timeout=lock_timeout)
-        except HarnessError as e:  # lock timeout, no engine: the folder was sealed as refused
-            _finish(journal, row, runs_dir, entry, "refused",
-                    f"{e.rule or 'HARNESS-ERROR'}: {e.message}")
-            raise
-        _finish(journal, row, runs_dir, entry, status, rules.reason_text(reasons))
-        return RerunResult(new_dir, status, exit_code(status, reasons), night)
+        request = new_request(control_name, runs_dir, attempt=(original.attempt or 1) + 1,
+                              rerun_of=link)
+        lock.describe_as(run_dir=str(request.run_dir))
+        recorder = RerunRecorder(runs_dir, journal, night, link)
+        request = recorder.plan(request)
+        outcome = run_one(request, LocalExecutor(loaded, ui, lock_timeout=lock_timeout),
+                          recorder)
+        if outcome.error is not None:  # recorded failed; the operator sees the error itself
+            raise outcome.error
+        return RerunResult(outcome.run_dir, outcome.status, outcome.exit_code, night)
     finally:
         if journal is not None:
             journal.close()
         lock.release()
 
 
-def _finish(journal: Journal | None, row: Row | None, runs_dir: Path, entry: dict,
-            status: str, text: str) -> None:
-    if journal is not None and row is not None:
-        record_status(journal, row, status, text)
-    append_index(runs_dir, {**entry, "at": utc_now(), "status": status})
+class RerunRecorder:
+    """Records a rerun where its forward link lives: the original's night journal (if it
+    has one) and always reruns.jsonl beside the run folders."""
+
+    def __init__(self, runs_dir: Path, journal: Journal | None, night: Path | None,
+                 link: dict) -> None:
+        self.runs_dir = runs_dir
+        self.journal = journal
+        self.night = night
+        self.link = link
+        self.row: Row | None = None
+
+    def plan(self, request: LaunchRequest) -> LaunchRequest:
+        """Add the rerun to the journal as a new attempt; it numbers the attempt."""
+        if self.journal is None:
+            return request
+        self.row = self.journal.add_rerun(self.link["run_id"], self.link["reason"])
+        return replace(request, attempt=self.row.attempt)
+
+    def _entry(self, request: LaunchRequest, status: str) -> dict:
+        return {"original": {"run_id": self.link["run_id"], "path": self.link["path"]},
+                "rerun": {"run_id": request.run_id, "path": str(request.run_dir)},
+                "reason": self.link["reason"],
+                "night": str(self.night) if self.night else None,
+                "at": utc_now(), "status": status}
+
+    def started(self, request: LaunchRequest) -> None:
+        if self.journal is not None and self.row is not None:
+            self.row = self.journal.mark_running(self.row, request.run_id,
+                                                 str(request.run_dir))
+        append_index(self.runs_dir, self._entry(request, "running"))
+
+    def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
+        if self.journal is not None and self.row is not None:
+            self.journal.finish(self.row, outcome.status, outcome.reason_text)
+        append_index(self.runs_dir, self._entry(request, outcome.status))

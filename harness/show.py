@@ -20,6 +20,8 @@ from rich.text import Text
 from harness.readfile import InputError, read_text_bounded
 from harness.report.inert import inert
 from harness.rerun import reruns_of
+from harness.runfolder.layout import ADDENDA, RECOVERED
+from harness.runfolder.record import RunRecord, reason_text
 
 STATUS_STYLE = {"accepted": "green", "refused": "red", "failed": "red",
                 "timed-out": "yellow", "interrupted": "yellow"}
@@ -69,7 +71,7 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
 
 
 def _recovered(run_dir: Path) -> str | None:
-    path = run_dir / "recovered.json"
+    path = run_dir / RECOVERED
     if not path.exists() and not path.is_symlink():
         return None
     try:
@@ -79,7 +81,7 @@ def _recovered(run_dir: Path) -> str | None:
 
 
 def _addenda(run_dir: Path) -> list[str]:
-    folder = run_dir / "addenda"
+    folder = run_dir / ADDENDA
     if folder.is_symlink() or not folder.is_dir():
         return []
     try:
@@ -88,10 +90,12 @@ def _addenda(run_dir: Path) -> list[str]:
         return []
 
 
-def render_run(run_dir: Path, record: dict, console: Console | None = None) -> None:
-    """Print the run; every value from the folder goes out as Text, never as markup."""
+def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) -> None:
+    """Print the run; every value from the folder goes out as Text, never as markup.
+    Values are shown as the file holds them (`view`), odd ones included."""
     console = console or Console()
     run_dir = Path(run_dir)
+    record = run.view()
     status = record.get("status")
     style = STATUS_STYLE.get(status, "white") if isinstance(status, str) else "white"
     head = Text.assemble((plain(record.get("run_id"), 200), "bold"), "  ",
@@ -102,7 +106,8 @@ def render_run(run_dir: Path, record: dict, console: Console | None = None) -> N
         t.add_row(Text(k, style="dim"), Text(v))
     console.print(t, highlight=False)
     for r in _list(record.get("reasons")):
-        console.print(Text.assemble("  ", ("•", "red"), " ", plain(r)), highlight=False)
+        console.print(Text.assemble("  ", ("•", "red"), " ", plain(reason_text(r))),
+                      highlight=False)
     recovered = _recovered(run_dir)
     if recovered is not None:
         console.print(Text.assemble("  ", ("recovered:", "yellow"), " ", recovered),

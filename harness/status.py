@@ -7,17 +7,16 @@ list (by the `org.harness.run-id` label) and the latest night's journal, read-on
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from harness import vector
 from harness.errors import HarnessError
 from harness.lock import FIELD_MAX, clean_text, describe_holder, is_free, read_holder
+from harness.night.folders import latest_night
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
 from harness.night.nightlock import describe, read_night_holder
 from harness.night.rules import progress
 from harness.report.inert import inert
-from harness.report.nights import STAMP
 
 
 def lock_state(lock_path: Path) -> dict:
@@ -54,16 +53,6 @@ def containers() -> tuple[list[dict], str | None]:
                     "lock": labels.get(f"{vector.LABEL_PREFIX}.lock"),
                     "status": c.get("Status")})
     return out, None
-
-
-def latest_night(nights_dir: Path) -> Path | None:
-    """The newest night folder of any campaign (by the UTC stamp its name ends with)."""
-    if not nights_dir.is_dir():
-        return None
-    pattern = re.compile(r".+-(" + STAMP + ")")
-    found = [(m.group(1), p) for p in nights_dir.iterdir()
-             if p.is_dir() and (m := pattern.fullmatch(p.name))]
-    return max(found)[1] if found else None
 
 
 def night_state(night_dir: Path, night_holder: dict | None) -> dict:

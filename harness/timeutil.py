@@ -1,13 +1,30 @@
-"""UTC time stamps in the one format evidence uses."""
+"""UTC time stamps in the one format evidence uses.
+
+Every time written into evidence (run.json, host snapshots, witnesses, journals) comes from
+utc_now() or iso(), so a reader compares and sorts them as text or with parse(). Folders
+sealed before this format was everywhere may hold older forms; parse() still reads them.
+"""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+
+# utc_now()'s form, and the older forms sealed folders may hold: whole seconds
+# (2026-11-30T08:30:00Z) and datetime.isoformat() with an offset (…+00:00).
+_READABLE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})")
+
+
+def iso(at: datetime) -> str:
+    """`at` in the evidence format, converted to UTC; a naive `at` has no meaning, so raises."""
+    if at.tzinfo is None:
+        raise ValueError("a time stamp needs a time zone: naive datetimes are ambiguous")
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def utc_now() -> str:
     """ISO-8601 UTC with microseconds and a Z, e.g. 2026-11-30T08:30:00.123456Z."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return iso(datetime.now(UTC))
 
 
 def stamp(at: datetime | None = None) -> str:
@@ -16,4 +33,7 @@ def stamp(at: datetime | None = None) -> str:
 
 
 def parse(ts: str) -> datetime:
-    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    """A stamp written by utc_now() (or an older form, see _READABLE) as an aware UTC time."""
+    if not isinstance(ts, str) or not _READABLE.fullmatch(ts):
+        raise ValueError(f"not an evidence time stamp: {ts!r}")
+    return datetime.fromisoformat(ts).astimezone(UTC)

@@ -21,21 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.config.schema import (
+from harness.catalogue import MOUNT_UNSAFE_PATH
+from harness.config.schema import Control, plain_path_problem, target_problem
+from harness.errors import InvalidInput
+from harness.instrument.harness_observer import contract
+from harness.instrument.harness_observer.contract import (
+    ENGINE_SECRET_PREFIX,
     INSTRUMENT_TARGET,
     OBSERVATIONS_TARGET,
-    Control,
-    plain_path_problem,
-    target_problem,
 )
-from harness.errors import InvalidInput
 
 LABEL_PREFIX = "org.harness"
-RULE_UNSAFE_MOUNT = "MOUNT-UNSAFE-PATH"
+RULE_UNSAFE_MOUNT = MOUNT_UNSAFE_PATH
 # An engine value whose key looks secret becomes {SECRET_REF: "<env name>"}; the in-container
 # driver reads the value (JSON) from that env var, which docker gets by name only.
 SECRET_REF = "$harness_secret_env"
-ENGINE_SECRET_PREFIX = "HARNESS_ENGINE_SECRET_"
 
 # vLLM's documented ROCm flags (see docs/vllm-notes.md), minus SYS_PTRACE: not needed to run.
 ROCM_FLAGS = [
@@ -172,19 +172,9 @@ def bind_mounts(inp: VectorInput) -> list[BindMount]:
     return out
 
 
-def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
-    """Return the `docker run` vector for this run. No I/O.
-
-    `environ` is where secrets named by the control are read from (the harness's own
-    environment); they and any secret-looking `env` entries go by name only.
-    """
-    environ = environ or {}
-    ctl = inp.control
-    argv = ["docker", "run", "--pull=never", "--name", container_name(inp.run_id),
-            "--cidfile", str(inp.cidfile)]
-    for k, v in sorted(labels(inp).items()):
-        argv += ["--label", f"{k}={v}"]
-    argv += ["--network", ctl.network]
+def _sandbox_args(ctl: Control) -> list[str]:
+    """Network, device profile, resource limits and the process's user and place."""
+    argv = ["--network", ctl.network]
     argv += ROCM_FLAGS if ctl.device == "rocm" else CPU_FLAGS
     res = ctl.resources
     if res.memory:
@@ -200,16 +190,32 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
         argv += ["--workdir", ctl.workdir]
     if ctl.entrypoint is not None:
         argv += ["--entrypoint", ctl.entrypoint]
+    return argv
+
+
+def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
+    """Return the `docker run` vector for this run. No I/O.
+
+    `environ` is where secrets named by the control are read from (the harness's own
+    environment); they and any secret-looking `env` entries go by name only.
+    """
+    environ = environ or {}
+    ctl = inp.control
+    argv = ["docker", "run", "--pull=never", "--name", container_name(inp.run_id),
+            "--cidfile", str(inp.cidfile)]
+    for k, v in sorted(labels(inp).items()):
+        argv += ["--label", f"{k}={v}"]
+    argv += _sandbox_args(ctl)
 
     env: dict[str, str] = {k: _env_value(v) for k, v in ctl.env.items()}
     if ctl.device == "rocm" and ctl.gpus is not None:
         env["HIP_VISIBLE_DEVICES"] = ctl.gpus
-    env["HARNESS_RUN_ID"] = inp.run_id
-    env["HARNESS_IMAGE_ID"] = inp.image_id
-    env["HARNESS_OBSERVATIONS_DIR"] = OBSERVATIONS_TARGET
+    env[contract.ENV_RUN_ID] = inp.run_id
+    env[contract.ENV_IMAGE_ID] = inp.image_id
+    env[contract.ENV_OBSERVATIONS_DIR] = OBSERVATIONS_TARGET
     if ctl.engine:
         shown, engine_secrets = split_engine_secrets(ctl.engine)
-        env["HARNESS_ENGINE_ARGS"] = json.dumps(shown, sort_keys=True)
+        env[contract.ENV_ENGINE_ARGS] = json.dumps(shown, sort_keys=True)
         env.update(engine_secrets)
     if ctl.instrument:
         env["PYTHONPATH"] = INSTRUMENT_TARGET

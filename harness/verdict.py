@@ -1,6 +1,8 @@
 """Where a run's status is decided: a pure function of what was measured and judged.
 
-Every reason names its rule (MLPerf's checker), so a refusal can be traced to one check.
+Every reason names its rule (MLPerf's checker) and who found it (`by`: the harness, or the
+post-step by name), so a refusal can be traced to one check. A post-step's own rule ids
+(`GATE0-FIELD-DIFFERS`) are kept as its reasons' rules, never folded into `POST-<name>`.
 Status precedence: a preflight refusal, then interrupted, timed-out, failed (the
 container itself), then refused (a judge, or a seal that changed), else accepted.
 """
@@ -9,6 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.catalogue import (
+    NOT_LAUNCHED,
+    POST_REFUSED,
+    RUN_EXIT,
+    RUN_INTERRUPTED,
+    RUN_OOM,
+    RUN_TIMEOUT,
+    exit_class,
+    split,
+)
+from harness.errors import ENVIRONMENT
+from harness.runfolder.record import HARNESS, reason_text
+
 STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")
 
 
@@ -16,13 +31,21 @@ STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")
 class Reason:
     rule: str
     detail: str
+    by: str = HARNESS
 
     def __str__(self) -> str:
-        return f"{self.rule}: {self.detail}"
+        """`RULE: detail`; a post-step's reason leads with its name, `[gate0] RULE: ...`,
+        so no text a post-step writes can begin like one of the harness's own reasons."""
+        return reason_text(self.as_dict())
+
+    def as_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "by": self.by, "detail": self.detail}
 
     @property
     def environment(self) -> bool:
-        return self.rule.startswith("ENV-")
+        """Only the harness's own catalogued environment rules make a run exit 3: a
+        post-step cannot claim the host was at fault."""
+        return self.by == HARNESS and exit_class(self.rule) == ENVIRONMENT
 
 
 @dataclass(frozen=True)
@@ -33,35 +56,60 @@ class PostResult:
     reasons: tuple[str, ...] = ()
 
 
+def split_reason(text: str, *, by: str, default_rule: str) -> Reason:
+    """`RULE-ID: detail` -> Reason(RULE-ID, detail, by); other text keeps `default_rule`."""
+    rule, detail = split(text)
+    return Reason(rule or default_rule, detail, by)
+
+
+def judge_exit(outcome: dict) -> tuple[str, list[Reason]]:
+    """The one judge of a container's exit: (status it implies, reasons). Used by `decide`
+    and by the `exit-code` post-step, so both always say the same thing."""
+    if outcome.get("interrupted"):
+        return "interrupted", [Reason(RUN_INTERRUPTED,
+                                      "the harness was stopped during the run")]
+    if outcome.get("timed_out"):
+        return "timed-out", [Reason(RUN_TIMEOUT, "the container ran past its timeout")]
+    if outcome.get("oom_killed"):
+        return "failed", [Reason(RUN_OOM, "the container was killed for memory")]
+    code = outcome.get("exit_code")
+    if code is None:
+        return "failed", [Reason(RUN_EXIT, "no exit code was recorded")]
+    if code != 0:
+        return "failed", [Reason(RUN_EXIT, f"the container exited {code}")]
+    return "accepted", []
+
+
+def post_reasons(p: PostResult) -> list[Reason]:
+    """A refusing post-step's reasons, each under the rule id the step named."""
+    if p.exit_code == 0 and p.verdict != "refused":
+        return []
+    found = [split_reason(text, by=p.name, default_rule=POST_REFUSED)
+             for text in p.reasons]
+    return found or [Reason(POST_REFUSED, f"exited {p.exit_code}", p.name)]
+
+
 def decide(*, preflight: list[Reason], outcome: dict | None, post: list[PostResult],
            after: list[Reason]) -> tuple[str, list[Reason]]:
     """(status, reasons) for one run. `outcome` is None when nothing was launched."""
     reasons = list(preflight)
     if preflight or outcome is None:
-        stopped = any(r.rule == "RUN-INTERRUPTED" for r in preflight)
+        stopped = any(r.rule == RUN_INTERRUPTED for r in preflight)
         return ("interrupted" if stopped else "refused"), (
-            reasons or [Reason("NOT-LAUNCHED", "no container was started")])
-    status = "accepted"
-    if outcome.get("interrupted"):
-        status = "interrupted"
-        reasons.append(Reason("RUN-INTERRUPTED", "the harness was stopped during the run"))
-    elif outcome.get("timed_out"):
-        status = "timed-out"
-        reasons.append(Reason("RUN-TIMEOUT", "the container ran past its timeout"))
-    elif outcome.get("oom_killed"):
-        status = "failed"
-        reasons.append(Reason("RUN-OOM", "the container was killed for memory"))
-    elif outcome.get("exit_code") != 0:
-        status = "failed"
-        reasons.append(Reason("RUN-EXIT", f"the container exited {outcome.get('exit_code')}"))
+            reasons or [Reason(NOT_LAUNCHED, "no container was started")])
+    status, found = judge_exit(outcome)
+    reasons += found
     for p in post:  # a judge refuses by its exit code, or by saying so in its verdict
-        if p.exit_code != 0 or p.verdict == "refused":
-            detail = "; ".join(p.reasons) or f"exited {p.exit_code}"
-            reasons.append(Reason(f"POST-{p.name}", detail))
+        reasons += post_reasons(p)
     reasons += after
     if status == "accepted" and len(reasons) > 0:
         status = "refused"
     return status, reasons
+
+
+def record_reasons(reasons: list[Reason]) -> tuple[list[dict[str, str]], list[str]]:
+    """run.json's `reasons` (structured) and `rules` (the ids that refused, sorted)."""
+    return [r.as_dict() for r in reasons], sorted({r.rule for r in reasons})
 
 
 def exit_code(status: str, reasons: list[Reason]) -> int:
@@ -71,3 +119,11 @@ def exit_code(status: str, reasons: list[Reason]) -> int:
     if any(r.environment for r in reasons):
         return 3
     return 1
+
+
+def lines(reasons: list[Reason]) -> tuple[str, ...]:
+    """The reasons as text for a journal or a screen, the harness's environment reasons
+    first: a journal line begins with `ENV-` exactly when the run exited 3 (see
+    `night.rules.environment_reason`), whatever the other reasons' details say."""
+    ordered = sorted(reasons, key=lambda r: not r.environment)
+    return tuple(str(r) for r in ordered)

@@ -7,8 +7,8 @@ output file name or the clock) containing:
   data/<folder>/... each given folder unchanged.
 Payload entries come first so each file is hashed while it is written; the tag files
 that describe them follow. Before anything is written, the folders are judged exactly as
-`bundle verify` will judge the bag (each run by `harness.seal.verify_folder`): a bundle,
-and above all a signed one, never vouches for a run that does not verify.
+`bundle verify` will judge the bag (each run by `manifest.verify_folder`, as `harness
+verify`): a bundle, and above all a signed one, never vouches for a run that does not verify.
 """
 
 from __future__ import annotations

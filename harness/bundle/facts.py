@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.bundle.records import BadMember, parse_json, read_text_member
+from harness.errors import InvalidInput
+from harness.runfolder import record as run_record
+from harness.runfolder.layout import HOST_BEFORE, PREFLIGHT, RECORD, VECTOR
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,19 @@ def _load(run_dir: Path, name: str, notes: list[str]) -> Any:
         return None
 
 
+def _load_record(run_dir: Path, notes: list[str]) -> dict[str, Any]:
+    """run.json through the one record reader (v1 reads as v2), with the bundle's stricter
+    JSON (no NaN, no duplicate keys: the statement must be strict JSON); {} with a note."""
+    if not os.path.lexists(run_dir / RECORD):
+        notes.append(f"{RECORD} absent")
+        return {}
+    try:
+        return run_record.read(run_dir, lambda text: parse_json(text, RECORD_DEPTH)).view()
+    except InvalidInput as e:
+        notes.append(f"{RECORD} unreadable: {e.message}")
+        return {}
+
+
 def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
     if value is None or isinstance(value, dict):
         return value
@@ -67,14 +83,14 @@ def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
 def read_run_facts(folder: str, run_dir: Path) -> RunFacts:
     """Read one run folder's records, tolerating any that are absent or malformed."""
     notes: list[str] = []
-    record = _as_dict(_load(run_dir, "run.json", notes), "run.json", notes) or {}
-    vector = _as_dict(_load(run_dir, "docker-vector.json", notes), "docker-vector.json", notes)
+    record = _load_record(run_dir, notes)
+    vector = _as_dict(_load(run_dir, VECTOR, notes), VECTOR, notes)
     argv = vector.get("argv") if vector else None
     if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
-        notes.append("docker-vector.json argv is not a list of strings")
+        notes.append(f"{VECTOR} argv is not a list of strings")
         argv = None
-    host = _as_dict(_load(run_dir, "host-before.json", notes), "host-before.json", notes)
-    preflight = _as_dict(_load(run_dir, "preflight.json", notes), "preflight.json", notes)
+    host = _as_dict(_load(run_dir, HOST_BEFORE, notes), HOST_BEFORE, notes)
+    preflight = _as_dict(_load(run_dir, PREFLIGHT, notes), PREFLIGHT, notes)
     return RunFacts(folder, record, argv, host, preflight, notes)
 
 

@@ -15,10 +15,11 @@ from pathlib import Path, PurePosixPath
 from harness.bundle.sums import unsafe_name_reason
 from harness.errors import InvalidInput
 from harness.night.journal import JOURNAL_NAME
+from harness.runfolder import layout
 from harness.tree import MAX_DEPTH, printable, walk
 
-RUN_RECORD = "run.json"
-SEAL_FILE = "SHA256SUMS"
+RUN_RECORD = layout.RECORD
+SEAL_FILE = layout.SUMS
 NIGHT_RECORD = JOURNAL_NAME  # a night folder holds its journal; its runs may live elsewhere
 
 

@@ -1,12 +1,13 @@
 """Which seals a bundle may hold, and whether each run in it is sealed and intact.
 
-Whether a run folder is sealed and intact has one owner, `harness.seal.verify_folder`,
-the function behind `harness verify`: export judges each source run with it, and verify
-judges each unpacked run with it, so a bundle never vouches for a run `harness verify`
-refuses. This module adds only what a bundle has beyond run folders: where a SHA256SUMS
-may be (a run's folder; its `addenda/<name>/`, judged by verify_folder), and that the
-payload is made of bundled folders holding runs. A SHA256SUMS anywhere else would read,
-to a reviewer running `sha256sum -c`, as a seal over files no run ever sealed.
+Whether a run folder is sealed and intact has one owner,
+`harness.runfolder.manifest.verify_folder`, the function behind `harness verify`: export
+judges each source run with it, and verify judges each unpacked run with it, so a bundle
+never vouches for a run `harness verify` refuses. This module adds only what a bundle has
+beyond run folders: where a SHA256SUMS may be (a run's folder; its `addenda/<name>/`,
+judged by verify_folder), and that the payload is made of bundled folders holding runs.
+A SHA256SUMS anywhere else would read, to a reviewer running `sha256sum -c`, as a seal
+over files no run ever sealed.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from pathlib import Path, PurePosixPath
 
 from harness.bundle.payload import NIGHT_RECORD, RUN_RECORD, SEAL_FILE, find_run_dirs
 from harness.bundle.sums import Problem
-from harness.seal import verify_folder
+from harness.runfolder.layout import ADDENDA
+from harness.runfolder.manifest import verify_folder
 
 PAYLOAD = "data"
 _DETAIL = {
-    "changed": "differs from its run's SHA256SUMS",
-    "missing": "listed in its run's SHA256SUMS, not present",
-    "extra": "not listed in any SHA256SUMS of its run",
+    "changed": f"differs from its run's {SEAL_FILE}",
+    "missing": f"listed in its run's {SEAL_FILE}, not present",
+    "extra": f"not listed in any {SEAL_FILE} of its run",
 }
 
 
@@ -64,7 +66,7 @@ def layout_problems(payload: list[str]) -> list[Problem]:
             problems.append(Problem(
                 "misplaced-seal", path,
                 f"not in a run folder; only a run ({RUN_RECORD} beside it) and its "
-                "addenda/<name>/ may hold a SHA256SUMS"))
+                f"{ADDENDA}/<name>/ may hold a {SEAL_FILE}"))
     problems.extend(Problem("not-a-run", folder,
                             f"no {RUN_RECORD} or {NIGHT_RECORD} in it: not a run or night")
                     for folder, has_run in sorted(bundled.items()) if not has_run)

@@ -1,19 +1,16 @@
-"""The `sha256sum` line format, shared by BagIt manifests and each run's SHA256SUMS.
-
-One format everywhere means a reviewer can check every layer with `sha256sum -c`.
-Parsing and comparing are pure; files are hashed by `harness.hashing`.
+"""Bundle problems over the one `sha256sum` format: BagIt manifests are read and compared
+by `harness.runfolder.manifest` (the parser and checker of every run's SHA256SUMS), so a
+reviewer can check every layer with `sha256sum -c`. This module only words what it finds
+as bundle problems. Pure; files are hashed by `harness.hashing`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from harness.runfolder import manifest
 from harness.tree import path_problem, printable
 
-# Strict on purpose: lowercase hex and two spaces, exactly as sha256sum writes them, so
-# no edit of a manifest (not even a case change) reads as the same manifest.
-_LINE = re.compile(r"^([0-9a-f]{64})  (.+)$")
 MAX_DETAIL = 300  # a hostile value quoted in a message stays one short line
 
 
@@ -35,8 +32,8 @@ class Problem:
 
 
 def one_line(text: str) -> str:
-    """`tree.printable` that leaves backslashes alone, so a path `harness.seal` already
-    rendered printable is shown as it is, not escaped twice. Idempotent."""
+    """`tree.printable` that leaves backslashes alone, so a path `manifest.verify_folder`
+    already rendered printable is shown as it is, not escaped twice. Idempotent."""
     return "\\".join(printable(part) for part in text.split("\\"))
 
 
@@ -48,43 +45,35 @@ def unsafe_name_reason(relpath: str) -> str | None:
 
 def format_sums(entries: dict[str, str]) -> str:
     """`sha256sum` output for {relpath: hex}, sorted by path so the bytes are reproducible."""
-    return "".join(f"{entries[p]}  {p}\n" for p in sorted(entries))
+    return manifest.render(entries)
 
 
 def parse_sums(text: str, source: str) -> tuple[dict[str, str], list[Problem]]:
-    """Read `sha256sum` lines into {relpath: hex}; every malformed or unsafe line is a Problem."""
+    """{relpath: hex} from `manifest.parse`; every malformed, unsafe or repeated line is a
+    `malformed` Problem of `source`."""
+    lines, bad = manifest.parse(text.encode("utf-8", "surrogatepass"))
+    problems = [Problem("malformed", source, f"line {n}: {why}") for n, why in bad]
     entries: dict[str, str] = {}
-    problems: list[Problem] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line:
-            continue
-        match = _LINE.match(line)
-        if not match:
-            problems.append(Problem("malformed", source, f"line {number} is not a sha256sum line"))
-            continue
-        digest, path = match.group(1), match.group(2)
-        path = path.removeprefix("./")  # `sha256sum ./x` style lines name the same file
-        reason = unsafe_name_reason(path)
-        if reason:
-            problems.append(Problem("malformed", source, f"line {number}: {reason}: {path!r}"))
-        elif path in entries:
-            problems.append(Problem("malformed", source, f"line {number}: {path} listed twice"))
+    for path, digest in lines:
+        if path in entries:
+            problems.append(Problem("malformed", source, f"{path} listed twice"))
         else:
             entries[path] = digest
-    if text and not text.endswith("\n"):
-        problems.append(Problem("malformed", source, "last line has no newline"))
     return entries, problems
 
 
-def compare(expected: dict[str, str], found: dict[str, str], manifest: str) -> list[Problem]:
-    """Changed, missing and extra files between `manifest`'s entries and what is present."""
+_SAYS = {"missing": "listed in {m}, not present", "extra": "present, not listed in {m}",
+         "unreadable": "listed in {m}, could not be read"}
+
+
+def compare(expected: dict[str, str], found: dict[str, str], manifest_name: str) -> list[Problem]:
+    """Changed, missing and extra files between a manifest's entries and what is present
+    (`manifest.compare`, the one checker), worded for a bundle report."""
     problems = []
-    for path in sorted(set(expected) | set(found)):
-        if path not in found:
-            problems.append(Problem("missing", path, f"listed in {manifest}, not present"))
-        elif path not in expected:
-            problems.append(Problem("extra", path, f"present, not listed in {manifest}"))
-        elif expected[path] != found[path]:
-            detail = f"sha256 is {found[path]}, {manifest} says {expected[path]}"
-            problems.append(Problem("changed", path, detail))
+    for path, kind in manifest.compare(expected, found):
+        if kind == "changed":
+            detail = f"sha256 is {found[path]}, {manifest_name} says {expected[path]}"
+        else:
+            detail = _SAYS[kind].format(m=manifest_name)
+        problems.append(Problem(kind, path, detail))
     return problems

@@ -9,16 +9,18 @@ from pathlib import Path
 import click
 
 from harness import images as image_lock
+from harness.catalogue import ENV_MISSING_IMAGE
 from harness.cli.params import DURATION
 from harness.config.loader import check_files, require_campaign
+from harness.driver.drive import drive
+from harness.driver.local import LocalExecutor
+from harness.driver.plan import PlanSource
 from harness.errors import EnvironmentFault, InvalidInput
 from harness.pipeline import orphans, recover
-from harness.pipeline.run import make_context, run_control
-from harness.runrecord import load_record
-from harness.seal import verify_folder
+from harness.runfolder import record as run_record
+from harness.runfolder.manifest import verify_folder
 from harness.show import render_run
 from harness.ui import reporter
-from harness.verdict import exit_code
 
 RUNS_DIR = "gpu-runs"
 
@@ -55,7 +57,6 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
                                f"{', '.join(loaded.controls)})")
     plan = loaded.plan(names)
     ui = reporter(json_lines)
-    worst = 0
     sealed = recover.seal_orphans(
         Path(runs_dir), still_running=orphans.running_run_ids(),
         on_deferred=lambda d: ui.event("recovery-deferred", dir=str(d),
@@ -63,22 +64,13 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
     for d in sealed:
         ui.event("recovered", dir=str(d), status="interrupted")
     try:
-        for name, _ in plan:
-            ctx = make_context(loaded, name, runs_dir, ui)
-            status, reasons = run_control(ctx, lock_timeout=lock_timeout)
-            click.echo(f"{status}: {ctx.run_dir}")
-            code = exit_code(status, reasons)
-            worst = max(worst, code)
-            if code == 3 or status == "interrupted" or ctx.stop_requested:
-                break
-            policy = loaded.campaign.stop_policy
-            if (policy == "stop-on-refusal" and status != "accepted") or (
-                    policy == "stop-on-failure" and status in ("failed", "timed-out")):
-                ui.event("stop-policy", policy=policy, status=status)
-                break
+        driven = drive(PlanSource(plan, Path(runs_dir)),
+                       LocalExecutor(loaded, ui, lock_timeout=lock_timeout),
+                       stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
+                       on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
     finally:
         ui.close()
-    raise click.exceptions.Exit(worst)
+    raise click.exceptions.Exit(driven.worst)
 
 
 @click.command()
@@ -102,9 +94,9 @@ def verify(run_dir: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print run.json as is")
 def show(run_dir: Path, as_json: bool) -> None:
     """Print a readable summary of a run folder."""
-    record = load_record(run_dir)  # exit 2 for anything but a sane JSON object
+    record = run_record.read(run_dir)  # exit 2 for anything but a sane JSON object
     if as_json:
-        click.echo(json.dumps(record, indent=2, sort_keys=True))
+        click.echo(json.dumps(record.raw, indent=2, sort_keys=True))
     else:
         render_run(run_dir, record)
 
@@ -165,7 +157,7 @@ def images_verify(names: tuple[str, ...], lock_file: Path) -> None:
         bad += not c.ok
     if bad:
         raise EnvironmentFault(f"{bad} of {len(chosen)} pinned image(s) not present "
-                               "with their pinned Id", rule="ENV-MISSING-IMAGE")
+                               "with their pinned Id", rule=ENV_MISSING_IMAGE)
 
 
 @click.group()

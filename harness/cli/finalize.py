@@ -15,10 +15,10 @@ from harness.atomic import dumps_json, write_json
 from harness.errors import InvalidInput
 from harness.finalize.contract import ContractError, load_contract
 from harness.finalize.documents import DocumentError, read_document
+from harness.finalize.refinalize import refinalize as refinalize_run
+from harness.finalize.refinalize import standing
 from harness.finalize.report import render
 from harness.finalize.rules import exit_code, judge
-from harness.finalize.runfolder import refinalize as refinalize_run
-from harness.finalize.runfolder import standing
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 

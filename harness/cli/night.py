@@ -8,11 +8,13 @@ from pathlib import Path
 
 import click
 
+from harness.catalogue import ENV_NO_ENGINE
+from harness.cli.display import night_reporter
 from harness.cli.params import DURATION, HOURS
 from harness.config.loader import require_campaign
 from harness.errors import EnvironmentFault
-from harness.night.display import night_reporter
 from harness.night.runner import run_night
+from harness.report.morning import write_night_summary
 from harness.rerun import rerun as do_rerun
 from harness.status import gather, render
 from harness.ui import reporter
@@ -65,7 +67,8 @@ def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: 
     ui = night_reporter(loaded.campaign.name, json_lines)
     try:
         result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
-                           night=night_name, new=new, lock_timeout=lock_timeout)
+                           night=night_name, new=new, lock_timeout=lock_timeout,
+                           summarize=write_night_summary)
     finally:
         ui.close()
     for status, run_dir in result.runs:
@@ -128,7 +131,7 @@ def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
             click.echo(line)
     if state["engine_error"]:
         raise EnvironmentFault(f"the Docker engine did not answer: {state['engine_error']}",
-                               rule="ENV-NO-ENGINE")
+                               rule=ENV_NO_ENGINE)
 
 
 ALL = [night, rerun, status]

@@ -15,16 +15,19 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
+from harness.config.suggest import did_you_mean
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
 from harness.errors import InvalidInput
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: dict[str, Any], model: type[BaseModel] | None = None) -> str:
     loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
-        return f"unknown key {err['loc'][-1]!r}"
+        near = did_you_mean(model, tuple(err["loc"])) if model else None
+        hint = f" (did you mean {near!r}?)" if near else ""
+        return f"unknown key {err['loc'][-1]!r}{hint}"
     if err["type"] == "missing":
         return f"missing required key {loc!r}"
     msg = err["msg"].removeprefix("Value error, ")
@@ -44,7 +47,8 @@ def validate(doc: Document, model: type[M]) -> tuple[M | None, list[Fault]]:
             path = tuple(err["loc"])
             if err["type"] == "missing":
                 path = path[:-1]
-            faults.append(doc.fault(path, _message(err), key=err["type"] == "extra_forbidden"))
+            faults.append(doc.fault(path, _message(err, model),
+                                    key=err["type"] == "extra_forbidden"))
         return None, faults
 
 

@@ -24,8 +24,9 @@ from pydantic import (
     model_validator,
 )
 
+from harness.config.builtins import POSTSTEPS
 from harness.config.contract import parse_contract
-from harness.poststeps import BUILTINS
+from harness.instrument.harness_observer.contract import INSTRUMENT_TARGET, OBSERVATIONS_TARGET
 
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 SafeName = Annotated[str, StringConstraints(pattern=SAFE_NAME)]
@@ -105,9 +106,8 @@ def _abs_path(value: str) -> str:
     return value
 
 
-# Where the vector mounts the instrument and the observations folder (harness.vector).
-INSTRUMENT_TARGET = "/opt/harness-instrument"
-OBSERVATIONS_TARGET = "/harness/out"
+# Where the vector mounts the instrument and the observations folder: the host/container
+# contract owns these names.
 RESERVED_TARGETS = (INSTRUMENT_TARGET, OBSERVATIONS_TARGET)
 
 
@@ -245,9 +245,9 @@ class PostStep(Strict):
     def _runs(self) -> PostStep:
         """Without `run:` the name must be a built-in: otherwise the step would only fail
         at run time, after the GPU was spent."""
-        if self.run is None and self.name not in BUILTINS:
+        if self.run is None and self.name not in POSTSTEPS:
             raise ValueError(f"unknown built-in post-step {self.name!r} (built-ins: "
-                             f"{', '.join(sorted(BUILTINS))}); give `run:` for a command")
+                             f"{', '.join(sorted(POSTSTEPS))}); give `run:` for a command")
         if self.run is not None and not self.run:
             raise ValueError(f"post-step {self.name!r}: `run:` is an empty command")
         if self.name == "gate0" and self.run is None and "contract" in self.options:

@@ -1,7 +1,8 @@
 """The doctor's decisions: facts about the host in, one ok/warn/fail line per check out.
 
-Every function here is pure: the probes (probes.py) gather the facts, these judge them, so
-each verdict is tested without a GPU, a Docker engine or a particular disk.
+Every function here is pure: the probes (probes.py, harness.host.tools, harness.engine)
+gather the facts, these judge them, so each verdict is tested without a GPU, a Docker engine
+or a particular disk.
 """
 
 from __future__ import annotations
@@ -11,15 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from harness.doctor.parsers import (
-    ParseError,
-    RocminfoReport,
-    SmiGpu,
-    base_gfx,
-    gib,
-    parse_amd_smi_static,
-    parse_rocminfo,
-)
+from harness.engine import image_store, store_kind
+from harness.host.parsers import base_gfx, gib
+from harness.host.tools import GpuView, ToolRun, read_amd_smi, read_rocminfo
 from harness.imagepin import how_to_obtain
 
 Status = Literal["ok", "warn", "fail"]
@@ -49,28 +44,6 @@ def any_failed(checks: Iterable[Check]) -> bool:
 
 
 # --------------------------------------------------------------------------- Docker
-
-
-def image_store(info: Mapping[str, Any]) -> str:
-    """'containerd' when the daemon uses the containerd image store, else 'graph-driver'.
-
-    With the containerd store an image Id is the manifest digest, not the config digest,
-    so the same image has different Ids on the two kinds of daemon.
-    """
-    status = info.get("DriverStatus") or []
-    for pair in status:
-        if (
-            len(pair) == 2
-            and str(pair[0]).lower() == "driver-type"
-            and "containerd" in str(pair[1])
-        ):
-            return "containerd"
-    if (
-        "containerd" in str(info.get("Driver", "")).lower()
-        and "snapshotter" in str(info.get("Driver", "")).lower()
-    ):
-        return "containerd"
-    return "graph-driver"
 
 
 def store_meaning(store: str) -> str:
@@ -140,7 +113,7 @@ def _image_miss(
     ref = entry.get("ref")
     if ref and ref_id and ref_id != want:
         parts.append(f"tag {ref} points at {ref_id[:19]}…")
-    locked_store = entry.get("store")
+    locked_store = store_kind(entry.get("store"))
     if locked_store and store and locked_store != store:
         parts.append(
             f"locked on a {locked_store} daemon, this one uses {store} ({store_meaning(store)})"
@@ -214,69 +187,6 @@ def judge_groups(nodes: list[DeviceNode], user: str, uid: int, gids: set[int]) -
 
 
 # --------------------------------------------------------------------------- GPU tools
-
-
-@dataclass(frozen=True)
-class ToolRun:
-    """How running one tool went; `found` False means it is not on the search path."""
-
-    tool: str
-    found: bool
-    returncode: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    error: str | None = None  # timeout or OS error, in words
-
-
-def _tool_problem(run: ToolRun) -> str | None:
-    if not run.found:
-        return f"{run.tool} not found (not installed, or not on PATH nor in /opt/rocm/bin)"
-    if run.error:
-        return f"{run.tool} {run.error}"
-    if run.returncode != 0:
-        said = next(
-            (s.strip() for s in (run.stderr + "\n" + run.stdout).splitlines() if s.strip()),
-            "no output",
-        )
-        return f"{run.tool} exited {run.returncode}: {said[:160]}"
-    return None
-
-
-@dataclass(frozen=True)
-class GpuView:
-    """What one tool says about the GPUs: (gfx target, name, VRAM bytes) per GPU."""
-
-    source: str
-    gpus: list[tuple[str | None, str | None, int | None]]
-
-
-def read_rocminfo(run: ToolRun) -> tuple[GpuView | None, RocminfoReport | None, str | None]:
-    problem = _tool_problem(run)
-    if problem:
-        return None, None, problem
-    try:
-        report = parse_rocminfo(run.stdout)
-    except ParseError as e:
-        return None, None, f"rocminfo output unreadable: {e}"
-    view = GpuView(
-        "rocminfo", [(g.gfx_target, g.marketing_name, g.vram_bytes) for g in report.gpus]
-    )
-    return view, report, None
-
-
-def read_amd_smi(run: ToolRun) -> tuple[GpuView | None, list[SmiGpu] | None, str | None]:
-    problem = _tool_problem(run)
-    if problem:
-        return None, None, problem
-    try:
-        gpus = parse_amd_smi_static(run.stdout)
-    except ParseError as e:
-        return None, None, f"amd-smi output unreadable: {e}"
-    return (
-        GpuView("amd-smi", [(g.gfx_target, g.market_name, g.vram_bytes) for g in gpus]),
-        gpus,
-        None,
-    )
 
 
 def _describe(view: GpuView) -> str:

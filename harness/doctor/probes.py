@@ -1,7 +1,8 @@
-"""Thin I/O shells that gather the facts the doctor judges: tools, Docker, devices, paths.
+"""Thin I/O shells that gather the facts only the doctor judges: images, devices, paths.
 
-Nothing here decides ok/warn/fail; that is checks.py. Every probe returns plain data and
-turns an absent tool, a dead engine or a missing path into data, never an exception.
+Nothing here decides ok/warn/fail; that is checks.py. The GPU tools and the engine's own
+facts are gathered by harness.host.tools and harness.engine, which a run's host snapshot
+shares. Every probe returns plain data and turns an absent image or path into data.
 """
 
 from __future__ import annotations
@@ -10,82 +11,18 @@ import grp
 import os
 import pwd
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import docker
 import docker.errors
 
-from harness.doctor.checks import DeviceNode, ToolRun
+from harness.doctor.checks import DeviceNode
 
-ROCM_BIN = "/opt/rocm/bin"
 ENGINE_TIMEOUT_S = 10
 
 
-def default_search_path() -> str:
-    """PATH, then /opt/rocm/bin: ROCm installs its tools there without touching PATH."""
-    return os.pathsep.join(p for p in (os.environ.get("PATH", ""), ROCM_BIN) if p)
-
-
-def run_tool(argv: list[str], *, timeout: float = 20.0, search_path: str | None = None) -> ToolRun:
-    """Run one read-only tool with a timeout; every way it can go wrong becomes a ToolRun."""
-    tool = argv[0]
-    exe = shutil.which(tool, path=search_path if search_path is not None else default_search_path())
-    if exe is None:
-        return ToolRun(tool=tool, found=False)
-    try:
-        proc = subprocess.run(
-            [exe, *argv[1:]],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            errors="replace",
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return ToolRun(tool=tool, found=True, error=f"timed out after {timeout:g}s")
-    except OSError as e:
-        return ToolRun(tool=tool, found=True, error=f"could not start: {e.strerror or e}")
-    return ToolRun(
-        tool=tool, found=True, returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr
-    )
-
-
-def rocminfo(timeout: float = 20.0, search_path: str | None = None) -> ToolRun:
-    return run_tool(["rocminfo"], timeout=timeout, search_path=search_path)
-
-
-def amd_smi_static(timeout: float = 20.0, search_path: str | None = None) -> ToolRun:
-    return run_tool(["amd-smi", "static", "--json"], timeout=timeout, search_path=search_path)
-
-
 # --------------------------------------------------------------------------- Docker
-
-
-def docker_client(timeout: int = ENGINE_TIMEOUT_S) -> tuple[Any | None, str | None]:
-    """A client for the local engine, or the reason there is none."""
-    try:
-        return docker.from_env(timeout=timeout), None
-    except (docker.errors.DockerException, OSError) as e:
-        return None, _short(e)
-
-
-def _short(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:200]
-
-
-def engine_facts(client: Any | None) -> tuple[dict | None, dict | None, str | None]:
-    """(version, info, error) from the engine; error is set when it does not answer."""
-    if client is None:
-        return None, None, "no Docker client"
-    try:
-        return client.version(), client.info(), None
-    except (docker.errors.DockerException, OSError) as e:
-        return None, None, _short(e)
 
 
 def image_ids(

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness import engine
 from harness.doctor import probes
 from harness.doctor.checks import (
     GIB,
     PROFILES,
     Check,
-    image_store,
     judge_disk,
     judge_engine,
     judge_gpu_tools,
@@ -22,6 +22,7 @@ from harness.doctor.checks import (
     judge_render,
     soften,
 )
+from harness.host import tools
 
 
 def run_checks(
@@ -46,32 +47,8 @@ def run_checks(
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
-    checks: list[Check] = []
-
-    client, err = (docker_client, None) if docker_client is not None else probes.docker_client()
-    version, info, engine_err = (
-        probes.engine_facts(client) if client is not None else (None, None, err)
-    )
-    checks.append(judge_engine(version, info, engine_err))
-    if images is not None:
-        if engine_err is None and client is not None:
-            found, by_ref = probes.image_ids(client, images)
-            checks += judge_images(images, found, by_ref, image_store(info or {}))
-        else:
-            checks += judge_images(images, {}, {}, None, engine_error=engine_err)
-
-    gpu: list[Check] = []
-    kfd = probes.device_node(f"{dev}/kfd")
-    renders = probes.render_nodes(f"{dev}/dri")
-    user, uid, gids = probes.current_user()
-    gpu.append(judge_kfd(kfd))
-    gpu.append(judge_render(renders))
-    gpu.append(judge_groups([kfd, *renders], user, uid, gids))
-    gpu += judge_gpu_tools(
-        probes.rocminfo(tool_timeout, search_path),
-        probes.amd_smi_static(tool_timeout, search_path),
-        required_gfx,
-    )
+    checks = _engine_checks(images, docker_client)
+    gpu = _gpu_checks(dev, required_gfx, tool_timeout, search_path)
     checks += [soften(c) for c in gpu] if profile == "cpu" else gpu
 
     facts = probes.lock_facts(Path(lock_path))
@@ -87,3 +64,42 @@ def run_checks(
         )
     )
     return checks
+
+
+def _engine_checks(
+    images: Mapping[str, Mapping[str, Any]] | None, docker_client: Any | None
+) -> list[Check]:
+    """The engine line, then one line per locked image (none when `images` is None)."""
+    client, err = (
+        (docker_client, None)
+        if docker_client is not None
+        else engine.try_client(probes.ENGINE_TIMEOUT_S)
+    )
+    version, info, engine_err = engine.facts(client) if client is not None else (None, None, err)
+    checks = [judge_engine(version, info, engine_err)]
+    if images is not None:
+        if engine_err is None and client is not None:
+            found, by_ref = probes.image_ids(client, images)
+            checks += judge_images(images, found, by_ref, engine.image_store(info or {}))
+        else:
+            checks += judge_images(images, {}, {}, None, engine_error=engine_err)
+    return checks
+
+
+def _gpu_checks(
+    dev: str, required_gfx: str | None, tool_timeout: float, search_path: str | None
+) -> list[Check]:
+    """Device nodes, the user's access to them, and what the GPU tools say."""
+    kfd = probes.device_node(f"{dev}/kfd")
+    renders = probes.render_nodes(f"{dev}/dri")
+    user, uid, gids = probes.current_user()
+    return [
+        judge_kfd(kfd),
+        judge_render(renders),
+        judge_groups([kfd, *renders], user, uid, gids),
+        *judge_gpu_tools(
+            tools.rocminfo(tool_timeout, search_path),
+            tools.amd_smi_static(tool_timeout, search_path),
+            required_gfx,
+        ),
+    ]

@@ -10,6 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from harness.catalogue import (
+    GATE0_CONTRACT_MISSING,
+    GATE0_FIELD_DIFFERS,
+    GATE0_INCOMPLETE,
+    GATE0_NOTHING_COMPARED,
+    GATE0_PHASE,
+    GATE0_PROCESS,
+    GATE0_SOURCE,
+)
 from harness.finalize.compare import compare_fields
 from harness.finalize.pins import load_pins
 from harness.instrument.harness_observer.encode import canonical
@@ -74,13 +83,13 @@ def rule_nothing_compared(startup: dict, generation: dict, ctx: dict) -> list[st
 
 
 RULES: dict[str, Rule] = {
-    "GATE0-PHASE": rule_phase,
-    "GATE0-PROCESS": rule_process,
-    "GATE0-SOURCE": rule_source,
-    "GATE0-INCOMPLETE": rule_incomplete,
-    "GATE0-CONTRACT-MISSING": rule_contract_missing,
-    "GATE0-FIELD-DIFFERS": rule_field_differs,
-    "GATE0-NOTHING-COMPARED": rule_nothing_compared,
+    GATE0_PHASE: rule_phase,
+    GATE0_PROCESS: rule_process,
+    GATE0_SOURCE: rule_source,
+    GATE0_INCOMPLETE: rule_incomplete,
+    GATE0_CONTRACT_MISSING: rule_contract_missing,
+    GATE0_FIELD_DIFFERS: rule_field_differs,
+    GATE0_NOTHING_COMPARED: rule_nothing_compared,
 }
 
 

@@ -12,16 +12,18 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.doctor import probes
-from harness.doctor.checks import ToolRun, image_store, read_amd_smi, read_rocminfo
+from harness import engine
+from harness.catalogue import HOST_DRIFT
 from harness.errors import Refused
+from harness.host import tools
+from harness.host.tools import ToolRun, read_amd_smi, read_rocminfo
+from harness.timeutil import utc_now
 
 SCHEMA = "harness.host/v1"
-RULE_HOST_DRIFT = "HOST-DRIFT"
+RULE_HOST_DRIFT = HOST_DRIFT
 # Fields that differ between two snapshots of an unchanged host.
 VOLATILE_KEYS = frozenset({"taken_at", "uptime_s"})
 _ABSENT = "<absent>"
@@ -57,17 +59,17 @@ def kernel() -> dict[str, str]:
 def docker_engine(client: Any | None = None) -> dict[str, Any]:
     """The engine's identity: version, API, storage driver, image store, runtime commits."""
     if client is None:
-        client, err = probes.docker_client()
+        client, err = engine.try_client()
         if client is None:
             return {"absent": err}
-    version, info, err = probes.engine_facts(client)
+    version, info, err = engine.facts(client)
     if err or version is None or info is None:
         return {"absent": err}
     return {
         "version": version.get("Version"),
         "api_version": version.get("ApiVersion"),
         "storage_driver": info.get("Driver"),
-        "image_store": image_store(info),
+        "image_store": engine.image_store(info),
         "containerd": (info.get("ContainerdCommit") or {}).get("ID"),
         "runc": (info.get("RuncCommit") or {}).get("ID"),
         "root_dir": info.get("DockerRootDir"),
@@ -131,7 +133,7 @@ def snapshot(
     uptime = _read(root / "proc/uptime")
     return {
         "schema": SCHEMA,
-        "taken_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "taken_at": utc_now(),
         "uptime_s": float(uptime.split()[0]) if uptime else time.monotonic(),
         "hostname": socket.gethostname(),
         "boot_id": _read(root / "proc/sys/kernel/random/boot_id"),
@@ -142,8 +144,8 @@ def snapshot(
         "docker": docker_engine(docker_client),
         "driver": amdgpu_versions(root),
         "gpu": gpu_static(
-            probes.rocminfo(tool_timeout, search_path),
-            probes.amd_smi_static(tool_timeout, search_path),
+            tools.rocminfo(tool_timeout, search_path),
+            tools.amd_smi_static(tool_timeout, search_path),
         ),
         "firmware": firmware(root),
     }

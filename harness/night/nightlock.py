@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.catalogue import ENV_LOCK_TIMEOUT, ENV_NIGHT_BUSY
 from harness.errors import EnvironmentFault
 from harness.lock import HeldFile, describe_holder, read_holder
 from harness.timeutil import utc_now
@@ -67,11 +68,11 @@ class NightLock:
             if self.kind == "night" and (holder is None or holder.get("kind") != "rerun"):
                 raise EnvironmentFault(
                     f"another night is driving this GPU lock: {describe(holder)}; this night "
-                    "refuses to start beside it", rule="ENV-NIGHT-BUSY")
+                    "refuses to start beside it", rule=ENV_NIGHT_BUSY)
             if waited >= timeout:
                 raise EnvironmentFault(
                     f"timed out after {waited:.0f}s waiting for the night lock {self.path} "
-                    f"(held by {describe(holder)})", rule="ENV-LOCK-TIMEOUT")
+                    f"(held by {describe(holder)})", rule=ENV_LOCK_TIMEOUT)
             if on_wait:
                 on_wait(holder, waited)
             time.sleep(POLL_S)

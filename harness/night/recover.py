@@ -17,6 +17,7 @@ from pathlib import Path
 import docker.errors
 
 from harness import engine, vector
+from harness.catalogue import RUN_INTERRUPTED
 from harness.execute import stop_container
 from harness.pipeline.recover import seal_interrupted
 
@@ -50,7 +51,7 @@ def seal_cut_off(run_dir: Path, notes: list[str]) -> tuple[str, list[str]]:
     except OSError:
         real = False
     if not real:
-        return "interrupted", ["RUN-INTERRUPTED: the harness stopped before the run folder "
+        return "interrupted", [f"{RUN_INTERRUPTED}: the harness stopped before the run folder "
                                "was created (or it is not a real folder)", *notes]
     try:
         return seal_interrupted(
@@ -58,5 +59,5 @@ def seal_cut_off(run_dir: Path, notes: list[str]) -> tuple[str, list[str]]:
                      "`running` when the night resumed); the folder is sealed as found",
             tuple(notes))
     except (OSError, ValueError) as e:
-        return "interrupted", ["RUN-INTERRUPTED: the harness stopped during this run; its "
+        return "interrupted", [f"{RUN_INTERRUPTED}: the harness stopped during this run; its "
                                f"folder could not be sealed ({type(e).__name__}: {e})", *notes]

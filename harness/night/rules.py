@@ -11,15 +11,12 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from harness.driver.policy import retry_allowed
 from harness.errors import InvalidInput
 from harness.night.transitions import TERMINAL, RetryPolicy, Row, latest_attempts
 
 MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
 _UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-
-# A sealed folder's status -> the journal event that records it.
-STATUS_EVENT = {"accepted": "seal", "refused": "refuse", "failed": "fail",
-                "timed-out": "fail", "interrupted": "interrupt"}
 
 
 def parse_until(until: str) -> tuple[int, int]:
@@ -57,7 +54,7 @@ def slot_final(row: Row, policy: RetryPolicy) -> bool:
     """True when this newest attempt of a slot will not run again on its own."""
     if row.state in TERMINAL:
         return True
-    return row.state == "interrupted" and row.attempt >= policy.max_attempts
+    return row.state == "interrupted" and not retry_allowed(policy, row.state, row.attempt)
 
 
 def unfinished(rows: Sequence[Row], policy: RetryPolicy, *, ended: bool) -> bool:
@@ -79,18 +76,22 @@ def progress(rows: Sequence[Row], policy: RetryPolicy) -> dict:
 
 
 def environment_reason(reason: str | None) -> bool:
-    """Whether a journal reason names an environment rule (`ENV-...`) anywhere."""
-    return bool(reason) and re.search(r"(^|; )ENV-", reason) is not None
+    """Whether a journal reason says the host was at fault: it begins with an `ENV-` rule.
+
+    Only the start counts: `verdict.lines` puts the harness's environment reasons first,
+    and a post-step's reasons begin `[name]`, so a rule id inside a detail (a workload's
+    file name, a post-step's text) can never turn a refusal into an environment fault."""
+    return bool(reason) and reason.startswith("ENV-")
 
 
 def night_exit_code(rows: Sequence[Row]) -> int:
-    """0 when every slot's newest attempt is sealed (accepted); 3 when any was deferred by
+    """0 when every slot's newest attempt is accepted; 3 when any was deferred by
     the doctor or stopped by an environment fault; else 1 (refused, failed, timed out,
     interrupted, or left unrun by the deadline or the stop policy)."""
     latest = list(latest_attempts(rows).values())
     if any(r.state == "deferred" or environment_reason(r.reason) for r in latest):
         return 3
-    if all(r.state == "sealed" for r in latest):
+    if all(r.state == "accepted" for r in latest):
         return 0
     return 1
 

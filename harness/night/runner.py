@@ -3,7 +3,9 @@
 Order of every step: the journal records the state change (committed), then the action
 happens. Before each control the doctor checks the host; a failing host defers the
 control (nothing is launched) and the loop goes on with the next one. Past the deadline
-no control starts. At the end the morning summary is written into the night folder.
+no control starts. The walk itself (launch, record, stop policy) is the campaign driver's
+(`harness.driver`); this module is the journal's side of it. At the end the caller's
+`summarize` writes the morning summary into the night folder.
 """
 
 from __future__ import annotations
@@ -11,30 +13,34 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.atomic import write_json
+from harness.catalogue import ENV_DOCTOR
 from harness.config.loader import Loaded
 from harness.doctor import run_checks
 from harness.doctor.checks import GIB
+from harness.driver.drive import drive
+from harness.driver.local import LocalExecutor
+from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.errors import HarnessError, InvalidInput
 from harness.execute import Interrupted
 from harness.hashing import sha256_many
 from harness.night import rules
+from harness.night.folders import night_folders, night_name
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, next_action
 from harness.night.nightlock import NightLock
 from harness.night.recover import seal_cut_off, stop_run_containers
-from harness.pipeline.context import new_run_id
-from harness.pipeline.run import make_context, run_control, signals_interrupt
-from harness.report.nights import night_folders
+from harness.pipeline.run import signals_interrupt
 from harness.seal import seal_digest, source_files
-from harness.timeutil import stamp, utc_now
+from harness.timeutil import iso, stamp, utc_now
 from harness.ui import Reporter
-from harness.verdict import exit_code
 
 ENDED = "ended.json"
+Summarize = Callable[[Path], list[Path]]
 
 
 @dataclass
@@ -47,7 +53,7 @@ class NightResult:
 
 
 def policy_of(loaded: Loaded) -> RetryPolicy:
-    return RetryPolicy(max_attempts=1 + loaded.campaign.retry.interrupted)
+    return RetryPolicy.extra(loaded.campaign.retry.interrupted)
 
 
 def inputs_seal(loaded: Loaded) -> str:
@@ -101,7 +107,7 @@ def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool) -
 def new_night_dir(nights_dir: Path, campaign: str) -> Path:
     nights_dir.mkdir(parents=True, exist_ok=True)
     for _ in range(3):
-        path = nights_dir / f"{campaign}-{stamp()}"
+        path = nights_dir / night_name(campaign, stamp())
         try:
             path.mkdir()
             return path
@@ -110,34 +116,72 @@ def new_night_dir(nights_dir: Path, campaign: str) -> Path:
     raise InvalidInput(f"cannot create a new night folder under {nights_dir}")
 
 
-def record_status(journal: Journal, row: Row, status: str, text: str) -> None:
-    """Commit the journal state matching a sealed folder's status."""
-    event = rules.STATUS_EVENT.get(status, "fail")
-    text = text or status
-    if event == "seal":
-        journal.mark_sealed(row)
-    elif event == "refuse":
-        journal.mark_refused(row, text)
-    elif event == "interrupt":
-        journal.mark_interrupted(row, text)
-    else:
-        journal.mark_failed(row, text if status == "failed" else f"{status}: {text}")
+class JournalSource:
+    """The night's plan as the driver walks it: the journal says what runs next, and
+    records each launch (committed before it happens) and each outcome."""
+
+    def __init__(self, night: Night, journal: Journal) -> None:
+        self.night = night
+        self.journal = journal
+        self.deferred_now: set[int] = set()
+        self._rows: dict[str, Row] = {}  # run id -> its journal row, while it runs
+
+    def next_launch(self) -> LaunchRequest | str:
+        """The next row to launch, after the bookkeeping before it; or why the night ends."""
+        night, journal = self.night, self.journal
+        while True:
+            rows = journal.rows()
+            p = rules.progress(rows, night.policy)
+            if hasattr(night.ui, "set_progress"):
+                night.ui.set_progress(p["done"], p["total"])
+            action = next_action(rows, night.policy)
+            if action.kind in ("interrupt", "retry"):
+                journal.apply(action)
+                continue
+            if action.kind == "done":
+                return "environment" if self.deferred_now else "done"
+            row = action.row
+            if rules.past(night.deadline, datetime.now(UTC)):
+                night.ui.event("deadline", deadline=iso(night.deadline),
+                               left=sum(r.state == "planned" for r in rows))
+                return "deadline"
+            failing = night.doctor(row)
+            if failing:
+                journal.mark_deferred(row, f"{ENV_DOCTOR}: " + "; ".join(failing))
+                self.deferred_now.add(row.id)
+                night.ui.event("deferred", control=row.control, reasons=failing)
+                continue
+            night.ui.event("control-start", control=row.control, attempt=row.attempt,
+                           plan_index=row.plan_index)
+            request = new_request(row.control, night.runs_dir, attempt=row.attempt,
+                                  plan_index=row.plan_index)
+            self._rows[request.run_id] = row
+            return request
+
+    def started(self, request: LaunchRequest) -> None:
+        row = self._rows[request.run_id]
+        self._rows[request.run_id] = self.journal.mark_running(
+            row, request.run_id, str(request.run_dir))  # committed before the folder exists
+
+    def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
+        row = self._rows.pop(request.run_id)
+        self.journal.finish(row, outcome.status, outcome.reason_text)
 
 
 class Night:
     """One invocation of a night: holds the night lock, the journal and the reporter."""
 
     def __init__(self, loaded: Loaded, runs_dir: Path, ui: Reporter, *,
-                 lock_timeout: float | None, deadline: datetime | None) -> None:
+                 lock_timeout: float | None, deadline: datetime | None,
+                 summarize: Summarize | None = None) -> None:
         self.loaded = loaded
         self.runs_dir = Path(os.path.abspath(runs_dir))
         self.ui = ui
         self.lock_timeout = lock_timeout
         self.deadline = deadline
         self.policy = policy_of(loaded)
+        self.summarize = summarize
         self.result: NightResult | None = None
-
-    # -- resume ----------------------------------------------------------------------------
 
     def recover(self, journal: Journal) -> None:
         """Rows a dead harness left `running`: stop their container, seal, record."""
@@ -149,12 +193,10 @@ class Night:
                 if row.run_id else []
             run_dir = Path(row.run_dir) if row.run_dir else self.runs_dir / "-missing-"
             status, reasons = seal_cut_off(run_dir, notes)
-            record_status(journal, row, status, rules.reason_text(reasons))
+            journal.finish(row, status, rules.reason_text(reasons))
             self.ui.event("recovered", run_id=row.run_id, status=status, dir=str(run_dir),
                           notes=notes)
         journal.resume()  # deferred rows go back to planned: the host may be repaired
-
-    # -- one control -----------------------------------------------------------------------
 
     def doctor(self, row: Row) -> list[str]:
         """The doctor's failing lines for this control's profile (empty: the host is fit)."""
@@ -170,69 +212,17 @@ class Night:
                             warn_free_bytes=max(10 * GIB, fail_bytes))
         return [f"{c.name}: {c.detail}" for c in checks if c.status == "fail"]
 
-    def launch(self, journal: Journal, row: Row) -> tuple[str, int, bool]:
-        """Run one planned row; return (status, its exit code, whether a stop was asked)."""
-        run_id = new_run_id(row.control)
-        run_dir = self.runs_dir / run_id
-        row = journal.mark_running(row, run_id, str(run_dir))  # committed before the folder
-        ctx = make_context(self.loaded, row.control, self.runs_dir, self.ui,
-                           attempt=row.attempt, run_id=run_id)
-        try:
-            status, reasons = run_control(ctx, lock_timeout=self.lock_timeout)
-        except HarnessError as e:  # the pipeline could not seal (disk full, say)
-            journal.mark_failed(row, f"{e.rule or 'HARNESS-ERROR'}: {e.message}")
-            self.result.runs.append(("failed", run_dir))
-            return "failed", e.code, True
-        except Exception as e:
-            journal.mark_failed(row, f"HARNESS-ERROR: {type(e).__name__}: {e}")
-            raise
-        record_status(journal, row, status, rules.reason_text(reasons))
-        self.result.runs.append((status, run_dir))
-        return status, exit_code(status, reasons), bool(getattr(ctx, "stop_requested", False))
-
-    # -- the loop --------------------------------------------------------------------------
-
     def loop(self, journal: Journal) -> str:
         """Run until done; return why the night stopped: done, deadline, stop-policy,
         interrupted or environment."""
-        deferred_now: set[int] = set()
-        while True:
-            rows = journal.rows()
-            p = rules.progress(rows, self.policy)
-            if hasattr(self.ui, "set_progress"):
-                self.ui.set_progress(p["done"], p["total"])
-            action = next_action(rows, self.policy)
-            if action.kind in ("interrupt", "retry"):
-                journal.apply(action)
-                continue
-            if action.kind == "done":
-                return "environment" if deferred_now else "done"
-            row = action.row
-            if rules.past(self.deadline, datetime.now(UTC)):
-                self.ui.event("deadline", deadline=self.deadline.isoformat(),
-                              left=sum(r.state == "planned" for r in rows))
-                return "deadline"
-            failing = self.doctor(row)
-            if failing:
-                journal.mark_deferred(row, "ENV-DOCTOR: " + "; ".join(failing))
-                deferred_now.add(row.id)
-                self.ui.event("deferred", control=row.control, reasons=failing)
-                continue
-            self.ui.event("control-start", control=row.control, attempt=row.attempt,
-                          plan_index=row.plan_index)
-            status, code, stop = self.launch(journal, row)
-            if status == "interrupted" or stop:
-                return "interrupted"
-            if code == 3:
-                return "environment"
-            policy = self.loaded.campaign.stop_policy
-            if (policy == "stop-on-refusal" and status != "accepted") or (
-                    policy == "stop-on-failure" and status in ("failed", "timed-out")):
-                self.ui.event("stop-policy", policy=policy, status=status)
-                return "stop-policy"
+        executor = LocalExecutor(self.loaded, self.ui, lock_timeout=self.lock_timeout)
+        return drive(JournalSource(self, journal), executor,
+                     stop_policy=self.loaded.campaign.stop_policy, ui=self.ui,
+                     raise_errors=False,
+                     on_outcome=lambda o: self.result.runs.append((o.status, o.run_dir))).why
 
     def run(self, night_dir: Path, resumed: bool, lock: NightLock) -> NightResult:
-        deadline = self.deadline.isoformat() if self.deadline else None
+        deadline = iso(self.deadline) if self.deadline else None
         self.result = NightResult(night_dir, 1)
         journal = open_journal(night_dir, self.loaded, deadline)
         lock.describe_as(night_dir=str(night_dir))
@@ -262,10 +252,11 @@ class Night:
         return self.result
 
     def summary(self, night_dir: Path) -> list[Path]:
-        from harness.report.morning import write_night_summary
-
+        """The caller's morning summary of the night; a failure is an event, not an error."""
+        if self.summarize is None:
+            return []
         try:
-            return write_night_summary(night_dir)
+            return self.summarize(night_dir)
         except (HarnessError, OSError, ValueError) as e:
             self.ui.event("summary-failed", error=f"{type(e).__name__}: {e}")
             return []
@@ -273,8 +264,10 @@ class Night:
 
 def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None = None,
               max_hours: float | None = None, night: str | None = None, new: bool = False,
-              lock_timeout: float | None = None) -> NightResult:
-    """Take the night lock, pick or create the night folder, run it, write the summary."""
+              lock_timeout: float | None = None,
+              summarize: Summarize | None = None) -> NightResult:
+    """Take the night lock, pick or create the night folder, run it; `summarize(night_dir)`
+    writes the morning summary at the end (the caller's: night/ knows no report)."""
     if night is not None and new:
         raise InvalidInput("--night and --new exclude each other")
     deadline = rules.deadline_from(datetime.now().astimezone(), until, max_hours)
@@ -285,7 +278,8 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
         found = find_night(nights_dir, loaded, night, new)
         night_dir = found or new_night_dir(nights_dir, loaded.campaign.name)
         runner = Night(loaded, runs_dir, ui, lock_timeout=lock_timeout,
-                       deadline=deadline.astimezone(UTC) if deadline else None)
+                       deadline=deadline.astimezone(UTC) if deadline else None,
+                       summarize=summarize)
         return runner.run(night_dir, found is not None, lock)
     finally:
         lock.release()

@@ -2,7 +2,10 @@
 
 Kept apart from the SQLite shell so every rule is tested without a database: which state
 changes are legal, what a fresh start does with rows left by a dead harness, and which
-run the night loop launches next. A sealed, refused or failed run is never chosen again.
+run the night loop launches next. The journal speaks the run's language: a finished row
+is `accepted`, `refused`, `failed`, `timed-out` or `interrupted`, exactly the status its
+sealed folder records; such a row is never chosen again (an interrupted one only as a
+new, linked attempt when the retry policy allows).
 """
 
 from __future__ import annotations
@@ -10,10 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from harness.driver.policy import RetryPolicy, retry_allowed
 from harness.errors import InvalidInput
 
-STATES = ("planned", "running", "sealed", "refused", "failed", "interrupted", "deferred")
-TERMINAL = frozenset({"sealed", "refused", "failed"})  # never run again, never changed again
+__all__ = ["EVENTS", "STATES", "TERMINAL", "TRANSITIONS", "Action", "IllegalTransition",
+           "RetryPolicy", "Row", "chain_of", "latest_attempts", "next_action", "outcome_event",
+           "resume_steps", "transition"]
+
+STATES = ("planned", "running", "accepted", "refused", "failed", "timed-out", "interrupted",
+          "deferred")
+# Never run again, never changed again.
+TERMINAL = frozenset({"accepted", "refused", "failed", "timed-out"})
 
 # (state, event) -> new state. Anything absent is illegal.
 TRANSITIONS: dict[tuple[str, str], str] = {
@@ -21,13 +31,18 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     ("planned", "defer"): "deferred",  # the doctor failed: nothing was launched
     ("planned", "refuse"): "refused",  # refused before launch (e.g. image Id differs from lock)
     ("planned", "fail"): "failed",  # failed before launch (e.g. preflight error)
-    ("running", "seal"): "sealed",
+    ("running", "accept"): "accepted",
     ("running", "refuse"): "refused",
     ("running", "fail"): "failed",
+    ("running", "time-out"): "timed-out",
     ("running", "interrupt"): "interrupted",
     ("deferred", "requeue"): "planned",  # a later start of the night tries the host again
 }
 EVENTS = tuple(sorted({event for _, event in TRANSITIONS}))
+
+# A sealed folder's status -> the journal event that records it (the state is the status).
+STATUS_EVENT = {"accepted": "accept", "refused": "refuse", "failed": "fail",
+                "timed-out": "time-out", "interrupted": "interrupt"}
 
 
 class IllegalTransition(InvalidInput):
@@ -40,6 +55,19 @@ def transition(state: str, event: str) -> str:
         return TRANSITIONS[(state, event)]
     except KeyError:
         raise IllegalTransition(f"journal: cannot {event!r} a run that is {state!r}") from None
+
+
+def outcome_event(status: str, text: str) -> tuple[str, str | None]:
+    """(event, reason) recording a run that ended with `status`. Pure.
+
+    An accepted run needs no reason; any other keeps the run's reasons (or its status when
+    it gave none). A status the journal does not know is recorded `failed`, naming it."""
+    text = text or status
+    if status == "accepted":
+        return "accept", None
+    if status in STATUS_EVENT:
+        return STATUS_EVENT[status], text
+    return "fail", f"{status}: {text}"
 
 
 @dataclass(frozen=True)
@@ -62,17 +90,6 @@ class Row:
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often one plan slot may be attempted in total; 1 means an interruption is final."""
-
-    max_attempts: int = 1
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise InvalidInput("retry policy: max_attempts must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -111,8 +128,8 @@ def next_action(rows: Sequence[Row], policy: RetryPolicy) -> Action:
 
     Order: a stale `running` row is interrupted first; then the earliest interrupted slot
     that the policy lets retry gets a new attempt; then the earliest `planned` row is
-    launched; otherwise the night is done. Sealed, refused and failed rows are never
-    chosen, and a slot whose newest attempt is terminal is never run again.
+    launched; otherwise the night is done. Finished rows are never chosen, and a slot
+    whose newest attempt is terminal is never run again.
     """
     ordered = sorted(rows, key=lambda r: (r.plan_index, r.attempt))
     for row in ordered:
@@ -121,10 +138,35 @@ def next_action(rows: Sequence[Row], policy: RetryPolicy) -> Action:
     latest = latest_attempts(ordered)
     for plan_index in sorted(latest):
         row = latest[plan_index]
-        if row.state == "interrupted" and row.attempt < policy.max_attempts:
+        if retry_allowed(policy, row.state, row.attempt):
             return Action("retry", row)
     for plan_index in sorted(latest):
         row = latest[plan_index]
         if row.state == "planned":
             return Action("launch", row)
     return Action("done")
+
+
+def chain_of(rows: Sequence[Row], run_id: str) -> list[Row]:
+    """Every attempt linked to `run_id` by rerun_of, both ways, oldest first. Pure."""
+    by_id = {r.id: r for r in rows}
+    start = next((r for r in rows if r.run_id == run_id), None)
+    if start is None:
+        return []
+    root, seen = start, {start.id}
+    while root.rerun_of is not None and root.rerun_of in by_id and root.rerun_of not in seen:
+        root = by_id[root.rerun_of]
+        seen.add(root.id)
+    children: dict[int, list[Row]] = {}
+    for r in by_id.values():
+        if r.rerun_of is not None:
+            children.setdefault(r.rerun_of, []).append(r)
+    out, todo, visited = [], [root], set()
+    while todo:
+        r = todo.pop(0)
+        if r.id in visited:
+            continue
+        visited.add(r.id)
+        out.append(r)
+        todo.extend(sorted(children.get(r.id, []), key=lambda c: c.id))
+    return sorted(out, key=lambda r: (r.attempt, r.id))

@@ -1,6 +1,8 @@
 """A run as explicit stages (ReFrame's pipeline), each in its own module:
 
-preflight -> lock -> launch -> release -> post-steps -> seal
+preflight -> launch (lock, container, release) -> post -> finish (judge, record, seal)
 
-`harness.pipeline.run.run_control` strings them together.
+Every stage has one signature, `run(ctx) -> list[Reason]` (`harness.pipeline.stage`), and
+is recorded by name in run.json's `stages`. `harness.pipeline.run.run_control` strings
+them together; `finish` always runs, whatever a stage did.
 """

@@ -14,10 +14,10 @@ what hashing can read safely, so before sealing:
   `tree.printable` form with its kind, size and, for a regular file, its sha256;
 - every folder below `tree.MAX_DEPTH`, and every path longer than `tree.MAX_PATH_BYTES`,
   is removed with all below it (`EVIDENCE-TOO-DEEP`);
-- every file in the workload's `observations/` larger than `seal.MAX_WORKLOAD_FILE` is
+- every file in the workload's `observations/` larger than `manifest.MAX_WORKLOAD_FILE` is
   removed unhashed, with its size and allocated blocks recorded (`EVIDENCE-TOO-BIG`): a
   sparse 15 TiB file costs the workload one `truncate` and would hold sealing for hours;
-- a run folder holding more than `seal.MAX_ENTRIES` entries has the workload's
+- a run folder holding more than `manifest.MAX_ENTRIES` entries has the workload's
   `observations/` removed whole, unhashed (`EVIDENCE-TOO-MANY`): sealing, `verify` and
   every later reader stay bounded (100,000 files take ~20 s through all of them);
 - then folders left holding no file are pruned (a manifest cannot list a folder, and
@@ -36,9 +36,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.atomic import write_json
+from harness.catalogue import (
+    EVIDENCE_BAD_NAME,
+    EVIDENCE_NOT_REGULAR,
+    EVIDENCE_TOO_BIG,
+    EVIDENCE_TOO_DEEP,
+    EVIDENCE_TOO_MANY,
+)
 from harness.hashing import sha256_beneath
 from harness.readfile import InputError, read_bounded
-from harness.seal import MAX_ENTRIES, MAX_WORKLOAD_FILE, WORKLOAD_DIR, empty_folders, too_big
+from harness.runfolder import layout
+from harness.runfolder.manifest import (
+    MAX_ENTRIES,
+    MAX_WORKLOAD_FILE,
+    WORKLOAD_DIR,
+    empty_folders,
+    too_big,
+)
 from harness.tree import (
     Entry,
     TooMany,
@@ -50,10 +64,10 @@ from harness.tree import (
 )
 from harness.verdict import Reason
 
-RECORD = "non-regular-removed.json"
-RULES = {"not-regular": "EVIDENCE-NOT-REGULAR", "bad-name": "EVIDENCE-BAD-NAME",
-         "too-deep": "EVIDENCE-TOO-DEEP", "too-big": "EVIDENCE-TOO-BIG",
-         "too-many": "EVIDENCE-TOO-MANY"}
+RECORD = layout.REMOVED
+RULES = {"not-regular": EVIDENCE_NOT_REGULAR, "bad-name": EVIDENCE_BAD_NAME,
+         "too-deep": EVIDENCE_TOO_DEEP, "too-big": EVIDENCE_TOO_BIG,
+         "too-many": EVIDENCE_TOO_MANY}
 MAX_REASONS = 20  # per rule; the record lists every entry
 
 
@@ -149,7 +163,7 @@ def earlier_reasons(run_dir: Path) -> list[Reason]:
     """Reasons from a record an earlier, cut-off pass wrote (its entries are gone now)."""
     out: list[Reason] = []
     for name in sorted(os.listdir(run_dir)):
-        if not (name == RECORD or (name.startswith("non-regular-removed.")
+        if not (name == RECORD or (name.startswith(layout.REMOVED_PREFIX)
                                    and name.endswith(".json"))):
             continue
         try:
@@ -166,7 +180,7 @@ def earlier_reasons(run_dir: Path) -> list[Reason]:
 
 def _record_name(run_dir: Path) -> str:
     for n in range(1, 1000):
-        name = RECORD if n == 1 else f"non-regular-removed.{n}.json"
+        name = layout.removed_record(n)
         if not os.path.lexists(run_dir / name):
             return name
     raise FileExistsError(f"{run_dir}: too many removal records")
@@ -224,5 +238,5 @@ def clean(run_dir: Path) -> list[Reason]:
             records.append(Removal(by_rel[rel], "empty-folder", top=True).record())
     if removals or flood:
         write_json(run_dir / _record_name(run_dir), records, exclusive=True)
-    flooded = [Reason("EVIDENCE-TOO-MANY", flood[0]["detail"])] if flood else []
+    flooded = [Reason(EVIDENCE_TOO_MANY, flood[0]["detail"])] if flood else []
     return prior + flooded + reasons(removals)

@@ -1,4 +1,8 @@
-"""What the stages of one run share: the inputs, the run folder and what each stage found."""
+"""What the stages of one run share: the inputs, the run folder and what each stage found.
+
+`preflight` holds the reasons that stopped the run before a container existed (whichever
+stage found them), `after` those found once it ran; `stages` says which stage did what.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pathlib import Path
 
 from harness.config.loader import Loaded, resolve
 from harness.config.schema import Control
-from harness.lock import Held
+from harness.lock import GpuLock, Held
 from harness.seal import SourceSeal
 from harness.timeutil import stamp, utc_now
 from harness.ui import Reporter
@@ -39,6 +43,8 @@ class RunContext:
     post: list[PostResult] = field(default_factory=list)
     after: list[Reason] = field(default_factory=list)
     stop_requested: bool = False
+    lock: GpuLock | None = None  # the launch stage holds it around the container
+    stages: list[dict] = field(default_factory=list)  # one entry per stage that ran
 
     # The model folder's real path (every symlink resolved) when preflight hashed it: the
     # launch mounts exactly this folder, and refuses if the declared path now leads elsewhere.

@@ -39,10 +39,21 @@ from pathlib import Path
 
 from harness import execute, faultpoint, vector
 from harness.atomic import write_json
+from harness.catalogue import (
+    ENV_MOUNT_SOURCE,
+    ENV_ORPHAN_CONTAINER,
+    MODEL_PATH_CHANGED,
+    MOUNT_OUTSIDE_ROOTS,
+    MOUNT_OVER_HARNESS,
+    MOUNT_SOURCE_KIND,
+    MOUNT_SYSTEM_PATH,
+)
 from harness.config.loader import overlaps, resolve, system_hit, system_paths, within
+from harness.instrument.harness_observer import contract
 from harness.lock import GpuLock
 from harness.pipeline import orphans, sanitize
 from harness.pipeline.context import RunContext
+from harness.runfolder import layout
 from harness.verdict import Reason
 
 INSTRUMENT_DIR = Path(__file__).resolve().parent.parent / "instrument"
@@ -75,20 +86,20 @@ def judge_source(src: Source, roots: list[Path], protected: list[Path],
     shown = f"{src.what}: {src.declared}" + (f" (resolves to {src.real})"
                                              if src.real != src.declared else "")
     if not within(src.real, roots):
-        return [Reason("MOUNT-OUTSIDE-ROOTS", f"{shown} is outside the mount roots "
+        return [Reason(MOUNT_OUTSIDE_ROOTS, f"{shown} is outside the mount roots "
                        f"({', '.join(map(str, roots))}) at launch")]
     if (hit := system_hit(src.real, system)) is not None:
-        return [Reason("MOUNT-SYSTEM-PATH", f"{shown} overlaps the system path {hit}; no "
+        return [Reason(MOUNT_SYSTEM_PATH, f"{shown} overlaps the system path {hit}; no "
                        "mount may be, contain or lie inside one, even read-only")]
     if src.kind is None:
-        return [Reason("ENV-MOUNT-SOURCE", f"{shown} does not exist at launch")]
+        return [Reason(ENV_MOUNT_SOURCE, f"{shown} does not exist at launch")]
     if src.kind not in ("dir", "file"):
-        return [Reason("MOUNT-SOURCE-KIND", f"{shown} is a {src.kind}, not a folder or a "
+        return [Reason(MOUNT_SOURCE_KIND, f"{shown} is a {src.kind}, not a folder or a "
                        "regular file")]
     if not src.read_only:
         hit = [p for p in protected if overlaps(src.real, p)]
         if hit:
-            return [Reason("MOUNT-OVER-HARNESS", f"{shown} is read-write and overlaps "
+            return [Reason(MOUNT_OVER_HARNESS, f"{shown} is read-write and overlaps "
                            f"{hit[0]}, which the harness trusts (evidence, lock, code or "
                            "the campaign's inputs)")]
     return []
@@ -163,7 +174,7 @@ def resolve_sources(ctx: RunContext) -> tuple[list[Source], Source | None, list[
         model = _source("model", ctx.model_declared, True)
         reasons += judge_source(model, roots, protected, system)
         if ctx.model_real is not None and model.real != ctx.model_real:
-            reasons.append(Reason("MODEL-PATH-CHANGED", f"model: {model.declared} resolved to "
+            reasons.append(Reason(MODEL_PATH_CHANGED, f"model: {model.declared} resolved to "
                                   f"{ctx.model_real} when it was hashed and to {model.real} "
                                   "at launch"))
     return mounts, model, reasons
@@ -174,23 +185,23 @@ def build_vector(ctx: RunContext, mounts: list[Source], model: Source | None) ->
     inp = vector.VectorInput(
         control=ctl, image_id=ctx.image_id or "", run_id=ctx.run_id,
         campaign=ctx.loaded.campaign.name, lock_path=ctx.loaded.lock_path,
-        cidfile=ctx.run_dir / "container.cid",
-        observations_dir=ctx.run_dir / "observations", instrument_dir=INSTRUMENT_DIR,
+        cidfile=ctx.run_dir / layout.CONTAINER_CID,
+        observations_dir=ctx.run_dir / contract.OBSERVATIONS_DIR, instrument_dir=INSTRUMENT_DIR,
         mount_sources=tuple(s.real for s in mounts),
         declared_sources=tuple(str(s.declared) for s in mounts),
         model_source=model.real if model else None,
         model_declared=str(model.declared) if model else None,
-        extra_env={"HARNESS_SEAL": ctx.seal.digest if ctx.seal else ""},
+        extra_env={contract.ENV_SEAL: ctx.seal.digest if ctx.seal else ""},
         launcher=orphans.launcher_identity(),
     )
     return vector.build(inp, dict(os.environ))
 
 
-def clear_orphans(ctx: RunContext, lock: GpuLock) -> bool:
+def clear_orphans(ctx: RunContext, lock: GpuLock) -> list[Reason]:
     """Remove exited containers of dead harnesses; refuse beside a running one."""
     removed = orphans.reap(lock.path, ctx.control.device)
     if removed:
-        write_json(ctx.run_dir / "orphans-removed.json",
+        write_json(ctx.run_dir / layout.ORPHANS_REMOVED,
                    {"schema": "harness.orphans-removed/v1", "containers": removed})
         for rec in removed:
             ctx.ui.event("orphan-removed", id=rec["id"][:12], run_id=rec.get("run_id"),
@@ -198,49 +209,52 @@ def clear_orphans(ctx: RunContext, lock: GpuLock) -> bool:
     found = orphans.running(lock.path, ctx.control.device)
     if found:
         ids = ", ".join(f"{o['id'][:12]} (run {o['run_id']})" for o in found)
-        ctx.preflight.append(Reason("ENV-ORPHAN-CONTAINER",
-                                    f"a harness container is still running: {ids}"))
-        return False
-    return True
+        return [Reason(ENV_ORPHAN_CONTAINER, f"a harness container is still running: {ids}")]
+    return []
 
 
-def after_container(ctx: RunContext, mounts: list[Source]) -> None:
+def after_container(ctx: RunContext, mounts: list[Source]) -> list[Reason]:
     """Undo setuid/setgid bits and device nodes the workload left in its read-write
     mounts (`sanitize`); each refuses the run. Never raises an ordinary exception: what
     could not be checked refuses the run too."""
     rw = [(s.what, s.real) for s in mounts if not s.read_only]
     if not rw:
-        return
+        return []
     try:
         reasons = sanitize.sanitize(ctx.run_dir, rw)
     except Exception as e:  # the lock must still be released; the run is refused
         reasons = [Reason(sanitize.RULE_INCOMPLETE, "the read-write mounts could not be "
                           f"checked for setuid files and device nodes: "
                           f"{type(e).__name__}: {e}"[:500])]
-    if reasons:
-        ctx.after += reasons  # judged with the run's outcome, which they do not hide
+    if reasons:  # judged with the run's outcome, which they do not hide
         ctx.ui.event("mounts-sanitized", reasons=[str(r) for r in reasons])
+    return reasons
 
 
-def run(ctx: RunContext, lock: GpuLock) -> None:
-    """Hold the lock around the container; record the interval even if interrupted."""
+def run(ctx: RunContext) -> list[Reason]:
+    """Hold the lock around the container; record the interval even if interrupted.
+    Returns the reasons that refused the launch, or that the container's exit left."""
+    lock = ctx.lock
+    if lock is None:
+        raise ValueError("the launch stage needs the run's GPU lock")
     ctx.held = lock.acquire()
     ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(ctx.held.wait_s, 3))
     launched: list[Source] = []
+    found: list[Reason] = []
     try:
         faultpoint.reach("lock-held")
-        if not clear_orphans(ctx, lock):
-            return
-        mounts, model, reasons = resolve_sources(ctx)
-        if reasons:
-            ctx.preflight += reasons
-            ctx.ui.event("mounts-refused", reasons=[str(r) for r in reasons])
-            return
+        found = clear_orphans(ctx, lock)
+        if found:
+            return found
+        mounts, model, found = resolve_sources(ctx)
+        if found:
+            ctx.ui.event("mounts-refused", reasons=[str(r) for r in found])
+            return found
         vec = build_vector(ctx, mounts, model)
-        obs = ctx.run_dir / "observations"
+        obs = ctx.run_dir / contract.OBSERVATIONS_DIR
         obs.mkdir()
         obs.chmod(0o777)  # the container may run as a non-root user
-        write_json(ctx.run_dir / "docker-vector.json", vec.evidence())
+        write_json(ctx.run_dir / layout.VECTOR, vec.evidence())
         ctx.ui.event("launch", run_id=ctx.run_id, image=ctx.image_id)
         launched = mounts
         out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
@@ -249,8 +263,9 @@ def run(ctx: RunContext, lock: GpuLock) -> None:
         ctx.outcome = out.as_dict()
     finally:
         try:
-            after_container(ctx, launched)  # the container has exited (or was stopped)
+            found += after_container(ctx, launched)  # the container has exited (or stopped)
         finally:
             lock.release()
             ctx.ui.event("lock-released", hold_s=ctx.held.hold_s)
-    write_json(ctx.run_dir / "outcome.json", ctx.outcome)
+    write_json(ctx.run_dir / layout.OUTCOME, ctx.outcome)
+    return found

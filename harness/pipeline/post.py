@@ -5,7 +5,8 @@ bounded and without following a symlink, parsed strictly and type-checked; a ver
 that is there but unreadable (not a regular file, too big, not strict JSON, not an object
 of the documented shape) refuses the post-step (`POST-VERDICT-UNREADABLE`) and never stops
 the run from being sealed. So does an entry where the harness keeps its own record of the
-step (`result.json`, `POST-RESULT-TAKEN`) or a step folder that already exists.
+step (`result.json`, `POST-RESULT-TAKEN`) or a step folder that already exists, and a
+step killed at its timeout (`POST-TIMEOUT`), whatever verdict it wrote before.
 """
 
 from __future__ import annotations
@@ -19,20 +20,28 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import write_json
+from harness.catalogue import (
+    POST_DIR_TAKEN,
+    POST_RESULT_TAKEN,
+    POST_RESULT_UNWRITTEN,
+    POST_TIMEOUT,
+    POST_VERDICT_UNREADABLE,
+)
 from harness.config.schema import PostStep
 from harness.pipeline.context import RunContext
 from harness.poststeps import BUILTINS
 from harness.readfile import InputError, read_bounded
+from harness.runfolder import layout
 from harness.tree import printable
-from harness.verdict import PostResult
+from harness.verdict import PostResult, Reason
 
-VERDICT = "verdict.json"
-RESULT = "result.json"
+VERDICT = layout.VERDICT
+RESULT = layout.RESULT
 VERDICT_LIMIT = 1 << 20  # a verdict is a few KiB; gate0's lists its contract and findings
 VERDICTS = ("accepted", "refused")
 MAX_REASONS = 50
 MAX_REASON_CHARS = 1000
-UNREADABLE = "POST-VERDICT-UNREADABLE"
+UNREADABLE = POST_VERDICT_UNREADABLE
 
 
 def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
@@ -104,7 +113,7 @@ def read_verdict(out_dir: Path) -> tuple[str | None, list[str], str | None]:
 
 
 def run_one(step: PostStep, ctx: RunContext) -> PostResult:
-    steps_dir = ctx.run_dir / "post-steps"
+    steps_dir = ctx.run_dir / layout.POST_STEPS
     out_dir = steps_dir / step.name
     try:  # never through a symlink an earlier post-step may have left at either name
         if not os.path.lexists(steps_dir):
@@ -114,7 +123,7 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
         os.mkdir(out_dir)
     except OSError as e:
         return PostResult(step.name, None, "refused", (
-            f"POST-DIR-TAKEN: cannot create post-steps/{step.name} (an earlier post-step "
+            f"{POST_DIR_TAKEN}: cannot create post-steps/{step.name} (an earlier post-step "
             f"left something there?): {e.strerror or e}",))
     env = {**os.environ, "HARNESS_RUN_DIR": str(ctx.run_dir), "HARNESS_POSTSTEP_DIR": str(out_dir)}
     try:
@@ -125,7 +134,8 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
         return PostResult(step.name, None, "refused", (str(e),))
     t0 = time.monotonic()
     code: int | None
-    with open(out_dir / "stdout.log", "wb") as so, open(out_dir / "stderr.log", "wb") as se:
+    with (open(out_dir / layout.STDOUT_LOG, "wb") as so,
+          open(out_dir / layout.STDERR_LOG, "wb") as se):
         proc = subprocess.Popen(argv, stdout=so, stderr=se, stdin=subprocess.DEVNULL, env=env,
                                 cwd=ctx.run_dir)
         try:
@@ -140,28 +150,32 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
             proc.wait()
             raise
     verdict, reasons, problem = read_verdict(out_dir)
-    faults = [f"{UNREADABLE}: {problem}"] if problem else []
+    # a killed step has not judged, whatever verdict it wrote before it was killed
+    faults = [f"{POST_TIMEOUT}: {note}"] if note else []
+    if problem:
+        faults.append(f"{UNREADABLE}: {problem}")
     if os.path.lexists(out_dir / RESULT):
-        faults.append(f"POST-RESULT-TAKEN: the step wrote {RESULT}, where the harness keeps "
+        faults.append(f"{POST_RESULT_TAKEN}: the step wrote {RESULT}, where the harness keeps "
                       "its own record of the step")
-    if note:
-        reasons.append(note)
     record = {"name": step.name, "argv": argv, "exit_code": code, "verdict": verdict,
               "duration_s": round(time.monotonic() - t0, 3), "note": note}
     try:
         write_json(out_dir / RESULT, record)  # replaces whatever the step left at that name
     except OSError as e:  # e.g. the step made result.json a folder: the run is still sealed
-        faults.append(f"POST-RESULT-UNWRITTEN: {RESULT}: {e.strerror or e}")
+        faults.append(f"{POST_RESULT_UNWRITTEN}: {RESULT}: {e.strerror or e}")
     if faults:  # whatever it exited, a step whose files cannot be read has not accepted
         return PostResult(step.name, code, "refused", tuple(faults + reasons))
     return PostResult(step.name, code, verdict or ("accepted" if code == 0 else "refused"),
                       tuple(reasons))
 
 
-def run(ctx: RunContext) -> None:
+def run(ctx: RunContext) -> list[Reason]:
+    """Run each post-step; their results are judged with the outcome (`verdict.decide`),
+    so this stage itself refuses nothing."""
     for step in ctx.control.post_steps:
         ctx.ui.event("post-step", name=step.name)
         result = run_one(step, ctx)
         ctx.post.append(result)
         ctx.ui.event("post-step-done", name=step.name, exit_code=result.exit_code,
                      verdict=result.verdict)
+    return []

@@ -11,10 +11,22 @@ from pathlib import Path
 
 from harness import engine, modelcache
 from harness.atomic import write_json
+from harness.catalogue import (
+    ENV_DEVICE,
+    ENV_MISSING_IMAGE,
+    ENV_MODEL_DIR,
+    ENV_NO_ENGINE,
+    IMAGE_ID_MISMATCH,
+    IMAGE_NOT_PINNED,
+    MODEL_HASH,
+    MODEL_MISSING,
+    MODEL_UNPINNED,
+)
 from harness.errors import EnvironmentFault
 from harness.host import identity
 from harness.imagepin import how_to_obtain
 from harness.pipeline.context import RunContext
+from harness.runfolder import layout
 from harness.seal import source_seal
 from harness.verdict import Reason
 
@@ -25,19 +37,19 @@ def check_image(ctx: RunContext) -> list[Reason]:
     lock = ctx.loaded.image_lock
     pinned = lock.images.get(ctx.control.image) if lock else None
     if pinned is None:
-        return [Reason("IMAGE-NOT-PINNED", f"{ctx.control.image!r} is not in images.lock")]
+        return [Reason(IMAGE_NOT_PINNED, f"{ctx.control.image!r} is not in images.lock")]
     try:
         found = engine.local_image(pinned.id)
     except EnvironmentFault as e:
-        return [Reason("ENV-NO-ENGINE", e.message)]
+        return [Reason(ENV_NO_ENGINE, e.message)]
     if found is not None and found.get("Id") == pinned.id:
         ctx.image_id = pinned.id
         return []
     by_ref = engine.local_image(pinned.ref) if pinned.ref else None
     if by_ref is not None:
-        return [Reason("IMAGE-ID-MISMATCH", f"{ctx.control.image}: local {pinned.ref} is "
+        return [Reason(IMAGE_ID_MISMATCH, f"{ctx.control.image}: local {pinned.ref} is "
                        f"{by_ref.get('Id')}, images.lock pins {pinned.id}")]
-    return [Reason("ENV-MISSING-IMAGE", f"{ctx.control.image}: image {pinned.id} is not in the "
+    return [Reason(ENV_MISSING_IMAGE, f"{ctx.control.image}: image {pinned.id} is not in the "
                    f"local engine; {how_to_obtain(pinned.model_dump())}")]
 
 
@@ -56,14 +68,14 @@ def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str],
     for rel in sorted(pinned):
         p = model_dir / rel
         if not p.is_file():
-            reasons.append(Reason("MODEL-MISSING", f"{p} does not exist"))
+            reasons.append(Reason(MODEL_MISSING, f"{p} does not exist"))
         else:
             paths[rel] = p
     got = modelcache.hash_files(paths, model_cache_path())
     for rel, digest in got.items():
         want = pinned[rel] if pinned[rel].startswith("sha256:") else "sha256:" + pinned[rel]
         if digest != want:
-            reasons.append(Reason("MODEL-HASH", f"{rel}: {digest} but pinned {want}"))
+            reasons.append(Reason(MODEL_HASH, f"{rel}: {digest} but pinned {want}"))
     return got, reasons
 
 
@@ -71,11 +83,11 @@ def check_model(ctx: RunContext) -> list[Reason]:
     if ctx.control.model is None:
         return []
     if not ctx.control.model.sha256:
-        return [Reason("MODEL-UNPINNED", f"model {ctx.control.model.source} has no pinned "
+        return [Reason(MODEL_UNPINNED, f"model {ctx.control.model.source} has no pinned "
                        "sha256 (pin its files with `harness model pin DIR`)")]
     declared = ctx.model_declared
     if declared is None or not declared.is_dir():
-        return [Reason("ENV-MODEL-DIR", f"model folder {declared} does not exist")]
+        return [Reason(ENV_MODEL_DIR, f"model folder {declared} does not exist")]
     # Hash the real folder, so what the launch mounts is what was hashed (it compares).
     ctx.model_real = Path(os.path.realpath(declared))
     ctx.model_hashes, reasons = hash_model(ctx.model_real, ctx.control.model.sha256)
@@ -83,18 +95,17 @@ def check_model(ctx: RunContext) -> list[Reason]:
 
 
 def check_device(ctx: RunContext) -> list[Reason]:
-    return [Reason("ENV-DEVICE", f"the {ctx.control.device} profile needs {p}, which is absent")
+    return [Reason(ENV_DEVICE, f"the {ctx.control.device} profile needs {p}, which is absent")
             for p in DEVICE_PATHS[ctx.control.device] if not Path(p).exists()]
 
 
 def run(ctx: RunContext) -> list[Reason]:
     ctx.seal = source_seal(ctx.loaded.project_dir, ctx.loaded.files())
     reasons = check_image(ctx) + check_model(ctx) + check_device(ctx)
-    ctx.preflight = reasons
     if not reasons:
         snapshot = identity.snapshot(docker_client=engine.client())
-        write_json(ctx.run_dir / "host-before.json", snapshot, exclusive=True)
-    write_json(ctx.run_dir / "preflight.json", {
+        write_json(ctx.run_dir / layout.HOST_BEFORE, snapshot, exclusive=True)
+    write_json(ctx.run_dir / layout.PREFLIGHT, {
         "schema": "harness.preflight/v1",
         "source_seal": ctx.seal.as_dict(),
         "image": {"name": ctx.control.image, "id": ctx.image_id},

@@ -27,13 +27,18 @@ import psutil
 
 from harness import __version__
 from harness.atomic import write_json
+from harness.catalogue import RUN_INTERRUPTED
+from harness.errors import InvalidInput
 from harness.pipeline.clean import clean
 from harness.readfile import InputError, read_bounded
-from harness.seal import SUMS, make_read_only, write_manifest
+from harness.runfolder import layout, record
+from harness.runfolder.layout import SUMS
+from harness.runfolder.manifest import make_read_only, write_manifest
+from harness.runfolder.record import RunRecord
 from harness.timeutil import utc_now
 
-OWNER = "harness.json"
-RECOVERED = "recovered.json"
+OWNER = layout.OWNER
+RECOVERED = layout.RECOVERED
 RECORD_LIMIT = 1024 * 1024  # our own records are a few kB; anything bigger is not ours
 
 
@@ -81,54 +86,68 @@ def is_orphaned(run_dir: Path) -> bool:
     return bool(owner) and not owner_alive(owner)
 
 
-def interrupted_record(run_dir: Path, reasons: list[str]) -> dict:
+def interrupted_record(run_dir: Path, reasons: list[str]) -> RunRecord:
     """run.json for a cut-off run, from what its folder holds."""
-    rules = sorted({"RUN-INTERRUPTED", *(r.partition(":")[0] for r in reasons)})
-    owner, pre = _read(run_dir / OWNER), _read(run_dir / "preflight.json")
-    return {
-        "schema": "harness.run/v1",
-        "run_id": owner.get("run_id", run_dir.name),
-        "attempt": owner.get("attempt"),
-        "campaign": owner.get("campaign"),
-        "control": owner.get("control"),
-        "image": pre.get("image") or {"name": None, "id": None},
-        "seal": (pre.get("source_seal") or {}).get("seal"),
-        "model_hashes": pre.get("model_hashes") or {},
-        "status": "interrupted",
-        "reasons": reasons,
-        "rules": rules,
-        "times": {"created": owner.get("created"), "started": None, "ended": None,
-                  "sealed": utc_now()},
-        "lock": None,
-        "outcome": {"exit_code": None, "oom_killed": None, "timed_out": None,
-                    "interrupted": True, "duration_s": None},
-        "post_steps": [],
-        "rerun_of": owner.get("rerun_of"),
-        "recovered": {"at": utc_now(), "by_pid": os.getpid()},
-    }
+    found = [record.reason_of(r) for r in reasons]
+    owner, pre = _read(run_dir / OWNER), _read(run_dir / layout.PREFLIGHT)
+    return RunRecord(
+        run_id=owner.get("run_id", run_dir.name),
+        attempt=owner.get("attempt"),
+        campaign=owner.get("campaign"),
+        control=owner.get("control"),
+        image=pre.get("image") or {"name": None, "id": None},
+        seal=(pre.get("source_seal") or {}).get("seal"),
+        model_hashes=pre.get("model_hashes") or {},
+        status="interrupted",
+        reasons=found,
+        rules=sorted({RUN_INTERRUPTED, *record.rules_of(found)}),
+        times={"created": owner.get("created"), "started": None, "ended": None,
+               "sealed": utc_now()},
+        lock=None,
+        outcome={"exit_code": None, "oom_killed": None, "timed_out": None,
+                 "interrupted": True, "duration_s": None},
+        post_steps=[],
+        rerun_of=owner.get("rerun_of"),
+        recovered={"at": utc_now(), "by_pid": os.getpid()},
+    )
+
+
+def _sealed_reasons(run_dir: Path) -> tuple[str, list[str] | None]:
+    """(status, reasons or None) of a folder sealed already: recovered.json, else run.json."""
+    rec = _read(run_dir / RECOVERED)
+    if rec:
+        got = rec.get("reasons")
+        return (str(rec.get("status") or "interrupted"),
+                [str(r) for r in got] if isinstance(got, list) else None)
+    try:
+        run = record.read(run_dir)
+    except InvalidInput:
+        return "interrupted", None
+    listed = isinstance(run.raw.get("reasons"), list)
+    return (run.status or "interrupted",
+            [record.reason_text(r) for r in run.reasons] if listed else None)
 
 
 def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()) -> tuple[str, list]:
     """Clean and seal a cut-off folder as it is; return (status, reasons). Idempotent."""
-    reasons = [f"RUN-INTERRUPTED: {why}", *(f"RUN-INTERRUPTED: {n}" for n in notes)]
+    reasons = [f"{RUN_INTERRUPTED}: {why}", *(f"{RUN_INTERRUPTED}: {n}" for n in notes)]
     if not _is_real_dir(run_dir):
-        return "interrupted", [*reasons, "RUN-INTERRUPTED: the run folder is not a real "
+        return "interrupted", [*reasons, f"{RUN_INTERRUPTED}: the run folder is not a real "
                                          "folder (absent or a symlink); nothing was sealed"]
     if os.path.lexists(run_dir / SUMS):  # sealed already (by its harness or an earlier pass)
-        rec = _read(run_dir / RECOVERED) or _read(run_dir / "run.json")
-        got = rec.get("reasons")
-        return (str(rec.get("status") or "interrupted"),
-                [str(r) for r in got] if isinstance(got, list) else reasons)
+        status, got = _sealed_reasons(run_dir)
+        return status, reasons if got is None else got
     reasons += [str(r) for r in clean(run_dir)]
-    if os.path.lexists(run_dir / "run.json"):
+    if os.path.lexists(run_dir / layout.RECORD):
         write_json(run_dir / RECOVERED, {
             "schema": "harness.recovered/v1", "status": "interrupted",
-            "reasons": [*reasons, "RUN-INTERRUPTED: run.json was written, the seal was not"],
-            "rules": sorted({"RUN-INTERRUPTED", *(r.partition(":")[0] for r in reasons)}),
+            "reasons": [*reasons,
+                        f"{RUN_INTERRUPTED}: {layout.RECORD} was written, the seal was not"],
+            "rules": sorted({RUN_INTERRUPTED, *(r.partition(":")[0] for r in reasons)}),
             "recovered_by": {"pid": os.getpid(), "at": utc_now()},
         }, exclusive=True)
     else:
-        write_json(run_dir / "run.json", interrupted_record(run_dir, reasons), exclusive=True)
+        record.write(run_dir, interrupted_record(run_dir, reasons))
     write_manifest(run_dir)
     make_read_only(run_dir)
     return "interrupted", reasons

@@ -9,19 +9,23 @@ the seal is written. A SIGKILL cannot be caught; the kernel frees the lock and
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.catalogue import (
+    ENV_SEAL,
+    RUN_INTERRUPTED,
+)
 from harness.config.loader import Loaded
-from harness.errors import EnvironmentFault, HarnessError, InvalidInput
+from harness.errors import EnvironmentFault, InvalidInput
 from harness.execute import Interrupted
 from harness.iofault import io_fault
 from harness.lock import GpuLock
 from harness.pipeline import finish, launch, post, preflight, recover
 from harness.pipeline.context import RunContext, new_run_id
+from harness.pipeline.stage import Stage, error_reason, run_stages
 from harness.ui import Reporter
 from harness.verdict import Reason
 
@@ -99,54 +103,35 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
                       rerun_of=rerun_of, attempt=attempt)
 
 
-def _error_reason(e: BaseException) -> Reason:
-    if isinstance(e, HarnessError):
-        return Reason(e.rule or ("ENV-ERROR" if isinstance(e, EnvironmentFault)
-                                 else "HARNESS-ERROR"), e.message)
-    if isinstance(e, OSError) and e.errno == errno.ENOSPC:
-        return Reason("ENV-DISK-FULL", f"the runs folder is full: {e}")
-    if isinstance(e, OSError):
-        return Reason("ENV-IO", f"{type(e).__name__}: {e}")
-    return Reason("HARNESS-ERROR", f"{type(e).__name__}: {e}")
-
-
-def _stages(ctx: RunContext, lock: GpuLock) -> None:
-    if preflight.run(ctx):
-        ctx.ui.event("preflight-refused", reasons=[str(r) for r in ctx.preflight])
-        return
-    launch.run(ctx, lock)
-    if ctx.outcome is not None:
-        post.run(ctx)
+STAGES = (Stage("preflight", preflight.run), Stage("launch", launch.run),
+          Stage("post", post.run))
 
 
 def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[str, list[Reason]]:
     """Preflight, lock, launch, release, post-steps, seal. Returns (status, reasons)."""
     ui = ctx.ui
     ui.event("run", run_id=ctx.run_id, control=ctx.control.name, dir=str(ctx.run_dir))
-    lock = GpuLock(ctx.loaded.lock_path, run_id=ctx.run_id,
-                   timeout=lock_timeout or ctx.loaded.campaign.lock_timeout, on_wait=ui.waiting)
+    ctx.lock = lock = GpuLock(ctx.loaded.lock_path, run_id=ctx.run_id,
+                              timeout=lock_timeout or ctx.loaded.campaign.lock_timeout,
+                              on_wait=ui.waiting)
     with signals_interrupt():
-        try:
-            _stages(ctx, lock)
+        try:  # a stage's exception is recorded under the stage's name by run_stages
+            run_stages(ctx, STAGES)
         except Interrupted as e:
             if ctx.outcome is None:
-                ctx.preflight.append(Reason("RUN-INTERRUPTED", f"harness received {e}"))
+                ctx.preflight.append(Reason(RUN_INTERRUPTED, f"harness received {e}"))
             else:
                 ctx.outcome["interrupted"] = True
             ui.event("interrupted", signal=str(e))
-        except Exception as e:
-            # Whatever went wrong is recorded in the run and sealed; nothing is left open.
-            ctx.preflight.append(_error_reason(e))
-            ui.event("error", error=str(ctx.preflight[-1]))
         finally:
             lock.release()
         with signals_deferred():
             try:
                 status, reasons = finish.run(ctx)
             except OSError as e:
-                raise EnvironmentFault(f"could not seal {ctx.run_dir}: {_error_reason(e)}; "
+                raise EnvironmentFault(f"could not seal {ctx.run_dir}: {error_reason(e)}; "
                                        "the folder is left unsealed and will be sealed as "
-                                       "interrupted by the next run", rule="ENV-SEAL") from None
+                                       "interrupted by the next run", rule=ENV_SEAL) from None
     ui.event("sealed", run_id=ctx.run_id, status=status, dir=str(ctx.run_dir),
              reasons=[str(r) for r in reasons])
     if pending_signal():

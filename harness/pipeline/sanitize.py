@@ -29,15 +29,17 @@ from pathlib import Path
 
 from harness import tree
 from harness.atomic import write_json
+from harness.catalogue import MOUNT_DEVICE_PLANTED, MOUNT_SANITIZE_INCOMPLETE, MOUNT_SETUID_PLANTED
+from harness.runfolder import layout
 from harness.verdict import Reason
 
 MAX_ENTRIES = 1_000_000  # per mount; a bigger tree is reported, not finished
 SETID_BITS = stat.S_ISUID | stat.S_ISGID
 DEVICE_KINDS = ("char-device", "block-device")
-RULE_SETID = "MOUNT-SETUID-PLANTED"
-RULE_DEVICE = "MOUNT-DEVICE-PLANTED"
-RULE_INCOMPLETE = "MOUNT-SANITIZE-INCOMPLETE"
-EVIDENCE = "mounts-sanitized.json"
+RULE_SETID = MOUNT_SETUID_PLANTED
+RULE_DEVICE = MOUNT_DEVICE_PLANTED
+RULE_INCOMPLETE = MOUNT_SANITIZE_INCOMPLETE
+EVIDENCE = layout.MOUNTS_SANITIZED
 SHOWN = 5  # paths named in a reason; the evidence file lists them all
 
 

@@ -13,7 +13,9 @@ so a crashing judge cannot take the harness down, and records its exit code and 
 
 from __future__ import annotations
 
+from harness.config.builtins import POSTSTEPS
+
+# Config owns the names; each one's module here is the name without '-' (exit-code: exitcode).
 BUILTINS: dict[str, str] = {
-    "exit-code": "harness.poststeps.exitcode",
-    "gate0": "harness.poststeps.gate0",
+    name: f"harness.poststeps.{name.replace('-', '')}" for name in POSTSTEPS
 }

@@ -9,24 +9,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.atomic import write_json
+from harness.catalogue import GATE0_OPTIONS
 from harness.finalize.contract import ContractError, parse_contract
+from harness.finalize.refinalize import judge_run, refusal
 from harness.finalize.report import render
 from harness.finalize.rules import exit_code
-from harness.finalize.runfolder import judge_run, refusal
+from harness.runfolder import layout
 
 
 def run(run_dir: Path, out_dir: Path, options: dict) -> int:
     contract = None
     verdict = None
     if not isinstance(options, dict):
-        verdict = refusal(["GATE0-OPTIONS: the options must be a JSON object"], None)
+        verdict = refusal([f"{GATE0_OPTIONS}: the options must be a JSON object"], None)
     elif options.get("contract") is not None:
         try:
             contract = parse_contract(options["contract"])
         except ContractError as e:
-            verdict = refusal([f"GATE0-OPTIONS: contract: {f}" for f in e.faults], None)
+            verdict = refusal([f"{GATE0_OPTIONS}: contract: {f}" for f in e.faults], None)
     if verdict is None:
         verdict = judge_run(Path(run_dir), contract)
-    write_json(Path(out_dir) / "verdict.json", verdict)
+    write_json(Path(out_dir) / layout.VERDICT, verdict)
     print(render(verdict), end="")
     return exit_code(verdict)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from harness.atomic import dumps_json, write_text
 from harness.errors import HarnessError, InvalidInput
-from harness.report.nights import campaign_name, load_night, night_folders
+from harness.night.folders import night_folders
+from harness.report.nights import campaign_name, load_night
 from harness.report.summary import build_summary, render_html, render_markdown, trend_points
 
 FORMATS = ("md", "html", "json")

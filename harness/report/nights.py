@@ -1,6 +1,7 @@
 """Finding a campaign's nights and reading what each night left behind, for reports.
 
-Night folders live at `<runs-dir>/nights/<campaign>-<UTCstamp>/` and hold the journal;
+Night folders live at `<runs-dir>/nights/<campaign>-<UTCstamp>/` (named and parsed by
+`harness.night.folders`) and hold the journal;
 run folders live wherever the journal's `run_dir` says (normally `<runs-dir>/<run-id>/`).
 Everything read here is evidence from disk: it is opened read-only, size-capped, and a
 damaged file becomes a line in the report rather than a traceback.
@@ -10,16 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InvalidInput
+from harness.night.folders import campaign_of_night_name
 from harness.night.journal import JOURNAL_NAME, Journal
 from harness.readfile import InputError, read_bounded
+from harness.runfolder import record as run_record
+from harness.runfolder.layout import METRICS, RECORD
 
-STAMP = r"\d{8}T\d{6}Z"
 MAX_JSON_BYTES = 16 * 1024 * 1024
 
 
@@ -35,20 +37,6 @@ def campaign_name(campaign_file: Path) -> str:
     return campaign.name
 
 
-def night_folders(nights_dir: Path, campaign: str) -> list[Path]:
-    """The campaign's night folders under `nights_dir`, oldest first (UTC stamps sort)."""
-    pattern = re.compile(re.escape(campaign) + "-" + STAMP)
-    if not nights_dir.is_dir():
-        return []
-    found = [p for p in nights_dir.iterdir() if p.is_dir() and pattern.fullmatch(p.name)]
-    return sorted(found, key=lambda p: p.name)
-
-
-def campaign_of_night_name(name: str) -> str | None:
-    match = re.fullmatch(r"(.+)-" + STAMP, name)
-    return match.group(1) if match else None
-
-
 def read_json(path: Path) -> tuple[Any, str | None]:
     """(document, None) or (None, a one-line problem). Never raises, never blocks: a FIFO,
     a symlink, an oversized file, broken or too deeply nested JSON are each a problem."""
@@ -62,6 +50,16 @@ def read_json(path: Path) -> tuple[Any, str | None]:
         return None, f"{path.name} unreadable: nested too deeply"
     except ValueError as e:  # not JSON, not UTF-8, an integer past Python's digit limit
         return None, f"{path.name} unreadable: {e}"
+
+
+def read_run(run_dir: Path) -> tuple[dict | None, str | None]:
+    """(run.json as the one reader sees it, for display; None) or (None, a problem)."""
+    if not os.path.lexists(run_dir / RECORD):
+        return None, f"{RECORD} missing"
+    try:
+        return run_record.read(run_dir).view(), None
+    except InvalidInput as e:
+        return None, f"{RECORD} unreadable: {e.message}"
 
 
 def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
@@ -82,14 +80,18 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
         if row and row.get("run_dir"):
             record["problems"].append(f"run folder {row['run_dir']} not found")
         return record
-    for key, name in (("run", "run.json"), ("metrics", "metrics.json")):
-        doc, problem = read_json(run_dir / name)
-        if isinstance(doc, dict):
-            record[key] = doc
-        elif problem and (key == "run" or (run_dir / name).exists()):
-            record["problems"].append(problem)
-        elif doc is not None:
-            record["problems"].append(f"{name} is not a JSON object")
+    run, problem = read_run(run_dir)
+    if run is not None:
+        record["run"] = run
+    elif problem:
+        record["problems"].append(problem)
+    doc, problem = read_json(run_dir / METRICS)
+    if isinstance(doc, dict):
+        record["metrics"] = doc
+    elif problem and (run_dir / METRICS).exists():
+        record["problems"].append(problem)
+    elif doc is not None:
+        record["problems"].append(f"{METRICS} is not a JSON object")
     return record
 
 
@@ -115,7 +117,7 @@ def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
             for r in rows
         ]
         return info, records
-    run_dirs = sorted(p for p in night_dir.iterdir() if (p / "run.json").is_file())
+    run_dirs = sorted(p for p in night_dir.iterdir() if (p / RECORD).is_file())
     if not run_dirs:
         raise InvalidInput(f"{night_dir} holds no {JOURNAL_NAME} and no run folders")
     info["campaign"] = campaign_of_night_name(night_dir.name)

@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.metrics import METRICS, UNITS
 from harness.report.inert import inert
-from harness.report.metrics import METRICS, UNITS
 from harness.report.svg import fmt, line_plot
+from harness.runfolder.layout import RECORD
+from harness.runfolder.record import reason_of, reason_text
 
 SCHEMA = "harness.summary/v1"
 UNCAPPED = 10**9  # the renderers only escape; the length was capped when the entry was built
@@ -94,9 +96,9 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
     metrics = _dict(metrics_doc.get("metrics", metrics_doc))
     times, lock = _dict(run.get("times")), _dict(run.get("lock"))
     raw_reasons = run.get("reasons")
-    reasons = [inert(r) for r in _list(raw_reasons) if r]
+    reasons = [inert(reason_text(reason_of(r))) for r in _list(raw_reasons) if r]
     if raw_reasons is not None and not isinstance(raw_reasons, list):
-        reasons.append("run.json: reasons is not a list: " + inert(raw_reasons, 200))
+        reasons.append(f"{RECORD}: reasons is not a list: " + inert(raw_reasons, 200))
     # the journal's reason is usually the run's own reasons joined: show it only when new
     journal_reason = _text(row.get("reason"))
     if journal_reason and journal_reason not in reasons and journal_reason != "; ".join(reasons):
@@ -104,7 +106,7 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
     reasons += [inert(p) for p in _list(record.get("problems"))]
     status = run.get("status")
     if status is not None and not isinstance(status, str):
-        reasons.append("run.json: status is not a string: " + inert(status, 200))
+        reasons.append(f"{RECORD}: status is not a string: " + inert(status, 200))
         status = None
     rerun = _dict(run.get("rerun_of"))
     link = row.get("rerun_of")
@@ -246,7 +248,7 @@ table{border-collapse:collapse;background:#fff;font-size:.85rem}
 th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .status{font-weight:600;padding:.1rem .4rem;border-radius:.3rem;white-space:nowrap}
-.accepted,.sealed{background:#d7f5dd;color:#135d22}.refused{background:#fde0e0;color:#8a1111}
+.accepted{background:#d7f5dd;color:#135d22}.refused{background:#fde0e0;color:#8a1111}
 .failed,.timed-out{background:#fde9d7;color:#8a4b11}
 .interrupted,.deferred,.planned,.running,.unknown{background:#eee;color:#444}
 .meta{color:#555;font-size:.85rem}.plots{display:flex;flex-wrap:wrap;gap:.5rem}

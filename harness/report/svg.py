@@ -8,7 +8,7 @@ value. All text is XML-escaped, so the output is well-formed XML and safe inline
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from harness.report.inert import inert
@@ -36,6 +36,30 @@ def _finite(v: float | int | None) -> bool:
         return math.isfinite(float(v))
     except OverflowError:  # an int too large for a float is not a plottable figure
         return False
+
+
+def _marks(points: Sequence[Point], xy: Callable[[int, float], tuple[float, float]],
+           unit: str) -> list[str]:
+    """The line (broken at gaps) and one dot with a tooltip per value."""
+    parts: list[str] = []
+    segments: list[list[tuple[float, float]]] = [[]]
+    for i, (_, v) in enumerate(points):
+        if _finite(v):
+            segments[-1].append(xy(i, float(v)))
+        elif segments[-1]:
+            segments.append([])
+    for seg in segments:
+        if len(seg) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in seg)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="#3465a4" '
+                         'stroke-width="1.5"/>')
+    for i, (label, v) in enumerate(points):
+        if _finite(v):
+            x, y = xy(i, float(v))
+            tip = f"{inert(label, 200)}: {fmt(v, unit)}"
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#3465a4">'
+                         f"<title>{escape(tip)}</title></circle>")
+    return parts
 
 
 def line_plot(
@@ -79,23 +103,7 @@ def line_plot(
         y = pad_t + plot_h * (1 - (v / scale - lo) / (hi - lo))
         return x, y
 
-    segments: list[list[tuple[float, float]]] = [[]]
-    for i, (_, v) in enumerate(points):
-        if _finite(v):
-            segments[-1].append(xy(i, float(v)))
-        elif segments[-1]:
-            segments.append([])
-    for seg in segments:
-        if len(seg) > 1:
-            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in seg)
-            parts.append(f'<polyline points="{path}" fill="none" stroke="#3465a4" '
-                         'stroke-width="1.5"/>')
-    for i, (label, v) in enumerate(points):
-        if _finite(v):
-            x, y = xy(i, float(v))
-            tip = f"{inert(label, 200)}: {fmt(v, unit)}"
-            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#3465a4">'
-                         f"<title>{escape(tip)}</title></circle>")
+    parts += _marks(points, xy, unit)
     last = next((v for _, v in reversed(points) if _finite(v)), None)
     parts.append(
         f'<text x="{width - pad_r}" y="14" font-size="11" font-family="sans-serif" '

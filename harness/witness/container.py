@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker.errors
 
 from harness import engine
+from harness.runfolder import layout
 from harness.vector import looks_secret, redact
+from harness.witness.base import STARTED, Subject
 
 
 def cgroup_of(pid: int) -> list[str] | None:
@@ -60,3 +63,18 @@ def collect(container_id: str, secret_names: set[str] = frozenset(),
             "note": note,
             "cgroup": cgroup_of(pid) if pid else None,
             "inspect": redact_env(inspect, set(secret_names))}
+
+
+@dataclass(frozen=True)
+class ContainerWitness:
+    name: str = "container"
+    moment: str = STARTED
+    file: str = layout.CONTAINER_INSPECT
+
+    def collect(self, subject: Subject) -> dict:
+        if subject.container_id is None:
+            raise ValueError("the container witness needs a container id")
+        return collect(subject.container_id, set(subject.secret_names))
+
+
+WITNESS = ContainerWitness()

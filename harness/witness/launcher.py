@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from harness.runfolder import layout
+from harness.witness.base import LAUNCHED, Subject
 
 
 def boot_id() -> str | None:
@@ -49,3 +53,16 @@ def collect(pid: int) -> dict:
                 "error": "the launcher exited before it could be witnessed"}
     return {"schema": "harness.witness.launcher/v1", "boot_id": boot_id(), **launcher,
             "parent": parents[0] if parents else None, "ancestors": parents[1:]}
+
+
+@dataclass(frozen=True)
+class LauncherWitness:
+    name: str = "launcher"
+    moment: str = LAUNCHED
+    file: str = layout.LAUNCHER_WITNESS
+
+    def collect(self, subject: Subject) -> dict:
+        return collect(subject.launcher_pid)
+
+
+WITNESS = LauncherWitness()

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.lock import GpuLock, is_free
-from harness.seal import verify_folder
+from harness.runfolder.manifest import verify_folder
 from harness.timeutil import parse
 from tests.conftest import containers_with_label
 
@@ -253,7 +253,7 @@ def test_engine_unreachable_exits_3_before_the_lock(project, tmp_path):
     assert "Traceback" not in r.stderr
     rec = project.record(only_run(project))
     assert rec["rules"] == ["ENV-NO-ENGINE"] and rec["lock"] is None
-    assert "cannot reach the Docker engine" in rec["reasons"][0]
+    assert "cannot reach the Docker engine" in rec["reasons"][0]["detail"]
     assert not project.lock.exists(), "the lock was never touched"
 
 

@@ -15,7 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.seal import SUMS, make_read_only, verify_folder, write_manifest
+from harness.runfolder.layout import SUMS
+from harness.runfolder.manifest import make_read_only, verify_folder, write_manifest
 from tests.conftest import REPO, containers_with_label
 from tests.faults.test_faults import wait_for
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.atomic import dumps_json
-from harness.report.metrics import METRICS, MetricsParser, _document, parse_lines
+from harness.metrics import METRICS, MetricsParser, _document, parse_lines
 from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))

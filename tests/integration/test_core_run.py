@@ -66,7 +66,9 @@ def test_nonzero_exit_is_failed_and_still_sealed(project):
     [run] = project.run_dirs()
     rec = project.record(run)
     assert rec["status"] == "failed" and rec["outcome"]["exit_code"] == 7
-    assert "RUN-EXIT" in rec["rules"] and "POST-exit-code" in rec["rules"]
+    assert rec["rules"] == ["RUN-EXIT"]  # the harness and the exit-code step: one judge
+    step = json.loads((run / "post-steps" / "exit-code" / "verdict.json").read_text())
+    assert step["reasons"] == ["RUN-EXIT: the container exited 7"]
     assert project.harness("verify", str(run)).returncode == 0
 
 

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from harness.seal import verify_folder
+from harness.runfolder.manifest import verify_folder
 from tests.conftest import REPO
 
 CONTRACT = ["compilation.custom_ops", "compilation.mode", "model.dtype",
@@ -31,7 +31,7 @@ def run_campaign(project, controls: list[str]) -> list[Path]:
 def test_seed_case_refused_with_exactly_the_custom_ops_difference(project):
     [run] = run_campaign(project, ["rehearsal-gate0"])
     rec = project.record(run)
-    assert rec["status"] == "refused" and rec["rules"] == ["POST-gate0"]
+    assert rec["status"] == "refused" and rec["rules"] == ["GATE0-FIELD-DIFFERS"]
     verdict = json.loads((run / "post-steps/gate0/verdict.json").read_text())
     assert verdict["verdict"] == "refused"
     assert [(d["field"], d["kind"]) for d in verdict["differences"]] == [

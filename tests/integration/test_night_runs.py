@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.night.journal import JOURNAL_NAME, Journal
 from harness.rerun import reruns_of
-from harness.seal import verify_folder
+from harness.runfolder.manifest import verify_folder
 from tests.conftest import containers_with_label
 
 SLEEP = """\
@@ -73,8 +73,8 @@ def test_kill_9_mid_container_then_resume_finishes_without_repeating(project,
     [night_dir] = nights(project)  # resumed, not a second night
     with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as j:
         rows = [(r.control, r.attempt, r.state, r.origin) for r in j.rows()]
-    assert rows == [("na", 1, "sealed", "plan"), ("nb", 1, "interrupted", "plan"),
-                    ("nb", 2, "sealed", "retry"), ("nc", 1, "sealed", "plan")]
+    assert rows == [("na", 1, "accepted", "plan"), ("nb", 1, "interrupted", "plan"),
+                    ("nb", 2, "accepted", "retry"), ("nc", 1, "accepted", "plan")]
     assert "<html" in (night_dir / "summary.html").read_text().lower()
     assert str(night_dir / "summary.md") in r.stdout
     again = project.harness("night", str(camp), "--runs-dir", str(project.runs))
@@ -133,7 +133,7 @@ def test_rerun_of_a_refused_run_is_linked_both_ways(project, cleanup_containers)
     with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as j:
         chain = j.chain(orig.name)
     assert [(c.run_id, c.state, c.origin) for c in chain] == [
-        (orig.name, "refused", "plan"), (new.name, "sealed", "rerun")]
+        (orig.name, "refused", "plan"), (new.name, "accepted", "rerun")]
     assert chain[1].link_reason == "reseated the card"
     rep = project.harness("report", str(night_dir), "--format", "json")
     assert rep.returncode == 0, rep.stderr
@@ -142,7 +142,7 @@ def test_rerun_of_a_refused_run_is_linked_both_ways(project, cleanup_containers)
     assert entries[new.name]["rerun_of"] == orig.name
     st = project.harness("status", "--runs-dir", str(project.runs), "--lock", str(project.lock))
     assert st.returncode == 0, st.stderr
-    assert f"flaky #2 sealed {new.name} (rerun)" in st.stdout
+    assert f"flaky #2 accepted {new.name} (rerun)" in st.stdout
 
 
 def test_corrupted_journal_is_a_clear_error_and_loses_nothing(project, cleanup_containers):

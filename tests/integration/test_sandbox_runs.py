@@ -61,7 +61,7 @@ def test_a_symlink_planted_by_one_control_does_not_open_the_host_to_the_next(
     assert (data / "later").is_symlink(), "the attack was really planted"
     rec = project.record(reader)
     assert rec["status"] == "refused" and "MOUNT-OUTSIDE-ROOTS" in rec["rules"], rec
-    assert any(str(outside) in reason for reason in rec["reasons"])
+    assert any(str(outside) in reason["detail"] for reason in rec["reasons"])
     assert not (reader / "docker-vector.json").exists(), "nothing launched"
     for p in project.runs.rglob("*"):
         if p.is_file() and not p.is_symlink():

@@ -22,7 +22,7 @@ from harness.bundle import export_bundle, verify_bundle
 from harness.bundle.export import ExportRefused
 from harness.cli.bundle import bundle
 from harness.cli.main import cli, main
-from harness.seal import verify_folder
+from harness.runfolder.manifest import verify_folder
 
 ADDENDUM = "addenda/20261201T000000Z-refinalize"
 

@@ -57,7 +57,7 @@ def test_unknown_key_is_reported_at_its_position(project):
         comand: [python3]
         command: [python3]
         """)
-    assert faults_of(p) == [f"{p}:4:1: unknown key 'comand'"]
+    assert faults_of(p) == [f"{p}:4:1: unknown key 'comand' (did you mean 'command'?)"]
 
 
 def test_bad_value_position_and_missing_key(project):

@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.seal import (
-    parse_sums,
-    render_sums,
-    seal_changes,
-    seal_digest,
-    source_seal,
-    verify_folder,
-    write_manifest,
-)
+from harness.runfolder.manifest import parse as parse_sums
+from harness.runfolder.manifest import render as render_sums
+from harness.runfolder.manifest import verify_folder, write_manifest
+from harness.seal import seal_changes, seal_digest, source_seal
 
 
 def make_run(tmp_path: Path) -> Path:

@@ -50,8 +50,8 @@ def test_a_refusing_post_step_refuses_and_is_named():
     s, r = decide(preflight=[], outcome=OK,
                   post=[PostResult("gate0", 1, "refused", ("GATE0-FIELD-DIFFERS: x",))],
                   after=[])
-    assert s == "refused" and [x.rule for x in r] == ["POST-gate0"]
-    assert "GATE0-FIELD-DIFFERS" in r[0].detail
+    assert s == "refused" and [(x.rule, x.by, x.detail) for x in r] == [
+        ("GATE0-FIELD-DIFFERS", "gate0", "x")]
 
 
 def test_a_changed_seal_refuses_an_otherwise_good_run():
@@ -64,4 +64,4 @@ def test_a_post_step_that_exits_0_but_says_refused_refuses_the_run():
     status, reasons = decide(preflight=[], outcome=OK,
                              post=[PostResult("judge", 0, "refused", ("JUDGE-X: no",))],
                              after=[])
-    assert status == "refused" and [r.rule for r in reasons] == ["POST-judge"]
+    assert status == "refused" and [(r.rule, r.by) for r in reasons] == [("JUDGE-X", "judge")]

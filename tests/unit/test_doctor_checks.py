@@ -11,9 +11,7 @@ from harness.doctor.checks import (
     GIB,
     Check,
     DeviceNode,
-    ToolRun,
     any_failed,
-    image_store,
     judge_disk,
     judge_engine,
     judge_gpu_tools,
@@ -24,6 +22,8 @@ from harness.doctor.checks import (
     judge_render,
     soften,
 )
+from harness.engine import image_store
+from harness.host.tools import ToolRun
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"
 ROCMINFO_7900 = (FIX / "rocminfo-gfx1100-rx7900xtx.txt").read_text()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.doctor.parsers import (
+from harness.host.parsers import (
     ParseError,
     base_gfx,
     gib,

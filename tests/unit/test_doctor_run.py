@@ -9,7 +9,8 @@ import pytest
 
 from harness.doctor import any_failed, run_checks
 from harness.doctor.checks import judge_lock
-from harness.doctor.probes import free_space, lock_facts, run_tool
+from harness.doctor.probes import free_space, lock_facts
+from harness.host.tools import run_tool
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"
 GPU_LINES = {"/dev/kfd", "/dev/dri/renderD*", "device groups", "rocminfo", "amd-smi", "gpu"}

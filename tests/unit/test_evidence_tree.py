@@ -21,7 +21,8 @@ import pytest
 
 from harness.pipeline import clean as cleaner
 from harness.pipeline.recover import seal_orphans
-from harness.seal import SUMS, Unsealable, make_read_only, verify_folder, write_manifest
+from harness.runfolder.layout import SUMS
+from harness.runfolder.manifest import Unsealable, make_read_only, verify_folder, write_manifest
 from harness.tree import Entry, NotRegular, chmod_beneath, remove_beneath
 
 BAD_NAMES = ["a\rb", "a\nb", "a\u0085b", "a\u2028b", "a\\b", "a\u202eb"]

@@ -24,7 +24,7 @@ from harness.cli.main import cli, main
 from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.finalize.contract import ContractError, load_contract_text, parse_contract
 from harness.finalize.documents import DocumentError, read_document
-from harness.finalize.runfolder import (
+from harness.finalize.refinalize import (
     expected_source,
     judge_run,
     read_run,
@@ -32,11 +32,11 @@ from harness.finalize.runfolder import (
     standing,
     write_addendum,
 )
-from harness.finalize.runfolder import (
+from harness.finalize.refinalize import (
     refinalize as refinalize_run,
 )
 from harness.poststeps import gate0
-from harness.seal import write_manifest
+from harness.runfolder.manifest import write_manifest
 
 MODE = {"$enum": "vllm.config.compilation.CompilationMode", "name": "VLLM_COMPILE", "value": 3}
 REPO = Path(__file__).resolve().parents[2]
@@ -329,7 +329,7 @@ def test_refinalize_writes_a_new_addendum_and_never_rewrites(tmp_path):
     assert record["verdict"] == "accepted"  # judged by the original contract, model.x only
     assert record["contract"] == ["model.x"]
     assert record["refinalize"] == {
-        "run_id": "r1", "time": "2026-11-30T08:30:00+00:00", "original_status": "refused",
+        "run_id": "r1", "time": "2026-11-30T08:30:00.000000Z", "original_status": "refused",
         "original_gate0": "refused",
         "note": "a new judgement beside the old; the run's recorded status stands"}
     assert standing(record) == 1  # a refused run stays refused
@@ -416,7 +416,7 @@ def test_stamps_are_utc_whatever_the_local_zone(tmp_path, monkeypatch):
         run = run_folder(tmp_path, ("a",), status="accepted")
         record, folder = refinalize_run(run, tokyo)
         assert folder.name == "20261130T083000Z-refinalize"
-        assert record["refinalize"]["time"] == "2026-11-30T08:30:00+00:00"
+        assert record["refinalize"]["time"] == "2026-11-30T08:30:00.000000Z"
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
@@ -487,7 +487,7 @@ def test_values_too_deep_to_compare_are_an_invalid_document(tmp_path):
 def test_gate0_binds_to_preflight_before_run_json_exists(tmp_path):
     """The post-step runs before run.json is written: the seal and image the harness took
     at preflight are what both observations must carry."""
-    from harness.finalize.runfolder import recorded_source
+    from harness.finalize.refinalize import recorded_source
 
     run = tmp_path / "r"
     run.mkdir()

@@ -14,15 +14,15 @@ from types import SimpleNamespace
 import pytest
 
 from harness.atomic import dumps_json
-from harness.night.journal import Journal
-from harness.pipeline import finish
-from harness.report.metrics import (
+from harness.metrics import (
     MAX_NOTES,
     MAX_NUMBER_CHARS,
     MetricsParser,
     parse_lines,
     write_metrics,
 )
+from harness.night.journal import Journal
+from harness.pipeline import finish
 from harness.report.summary import build_summary, render_html, render_markdown
 from harness.report.svg import fmt, line_plot
 from tests.inprocess import invoke

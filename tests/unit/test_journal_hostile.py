@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from harness.cli.display import NightLive
 from harness.errors import EnvironmentFault
-from harness.night.display import NightLive
 from harness.night.journal import JOURNAL_NAME, Journal
 from harness.status import night_state, render
 from tests.inprocess import invoke

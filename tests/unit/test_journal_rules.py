@@ -15,6 +15,7 @@ from harness.night.transitions import (
     RetryPolicy,
     Row,
     next_action,
+    outcome_event,
     resume_steps,
     transition,
 )
@@ -24,7 +25,8 @@ EXPECTED = {
     ("planned", "defer"): "deferred",
     ("planned", "refuse"): "refused",
     ("planned", "fail"): "failed",
-    ("running", "seal"): "sealed",
+    ("running", "accept"): "accepted",
+    ("running", "time-out"): "timed-out",
     ("running", "refuse"): "refused",
     ("running", "fail"): "failed",
     ("running", "interrupt"): "interrupted",
@@ -68,16 +70,17 @@ TWO = RetryPolicy(max_attempts=2)
 
 
 def test_launch_first_planned_in_plan_order() -> None:
-    rows = [row(3, "planned"), row(1, "sealed"), row(2, "planned")]
+    rows = [row(3, "planned"), row(1, "accepted"), row(2, "planned")]
     assert next_action(rows, ONE) == Action("launch", rows[2])
 
 
 def test_done_when_nothing_is_planned() -> None:
-    rows = [row(1, "sealed"), row(2, "refused"), row(3, "failed"), row(4, "deferred")]
+    rows = [row(1, "accepted"), row(2, "refused"), row(3, "failed"), row(4, "deferred"),
+            row(5, "timed-out")]
     assert next_action(rows, TWO) == Action("done")
 
 
-def test_sealed_refused_failed_never_run_again_even_with_retries() -> None:
+def test_finished_rows_never_run_again_even_with_retries() -> None:
     for state in TERMINAL:
         assert next_action([row(1, state)], RetryPolicy(max_attempts=9)).kind == "done"
 
@@ -100,8 +103,8 @@ def test_newest_attempt_decides_the_slot() -> None:
     old = row(1, "interrupted", plan=0)
     new = row(2, "planned", plan=0, attempt=2)
     assert next_action([old, new], TWO) == Action("launch", new)
-    sealed = row(3, "sealed", plan=0, attempt=2)
-    assert next_action([old, sealed], RetryPolicy(5)).kind == "done"
+    accepted = row(3, "accepted", plan=0, attempt=2)
+    assert next_action([old, accepted], RetryPolicy(5)).kind == "done"
 
 
 def test_retry_comes_before_later_launches() -> None:
@@ -110,10 +113,24 @@ def test_retry_comes_before_later_launches() -> None:
 
 
 def test_resume_requeues_deferred_and_ignores_finished() -> None:
-    rows = [row(1, "deferred"), row(2, "sealed"), row(3, "interrupted")]
+    rows = [row(1, "deferred"), row(2, "accepted"), row(3, "interrupted")]
     assert resume_steps(rows) == [Action("requeue", rows[0])]
 
 
 def test_policy_rejects_zero_attempts() -> None:
     with pytest.raises(Exception, match="max_attempts"):
         RetryPolicy(max_attempts=0)
+
+
+@pytest.mark.parametrize(("status", "text", "recorded"), [
+    ("accepted", "ignored", ("accept", None)),
+    ("refused", "POST-GATE: differs", ("refuse", "POST-GATE: differs")),
+    ("failed", "RUN-EXIT: 7", ("fail", "RUN-EXIT: 7")),
+    ("timed-out", "RUN-TIMEOUT: 1m", ("time-out", "RUN-TIMEOUT: 1m")),  # no status prefix
+    ("interrupted", "", ("interrupt", "interrupted")),  # no reasons: the status says why
+    ("exploded", "x", ("fail", "exploded: x")),  # a status the journal does not know
+])
+def test_a_runs_status_is_recorded_in_its_own_word(status, text, recorded) -> None:
+    assert outcome_event(status, text) == recorded
+    event, _ = recorded
+    assert transition("running", event) == (status if status in STATES else "failed")

@@ -78,21 +78,22 @@ def test_stale_row_is_refused_compare_and_set(tmp_path: Path) -> None:
 def test_full_night_and_events(tmp_path: Path) -> None:
     j = make(tmp_path)
     policy = RetryPolicy(1)
-    outcomes = iter(["seal", "refuse", "fail"])
+    outcomes = iter(["accept", "refuse", "time-out"])
     while (action := next_action(j.rows(), policy)).kind != "done":
         assert action.kind == "launch"
         row = j.mark_running(action.row, f"run-{action.row.plan_index}", "/x")
         outcome = next(outcomes)
-        if outcome == "seal":
-            j.mark_sealed(row)
+        if outcome == "accept":
+            j.mark_accepted(row)
         elif outcome == "refuse":
             j.mark_refused(row, "finalizer exited 1")
         else:
-            j.mark_failed(row, "container exited 137")
-    assert [r.state for r in j.rows()] == ["sealed", "refused", "failed"]
+            j.mark_timed_out(row, "RUN-TIMEOUT: container ran past 1m")
+    assert [r.state for r in j.rows()] == ["accepted", "refused", "timed-out"]
+    assert j.rows()[2].reason == "RUN-TIMEOUT: container ran past 1m"  # no status prefix
     assert j.rows()[1].reason == "finalizer exited 1"
     events = [(e["event"], e["to_state"]) for e in j.events(j.rows()[0].id)]
-    assert events == [("plan", "planned"), ("start", "running"), ("seal", "sealed")]
+    assert events == [("plan", "planned"), ("start", "running"), ("accept", "accepted")]
     j.close()
 
 
@@ -112,7 +113,7 @@ CRASHER = textwrap.dedent(
     from harness.night.journal import Journal
     j = Journal.open(Path(sys.argv[1]))
     row = j.rows()[1]
-    j.mark_sealed(j.mark_running(j.rows()[0], "run-0", "/r0"))
+    j.mark_accepted(j.mark_running(j.rows()[0], "run-0", "/r0"))
     j.mark_running(row, "run-1", "/r1")
     print("launched", flush=True)
     time.sleep(60)
@@ -133,10 +134,10 @@ def test_sigkill_mid_run_then_resume_sees_interrupted(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
     j = Journal.open(path)
-    assert [r.state for r in j.rows()] == ["sealed", "running", "planned"]
+    assert [r.state for r in j.rows()] == ["accepted", "running", "planned"]
     changed = j.resume()
     assert [(r.run_id, r.state) for r in changed] == [("run-1", "interrupted")]
-    # no retries allowed: the sealed run is not repeated, the interrupted one is final
+    # no retries allowed: the accepted run is not repeated, the interrupted one is final
     action = next_action(j.rows(), RetryPolicy(1))
     assert (action.kind, action.row.plan_index) == ("launch", 2)
     # with a retry policy, the interrupted slot gets a new attempt linked to the old one
@@ -154,7 +155,7 @@ def test_chain_links_both_ways(tmp_path: Path) -> None:
     rerun = j.add_rerun("orig", "instrument repaired (#3059)")
     assert (rerun.rerun_of, rerun.attempt) == (r0.id, 2)
     assert rerun.link_reason == "instrument repaired (#3059)"
-    j.mark_sealed(j.mark_running(rerun, "second", "/s"))
+    j.mark_accepted(j.mark_running(rerun, "second", "/s"))
     assert j.by_run_id("orig").state == "refused"  # the original stays refused
     for rid in ("orig", "second"):
         assert [r.run_id for r in j.chain(rid)] == ["orig", "second"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.metrics import (
+from harness.metrics import (
     MAX_LINE_BYTES,
     METRICS,
     SCHEMA,

@@ -59,10 +59,10 @@ def test_past():
 
 def test_unfinished_while_a_slot_can_still_run():
     one = RetryPolicy(1)
-    assert unfinished([row(1, "sealed"), row(2, "planned")], one, ended=False)
+    assert unfinished([row(1, "accepted"), row(2, "planned")], one, ended=False)
     assert unfinished([row(1, "deferred")], one, ended=False)
     assert unfinished([row(1, "running")], one, ended=False)
-    assert not unfinished([row(1, "sealed"), row(2, "refused"), row(3, "failed")], one,
+    assert not unfinished([row(1, "accepted"), row(2, "refused"), row(3, "failed")], one,
                           ended=False)
     assert not unfinished([row(1, "interrupted")], one, ended=False)  # no retry allowed
     assert unfinished([row(1, "interrupted")], RetryPolicy(2), ended=False)
@@ -70,29 +70,51 @@ def test_unfinished_while_a_slot_can_still_run():
 
 
 def test_the_newest_attempt_decides_a_slot():
-    rows = [row(1, "interrupted", 1, plan_index=0), row(2, "sealed", 2, plan_index=0)]
+    rows = [row(1, "interrupted", 1, plan_index=0), row(2, "accepted", 2, plan_index=0)]
     assert night_exit_code(rows) == 0
-    assert progress(rows, RetryPolicy(2)) == {"done": 1, "total": 1, "states": {"sealed": 1}}
+    assert progress(rows, RetryPolicy(2)) == {"done": 1, "total": 1, "states": {"accepted": 1}}
 
 
 @pytest.mark.parametrize(("states", "code"), [
-    (["sealed", "sealed"], 0),
-    (["sealed", "refused"], 1),
-    (["sealed", "failed"], 1),
-    (["sealed", "interrupted"], 1),
-    (["sealed", "planned"], 1),  # left unrun by the deadline
-    (["sealed", "deferred"], 3),
+    (["accepted", "accepted"], 0),
+    (["accepted", "refused"], 1),
+    (["accepted", "failed"], 1),
+    (["accepted", "interrupted"], 1),
+    (["accepted", "planned"], 1),  # left unrun by the deadline
+    (["accepted", "deferred"], 3),
     (["refused", "deferred"], 3),
 ])
 def test_exit_code(states, code):
     assert night_exit_code([row(i, s) for i, s in enumerate(states)]) == code
 
 
-def test_an_environment_rule_in_the_reason_is_exit_3():
+def test_an_environment_rule_leading_the_reason_is_exit_3():
     assert night_exit_code([row(1, "refused", reason="ENV-LOCK-TIMEOUT: waited")]) == 3
-    assert night_exit_code([row(1, "refused", reason="POST-x: bad; ENV-DISK-FULL: x")]) == 3
+    assert night_exit_code([row(1, "refused", reason="ENV-DISK-FULL: x; [x] X-BAD: b")]) == 3
     assert night_exit_code([row(1, "refused", reason="POST-x: mentions ENV-LOCK")]) == 1
     assert not environment_reason(None)
+
+
+@pytest.mark.parametrize("reason", [
+    "[gate0] ENV-NO-ENGINE: a post-step cannot claim the host failed",
+    "EVIDENCE-BAD-NAME: removed 'a; ENV-DISK-FULL: planted'",  # a workload's file name
+    "MODEL-HASH: w differs; [check] ENV-IO: x",
+])
+def test_a_rule_inside_a_reason_never_makes_a_refusal_an_environment_fault(reason):
+    assert night_exit_code([row(1, "refused", reason=reason)]) == 1
+
+
+def test_lines_put_the_harness_environment_reasons_first():
+    from harness.verdict import Reason, exit_code, lines
+
+    reasons = [Reason("MODEL-HASH", "w"), Reason("ENV-NO-ENGINE", "x", by="gate0"),
+               Reason("ENV-DEVICE", "no /dev/kfd")]
+    text = "; ".join(lines(reasons))
+    assert text.startswith("ENV-DEVICE: ") and "[gate0] ENV-NO-ENGINE: x" in text
+    assert exit_code("refused", reasons) == 3 and environment_reason(text)
+    only_post = [Reason("MODEL-HASH", "w"), Reason("ENV-NO-ENGINE", "x", by="gate0")]
+    assert exit_code("refused", only_post) == 1
+    assert not environment_reason("; ".join(lines(only_post)))
 
 
 def test_rerun_index_fold_keeps_the_last_line_and_skips_torn_ones():

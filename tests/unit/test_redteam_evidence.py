@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import Refused
-from harness.finalize.runfolder import SealedReader, judge_run
+from harness.finalize.refinalize import SealedReader, judge_run
 from harness.pipeline import clean as cleaner
 from harness.pipeline.recover import seal_orphans
-from harness.seal import (
+from harness.runfolder.manifest import (
     MAX_WORKLOAD_FILE,
     Unsealable,
     make_read_only,
@@ -142,7 +142,7 @@ def flood(run: Path, n: int) -> None:
 
 def test_a_flood_of_workload_files_is_removed_whole_and_sealing_stays_bounded(
         tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.seal.MAX_ENTRIES", 50)
+    monkeypatch.setattr("harness.runfolder.manifest.MAX_ENTRIES", 50)
     monkeypatch.setattr("harness.pipeline.clean.MAX_ENTRIES", 50)
     run = tmp_path / "run"
     flood(run, 200)
@@ -165,7 +165,7 @@ def test_verify_of_a_tree_with_too_many_entries_is_one_problem_not_a_stall(
     run = tmp_path / "run"
     flood(run, 30)
     write_manifest(run)
-    monkeypatch.setattr("harness.seal.MAX_ENTRIES", 10)
+    monkeypatch.setattr("harness.runfolder.manifest.MAX_ENTRIES", 10)
     assert [p.kind for p in verify_folder(run)] == ["too-many"]
 
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from harness.cli.report import report
 from harness.errors import InvalidInput
+from harness.metrics import write_metrics
 from harness.night.journal import Journal
-from harness.report.metrics import write_metrics
 from harness.report.morning import summary_for_campaign, write_night_summary
 from harness.report.summary import build_summary, render_html, render_markdown, trend_points
 from harness.report.svg import line_plot
@@ -74,7 +74,7 @@ def make_night(runs: Path, stamp: str, log: str, *, refuse_second: bool = True) 
         doc = write_metrics([folder / "logs" / "stdout.log"], base=folder)
         (folder / "metrics.json").write_text(json.dumps(doc))
         r = j.mark_running(row, run_id, run_id)  # relative to the runs dir
-        j.mark_sealed(r) if status == "accepted" else j.mark_refused(r, "finalizer exited 1")
+        j.mark_accepted(r) if status == "accepted" else j.mark_refused(r, "finalizer exited 1")
     j.mark_deferred(rows[2], "doctor: /dev/kfd missing")
     j.close()
     return night
@@ -192,7 +192,7 @@ def test_rerun_link_shown_both_ways() -> None:
     rows = [
         {"id": 1, "plan_index": 0, "control": "kv", "attempt": 1, "state": "refused",
          "run_id": "a", "rerun_of": None, "reason": "refused"},
-        {"id": 2, "plan_index": 0, "control": "kv", "attempt": 2, "state": "sealed",
+        {"id": 2, "plan_index": 0, "control": "kv", "attempt": 2, "state": "accepted",
          "run_id": "b", "rerun_of": 1, "link_reason": "instrument repaired"},
     ]
     summary = build_summary({"name": "n"}, [{"row": r} for r in rows])

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.seal import SUMS, make_read_only, parse_sums, verify_folder, write_manifest
+from harness.runfolder.layout import SUMS
+from harness.runfolder.manifest import make_read_only, verify_folder, write_manifest
+from harness.runfolder.manifest import parse as parse_sums
 
 RUN_JSON = b'{"status": "accepted"}\n'
 
@@ -198,7 +200,8 @@ def test_a_fifo_as_the_manifest_never_blocks(tmp_path):
     run = sealed(tmp_path)
     (run / SUMS).unlink()
     os.mkfifo(run / SUMS)
-    code = ("import sys; from pathlib import Path; from harness.seal import verify_folder; "
+    code = ("import sys; from pathlib import Path; "
+            "from harness.runfolder.manifest import verify_folder; "
             "print(sorted({p.kind for p in verify_folder(Path(sys.argv[1]))}))")
     r = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True,
                        text=True, timeout=60)

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .plugin import EXTENSION, GENERATION, STARTUP
+from .contract import ENGINE_SECRET_PREFIX, ENV_ENGINE_ARGS, GENERATION, STARTUP
+from .plugin import EXTENSION
 from .snapshot import ENV_OUT
 
 PLUGIN_NAME = "harness_observer"
@@ -27,7 +28,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", required=True, help="model path inside the container")
     parser.add_argument("--max-tokens", type=int, default=8, help="tokens to generate")
     parser.add_argument("--prompt", default="The capital of France is")
-    parser.add_argument("--engine-args-json", default=os.environ.get("HARNESS_ENGINE_ARGS", "{}"),
+    parser.add_argument("--engine-args-json", default=os.environ.get(ENV_ENGINE_ARGS, "{}"),
                         help="JSON object of LLM(...) keyword arguments "
                              "(default: $HARNESS_ENGINE_ARGS, set from the control's `engine:`)")
     return parser.parse_args(argv)
@@ -36,7 +37,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 # Must match harness.vector: secret-looking engine values arrive as a reference to an env
 # var that docker was given by name only, so their clear text is in no argv and no evidence.
 SECRET_REF = "$harness_secret_env"
-ENGINE_SECRET_PREFIX = "HARNESS_ENGINE_SECRET_"
 
 
 def resolve_secrets(value: Any, environ: Mapping[str, str]) -> Any:

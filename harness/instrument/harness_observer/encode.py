@@ -25,8 +25,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from . import contract
+
 SCHEMA = "harness.observation/v1"
-PHASES = ("startup", "generation")
+PHASES = contract.PHASES
 
 
 def type_name(tp: type) -> str:

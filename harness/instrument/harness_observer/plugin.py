@@ -27,10 +27,9 @@ import os
 from typing import Any
 
 from . import trace
+from .contract import GENERATION, STARTUP
 from .snapshot import observation, out_dir, process_identity, write_document
 
-STARTUP = "startup.json"
-GENERATION = "generation.json"
 EXTENSION = "harness_observer.plugin.ObserverExtension"
 
 _captured: dict[str, Any] = {}

@@ -16,10 +16,11 @@ import time
 from typing import Any
 
 from . import VERSION
+from .contract import ENV_IMAGE_ID, ENV_OBSERVATIONS_DIR, ENV_RUN_ID, ENV_SEAL
 from .encode import SCHEMA, canonical, encode
 
 MAX_DEPTH = 3
-ENV_OUT = "HARNESS_OBSERVATIONS_DIR"
+ENV_OUT = ENV_OBSERVATIONS_DIR
 
 
 def _attributes(obj: Any) -> list[str]:
@@ -98,8 +99,8 @@ def source_identity() -> dict[str, Any]:
         engine = f"vllm@{getattr(vllm, '__version__', 'unknown')}"
     except Exception:
         engine = None
-    return {"seal": os.environ.get("HARNESS_SEAL"), "engine": engine,
-            "image": os.environ.get("HARNESS_IMAGE_ID")}
+    return {"seal": os.environ.get(ENV_SEAL), "engine": engine,
+            "image": os.environ.get(ENV_IMAGE_ID)}
 
 
 def observation(phase: str, config: Any, *, rank: int, hook: str) -> dict[str, Any]:
@@ -114,7 +115,7 @@ def observation(phase: str, config: Any, *, rank: int, hook: str) -> dict[str, A
         "errors": errors,
         "fields": fields,
         "observed": {"hook": hook, "config_id": id(config), "time": time.time(),
-                     "run_id": os.environ.get("HARNESS_RUN_ID"),
+                     "run_id": os.environ.get(ENV_RUN_ID),
                      "instrument": f"harness_observer@{VERSION}"},
     }
 

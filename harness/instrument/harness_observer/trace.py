@@ -31,11 +31,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from .contract import TRANSITIONS
 from .encode import canonical, encode
 from .snapshot import resolve
 
 WATCHED = ("compilation.custom_ops", "compilation.mode")
-FILE = "transitions.jsonl"
+FILE = TRANSITIONS
 MARK = "__harness_observer_wrapped__"
 HERE = os.path.dirname(os.path.abspath(__file__))
 STACK_LIMIT = 40

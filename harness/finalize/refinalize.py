@@ -29,36 +29,46 @@ import re
 import stat
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harness import faultpoint
 from harness.atomic import dumps_json, fsync_dir, write_bytes
+from harness.catalogue import (
+    ENV_LOCK_TIMEOUT,
+    GATE0_MISSING,
+    GATE0_UNREADABLE,
+    REFINALIZE_NOT_INTACT,
+    REFINALIZE_UNSEALED,
+)
 from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
 from harness.finalize.documents import DocumentError, parse_document, read_document
 from harness.finalize.rules import VERDICT_SCHEMA, judge
-from harness.readfile import InputError, read_bounded
-from harness.seal import (
+from harness.readfile import InputError
+from harness.runfolder import manifest
+from harness.runfolder import record as run_record
+from harness.runfolder.layout import (
     ADDENDA,
-    DIR_MODE,
-    MANIFEST_LIMIT,
+    GENERATION,
+    OBSERVATIONS,
+    POST_STEPS,
+    PREFLIGHT,
+    RECORD,
+    STARTUP,
     SUMS,
-    make_read_only,
-    parse_sums,
-    verify_folder,
-    write_manifest,
+    VERDICT,
+    post_step_file,
 )
-from harness.timeutil import stamp
+from harness.runfolder.manifest import DIR_MODE, make_read_only, verify_folder, write_manifest
+from harness.runfolder.record import RunRecord
+from harness.timeutil import iso, stamp
 from harness.tree import chmod_beneath, kind_of, open_beneath, remove_beneath
 
-OBSERVATIONS = "observations"
-STARTUP = "startup.json"
-GENERATION = "generation.json"
 LOCK_TIMEOUT = 120.0  # seconds to wait for another refinalize of the same run
-RULE_UNSEALED = "REFINALIZE-UNSEALED"
-RULE_NOT_INTACT = "REFINALIZE-NOT-INTACT"
+RULE_UNSEALED = REFINALIZE_UNSEALED
+RULE_NOT_INTACT = REFINALIZE_NOT_INTACT
 
 
 def refusal(reasons: list[str], contract: list[str] | None) -> dict[str, Any]:
@@ -68,13 +78,16 @@ def refusal(reasons: list[str], contract: list[str] | None) -> dict[str, Any]:
             "differences": [], "compared": 0, "contract": contract}
 
 
-def read_run(run_dir: Path) -> dict[str, Any] | None:
+def read_run(run_dir: Path) -> RunRecord | None:
     """run.json, or None when absent or unreadable (the gate then binds to nothing)."""
     try:
-        run = json.loads((run_dir / "run.json").read_bytes())
-    except (OSError, ValueError):
+        return run_record.read(run_dir)
+    except InvalidInput:
         return None
-    return run if isinstance(run, dict) else None
+
+
+def _source_of(run: RunRecord | None) -> dict[str, str]:
+    return {} if run is None else expected_source({"seal": run.seal, "image": run.image})
 
 
 def expected_source(run: dict[str, Any] | None) -> dict[str, str]:
@@ -95,9 +108,9 @@ def recorded_source(run_dir: Path) -> dict[str, str]:
     preflight.json while the post-steps run (run.json is written after them)."""
     run = read_run(run_dir)
     if run is not None:
-        return expected_source(run)
+        return _source_of(run)
     try:
-        pre = json.loads((Path(run_dir) / "preflight.json").read_bytes())
+        pre = json.loads((Path(run_dir) / PREFLIGHT).read_bytes())
     except (OSError, ValueError):
         return {}
     if not isinstance(pre, dict):
@@ -122,23 +135,23 @@ def judge_run(run_dir: Path, contract: list[str] | None = None,
         path = Path(run_dir) / rel
         if sealed is not None:
             if not sealed.claims(rel):
-                reasons.append(f"GATE0-MISSING: {rel} was not written")
+                reasons.append(f"{GATE0_MISSING}: {rel} was not written")
                 continue
             try:
                 docs[name] = parse_document(sealed.text(rel), str(path))
             except DocumentError as e:
-                reasons += [f"GATE0-UNREADABLE: {fault}" for fault in e.faults]
+                reasons += [f"{GATE0_UNREADABLE}: {fault}" for fault in e.faults]
             continue
         if not path.exists():
-            reasons.append(f"GATE0-MISSING: {rel} was not written")
+            reasons.append(f"{GATE0_MISSING}: {rel} was not written")
             continue
         try:
             docs[name] = read_document(path)
         except DocumentError as e:
-            reasons += [f"GATE0-UNREADABLE: {fault}" for fault in e.faults]
+            reasons += [f"{GATE0_UNREADABLE}: {fault}" for fault in e.faults]
     if reasons:
         return refusal(reasons, contract)
-    source = (expected_source(sealed.json("run.json")) if sealed is not None
+    source = (_source_of(sealed.record()) if sealed is not None
               else recorded_source(Path(run_dir)))
     return judge(docs[STARTUP], docs[GENERATION], contract=contract, pins=pins,
                  expected_source=source)
@@ -150,10 +163,9 @@ class SealedReader:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         try:
-            raw = read_bounded(run_dir / SUMS, MANIFEST_LIMIT, "manifest")
+            entries, bad = manifest.load(run_dir / SUMS)
         except InputError as e:
             raise Refused(e.message, rule=RULE_NOT_INTACT) from None
-        entries, bad = parse_sums(raw)
         if bad:
             raise Refused(f"{run_dir}/{SUMS}: line {bad[0][0]}: {bad[0][1]}",
                           rule=RULE_NOT_INTACT)
@@ -189,6 +201,16 @@ class SealedReader:
     def text(self, rel: str) -> str:
         return self.read(rel).decode("utf-8", "replace")
 
+    def record(self) -> RunRecord | None:
+        """run.json as sealed, through the one record reader; None if unreadable."""
+        if not self.claims(RECORD):
+            return None
+        try:
+            data = self.read(RECORD, run_record.RECORD_LIMIT)
+            return run_record.from_dict(run_record.parse(data, f"{self.run_dir}/{RECORD}"))
+        except (InvalidInput, DocumentError):
+            return None
+
     def json(self, rel: str) -> dict[str, Any] | None:
         if not self.claims(rel):
             return None
@@ -216,7 +238,7 @@ def addendum_lock(run_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None
                 if time.monotonic() > deadline:
                     raise EnvironmentFault(
                         f"{run_dir}: another refinalize has held the run for over "
-                        f"{timeout:g}s", rule="ENV-LOCK-TIMEOUT") from None
+                        f"{timeout:g}s", rule=ENV_LOCK_TIMEOUT) from None
                 time.sleep(0.05)
         yield
     finally:
@@ -330,33 +352,33 @@ def refinalize(run_dir: Path, now: datetime, contract: list[str] | None = None,
     """Re-judge a sealed, intact run into a new addendum. The run's own status stands."""
     run_dir = Path(os.path.realpath(run_dir))  # the operator's path; nothing inside
     if not run_dir.is_dir():
-        raise InvalidInput(f"{run_dir} is not a run folder with a readable run.json")
+        raise InvalidInput(f"{run_dir} is not a run folder with a readable {RECORD}")
     with addendum_lock(run_dir):
         require_intact(run_dir)  # under the lock: what is judged is what was verified
         sealed = SealedReader(run_dir)  # ...and read only as the bytes the seal vouches for
-        run = sealed.json("run.json")
+        run = sealed.record()
         if run is None:
-            raise InvalidInput(f"{run_dir} is not a run folder with a readable run.json")
-        previous = sealed.json("post-steps/gate0/verdict.json")
+            raise InvalidInput(f"{run_dir} is not a run folder with a readable {RECORD}")
+        previous = sealed.json(post_step_file("gate0", VERDICT))
         if contract is None and previous is not None and isinstance(previous.get("contract"),
                                                                     list):
             contract = previous["contract"]
         verdict = judge_run(run_dir, contract, pins, sealed)
         record = {**verdict, "refinalize": {
-            "run_id": run.get("run_id"), "time": now.astimezone(UTC).isoformat(),
-            "original_status": run.get("status"),
+            "run_id": run.run_id, "time": iso(now),
+            "original_status": run.status,
             "original_gate0": None if previous is None else previous.get("verdict"),
             "note": "a new judgement beside the old; the run's recorded status stands",
         }}
         folder = _write(run_dir, "refinalize",
-                        {"verdict.json": dumps_json(record).encode()}, now)
+                        {VERDICT: dumps_json(record).encode()}, now)
     return record, folder
 
 
 def read_run_verdict(run_dir: Path) -> dict[str, Any] | None:
     """The gate0 post-step's original verdict, if the run has one."""
     try:
-        verdict = json.loads((run_dir / "post-steps" / "gate0" / "verdict.json").read_bytes())
+        verdict = json.loads((run_dir / POST_STEPS / "gate0" / VERDICT).read_bytes())
     except (OSError, ValueError):
         return None
     return verdict if isinstance(verdict, dict) else None

@@ -1,0 +1,215 @@
+"""Every rule id the harness can name, defined once, with its meaning and exit class.
+
+A refusal names its rule (as MLPerf's checker does). Modules use the constants below,
+never a string literal, and `docs/rules.md` is generated from this table
+(`python -m harness.catalogue --markdown`), so the list a reviewer reads is the list the
+code refuses with. The exit class says what a run stopped by this rule exits with:
+1 refused (the evidence or a judge said no), 3 environment (the host was at fault).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harness.errors import ENVIRONMENT, INVALID, REFUSED
+
+RULE_SHAPE = r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+"
+_PREFIXED = re.compile(rf"^({RULE_SHAPE}): (.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    meaning: str
+    exit: int  # REFUSED (1), INVALID (2) or ENVIRONMENT (3)
+    area: str  # who raises it: preflight, launch, seal, gate0, exit, post-step, ...
+
+
+RULES: dict[str, Rule] = {}
+
+
+def _rule(rule_id: str, meaning: str, exit: int, area: str) -> str:
+    if rule_id in RULES:
+        raise ValueError(f"rule {rule_id} is defined twice")
+    RULES[rule_id] = Rule(rule_id, meaning, exit, area)
+    return rule_id
+
+
+def split(text: str) -> tuple[str | None, str]:
+    """`RULE-ID: detail` -> (RULE-ID, detail); text without such a prefix -> (None, text)."""
+    m = _PREFIXED.match(text)
+    return (m.group(1), m.group(2)) if m else (None, text)
+
+
+def exit_class(rule_id: str) -> int:
+    """The exit class of a catalogued rule; an unknown id (a custom post-step's) refuses."""
+    rule = RULES.get(rule_id)
+    return rule.exit if rule else REFUSED
+
+
+# -- the run's own outcome ------------------------------------------------------------------
+RUN_EXIT = _rule("RUN-EXIT", "the container exited with a code other than 0", REFUSED, "exit")
+RUN_OOM = _rule("RUN-OOM", "the container was killed for memory", REFUSED, "exit")
+RUN_TIMEOUT = _rule("RUN-TIMEOUT", "the container ran past its timeout", REFUSED, "exit")
+RUN_INTERRUPTED = _rule("RUN-INTERRUPTED", "the harness was stopped during the run",
+                        REFUSED, "run")
+NOT_LAUNCHED = _rule("NOT-LAUNCHED", "no container was started", REFUSED, "run")
+HARNESS_ERROR = _rule("HARNESS-ERROR", "the harness itself failed; the run is sealed as is",
+                      REFUSED, "run")
+ENV_ERROR = _rule("ENV-ERROR", "the host failed in a way no narrower rule names",
+                  ENVIRONMENT, "run")
+ENV_IO = _rule("ENV-IO", "reading or writing on the host failed", ENVIRONMENT, "run")
+ENV_DISK_FULL = _rule("ENV-DISK-FULL", "the runs folder is full (no space or quota left)",
+                      ENVIRONMENT, "run")
+ENV_READ_ONLY = _rule("ENV-READ-ONLY", "the runs folder (or a file the harness writes) is on "
+                      "a read-only file system", ENVIRONMENT, "run")
+ENV_PERMISSION = _rule("ENV-PERMISSION", "the host forbade a write the harness needs",
+                       ENVIRONMENT, "run")
+ENV_SEAL = _rule("ENV-SEAL", "the run folder could not be sealed; the next run seals it as "
+                 "interrupted", ENVIRONMENT, "run")
+
+# -- locks ------------------------------------------------------------------------------------
+ENV_LOCK_PATH = _rule("ENV-LOCK-PATH", "the lock file or its folder cannot be created or used",
+                      ENVIRONMENT, "lock")
+ENV_LOCK_TIMEOUT = _rule("ENV-LOCK-TIMEOUT", "a lock (GPU, night or refinalize) stayed held "
+                         "past the timeout", ENVIRONMENT, "lock")
+ENV_NIGHT_BUSY = _rule("ENV-NIGHT-BUSY", "another night already drives this GPU lock",
+                       ENVIRONMENT, "lock")
+
+# -- preflight: before anything is locked or launched -------------------------------------------
+ENV_NO_ENGINE = _rule("ENV-NO-ENGINE", "the Docker engine did not answer", ENVIRONMENT,
+                      "preflight")
+IMAGE_NOT_PINNED = _rule("IMAGE-NOT-PINNED", "the control's image is not in images.lock",
+                         REFUSED, "preflight")
+IMAGE_ID_MISMATCH = _rule("IMAGE-ID-MISMATCH", "the local image under the pinned name has "
+                          "another Id than images.lock pins", REFUSED, "preflight")
+ENV_MISSING_IMAGE = _rule("ENV-MISSING-IMAGE", "the pinned image is not in the local engine",
+                          ENVIRONMENT, "preflight")
+MODEL_UNPINNED = _rule("MODEL-UNPINNED", "the control names a model with no pinned sha256",
+                       REFUSED, "preflight")
+ENV_MODEL_DIR = _rule("ENV-MODEL-DIR", "the model folder does not exist on this host",
+                      ENVIRONMENT, "preflight")
+MODEL_MISSING = _rule("MODEL-MISSING", "a pinned model file is absent", REFUSED, "preflight")
+MODEL_HASH = _rule("MODEL-HASH", "a model file's sha256 differs from its pin", REFUSED,
+                   "preflight")
+ENV_DEVICE = _rule("ENV-DEVICE", "a device node the profile needs (/dev/kfd, /dev/dri) is "
+                   "absent", ENVIRONMENT, "preflight")
+
+# -- launch: the mounts and the container ------------------------------------------------------
+MOUNT_OUTSIDE_ROOTS = _rule("MOUNT-OUTSIDE-ROOTS", "a mount source is outside the mount roots",
+                            REFUSED, "launch")
+MOUNT_SYSTEM_PATH = _rule("MOUNT-SYSTEM-PATH", "a mount is, contains or lies inside a system "
+                          "path", REFUSED, "launch")
+ENV_MOUNT_SOURCE = _rule("ENV-MOUNT-SOURCE", "a mount source does not exist at launch",
+                         ENVIRONMENT, "launch")
+MOUNT_SOURCE_KIND = _rule("MOUNT-SOURCE-KIND", "a mount source is neither a folder nor a "
+                          "regular file", REFUSED, "launch")
+MOUNT_OVER_HARNESS = _rule("MOUNT-OVER-HARNESS", "a read-write mount overlaps what the harness "
+                           "trusts (evidence, lock, code, inputs)", REFUSED, "launch")
+MOUNT_UNSAFE_PATH = _rule("MOUNT-UNSAFE-PATH", "a mount path docker could read differently "
+                          "(a comma, a bad target)", REFUSED, "launch")
+MODEL_PATH_CHANGED = _rule("MODEL-PATH-CHANGED", "the model folder resolved elsewhere at launch "
+                           "than when it was hashed", REFUSED, "launch")
+ENV_ORPHAN_CONTAINER = _rule("ENV-ORPHAN-CONTAINER", "a harness container is still running on "
+                             "this lock", ENVIRONMENT, "launch")
+MOUNT_SETUID_PLANTED = _rule("MOUNT-SETUID-PLANTED", "the workload left setuid/setgid files in "
+                             "a read-write mount (undone)", REFUSED, "launch")
+MOUNT_DEVICE_PLANTED = _rule("MOUNT-DEVICE-PLANTED", "the workload left device nodes in a "
+                             "read-write mount (removed)", REFUSED, "launch")
+MOUNT_SANITIZE_INCOMPLETE = _rule("MOUNT-SANITIZE-INCOMPLETE", "a read-write mount could not be "
+                                  "checked whole for planted files", REFUSED, "launch")
+
+# -- evidence: the run folder after the container ----------------------------------------------
+EVIDENCE_NOT_REGULAR = _rule("EVIDENCE-NOT-REGULAR", "the workload left a non-regular file "
+                             "(symlink, FIFO, device); it was removed", REFUSED, "evidence")
+EVIDENCE_BAD_NAME = _rule("EVIDENCE-BAD-NAME", "the workload left a file whose name cannot be "
+                          "sealed; it was removed", REFUSED, "evidence")
+EVIDENCE_TOO_DEEP = _rule("EVIDENCE-TOO-DEEP", "the workload left a path nested too deep or "
+                          "too long; it was removed", REFUSED, "evidence")
+EVIDENCE_TOO_BIG = _rule("EVIDENCE-TOO-BIG", "the workload left an observation file over the "
+                         "size limit; it was removed unhashed", REFUSED, "evidence")
+EVIDENCE_TOO_MANY = _rule("EVIDENCE-TOO-MANY", "the run folder held more entries than a seal "
+                          "takes; observations/ was removed", REFUSED, "evidence")
+EVIDENCE_LOG = _rule("EVIDENCE-LOG", "a container log could not be written whole", REFUSED,
+                     "evidence")
+SEAL_CHANGED = _rule("SEAL-CHANGED", "the campaign's sealed inputs changed during the run",
+                     REFUSED, "evidence")
+MODEL_CHANGED = _rule("MODEL-CHANGED", "the model files changed during the run", REFUSED,
+                      "evidence")
+HOST_DRIFT = _rule("HOST-DRIFT", "the host (driver, firmware, engine) changed during the run",
+                   REFUSED, "evidence")
+
+# -- post-steps: the harness's record of each step ---------------------------------------------
+POST_REFUSED = _rule("POST-REFUSED", "a post-step refused without naming a rule of its own",
+                     REFUSED, "post-step")
+POST_VERDICT_UNREADABLE = _rule("POST-VERDICT-UNREADABLE", "a post-step's verdict.json is not "
+                                "a readable verdict", REFUSED, "post-step")
+POST_DIR_TAKEN = _rule("POST-DIR-TAKEN", "the post-step's folder could not be created (an "
+                       "earlier step left something there)", REFUSED, "post-step")
+POST_RESULT_TAKEN = _rule("POST-RESULT-TAKEN", "a post-step wrote result.json, where the "
+                          "harness keeps its record", REFUSED, "post-step")
+POST_RESULT_UNWRITTEN = _rule("POST-RESULT-UNWRITTEN", "the harness could not write the step's "
+                              "result.json", REFUSED, "post-step")
+POST_TIMEOUT = _rule("POST-TIMEOUT", "a post-step ran past its timeout and was killed", REFUSED,
+                     "post-step")
+
+# -- gate0: the start-up and generation observations -------------------------------------------
+GATE0_OPTIONS = _rule("GATE0-OPTIONS", "the gate0 post-step's options are not valid", REFUSED,
+                      "gate0")
+GATE0_MISSING = _rule("GATE0-MISSING", "an observation document was not written", REFUSED,
+                      "gate0")
+GATE0_UNREADABLE = _rule("GATE0-UNREADABLE", "an observation document is not a readable "
+                         "observation", REFUSED, "gate0")
+GATE0_PHASE = _rule("GATE0-PHASE", "the documents are not a startup and a generation "
+                    "observation", REFUSED, "gate0")
+GATE0_PROCESS = _rule("GATE0-PROCESS", "the two observations come from different processes",
+                      REFUSED, "gate0")
+GATE0_SOURCE = _rule("GATE0-SOURCE", "the observations' seal, engine or image differ, are "
+                     "unrecorded, or are not the run's", REFUSED, "gate0")
+GATE0_INCOMPLETE = _rule("GATE0-INCOMPLETE", "an observation is not complete", REFUSED, "gate0")
+GATE0_CONTRACT_MISSING = _rule("GATE0-CONTRACT-MISSING", "a contract field is missing from an "
+                               "observation", REFUSED, "gate0")
+GATE0_FIELD_DIFFERS = _rule("GATE0-FIELD-DIFFERS", "a compared field differs between start-up "
+                            "and generation", REFUSED, "gate0")
+GATE0_NOTHING_COMPARED = _rule("GATE0-NOTHING-COMPARED", "no field was compared: an empty "
+                               "comparison proves nothing", REFUSED, "gate0")
+
+# -- refinalize: judging a sealed run again ----------------------------------------------------
+REFINALIZE_UNSEALED = _rule("REFINALIZE-UNSEALED", "the run folder was never sealed", REFUSED,
+                            "refinalize")
+REFINALIZE_NOT_INTACT = _rule("REFINALIZE-NOT-INTACT", "the run folder fails verification",
+                              REFUSED, "refinalize")
+
+# -- images: pinning ------------------------------------------------------------------------------
+IMAGE_PIN_EXISTS = _rule("IMAGE-PIN-EXISTS", "the name is pinned to another Id; a pin is never "
+                         "replaced silently", REFUSED, "images")
+IMAGE_ARCHIVE_MISMATCH = _rule("IMAGE-ARCHIVE-MISMATCH", "the --archive does not hold the "
+                               "pinned image", REFUSED, "images")
+
+# -- night --------------------------------------------------------------------------------------
+ENV_DOCTOR = _rule("ENV-DOCTOR", "the doctor found the host unfit, so the run was deferred",
+                   ENVIRONMENT, "night")
+
+
+def markdown() -> str:
+    """docs/rules.md: every rule, grouped by area, in catalogue order."""
+    names = {REFUSED: "1 refused", INVALID: "2 invalid", ENVIRONMENT: "3 environment"}
+    lines = ["# Rules", "", "Generated by `python -m harness.catalogue --markdown` from "
+             "`harness/catalogue.py`; a test keeps it current.", ""]
+    areas: dict[str, list[Rule]] = {}
+    for rule in RULES.values():
+        areas.setdefault(rule.area, []).append(rule)
+    for area, rules in areas.items():
+        lines += [f"## {area}", "", "| rule | exit | meaning |", "|---|---|---|"]
+        lines += [f"| `{r.id}` | {names[r.exit]} | {r.meaning} |" for r in rules]
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - a thin shell around markdown()
+    import sys
+
+    if sys.argv[1:] != ["--markdown"]:
+        sys.exit("usage: python -m harness.catalogue --markdown")
+    sys.stdout.write(markdown())

@@ -1,0 +1,184 @@
+"""The campaign driver without Docker: the stop policy for every policy x status, the retry
+rule, and `run_one`/`drive` recording each launch before it happens and each outcome after,
+with an in-memory executor standing in where a Slurm executor would plug in."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from harness.driver.drive import crashed, drive, run_one
+from harness.driver.plan import LaunchRequest, Outcome, PlanSource
+from harness.driver.policy import (
+    STATUSES,
+    STOP_POLICIES,
+    RetryPolicy,
+    retry_allowed,
+    stop_reason,
+)
+from harness.errors import EnvironmentFault, InvalidInput
+
+# status -> (exit code `harness.verdict.exit_code` gives it, stops under each policy)
+CODES = {"accepted": 0, "refused": 1, "failed": 1, "timed-out": 1, "interrupted": 1}
+STOPS = {  # policy -> the statuses after which it stops the campaign (by itself)
+    "continue": set(),
+    "stop-on-refusal": {"refused", "failed", "timed-out"},
+    "stop-on-failure": {"failed", "timed-out"},
+}
+
+
+@pytest.mark.parametrize(("policy", "status"), list(itertools.product(STOP_POLICIES, STATUSES)))
+def test_every_policy_and_status(policy: str, status: str) -> None:
+    why = stop_reason(policy, status, CODES[status], stop_requested=False)
+    if status == "interrupted":
+        assert why == "interrupted"  # a signal stops every campaign
+    elif status in STOPS[policy]:
+        assert why == "stop-policy"
+    else:
+        assert why is None
+
+
+@pytest.mark.parametrize(("policy", "status"), list(itertools.product(STOP_POLICIES, STATUSES)))
+def test_a_stop_asked_while_sealing_stops_every_policy(policy: str, status: str) -> None:
+    assert stop_reason(policy, status, CODES[status], stop_requested=True) == "interrupted"
+
+
+@pytest.mark.parametrize(("policy", "status"),
+                         list(itertools.product(STOP_POLICIES, ("refused", "failed"))))
+def test_an_environment_fault_stops_every_policy(policy: str, status: str) -> None:
+    # exit 3: lock timeout, no engine, missing image; the next control would meet the same
+    assert stop_reason(policy, status, 3, stop_requested=False) == "environment"
+
+
+def test_an_unknown_policy_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput, match="stop policy"):
+        stop_reason("stop-on-tuesdays", "accepted", 0, False)
+
+
+@pytest.mark.parametrize(("max_attempts", "state", "attempt", "allowed"), [
+    (1, "interrupted", 1, False),  # no retries: an interruption is final
+    (2, "interrupted", 1, True),
+    (2, "interrupted", 2, False),
+    (3, "interrupted", 2, True),
+    *[(9, s, 1, False) for s in ("accepted", "refused", "failed", "timed-out", "planned",
+                                 "running", "deferred")],
+])
+def test_retry_only_an_interruption_within_the_policy(max_attempts, state, attempt, allowed):
+    assert retry_allowed(RetryPolicy(max_attempts), state, attempt) is allowed
+
+
+def test_retry_policy_from_the_campaign_counts_extra_attempts() -> None:
+    assert RetryPolicy.extra(0) == RetryPolicy(1) and RetryPolicy.extra(2).max_attempts == 3
+    with pytest.raises(InvalidInput):
+        RetryPolicy(0)
+
+
+class Log:
+    """A recorder and an executor in memory, writing one shared log of what happened."""
+
+    def __init__(self, statuses: list[str], raises: Exception | None = None) -> None:
+        self.statuses = iter(statuses)
+        self.raises = raises
+        self.log: list[tuple] = []
+
+    def started(self, request: LaunchRequest) -> None:
+        self.log.append(("started", request.control))
+
+    def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
+        self.log.append(("finished", request.control, outcome.status, outcome.reason_text))
+
+    def launch(self, request: LaunchRequest) -> Outcome:
+        self.log.append(("launch", request.control))
+        if self.raises is not None:
+            raise self.raises
+        status = next(self.statuses)
+        return Outcome(request.run_dir, status, CODES[status], (f"why {status}",))
+
+
+class Source(Log):
+    def __init__(self, plan: list[str], statuses: list[str], **kw) -> None:
+        super().__init__(statuses, **kw)
+        self.plan = PlanSource([(c, 0) for c in plan], Path("/runs"))
+
+    def next_launch(self) -> LaunchRequest | str:
+        return self.plan.next_launch()
+
+
+def test_run_one_records_the_launch_before_it_and_the_outcome_after(tmp_path: Path) -> None:
+    log = Log(["refused"])
+    request = LaunchRequest("kv", tmp_path / "kv-1")
+    outcome = run_one(request, log, log)
+    assert outcome.status == "refused" and outcome.run_dir == tmp_path / "kv-1"
+    assert log.log == [("started", "kv"), ("launch", "kv"),
+                       ("finished", "kv", "refused", "why refused")]
+
+
+def test_run_one_records_a_launch_that_raised_as_failed_then_raises(tmp_path: Path) -> None:
+    log = Log([], raises=RuntimeError("bug"))
+    with pytest.raises(RuntimeError, match="bug"):
+        run_one(LaunchRequest("kv", tmp_path / "kv-1"), log, log)
+    assert log.log[-1] == ("finished", "kv", "failed", "HARNESS-ERROR: RuntimeError: bug")
+
+
+def test_an_error_the_harness_could_not_seal_past_is_a_failed_outcome(tmp_path: Path) -> None:
+    e = EnvironmentFault("could not seal", rule="ENV-SEAL")
+    out = crashed(LaunchRequest("kv", tmp_path / "kv-1"), e)
+    assert (out.status, out.exit_code, out.reasons, out.stop_requested, out.error) == (
+        "failed", 3, ("ENV-SEAL: could not seal",), True, e)
+
+
+class Events:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def event(self, kind: str, **fields: object) -> None:
+        self.events.append((kind, fields))
+
+
+@pytest.mark.parametrize(("policy", "statuses", "why", "launched"), [
+    ("continue", ["refused", "failed", "accepted"], "done", 3),
+    ("stop-on-refusal", ["accepted", "refused", "accepted"], "stop-policy", 2),
+    ("stop-on-failure", ["refused", "timed-out", "accepted"], "stop-policy", 2),
+    ("continue", ["accepted", "interrupted", "accepted"], "interrupted", 2),
+])
+def test_drive_walks_the_plan_until_the_policy_stops_it(policy, statuses, why, launched):
+    source, ui, seen = Source(["a", "b", "c"], statuses), Events(), []
+    driven = drive(source, source, stop_policy=policy, ui=ui, raise_errors=False,
+                   on_outcome=seen.append)
+    assert driven.why == why
+    assert [o.status for o in driven.outcomes] == statuses[:launched] == [o.status for o in seen]
+    assert [e for e in source.log if e[0] == "launch"] == [("launch", c) for c in "abc"[:launched]]
+    assert driven.worst == max(CODES[s] for s in statuses[:launched])
+    stop_events = [f for kind, f in ui.events if kind == "stop-policy"]
+    assert stop_events == ([{"policy": policy, "status": statuses[launched - 1]}]
+                           if why == "stop-policy" else [])
+
+
+class Crashing(Source):
+    def launch(self, request: LaunchRequest) -> Outcome:
+        self.log.append(("launch", request.control))
+        return crashed(request, EnvironmentFault("disk full", rule="ENV-DISK-FULL"))
+
+
+def test_drive_raises_a_harness_error_or_stops_on_it_as_asked() -> None:
+    source = Crashing(["a", "b"], [])
+    with pytest.raises(EnvironmentFault, match="disk full"):
+        drive(source, source, stop_policy="continue", ui=Events(), raise_errors=True)
+    assert source.log[-1] == ("finished", "a", "failed", "ENV-DISK-FULL: disk full")
+
+    source = Crashing(["a", "b"], [])  # the night: recorded, and the walk stops
+    driven = drive(source, source, stop_policy="continue", ui=Events(), raise_errors=False)
+    assert driven.why == "interrupted" and [o.exit_code for o in driven.outcomes] == [3]
+
+
+def test_plan_source_gives_each_slot_once_with_a_fresh_folder() -> None:
+    source = PlanSource([("a", 0), ("a", 1), ("b", 0)], Path("runs"))
+    requests = [source.next_launch() for _ in range(3)]
+    assert source.next_launch() == "done"
+    assert [(r.control, r.plan_index, r.attempt) for r in requests] == [
+        ("a", 0, 1), ("a", 1, 1), ("b", 2, 1)]
+    assert all(r.run_dir.is_absolute() and r.run_dir.name.startswith(f"{r.control}-")
+               for r in requests)
+    assert len({r.run_id for r in requests}) == 3
