@@ -53,7 +53,7 @@ def _size_name(n: int) -> str:
 
 
 def run_finalize(cfg: Config) -> dict[str, float]:
-    from harness.finalize.documents import read_document
+    from harness.finalize.documents import MAX_BYTES, read_document
     from harness.finalize.pins import load_pins
     from harness.finalize.rules import judge
 
@@ -68,11 +68,20 @@ def run_finalize(cfg: Config) -> dict[str, float]:
         s_path.write_text(json.dumps(s_doc))
         g_path.write_text(json.dumps(g_doc))
         reps = 3 if n <= 10_000 or (n <= 100_000 and not cfg.quick) else 1
+        # Past the observation read limit the harness refuses the file (exit 2) by design:
+        # only the judge itself is timed there, on the documents in memory.
+        readable = max(s_path.stat().st_size, g_path.stat().st_size) <= MAX_BYTES
+        if not readable:
+            cfg.notes.append(f"finalize: {_size_name(n)} fields is "
+                             f"{s_path.stat().st_size} bytes, over the {MAX_BYTES}-byte "
+                             "observation limit; only the in-memory judge is timed")
         judged, whole, cli = [], [], []
         for _ in range(reps):
             t0 = time.perf_counter()
             verdict = judge(s_doc, g_doc, pins=pins)
             judged.append(time.perf_counter() - t0)
+            if not readable:
+                continue
             t0 = time.perf_counter()
             judge(read_document(s_path), read_document(g_path), pins=pins)
             whole.append(time.perf_counter() - t0)
@@ -87,8 +96,9 @@ def run_finalize(cfg: Config) -> dict[str, float]:
             raise RuntimeError("the finalizer missed planted differences")
         name = _size_name(n)
         out[f"finalize_{name}_s"] = round(median(judged), 3)
-        out[f"finalize_read_{name}_s"] = round(median(whole), 3)
-        out[f"finalize_cli_{name}_s"] = round(median(cli), 3)
+        if readable:
+            out[f"finalize_read_{name}_s"] = round(median(whole), 3)
+            out[f"finalize_cli_{name}_s"] = round(median(cli), 3)
         s_path.unlink()
         g_path.unlink()
     per_field = {n: out[f"finalize_{_size_name(n)}_s"] / n for n in sizes}

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Config, Project, alternate, check, events, median, parse_time
+from harness.instrument.harness_observer.contract import OBSERVATIONS_TARGET
 
 TRIVIAL = 'command: ["true"]\ntimeout: 1m\n'
 
@@ -46,9 +47,16 @@ def _stage(marks: list[dict], a: str, b: str) -> float:
 
 
 def _replay_argv(run_dir: Path, n: int) -> list[str]:
-    """The harness's own docker vector, made re-runnable: a fresh name and cid file, --rm."""
+    """The harness's own docker vector, made re-runnable: a fresh name and cid file, --rm,
+    and a fresh observations folder (the sealed run's own was removed when empty)."""
     argv = json.loads((run_dir / "docker-vector.json").read_text())["argv"]
     argv = list(argv)
+    for i, arg in enumerate(argv):
+        parts = dict(p.split("=", 1) for p in arg.split(",") if "=" in p)
+        if argv[i - 1] == "--mount" and parts.get("target") == OBSERVATIONS_TARGET:
+            scratch = run_dir.parent / f".replay-out-{time.time_ns()}-{n}"
+            scratch.mkdir(mode=0o777)
+            argv[i] = arg.replace(f"source={parts['source']}", f"source={scratch}", 1)
     argv[argv.index("--name") + 1] = f"bench-replay-{time.time_ns()}-{n}"
     cid = run_dir.parent / f".replay-{time.time_ns()}.cid"
     argv[argv.index("--cidfile") + 1] = str(cid)
