@@ -54,8 +54,9 @@ def _replay_argv(run_dir: Path, n: int) -> list[str]:
     for i, arg in enumerate(argv):
         parts = dict(p.split("=", 1) for p in arg.split(",") if "=" in p)
         if argv[i - 1] == "--mount" and parts.get("target") == OBSERVATIONS_TARGET:
-            scratch = run_dir.parent / f".replay-out-{time.time_ns()}-{n}"
-            scratch.mkdir(mode=0o777)
+            scratch = run_dir.parent.parent / "replay-out" / f"{time.time_ns()}-{n}"
+            scratch.mkdir(mode=0o777, parents=True)
+            scratch.chmod(0o777)
             argv[i] = arg.replace(f"source={parts['source']}", f"source={scratch}", 1)
     argv[argv.index("--name") + 1] = f"bench-replay-{time.time_ns()}-{n}"
     cid = run_dir.parent / f".replay-{time.time_ns()}.cid"
@@ -124,7 +125,8 @@ def _in_process(cfg: Config, proj: Project, camp: Path) -> dict[str, float]:
     from harness import engine
     from harness.host import identity
     from harness.lock import GpuLock
-    from harness.seal import make_read_only, source_seal, write_manifest
+    from harness.runfolder.manifest import make_read_only, write_manifest
+    from harness.seal import source_seal
     from harness.witness import container as container_witness
     from harness.witness import launcher as launcher_witness
 

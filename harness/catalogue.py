@@ -10,7 +10,7 @@ code refuses with. The exit class says what a run stopped by this rule exits wit
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from harness.errors import ENVIRONMENT, INVALID, REFUSED
 
@@ -18,8 +18,7 @@ RULE_SHAPE = r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+"
 _PREFIXED = re.compile(rf"^({RULE_SHAPE}): (.*)$", re.S)
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):  # not a dataclass: post-steps import this at every start
     id: str
     meaning: str
     exit: int  # REFUSED (1), INVALID (2) or ENVIRONMENT (3)

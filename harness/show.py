@@ -58,6 +58,10 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
                   f"released {_field(lock.get('released'))} "
                   f"(waited {_field(lock.get('wait_s'))} s)") if lock else "not taken"),
     ]
+    stages = [f"{plain(s.get('name'), 40)} {_field(s.get('result'))} "
+              f"({_field(s.get('seconds'))} s)" for s in map(_dict, _list(record.get("stages")))]
+    if stages:
+        rows.append(("stages", " · ".join(stages)))
     for p in map(_dict, _list(record.get("post_steps"))):
         rows.append((f"post-step {plain(p.get('name'), 200)}",
                      f"{_field(p.get('verdict'))} (exit {_field(p.get('exit_code'))})"))

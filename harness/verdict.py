@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from harness.catalogue import (
     NOT_LAUNCHED,
     POST_REFUSED,
-    RUN_EXIT,
     RUN_INTERRUPTED,
-    RUN_OOM,
-    RUN_TIMEOUT,
     exit_class,
     split,
 )
 from harness.errors import ENVIRONMENT
+from harness.poststeps import exitcode
 from harness.runfolder.record import HARNESS, reason_text
 
 STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")
@@ -63,21 +61,10 @@ def split_reason(text: str, *, by: str, default_rule: str) -> Reason:
 
 
 def judge_exit(outcome: dict) -> tuple[str, list[Reason]]:
-    """The one judge of a container's exit: (status it implies, reasons). Used by `decide`
-    and by the `exit-code` post-step, so both always say the same thing."""
-    if outcome.get("interrupted"):
-        return "interrupted", [Reason(RUN_INTERRUPTED,
-                                      "the harness was stopped during the run")]
-    if outcome.get("timed_out"):
-        return "timed-out", [Reason(RUN_TIMEOUT, "the container ran past its timeout")]
-    if outcome.get("oom_killed"):
-        return "failed", [Reason(RUN_OOM, "the container was killed for memory")]
-    code = outcome.get("exit_code")
-    if code is None:
-        return "failed", [Reason(RUN_EXIT, "no exit code was recorded")]
-    if code != 0:
-        return "failed", [Reason(RUN_EXIT, f"the container exited {code}")]
-    return "accepted", []
+    """The one judge of a container's exit (`poststeps.exitcode.judge_exit`, which the
+    `exit-code` post-step runs too), as (status it implies, reasons)."""
+    status, found = exitcode.judge_exit(outcome)
+    return status, [Reason(rule, detail) for rule, detail in found]
 
 
 def post_reasons(p: PostResult) -> list[Reason]:

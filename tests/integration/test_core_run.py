@@ -32,6 +32,8 @@ def test_accepted_run_leaves_a_sealed_verifiable_folder(project):
     [run] = project.run_dirs()
     rec = project.record(run)
     assert rec["status"] == "accepted" and rec["image"]["id"] == project.image_id
+    assert [(s["name"], s["result"]) for s in rec["stages"]] == [
+        ("preflight", "ok"), ("launch", "ok"), ("post", "ok")]
     assert (run / "logs/stdout.log").read_text() == "out\n"
     assert (run / "logs/stderr.log").read_text() == "err\n"
     argv = json.loads((run / "docker-vector.json").read_text())["argv"]
@@ -83,6 +85,9 @@ def test_image_id_differing_from_the_lock_is_refused_before_any_container(projec
     [run] = project.run_dirs()
     rec = project.record(run)
     assert rec["status"] == "refused" and rec["rules"] == ["IMAGE-ID-MISMATCH"]
+    assert rec["stages"] == [{"name": "preflight", "result": "refused",
+                              "seconds": rec["stages"][0]["seconds"],
+                              "rules": ["IMAGE-ID-MISMATCH"]}]
     assert not (run / "docker-vector.json").exists()
     assert not (run / "launcher-witness.json").exists()
     assert containers_with_label(f"org.harness.run-id={rec['run_id']}") == []
