@@ -11,12 +11,14 @@ import click
 from harness import images as image_lock
 from harness.catalogue import ENV_MISSING_IMAGE
 from harness.cli.params import DURATION
-from harness.config.loader import check_files, require_campaign
+from harness.config.loader import check as check_all
+from harness.config.loader import require_campaign
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import PlanSource
 from harness.errors import EnvironmentFault, InvalidInput
 from harness.pipeline import orphans, recover
+from harness.report.inert import inert
 from harness.runfolder import record as run_record
 from harness.runfolder.manifest import verify_folder
 from harness.show import render_run
@@ -30,9 +32,14 @@ RUNS_DIR = "gpu-runs"
 def check(files: tuple[Path, ...]) -> None:
     """Validate campaigns, controls and image locks without launching anything.
 
-    Prints every fault as FILE:LINE:COL: message. Exit 0 when valid, 2 when not.
+    Prints every fault as FILE:LINE:COL: message. Exit 0 when valid, 2 when not. A
+    warning (FILE:LINE:COL: warning: ...) names what every run of a valid file would be
+    refused for until the operator acts, such as a model with no file pinned; it does not
+    change the exit code.
     """
-    faults = check_files(list(files))
+    faults, warnings = check_all(list(files))
+    for w in warnings:
+        click.echo(inert(str(w), 20_000), err=True)
     if faults:
         raise InvalidInput(f"{len(faults)} fault(s)", faults=[str(f) for f in faults])
     click.echo(f"ok: {len(files)} file(s) valid")

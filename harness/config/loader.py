@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from harness.catalogue import MODEL_UNPINNED
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
 from harness.config.suggest import did_you_mean
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
@@ -258,7 +259,16 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
 
 def check_files(paths: list[Path]) -> list[Fault]:
     """Validate any mix of campaigns, controls and image locks; every fault, in order."""
+    return check(paths)[0]
+
+
+def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
+    """(faults, warnings) for any mix of campaigns, controls and image locks.
+
+    A warning is something every run of a valid file will be refused for until the
+    operator acts on the GPU host (a model whose files are not pinned yet)."""
     faults: list[Fault] = []
+    controls: dict[str, tuple[Path, Control, Document | None]] = {}  # once per real file
     for p in paths:
         try:
             doc = load(p)
@@ -267,10 +277,33 @@ def check_files(paths: list[Path]) -> list[Fault]:
             continue
         kind = kind_of(p, doc.data)
         if kind == "campaign":
-            faults += load_campaign(p)[1]
+            loaded, found = load_campaign(p)
+            faults += found
+            for ctl, ctl_path in (loaded.controls.values() if loaded else ()):
+                controls.setdefault(os.path.realpath(ctl_path), (ctl_path, ctl, None))
         else:
-            faults += validate(doc, ImageLock if kind == "lock" else Control)[1]
-    return faults
+            obj, found = validate(doc, ImageLock if kind == "lock" else Control)
+            faults += found
+            if isinstance(obj, Control):
+                controls[os.path.realpath(p)] = (p, obj, doc)
+    warnings = [w for path, ctl, doc in controls.values() for w in _warnings(path, ctl, doc)]
+    return faults, warnings
+
+
+def _warnings(path: Path, ctl: Control, doc: Document | None) -> list[Fault]:
+    if ctl.model is None or ctl.model.sha256:
+        return []
+    text = (f"warning: model.sha256 pins no file, so every run is refused "
+            f"({MODEL_UNPINNED}) until `harness model pin FOLDER` on the GPU host fills it")
+    doc = doc or _document(path)
+    return [doc.fault(("model", "sha256"), text) if doc else Fault(str(path), 1, 1, text)]
+
+
+def _document(path: Path) -> Document | None:
+    try:
+        return load(path)
+    except YamlFaults:
+        return None
 
 
 def require_campaign(path: Path) -> Loaded:

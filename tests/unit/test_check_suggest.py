@@ -49,3 +49,37 @@ def test_check_prints_the_hint_at_the_key(tmp_path: Path) -> None:
     assert f"{camp}:4:1: unknown key 'stop_polcy' (did you mean 'stop_policy'?)" in faults
     assert any(f.startswith(f"{ctl}:6:3: unknown key 'memroy' (did you mean 'memory'?)")
                for f in faults), faults
+
+
+def _model_project(tmp_path: Path, sha256: str) -> tuple[Path, Path]:
+    (tmp_path / "images.lock").write_text(f"images:\n  img:\n    id: {ID}\n")
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    ctl = tmp_path / "controls" / "c1.yaml"
+    ctl.parent.mkdir()
+    ctl.write_text("name: c1\nimage: img\ndevice: cpu\ncommand: [python3, -V]\n"
+                   f"model:\n  source: ../models/m\n  sha256: {sha256}\n")
+    camp = tmp_path / "campaigns" / "camp.yaml"
+    camp.parent.mkdir()
+    camp.write_text(f"name: camp\nrow: R\ncontrols: [c1]\nmount_roots: [{tmp_path}]\n")
+    return camp, ctl
+
+
+def test_an_unpinned_model_is_a_warning_with_its_position_once(tmp_path: Path) -> None:
+    from harness.config.loader import check
+    from tests.inprocess import invoke
+
+    camp, ctl = _model_project(tmp_path, "{}")
+    faults, warnings = check([camp, ctl])
+    assert faults == []
+    assert [str(w) for w in warnings] == [
+        f"{ctl}:7:11: warning: model.sha256 pins no file, so every run is refused "
+        "(MODEL-UNPINNED) until `harness model pin FOLDER` on the GPU host fills it"]
+    code, out = invoke("check", str(camp))
+    assert code == 0 and "MODEL-UNPINNED" in out and "ok: 1 file(s) valid" in out
+
+
+def test_a_pinned_model_has_no_warning(tmp_path: Path) -> None:
+    from harness.config.loader import check
+
+    camp, ctl = _model_project(tmp_path, "{w: " + "ab" * 32 + "}")
+    assert check([camp, ctl]) == ([], [])
