@@ -33,7 +33,7 @@ from harness.poststeps import BUILTINS
 from harness.readfile import InputError, read_bounded
 from harness.runfolder import layout
 from harness.tree import printable
-from harness.verdict import PostResult, Reason
+from harness.verdict import PostResult, Reason, post_reasons
 
 VERDICT = layout.VERDICT
 RESULT = layout.RESULT
@@ -170,12 +170,12 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
 
 
 def run(ctx: RunContext) -> list[Reason]:
-    """Run each post-step; their results are judged with the outcome (`verdict.decide`),
-    so this stage itself refuses nothing."""
+    """Run each post-step. Returns the refusing steps' reasons for the stage record; the
+    verdict itself reads the steps' results (`ctx.post`) with the outcome."""
     for step in ctx.control.post_steps:
         ctx.ui.event("post-step", name=step.name)
         result = run_one(step, ctx)
         ctx.post.append(result)
         ctx.ui.event("post-step-done", name=step.name, exit_code=result.exit_code,
                      verdict=result.verdict)
-    return []
+    return [r for p in ctx.post for r in post_reasons(p)]

@@ -104,7 +104,7 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
 
 
 STAGES = (Stage("preflight", preflight.run), Stage("launch", launch.run),
-          Stage("post", post.run))
+          Stage("post", post.run, files=False))
 
 
 def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[str, list[Reason]]:

@@ -27,6 +27,9 @@ OK, REFUSED, ERROR, INTERRUPTED = "ok", "refused", "error", "interrupted"
 class Stage:
     name: str
     run: Callable[[RunContext], list[Reason]]
+    # False: the reasons are only recorded against the stage, because the verdict reads
+    # them from the stage's own results (the post-steps' verdicts, in `ctx.post`).
+    files: bool = True
 
 
 def error_reason(e: BaseException) -> Reason:
@@ -78,8 +81,10 @@ def run_stages(ctx: RunContext, stages: tuple[Stage, ...]) -> None:
                 **({"rules": sorted({r.rule for r in found})} if found else {}))
         if not found:
             continue
+        ctx.ui.event(f"{stage.name}-refused", reasons=[str(r) for r in found])
+        if not stage.files:
+            continue
         before = ctx.outcome is None
         _file(ctx, found)
-        ctx.ui.event(f"{stage.name}-refused", reasons=[str(r) for r in found])
         if before:
             return

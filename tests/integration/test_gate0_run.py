@@ -32,6 +32,10 @@ def test_seed_case_refused_with_exactly_the_custom_ops_difference(project):
     [run] = run_campaign(project, ["rehearsal-gate0"])
     rec = project.record(run)
     assert rec["status"] == "refused" and rec["rules"] == ["GATE0-FIELD-DIFFERS"]
+    assert [r["by"] for r in rec["reasons"]] == ["gate0"]
+    assert [(s["name"], s["result"], s.get("rules")) for s in rec["stages"]] == [
+        ("preflight", "ok", None), ("launch", "ok", None),
+        ("post", "refused", ["GATE0-FIELD-DIFFERS"])]
     verdict = json.loads((run / "post-steps/gate0/verdict.json").read_text())
     assert verdict["verdict"] == "refused"
     assert [(d["field"], d["kind"]) for d in verdict["differences"]] == [

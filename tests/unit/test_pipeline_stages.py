@@ -113,3 +113,17 @@ def test_a_signal_is_recorded_against_the_stage_it_cut_and_passes_through() -> N
 ])
 def test_error_reason_names_a_catalogued_rule(error: BaseException, rule: str) -> None:
     assert error_reason(error).rule == rule
+
+
+def test_a_stage_judged_elsewhere_is_recorded_but_not_filed_twice() -> None:
+    ctx = Ctx(outcome={"exit_code": 0})
+
+    def post(c: Ctx) -> list[Reason]:
+        return [Reason("GATE0-FIELD-DIFFERS", "x differs", by="gate0")]
+
+    run_stages(ctx, (Stage("post", post, files=False), Stage("after", ok)))
+    assert ctx.after == [] and ctx.preflight == []
+    assert ctx.stages[0] == {"name": "post", "result": "refused",
+                             "seconds": ctx.stages[0]["seconds"],
+                             "rules": ["GATE0-FIELD-DIFFERS"]}
+    assert [s["name"] for s in ctx.stages] == ["post", "after"]
