@@ -190,6 +190,39 @@ IMAGE_ARCHIVE_MISMATCH = _rule("IMAGE-ARCHIVE-MISMATCH", "the --archive does not
 ENV_DOCTOR = _rule("ENV-DOCTOR", "the doctor found the host unfit, so the run was deferred",
                    ENVIRONMENT, "night")
 
+# -- gates: the CPU gates that justify a seal ---------------------------------------------------
+GATES_NOT_INTACT = _rule("GATES-NOT-INTACT", "the gate record folder fails verification (its "
+                         "SHA256SUMS is missing or does not match)", REFUSED, "gates")
+GATES_SEAL_CHANGED = _rule("GATES-SEAL-CHANGED", "the source seal changed while the gates ran, "
+                           "so they did not test the sealed bytes", REFUSED, "gates")
+
+# -- approval: a reviewed seal before a run (harness approve; require_approval) -------------------
+SEAL_NOT_APPROVED = _rule("SEAL-NOT-APPROVED", "the campaign requires approval and no approval "
+                          "for it exists in approvals/", REFUSED, "approval")
+APPROVAL_OTHER_SEAL = _rule("APPROVAL-OTHER-SEAL", "the campaign's approvals are for another "
+                            "source seal than this run's", REFUSED, "approval")
+APPROVAL_IMAGE_CHANGED = _rule("APPROVAL-IMAGE-CHANGED", "an image Id in images.lock differs "
+                               "from the Id the approval names", REFUSED, "approval")
+APPROVAL_MODEL_CHANGED = _rule("APPROVAL-MODEL-CHANGED", "a control's model pins differ from "
+                               "those the approval names", REFUSED, "approval")
+APPROVAL_INVALID = _rule("APPROVAL-INVALID", "the approval file is unreadable or not an "
+                         "approval document", REFUSED, "approval")
+APPROVAL_SIGNATURE = _rule("APPROVAL-SIGNATURE", "the approval is unsigned or its signature is "
+                           "not valid from a signer in the campaign's allowed_signers",
+                           REFUSED, "approval")
+APPROVAL_DIRTY_TREE = _rule("APPROVAL-DIRTY-TREE", "the approval was (or would be) made from a "
+                            "git tree with uncommitted changes, or outside git: no immutable "
+                            "head was reviewed", REFUSED, "approval")
+APPROVAL_GATES_MISSING = _rule("APPROVAL-GATES-MISSING", "the gate record the approval names is "
+                               "not there", REFUSED, "approval")
+APPROVAL_GATES_NOT_INTACT = _rule("APPROVAL-GATES-NOT-INTACT", "the gate record fails "
+                                  "verification or is not the record the approval names",
+                                  REFUSED, "approval")
+APPROVAL_GATES_FAILED = _rule("APPROVAL-GATES-FAILED", "the gate record shows a failed gate",
+                              REFUSED, "approval")
+APPROVAL_GATES_OTHER_SEAL = _rule("APPROVAL-GATES-OTHER-SEAL", "the gate record was made for "
+                                  "another source seal or campaign", REFUSED, "approval")
+
 
 def markdown() -> str:
     """docs/rules.md: every rule, grouped by area, in catalogue order."""

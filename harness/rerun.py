@@ -1,5 +1,10 @@
 """Operator reruns: the same control again as a new attempt, linked both ways.
 
+A rerun reads the control from the campaign file as it is on disk now (`plan_rerun`), so
+a fix runs; the plan says which files and which source seal it uses and how that seal
+differs from the original's (the original's preflight.json file list). `--failed` takes
+each slot of a night whose newest attempt did not succeed (`failed_rows`, pure).
+
 The original folder is sealed and read-only, so the backward link lives in the new run's
 run.json (`rerun_of`) and the forward link ("rerun by") lives outside run folders: in the
 night's journal when the original belongs to a night, and always in `reruns.jsonl` beside
@@ -13,17 +18,19 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.config.loader import require_campaign
+from harness.config.loader import Loaded, require_campaign
+from harness.diff import file_changes, read_json, seal_files
 from harness.driver.drive import run_one
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.errors import HarnessError, InvalidInput
-from harness.night.journal import JOURNAL_NAME, Journal, Row
+from harness.night.journal import JOURNAL_NAME, Journal, Row, latest_attempts
 from harness.night.nightlock import NightLock
 from harness.readfile import InputError, read_bounded
 from harness.runfolder import record as run_record
-from harness.runfolder.layout import RECORD, SUMS
+from harness.runfolder.layout import PREFLIGHT, RECORD, SUMS
 from harness.runfolder.record import RunRecord
+from harness.seal import SourceSeal, source_seal
 from harness.timeutil import utc_now
 from harness.ui import Reporter
 
@@ -99,6 +106,42 @@ class RerunResult:
     night: Path | None
 
 
+@dataclass
+class RerunPlan:
+    """What a rerun will use: the campaign and control as they are on disk now, the source
+    seal they make, and how that seal differs from the original's (`changes`: the seal's
+    files added/removed/changed; None when the original's file list is unreadable)."""
+
+    run_dir: Path
+    original: RunRecord
+    loaded: Loaded
+    control: str
+    seal: SourceSeal
+    changes: dict[str, list[str]] | None
+    why_unknown: str | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        return self.seal.digest == self.original.seal
+
+    def files(self) -> list[Path]:
+        """The input files the rerun reads (campaign, control, images.lock)."""
+        control_file = self.loaded.controls[self.control][1]
+        out = [self.loaded.campaign_file, control_file]
+        return out + ([self.loaded.image_lock_file] if self.loaded.image_lock_file else [])
+
+
+def seal_lines(plan: RerunPlan) -> list[str]:
+    """Pure: say plainly whether the seal changed against the original, and how."""
+    if plan.unchanged:
+        return ["plain repeat: seal unchanged"]
+    if plan.changes is None:
+        return [f"seal changed: the original's file list is unreadable ({plan.why_unknown})"]
+    names = [f"  {kind} {name}" for kind in ("added", "removed", "changed")
+             for name in plan.changes[kind]]
+    return [f"seal changed: {len(names)} files", *names]
+
+
 def read_original(run_dir: Path) -> RunRecord:
     record = run_record.read(run_dir)
     if not record.run_id:
@@ -108,32 +151,52 @@ def read_original(run_dir: Path) -> RunRecord:
     return record
 
 
-def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
-          lock_timeout: float | None = None) -> RerunResult:
-    """Run the original's control again from its campaign file, as a new linked attempt."""
-    if not reason.strip():
-        raise InvalidInput("--reason must say why the run is repeated")
+def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
+    """The original's control from the campaign file as it is on disk now (the recorded
+    path, or `campaign`), and the seal it gives against the original's. Reads only."""
     run_dir = Path(os.path.abspath(run_dir))
     original = read_original(run_dir)
-    camp_file = (original.campaign or {}).get("file")
+    camp_file = str(campaign) if campaign else (original.campaign or {}).get("file")
     control_name = (original.control or {}).get("name")
     if not camp_file or not control_name:
         raise InvalidInput(f"{run_dir}/{RECORD} names no campaign file or control")
     loaded = require_campaign(Path(camp_file))
     if control_name not in loaded.controls:
         raise InvalidInput(f"campaign {camp_file} no longer has control {control_name!r}")
+    new_seal = source_seal(loaded.project_dir, loaded.files())
+    files, why = seal_files(read_json(run_dir / PREFLIGHT, "preflight record", []),
+                            original.seal)
+    changes = file_changes(files, new_seal.files) if files is not None else None
+    return RerunPlan(run_dir, original, loaded, control_name, new_seal, changes, why)
+
+
+def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
+          lock_timeout: float | None = None, campaign: Path | None = None) -> RerunResult:
+    """Run the original's control again from its campaign file, as a new linked attempt."""
+    if not reason.strip():
+        raise InvalidInput("--reason must say why the run is repeated")
+    return execute(plan_rerun(run_dir, campaign=campaign), reason, ui=ui, runs_dir=runs_dir,
+                   lock_timeout=lock_timeout)
+
+
+def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
+            lock_timeout: float | None = None, night: Path | None = None) -> RerunResult:
+    """Launch a planned rerun under the night lock, linked both ways (`night`: the
+    original's night folder, when the caller knows it)."""
+    if not reason.strip():
+        raise InvalidInput("--reason must say why the run is repeated")
+    run_dir, loaded, run_id = plan.run_dir, plan.loaded, plan.original.run_id
     runs_dir = Path(os.path.abspath(runs_dir or run_dir.parent))
     runs_dir.mkdir(parents=True, exist_ok=True)
-    run_id = original.run_id
-    night = night_of(run_id, [runs_dir / "nights", run_dir.parent / "nights"])
+    night = night or night_of(run_id, [runs_dir / "nights", run_dir.parent / "nights"])
 
     lock = NightLock(loaded.lock_path, kind="rerun", campaign=loaded.campaign.name)
     lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
     journal = Journal.open(night / JOURNAL_NAME) if night else None
     try:
         link = {"run_id": run_id, "path": str(run_dir), "reason": reason}
-        request = new_request(control_name, runs_dir, attempt=(original.attempt or 1) + 1,
-                              rerun_of=link)
+        request = new_request(plan.control, runs_dir,
+                              attempt=(plan.original.attempt or 1) + 1, rerun_of=link)
         lock.describe_as(run_dir=str(request.run_dir))
         recorder = RerunRecorder(runs_dir, journal, night, link)
         request = recorder.plan(request)
@@ -146,6 +209,34 @@ def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = N
         if journal is not None:
             journal.close()
         lock.release()
+
+
+def sealed_with(run_dir: Path) -> str | None:
+    """The source seal a (new) run recorded, or None when its record is unreadable."""
+    try:
+        return run_record.read(run_dir).seal
+    except HarnessError:
+        return None
+
+
+RERUN_STATES = ("refused", "failed", "timed-out", "interrupted")
+
+
+def failed_rows(rows: list[Row]) -> list[Row]:
+    """Pure: the newest attempt of each slot of a night when it did not succeed (refused,
+    failed, timed out or interrupted) and has a run folder, in plan order."""
+    latest = latest_attempts(rows)
+    return [latest[i] for i in sorted(latest)
+            if latest[i].state in RERUN_STATES and latest[i].run_dir]
+
+
+def night_failures(night_dir: Path) -> list[Path]:
+    """The run folders `rerun --failed` repeats, from the night's journal (read-only)."""
+    path = Path(night_dir) / JOURNAL_NAME
+    if not path.is_file():
+        raise InvalidInput(f"{night_dir}: not a night folder (no {JOURNAL_NAME})")
+    with Journal.open(path, readonly=True) as j:
+        return [Path(str(r.run_dir)) for r in failed_rows(j.rows())]
 
 
 class RerunRecorder:

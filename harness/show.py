@@ -17,15 +17,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.catalogue import GATE0_FIELD_DIFFERS
+from harness.diff import gate0_differences
 from harness.readfile import InputError, read_text_bounded
+from harness.report.gitline import git_line
 from harness.report.inert import inert
 from harness.rerun import reruns_of
 from harness.runfolder.layout import ADDENDA, RECOVERED
-from harness.runfolder.record import RunRecord, reason_text
+from harness.runfolder.record import RunRecord, provenance_of, reason_text
 
 STATUS_STYLE = {"accepted": "green", "refused": "red", "failed": "red",
                 "timed-out": "yellow", "interrupted": "yellow"}
 MAX_VALUE_CHARS = 2000
+MAX_GATE0_FIELDS = 20
+GATE0_VALUE_CHARS = 300
 
 
 def plain(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
@@ -50,8 +55,10 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
     rows = [
         ("campaign", f"{_field(camp.get('name'))} (row {_field(camp.get('row'))})"),
         ("control", _field(_dict(record.get("control")).get("name"))),
+        ("attempt", _field(record.get("attempt"))),
         ("image", _field(_dict(record.get("image")).get("id"))),
         ("seal", _field(record.get("seal"))),
+        ("git", git_line(provenance_of(record.get("provenance")))),
         ("exit code", _field(out.get("exit_code"))),
         ("duration", f"{_field(out.get('duration_s'))} s"),
         ("lock", (f"{_field(lock.get('path'))}: acquired {_field(lock.get('acquired'))}, "
@@ -65,6 +72,8 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
     for p in map(_dict, _list(record.get("post_steps"))):
         rows.append((f"post-step {plain(p.get('name'), 200)}",
                      f"{_field(p.get('verdict'))} (exit {_field(p.get('exit_code'))})"))
+    if (approved := _approval(record)) is not None:
+        rows.append(("approval", approved))
     rerun = _dict(record.get("rerun_of"))
     if rerun:
         rows.append(("rerun of", f"{_field(rerun.get('run_id'))}: {_field(rerun.get('reason'))}"))
@@ -72,6 +81,20 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
         rows.append(("rerun by", f"{_field(r.get('run_id'))} ({_field(r.get('status'))}): "
                                  f"{_field(r.get('reason'))}"))
     return rows
+
+
+def _approval(record: dict) -> str | None:
+    """The approval the run ran under, and whether it reviewed the commit the run ran at
+    (approvals match on sealed bytes, so a later commit may run under an earlier review)."""
+    approval = record.get("approval")
+    if not isinstance(approval, dict):
+        return None
+    reviewed = approval.get("commit")
+    ran = (provenance_of(record.get("provenance")) or {}).get("commit")
+    same = ("the commit this run ran at" if reviewed == ran else
+            f"not the commit this run ran at ({_field(ran)})")
+    return (f"{_field(approval.get('file'))} ({_field(approval.get('digest'))}); reviewed "
+            f"commit {_field(reviewed)}: {same}")
 
 
 def _recovered(run_dir: Path) -> str | None:
@@ -94,6 +117,21 @@ def _addenda(run_dir: Path) -> list[str]:
         return []
 
 
+def gate0_lines(run_dir: Path, run: RunRecord) -> list[str]:
+    """For a Gate-0 refusal, each differing field with its start-up and generation values
+    (from post-steps/gate0/verdict.json, bounded), at most MAX_GATE0_FIELDS of them."""
+    if GATE0_FIELD_DIFFERS not in run.rules:
+        return []
+    found = gate0_differences(run_dir)
+    lines = [f"    {plain(d['field'], 200)} ({_field(d.get('kind'))}): startup "
+             f"{plain(d.get('startup'), GATE0_VALUE_CHARS)}, generation "
+             f"{plain(d.get('generation'), GATE0_VALUE_CHARS)}"
+             for d in found[:MAX_GATE0_FIELDS]]
+    if len(found) > MAX_GATE0_FIELDS:
+        lines.append(f"    … and {len(found) - MAX_GATE0_FIELDS} more fields")
+    return ["  Gate 0 differences:", *lines] if lines else []
+
+
 def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) -> None:
     """Print the run; every value from the folder goes out as Text, never as markup.
     Values are shown as the file holds them (`view`), odd ones included."""
@@ -112,6 +150,8 @@ def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) ->
     for r in _list(record.get("reasons")):
         console.print(Text.assemble("  ", ("•", "red"), " ", plain(reason_text(r))),
                       highlight=False)
+    for line in gate0_lines(run_dir, run):
+        console.print(Text(line), highlight=False)
     recovered = _recovered(run_dir)
     if recovered is not None:
         console.print(Text.assemble("  ", ("recovered:", "yellow"), " ", recovered),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.atomic import dumps_json, fsync_dir
-from harness.bundle import bag
+from harness.bundle import bag, chain
 from harness.bundle.archive import DeterministicTar
 from harness.bundle.facts import RunFacts, parse_time, read_run_facts, time_span
 from harness.bundle.payload import Payload, collect_payload
@@ -100,7 +100,7 @@ def _run_facts(payload: Payload) -> list[RunFacts]:
 
 
 def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compress: bool,
-                   sign_key: Path | None) -> None:
+                   sign_key: Path | None, chain_tags: dict[str, bytes]) -> None:
     with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar:
         subjects = {f.arcname: tar.add_file(f.arcname, f.root, f.rel, f.size)
                     for f in payload.files}
@@ -110,6 +110,7 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compres
             bag.BAG_INFO: bag.bag_info(runs, oxum).encode("utf-8"),
             bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
             bag.STATEMENT: dumps_json(build_statement(runs, subjects)).encode("utf-8"),
+            **chain_tags,  # approvals and gate records (harness.bundle.chain)
         }
         tagmanifest = bag.manifest_text(
             {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
@@ -143,11 +144,14 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
     if problems:
         raise ExportRefused(problems)
     runs = _run_facts(payload)
+    chain_tags, problems = chain.collect(runs)
+    if problems:
+        raise ExportRefused(problems)
     top = top_folder([name for name, _ in payload.roots])
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "xb") as fh:
-            _write_archive(fh, payload, runs, top, compress, sign_key)
+            _write_archive(fh, payload, runs, top, compress, sign_key, chain_tags)
             fh.flush()
             os.fsync(fh.fileno())
         os.link(tmp, output)  # fails if someone created `output` meanwhile

@@ -131,3 +131,13 @@ def model_hashes(facts: RunFacts) -> dict[str, str]:
         if isinstance(value, dict):
             return {str(k): str(v) for k, v in value.items()}
     return {}
+
+
+def provenance(facts: RunFacts) -> dict[str, Any] | None:
+    """The project's git state the run recorded (run.json, else preflight.json), in its one
+    shape (`record.provenance_of`); None when neither has one."""
+    for source in (facts.record, facts.preflight or {}):
+        value = run_record.provenance_of(source.get("provenance"))
+        if value is not None:
+            return value
+    return None

@@ -1,112 +1,28 @@
 """Detached SSH signatures over tagmanifest-sha256.txt, via OpenSSH's `ssh-keygen -Y`.
 
 The tag manifest pins every tag file, and the tag files pin every payload file, so one
-signature covers the bundle. OpenSSH is used rather than a Python crypto library so a
-reviewer can check the same signature with the same tool, without the harness.
+signature covers the bundle. The signing code is `harness.approval.sign` (approvals use it
+too, in their own namespace); bundles sign in `harness-evidence`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import shutil
-import subprocess
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from harness.bundle.sums import one_line
-from harness.errors import EnvironmentFault, InvalidInput
+from harness.approval import sign as sshsig
+from harness.approval.sign import ARMOUR_BEGIN, ARMOUR_END, SignatureCheck, canonical_armour
 
 NAMESPACE = "harness-evidence"
 
-
-def _ssh_keygen() -> str:
-    tool = shutil.which("ssh-keygen")
-    if tool is None:
-        raise EnvironmentFault("ssh-keygen (OpenSSH) is not installed; it signs and verifies")
-    return tool
+__all__ = ["ARMOUR_BEGIN", "ARMOUR_END", "NAMESPACE", "SignatureCheck", "canonical_armour",
+           "sign", "verify"]
 
 
 def sign(data: bytes, key: Path) -> bytes:
-    """An SSHSIG signature of `data` with the private key file `key` (or a key held by ssh-agent
-    for the public key file `key`). Ed25519 signatures are deterministic, so signed exports
-    stay byte-identical."""
-    key = Path(key)
-    if not key.is_file():
-        raise InvalidInput(f"signing key {one_line(str(key))} is not a file")
-    with tempfile.TemporaryDirectory(prefix="harness-sign-") as tmp:
-        message = Path(tmp) / "tagmanifest-sha256.txt"
-        message.write_bytes(data)
-        result = subprocess.run(
-            [_ssh_keygen(), "-q", "-Y", "sign", "-f", str(key), "-n", NAMESPACE, str(message)],
-            capture_output=True, text=True, check=False,
-        )
-        signature = message.with_name(message.name + ".sig")
-        if result.returncode != 0 or not signature.is_file():
-            detail = result.stderr.strip() or f"ssh-keygen exited {result.returncode}"
-            raise InvalidInput(f"cannot sign with {one_line(str(key))}: {detail}")
-        return signature.read_bytes()
-
-
-ARMOUR_BEGIN = b"-----BEGIN SSH SIGNATURE-----\n"
-ARMOUR_END = b"-----END SSH SIGNATURE-----\n"
-
-
-def canonical_armour(signature: bytes) -> bool:
-    """True when the file is exactly as `ssh-keygen -Y sign` writes it (base64 in 70-column
-    lines). OpenSSH skips stray whitespace in the armour, which the signature does not cover,
-    so without this an edited signature file could still read as the same signature."""
-    if not (signature.startswith(ARMOUR_BEGIN) and signature.endswith(ARMOUR_END)):
-        return False
-    body = signature[len(ARMOUR_BEGIN):-len(ARMOUR_END)]
-    try:
-        blob = base64.b64decode(body.replace(b"\n", b""), validate=True)
-    except binascii.Error:
-        return False
-    encoded = base64.b64encode(blob)
-    lines = [encoded[i:i + 70] + b"\n" for i in range(0, len(encoded), 70)]
-    return body == b"".join(lines)
-
-
-@dataclass(frozen=True)
-class SignatureCheck:
-    ok: bool
-    detail: str  # who signed, or why the signature is not accepted
+    """An SSHSIG signature of the tag manifest `data` with `key`, namespace harness-evidence."""
+    return sshsig.sign(data, key, NAMESPACE, "tagmanifest-sha256.txt")
 
 
 def verify(data: bytes, signature: bytes, allowed_signers: Path) -> SignatureCheck:
-    """Check `signature` over `data` against an OpenSSH allowed_signers file, offline."""
-    allowed_signers = Path(allowed_signers)
-    if not allowed_signers.is_file():
-        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} is not a file")
-    if not canonical_armour(signature):
-        return SignatureCheck(False, "not a signature file as ssh-keygen writes it")
-    tool = _ssh_keygen()
-    with tempfile.TemporaryDirectory(prefix="harness-verify-") as tmp:
-        sig_path = Path(tmp) / "tagmanifest-sha256.txt.sig"
-        sig_path.write_bytes(signature)
-        found = subprocess.run(
-            [tool, "-Y", "find-principals", "-s", str(sig_path), "-f", str(allowed_signers)],
-            capture_output=True, text=True, check=False,
-        )
-        principals = found.stdout.split()
-        if found.returncode != 0 or not principals:
-            why = found.stderr.strip().splitlines()
-            tail = f" ({one_line(why[-1])})" if why else ""
-            return SignatureCheck(
-                False, f"no signer in {one_line(str(allowed_signers))} matches this signature{tail}"
-            )
-        failures = []
-        for principal in principals:
-            checked = subprocess.run(
-                [tool, "-Y", "verify", "-f", str(allowed_signers), "-I", principal,
-                 "-n", NAMESPACE, "-s", str(sig_path)],
-                input=data, capture_output=True, check=False,
-            )
-            if checked.returncode == 0:
-                # the principal is text from the allowed_signers file: never raw to a terminal
-                return SignatureCheck(True, f"good signature by {one_line(principal)}")
-            failures.append(one_line(checked.stderr.decode("utf-8", "replace").strip())
-                            or "rejected")
-        return SignatureCheck(False, "; ".join(failures))
+    """Check a bundle's signature over `data` against an allowed_signers file, offline."""
+    return sshsig.verify(data, signature, allowed_signers, NAMESPACE)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.bundle.facts import RunFacts, model_hashes, time_span
+from harness.bundle.facts import RunFacts, model_hashes, provenance, time_span
 from harness.bundle.records import BadMember, parse_json
 from harness.bundle.sums import Problem
 
@@ -44,6 +44,7 @@ def _request(r: RunFacts) -> dict[str, Any]:
         "docker_argv": r.argv,
         "model_hashes": model_hashes(r),
         "rerun_of": r.get("rerun_of"),
+        "provenance": provenance(r),  # the project's git commit, clean or dirty (changed paths)
     }
 
 
@@ -51,8 +52,8 @@ def _dependencies(runs: list[RunFacts]) -> list[dict[str, Any]]:
     """Image, source seal and model files each run resolved, merged across runs."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def add(name: str, uri: str, value: Any, run_id: str) -> None:
-        digest = _digest(value)
+    def add(name: str, uri: str, value: Any, run_id: str, digest: dict | None = None) -> None:
+        digest = digest or _digest(value)
         if digest is None:
             return
         key = (uri, json.dumps(digest, sort_keys=True))
@@ -65,6 +66,9 @@ def _dependencies(runs: list[RunFacts]) -> list[dict[str, Any]]:
         image_name = r.get("image", "name") or "image"
         add(str(image_name), f"docker-image:{image_name}", r.get("image", "id"), r.run_id)
         add("source seal", "harness:source-seal", r.get("seal"), r.run_id)
+        commit = (provenance(r) or {}).get("commit")
+        if commit:
+            add("project", "harness:project-git", None, r.run_id, {"gitCommit": commit})
         for path, value in sorted(model_hashes(r).items()):
             add(path, f"model-file:{path}", value, r.run_id)
     for entry in merged.values():

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import bagit
 
-from harness.bundle import bag
+from harness.bundle import bag, chain
+from harness.bundle.facts import read_run_facts
 from harness.bundle.records import BadMember, read_member, read_text_member
 from harness.bundle.safe_extract import Limits, safe_extract
 from harness.bundle.seals import bag_runs, layout_problems, run_problems
@@ -173,6 +174,7 @@ def verify_tree(root: Path, allowed_signers: Path | None = None) -> VerifyReport
         problems.extend(check_statement(statement, manifest, bag.STATEMENT))
 
     problems.extend(_check_runs(root, sorted(payload), report.runs, unscanned))
+    problems.extend(chain.check(root, [read_run_facts(r, root / r) for r in report.runs], hashes))
     report.signature = _check_signature(root, hashes, allowed_signers, problems)
     if not problems:
         problems.extend(_bagit_opinion(root))

@@ -10,6 +10,7 @@ COMMANDS: dict[str, str] = {
     "check": "harness.cli.core:check",
     "run": "harness.cli.core:run",
     "verify": "harness.cli.core:verify",
+    "diff": "harness.cli.diff:diff",
     "show": "harness.cli.core:show",
     "images": "harness.cli.core:images",
     "model": "harness.cli.core:model",
@@ -22,4 +23,6 @@ COMMANDS: dict[str, str] = {
     "report": "harness.cli.report:report",
     "schedule": "harness.cli.schedule:schedule",
     "bundle": "harness.cli.bundle:bundle",
+    "approve": "harness.cli.approve:approve",
+    "gates": "harness.cli.gates:gates",
 }

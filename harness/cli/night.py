@@ -12,12 +12,20 @@ from harness.catalogue import ENV_NO_ENGINE
 from harness.cli.display import night_reporter
 from harness.cli.params import DURATION, HOURS
 from harness.config.loader import require_campaign
-from harness.errors import EnvironmentFault
+from harness.errors import ENVIRONMENT, EnvironmentFault, HarnessError, InvalidInput
 from harness.night.runner import run_night
+from harness.report.inert import inert
 from harness.report.morning import write_night_summary
-from harness.rerun import rerun as do_rerun
+from harness.rerun import (
+    RerunPlan,
+    execute,
+    night_failures,
+    plan_rerun,
+    seal_lines,
+    sealed_with,
+)
 from harness.status import gather, render
-from harness.ui import reporter
+from harness.ui import Reporter, reporter
 
 RUNS_DIR = "gpu-runs"
 
@@ -80,36 +88,106 @@ def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: 
     raise click.exceptions.Exit(result.exit_code)
 
 
+def _say_plan(plan: RerunPlan) -> None:
+    """What the rerun uses; the original's values (status, seal, its seal's file names)
+    come from a run folder, so every line goes out inert."""
+    lines = [f"rerun of: {plan.run_dir} ({plan.original.status})",
+             *(f"uses: {path}" for path in plan.files()),
+             f"seal: {plan.seal.digest} (original {plan.original.seal})", *seal_lines(plan)]
+    for line in lines:
+        click.echo(inert(line, 2000))
+
+
+def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
+    campaign, night_dir = kw.pop("campaign"), kw.pop("night", None)
+    plan = plan_rerun(run_dir, campaign=campaign)
+    _say_plan(plan)
+    result = execute(plan, reason, ui=ui, night=night_dir, **kw)
+    sealed = sealed_with(result.run_dir)
+    if sealed is not None and sealed != plan.seal.digest:
+        click.echo(inert(f"note: the rerun sealed {sealed}, not the seal above: a file changed "
+                         "while it ran (`harness diff` the two runs names it)", 2000))
+    click.echo(f"{result.status}: {result.run_dir}")
+    if result.night:
+        click.echo(f"night: {result.night}")
+    return result.exit_code
+
+
+def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
+    todo = night_failures(night_dir)
+    if not todo:
+        click.echo(f"nothing to rerun: no newest attempt in {night_dir} is refused, failed, "
+                   "timed-out or interrupted")
+        return 0
+    worst = 0
+    for run_dir in todo:
+        try:
+            worst = max(worst, _rerun_one(run_dir, reason, ui, night=night_dir, **kw))
+        except HarnessError as e:  # this one is recorded (or never started); go on
+            click.echo(inert(f"error: {run_dir}: {e.message}", 2000))
+            worst = max(worst, e.code)
+            if e.code == ENVIRONMENT:  # the host is not fit: the next ones would fail too
+                break
+    for path in write_night_summary(night_dir):
+        if path.suffix == ".md":
+            click.echo(f"summary: {path}")
+    return worst
+
+
 @click.command("rerun")
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument("run_dir", required=False,
+                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--failed", "night_dir", metavar="NIGHT_DIR",
+              type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="rerun every refused, failed, timed-out or interrupted newest attempt of "
+                   "this night, then rewrite its summary files")
 @click.option("--reason", required=True, help="why the control is run again (recorded)")
+@click.option("--campaign", type=click.Path(path_type=Path, dir_okay=False),
+              help="read the control from this campaign file (default: the original's "
+                   "recorded campaign file, as it is on disk now)")
 @click.option("--runs-dir", type=click.Path(path_type=Path),
               help="where the new run folder goes (default: beside the original)")
 @click.option("--lock-timeout", type=DURATION,
               help="how long to wait for the night and GPU locks, e.g. 600 or 2h")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
-def rerun(run_dir: Path, reason: str, runs_dir: Path | None, lock_timeout: float | None,
-          json_lines: bool | None) -> None:
+def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: Path | None,
+          runs_dir: Path | None, lock_timeout: float | None, json_lines: bool | None) -> None:
     """Run RUN_DIR's control again as a new attempt, linked both ways to the original.
+
+    The control is read from the campaign file as it is in the checkout NOW (the path the
+    original recorded, or --campaign FILE), so a fix to a control or to the harness is
+    what runs. Before launching it prints the files it uses and the source seal they
+    make, and says plainly whether that seal changed against the original's: "plain
+    repeat: seal unchanged", or "seal changed: N files" and each file added, removed or
+    changed (from the original's preflight.json).
 
     The new run.json names the original and the reason (`rerun_of`); the original folder
     stays as sealed, so a refused run stays refused. The forward link is recorded in
     reruns.jsonl beside the run folders and, when the original belongs to a night, in
-    that night's journal. The campaign is read from the original's run.json. Waits for a
-    running night to end first. Exit codes as `harness run`: 0 accepted, 1 refused or
-    failed, 2 invalid input, 3 environment.
+    that night's journal. Waits for a running night to end first.
+
+    --failed NIGHT_DIR (instead of RUN_DIR) reruns each slot of the night whose newest
+    attempt is refused, failed, timed-out or interrupted, one after another, each linked
+    both ways, then rewrites the night's summary.md/html/json so the morning report shows
+    the reruns.
+
+    Exit codes as `harness run`: 0 accepted, 1 refused or failed, 2 invalid input, 3
+    environment; with --failed, the worst of the reruns (0 when there was nothing to
+    rerun), stopping at the first environment fault.
     """
+    if (run_dir is None) == (night_dir is None):
+        raise click.UsageError("give either RUN_DIR or --failed NIGHT_DIR")
+    if not reason.strip():
+        raise InvalidInput("--reason must say why the run is repeated")
     ui = reporter(json_lines)
+    kw = {"campaign": campaign, "runs_dir": runs_dir, "lock_timeout": lock_timeout}
     try:
-        result = do_rerun(run_dir, reason, ui=ui, runs_dir=runs_dir, lock_timeout=lock_timeout)
+        code = (_rerun_one(run_dir, reason, ui, **kw) if run_dir is not None
+                else _rerun_failed(night_dir, reason, ui, **kw))
     finally:
         ui.close()
-    click.echo(f"{result.status}: {result.run_dir}")
-    click.echo(f"rerun of: {os.path.abspath(run_dir)}")
-    if result.night:
-        click.echo(f"night: {result.night}")
-    raise click.exceptions.Exit(result.exit_code)
+    raise click.exceptions.Exit(code)
 
 
 @click.command("status")

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from harness.catalogue import MODEL_UNPINNED
+from harness.config.gates import Gate, GateList
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
 from harness.config.suggest import did_you_mean
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
@@ -76,6 +77,8 @@ class Loaded:
     controls: dict[str, tuple[Control, Path]] = field(default_factory=dict)
     image_lock: ImageLock | None = None
     image_lock_file: Path | None = None
+    gates: list[Gate] = field(default_factory=list)  # inline or from gates_file
+    gates_file: Path | None = None
     roots: tuple[Path, ...] = field(init=False)
     lock_file: Path = field(init=False)
 
@@ -112,7 +115,16 @@ class Loaded:
         out = [self.campaign_file, *(p for _, p in self.controls.values())]
         if self.image_lock_file:
             out.append(self.image_lock_file)
+        if self.gates_file:
+            out.append(self.gates_file)
+        if self.signers_file:  # who may approve is part of what was reviewed
+            out.append(self.signers_file)
         return out
+
+    @property
+    def signers_file(self) -> Path | None:
+        signers = self.campaign.allowed_signers
+        return resolve(signers, self.campaign_file.parent) if signers else None
 
 
 def resolve(value: str, base: Path) -> Path:
@@ -166,6 +178,8 @@ def kind_of(path: Path, data: Any) -> str:
         return "lock"
     if isinstance(data, dict) and "controls" in data:
         return "campaign"
+    if isinstance(data, dict) and "gates" in data:
+        return "gates"  # a gates_file
     return "control"
 
 
@@ -228,6 +242,10 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
         return None, faults
     loaded = Loaded(campaign, path)
     faults += _check_roots(loaded, doc)
+    faults += _load_gates(loaded, doc)
+    if loaded.signers_file and not loaded.signers_file.is_file():
+        faults.append(doc.fault(("allowed_signers",), f"allowed_signers: "
+                                f"{loaded.signers_file} is not a file"))
     lock_file = resolve(campaign.images_lock, path.parent)
     image_lock, _, lock_faults = load_model(lock_file, ImageLock)
     faults += lock_faults
@@ -257,6 +275,24 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
     return (loaded if not faults else None), faults
 
 
+def _load_gates(loaded: Loaded, doc: Document) -> list[Fault]:
+    """The campaign's gates, inline (`gates:`) or from the file `gates_file:` names, into
+    `loaded.gates`; faults at their positions in whichever file holds them."""
+    inline, named = loaded.campaign.gates, loaded.campaign.gates_file
+    if inline is not None and named is not None:
+        return [doc.fault(("gates_file",), "gates_file: give `gates` or `gates_file`, not both",
+                          key=True)]
+    if named is not None:
+        loaded.gates_file = resolve(named, loaded.campaign_file.parent)
+        listed, _, faults = load_model(loaded.gates_file, GateList)
+    elif inline is not None:
+        listed, faults = validate(replace(doc, data={"gates": inline}), GateList)
+    else:
+        return []
+    loaded.gates = list(listed.gates) if listed else []
+    return faults
+
+
 def check_files(paths: list[Path]) -> list[Fault]:
     """Validate any mix of campaigns, controls and image locks; every fault, in order."""
     return check(paths)[0]
@@ -282,7 +318,8 @@ def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
             for ctl, ctl_path in (loaded.controls.values() if loaded else ()):
                 controls.setdefault(os.path.realpath(ctl_path), (ctl_path, ctl, None))
         else:
-            obj, found = validate(doc, ImageLock if kind == "lock" else Control)
+            model = {"lock": ImageLock, "gates": GateList}.get(kind, Control)
+            obj, found = validate(doc, model)
             faults += found
             if isinstance(obj, Control):
                 controls[os.path.realpath(p)] = (p, obj, doc)

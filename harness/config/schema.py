@@ -341,6 +341,10 @@ class Campaign(Strict):
     stop_policy: Literal["continue", "stop-on-refusal", "stop-on-failure"] = "continue"
     retry: Retry = Retry()
     contract: Annotated[list[str], AfterValidator(parse_contract)] | None = None
+    gates: list[Any] | None = None  # checked with positions by harness.config.gates (loader)
+    gates_file: str | None = Field(default=None, min_length=1, max_length=1024)
+    require_approval: bool = False  # runs need an approval of their seal (harness.approval)
+    allowed_signers: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
 IMAGE_REF = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,511}$"

@@ -36,6 +36,8 @@ class RunContext:
     created: str = field(default_factory=utc_now)
     image_id: str | None = None
     seal: SourceSeal | None = None
+    approval: dict | None = None  # the approval it runs under (harness.approval.check)
+    provenance: dict | None = None  # the project's git state (harness.provenance.git_state)
     model_hashes: dict[str, str] = field(default_factory=dict)
     preflight: list[Reason] = field(default_factory=list)
     held: Held | None = None

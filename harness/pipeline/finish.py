@@ -71,6 +71,8 @@ def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> RunRecord
                     for p in ctx.post],
         rerun_of=ctx.rerun_of,
         stages=list(ctx.stages),
+        provenance=ctx.provenance,
+        approval=ctx.approval,
     )
 
 

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from harness import engine, modelcache
+from harness.approval import check as approval
 from harness.atomic import write_json
 from harness.catalogue import (
     ENV_DEVICE,
@@ -26,6 +27,7 @@ from harness.errors import EnvironmentFault
 from harness.host import identity
 from harness.imagepin import how_to_obtain
 from harness.pipeline.context import RunContext
+from harness.provenance import git_state
 from harness.runfolder import layout
 from harness.seal import source_seal
 from harness.verdict import Reason
@@ -101,13 +103,16 @@ def check_device(ctx: RunContext) -> list[Reason]:
 
 def run(ctx: RunContext) -> list[Reason]:
     ctx.seal = source_seal(ctx.loaded.project_dir, ctx.loaded.files())
-    reasons = check_image(ctx) + check_model(ctx) + check_device(ctx)
+    ctx.provenance = git_state(ctx.loaded.project_dir)
+    ctx.approval, reasons = approval.for_run(ctx.loaded, ctx.seal.digest)
+    reasons += check_image(ctx) + check_model(ctx) + check_device(ctx)
     if not reasons:
         snapshot = identity.snapshot(docker_client=engine.client())
         write_json(ctx.run_dir / layout.HOST_BEFORE, snapshot, exclusive=True)
     write_json(ctx.run_dir / layout.PREFLIGHT, {
         "schema": "harness.preflight/v1",
         "source_seal": ctx.seal.as_dict(),
+        "provenance": ctx.provenance,
         "image": {"name": ctx.control.image, "id": ctx.image_id},
         "model_hashes": ctx.model_hashes,
         "model_path": None if ctx.control.model is None else {

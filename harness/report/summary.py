@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.metrics import METRICS, UNITS
+from harness.report.gitline import git_line
 from harness.report.inert import inert
 from harness.report.svg import fmt, line_plot
 from harness.runfolder.layout import RECORD
-from harness.runfolder.record import reason_of, reason_text
+from harness.runfolder.record import provenance_of, reason_of, reason_text
 
 SCHEMA = "harness.summary/v1"
 UNCAPPED = 10**9  # the renderers only escape; the length was capped when the entry was built
@@ -111,6 +112,7 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
     rerun = _dict(run.get("rerun_of"))
     link = row.get("rerun_of")
     linked = (links or {}).get(link) if isinstance(link, int) else None
+    provenance = provenance_of(run.get("provenance"))
     return {
         "plan_index": _int(row.get("plan_index")),
         "control": _text(row.get("control")) or _text(_dict(run.get("control")).get("name"))
@@ -125,6 +127,8 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
         "rerun_of": _text(rerun.get("run_id")) or _text(linked),
         "rerun_reason": _text(rerun.get("reason")) or _text(row.get("link_reason")),
         "reruns": [],
+        "git": git_line(provenance) if provenance is not None else None,
+        "git_dirty": provenance["dirty"] if provenance is not None else None,
         "post_steps": [
             {"name": inert(p.get("name")), "verdict": _text(p.get("verdict")),
              "exit_code": _int(p.get("exit_code"))}
@@ -226,7 +230,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     lines.append("")
     for e in summary["runs"]:
         if e["run_id"]:
-            lines.append(f"- {_md(e['run_id'])}: {_md(e['run_dir'] or '')}")
+            git = f" (git {_md(e['git'])})" if e.get("git") else ""
+            lines.append(f"- {_md(e['run_id'])}: {_md(e['run_dir'] or '')}{git}")
     if summary["trends"]:
         lines += ["", "## Across nights", ""]
         for control, points in summary["trends"].items():
@@ -285,6 +290,8 @@ def render_html(summary: Mapping[str, Any]) -> str:
             reasons += f"<div class=\"meta\">{_h(link)}</div>"
         if e["run_id"]:
             reasons += f"<div class=\"meta\"><code>{_h(e['run_id'])}</code></div>"
+        if e.get("git"):
+            reasons += f"<div class=\"meta\">git {_h(e['git'])}</div>"
         cells = [
             f"<td class=\"num\">{_h(e['plan_index'] if e['plan_index'] is not None else '')}</td>",
             f"<td>{_h(e['control'])}</td>", f"<td class=\"num\">{_h(e['attempt'] or '')}</td>",

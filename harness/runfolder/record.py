@@ -64,6 +64,10 @@ class RunRecord:
     recovered: dict[str, Any] | None = None  # only a record written by recovery
     # each stage that ran: name, result (ok, refused, error, interrupted), seconds, rules
     stages: list[dict[str, Any]] | None = None
+    # the project's git state at preflight: commit, dirty, changed, changed_total, error
+    provenance: dict[str, Any] | None = None
+    # the approval it ran under (require_approval): file, digest, seal, commit reviewed
+    approval: dict[str, Any] | None = None
     schema: str = SCHEMA
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -81,6 +85,10 @@ class RunRecord:
             doc["recovered"] = self.recovered
         if self.stages is not None:
             doc["stages"] = self.stages
+        if self.provenance is not None:
+            doc["provenance"] = self.provenance
+        if self.approval is not None:
+            doc["approval"] = self.approval
         return doc
 
     def view(self) -> dict[str, Any]:
@@ -181,6 +189,21 @@ def _of(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], default: A
     return value if isinstance(value, kind) else default
 
 
+def provenance_of(value: Any) -> dict[str, Any] | None:
+    """A record's "provenance" in its one shape, each field of the wrong type read as
+    absent; None when it is not an object (older records have none)."""
+    if not isinstance(value, dict):
+        return None
+    commit, dirty, error = value.get("commit"), value.get("dirty"), value.get("error")
+    changed = [p for p in _of(value, "changed", list, []) if isinstance(p, str)]
+    total = value.get("changed_total")
+    total_ok = isinstance(total, int) and not isinstance(total, bool) and total >= 0
+    return {"commit": commit if isinstance(commit, str) else None,
+            "dirty": dirty if isinstance(dirty, bool) else None, "changed": changed,
+            "changed_total": total if total_ok else len(changed),
+            "error": error if isinstance(error, str) else None}
+
+
 def from_dict(doc: dict[str, Any]) -> RunRecord:
     """The typed record of a parsed run.json, v1 or v2; a field of the wrong type reads
     as absent (the caller still has `raw`)."""
@@ -202,6 +225,8 @@ def from_dict(doc: dict[str, Any]) -> RunRecord:
         post_steps=[p for p in _of(doc, "post_steps", list, []) if isinstance(p, dict)],
         rerun_of=_of(doc, "rerun_of", dict), recovered=_of(doc, "recovered", dict),
         stages=[s for s in _of(doc, "stages", list, []) if isinstance(s, dict)] or None,
+        provenance=provenance_of(doc.get("provenance")),
+        approval=_of(doc, "approval", dict),
         schema=_of(doc, "schema", str, ""), raw=doc)
 
 

@@ -1,0 +1,123 @@
+"""The run-time check: under `require_approval: true`, a run needs an approval of its seal.
+
+Called by the preflight stage (before the lock), so a refused run is sealed `refused` with
+the rule. Everything read here is hostile: approval files are read bounded, never through
+a symlink, parsed strictly; signatures are checked by OpenSSH against the campaign's
+`allowed_signers`; the gate record through its own verifying reader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.approval import gates
+from harness.approval.record import (
+    APPROVALS_DIR,
+    LIMIT,
+    Finding,
+    Pins,
+    file_name,
+    invalid,
+    match,
+    parse,
+    pins_of,
+)
+from harness.approval.sign import verify
+from harness.catalogue import APPROVAL_SIGNATURE, SEAL_NOT_APPROVED
+from harness.config.loader import Loaded
+from harness.errors import HarnessError
+from harness.readfile import InputError, read_bounded
+from harness.tree import printable
+from harness.verdict import Reason
+
+MAX_CANDIDATES = 10  # other approvals of the campaign named in a refusal
+SIG_SUFFIX = ".sig"
+
+
+def approvals_dir(loaded: Loaded) -> Path:
+    return loaded.project_dir / APPROVALS_DIR
+
+
+def candidates(folder: Path, campaign: str) -> list[Path]:
+    """The campaign's approval files (regular files named <campaign>-<12 hex>.json), sorted."""
+    shape = re.compile(re.escape(campaign) + r"-[0-9a-f]{12}\.json")
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(Path(e.path) for e in entries
+                          if shape.fullmatch(e.name) and e.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def _signature(loaded: Loaded, path: Path, data: bytes) -> list[Finding]:
+    """With `allowed_signers` set, the approval must carry a valid signature from it."""
+    if loaded.campaign.allowed_signers is None:
+        return []
+    allowed = loaded.signers_file
+    sig = path.with_name(path.name + SIG_SUFFIX)
+    try:
+        signature = read_bounded(sig, 64 * 1024, "signature")
+        result = verify(data, signature, allowed)
+    except InputError as e:
+        return [(APPROVAL_SIGNATURE, f"{printable(str(sig))}: unsigned ({e.message})")]
+    except HarnessError as e:
+        return [(APPROVAL_SIGNATURE, printable(e.message))]
+    return [] if result.ok else [(APPROVAL_SIGNATURE, f"{printable(str(sig))}: {result.detail}")]
+
+
+def read_doc(path: Path) -> tuple[bytes, dict[str, Any] | None, list[Finding]]:
+    try:
+        data = read_bounded(path, LIMIT, "approval")
+        return data, parse(data), []
+    except InputError as e:
+        return b"", None, [invalid(str(path), e.message)]
+    except ValueError as e:
+        return b"", None, [invalid(str(path), str(e))]
+
+
+def judge(loaded: Loaded, path: Path, pins: Pins) -> tuple[dict | None, list[Finding]]:
+    """Every reason the approval at `path` does not cover a run with `pins`."""
+    data, doc, found = read_doc(path)
+    if doc is None:
+        return None, found
+    found = match(doc, pins) + _signature(loaded, path, data)
+    record = Path(doc["gates"]["record"])
+    folder = record if record.is_absolute() else loaded.project_dir / record
+    found += gates.recheck(folder, doc["gates"]["digest"], loaded.campaign.name, pins.seal,
+                           [g.name for g in loaded.gates])
+    named = {"file": f"{APPROVALS_DIR}/{path.name}",
+             "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+             "seal": doc["source_seal"], "commit": doc["git"].get("commit")}
+    return named, found
+
+
+def _others(loaded: Loaded, pins: Pins) -> list[Finding]:
+    """No approval for this seal: say what the campaign's other approvals were for."""
+    found: list[Finding] = []
+    for path in candidates(approvals_dir(loaded), loaded.campaign.name)[:MAX_CANDIDATES]:
+        _, doc, bad = read_doc(path)
+        found += bad if doc is None else [(rule, f"{path.name}: {detail}")
+                                          for rule, detail in match(doc, pins)]
+    return found
+
+
+def for_run(loaded: Loaded, seal: str) -> tuple[dict | None, list[Reason]]:
+    """The approval a run with this seal runs under ({"file", "digest", "seal", "commit"}),
+    and each reason it may not run; (None, []) when the campaign does not require one."""
+    if not loaded.campaign.require_approval:
+        return None, []
+    pins = pins_of(loaded, seal)
+    path = approvals_dir(loaded) / file_name(loaded.campaign.name, seal)
+    if os.path.lexists(path):
+        named, found = judge(loaded, path, pins)
+    else:
+        named, found = None, _others(loaded, pins)
+        if not found:
+            found = [(SEAL_NOT_APPROVED, f"no approval of seal {seal} in "
+                                         f"{printable(str(approvals_dir(loaded)))} (run "
+                                         f"`harness approve` after the gates pass)")]
+    return (None if found else named), [Reason(rule, detail) for rule, detail in found]

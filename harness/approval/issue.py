@@ -1,0 +1,103 @@
+"""`harness approve`: write the approval of a campaign's current seal, from a clean tree,
+on a gate record that verifies, passed, and was made for the same seal.
+
+The file is `approvals/<campaign>-<seal hex 12>.json` in the project (where a reviewer
+sees it in a diff; `approvals/` is not part of the source seal, so approving does not
+change what it approves), and `<file>.sig` beside it with --sign-key. Never overwritten.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from harness.approval import gates
+from harness.approval.check import SIG_SUFFIX, approvals_dir
+from harness.approval.record import APPROVALS_DIR, build, file_name, pins_of
+from harness.approval.sign import sign
+from harness.atomic import dumps_json, write_bytes
+from harness.catalogue import APPROVAL_DIRTY_TREE
+from harness.config.loader import Loaded
+from harness.errors import InvalidInput, Refused
+from harness.seal import source_seal
+from harness.timeutil import utc_now
+from harness.tree import printable
+
+MAX_REVIEWER = 200
+
+
+def dirty_reason(git: dict[str, Any]) -> str | None:
+    """Pure: why this git state is not an immutable head to approve (None: it is). Changes
+    under approvals/ do not count: approvals are not sealed, and earlier ones may be new."""
+    if git.get("error") or not isinstance(git.get("commit"), str):
+        return f"no git commit to name ({printable(str(git.get('error') or 'not a git tree'))})"
+    changed = [p for p in git.get("changed") or [] if not p.startswith(APPROVALS_DIR + "/")]
+    if git.get("dirty") is not False and (changed or git.get("changed_total", 0) != len(
+            git.get("changed") or []) or git.get("dirty") is None):
+        shown = ", ".join(printable(p) for p in changed[:10])
+        return (f"the tree has uncommitted changes ({git.get('changed_total')} path(s): "
+                f"{shown}); commit them, then approve the commit")
+    return None
+
+
+def default_reviewer(project_dir: Path) -> str:
+    """git's user.email (else user.name) for the project, else the login name."""
+    for key in ("user.email", "user.name"):
+        try:
+            out = subprocess.run(["git", "-C", str(project_dir), "config", "--get", key],
+                                 capture_output=True, text=True, timeout=5, check=False)
+        except (OSError, subprocess.SubprocessError):
+            break
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return os.environ.get("USER") or getpass.getuser()
+
+
+def reviewer_name(value: str) -> str:
+    value = value.strip()
+    if not value or len(value) > MAX_REVIEWER or not value.isprintable():
+        raise InvalidInput(f"reviewer {printable(value)[:MAX_REVIEWER]!r} must be one line of "
+                           f"1 to {MAX_REVIEWER} printable characters")
+    return value
+
+
+def _relative(path: Path, base: Path) -> Path:
+    """`path` relative to `base` when inside it (a project may move), else absolute."""
+    return path.relative_to(base) if path.is_relative_to(base) else path
+
+
+def approve(loaded: Loaded, gate_dir: Path, git: dict[str, Any], reviewer: str,
+            key: Path | None) -> tuple[Path, dict[str, Any]]:
+    """Write the approval (and its signature); Refused naming the rule otherwise."""
+    reviewer = reviewer_name(reviewer)
+    if (why := dirty_reason(git)) is not None:
+        raise Refused(why, rule=APPROVAL_DIRTY_TREE)
+    seal = source_seal(loaded.project_dir, loaded.files()).digest
+    summary, found = gates.read(gate_dir, loaded.campaign.name, seal,
+                                [g.name for g in loaded.gates])
+    if found or summary is None:
+        raise Refused("; ".join(f"{rule}: {detail}" for rule, detail in found),
+                      rule=found[0][0])
+    gate_path = _relative(Path(os.path.abspath(gate_dir)), loaded.project_dir)
+    campaign_file = loaded.campaign_file.relative_to(loaded.project_dir).as_posix()
+    doc = build({"name": loaded.campaign.name, "file": campaign_file},
+                pins_of(loaded, seal), git, {"record": gate_path.as_posix(), **summary},
+                reviewer, utc_now())
+    path = approvals_dir(loaded) / file_name(loaded.campaign.name, seal)
+    if os.path.lexists(path):
+        raise InvalidInput(f"{printable(str(path))} exists: an approval is never overwritten "
+                           "(remove it, in a commit, to approve this seal again)")
+    data = dumps_json(doc).encode()
+    signature = sign(data, key) if key is not None else None  # a bad key writes nothing
+    try:
+        path.parent.mkdir(exist_ok=True)
+        if signature is not None:  # the signature first: an approval never lacks its .sig
+            write_bytes(path.with_name(path.name + SIG_SUFFIX), signature, exclusive=True)
+        write_bytes(path, data, exclusive=True)
+    except OSError as e:
+        raise InvalidInput(f"cannot write {printable(str(path))}: "
+                           f"{printable(e.strerror or str(e))}") from None
+    return path, doc

@@ -1,0 +1,152 @@
+"""The approval chain in a bundle: run -> seal -> approval -> gate record.
+
+A run made under `require_approval` names its approval in run.json ({"file", "digest",
+"seal", "commit"}). Export carries that approval (and its `.sig`) as the tag file
+`metadata/approvals/<name>` and the gate record it names, byte for byte, under
+`metadata/gates/<folder>/` with its own SHA256SUMS; the tag manifest (and so the bundle's
+signature) covers them. Verify checks each link: the approval is the file the run names
+(its digest), approves the run's seal, and names a gate record that verifies, has that
+SHA256SUMS digest, passed, and was made for the same seal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from harness.approval import gates
+from harness.approval.check import SIG_SUFFIX, read_doc
+from harness.approval.record import APPROVALS_DIR, parse
+from harness.bundle.facts import RunFacts
+from harness.bundle.records import BadMember, read_member
+from harness.bundle.sums import Problem, one_line
+from harness.errors import InvalidInput
+from harness.readfile import InputError, read_bounded
+from harness.tree import walk
+
+APPROVALS_TAGS = "metadata/approvals"
+GATES_TAGS = "metadata/gates"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
+GATE_FILES_LIMIT = 64 << 20
+
+
+def _approval_name(run: RunFacts) -> str | None:
+    """The approval's file name, when run.json names one in approvals/ (else None)."""
+    approval = run.get("approval")
+    file = approval.get("file") if isinstance(approval, dict) else None
+    if not isinstance(file, str):
+        return None
+    folder, _, name = file.partition("/")
+    return name if folder == APPROVALS_DIR and _NAME.fullmatch(name) else ""
+
+
+def _record_name(doc: dict[str, Any]) -> str:
+    name = PurePosixPath(doc["gates"]["record"]).name
+    return name if _NAME.fullmatch(name) else ""
+
+
+def _folder_files(folder: Path) -> dict[str, bytes]:
+    out = {}
+    for entry in walk(folder):
+        if entry.name_problem or not (entry.is_file or entry.is_dir):
+            raise InvalidInput(f"{one_line(str(folder))}/{one_line(entry.rel)}: not carried")
+        if entry.is_file:
+            out[entry.rel] = read_bounded(folder / entry.rel, GATE_FILES_LIMIT, "gate file")
+    return out
+
+
+def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Problem]:
+    record = run.get("campaign", "file")
+    if not isinstance(record, str):
+        return [Problem("approval-missing", run.folder, "run.json names no campaign file")]
+    project = Path(record).parent.parent
+    path = project / APPROVALS_DIR / name
+    data, doc, bad = read_doc(path)
+    if doc is None:
+        return [Problem("approval-missing", run.folder, f"{rule}: {detail}")
+                for rule, detail in bad]
+    if "sha256:" + hashlib.sha256(data).hexdigest() != run.get("approval", "digest"):
+        return [Problem("approval-changed", one_line(str(path)), "not the approval the run "
+                                                                 "ran under (digest)")]
+    record_dir = Path(doc["gates"]["record"])
+    folder = record_dir if record_dir.is_absolute() else project / record_dir
+    # Which gates the campaign lists was judged at approve and at run time; here the
+    # record is bound by its digest, so no gate list is asked of it again.
+    found = gates.recheck(folder, doc["gates"]["digest"], str(run.get("campaign", "name")),
+                          doc["source_seal"], [])
+    if found or not _record_name(doc):
+        return [Problem("gates", one_line(str(folder)), f"{rule}: {detail}")
+                for rule, detail in found] or [Problem("gates", one_line(str(folder)),
+                                                       "not a carriable folder name")]
+    tags[f"{APPROVALS_TAGS}/{name}"] = data
+    sig = path.with_name(name + SIG_SUFFIX)
+    if sig.is_file():
+        tags[f"{APPROVALS_TAGS}/{name}{SIG_SUFFIX}"] = read_bounded(sig, 64 * 1024, "signature")
+    for rel, content in _folder_files(folder).items():
+        tags[f"{GATES_TAGS}/{_record_name(doc)}/{rel}"] = content
+    return []
+
+
+def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[Problem]]:
+    """The chain's tag files for the runs that ran under an approval; a problem for each
+    link that cannot be carried whole (export refuses then: exit 1)."""
+    tags: dict[str, bytes] = {}
+    problems: list[Problem] = []
+    for run in runs:
+        name = _approval_name(run)
+        if name is None:
+            continue
+        if not name:
+            problems.append(Problem("approval-missing", run.folder, "bad approval file name"))
+            continue
+        try:
+            problems += _collect_one(run, name, tags)
+        except (InputError, OSError, InvalidInput) as e:
+            problems.append(Problem("approval-missing", run.folder, str(e)[:500]))
+    return tags, problems
+
+
+def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str]) -> list[Problem]:
+    tag = f"{APPROVALS_TAGS}/{name}"
+    if tag not in hashes:
+        return [Problem("approval-missing", run.folder, f"the bundle does not carry {tag}")]
+    if "sha256:" + hashes[tag] != run.get("approval", "digest"):
+        return [Problem("approval-changed", tag, "not the approval the run ran under")]
+    try:
+        data = read_member(root, tag)
+    except BadMember as e:
+        return [Problem("approval-malformed", tag, str(e))]
+    _, doc, bad = _parse(data)
+    if doc is None:
+        return [Problem("approval-malformed", tag, bad)]
+    if doc["source_seal"] != run.get("seal"):
+        return [Problem("approval-seal", tag, f"approves {doc['source_seal']}, the run's seal "
+                                              f"is {one_line(str(run.get('seal')))}")]
+    folder = root / GATES_TAGS / _record_name(doc)
+    return [Problem("gates", f"{GATES_TAGS}/{_record_name(doc)}", f"{rule}: {detail}")
+            for rule, detail in gates.recheck(folder, doc["gates"]["digest"],
+                                              str(run.get("campaign", "name")),
+                                              doc["source_seal"], [])]
+
+
+def _parse(data: bytes) -> tuple[bytes, dict[str, Any] | None, str]:
+    try:
+        return data, parse(data), ""
+    except ValueError as e:
+        return data, None, str(e)
+
+
+def check(root: Path, runs: list[RunFacts], hashes: dict[str, str]) -> list[Problem]:
+    """Each run that names an approval: the chain run -> seal -> approval -> gates holds."""
+    problems: list[Problem] = []
+    for run in runs:
+        name = _approval_name(run)
+        if name is None:
+            continue
+        if not name:
+            problems.append(Problem("approval-missing", run.folder, "bad approval file name"))
+            continue
+        problems += _check_one(root, run, name, hashes)
+    return problems

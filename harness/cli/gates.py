@@ -1,0 +1,49 @@
+"""`harness gates CAMPAIGN [--runs-dir DIR] [--only NAME...]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.cli.core import RUNS_DIR
+from harness.config.loader import require_campaign
+from harness.gates.run import run_gates
+from harness.report.inert import inert
+
+
+def _line(entry: dict[str, Any]) -> None:
+    status = "passed" if entry["passed"] else "FAILED"
+    why = f": {inert(entry['why'], 2000)}" if entry["why"] else ""
+    click.echo(f"{status}: {inert(entry['name'], 64)} ({entry['duration_s']:g} s){why}")
+
+
+@click.command("gates")
+@click.argument("campaign", type=click.Path(path_type=Path))
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR, show_default=True,
+              help="the record goes to DIR/gates/<campaign>-<UTC stamp>/")
+@click.option("--only", multiple=True, metavar="NAME",
+              help="run only this gate (repeatable); the record lists only those run")
+def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
+    """Run the campaign's gates in order and write a sealed gate record.
+
+    Each gate (`gates:` in the campaign, or the file `gates_file:` names) is an argv run
+    without a shell, in the project folder (or its `cwd`), with its own output folder in
+    HARNESS_GATE_DIR and in place of the token {gate_dir} in its argv. It passes when it
+    exits with `expect.exit_code` (default 0) within its timeout and, where asked, its
+    JUnit file shows no failure or error and at least `min_tests` tests ran, and its
+    `mutation: killed K/T` line reaches `min_kill_score`. The record (gates.json, each
+    gate's stdout.log, stderr.log and junit.xml, SHA256SUMS) is bound to the source seal
+    and the git state; `harness verify` and `harness show` read it.
+
+    Exit codes: 0 every gate passed; 1 a gate failed (the record says why) or the source
+    seal changed while they ran (GATES-SEAL-CHANGED); 2 invalid campaign, gate list or
+    --only; 3 a gate's command could not be started (not found, not executable), an
+    interrupt (the record of what ran is still sealed) or the record could not be written.
+    """
+    loaded = require_campaign(campaign)
+    folder, doc, code = run_gates(loaded, Path(runs_dir), only, echo=_line)
+    verdict = "passed" if doc["passed"] else "FAILED"
+    click.echo(f"gates {verdict}: {inert(str(folder), 1000)} (seal {doc['source_seal']})")
+    raise click.exceptions.Exit(code)

@@ -1,0 +1,223 @@
+"""`harness gates`: run a campaign's gates in order and seal what they showed.
+
+The thin shell around `harness.gates.judge`. Each gate's command runs without a shell, in
+its own process group (killed whole at its timeout), stdin closed, its stdout and stderr
+kept (each up to MAX_LOG bytes) in `<record>/<name>/stdout.log` and `stderr.log`. The
+gate writes into a scratch folder (HARNESS_GATE_DIR, and the `{gate_dir}` token in its
+argv); of that folder only the JUnit file its `expect` names is copied into the record,
+read bounded and never through a symlink, so nothing a gate leaves behind can make the
+record unsealable. Then gates.json and SHA256SUMS (harness.runfolder.manifest), read-only.
+
+Exit: 0 every gate passed; 1 a gate failed (the record says why), or the source seal
+changed while the gates ran (GATES-SEAL-CHANGED: they did not test the sealed bytes); 3 a
+gate's command could not be started at all (not found, not executable: the host lacks a
+tool), the operator interrupted (the running gate is killed, what ran is still sealed) or
+the record could not be written; 2 bad input (the campaign, --only, a missing cwd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from harness.atomic import write_json
+from harness.catalogue import GATES_SEAL_CHANGED
+from harness.config.gates import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
+from harness.config.loader import Loaded
+from harness.errors import ENVIRONMENT, OK, REFUSED, EnvironmentFault, InvalidInput, Refused
+from harness.gates.judge import MAX_JUNIT, Outcome, Verdict, judge
+from harness.gates.record import GATE_RECORD, GATES_DIR, SCHEMA
+from harness.provenance import git_state
+from harness.runfolder.manifest import make_read_only, write_manifest
+from harness.seal import source_seal
+from harness.timeutil import stamp, utc_now
+from harness.tree import NotRegular, open_beneath
+
+MAX_LOG = 64 * 1024 * 1024
+KILL_TAIL = 1024 * 1024  # the kill score line is looked for in the last MiB of stdout
+GRACE_S = 10.0  # after a kill, how long the copiers may take to see the pipes close
+
+
+def select(gates: list[Gate], only: tuple[str, ...]) -> list[Gate]:
+    """Pure: the gates to run, in campaign order; InvalidInput naming an unknown --only."""
+    names = {g.name for g in gates}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise InvalidInput(f"--only {', '.join(unknown)}: no such gate (the campaign lists "
+                           f"{', '.join(sorted(names)) or 'none'})")
+    return [g for g in gates if not only or g.name in only]
+
+
+def _copy(src: BinaryIO, dest: Path) -> None:
+    """Copy a pipe into `dest`, keeping at most MAX_LOG bytes, draining the rest."""
+    kept = dropped = 0
+    with open(dest, "xb", buffering=0) as out:  # unbuffered: the log is live
+        while chunk := src.read1(1 << 16):  # what is there, not a full 64 KiB
+            room = MAX_LOG - kept
+            out.write(chunk[:room])
+            kept += min(room, len(chunk))
+            dropped += max(0, len(chunk) - room)
+        if dropped:
+            out.write(f"\n[harness: {dropped} more bytes not kept]\n".encode())
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _tail(path: Path) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - KILL_TAIL))
+        return f.read().decode("utf-8", "replace")
+
+
+def _junit(gate: Gate, scratch: Path, dest: Path) -> tuple[bytes | None, str | None]:
+    """The JUnit bytes the gate wrote (copied to `dest`), or why there are none."""
+    if gate.expect.junit is None:
+        return None, None
+    try:
+        fd = open_beneath(scratch, gate.expect.junit)
+    except FileNotFoundError:
+        return None, "not written"
+    except (NotRegular, OSError) as e:
+        return None, f"not a readable regular file ({e.strerror or e})"
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_JUNIT + 1)
+    if len(data) > MAX_JUNIT:
+        return None, f"over the {MAX_JUNIT} byte limit"
+    dest.write_bytes(data)
+    return data, None
+
+
+def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
+    """Run one gate's command; what it did, as an Outcome for the judge."""
+    argv = [a.replace(GATE_DIR_TOKEN, str(scratch)) for a in gate.run]
+    env = {**os.environ, GATE_DIR_ENV: str(scratch)}
+    began = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as e:
+        for log in ("stdout.log", "stderr.log"):
+            (out_dir / log).write_bytes(b"")
+        return Outcome(None, 0.0, start_error=f"{argv[0]}: {e.strerror or e}")
+    copiers = [threading.Thread(target=_copy, args=(pipe, out_dir / name), daemon=True)
+               for pipe, name in ((proc.stdout, "stdout.log"), (proc.stderr, "stderr.log"))]
+    for t in copiers:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=gate.timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:  # also on Ctrl-C: never leave a gate running
+        _kill(proc)
+        proc.wait()
+    for t in copiers:
+        t.join(GRACE_S)
+    junit, problem = _junit(gate, scratch, out_dir / "junit.xml")
+    return Outcome(None if timed_out else proc.returncode, round(time.monotonic() - began, 3),
+                   timed_out=timed_out, stdout=_tail(out_dir / "stdout.log"),
+                   junit=junit, junit_problem=problem)
+
+
+def _cwd(gate: Gate, project_dir: Path) -> Path:
+    """The gate's folder: the project, or a folder inside it (InvalidInput otherwise)."""
+    real_project = Path(os.path.realpath(project_dir))
+    cwd = Path(os.path.realpath(real_project / (gate.cwd or ".")))
+    if not (cwd == real_project or real_project in cwd.parents) or not cwd.is_dir():
+        raise InvalidInput(f"gate {gate.name}: cwd {gate.cwd!r} is not a folder inside the "
+                           f"project {project_dir}")
+    return cwd
+
+
+def gate_entry(gate: Gate, argv: list[str], out: Outcome, verdict: Verdict) -> dict[str, Any]:
+    """Pure: one gate's entry in gates.json."""
+    return {"name": gate.name, "argv": argv, "exit_code": out.exit_code,
+            "passed": verdict.passed, "duration_s": out.duration_s, "counts": verdict.counts,
+            "kill_score": verdict.kill_score, "min_kill_score": gate.expect.min_kill_score,
+            "why": verdict.why}
+
+
+def exit_code(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> int:
+    """Pure: 3 when a gate could not start or was interrupted, else 1 when one failed,
+    else 0."""
+    if any(o.start_error is not None or o.interrupted for o in outcomes):
+        return ENVIRONMENT
+    return OK if entries and all(e["passed"] for e in entries) else REFUSED
+
+
+def _folder(runs_dir: Path, campaign: str) -> Path:
+    parent = runs_dir / GATES_DIR
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(100):
+            folder = parent / (f"{campaign}-{stamp()}" + (f"-{n}" if n else ""))
+            try:
+                folder.mkdir()
+                return folder
+            except FileExistsError:
+                continue
+    except OSError as e:
+        raise EnvironmentFault(f"{parent}: cannot create the gate record folder: "
+                               f"{e.strerror or e}") from None
+    raise EnvironmentFault(f"{parent}: no free name for a gate record")
+
+
+Echo = Callable[[dict[str, Any]], None]
+
+
+def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
+              echo: Echo = lambda entry: None) -> tuple[Path, dict[str, Any], int]:
+    """Run the selected gates in order, seal the record; (folder, gates.json doc, exit)."""
+    gates = select(loaded.gates, only)
+    if not gates:
+        raise InvalidInput(f"{loaded.campaign_file}: the campaign lists no gates")
+    cwds = [_cwd(g, loaded.project_dir) for g in gates]  # every cwd checked before any runs
+    seal = source_seal(loaded.project_dir, loaded.files()).digest
+    git = git_state(loaded.project_dir)
+    folder, started = _folder(runs_dir, loaded.campaign.name), utc_now()
+    entries: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix=".gate-", dir=folder.parent) as tmp:
+        for gate, cwd in zip(gates, cwds, strict=True):
+            scratch, out_dir = Path(tmp) / gate.name, folder / gate.name
+            scratch.mkdir()
+            out_dir.mkdir()
+            try:
+                out = _execute(gate, cwd, scratch, out_dir)
+            except KeyboardInterrupt:  # the gate is killed (_execute); seal what ran
+                out = Outcome(None, 0.0, interrupted=True)
+            entries.append(gate_entry(gate, list(gate.run), out, judge(gate, out)))
+            outcomes.append(out)
+            echo(entries[-1])
+            shutil.rmtree(scratch, ignore_errors=True)
+            if out.interrupted:
+                break
+    doc = {"schema": SCHEMA, "campaign": {"name": loaded.campaign.name,
+                                          "file": str(loaded.campaign_file)},
+           "source_seal": seal, "git": git, "times": {"started": started, "ended": utc_now()},
+           "gates": entries, "passed": all(e["passed"] for e in entries)}
+    try:
+        write_json(folder / GATE_RECORD, doc, exclusive=True)
+        write_manifest(folder)
+        make_read_only(folder)
+    except OSError as e:
+        raise EnvironmentFault(f"{folder}: cannot seal the gate record: "
+                               f"{e.strerror or e}") from None
+    if source_seal(loaded.project_dir, loaded.files()).digest != seal:
+        raise Refused(f"{folder}: the source seal changed while the gates ran (it was {seal}); "
+                      "the record does not vouch for the bytes now: run the gates again",
+                      rule=GATES_SEAL_CHANGED)
+    return folder, doc, exit_code(entries, outcomes)

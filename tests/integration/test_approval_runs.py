@@ -1,0 +1,188 @@
+"""Paired controls for the approval chain with the real engine, on a git project: a run of
+a `require_approval` campaign is refused before the lock without an approval of its seal
+and accepted with one; each other way to fail names its own rule."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+
+from harness.bundle import safe_extract
+from harness.runfolder.manifest import write_manifest
+from tests.approval_helpers import commit_all, gate_record, make_keys, seal_of
+from tests.conftest import REPO, containers_with_label
+
+HELLO = """\
+command: [python3, -c, "print('hello')"]
+timeout: 1m
+"""
+
+
+def setup(project, extra: str = ""):
+    project.control("hello", HELLO)
+    camp = project.campaign("camp", ["hello"], "require_approval: true\n" + extra)
+    (project.root / ".gitignore").write_text("runs/\nlocks/\n")
+    commit_all(project.root)
+    return camp
+
+
+def run(project, camp) -> tuple[int, dict, str]:
+    before = set(project.run_dirs())
+    r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+    [new] = sorted(set(project.run_dirs()) - before)
+    assert project.harness("verify", str(new)).returncode == 0
+    return r.returncode, project.record(new), r.stderr
+
+
+def approve(project, camp, *extra: str, name: str = "g1", passed: bool = True):
+    gates = gate_record(project.runs / "gates" / name, "camp", seal_of(camp), passed=passed)
+    return project.harness("approve", str(camp), "--gates", str(gates),
+                           "--reviewer", "rev@example", *extra)
+
+
+def test_remove_the_approval_refuses_restore_accepts(project):
+    camp = setup(project)
+    code, rec, _ = run(project, camp)
+    assert code == 1 and rec["status"] == "refused" and rec["rules"] == ["SEAL-NOT-APPROVED"]
+    assert rec["stages"][0]["name"] == "preflight" and len(rec["stages"]) == 1
+    assert rec["lock"] is None and "approval" not in rec  # refused before the lock
+    r = approve(project, camp)
+    assert r.returncode == 0, r.stderr
+    [path] = (project.root / "approvals").iterdir()
+    doc = json.loads(path.read_text())
+    assert doc["source_seal"] == seal_of(camp) and doc["images"] == {"rehearsal":
+                                                                     project.image_id}
+    assert doc["git"]["dirty"] is False and doc["gates"]["passed"] is True
+    code, rec, err = run(project, camp)
+    assert code == 0, err
+    assert rec["status"] == "accepted" and rec["approval"]["file"] == f"approvals/{path.name}"
+    assert rec["approval"]["seal"] == rec["seal"] == doc["source_seal"]
+    assert rec["approval"]["commit"] == doc["git"]["commit"]
+    kept = path.read_bytes()
+    path.unlink()
+    code, rec, _ = run(project, camp)
+    assert code == 1 and rec["rules"] == ["SEAL-NOT-APPROVED"]
+    before = set(project.run_dirs())
+    r = project.harness("rerun", str(project.runs / rec["run_id"]), "--reason", "no approval")
+    [again] = sorted(set(project.run_dirs()) - before)
+    assert r.returncode == 1 and project.record(again)["rules"] == ["SEAL-NOT-APPROVED"]
+    path.write_bytes(kept)
+    code, rec, _ = run(project, camp)
+    assert code == 0 and rec["status"] == "accepted"
+    # committing the approval makes a new commit: the run matches on the sealed bytes, and
+    # records its own commit; show says the reviewed one differs
+    reviewed = doc["git"]["commit"]
+    assert commit_all(project.root, "approve") != reviewed
+    code, rec, _ = run(project, camp)
+    assert code == 0 and rec["approval"]["commit"] == reviewed != rec["provenance"]["commit"]
+    shown = project.harness("show", str(project.runs / rec["run_id"]),
+                            env={**os.environ, "COLUMNS": "400"})
+    assert "not the commit this run ran at" in shown.stdout, shown.stdout
+    night = project.harness("night", str(camp), "--runs-dir", str(project.runs))
+    assert night.returncode == 0, night.stderr  # the night driver runs under it too
+    assert containers_with_label(f"org.harness.lock={project.lock}") == []
+
+
+def test_each_other_failure_names_its_own_rule(project, tmp_path):
+    key, allowed = make_keys(tmp_path, "rev")
+    camp = setup(project, f"allowed_signers: {allowed}\n")
+    (project.root / "notes.txt").write_text("uncommitted\n")
+    r = approve(project, camp, "--sign-key", str(key), name="dirty")
+    assert r.returncode == 1 and "[APPROVAL-DIRTY-TREE]" in r.stderr
+    (project.root / "notes.txt").unlink()
+    r = approve(project, camp, "--sign-key", str(key), name="failed", passed=False)
+    assert r.returncode == 1 and "[APPROVAL-GATES-FAILED]" in r.stderr
+    assert not (project.root / "approvals").exists()
+    r = approve(project, camp, "--sign-key", str(key))
+    assert r.returncode == 0, r.stderr
+    [path] = sorted((project.root / "approvals").glob("*.json"))
+    sig = path.with_name(path.name + ".sig")
+    code, rec, err = run(project, camp)
+    assert code == 0, err
+    # a tampered signature
+    good = sig.read_bytes()
+    sig.write_bytes(good.replace(b"\n", b"\n\n", 2))
+    code, rec, _ = run(project, camp)
+    assert code == 1 and rec["rules"] == ["APPROVAL-SIGNATURE"]
+    sig.write_bytes(good)
+    # the gate record failed after the approval (replaced by a failed one of the same name)
+    gates = project.runs / "gates" / "g1"
+    gates.chmod(0o755)
+    shutil.rmtree(gates)
+    gate_record(gates, "camp", seal_of(camp), passed=False)
+    code, rec, _ = run(project, camp)
+    assert code == 1 and "APPROVAL-GATES-FAILED" in rec["rules"]
+    # an approval for another seal: the campaign changed since
+    camp.write_text(camp.read_text() + "description: changed\n")
+    code, rec, _ = run(project, camp)
+    assert code == 1 and rec["rules"] == ["APPROVAL-OTHER-SEAL"]
+    # a changed image pin
+    camp.write_text(camp.read_text().replace("description: changed\n", ""))
+    lock = project.root / "images.lock"
+    lock.write_text(lock.read_text().replace(project.image_id, "sha256:" + "7" * 64))
+    code, rec, _ = run(project, camp)
+    assert "APPROVAL-IMAGE-CHANGED" in rec["rules"] and rec["status"] != "accepted"
+
+
+def _retag(root) -> None:
+    """A forger's fix-up: a tag manifest over every tag file as it now is (unsigned)."""
+    from harness.bundle.sums import format_sums
+
+    (root / "tagmanifest-sha256.txt.sig").unlink(missing_ok=True)
+    tags = {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and p.parts[len(root.parts)] != "data"
+            and p.name != "tagmanifest-sha256.txt"}
+    (root / "tagmanifest-sha256.txt").write_text(format_sums(tags))
+
+
+def test_a_bundle_carries_and_checks_the_chain(project, tmp_path):
+    camp = setup(project)
+    assert approve(project, camp).returncode == 0
+    code, rec, err = run(project, camp)
+    assert code == 0, err
+    name = rec["approval"]["file"].split("/")[1]
+    out = tmp_path / "evidence.tar.gz"
+    r = project.harness("bundle", "export", str(project.runs / rec["run_id"]), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    with tarfile.open(out) as tar:
+        names = {m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name}
+    assert {f"metadata/approvals/{name}", "metadata/gates/g1/gates.json",
+            "metadata/gates/g1/SHA256SUMS"} <= names
+    r = project.harness("bundle", "verify", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    recipe = re.search(r"<!-- bundle-doc-test: coreutils -->\n```sh\n(.*?)```",
+                       (REPO / "docs" / "bundles.md").read_text(), re.DOTALL).group(1)
+    by_hand = subprocess.run(["bash", "-c", recipe], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert by_hand.returncode == 0 and "bundle verified" in by_hand.stdout, by_hand.stderr
+    # a forger swaps in a failed gate record and fixes every manifest but the approval's digest
+    root = safe_extract(out, tmp_path / "forged")
+    for p in root.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    gates = root / "metadata/gates/g1"
+    (gates / "SHA256SUMS").unlink()
+    doc = json.loads((gates / "gates.json").read_text())
+    doc["passed"] = doc["gates"][0]["passed"] = False
+    (gates / "gates.json").write_text(json.dumps(doc))
+    write_manifest(gates)
+    _retag(root)
+    r = project.harness("bundle", "verify", str(root))
+    assert r.returncode == 1 and "FAIL gates" in r.stdout, r.stdout + r.stderr
+    forged = recipe.replace("mkdir review && cd review\ntar -xf \"$BUNDLE\"", "cd forged")
+    assert forged != recipe
+    by_hand = subprocess.run(["bash", "-c", forged], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert by_hand.returncode != 0 and "bundle verified" not in by_hand.stdout
+    assert "APPROVAL-GATES-FAILED" in r.stdout and "APPROVAL-GATES-NOT-INTACT" in r.stdout
+    # and export refuses a run whose gate record changed on disk since it was approved
+    source = project.runs / "gates" / "g1"
+    source.chmod(0o755)
+    (source / "gates.json").write_text((source / "gates.json").read_text() + " ")
+    r = project.harness("bundle", "export", str(project.runs / rec["run_id"]), "-o",
+                        str(tmp_path / "again.tar.gz"))
+    assert r.returncode == 1 and "gates" in r.stdout + r.stderr

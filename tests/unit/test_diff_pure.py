@@ -1,0 +1,280 @@
+"""`harness diff` as a pure comparison over dict fixtures (v1 and v2 records, hostile
+values), its text rendering, `show`'s Gate-0 values and attempt, and the rerun's seal
+lines and `--failed` selection."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.cli.diff import render
+from harness.cli.main import main
+from harness.diff import compare, diff_runs, engine_args, file_changes, seal_files
+from harness.night.transitions import Row
+from harness.rerun import RerunPlan, failed_rows, seal_lines
+from harness.runfolder import record
+from harness.seal import SourceSeal, seal_digest
+from harness.show import render_run
+
+FILES_A = {"harness/a.py": "11", "input/controls/c.yaml": "22", "input/old.yaml": "33"}
+FILES_B = {"harness/a.py": "11", "input/controls/c.yaml": "99", "input/new.yaml": "44"}
+CUSTOM_OPS = "compilation.custom_ops"
+
+
+def rec(status: str, seal: str, **kw) -> dict:
+    doc = {"schema": record.SCHEMA, "run_id": f"run-{status}", "attempt": 1, "status": status,
+           "reasons": [], "rules": [], "seal": seal, "image": {"name": "r", "id": "sha256:i"},
+           "model_hashes": {"w.bin": "sha256:1"}}
+    doc.update(kw)
+    return doc
+
+
+def vector(args: dict | str) -> dict:
+    text = args if isinstance(args, str) else json.dumps(args)
+    return {"argv": ["docker", "run", "--env", f"HARNESS_ENGINE_ARGS={text}", "img"]}
+
+
+def side(status: str, files: dict, **kw) -> dict:
+    seal = seal_digest(files)
+    out = {"dir": f"/runs/{status}", "record": {**rec(status, seal), **kw.pop("record", {})},
+           "preflight": {"source_seal": {"seal": seal, "files": files}}, "notes": []}
+    out.update(kw)
+    return out
+
+
+def refused_side() -> dict:
+    diff = {"field": CUSTOM_OPS, "kind": "value-changed", "startup": ["+x", "none"],
+            "generation": ["+x", "none", "+x"]}
+    return side("refused", FILES_A, record={
+        "reasons": [{"rule": "GATE0-FIELD-DIFFERS", "by": "gate0", "detail": "custom_ops"}],
+        "rules": ["GATE0-FIELD-DIFFERS"]},
+        verdict={"verdict": "refused", "differences": [diff]},
+        vector=vector({"dtype": "bfloat16"}), metrics={"metrics": {"kv_cache_gib": 19.0}})
+
+
+def accepted_side(**kw) -> dict:
+    return side("accepted", FILES_B, verdict={"verdict": "accepted", "differences": []},
+                startup={CUSTOM_OPS: ["+x", "none"]}, generation={CUSTOM_OPS: ["+x", "none"]},
+                vector=vector({"dtype": "bfloat16"}), metrics={"metrics": {"kv_cache_gib": 19.5}},
+                **kw)
+
+
+def test_refused_against_its_fix_names_every_topic_that_differs() -> None:
+    doc = compare(refused_side(), accepted_side())
+    assert doc["schema"] == "harness.diff/v1"
+    assert doc["differs"] == ["status", "rules", "seal", "gate0", "metrics"]
+    t = doc["topics"]
+    assert t["seal"]["files"] == {"added": ["input/new.yaml"], "removed": ["input/old.yaml"],
+                                  "changed": ["input/controls/c.yaml"]}
+    assert t["rules"]["only_a"] == ["GATE0-FIELD-DIFFERS"] and t["rules"]["only_b"] == []
+    [field] = t["gate0"]["fields"]
+    assert field["a"]["generation"] == ["+x", "none", "+x"]
+    assert field["b"] == {"kind": None, "startup": ["+x", "none"], "generation": ["+x", "none"]}
+    assert t["gate0"]["only_a"] == [CUSTOM_OPS] and t["gate0"]["both"] == []
+    assert t["metrics"]["changed"] == {"kv_cache_gib": {"a": 19.0, "b": 19.5}}
+    assert t["image"]["same"] and t["model"]["same"] and t["engine"]["same"]
+    assert t["git"] == {"a": None, "b": None, "same": None}  # not recorded: not compared
+
+
+def test_a_run_against_itself_differs_in_nothing() -> None:
+    doc = compare(refused_side(), refused_side())
+    assert doc["differs"] == [] and doc["topics"]["gate0"]["both"] == [CUSTOM_OPS]
+
+
+def test_a_v1_record_reads_in_the_v2_shape() -> None:
+    v1 = side("refused", FILES_A, record={
+        "schema": record.SCHEMA_V1, "reasons": ["POST-gate0: GATE0-FIELD-DIFFERS: x differs"],
+        "rules": "not a list"})
+    doc = compare(v1, accepted_side())
+    assert doc["a"]["schema"] == record.SCHEMA_V1
+    assert doc["topics"]["rules"]["a"] == ["GATE0-FIELD-DIFFERS"]
+    assert doc["topics"]["gate0"]["recorded"] == {"a": False, "b": True}
+    assert doc["topics"]["gate0"]["same"] is None and "gate0" not in doc["differs"]
+
+
+def test_provenance_is_compared_only_when_both_runs_have_it() -> None:
+    prov = {"commit": "abc", "dirty": False, "changed": []}
+    a = side("accepted", FILES_A, record={"provenance": prov})
+    b = side("accepted", FILES_A, record={"provenance": {**prov, "dirty": True,
+                                                          "changed": ["harness/x.py"]}})
+    assert compare(a, b)["topics"]["git"]["same"] is False
+    assert "git" in compare(a, b)["differs"]
+    assert compare(a, side("accepted", FILES_A))["topics"]["git"]["same"] is None
+
+
+def test_approvals_compared_and_a_run_at_another_commit_than_reviewed_named() -> None:
+    approval = {"file": "approvals/x.json", "digest": "d", "seal": "s", "commit": "abc"}
+    a = side("accepted", FILES_A, record={"approval": approval,
+                                          "provenance": {"commit": "abc", "dirty": False}})
+    b = side("accepted", FILES_A, record={"approval": {**approval, "commit": "old"},
+                                          "provenance": {"commit": "new", "dirty": False}})
+    topic = compare(a, b)["topics"]["approval"]
+    assert topic["same"] is False and "approval" in compare(a, b)["differs"]
+    assert (topic["commit_differs_a"], topic["commit_differs_b"]) == (False, True)
+    assert "    b ran at another commit than its approval reviewed" in render(compare(a, b))
+    assert compare(a, side("accepted", FILES_A))["topics"]["approval"]["same"] is None
+
+
+def test_hostile_values_never_crash_and_are_compared_as_written() -> None:
+    a = side("refused", FILES_A, record={"image": "not a dict", "model_hashes": [1],
+                                         "attempt": True, "status": 7},
+             verdict={"differences": [7, {"field": ["x"]}, {"field": "f", "startup": 1}]},
+             metrics={"metrics": {"m": float("nan")}}, vector={"argv": "docker run"})
+    b = side("refused", FILES_A, record={"rules": [{"no": "str"}]},
+             verdict={"differences": "junk"}, metrics={"metrics": {"m": float("nan")}},
+             vector=vector("{not json"))
+    doc = compare(a, b)
+    t = doc["topics"]
+    assert t["metrics"]["same"] is True  # NaN and NaN are written alike
+    assert doc["a"]["attempt"] is None and doc["a"]["status"] is None
+    assert [f["field"] for f in t["gate0"]["fields"]] == ["f"]
+    assert t["gate0"]["recorded"]["b"] is False
+    assert t["engine"] == {"a": None, "b": "{not json", "same": None}
+    assert compare({"record": "x"}, {})["topics"]["status"]["same"] is True
+
+
+def test_true_and_one_are_not_the_same_value() -> None:
+    a = side("accepted", FILES_A, metrics={"metrics": {"m": 1}})
+    b = side("accepted", FILES_A, metrics={"metrics": {"m": True}})
+    assert compare(a, b)["topics"]["metrics"]["changed"] == {"m": {"a": 1, "b": True}}
+
+
+def test_a_seal_file_list_that_does_not_hash_to_the_seal_is_not_trusted() -> None:
+    files, why = seal_files({"source_seal": {"files": FILES_A}}, "sha256:" + "0" * 64)
+    assert files is None and "does not hash" in why
+    assert seal_files({"source_seal": {"files": {"a": 1}}}, None)[0] is None
+    assert seal_files("junk", None) == (None, "no source seal file list in preflight.json")
+    forged = side("accepted", FILES_A)
+    forged["preflight"]["source_seal"]["files"] = FILES_B
+    topic = compare(forged, accepted_side())["topics"]["seal"]
+    assert topic["files"] is None and topic["note"].startswith("a: ")
+
+
+def test_engine_args_come_from_the_launched_env() -> None:
+    assert engine_args(vector({"dtype": "x"})) == {"dtype": "x"}
+    assert engine_args({"argv": ["docker", "--env=HARNESS_ENGINE_ARGS={}"]}) == {}
+    assert engine_args({"argv": ["docker", "--env"]}) is None
+    assert file_changes({"a": "1"}, {"a": "1"}) == {"added": [], "removed": [], "changed": []}
+
+
+def test_text_is_grouped_and_every_value_inert() -> None:
+    evil = "\x1b[2J\u202eaccepted\n"
+    a = refused_side()
+    a["record"]["run_id"] = evil
+    a["verdict"]["differences"] += [{"field": f"f{i}\x07", "kind": "value-changed",
+                                     "startup": evil, "generation": i} for i in range(30)]
+    a["notes"] = [evil]
+    lines = render(compare(a, accepted_side()))
+    text = "\n".join(lines)
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert all("\n" not in line for line in lines)
+    assert "status: refused -> accepted" in lines
+    assert "seal: " in text and "(3 files)" in text and "    changed input/controls/c.yaml" in lines
+    assert "… and 11 more fields" in text  # 31 fields, 20 shown
+    assert "note (a): \\x1b[2J\\u202eaccepted\\x0a" in lines
+
+
+def test_hostile_folder_files_become_notes_and_nothing_is_written(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text(json.dumps(rec("refused", "sha256:s")))
+    a = tmp_path / "a"
+    os.mkfifo(a / "metrics.json")  # would block a naive open() forever
+    (a / "preflight.json").symlink_to("/etc/passwd")
+    (a / "docker-vector.json").write_text('{"argv": [NaN]}')
+    (a / "post-steps" / "gate0").mkdir(parents=True)
+    (a / "post-steps" / "gate0" / "verdict.json").write_text("[" * 100_000)
+    (a / "observations").mkdir()
+    (a / "observations" / "startup.json").write_text('{"fields": {"x": 1' + "0" * 5000 + "}}")
+    before = sorted(p.name for p in a.rglob("*"))
+    doc = diff_runs(a, tmp_path / "b")
+    notes = "\n".join(doc["a"]["notes"])
+    for name in ("metrics.json", "preflight.json", "docker-vector.json", "verdict.json",
+                 "startup.json"):
+        assert name in notes, (name, notes)
+    assert "FIFO" in notes and "symlink" in notes
+    assert doc["topics"]["metrics"]["same"] is None and doc["topics"]["seal"]["files"] is None
+    assert sorted(p.name for p in a.rglob("*")) == before
+
+
+def _exit(args: list[str], capsys) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as e:
+        main(["diff", *args])
+    return e.value.code, capsys.readouterr().out
+
+
+def test_the_command_exits_0_when_both_read_and_2_when_one_does_not(tmp_path: Path,
+                                                                     capsys) -> None:
+    for name, status in (("a", "refused"), ("b", "accepted")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text(json.dumps(rec(status, "sha256:s")))
+    code, out = _exit([str(tmp_path / "a"), str(tmp_path / "b"), "--json"], capsys)
+    assert code == 0 and json.loads(out)["differs"] == ["status"]
+    code, out = _exit([str(tmp_path / "a"), str(tmp_path / "a")], capsys)
+    assert code == 0 and "differs: nothing" in out
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "run.json").write_text("[1]")
+    assert _exit([str(tmp_path / "a"), str(tmp_path / "c")], capsys)[0] == 2
+
+
+def _shown(tmp_path: Path, differences: object, rules: list[str]) -> str:
+    (tmp_path / "run.json").write_text(json.dumps(rec("refused", "sha256:s", rules=rules,
+                                                      attempt=3)))
+    step = tmp_path / "post-steps" / "gate0"
+    step.mkdir(parents=True)
+    (step / "verdict.json").write_text(json.dumps({"differences": differences}))
+    console = Console(record=True, width=400, color_system=None)
+    render_run(tmp_path, record.read(tmp_path), console)
+    return console.export_text()
+
+
+def test_show_prints_the_attempt_and_a_gate0_refusals_values(tmp_path: Path) -> None:
+    diffs = [{"field": f"f{i}\x1b[31m", "kind": "value-changed", "startup": [i],
+              "generation": [i, "\u202e"]} for i in range(25)]
+    out = _shown(tmp_path, diffs, ["GATE0-FIELD-DIFFERS"])
+    assert "attempt" in out and " 3" in out
+    assert "Gate 0 differences:" in out and "f0\\x1b[31m (value-changed): startup [0], " \
+        "generation [0, \"\\u202e\"]" in out
+    assert "… and 5 more fields" in out and "f20" not in out
+    assert "\x1b" not in out and "\u202e" not in out
+
+
+def test_show_prints_no_gate0_values_for_other_refusals(tmp_path: Path) -> None:
+    out = _shown(tmp_path, [{"field": "f", "kind": "x"}], ["RUN-EXIT"])
+    assert "Gate 0 differences" not in out
+    (tmp_path / "x").mkdir()
+    assert "Gate 0 differences" not in _shown(tmp_path / "x", "junk", ["GATE0-FIELD-DIFFERS"])
+
+
+def _plan(original_seal: str, files: dict, changes: dict | None) -> RerunPlan:
+    original = record.from_dict(rec("refused", original_seal))
+    return RerunPlan(Path("/r"), original, None, "c",  # type: ignore[arg-type]
+                     SourceSeal(seal_digest(files), files), changes, "unreadable")
+
+
+def test_rerun_says_plainly_whether_the_seal_changed() -> None:
+    same = _plan(seal_digest(FILES_A), FILES_A, file_changes(FILES_A, FILES_A))
+    assert seal_lines(same) == ["plain repeat: seal unchanged"]
+    changed = _plan(seal_digest(FILES_A), FILES_B, file_changes(FILES_A, FILES_B))
+    assert seal_lines(changed) == ["seal changed: 3 files", "  added input/new.yaml",
+                                   "  removed input/old.yaml", "  changed input/controls/c.yaml"]
+    unknown = _plan(seal_digest(FILES_A), FILES_B, None)
+    assert seal_lines(unknown) == [
+        "seal changed: the original's file list is unreadable (unreadable)"]
+
+
+def _row(i: int, plan: int, attempt: int, state: str, run_dir: str | None = "/r") -> Row:
+    return Row(i, plan, f"c{plan}", 0, attempt, state, f"id{i}", run_dir, None, None, "plan",
+               None, "t")
+
+
+def test_rerun_failed_takes_each_slots_newest_attempt_that_did_not_succeed() -> None:
+    rows = [_row(1, 0, 1, "refused"), _row(2, 0, 2, "accepted"),  # fixed by a rerun
+            _row(3, 1, 1, "interrupted"), _row(4, 2, 1, "timed-out"), _row(5, 3, 1, "failed"),
+            _row(6, 4, 1, "accepted"), _row(7, 5, 1, "planned"), _row(8, 6, 1, "deferred"),
+            _row(9, 7, 1, "refused", None)]  # no folder: nothing to rerun from
+    assert [r.id for r in failed_rows(rows)] == [3, 4, 5]
