@@ -20,7 +20,10 @@ from harness.verdict import PostResult, Reason
 
 
 def new_run_id(control: str) -> str:
-    return f"{control}-{stamp()}-{secrets.token_hex(2)}"
+    """`<control>-<UTC stamp>-<8 hex>`: operators sharing a runs folder may start in the
+    same second; 32 random bits keep their folders apart (16 collided once in a CI run
+    of eight at once)."""
+    return f"{control}-{stamp()}-{secrets.token_hex(4)}"
 
 
 @dataclass
