@@ -195,6 +195,9 @@ GATES_NOT_INTACT = _rule("GATES-NOT-INTACT", "the gate record folder fails verif
                          "SHA256SUMS is missing or does not match)", REFUSED, "gates")
 GATES_SEAL_CHANGED = _rule("GATES-SEAL-CHANGED", "the source seal changed while the gates ran, "
                            "so they did not test the sealed bytes", REFUSED, "gates")
+GATES_TAMPERED = _rule("GATES-TAMPERED", "something other than the harness wrote into the gate "
+                       "record folder while the gates ran, so it was left unsealed", REFUSED,
+                       "gates")
 
 # -- approval: a reviewed seal before a run (harness approve; require_approval) -------------------
 SEAL_NOT_APPROVED = _rule("SEAL-NOT-APPROVED", "the campaign requires approval and no approval "

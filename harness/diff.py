@@ -47,11 +47,24 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e999: JSON text, but no JSON value
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: NaN, Infinity and numbers that overflow to them are refused (the diff
+    document must itself be JSON that strict readers accept)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
 def read_json(path: Path, what: str, notes: list[str]) -> Any:
     """A JSON file from a run folder, bounded; None (and a note) if absent or unreadable."""
     try:
         text = read_text_bounded(path, FILE_LIMIT, what=what)
-        return json.loads(text, parse_constant=_no_constant)
+        return loads(text)
     except InputError as e:
         if path.exists() or path.is_symlink():
             notes.append(e.message)
@@ -75,7 +88,7 @@ def load_side(run_dir: Path) -> dict:
     is not a readable run record; every other file is optional."""
     run_dir = Path(run_dir)
     notes: list[str] = []
-    side = {"dir": str(run_dir), "record": run_record.load(run_dir), "notes": notes}
+    side = {"dir": str(run_dir), "record": run_record.load(run_dir, loads), "notes": notes}
     side["preflight"] = read_json(run_dir / layout.PREFLIGHT, "preflight record", notes)
     side["vector"] = read_json(run_dir / layout.VECTOR, "docker vector", notes)
     side["metrics"] = read_json(run_dir / layout.METRICS, "metrics", notes)
@@ -156,7 +169,7 @@ def engine_args(vector: Any) -> Any:
             value = arg[len("--env="):]
         if value is not None and value.startswith(prefix):
             try:
-                return json.loads(value[len(prefix):])
+                return loads(value[len(prefix):])
             except (ValueError, RecursionError):
                 return value[len(prefix):]
     return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,8 +42,16 @@ INDEX_LIMIT = 64 * 1024 * 1024
 def append_index(runs_dir: Path, entry: dict) -> None:
     """Append one JSON line to `runs_dir/reruns.jsonl`, durably, never rewriting it."""
     line = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode()
-    fd = os.open(runs_dir / INDEX, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    path = runs_dir / INDEX
+    try:  # never through a planted link, never blocked on a FIFO
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot append to the rerun index: "
+                           f"{e.strerror or e} (is it a link or a FIFO?)") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{path}: the rerun index is not a regular file")
         os.write(fd, line)
         os.fsync(fd)
     finally:
@@ -170,11 +179,23 @@ def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
     return RerunPlan(run_dir, original, loaded, control_name, new_seal, changes, why)
 
 
+def check_reason(reason: str) -> None:
+    """A rerun reason is recorded in run.json, the journal and reruns.jsonl: it must say
+    something, and be text UTF-8 can hold (a non-UTF-8 argv byte arrives as a lone
+    surrogate, which would fail those writes half-way through a rerun)."""
+    if not reason.strip():
+        raise InvalidInput("--reason must say why the run is repeated")
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidInput(f"--reason is not UTF-8 text (byte {reason[e.start]!a} at "
+                           f"character {e.start})") from None
+
+
 def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
           lock_timeout: float | None = None, campaign: Path | None = None) -> RerunResult:
     """Run the original's control again from its campaign file, as a new linked attempt."""
-    if not reason.strip():
-        raise InvalidInput("--reason must say why the run is repeated")
+    check_reason(reason)
     return execute(plan_rerun(run_dir, campaign=campaign), reason, ui=ui, runs_dir=runs_dir,
                    lock_timeout=lock_timeout)
 
@@ -183,8 +204,7 @@ def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None
             lock_timeout: float | None = None, night: Path | None = None) -> RerunResult:
     """Launch a planned rerun under the night lock, linked both ways (`night`: the
     original's night folder, when the caller knows it)."""
-    if not reason.strip():
-        raise InvalidInput("--reason must say why the run is repeated")
+    check_reason(reason)
     run_dir, loaded, run_id = plan.run_dir, plan.loaded, plan.original.run_id
     runs_dir = Path(os.path.abspath(runs_dir or run_dir.parent))
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -231,12 +251,32 @@ def failed_rows(rows: list[Row]) -> list[Row]:
 
 
 def night_failures(night_dir: Path) -> list[Path]:
-    """The run folders `rerun --failed` repeats, from the night's journal (read-only)."""
-    path = Path(night_dir) / JOURNAL_NAME
+    """The run folders `rerun --failed` repeats, from the night's journal (read-only).
+
+    A journal is evidence like any other and may be forged: each row's folder must be the
+    folder named for its run id directly in the night's runs folder (a night folder is
+    RUNS/nights/NIGHT), and no folder may be named twice; else nothing is rerun (exit 2),
+    so a forged row cannot make a rerun write beside a folder outside the runs folder."""
+    night_dir = Path(os.path.abspath(night_dir))
+    path = night_dir / JOURNAL_NAME
     if not path.is_file():
         raise InvalidInput(f"{night_dir}: not a night folder (no {JOURNAL_NAME})")
     with Journal.open(path, readonly=True) as j:
-        return [Path(str(r.run_dir)) for r in failed_rows(j.rows())]
+        rows = failed_rows(j.rows())
+    runs_dir = os.path.realpath(night_dir.parent.parent)
+    out: list[Path] = []
+    for r in rows:
+        where = os.path.realpath(str(r.run_dir))
+        if (not r.run_id or os.path.dirname(where) != runs_dir
+                or os.path.basename(where) != r.run_id):
+            raise InvalidInput(  # repr: the journal's text with every control escaped
+                f"{path}: row {r.id} names run folder {r.run_dir!r} for run {r.run_id!r}, "
+                f"not a folder named for it in {runs_dir}: a night's runs live there")
+        if Path(where) in out:
+            raise InvalidInput(f"{path}: run folder {r.run_dir!r} is named by more than "
+                               "one slot")
+        out.append(Path(where))
+    return out
 
 
 class RerunRecorder:

@@ -91,8 +91,11 @@ def _approval(record: dict) -> str | None:
         return None
     reviewed = approval.get("commit")
     ran = (provenance_of(record.get("provenance")) or {}).get("commit")
-    same = ("the commit this run ran at" if reviewed == ran else
-            f"not the commit this run ran at ({_field(ran)})")
+    if not isinstance(reviewed, str) or not isinstance(ran, str):  # None == None is no match
+        same = f"not known whether it is the commit this run ran at ({_field(ran)})"
+    else:
+        same = ("the commit this run ran at" if reviewed == ran else
+                f"not the commit this run ran at ({_field(ran)})")
     return (f"{_field(approval.get('file'))} ({_field(approval.get('digest'))}); reviewed "
             f"commit {_field(reviewed)}: {same}")
 

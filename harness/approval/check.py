@@ -27,9 +27,9 @@ from harness.approval.record import (
     pins_of,
 )
 from harness.approval.sign import verify
-from harness.catalogue import APPROVAL_SIGNATURE, SEAL_NOT_APPROVED
+from harness.catalogue import APPROVAL_INVALID, APPROVAL_SIGNATURE, ENV_ERROR, SEAL_NOT_APPROVED
 from harness.config.loader import Loaded
-from harness.errors import HarnessError
+from harness.errors import EnvironmentFault, HarnessError
 from harness.readfile import InputError, read_bounded
 from harness.tree import printable
 from harness.verdict import Reason
@@ -64,6 +64,8 @@ def _signature(loaded: Loaded, path: Path, data: bytes) -> list[Finding]:
         result = verify(data, signature, allowed)
     except InputError as e:
         return [(APPROVAL_SIGNATURE, f"{printable(str(sig))}: unsigned ({e.message})")]
+    except EnvironmentFault as e:  # no ssh-keygen: the host is unfit, the approval is not bad
+        return [(ENV_ERROR, printable(e.message))]
     except HarnessError as e:
         return [(APPROVAL_SIGNATURE, printable(e.message))]
     return [] if result.ok else [(APPROVAL_SIGNATURE, f"{printable(str(sig))}: {result.detail}")]
@@ -85,6 +87,12 @@ def judge(loaded: Loaded, path: Path, pins: Pins) -> tuple[dict | None, list[Fin
     if doc is None:
         return None, found
     found = match(doc, pins) + _signature(loaded, path, data)
+    named_campaign = doc.get("campaign", {}).get("name") if isinstance(doc.get("campaign"),
+                                                                         dict) else None
+    if named_campaign != loaded.campaign.name:  # another campaign's approval, renamed
+        found.append(invalid(str(path), f"it approves campaign "
+                                        f"{printable(str(named_campaign))}, not "
+                                        f"{loaded.campaign.name}"))
     record = Path(doc["gates"]["record"])
     folder = record if record.is_absolute() else loaded.project_dir / record
     found += gates.recheck(folder, doc["gates"]["digest"], loaded.campaign.name, pins.seal,
@@ -111,7 +119,11 @@ def for_run(loaded: Loaded, seal: str) -> tuple[dict | None, list[Reason]]:
     if not loaded.campaign.require_approval:
         return None, []
     pins = pins_of(loaded, seal)
-    path = approvals_dir(loaded) / file_name(loaded.campaign.name, seal)
+    folder = approvals_dir(loaded)
+    if os.path.islink(folder):  # approvals live in the repo, where a reviewer sees them
+        return None, [Reason(APPROVAL_INVALID, f"{printable(str(folder))} is a symlink; "
+                             "approvals must be a real folder of the project")]
+    path = folder / file_name(loaded.campaign.name, seal)
     if os.path.lexists(path):
         named, found = judge(loaded, path, pins)
     else:

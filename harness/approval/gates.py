@@ -27,8 +27,13 @@ def read(folder: Path, campaign: str, seal: str, required: list[str]
 
     `required`: the campaign's gate names. A record of some of them (`gates --only`) passed
     only what it ran, so it cannot carry an approval."""
-    where = printable(str(folder))
-    if not folder.is_dir():
+    where = printable(str(folder))[:500]
+    try:  # the path comes from an approval file: it may be too long, or hold a NUL
+        is_dir = folder.is_dir()
+    except (OSError, ValueError) as e:
+        why = getattr(e, "strerror", None) or str(e)
+        return None, [(APPROVAL_GATES_MISSING, f"{where}: not a usable path ({why})")]
+    if not is_dir:
         return None, [(APPROVAL_GATES_MISSING, f"{where} is not a folder")]
     try:
         doc = gate_record.load(folder)

@@ -87,6 +87,9 @@ def approve(loaded: Loaded, gate_dir: Path, git: dict[str, Any], reviewer: str,
                 pins_of(loaded, seal), git, {"record": gate_path.as_posix(), **summary},
                 reviewer, utc_now())
     path = approvals_dir(loaded) / file_name(loaded.campaign.name, seal)
+    if os.path.islink(path.parent):  # a run would refuse it: approvals live in the repo
+        raise InvalidInput(f"{printable(str(path.parent))} is a symlink; approvals must be a "
+                           "real folder of the project")
     if os.path.lexists(path):
         raise InvalidInput(f"{printable(str(path))} exists: an approval is never overwritten "
                            "(remove it, in a commit, to approve this seal again)")

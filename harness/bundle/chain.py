@@ -80,12 +80,18 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Probl
         return [Problem("gates", one_line(str(folder)), f"{rule}: {detail}")
                 for rule, detail in found] or [Problem("gates", one_line(str(folder)),
                                                        "not a carriable folder name")]
+    carried = {f"{GATES_TAGS}/{_record_name(doc)}/{rel}": content
+               for rel, content in _folder_files(folder).items()}
+    prefix = f"{GATES_TAGS}/{_record_name(doc)}/"
+    earlier = {k: v for k, v in tags.items() if k.startswith(prefix)}
+    if earlier and earlier != carried:  # two records of one folder name: never merged
+        return [Problem("gates", one_line(str(folder)), "another run's gate record has the "
+                        f"same folder name {_record_name(doc)}; export them separately")]
     tags[f"{APPROVALS_TAGS}/{name}"] = data
     sig = path.with_name(name + SIG_SUFFIX)
     if sig.is_file():
         tags[f"{APPROVALS_TAGS}/{name}{SIG_SUFFIX}"] = read_bounded(sig, 64 * 1024, "signature")
-    for rel, content in _folder_files(folder).items():
-        tags[f"{GATES_TAGS}/{_record_name(doc)}/{rel}"] = content
+    tags.update(carried)
     return []
 
 
@@ -124,6 +130,10 @@ def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str]) -> 
     if doc["source_seal"] != run.get("seal"):
         return [Problem("approval-seal", tag, f"approves {doc['source_seal']}, the run's seal "
                                               f"is {one_line(str(run.get('seal')))}")]
+    if not _record_name(doc):  # '..', '/', a dotted or odd name: never a path under root
+        return [Problem("gates", tag, f"names the gate record "
+                                      f"{one_line(str(doc['gates']['record']))[:200]}, "
+                                      "whose folder name no bundle carries")]
     folder = root / GATES_TAGS / _record_name(doc)
     return [Problem("gates", f"{GATES_TAGS}/{_record_name(doc)}", f"{rule}: {detail}")
             for rule, detail in gates.recheck(folder, doc["gates"]["digest"],

@@ -12,12 +12,13 @@ from harness.catalogue import ENV_NO_ENGINE
 from harness.cli.display import night_reporter
 from harness.cli.params import DURATION, HOURS
 from harness.config.loader import require_campaign
-from harness.errors import ENVIRONMENT, EnvironmentFault, HarnessError, InvalidInput
+from harness.errors import ENVIRONMENT, EnvironmentFault, HarnessError
 from harness.night.runner import run_night
 from harness.report.inert import inert
 from harness.report.morning import write_night_summary
 from harness.rerun import (
     RerunPlan,
+    check_reason,
     execute,
     night_failures,
     plan_rerun,
@@ -178,8 +179,7 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     """
     if (run_dir is None) == (night_dir is None):
         raise click.UsageError("give either RUN_DIR or --failed NIGHT_DIR")
-    if not reason.strip():
-        raise InvalidInput("--reason must say why the run is repeated")
+    check_reason(reason)
     ui = reporter(json_lines)
     kw = {"campaign": campaign, "runs_dir": runs_dir, "lock_timeout": lock_timeout}
     try:

@@ -37,6 +37,7 @@ class Outcome:
     stdout: str = ""
     junit: bytes | None = None
     junit_problem: str | None = None
+    lingering: bool = False  # a process it started still held its stdout/stderr after it
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,9 @@ def _junit_why(gate: Gate, out: Outcome) -> tuple[dict[str, int] | None, str | N
     return counts, None
 
 
+GRACE_NOTE = "past the grace after the gate ended"
+
+
 def judge(gate: Gate, out: Outcome) -> Verdict:
     """Pure: whether `gate` passed, with its counts, kill score and exactly why not."""
     whys: list[str] = []
@@ -129,6 +133,9 @@ def judge(gate: Gate, out: Outcome) -> Verdict:
         whys.append(f"ran past its {gate.timeout:g} s timeout and was killed")
     elif out.exit_code != gate.expect.exit_code:
         whys.append(f"exited {out.exit_code}, expected {gate.expect.exit_code}")
+    if out.lingering:
+        whys.append(f"a process it started outlived it (held its output {GRACE_NOTE}); its "
+                    "logs stop there")
     counts = score = None
     if gate.expect.junit is not None:
         counts, why = _junit_why(gate, out)

@@ -6,7 +6,11 @@ kept (each up to MAX_LOG bytes) in `<record>/<name>/stdout.log` and `stderr.log`
 gate writes into a scratch folder (HARNESS_GATE_DIR, and the `{gate_dir}` token in its
 argv); of that folder only the JUnit file its `expect` names is copied into the record,
 read bounded and never through a symlink, so nothing a gate leaves behind can make the
-record unsealable. Then gates.json and SHA256SUMS (harness.runfolder.manifest), read-only.
+record unsealable. A gate never gets the operator's ssh-agent (AGENT_ENV is removed: code
+under test must not sign an approval); a process it leaves holding its output fails it, and
+writes nothing to its logs after the grace. Then gates.json and SHA256SUMS
+(harness.runfolder.manifest), read-only, unless anything but the harness wrote into the
+record folder or rewrote gates.json (GATES-TAMPERED: left unsealed).
 
 Exit: 0 every gate passed; 1 a gate failed (the record says why), or the source seal
 changed while the gates ran (GATES-SEAL-CHANGED: they did not test the sealed bytes); 3 a
@@ -29,21 +33,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.atomic import write_json
-from harness.catalogue import GATES_SEAL_CHANGED
+from harness.atomic import dumps_json, write_json
+from harness.catalogue import GATES_SEAL_CHANGED, GATES_TAMPERED
 from harness.config.gates import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
 from harness.config.loader import Loaded
 from harness.errors import ENVIRONMENT, OK, REFUSED, EnvironmentFault, InvalidInput, Refused
 from harness.gates.judge import MAX_JUNIT, Outcome, Verdict, judge
 from harness.gates.record import GATE_RECORD, GATES_DIR, SCHEMA
 from harness.provenance import git_state
+from harness.runfolder.layout import SUMS
 from harness.runfolder.manifest import make_read_only, write_manifest
 from harness.seal import source_seal
 from harness.timeutil import stamp, utc_now
-from harness.tree import NotRegular, open_beneath
+from harness.tree import NotRegular, TooMany, open_beneath, printable, walk
 
 MAX_LOG = 64 * 1024 * 1024
 KILL_TAIL = 1024 * 1024  # the kill score line is looked for in the last MiB of stdout
+AGENT_ENV = frozenset({"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO"})
 GRACE_S = 10.0  # after a kill, how long the copiers may take to see the pipes close
 
 
@@ -57,16 +63,20 @@ def select(gates: list[Gate], only: tuple[str, ...]) -> list[Gate]:
     return [g for g in gates if not only or g.name in only]
 
 
-def _copy(src: BinaryIO, dest: Path) -> None:
-    """Copy a pipe into `dest`, keeping at most MAX_LOG bytes, draining the rest."""
+def _copy(src: BinaryIO, dest: Path, stop: threading.Event | None = None) -> None:
+    """Copy a pipe into `dest`, keeping at most MAX_LOG bytes, draining the rest; once
+    `stop` is set (the record is being sealed) nothing more is written."""
     kept = dropped = 0
+    stop = stop or threading.Event()
     with open(dest, "xb", buffering=0) as out:  # unbuffered: the log is live
         while chunk := src.read1(1 << 16):  # what is there, not a full 64 KiB
+            if stop.is_set():
+                continue  # drained, never written: the log may be sealed by now
             room = MAX_LOG - kept
             out.write(chunk[:room])
             kept += min(room, len(chunk))
             dropped += max(0, len(chunk) - room)
-        if dropped:
+        if dropped and not stop.is_set():
             out.write(f"\n[harness: {dropped} more bytes not kept]\n".encode())
 
 
@@ -95,14 +105,20 @@ def _junit(gate: Gate, scratch: Path, dest: Path) -> tuple[bytes | None, str | N
         data = f.read(MAX_JUNIT + 1)
     if len(data) > MAX_JUNIT:
         return None, f"over the {MAX_JUNIT} byte limit"
-    dest.write_bytes(data)
+    try:  # exclusive: never through a name a gate planted in the record folder
+        with open(dest, "xb") as out:
+            out.write(data)
+    except FileExistsError:
+        return None, f"{dest.name} already in the record folder (a gate may not write there)"
     return data, None
 
 
 def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
     """Run one gate's command; what it did, as an Outcome for the judge."""
     argv = [a.replace(GATE_DIR_TOKEN, str(scratch)) for a in gate.run]
-    env = {**os.environ, GATE_DIR_ENV: str(scratch)}
+    # never the reviewer's ssh-agent: code under test must not sign an approval with it
+    env = {**{k: v for k, v in os.environ.items() if k not in AGENT_ENV},
+           GATE_DIR_ENV: str(scratch)}
     began = time.monotonic()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -112,7 +128,8 @@ def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
         for log in ("stdout.log", "stderr.log"):
             (out_dir / log).write_bytes(b"")
         return Outcome(None, 0.0, start_error=f"{argv[0]}: {e.strerror or e}")
-    copiers = [threading.Thread(target=_copy, args=(pipe, out_dir / name), daemon=True)
+    stop = threading.Event()
+    copiers = [threading.Thread(target=_copy, args=(pipe, out_dir / name, stop), daemon=True)
                for pipe, name in ((proc.stdout, "stdout.log"), (proc.stderr, "stderr.log"))]
     for t in copiers:
         t.start()
@@ -126,10 +143,12 @@ def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
         proc.wait()
     for t in copiers:
         t.join(GRACE_S)
+    lingering = any(t.is_alive() for t in copiers)  # a process it started holds a pipe
+    stop.set()
     junit, problem = _junit(gate, scratch, out_dir / "junit.xml")
     return Outcome(None if timed_out else proc.returncode, round(time.monotonic() - began, 3),
                    timed_out=timed_out, stdout=_tail(out_dir / "stdout.log"),
-                   junit=junit, junit_problem=problem)
+                   junit=junit, junit_problem=problem, lingering=lingering)
 
 
 def _cwd(gate: Gate, project_dir: Path) -> Path:
@@ -175,6 +194,29 @@ def _folder(runs_dir: Path, campaign: str) -> Path:
     raise EnvironmentFault(f"{parent}: no free name for a gate record")
 
 
+def _untouched(folder: Path, gates: list[Gate], doc: dict[str, Any]) -> None:
+    """Refuse (GATES-TAMPERED, the record left unsealed or its SHA256SUMS removed, so no
+    approval can rest on it) a record folder holding anything the harness did not write,
+    or a gates.json that is not the one it wrote: a gate's process may find the folder."""
+    wanted = {GATE_RECORD, SUMS} | {g.name for g in gates} | {
+        f"{g.name}/{f}" for g in gates for f in ("stdout.log", "stderr.log", "junit.xml")}
+    try:
+        entries = walk(folder, 4 * len(wanted))
+        stray = sorted(e.rel for e in entries if e.rel not in wanted or e.name_problem
+                       or not (e.is_file or e.is_dir))
+        with os.fdopen(open_beneath(folder, GATE_RECORD), "rb") as f:
+            same = f.read(len(dumps_json(doc).encode()) + 1) == dumps_json(doc).encode()
+    except (OSError, TooMany) as e:
+        stray, same = [f"({getattr(e, 'strerror', None) or e})"], False
+    if stray or not same:
+        with contextlib.suppress(OSError):
+            (folder / SUMS).unlink()
+        shown = ", ".join(printable(s) for s in stray[:10]) or f"{GATE_RECORD} was rewritten"
+        raise Refused(f"{folder}: something other than the harness wrote into the gate record "
+                      f"while the gates ran ({shown}); it is left unsealed: run the gates "
+                      "again", rule=GATES_TAMPERED)
+
+
 Echo = Callable[[dict[str, Any]], None]
 
 
@@ -211,7 +253,9 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
            "gates": entries, "passed": all(e["passed"] for e in entries)}
     try:
         write_json(folder / GATE_RECORD, doc, exclusive=True)
+        _untouched(folder, gates, doc)
         write_manifest(folder)
+        _untouched(folder, gates, doc)  # nothing swapped in while it was hashed
         make_read_only(folder)
     except OSError as e:
         raise EnvironmentFault(f"{folder}: cannot seal the gate record: "

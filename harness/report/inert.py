@@ -18,7 +18,7 @@ from typing import Any
 MAX_CHARS = 4000
 
 _INVISIBLE = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F),
-              *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C,
+              *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C, 0x2028, 0x2029,  # line separators
               *range(0xD800, 0xE000)]  # lone surrogates (JSON "\\ud800") cannot be encoded
 _VISIBLE = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _INVISIBLE}
 
