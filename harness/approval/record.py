@@ -8,7 +8,6 @@ matches on the sealed bytes (seal, image Ids, model pins), never on the commit i
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from harness.catalogue import (
     APPROVAL_OTHER_SEAL,
 )
 from harness.config.loader import Loaded
+from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.tree import printable
 
 SCHEMA = "harness.approval/v1"
@@ -69,19 +69,6 @@ def build(campaign: dict[str, str], pins: Pins, git: dict[str, Any], gates: dict
             "gates": gates, "reviewer": reviewer, "approved_at": at}
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {printable(k)!r}")
-        out[k] = v
-    return out
-
-
 def _str_map(value: Any) -> bool:
     return isinstance(value, dict) and all(isinstance(v, str | None) for v in value.values())
 
@@ -89,9 +76,8 @@ def _str_map(value: Any) -> bool:
 def parse(data: bytes) -> dict[str, Any]:
     """An approval file's bytes as a document; ValueError naming what is wrong."""
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs,
-                         parse_constant=_no_constants)
-    except (UnicodeDecodeError, RecursionError, ValueError) as e:
+        doc = strict_loads(data.decode("utf-8"))
+    except ValueError as e:  # not UTF-8, or encode.DecodeError
         raise ValueError(f"not strict JSON ({printable(str(e))[:200]})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError(f"not a {SCHEMA} document")

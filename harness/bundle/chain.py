@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -95,11 +96,10 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Probl
     return []
 
 
-def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[Problem]]:
-    """The chain's tag files for the runs that ran under an approval; a problem for each
-    link that cannot be carried whole (export refuses then: exit 1)."""
-    tags: dict[str, bytes] = {}
-    problems: list[Problem] = []
+def _approved(runs: list[RunFacts], problems: list[Problem]
+              ) -> Iterator[tuple[RunFacts, str]]:
+    """The runs made under an approval, with its file name; a run naming a bad file name
+    is a problem (in `problems`), not a run to follow."""
     for run in runs:
         name = _approval_name(run)
         if name is None:
@@ -107,6 +107,15 @@ def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[Problem]]:
         if not name:
             problems.append(Problem("approval-missing", run.folder, "bad approval file name"))
             continue
+        yield run, name
+
+
+def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[Problem]]:
+    """The chain's tag files for the runs that ran under an approval; a problem for each
+    link that cannot be carried whole (export refuses then: exit 1)."""
+    tags: dict[str, bytes] = {}
+    problems: list[Problem] = []
+    for run, name in _approved(runs, problems):
         try:
             problems += _collect_one(run, name, tags)
         except (InputError, OSError, InvalidInput) as e:
@@ -151,12 +160,6 @@ def _parse(data: bytes) -> tuple[bytes, dict[str, Any] | None, str]:
 def check(root: Path, runs: list[RunFacts], hashes: dict[str, str]) -> list[Problem]:
     """Each run that names an approval: the chain run -> seal -> approval -> gates holds."""
     problems: list[Problem] = []
-    for run in runs:
-        name = _approval_name(run)
-        if name is None:
-            continue
-        if not name:
-            problems.append(Problem("approval-missing", run.folder, "bad approval file name"))
-            continue
+    for run, name in _approved(runs, problems):
         problems += _check_one(root, run, name, hashes)
     return problems

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.catalogue import GATES_NOT_INTACT
 from harness.errors import InvalidInput, Refused
+from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.readfile import InputError, read_bounded
 from harness.runfolder.layout import SUMS
 from harness.runfolder.manifest import MANIFEST_LIMIT, verify_folder
@@ -38,19 +39,6 @@ _NUM = (int, float)
 _GATE = {"name": str, "argv": list, "exit_code": (int, type(None)), "passed": bool,
          "duration_s": _NUM, "counts": (dict, type(None)), "kill_score": (*_NUM, type(None)),
          "min_kill_score": (*_NUM, type(None)), "why": (str, type(None))}
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    doc: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in doc:
-            raise ValueError(f"the key {json.dumps(key)} appears twice")
-        doc[key] = value
-    return doc
 
 
 def _depth(doc: Any) -> int:
@@ -106,13 +94,9 @@ def problems(doc: dict[str, Any]) -> list[str]:
 def parse(data: bytes, where: str) -> dict[str, Any]:
     """Strict JSON (no NaN, no duplicate key, not too deep) of the v1 shape; InvalidInput."""
     try:
-        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant,
-                         object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as e:
-        raise InvalidInput(f"{where}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
-    except (ValueError, RecursionError) as e:  # bad UTF-8, NaN, a duplicate, a huge integer
-        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-        raise InvalidInput(f"{where}: not valid JSON ({why})") from None
+        doc = strict_loads(data.decode("utf-8"))
+    except ValueError as e:  # not UTF-8, or encode.DecodeError (its message has the place)
+        raise InvalidInput(f"{where}: not valid JSON ({e})") from None
     if not isinstance(doc, dict):
         raise InvalidInput(f"{where}: not a gate record (a JSON {type(doc).__name__})")
     if _depth(doc) > MAX_DEPTH:

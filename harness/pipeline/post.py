@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from harness.atomic import write_json
 from harness.catalogue import (
@@ -28,6 +27,7 @@ from harness.catalogue import (
     POST_VERDICT_UNREADABLE,
 )
 from harness.config.schema import PostStep
+from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.pipeline.context import RunContext
 from harness.poststeps import BUILTINS
 from harness.readfile import InputError, read_bounded
@@ -59,19 +59,6 @@ def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
             "--options", json.dumps(options, sort_keys=True)]
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {printable(key[:40])} appears twice")
-        out[key] = value
-    return out
-
-
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS] + "..."
 
@@ -87,14 +74,12 @@ def read_verdict(out_dir: Path) -> tuple[str | None, list[str], str | None]:
         return None, [], None
     try:
         text = read_bounded(path, VERDICT_LIMIT, "verdict file").decode("utf-8")
-        doc = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+        doc = strict_loads(text)
     except InputError as e:
         return None, [], _clip(e.message.replace(os.fspath(path), VERDICT, 1))
     except UnicodeDecodeError as e:
         return None, [], f"{VERDICT} is not UTF-8 ({e.reason} at byte {e.start})"
-    except RecursionError:
-        return None, [], f"{VERDICT} is nested too deep"
-    except ValueError as e:  # JSONDecodeError, a hook, or an integer too long to convert
+    except ValueError as e:  # encode.DecodeError: NaN, a duplicate key, too deep, a huge int
         return None, [], _clip(f"{VERDICT} is not strict JSON: {e}")
     if not isinstance(doc, dict):
         return None, [], f"{VERDICT} is a JSON {type(doc).__name__}, not an object"
