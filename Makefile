@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 IMAGE_TAG := harness-rehearsal:local
 PYTEST_ARGS ?=
 
-.PHONY: setup image demo test test-unit test-integration lint mutation test-upstream bench faults fuzz clean
+.PHONY: setup image demo test test-unit test-integration lint mutation test-upstream test-image-gates bench faults fuzz clean
 
 setup: $(STAMP)
 
@@ -78,6 +78,14 @@ bench: image
 test-upstream:
 	bash scripts/upstream-venv.sh
 	HARNESS_UPSTREAM=1 PYTHONPATH=$(CURDIR) .upstream-venv/bin/python -m pytest -q tests/upstream $(PYTEST_ARGS)
+
+# The instrument's CPU methods inside the pinned rehearsal image, with the upstream tier's
+# real vLLM mounted read-only (not part of `make test`: it needs the ~6 GB .upstream-venv).
+# IMAGE_GATE_RUNS=DIR (relative to this folder) keeps the run folders there, not in a temp dir.
+test-image-gates: image
+	bash scripts/upstream-venv.sh
+	HARNESS_IMAGE_GATES=1 IMAGE_GATE_RUNS=$(IMAGE_GATE_RUNS) \
+	  $(BIN)/python -m pytest -q -p no:randomly tests/image_gates $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) images/rehearsal/build .pytest_cache .ruff_cache .hypothesis mutants

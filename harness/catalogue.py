@@ -174,6 +174,15 @@ GATE0_FIELD_DIFFERS = _rule("GATE0-FIELD-DIFFERS", "a compared field differs bet
 GATE0_NOTHING_COMPARED = _rule("GATE0-NOTHING-COMPARED", "no field was compared: an empty "
                                "comparison proves nothing", REFUSED, "gate0")
 
+# -- image-gate: the instrument tested inside the pinned image ----------------------------------
+IMAGE_GATE_OPTIONS = _rule("IMAGE-GATE-OPTIONS", "the image-gate post-step's options are not "
+                           "valid", REFUSED, "image-gate")
+IMAGE_GATE_VERDICT = _rule("IMAGE-GATE-VERDICT", "Gate 0 did not find exactly the differences "
+                           "the image gate expects", REFUSED, "image-gate")
+IMAGE_GATE_TRACE = _rule("IMAGE-GATE-TRACE", "the transition trace does not name the call the "
+                         "image gate expects, or is unreadable or incomplete", REFUSED,
+                         "image-gate")
+
 # -- refinalize: judging a sealed run again ----------------------------------------------------
 REFINALIZE_UNSEALED = _rule("REFINALIZE-UNSEALED", "the run folder was never sealed", REFUSED,
                             "refinalize")

@@ -103,6 +103,9 @@ def cleanup_containers():
 
 os.environ.setdefault("HARNESS_TEST", "1")
 
-# The upstream tier installs vLLM into its own venv (`make test-upstream`); it is not part
-# of the default suite.
-collect_ignore = [] if os.environ.get("HARNESS_UPSTREAM") else ["upstream"]
+# The upstream tier installs vLLM into its own venv (`make test-upstream`), and the image
+# gates mount it into the rehearsal image (`make test-image-gates`); neither is part of the
+# default suite.
+collect_ignore = [name for name, switch in (("upstream", "HARNESS_UPSTREAM"),
+                                            ("image_gates", "HARNESS_IMAGE_GATES"))
+                  if not os.environ.get(switch)]

@@ -1,9 +1,23 @@
-"""The names of the built-in post-steps, owned here so that config can check them.
+"""The names of the built-in post-steps, and the check of each one's options.
 
 Config sits below the judges (docs/architecture.md): it validates a campaign's post-step
-names without importing harness.poststeps, which maps each name to its module.
+names and options without importing harness.poststeps, which maps each name to its module,
+so `harness check` refuses a bad option before the GPU is spent.
 """
 
 from __future__ import annotations
 
-POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0")
+from typing import Any
+
+from harness.config.contract import parse_contract
+from harness.config.imagegate import parse_expectation
+
+POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "image-gate")
+
+
+def check_options(name: str, options: Any) -> None:
+    """Raise ValueError when a built-in post-step could not use these options."""
+    if name == "gate0" and isinstance(options, dict) and "contract" in options:
+        parse_contract(options["contract"])
+    elif name == "image-gate":
+        parse_expectation(options)

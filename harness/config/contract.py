@@ -10,6 +10,14 @@ from typing import Any
 
 Where = tuple[str | int, ...]
 
+# The kinds of difference Gate 0 classifies (harness.finalize.compare), named here so that a
+# config (an image gate's expected differences) can be checked without the finalizer.
+VALUE_CHANGED = "value-changed"
+ENCODING_MISMATCH = "encoding-mismatch"
+MISSING_IN_STARTUP = "missing-in-startup"
+MISSING_IN_GENERATION = "missing-in-generation"
+KINDS = (VALUE_CHANGED, ENCODING_MISMATCH, MISSING_IN_STARTUP, MISSING_IN_GENERATION)
+
 
 class ContractError(ValueError):
     """A contract that cannot be used; `faults` says every reason."""

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.config.builtins import POSTSTEPS
+from harness.config.builtins import POSTSTEPS, check_options
 from harness.config.contract import parse_contract
 from harness.instrument.harness_observer.contract import INSTRUMENT_TARGET, OBSERVATIONS_TARGET
 
@@ -250,8 +250,8 @@ class PostStep(Strict):
                              f"{', '.join(sorted(POSTSTEPS))}); give `run:` for a command")
         if self.run is not None and not self.run:
             raise ValueError(f"post-step {self.name!r}: `run:` is an empty command")
-        if self.name == "gate0" and self.run is None and "contract" in self.options:
-            parse_contract(self.options["contract"])
+        if self.run is None:
+            check_options(self.name, self.options)
         return self
 
 

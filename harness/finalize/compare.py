@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.config.contract import (
+    ENCODING_MISMATCH,
+    MISSING_IN_GENERATION,
+    MISSING_IN_STARTUP,
+    VALUE_CHANGED,
+)
 from harness.finalize.pins import member_of
 from harness.instrument.harness_observer.encode import canonical
 
-VALUE_CHANGED = "value-changed"
-ENCODING_MISMATCH = "encoding-mismatch"
-MISSING_IN_STARTUP = "missing-in-startup"
-MISSING_IN_GENERATION = "missing-in-generation"
+__all__ = ["ENCODING_MISMATCH", "MISSING_IN_GENERATION", "MISSING_IN_STARTUP", "VALUE_CHANGED",
+           "classify", "compare_fields"]
 
 
 MISSING: Any = object()  # a field absent from a document; None is a value

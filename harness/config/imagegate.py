@@ -1,0 +1,80 @@
+"""What an image gate expects: the options of the built-in `image-gate` post-step.
+
+An image gate runs the instrument's own scenario inside the image a physical control will
+use, on the CPU, and passes only when the instrument and Gate 0 behave exactly as the gate
+says: Gate 0 finds exactly `differences` (field -> kind; `{}`: Gate 0 must accept), and each
+field in `changed_in` was changed, between the two trace checkpoints, inside the named
+hooked call ("VllmConfig.__post_init__ #2": the second post-init of that config). Pure, in
+the config layer, so `harness check` refuses a bad expectation before any run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.config.contract import KINDS, parse_contract
+
+CHECKPOINTS = ("startup-captured", "generation-step")  # the labels the instrument writes
+KEYS = ("differences", "changed_in", "checkpoints", "contract")
+FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+CALL = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,199} #[1-9][0-9]{0,5}$")
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    differences: dict[str, str]
+    changed_in: dict[str, str]
+    checkpoints: tuple[str, str]
+    contract: list[str] | None
+
+
+def _mapping(options: dict, key: str, value_ok: Any, what: str) -> tuple[dict, list[str]]:
+    raw = options.get(key, {})
+    if not isinstance(raw, dict):
+        return {}, [f"{key} must be a mapping of dotted field -> {what}"]
+    faults = [f"{key}: {k!r} is not a dotted field name" for k in raw
+              if not isinstance(k, str) or not FIELD.match(k)]
+    faults += [f"{key}.{k}: {v!r} is not {what}"[:300] for k, v in raw.items()
+               if isinstance(k, str) and not value_ok(v)]
+    return raw, faults
+
+
+def _checkpoints(raw: Any) -> tuple[tuple[str, str], list[str]]:
+    if (not isinstance(raw, list) or len(raw) != 2
+            or not all(isinstance(x, str) and LABEL.match(x) for x in raw) or raw[0] == raw[1]):
+        return CHECKPOINTS, ["checkpoints must be two different labels, [start, end]"]
+    return (raw[0], raw[1]), []
+
+
+def parse_expectation(options: Any) -> Expectation:
+    """The expectation an `image-gate` post-step's options state; ValueError otherwise."""
+    if not isinstance(options, dict):
+        raise ValueError("image-gate options must be a mapping")
+    faults = [f"unknown option {k!r} (options: {', '.join(KEYS)})" for k in options
+              if k not in KEYS]
+    if "differences" not in options:
+        faults.append("differences is required: what Gate 0 must find ({} when it must "
+                      "accept)")
+    differences, found = _mapping(options, "differences", lambda v: v in KINDS,
+                                  f"one of {', '.join(KINDS)}")
+    faults += found
+    changed_in, found = _mapping(options, "changed_in",
+                                 lambda v: isinstance(v, str) and bool(CALL.match(v)),
+                                 "a hooked call such as 'VllmConfig.__post_init__ #2'")
+    faults += found
+    faults += [f"changed_in.{k}: the field is not among the expected differences"
+               for k in changed_in if isinstance(k, str) and k not in differences]
+    checkpoints, found = _checkpoints(options.get("checkpoints", list(CHECKPOINTS)))
+    faults += found
+    contract = None
+    if options.get("contract") is not None:
+        try:
+            contract = parse_contract(options["contract"])
+        except ValueError as e:
+            faults.append(f"contract: {e}")
+    if faults:
+        raise ValueError("; ".join(faults))
+    return Expectation(dict(differences), dict(changed_in), checkpoints, contract)
