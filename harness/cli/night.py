@@ -103,7 +103,7 @@ def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     campaign, night_dir = kw.pop("campaign"), kw.pop("night", None)
     plan = plan_rerun(run_dir, campaign=campaign)
     _say_plan(plan)
-    result = execute(plan, reason, ui=ui, night=night_dir, **kw)
+    result = execute(plan, reason, ui=ui, night=night_dir, summarize=write_night_summary, **kw)
     sealed = sealed_with(result.run_dir)
     if sealed is not None and sealed != plan.seal.digest:
         click.echo(inert(f"note: the rerun sealed {sealed}, not the seal above: a file changed "
@@ -111,6 +111,9 @@ def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     click.echo(f"{result.status}: {result.run_dir}")
     if result.night:
         click.echo(f"night: {result.night}")
+    for path in result.summary:
+        if path.suffix == ".md":
+            click.echo(f"summary: {path}")
     return result.exit_code
 
 
@@ -129,10 +132,7 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
             worst = max(worst, e.code)
             if e.code == ENVIRONMENT:  # the host is not fit: the next ones would fail too
                 break
-    for path in write_night_summary(night_dir):
-        if path.suffix == ".md":
-            click.echo(f"summary: {path}")
-    return worst
+    return worst  # each rerun rewrote the night's summary files as its row changed
 
 
 @click.command("rerun")
@@ -141,7 +141,7 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
 @click.option("--failed", "night_dir", metavar="NIGHT_DIR",
               type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="rerun every refused, failed, timed-out or interrupted newest attempt of "
-                   "this night, then rewrite its summary files")
+                   "this night (its summary files are rewritten after each)")
 @click.option("--reason", required=True, help="why the control is run again (recorded)")
 @click.option("--campaign", type=click.Path(path_type=Path, dir_okay=False),
               help="read the control from this campaign file (default: the original's "
@@ -166,12 +166,12 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     The new run.json names the original and the reason (`rerun_of`); the original folder
     stays as sealed, so a refused run stays refused. The forward link is recorded in
     reruns.jsonl beside the run folders and, when the original belongs to a night, in
-    that night's journal. Waits for a running night to end first.
+    that night's journal; then the night's summary.md/html/json are rewritten so the
+    morning report shows the rerun. Waits for a running night to end first.
 
     --failed NIGHT_DIR (instead of RUN_DIR) reruns each slot of the night whose newest
     attempt is refused, failed, timed-out or interrupted, one after another, each linked
-    both ways, then rewrites the night's summary.md/html/json so the morning report shows
-    the reruns.
+    both ways, rewriting the night's summary files after each.
 
     Exit codes as `harness run`: 0 accepted, 1 refused or failed, 2 invalid input, 3
     environment; with --failed, the worst of the reruns (0 when there was nothing to

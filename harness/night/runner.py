@@ -237,6 +237,10 @@ class Night:
                     self.ui.event("interrupted", signal=str(e))
                     why = "interrupted"
             rows = journal.rows()
+        except BaseException:
+            journal.close()
+            self.summary(night_dir)  # recovered or finished rows changed: the report says so
+            raise
         finally:
             journal.close()
         if why in ("done", "deadline", "stop-policy"):
