@@ -37,6 +37,9 @@ RUNS_DIR = "gpu-runs"
               help="local wall-clock time after which no new control starts")
 @click.option("--max-hours", type=HOURS,
               help="hours from now after which no control starts (at most 720)")
+@click.option("--window", metavar="HH:MM-HH:MM",
+              help="local times: start only inside this window, and no control starts after "
+                   "its end; a start outside it starts nothing (exit 1)")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
               show_default=True, help="run folders; nights live in RUNS_DIR/nights/")
 @click.option("--night", "night_name", metavar="NAME_OR_DIR",
@@ -47,8 +50,8 @@ RUNS_DIR = "gpu-runs"
                    "(default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
-def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: Path,
-          night_name: str | None, new: bool, lock_timeout: float | None,
+def night(campaign: Path, until: str | None, max_hours: float | None, window: str | None,
+          runs_dir: Path, night_name: str | None, new: bool, lock_timeout: float | None,
           json_lines: bool | None) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
@@ -62,13 +65,16 @@ def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: 
     Before each control the doctor checks the host for that control's profile; a failing
     host defers the control (nothing is launched) and the next start retries it.
     --until/--max-hours apply to this start only: past them no new control starts.
+    --window START-END (what `harness schedule` passes) also refuses a start outside the
+    window, so a timer catching up a missed night at boot does not hold the GPU all day.
 
     One night at a time per GPU lock: a second night (of any campaign on the same lock)
     refuses at once with exit 3, naming the night that runs; it waits only for an
     operator rerun to finish.
 
     Exit codes: 0 every planned control accepted; 1 any refused, failed, timed out,
-    interrupted, or left unrun by the deadline or stop policy; 2 invalid campaign or
+    interrupted, or left unrun by the deadline or stop policy, or a start outside
+    --window; 2 invalid campaign or
     options; 3 environment: another night holds the lock, the doctor deferred a control,
     GPU lock timeout, engine unreachable, a damaged journal.
     """
@@ -77,7 +83,7 @@ def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: 
     try:
         result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
                            night=night_name, new=new, lock_timeout=lock_timeout,
-                           summarize=write_night_summary)
+                           window=window, summarize=write_night_summary)
     finally:
         ui.close()
     for status, run_dir in result.runs:
