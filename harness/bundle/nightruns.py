@@ -118,10 +118,11 @@ def _folder(runs_dir: Path | None, run: NightRun, night: Path) -> tuple[Path | N
                       f"there (the journal says {run.recorded!r}); {hint}")
     except OSError as e:
         return None, f"{path}: cannot read: {e.strerror or e}"
-    if not stat.S_ISDIR(mode):
+    real = os.path.realpath(path)
+    if not stat.S_ISDIR(mode) or real != os.path.join(os.path.realpath(runs_dir), run.run_id):
         return None, (f"{path}: run {run.run_id} of night {night.name} is not a real folder "
                       "(a symlink or a file); bundles hold run folders as they are")
-    return path, None
+    return Path(real), None
 
 
 def night_run_folders(night: Path, given: set[str]) -> tuple[list[Path], list[str]]:
