@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.config.loader import Loaded, require_campaign
@@ -107,12 +108,16 @@ def night_of(run_id: str, nights_dirs: list[Path]) -> Path | None:
     return None
 
 
+Summarize = Callable[[Path], list[Path]]  # the morning summary's writer (the caller's)
+
+
 @dataclass
 class RerunResult:
     run_dir: Path
     status: str
     exit_code: int
     night: Path | None
+    summary: list[Path] = field(default_factory=list)  # the night's rewritten summary files
 
 
 @dataclass
@@ -200,10 +205,25 @@ def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = N
                    lock_timeout=lock_timeout)
 
 
+def rewrite_summary(night: Path, summarize: Summarize | None, ui: Reporter) -> list[Path]:
+    """Rewrite the night's summary files after its rows changed, so the morning report
+    shows the rerun, not only the refusal. A failure is an event: the rerun stands."""
+    if summarize is None:
+        return []
+    try:
+        return summarize(night)
+    except (HarnessError, OSError, ValueError) as e:
+        ui.event("summary-failed", night=str(night), error=f"{type(e).__name__}: {e}")
+        return []
+
+
 def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
-            lock_timeout: float | None = None, night: Path | None = None) -> RerunResult:
+            lock_timeout: float | None = None, night: Path | None = None,
+            summarize: Summarize | None = None) -> RerunResult:
     """Launch a planned rerun under the night lock, linked both ways (`night`: the
-    original's night folder, when the caller knows it)."""
+    original's night folder, when the caller knows it). When the original belongs to a
+    night, `summarize(night)` rewrites its summary files once the journal changed, whether
+    the rerun ended or failed on the way (still under the night lock)."""
     check_reason(reason)
     run_dir, loaded, run_id = plan.run_dir, plan.loaded, plan.original.run_id
     runs_dir = Path(os.path.abspath(runs_dir or run_dir.parent))
@@ -212,8 +232,11 @@ def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None
 
     lock = NightLock(loaded.lock_path, kind="rerun", campaign=loaded.campaign.name)
     lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
-    journal = Journal.open(night / JOURNAL_NAME) if night else None
+    journal: Journal | None = None
+    recorder: RerunRecorder | None = None
+    written: list[Path] = []
     try:
+        journal = Journal.open(night / JOURNAL_NAME) if night else None
         link = {"run_id": run_id, "path": str(run_dir), "reason": reason}
         request = new_request(plan.control, runs_dir,
                               attempt=(plan.original.attempt or 1) + 1, rerun_of=link)
@@ -224,11 +247,17 @@ def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None
                           recorder)
         if outcome.error is not None:  # recorded failed; the operator sees the error itself
             raise outcome.error
-        return RerunResult(outcome.run_dir, outcome.status, outcome.exit_code, night)
+        result = RerunResult(outcome.run_dir, outcome.status, outcome.exit_code, night)
     finally:
-        if journal is not None:
-            journal.close()
-        lock.release()
+        try:
+            if journal is not None:
+                journal.close()
+            if night is not None and recorder is not None and recorder.row is not None:
+                written = rewrite_summary(night, summarize, ui)  # its rows changed
+        finally:
+            lock.release()
+    result.summary = written
+    return result
 
 
 def sealed_with(run_dir: Path) -> str | None:

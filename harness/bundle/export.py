@@ -4,7 +4,9 @@ The archive holds a single top folder (named from the bundled folders, never fro
 output file name or the clock) containing:
   bagit.txt, bag-info.txt, manifest-sha256.txt, metadata/statement.intoto.json,
   tagmanifest-sha256.txt, and with a signing key tagmanifest-sha256.txt.sig;
-  data/<folder>/... each given folder unchanged.
+  data/<folder>/... each given folder unchanged (but a night journal's SQLite side files);
+  a night folder brings the run folders its journal names, as data/<run-id>/
+  (harness.bundle.nightruns).
 Payload entries come first so each file is hashed while it is written; the tag files
 that describe them follow. Before anything is written, the folders are judged exactly as
 `bundle verify` will judge the bag (each run by `manifest.verify_folder`, as `harness
@@ -53,8 +55,8 @@ def compression_for(output: Path) -> bool:
 
 
 def top_folder(names: list[str]) -> str:
-    """The archive's top folder: from the bundled folder names, so the output name and the
-    order of arguments do not change the bytes."""
+    """The archive's top folder: from the names of the folders given (a night's runs come
+    with its name), so the output name and the order of arguments do not change the bytes."""
     if len(names) == 1:
         return f"evidence-{names[0]}"
     joined = "\n".join(sorted(names)).encode("utf-8")
@@ -147,7 +149,7 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
     chain_tags, problems = chain.collect(runs)
     if problems:
         raise ExportRefused(problems)
-    top = top_folder([name for name, _ in payload.roots])
+    top = top_folder(payload.named)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "xb") as fh:

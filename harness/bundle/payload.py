@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from harness.bundle.nightruns import left_out, night_run_folders
 from harness.bundle.sums import unsafe_name_reason
 from harness.errors import InvalidInput
 from harness.night.journal import JOURNAL_NAME
@@ -38,6 +39,7 @@ class PayloadFile:
 class Payload:
     files: list[PayloadFile]  # sorted by arcname
     roots: list[tuple[str, Path]]  # (name under data/, source folder), in argument order
+    named: list[str]  # the names of the folders given (not those a night's journal added)
 
 
 def find_run_dirs(relpaths: Iterable[str]) -> list[str]:
@@ -82,36 +84,65 @@ def _walk_files(root: Path, faults: list[str]) -> list[tuple[str, int]]:
     return found
 
 
+def _night_folders(roots: list[tuple[str, Path]], faults: list[str]) -> list[Path]:
+    """The run folders the given night folders stand for (their journals' runs), each
+    once, leaving out any the operator also gave."""
+    given_names = {name for name, _ in roots}
+    given_paths = {real for _, real in roots}
+    found: list[Path] = []
+    for _, real in roots:
+        if not os.path.isfile(real / NIGHT_RECORD) or os.path.islink(real / NIGHT_RECORD):
+            continue
+        folders, problems = night_run_folders(real, given_names)
+        faults.extend(problems)
+        found.extend(f for f in folders if f not in given_paths and f not in found)
+    return found
+
+
+def _check_root(folder: Path, real: Path, roots: list[tuple[str, Path]],
+                faults: list[str]) -> bool:
+    """Whether `folder` (at `real`) can be a bundled folder beside `roots`; faults say why not."""
+    name = real.name
+    if unsafe_name_reason(name):
+        faults.append(f"{folder}: folder name {name!r} cannot be used in a bundle")
+        return False
+    for _, other in roots:
+        if real == other or real.is_relative_to(other) or other.is_relative_to(real):
+            faults.append(f"{folder}: overlaps {other}; give each folder once")
+    if any(name == n for n, _ in roots):
+        faults.append(f"{folder}: another folder is also named {name!r}")
+    return True
+
+
 def collect_payload(folders: list[Path]) -> Payload:
-    """Check the given run or night folders and list their files; InvalidInput lists every fault."""
+    """Check the given run or night folders and list their files; InvalidInput lists every
+    fault. A night folder brings the run folders its journal names (harness.bundle.nightruns),
+    bundled beside it as `data/<run-id>/`."""
     faults: list[str] = []
     roots: list[tuple[str, Path]] = []
-    files: list[PayloadFile] = []
-    resolved: list[Path] = []
     for folder in folders:
         folder = Path(folder)
         if not folder.is_dir():
             faults.append(f"{folder}: not a folder (give run or night folders)")
             continue
         real = folder.resolve()
-        name = real.name
-        if unsafe_name_reason(name):
-            faults.append(f"{folder}: folder name {name!r} cannot be used in a bundle")
-            continue
-        for other in resolved:
-            if real == other or real.is_relative_to(other) or other.is_relative_to(real):
-                faults.append(f"{folder}: overlaps {other}; give each folder once")
-        if any(name == n for n, _ in roots):
-            faults.append(f"{folder}: another folder is also named {name!r}")
-        resolved.append(real)
+        if _check_root(folder, real, roots, faults):
+            roots.append((real.name, real))
+    named = [name for name, _ in roots]
+    for real in _night_folders(roots, faults):
+        if _check_root(real, real, roots, faults):
+            roots.append((real.name, real))
+    files: list[PayloadFile] = []
+    for name, real in roots:
         entries = _walk_files(real, faults)
         rels = [rel for rel, _ in entries]
+        if NIGHT_RECORD in rels:
+            entries = [(rel, size) for rel, size in entries if not left_out(rel, size)]
         if not find_run_dirs(rels) and NIGHT_RECORD not in rels:
-            faults.append(f"{folder}: no {RUN_RECORD} or {NIGHT_RECORD} in it; "
+            faults.append(f"{real}: no {RUN_RECORD} or {NIGHT_RECORD} in it; "
                           "not a run or night folder")
-        roots.append((name, real))
         files.extend(PayloadFile(f"data/{name}/{rel}", real, rel, size) for rel, size in entries)
     if faults:
         raise InvalidInput("cannot bundle these folders", faults=faults)
     files.sort(key=lambda f: f.arcname)
-    return Payload(files=files, roots=roots)
+    return Payload(files=files, roots=roots, named=named)

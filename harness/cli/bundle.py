@@ -30,6 +30,8 @@ def bundle() -> None:
 def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | None) -> None:
     """Bundle RUN_DIR or NIGHT_DIR folders into one deterministic archive.
 
+    A NIGHT_DIR (RUNS/nights/<night>/) brings every run folder its journal names, reruns
+    included, from RUNS/<run-id>/; give a run kept elsewhere as well.
     Exporting the same folders twice gives byte-identical archives. Exit 1, naming each
     problem, when a run does not verify (`harness verify`) or a SHA256SUMS lies outside a
     run; exit 2 for symlinks, FIFOs, devices or odd names in the folders.

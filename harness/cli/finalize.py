@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from harness.atomic import dumps_json, write_json
+from harness.config.contract import ALL, resolve
 from harness.errors import InvalidInput
 from harness.finalize.contract import ContractError, load_contract
 from harness.finalize.documents import DocumentError, read_document
@@ -23,8 +24,13 @@ from harness.finalize.rules import exit_code, judge
 FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def _contract(path: Path | None) -> list[str] | None:
-    """The contract file through the one safe loader; every fault is FILE:LINE:COL."""
+def _contract(path: Path | None, all_fields: bool) -> list[str] | str | None:
+    """The contract file through the one safe loader (every fault is FILE:LINE:COL), `all`
+    for --all-fields, None for neither."""
+    if all_fields and path is not None:
+        raise click.UsageError("--contract and --all-fields exclude each other")
+    if all_fields:
+        return ALL
     if path is None:
         return None
     try:
@@ -51,13 +57,20 @@ def _documents(*paths: Path) -> list[dict]:
 @click.option("--generation", "generation", type=FILE, required=True,
               help="generation observation (observations/generation.json)")
 @click.option("--contract", type=FILE, default=None,
-              help="YAML/JSON list of dotted fields, or {fields: [...]}; default: all fields")
+              help="YAML/JSON list of dotted fields, or {fields: [...]}; default: the vLLM "
+                   "identity contract (docs/gate0-contract.md)")
+@click.option("--all-fields", is_flag=True,
+              help="compare every field either observation holds, instead of a contract")
 @click.option("--json", "as_json", is_flag=True, help="print the verdict as JSON")
 @click.option("--out", type=FILE, default=None, help="also write the verdict here (new file)")
-def finalize(startup: Path, generation: Path, contract: Path | None, as_json: bool,
-             out: Path | None) -> None:
-    """Gate 0: refuse unless the start-up and generation observations name the same engine."""
-    fields = _contract(contract)
+def finalize(startup: Path, generation: Path, contract: Path | None, all_fields: bool,
+             as_json: bool, out: Path | None) -> None:
+    """Gate 0: refuse unless the start-up and generation observations name the same engine.
+
+    Without --contract the vLLM identity contract is compared: the engine's settings, less
+    the fields vLLM settles after start-up (cache.num_gpu_blocks, ...), each listed with
+    its reason in docs/gate0-contract.md. --all-fields compares every field."""
+    fields = resolve(_contract(contract, all_fields))
     start_doc, gen_doc = _documents(startup, generation)
     verdict = judge(start_doc, gen_doc, contract=fields)
     if out is not None:
@@ -75,11 +88,13 @@ def finalize(startup: Path, generation: Path, contract: Path | None, as_json: bo
 @click.command("refinalize")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--contract", type=FILE, default=None,
-              help="contract to judge by; default: the one the gate0 post-step used")
+              help="contract to judge by; default: the one the gate0 post-step used (every "
+                   "field if it used none; the vLLM identity contract if it left no verdict)")
+@click.option("--all-fields", is_flag=True, help="compare every field either observation holds")
 @click.option("--json", "as_json", is_flag=True, help="print the new verdict as JSON")
-def refinalize(run_dir: Path, contract: Path | None, as_json: bool) -> None:
+def refinalize(run_dir: Path, contract: Path | None, all_fields: bool, as_json: bool) -> None:
     """Re-judge a sealed run into a new addendum; the run's recorded status stands."""
-    record, folder = refinalize_run(run_dir, datetime.now(UTC), _contract(contract))
+    record, folder = refinalize_run(run_dir, datetime.now(UTC), _contract(contract, all_fields))
     if as_json:
         click.echo(json.dumps({**record, "addendum": str(folder)}, indent=2, sort_keys=True))
     else:

@@ -37,6 +37,9 @@ RUNS_DIR = "gpu-runs"
               help="local wall-clock time after which no new control starts")
 @click.option("--max-hours", type=HOURS,
               help="hours from now after which no control starts (at most 720)")
+@click.option("--window", metavar="HH:MM-HH:MM",
+              help="local times: start only inside this window, and no control starts after "
+                   "its end; a start outside it starts nothing (exit 1)")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
               show_default=True, help="run folders; nights live in RUNS_DIR/nights/")
 @click.option("--night", "night_name", metavar="NAME_OR_DIR",
@@ -47,8 +50,8 @@ RUNS_DIR = "gpu-runs"
                    "(default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
-def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: Path,
-          night_name: str | None, new: bool, lock_timeout: float | None,
+def night(campaign: Path, until: str | None, max_hours: float | None, window: str | None,
+          runs_dir: Path, night_name: str | None, new: bool, lock_timeout: float | None,
           json_lines: bool | None) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
@@ -62,13 +65,16 @@ def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: 
     Before each control the doctor checks the host for that control's profile; a failing
     host defers the control (nothing is launched) and the next start retries it.
     --until/--max-hours apply to this start only: past them no new control starts.
+    --window START-END (what `harness schedule` passes) also refuses a start outside the
+    window, so a timer catching up a missed night at boot does not hold the GPU all day.
 
     One night at a time per GPU lock: a second night (of any campaign on the same lock)
     refuses at once with exit 3, naming the night that runs; it waits only for an
     operator rerun to finish.
 
     Exit codes: 0 every planned control accepted; 1 any refused, failed, timed out,
-    interrupted, or left unrun by the deadline or stop policy; 2 invalid campaign or
+    interrupted, or left unrun by the deadline or stop policy, or a start outside
+    --window; 2 invalid campaign or
     options; 3 environment: another night holds the lock, the doctor deferred a control,
     GPU lock timeout, engine unreachable, a damaged journal.
     """
@@ -77,7 +83,7 @@ def night(campaign: Path, until: str | None, max_hours: float | None, runs_dir: 
     try:
         result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
                            night=night_name, new=new, lock_timeout=lock_timeout,
-                           summarize=write_night_summary)
+                           window=window, summarize=write_night_summary)
     finally:
         ui.close()
     for status, run_dir in result.runs:
@@ -103,7 +109,7 @@ def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     campaign, night_dir = kw.pop("campaign"), kw.pop("night", None)
     plan = plan_rerun(run_dir, campaign=campaign)
     _say_plan(plan)
-    result = execute(plan, reason, ui=ui, night=night_dir, **kw)
+    result = execute(plan, reason, ui=ui, night=night_dir, summarize=write_night_summary, **kw)
     sealed = sealed_with(result.run_dir)
     if sealed is not None and sealed != plan.seal.digest:
         click.echo(inert(f"note: the rerun sealed {sealed}, not the seal above: a file changed "
@@ -111,6 +117,9 @@ def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     click.echo(f"{result.status}: {result.run_dir}")
     if result.night:
         click.echo(f"night: {result.night}")
+    for path in result.summary:
+        if path.suffix == ".md":
+            click.echo(f"summary: {path}")
     return result.exit_code
 
 
@@ -129,10 +138,7 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
             worst = max(worst, e.code)
             if e.code == ENVIRONMENT:  # the host is not fit: the next ones would fail too
                 break
-    for path in write_night_summary(night_dir):
-        if path.suffix == ".md":
-            click.echo(f"summary: {path}")
-    return worst
+    return worst  # each rerun rewrote the night's summary files as its row changed
 
 
 @click.command("rerun")
@@ -141,7 +147,7 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
 @click.option("--failed", "night_dir", metavar="NIGHT_DIR",
               type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="rerun every refused, failed, timed-out or interrupted newest attempt of "
-                   "this night, then rewrite its summary files")
+                   "this night (its summary files are rewritten after each)")
 @click.option("--reason", required=True, help="why the control is run again (recorded)")
 @click.option("--campaign", type=click.Path(path_type=Path, dir_okay=False),
               help="read the control from this campaign file (default: the original's "
@@ -166,12 +172,12 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     The new run.json names the original and the reason (`rerun_of`); the original folder
     stays as sealed, so a refused run stays refused. The forward link is recorded in
     reruns.jsonl beside the run folders and, when the original belongs to a night, in
-    that night's journal. Waits for a running night to end first.
+    that night's journal; then the night's summary.md/html/json are rewritten so the
+    morning report shows the rerun. Waits for a running night to end first.
 
     --failed NIGHT_DIR (instead of RUN_DIR) reruns each slot of the night whose newest
     attempt is refused, failed, timed-out or interrupted, one after another, each linked
-    both ways, then rewrites the night's summary.md/html/json so the morning report shows
-    the reruns.
+    both ways, rewriting the night's summary files after each.
 
     Exit codes as `harness run`: 0 accepted, 1 refused or failed, 2 invalid input, 3
     environment; with --failed, the worst of the reruns (0 when there was nothing to

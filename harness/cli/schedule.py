@@ -8,8 +8,12 @@ from pathlib import Path
 import click
 
 from harness.atomic import write_text
+from harness.cli.params import HOURS
+from harness.errors import InvalidInput
 from harness.report.nights import campaign_name
-from harness.schedule import check_calendar, default_harness, render_units
+from harness.schedule import Units, check_calendar, default_harness, render_units
+
+RUNS_DIR = "gpu-runs"  # as `harness night`'s default, but made absolute for the unit
 
 
 def user_unit_dir() -> Path:
@@ -18,48 +22,90 @@ def user_unit_dir() -> Path:
     return Path(base) / "systemd" / "user"
 
 
+def installed(paths: list[Path]) -> list[Path]:
+    """The unit files already there (a symlink counts: systemd would read it)."""
+    return [p for p in paths if os.path.lexists(p)]
+
+
+def _install(units: Units, service_path: Path, timer_path: Path, force: bool) -> None:
+    present = installed([service_path, timer_path])
+    if present and not force:
+        raise InvalidInput(
+            f"{present[0]} exists: a timer for this campaign is installed; nothing was "
+            "written (give --force to replace it, or compare it with the text printed "
+            "without --install)")
+    service_path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(service_path, units.service)
+    write_text(timer_path, units.timer)
+    for path in (service_path, timer_path):
+        click.echo(f"{'replaced' if path in present else 'wrote'} {path}")
+    click.echo("now run:")
+    click.echo(f"  systemctl --user daemon-reload && systemctl --user enable --now "
+               f"{units.name}.timer")
+    click.echo("and, so the timer fires while you are logged out:")
+    click.echo("  loginctl enable-linger \"$USER\"")
+
+
 @click.command("schedule")
 @click.argument("campaign", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--on-calendar", required=True,
               help='systemd calendar expression, e.g. "*-*-* 02:00" or "Mon..Fri 01:30".')
+@click.option("--until", metavar="HH:MM",
+              help="local time the night's window closes: no control starts after it, and a "
+                   "night started late (at boot) outside the window starts nothing")
+@click.option("--max-hours", type=HOURS,
+              help="hours after which no control starts (under 24: also the window's length)")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="run folders; the report lands in RUNS_DIR/nights/ (default: "
+                   "WORKDIR/gpu-runs)")
+@click.option("--on-failure", metavar="UNIT",
+              help="add OnFailure=UNIT to the service (e.g. a mail unit) for nights that "
+                   "exit 1 or 3")
 @click.option("--install", is_flag=True,
               help="Write the units under ~/.config/systemd/user/ (does not run systemctl).")
+@click.option("--force", is_flag=True, help="with --install: replace an installed timer")
 @click.option("--harness", "harness_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The harness executable the unit runs (default: this one).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder the night runs in (its ./gpu-runs); default: the current folder.")
-def schedule(campaign: Path, on_calendar: str, install: bool, harness_path: Path | None,
-             workdir: Path | None) -> None:
+              help="Folder the night runs in; default: the current folder.")
+def schedule(campaign: Path, on_calendar: str, until: str | None, max_hours: float | None,
+             runs_dir: Path | None, on_failure: str | None, install: bool, force: bool,
+             harness_path: Path | None, workdir: Path | None) -> None:
     """Print a systemd user service + timer (Persistent=true) that runs `harness night
-    CAMPAIGN`, and a cron line as an alternative. With --install, write the units."""
+    CAMPAIGN`, and a cron line as an alternative. With --install, write the units; an
+    installed timer is replaced only with --force (else exit 2).
+
+    With --until (or --max-hours under 24) the night runs with --window START-END, START
+    being the calendar's time of day, so a night the timer catches up at boot after the
+    window has closed starts nothing (exit 1) instead of holding the GPU all day. The
+    night's exit code is the unit's: 1 and 3 mark it failed (see docs/scheduling.md).
+    """
     name = campaign_name(campaign)
     normalized = check_calendar(on_calendar)
     if normalized is None:
         click.echo("harness: systemd-analyze not found; --on-calendar was not checked", err=True)
     harness = [str(harness_path.absolute())] if harness_path else default_harness()
+    work = (workdir or Path.cwd()).absolute()
+    runs = Path(os.path.abspath(work / (runs_dir or RUNS_DIR)))
     units = render_units(
-        campaign=name,
-        campaign_file=str(campaign.absolute()),
-        on_calendar=on_calendar,
-        harness=harness,
-        workdir=str((workdir or Path.cwd()).absolute()),
-        normalized=normalized,
-    )
+        campaign=name, campaign_file=str(campaign.absolute()), on_calendar=on_calendar,
+        harness=harness, workdir=str(work), normalized=normalized, runs_dir=str(runs),
+        until=until, max_hours=max_hours, on_failure=on_failure)
     unit_dir = user_unit_dir()
     service_path = unit_dir / f"{units.name}.service"
     timer_path = unit_dir / f"{units.name}.timer"
+    if until is None and max_hours is None:
+        click.echo("harness: no --until/--max-hours: a night the timer catches up at boot "
+                   "runs to its end, whatever the hour", err=True)
     if install:
-        unit_dir.mkdir(parents=True, exist_ok=True)
-        write_text(service_path, units.service)
-        write_text(timer_path, units.timer)
-        click.echo(f"wrote {service_path}")
-        click.echo(f"wrote {timer_path}")
-        click.echo("now run:")
-        click.echo(f"  systemctl --user daemon-reload && systemctl --user enable --now "
-                   f"{units.name}.timer")
-        click.echo("and, so the timer fires while you are logged out:")
-        click.echo("  loginctl enable-linger \"$USER\"")
-        return
+        _install(units, service_path, timer_path, force)
+    else:
+        _print(units, service_path, timer_path, on_calendar)
+    click.echo(f"report: {runs}/nights/{name}-<UTC stamp>/summary.md (and .html, .json)")
+    click.echo(f"log: journalctl --user -u {units.name}.service")
+
+
+def _print(units: Units, service_path: Path, timer_path: Path, on_calendar: str) -> None:
     click.echo(f"# {service_path}")
     click.echo(units.service)
     click.echo(f"# {timer_path}")
@@ -71,4 +117,4 @@ def schedule(campaign: Path, on_calendar: str, install: bool, harness_path: Path
     else:
         click.echo(f"# OnCalendar={on_calendar} has no plain cron equivalent; write the "
                    "five time fields by hand before:")
-        click.echo("# " + " ".join(harness) + f" night {campaign.absolute()}")
+        click.echo("# " + units.service.split("ExecStart=", 1)[1].split("\n", 1)[0])

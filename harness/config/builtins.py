@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.config.contract import parse_contract
+from harness.config.contract import parse_choice
 from harness.config.imagegate import parse_expectation
 
 POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "image-gate")
@@ -18,6 +18,6 @@ POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "image-gate")
 def check_options(name: str, options: Any) -> None:
     """Raise ValueError when a built-in post-step could not use these options."""
     if name == "gate0" and isinstance(options, dict) and "contract" in options:
-        parse_contract(options["contract"])
+        parse_choice(options["contract"])
     elif name == "image-gate":
         parse_expectation(options)

@@ -2,6 +2,12 @@
 object {"fields": [...]}. Pure, and part of the config, so `harness check` (a campaign's
 `contract:`, a gate0 post-step's `options.contract`) and `harness finalize --contract`
 judge a contract by the same rule without loading the finalizer.
+
+Without a contract Gate 0 compares `VLLM_IDENTITY`, the identity contract of the vLLM
+engine configuration: the fields that name the engine, leaving out those vLLM settles
+after start-up (`SETTLED_AFTER_STARTUP`, each with its reason), which would otherwise
+refuse every run. Comparing every observed field is a choice a campaign makes by name:
+`contract: all`. docs/gate0-contract.md says the same for operators.
 """
 
 from __future__ import annotations
@@ -17,6 +23,60 @@ ENCODING_MISMATCH = "encoding-mismatch"
 MISSING_IN_STARTUP = "missing-in-startup"
 MISSING_IN_GENERATION = "missing-in-generation"
 KINDS = (VALUE_CHANGED, ENCODING_MISMATCH, MISSING_IN_STARTUP, MISSING_IN_GENERATION)
+
+ALL = "all"  # `contract: all`: compare every field either observation holds
+
+# The fields Gate 0 compares when a campaign names no contract: the engine's identity as
+# vLLM's config records it (the contract campaigns/kv-warmup-profile.yaml was written with
+# for the pinned vLLM). A listed field missing from an observation refuses the run
+# (GATE0-CONTRACT-MISSING): an engine without one of them needs a contract of its own.
+VLLM_IDENTITY: tuple[str, ...] = (
+    "cache.block_size",
+    "cache.cache_dtype",
+    "cache.gpu_memory_utilization",
+    "compilation.backend",
+    "compilation.compile_sizes",
+    "compilation.cudagraph_capture_sizes",
+    "compilation.cudagraph_mode",
+    "compilation.custom_ops",
+    "compilation.mode",
+    "compilation.splitting_ops",
+    "compilation.use_inductor_graph_partition",
+    "device.device",
+    "model.dtype",
+    "model.enforce_eager",
+    "model.model",
+    "model.quantization",
+    "model.seed",
+    "model.tokenizer",
+    "model.trust_remote_code",
+    "parallel.distributed_executor_backend",
+    "parallel.pipeline_parallel_size",
+    "parallel.tensor_parallel_size",
+    "parallel.worker_extension_cls",
+    "scheduler.max_num_batched_tokens",
+    "scheduler.max_num_seqs",
+)
+
+# Left out of VLLM_IDENTITY on purpose: vLLM settles them after the start-up observation
+# (vllm-notes.md, "Fields that legitimately change"), so a difference is no change of
+# engine. A campaign that wants one compared lists it (or says `contract: all`). The notes
+# also list `block_size`: VLLM_IDENTITY compares cache.block_size deliberately, as both
+# shipped campaigns do (the KV layout the run measured); a model whose block size vLLM
+# changes needs a campaign contract without it. kv_cache_size_tokens and
+# kv_cache_max_concurrency are log measurements (harness.metrics), not config fields.
+SETTLED_AFTER_STARTUP: dict[str, str] = {
+    "cache.num_gpu_blocks": "set by the engine when it sizes the KV cache, just after the "
+                            "start-up observation (the profile run decides it)",
+    "cache.num_cpu_blocks": "set together with num_gpu_blocks when the KV cache is sized",
+    "model.max_model_len": "auto-fitted to the KV cache that start-up measured when the "
+                           "control does not fix it",
+    "scheduler.enable_chunked_prefill": "vLLM may switch it after start-up (the notes list it "
+                                        "among the fields that legitimately change)",
+    "cache.enable_prefix_caching": "vLLM may switch it after start-up (the notes list it "
+                                   "among the fields that legitimately change)",
+    "compilation.compilation_time": "a measurement (seconds spent compiling), not a setting",
+}
 
 
 class ContractError(ValueError):
@@ -51,6 +111,36 @@ def contract_faults(obj: Any) -> list[tuple[Where, str]]:
 def fields_of(obj: Any) -> list[str]:
     """The field names of a valid contract, in order (list or {"fields": [...]})."""
     return list(obj["fields"] if isinstance(obj, dict) else obj)
+
+
+def choice_faults(obj: Any) -> list[tuple[Where, str]]:
+    """`contract_faults` for a campaign's `contract:` or gate0's option, where `all` is also
+    a choice. Pure."""
+    if obj == ALL:
+        return []
+    if isinstance(obj, str):
+        return [((), f"a contract is a list of dotted field names or {ALL!r}, not {obj!r}"[:200])]
+    return contract_faults(obj)
+
+
+def parse_choice(obj: Any) -> list[str] | str:
+    """A campaign's `contract:` (or gate0's option): `all`, or a contract's field names."""
+    if obj == ALL:
+        return ALL
+    faults = choice_faults(obj)
+    if faults:
+        raise ContractError([message for _, message in faults])
+    return fields_of(obj)
+
+
+def resolve(choice: list[str] | str | None) -> list[str] | None:
+    """The fields Gate 0 compares for a choice: none made -> VLLM_IDENTITY; `all` -> None
+    (every observed field, the finalizer's union); a list -> that list. Pure."""
+    if choice is None:
+        return list(VLLM_IDENTITY)
+    if choice == ALL:
+        return None
+    return list(choice)
 
 
 def parse_contract(obj: Any) -> list[str]:

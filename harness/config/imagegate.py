@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config.contract import KINDS, parse_contract
+from harness.config.contract import KINDS, parse_choice
 
 CHECKPOINTS = ("startup-captured", "generation-step")  # the labels the instrument writes
 KEYS = ("differences", "changed_in", "checkpoints", "contract")
@@ -28,7 +28,7 @@ class Expectation:
     differences: dict[str, str]
     changed_in: dict[str, str]
     checkpoints: tuple[str, str]
-    contract: list[str] | None
+    contract: list[str] | str | None  # as gate0's option: None (the default), `all`, a list
 
 
 def _mapping(options: dict, key: str, value_ok: Any, what: str) -> tuple[dict, list[str]]:
@@ -72,7 +72,7 @@ def parse_expectation(options: Any) -> Expectation:
     contract = None
     if options.get("contract") is not None:
         try:
-            contract = parse_contract(options["contract"])
+            contract = parse_choice(options["contract"])
         except ValueError as e:
             faults.append(f"contract: {e}")
     if faults:

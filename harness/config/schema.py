@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from harness.config.builtins import POSTSTEPS, check_options
-from harness.config.contract import parse_contract
+from harness.config.contract import parse_choice
 from harness.instrument.harness_observer.contract import INSTRUMENT_TARGET, OBSERVATIONS_TARGET
 
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -340,7 +340,7 @@ class Campaign(Strict):
     controls: list[Annotated[ControlRef, BeforeValidator(_control_ref)]] = Field(min_length=1)
     stop_policy: Literal["continue", "stop-on-refusal", "stop-on-failure"] = "continue"
     retry: Retry = Retry()
-    contract: Annotated[list[str], AfterValidator(parse_contract)] | None = None
+    contract: Annotated[list[str] | str, AfterValidator(parse_choice)] | None = None  # or all
     gates: list[Any] | None = None  # checked with positions by harness.config.gates (loader)
     gates_file: str | None = Field(default=None, min_length=1, max_length=1024)
     require_approval: bool = False  # runs need an approval of their seal (harness.approval)

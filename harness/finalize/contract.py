@@ -9,8 +9,9 @@ number is a fault at FILE:LINE:COL, never a hang or a crash.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from harness.config.contract import ContractError, contract_faults, fields_of
+from harness.config.contract import ALL, ContractError, contract_faults, fields_of, resolve
 from harness.config.contract import parse_contract as parse_contract  # re-exported
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load, loads
 
@@ -41,3 +42,21 @@ def load_contract(path: Path | str) -> list[str]:
         return _from_document(load(path, "contract"))
     except YamlFaults as e:
         raise _loader_faults(e.faults) from None
+
+
+def rejudge_contract(given: list[str] | str | None, previous: Any) -> list[str] | None:
+    """The fields a re-judgement compares (None: every field). Pure.
+
+    `given` (a list, or `all`) wins. Otherwise the run's own gate0 verdict decides: its
+    recorded list, or every field when it recorded none (it was judged before Gate 0 had a
+    default, or under `contract: all`), so a refinalize reproduces the judgement it
+    revisits. A run without a readable gate0 verdict gets today's default."""
+    if given is not None:
+        return resolve(given)
+    if isinstance(previous, dict) and "contract" in previous:
+        recorded = previous["contract"]
+        if recorded is None:
+            return resolve(ALL)
+        if isinstance(recorded, list) and not contract_faults(recorded):
+            return fields_of(recorded)
+    return resolve(None)

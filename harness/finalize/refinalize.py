@@ -43,6 +43,7 @@ from harness.catalogue import (
     REFINALIZE_UNSEALED,
 )
 from harness.errors import EnvironmentFault, InvalidInput, Refused
+from harness.finalize.contract import rejudge_contract
 from harness.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
 from harness.finalize.documents import DocumentError, parse_document, read_document
 from harness.finalize.rules import VERDICT_SCHEMA, judge
@@ -347,9 +348,10 @@ def _write(run_dir: Path, name: str, files: dict[str, bytes], now: datetime) -> 
                                f"{e}") from None
 
 
-def refinalize(run_dir: Path, now: datetime, contract: list[str] | None = None,
+def refinalize(run_dir: Path, now: datetime, contract: list[str] | str | None = None,
                pins: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
-    """Re-judge a sealed, intact run into a new addendum. The run's own status stands."""
+    """Re-judge a sealed, intact run into a new addendum. The run's own status stands.
+    `contract`: a list or `all`; None: as its gate0 verdict was judged (rejudge_contract)."""
     run_dir = Path(os.path.realpath(run_dir))  # the operator's path; nothing inside
     if not run_dir.is_dir():
         raise InvalidInput(f"{run_dir} is not a run folder with a readable {RECORD}")
@@ -360,10 +362,7 @@ def refinalize(run_dir: Path, now: datetime, contract: list[str] | None = None,
         if run is None:
             raise InvalidInput(f"{run_dir} is not a run folder with a readable {RECORD}")
         previous = sealed.json(post_step_file("gate0", VERDICT))
-        if contract is None and previous is not None and isinstance(previous.get("contract"),
-                                                                    list):
-            contract = previous["contract"]
-        verdict = judge_run(run_dir, contract, pins, sealed)
+        verdict = judge_run(run_dir, rejudge_contract(contract, previous), pins, sealed)
         record = {**verdict, "refinalize": {
             "run_id": run.run_id, "time": iso(now),
             "original_status": run.status,

@@ -12,18 +12,53 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from harness.driver.policy import retry_allowed
-from harness.errors import InvalidInput
+from harness.errors import InvalidInput, Refused
 from harness.night.transitions import TERMINAL, RetryPolicy, Row, latest_attempts
 
 MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
 _UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
-def parse_until(until: str) -> tuple[int, int]:
+def parse_until(until: str, what: str = "--until") -> tuple[int, int]:
     m = _UNTIL.match(until.strip())
     if not m:
-        raise InvalidInput(f"--until {until!r}: expected a local time HH:MM, e.g. 06:30")
+        raise InvalidInput(f"{what} {until!r}: expected a local time HH:MM, e.g. 06:30")
     return int(m.group(1)), int(m.group(2))
+
+
+def parse_window(window: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """`--window START-END` (local HH:MM-HH:MM, may wrap midnight) -> (start, end)."""
+    parts = window.split("-")
+    if len(parts) != 2:
+        raise InvalidInput(f"--window {window!r}: expected START-END local times, e.g. "
+                           "22:00-06:30")
+    start, end = (parse_until(p, "--window") for p in parts)
+    if start == end:
+        raise InvalidInput(f"--window {window!r}: the window opens and closes at the same time")
+    return start, end
+
+
+def in_window(now: datetime, start: tuple[int, int], end: tuple[int, int]) -> bool:
+    """Whether the local time of `now` is inside [start, end), which may wrap midnight."""
+    at = (now.hour, now.minute)
+    return start <= at < end if start < end else (at >= start or at < end)
+
+
+def night_deadline(now: datetime, until: str | None, max_hours: float | None,
+                   window: str | None) -> datetime | None:
+    """The deadline of a night started at `now`: the earliest of --until, --max-hours and
+    the end of --window. A start outside --window is refused (Refused, exit 1): a timer
+    that catches up a missed night at boot must not hold the GPU through the day."""
+    deadline = deadline_from(now, until, max_hours)
+    if window is None:
+        return deadline
+    start, end = parse_window(window)
+    if not in_window(now, start, end):
+        raise Refused(f"--window {window}: it is {now:%H:%M} local time, outside the night's "
+                      "window; nothing was started (a night the timer missed while the host "
+                      "was off waits for its next window)")
+    closes = deadline_from(now, f"{end[0]:02d}:{end[1]:02d}", None)
+    return min(d for d in (deadline, closes) if d is not None)
 
 
 def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> datetime | None:

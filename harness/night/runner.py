@@ -237,6 +237,10 @@ class Night:
                     self.ui.event("interrupted", signal=str(e))
                     why = "interrupted"
             rows = journal.rows()
+        except BaseException:
+            journal.close()
+            self.summary(night_dir)  # recovered or finished rows changed: the report says so
+            raise
         finally:
             journal.close()
         if why in ("done", "deadline", "stop-policy"):
@@ -264,13 +268,14 @@ class Night:
 
 def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None = None,
               max_hours: float | None = None, night: str | None = None, new: bool = False,
-              lock_timeout: float | None = None,
+              lock_timeout: float | None = None, window: str | None = None,
               summarize: Summarize | None = None) -> NightResult:
     """Take the night lock, pick or create the night folder, run it; `summarize(night_dir)`
-    writes the morning summary at the end (the caller's: night/ knows no report)."""
+    writes the morning summary at the end (the caller's: night/ knows no report). A start
+    outside `window` is refused before anything is touched."""
     if night is not None and new:
         raise InvalidInput("--night and --new exclude each other")
-    deadline = rules.deadline_from(datetime.now().astimezone(), until, max_hours)
+    deadline = rules.night_deadline(datetime.now().astimezone(), until, max_hours, window)
     lock = NightLock(loaded.lock_path, kind="night", campaign=loaded.campaign.name)
     lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
     try:

@@ -45,9 +45,10 @@ UNREADABLE = POST_VERDICT_UNREADABLE
 
 
 def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
-             contract: list[str] | None = None) -> list[str]:
-    """The post-step's command. The campaign's identity contract reaches gate0 unless the
-    control gives gate0 one of its own."""
+             contract: list[str] | str | None = None) -> list[str]:
+    """The post-step's command. The campaign's identity contract (a list, or `all`)
+    reaches gate0 unless the control gives gate0 one of its own; with neither, gate0
+    compares its default (harness.config.contract.VLLM_IDENTITY)."""
     if step.run:
         return list(step.run)
     if step.name not in BUILTINS:

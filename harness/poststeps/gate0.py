@@ -1,6 +1,7 @@
 """Gate-0 post-step: the run's start-up and generation observations must agree.
 
-Options: {"contract": [dotted fields]} (optional; without it the union is compared).
+Options: {"contract": [dotted fields] | "all"} (optional; without it the vLLM identity
+contract, harness.config.contract.VLLM_IDENTITY, is compared; "all" compares the union).
 Missing or unreadable observations refuse the run; so does a bad contract option.
 """
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from harness.atomic import write_json
 from harness.catalogue import GATE0_OPTIONS
-from harness.finalize.contract import ContractError, parse_contract
+from harness.config.contract import parse_choice, resolve
+from harness.finalize.contract import ContractError
 from harness.finalize.refinalize import judge_run, refusal
 from harness.finalize.report import render
 from harness.finalize.rules import exit_code
@@ -18,13 +20,13 @@ from harness.runfolder import layout
 
 
 def run(run_dir: Path, out_dir: Path, options: dict) -> int:
-    contract = None
+    contract = resolve(None)
     verdict = None
     if not isinstance(options, dict):
         verdict = refusal([f"{GATE0_OPTIONS}: the options must be a JSON object"], None)
     elif options.get("contract") is not None:
         try:
-            contract = parse_contract(options["contract"])
+            contract = resolve(parse_choice(options["contract"]))
         except ContractError as e:
             verdict = refusal([f"{GATE0_OPTIONS}: contract: {f}" for f in e.faults], None)
     if verdict is None:

@@ -24,6 +24,7 @@ from harness.catalogue import (
     IMAGE_GATE_TRACE,
     IMAGE_GATE_VERDICT,
 )
+from harness.config.contract import resolve
 from harness.config.imagegate import Expectation, parse_expectation
 from harness.finalize.attribute import attribute, describe, read_trace
 from harness.finalize.refinalize import judge_run
@@ -71,7 +72,7 @@ def judge_trace(expect: Expectation, results: list[dict[str, Any]], bad: int) ->
 
 def evaluate(run_dir: Path, expect: Expectation) -> dict[str, Any]:
     """The image-gate verdict document for a run folder."""
-    gate0 = judge_run(Path(run_dir), expect.contract)
+    gate0 = judge_run(Path(run_dir), resolve(expect.contract))  # as the gate0 post-step
     reasons = judge_verdict(expect, gate0)
     results: list[dict[str, Any]] = []
     if expect.changed_in:

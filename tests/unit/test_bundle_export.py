@@ -14,6 +14,7 @@ from harness.bundle import export_bundle, safe_extract, verify_bundle
 from harness.bundle.export import ExportRefused
 from harness.cli.bundle import bundle
 from harness.errors import InvalidInput
+from harness.night.journal import Journal
 
 
 def test_two_exports_are_byte_identical(tmp_path):
@@ -84,15 +85,18 @@ def test_night_folder_keeps_its_structure(tmp_path):
 
 
 def test_night_folder_as_harness_night_writes_it_with_its_runs_beside(tmp_path):
-    """`harness night` keeps the journal and summaries in the night folder and the runs in
-    the runs folder: the night is bundled as it is, covered by the bag manifest."""
+    """`harness night` keeps the journal and summaries in RUNS/nights/<night>/ and the runs
+    in RUNS/: the night is bundled with the runs its journal names (test_bundle_night.py)."""
     night = tmp_path / "nights" / "kv-20261130T080000Z"
     night.mkdir(parents=True)
-    for name in ("journal.sqlite", "ended.json", "summary.md", "summary.html", "summary.json"):
+    run = make_run(tmp_path, "r1", full=False)
+    with Journal.create(night / "journal.sqlite", campaign="kv", campaign_file="kv.yaml",
+                        plan=[("c", 0)]) as j:
+        j.mark_accepted(j.mark_running(j.rows()[0], "r1", str(run)))
+    for name in ("ended.json", "summary.md", "summary.html", "summary.json"):
         (night / name).write_text(f"{name}\n")
-    run = make_run(tmp_path / "gpu-runs", "r1", full=False)
     out = tmp_path / "n.tar"
-    result = export_bundle([night, run], out)
+    result = export_bundle([night], out)
     assert result.runs == ["r1"]
     report = verify_bundle(out)
     assert report.ok, report.problems

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from harness.atomic import dumps_json
 from harness.cli.finalize import finalize, refinalize
 from harness.cli.main import cli, main
+from harness.config.contract import VLLM_IDENTITY
 from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.finalize.contract import ContractError, load_contract_text, parse_contract
 from harness.finalize.documents import DocumentError, read_document
@@ -80,11 +81,12 @@ def invoke(args):
 
 def test_finalize_accepts_and_refuses(tmp_path):
     s, g = pair(tmp_path)
-    r = invoke(["finalize", "--startup", str(s), "--generation", str(g)])
+    r = invoke(["finalize", "--startup", str(s), "--generation", str(g), "--all-fields"])
     assert r.exit_code == 0, r.output
     assert r.output == "gate0: accepted (3 fields compared)\n"
     s, g = pair(tmp_path, ("a", "a"))
-    r = invoke(["finalize", "--startup", str(s), "--generation", str(g), "--json"])
+    r = invoke(["finalize", "--startup", str(s), "--generation", str(g), "--json",
+                "--all-fields"])
     assert r.exit_code == 1
     verdict = json.loads(r.output)
     assert verdict["verdict"] == "refused"
@@ -220,9 +222,10 @@ def test_gate0_post_step(tmp_path):
     run = run_folder(tmp_path, ("a", "a"), seal=False)
     out = tmp_path / "out"
     out.mkdir()
-    assert gate0.run(run, out, {}) == 1
+    assert gate0.run(run, out, {"contract": "all"}) == 1
     verdict = json.loads((out / "verdict.json").read_text())
     assert verdict["refused_by"] == ["GATE0-FIELD-DIFFERS"]
+    assert verdict["contract"] is None  # every field, by choice
     out2 = tmp_path / "out2"
     out2.mkdir()
     assert gate0.run(run, out2, {"contract": ["model.x", "compilation.mode"]}) == 0
@@ -348,11 +351,11 @@ def test_refinalize_writes_a_new_addendum_and_never_rewrites(tmp_path):
 
 def test_refinalize_command(tmp_path):
     run = run_folder(tmp_path, ("a",), status="accepted")
-    r = invoke(["refinalize", str(run)])
+    r = invoke(["refinalize", str(run), "--all-fields"])
     assert r.exit_code == 0, r.output
     assert "run status stands: accepted" in r.output
     assert "gate0: accepted (3 fields compared)" in r.output
-    r = invoke(["refinalize", str(run), "--json"])
+    r = invoke(["refinalize", str(run), "--json", "--all-fields"])
     assert r.exit_code == 0
     assert json.loads(r.output)["addendum"].startswith(str(run / "addenda"))
     refused = run_folder(tmp_path / "b", ("a",), status="refused")
@@ -456,7 +459,7 @@ def test_refinalize_ignores_a_malformed_original_verdict(tmp_path):
     run = run_folder(tmp_path, ("a",), status="accepted", gate0_verdict=[1])
     record, _ = refinalize_run(run, NOW)
     assert record["refinalize"]["original_gate0"] is None
-    assert record["contract"] is None
+    assert record["contract"] == list(VLLM_IDENTITY)  # no usable verdict: today's default
 
 
 def test_too_deep_observation_is_an_invalid_document(tmp_path):

@@ -283,7 +283,7 @@ def test_refinalize_reads_observations_only_through_the_seal(tmp_path, monkeypat
         raise AssertionError(f"{path} read by path, not as the sealed bytes")
 
     monkeypatch.setattr(refinalize_module, "read_document", by_path)
-    record, _ = refinalize(run, NOW)
+    record, _ = refinalize(run, NOW, "all")
     assert record["verdict"] == "accepted"
 
 

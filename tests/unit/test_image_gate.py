@@ -26,8 +26,10 @@ from harness.poststeps import imagegate
 from harness.readfile import InputError
 
 CALL2 = "Config.__post_init__ #2"
+# `contract: all`: the stand-in config has two fields, not vLLM's identity contract.
 EXPECT = {"differences": {"compilation.custom_ops": "value-changed"},
-          "changed_in": {"compilation.custom_ops": CALL2}}
+          "changed_in": {"compilation.custom_ops": CALL2}, "contract": "all"}
+NOTHING = {"differences": {}, "contract": "all"}
 
 
 SPARSE = "+sparse_attn_indexer"
@@ -92,8 +94,8 @@ def test_the_expectation_is_read_whole():
     e = parse_expectation(EXPECT)
     assert e.differences == {"compilation.custom_ops": "value-changed"}
     assert e.changed_in == {"compilation.custom_ops": CALL2}
-    assert e.checkpoints == CHECKPOINTS and e.contract is None
-    assert parse_expectation({"differences": {}}).differences == {}
+    assert e.checkpoints == CHECKPOINTS and e.contract == "all"
+    assert parse_expectation({"differences": {}}).contract is None  # gate0's default
 
 
 @pytest.mark.parametrize("options, says", [
@@ -109,6 +111,7 @@ def test_the_expectation_is_read_whole():
     ({**EXPECT, "checkpoints": ["a", "a"]}, "two different labels"),
     ({**EXPECT, "checkpoints": ["a\nb", "c"]}, "two different labels"),
     ({**EXPECT, "contract": []}, "contract:"),
+    ({**EXPECT, "contract": "some"}, "contract:"),
 ])
 def test_a_bad_expectation_is_refused_with_its_reason(options, says):
     with pytest.raises(ValueError, match=says):
@@ -199,10 +202,17 @@ def test_the_gate_accepts_exactly_the_expected_finding(tmp_path, monkeypatch):
 
 def test_paired_control_gate0_accepts_when_the_gate_expects_no_difference(tmp_path, monkeypatch):
     folder = run_folder(tmp_path, monkeypatch, second_post_init=False)
-    assert imagegate.evaluate(folder, parse_expectation({"differences": {}}))["verdict"] == (
-        "accepted")
+    assert imagegate.evaluate(folder, parse_expectation(NOTHING))["verdict"] == "accepted"
     refused = imagegate.evaluate(folder, parse_expectation(EXPECT))
     assert refused["refused_by"] == ["IMAGE-GATE-TRACE", "IMAGE-GATE-VERDICT"]
+
+
+def test_without_a_contract_the_gate_judges_by_gate0s_default(tmp_path, monkeypatch):
+    """As the gate0 post-step: vLLM's identity contract, which the stand-in lacks."""
+    folder = run_folder(tmp_path, monkeypatch)
+    verdict = imagegate.evaluate(folder, parse_expectation({**EXPECT, "contract": None}))
+    assert "GATE0-CONTRACT-MISSING" in verdict["gate0"]["refused_by"]
+    assert verdict["refused_by"] == ["IMAGE-GATE-VERDICT"]
 
 
 def test_a_detector_that_finds_nothing_fails_the_gate(tmp_path, monkeypatch):

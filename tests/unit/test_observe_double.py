@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.contract import VLLM_IDENTITY
 from harness.poststeps import gate0
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,10 +125,21 @@ def test_gate0_refuses_with_the_custom_ops_difference_only(run_dir, tmp_path):
     assert verdict["compared"] == 29
     out = tmp_path / "union"
     out.mkdir()
-    assert gate0.run(run_dir, out, {}) == 1
+    assert gate0.run(run_dir, out, {"contract": "all"}) == 1
     union = json.loads((out / "verdict.json").read_text())
     assert [d["field"] for d in union["differences"]] == ["cache.num_gpu_blocks",
                                                           "compilation.custom_ops"]
+
+
+def test_gate0_without_a_contract_compares_the_vllm_identity(run_dir, tmp_path):
+    """No contract: the shipped identity contract, so the KV-cache size vLLM sets after the
+    start-up observation does not refuse the run; the real difference still does."""
+    assert gate0.run(run_dir, tmp_path, {}) == 1
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["refused_by"] == ["GATE0-FIELD-DIFFERS"]
+    assert [d["field"] for d in verdict["differences"]] == ["compilation.custom_ops"]
+    assert verdict["contract"] == list(VLLM_IDENTITY)
+    assert verdict["compared"] == len(VLLM_IDENTITY)
 
 
 def test_instrument_is_idle_without_observations_dir(tmp_path):

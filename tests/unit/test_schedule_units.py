@@ -14,8 +14,10 @@ from click.testing import CliRunner
 from harness.cli.schedule import schedule
 from harness.errors import InvalidInput
 from harness.schedule import (
+    calendar_start,
     check_calendar,
     cron_schedule,
+    night_window,
     render_units,
     systemd_arg,
     unit_name,
@@ -99,7 +101,12 @@ def test_generated_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     harness.write_text("#!/bin/sh\nexit 0\n")
     harness.chmod(harness.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "work dir").mkdir()
-    u = units(tmp_path, [str(harness)], calendar="Mon..Fri *-*-* 01:30:00")
+    u = render_units(
+        campaign="rehearsal-night", campaign_file=str(tmp_path / "my campaigns" / "n%1.yaml"),
+        on_calendar="Mon..Fri *-*-* 01:30:00", harness=[str(harness)],
+        workdir=str(tmp_path / "work dir"), runs_dir=str(tmp_path / "runs %d"),
+        until="06:00", max_hours=4.5, on_failure="notify-failure@%n.service")
+    assert "--window 01:30-06:00" in u.service and "OnFailure=" in u.service
     unit_dir = tmp_path / "units"
     unit_dir.mkdir()
     (unit_dir / f"{u.name}.service").write_text(u.service)
@@ -168,3 +175,81 @@ def test_cli_invalid_campaign(tmp_path: Path) -> None:
     bad.write_text("name: ok\n")
     out = CliRunner().invoke(schedule, [str(bad), "--on-calendar", "daily"])
     assert isinstance(out.exception, InvalidInput)
+
+
+@pytest.mark.parametrize(("calendar", "start"), [
+    ("*-*-* 02:00:00", (2, 0)), ("02:00", (2, 0)), ("Mon..Fri *-*-* 01:30:00", (1, 30)),
+    ("Sat,Sun 23:05", (23, 5)), ("daily", (0, 0)), ("hourly", None),
+    ("*-*-* 02,04:00:00", None), ("*-*-01 02:00:00", None), ("*-*-* 24:00:00", None),
+    ("*-*-* 02:00:30", None),
+])
+def test_calendar_start(calendar: str, start: tuple[int, int] | None) -> None:
+    assert calendar_start(calendar) == start
+
+
+def test_night_window_runs_from_the_calendar_time_to_the_end() -> None:
+    assert night_window("*-*-* 01:30:00", "06:00", None) == "01:30-06:00"
+    assert night_window("*-*-* 22:00:00", None, 3) == "22:00-01:00"  # wraps midnight
+    assert night_window("*-*-* 22:00:00", "05:00", 30) == "22:00-05:00"
+    assert night_window("*-*-* 22:00:00", None, 24) is None  # a day or more: no window
+    assert night_window("hourly", None, None) is None  # no end given: nothing to keep to
+    with pytest.raises(InvalidInput, match="no single time of day"):
+        night_window("hourly", "06:00", None, "hourly")
+    with pytest.raises(InvalidInput, match="would be empty"):
+        night_window("*-*-* 06:00:00", "06:00", None)
+
+
+def test_unit_passes_runs_dir_window_and_hours_and_says_where_things_are(tmp_path) -> None:
+    u = render_units(campaign="kv", campaign_file="/c/kv.yaml", on_calendar="*-*-* 02:00:00",
+                     harness=["/opt/h"], workdir="/w", runs_dir="/data/gpu runs",
+                     until="06:30", max_hours=4)
+    exec_line = next(s for s in u.service.splitlines() if s.startswith("ExecStart="))
+    assert exec_line == ('ExecStart=/opt/h night /c/kv.yaml --runs-dir "/data/gpu runs" '
+                         "--window 02:00-06:30 --max-hours 4")
+    assert "# The morning report: /data/gpu runs/nights/kv-<UTC stamp>/summary.md" in u.service
+    assert "journalctl --user -u harness-night-kv.service" in u.service
+    assert "OnFailure" not in u.service and "SuccessExitStatus" not in u.service
+    assert u.cron.endswith("--runs-dir '/data/gpu runs' --window 02:00-06:30 --max-hours 4")
+    plain = render_units(campaign="kv", campaign_file="/c/kv.yaml", on_calendar="hourly",
+                         harness=["/opt/h"], workdir="/w", until=None)
+    assert "ExecStart=/opt/h night /c/kv.yaml\n" in plain.service + "\n"
+    with pytest.raises(InvalidInput):
+        render_units(campaign="kv", campaign_file="/c/kv.yaml", on_calendar="02:00",
+                     harness=["/opt/h"], workdir="/w", until="25:00")
+    with pytest.raises(InvalidInput):
+        render_units(campaign="kv", campaign_file="/c/kv.yaml", on_calendar="02:00",
+                     harness=["/opt/h"], workdir="/w", on_failure="x\nExecStart=/bin/sh")
+
+
+def test_cli_install_refuses_to_overwrite_an_installed_timer(campaign: Path,
+                                                             tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    runner = CliRunner(env={"XDG_CONFIG_HOME": str(config)})
+    args = [str(campaign), "--on-calendar", "*-*-* 03:00", "--install", "--harness", "/opt/h",
+            "--until", "06:00"]
+    assert runner.invoke(schedule, args).exit_code == 0
+    timer = config / "systemd" / "user" / "harness-night-rehearsal-night.timer"
+    service = timer.with_suffix(".service")
+    before = (service.read_text(), timer.read_text())
+    out = runner.invoke(schedule, [*args[:-1], "07:00"])
+    assert isinstance(out.exception, InvalidInput) and out.exception.code == 2
+    assert "exists" in out.exception.message and "--force" in out.exception.message
+    assert (service.read_text(), timer.read_text()) == before  # nothing written
+    timer.unlink()  # half installed (only the service left): still refused
+    out = runner.invoke(schedule, [*args[:-1], "07:00"])
+    assert isinstance(out.exception, InvalidInput)
+    out = runner.invoke(schedule, [*args[:-1], "07:00", "--force"])
+    assert out.exit_code == 0, out.output
+    assert "--window 03:00-07:00" in service.read_text() and timer.is_file()
+    assert f"replaced {service}" in out.output and f"wrote {timer}" in out.output
+    assert "log: journalctl --user -u harness-night-rehearsal-night.service" in out.output
+
+
+def test_cli_says_where_the_report_lands(campaign: Path, tmp_path: Path) -> None:
+    out = CliRunner().invoke(schedule, [str(campaign), "--on-calendar", "*-*-* 02:00",
+                                        "--harness", "/opt/h", "--workdir", str(tmp_path),
+                                        "--runs-dir", "nightly"])
+    assert out.exit_code == 0, out.output
+    assert (f"report: {tmp_path}/nightly/nights/rehearsal-night-<UTC stamp>/summary.md"
+            in out.output)
+    assert f"--runs-dir {tmp_path}/nightly" in out.output
