@@ -6,7 +6,8 @@ A run made under `require_approval` names its approval in run.json ({"file", "di
 `metadata/gates/<folder>/` with its own SHA256SUMS; the tag manifest (and so the bundle's
 signature) covers them. Verify checks each link: the approval is the file the run names
 (its digest), approves the run's seal, and names a gate record that verifies, has that
-SHA256SUMS digest, passed, and was made for the same seal.
+SHA256SUMS digest, passed, and was made for the same seal; with --allowed-signers, that the
+approval's carried `.sig` is a good signature by a listed signer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from harness.approval import gates
 from harness.approval.check import SIG_SUFFIX, read_doc
 from harness.approval.record import APPROVALS_DIR, parse
+from harness.approval.sign import verify as verify_approval
 from harness.bundle.facts import RunFacts
 from harness.bundle.records import BadMember, read_member
 from harness.bundle.sums import Problem, one_line
@@ -123,7 +125,24 @@ def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[Problem]]:
     return tags, problems
 
 
-def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str]) -> list[Problem]:
+def _signature_problem(root: Path, tag: str, data: bytes, hashes: dict[str, str],
+                       allowed_signers: Path | None) -> Problem | None:
+    """With --allowed-signers, an approval's carried `.sig` must be a good signature (in the
+    approvals' own namespace) by a listed signer; without it, the signature is not judged
+    (the bundle's own signature, when checked, covers the approval's bytes)."""
+    sig_tag = tag + SIG_SUFFIX
+    if allowed_signers is None or sig_tag not in hashes:
+        return None
+    try:
+        signature = read_member(root, sig_tag, 64 * 1024)
+    except BadMember as e:
+        return Problem("approval-signature", sig_tag, str(e))
+    check = verify_approval(data, signature, allowed_signers)
+    return None if check.ok else Problem("approval-signature", sig_tag, check.detail)
+
+
+def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str],
+               allowed_signers: Path | None) -> list[Problem]:
     tag = f"{APPROVALS_TAGS}/{name}"
     if tag not in hashes:
         return [Problem("approval-missing", run.folder, f"the bundle does not carry {tag}")]
@@ -136,6 +155,8 @@ def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str]) -> 
     _, doc, bad = _parse(data)
     if doc is None:
         return [Problem("approval-malformed", tag, bad)]
+    if (why := _signature_problem(root, tag, data, hashes, allowed_signers)) is not None:
+        return [why]
     if doc["source_seal"] != run.get("seal"):
         return [Problem("approval-seal", tag, f"approves {doc['source_seal']}, the run's seal "
                                               f"is {one_line(str(run.get('seal')))}")]
@@ -157,9 +178,11 @@ def _parse(data: bytes) -> tuple[bytes, dict[str, Any] | None, str]:
         return data, None, str(e)
 
 
-def check(root: Path, runs: list[RunFacts], hashes: dict[str, str]) -> list[Problem]:
-    """Each run that names an approval: the chain run -> seal -> approval -> gates holds."""
+def check(root: Path, runs: list[RunFacts], hashes: dict[str, str],
+          allowed_signers: Path | None = None) -> list[Problem]:
+    """Each run that names an approval: the chain run -> seal -> approval -> gates holds,
+    and, with `allowed_signers`, the approval's carried signature is good."""
     problems: list[Problem] = []
     for run, name in _approved(runs, problems):
-        problems += _check_one(root, run, name, hashes)
+        problems += _check_one(root, run, name, hashes, allowed_signers)
     return problems

@@ -174,7 +174,8 @@ def verify_tree(root: Path, allowed_signers: Path | None = None) -> VerifyReport
         problems.extend(check_statement(statement, manifest, bag.STATEMENT))
 
     problems.extend(_check_runs(root, sorted(payload), report.runs, unscanned))
-    problems.extend(chain.check(root, [read_run_facts(r, root / r) for r in report.runs], hashes))
+    problems.extend(chain.check(root, [read_run_facts(r, root / r) for r in report.runs], hashes,
+                                allowed_signers))
     report.signature = _check_signature(root, hashes, allowed_signers, problems)
     if not problems:
         problems.extend(_bagit_opinion(root))

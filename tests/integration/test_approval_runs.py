@@ -186,3 +186,43 @@ def test_a_bundle_carries_and_checks_the_chain(project, tmp_path):
     r = project.harness("bundle", "export", str(project.runs / rec["run_id"]), "-o",
                         str(tmp_path / "again.tar.gz"))
     assert r.returncode == 1 and "gates" in r.stdout + r.stderr
+
+
+def test_bundle_verify_checks_the_approvals_signature_against_the_allowed_signers(project,
+                                                                                  tmp_path):
+    """The operator signs bundles, the reviewer approvals; each key is trusted for its own
+    namespace only. An operator who swaps in an approval signature of their own (and
+    re-signs the bundle, as they may) is caught: the approval's .sig is checked too."""
+    rev_key, rev_allowed = make_keys(tmp_path, "rev")
+    op_key, _ = make_keys(tmp_path, "op")
+    op_kind, op_blob = (tmp_path / "op.pub").read_text().split()[:2]
+    allowed = tmp_path / "allowed"
+    allowed.write_text(rev_allowed.read_text()
+                       + f'op@example namespaces="harness-evidence" {op_kind} {op_blob}\n')
+    camp = setup(project, f"allowed_signers: {rev_allowed}\n")
+    assert approve(project, camp, "--sign-key", str(rev_key)).returncode == 0
+    code, rec, err = run(project, camp)
+    assert code == 0, err
+    out = tmp_path / "signed.tar.gz"
+    r = project.harness("bundle", "export", str(project.runs / rec["run_id"]), "-o", str(out),
+                        "--sign-key", str(op_key))
+    assert r.returncode == 0, r.stderr
+    r = project.harness("bundle", "verify", str(out), "--allowed-signers", str(allowed))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # the forger: an approval signature by the operator's own key, then a re-signed bundle
+    root = safe_extract(out, tmp_path / "forged")
+    for p in root.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    [approval] = (root / "metadata" / "approvals").glob("*.json")
+    sig = approval.with_name(approval.name + ".sig")
+    sig.unlink()
+    subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(op_key), "-n",
+                    "harness-approval@v1", str(approval)], check=True, capture_output=True)
+    _retag(root)
+    tagmanifest = root / "tagmanifest-sha256.txt"
+    subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(op_key), "-n",
+                    "harness-evidence", str(tagmanifest)], check=True, capture_output=True)
+    r = project.harness("bundle", "verify", str(root), "--allowed-signers", str(allowed))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "approval-signature" in r.stdout and approval.name in r.stdout
+    assert "bad-signature" not in r.stdout  # the bundle's own signature is the operator's, good
