@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness.instrument.harness_observer.encode import depth
 from harness.tree import open_beneath
 
 TAG_LIMIT = 64 << 20  # a manifest of 200,000 files is about 25 MiB
@@ -88,21 +89,6 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def depth_of(value: Any, limit: int) -> int:
-    """Nesting depth of a parsed document, counted without recursion, up to `limit` + 1."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
-                                                  else item))
-    return deepest
-
-
 def parse_json(text: str, max_depth: int = MAX_DEPTH) -> Any:
     """Strict JSON: no NaN/Infinity, no duplicate keys, short integers, bounded nesting.
     Pure; BadMember for anything else."""
@@ -115,6 +101,6 @@ def parse_json(text: str, max_depth: int = MAX_DEPTH) -> Any:
         raise BadMember(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except ValueError as e:  # BadMember from a hook, or int()/float() refusing
         raise BadMember(str(e) if isinstance(e, BadMember) else f"not JSON: {e}") from None
-    if depth_of(value, max_depth) > max_depth:
+    if depth(value, max_depth) > max_depth:
         raise BadMember(f"nested deeper than {max_depth} levels")
     return value

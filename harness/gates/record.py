@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.catalogue import GATES_NOT_INTACT
 from harness.errors import InvalidInput, Refused
+from harness.instrument.harness_observer.encode import depth
 from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.readfile import InputError, read_bounded
 from harness.runfolder.layout import SUMS
@@ -39,17 +40,6 @@ _NUM = (int, float)
 _GATE = {"name": str, "argv": list, "exit_code": (int, type(None)), "passed": bool,
          "duration_s": _NUM, "counts": (dict, type(None)), "kill_score": (*_NUM, type(None)),
          "min_kill_score": (*_NUM, type(None)), "why": (str, type(None))}
-
-
-def _depth(doc: Any) -> int:
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict | list):
-            deepest = max(deepest, depth)
-            stack.extend((v, depth + 1) for v in
-                         (value.values() if isinstance(value, dict) else value))
-    return deepest
 
 
 def _fields(obj: dict[str, Any], shape: dict[str, Any], where: str) -> list[str]:
@@ -99,7 +89,7 @@ def parse(data: bytes, where: str) -> dict[str, Any]:
         raise InvalidInput(f"{where}: not valid JSON ({e})") from None
     if not isinstance(doc, dict):
         raise InvalidInput(f"{where}: not a gate record (a JSON {type(doc).__name__})")
-    if _depth(doc) > MAX_DEPTH:
+    if depth(doc, MAX_DEPTH) > MAX_DEPTH:
         raise InvalidInput(f"{where}: not a gate record (nested deeper than {MAX_DEPTH})")
     bad = problems(doc)
     if bad:

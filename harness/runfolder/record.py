@@ -27,6 +27,7 @@ from typing import Any
 from harness import catalogue
 from harness.atomic import write_json
 from harness.errors import InvalidInput
+from harness.instrument.harness_observer.encode import depth
 from harness.readfile import InputError, read_text_bounded
 from harness.runfolder.layout import RECORD
 
@@ -140,19 +141,6 @@ def write(run_dir: Path, record: RunRecord) -> None:
     write_json(Path(run_dir) / RECORD, record.as_dict(), exclusive=True)
 
 
-def _depth_ok(doc: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether `doc` nests no deeper than `limit` (iterative: no recursion to exhaust)."""
-    stack = [(doc, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict | list):
-            if depth > limit:
-                return False
-            items = value.values() if isinstance(value, dict) else value
-            stack.extend((v, depth + 1) for v in items)
-    return True
-
-
 def parse(data: str | bytes, where: str, loads: Loads = json.loads) -> dict[str, Any]:
     """A run record's bytes as a dict: strict JSON, an object, not too deep; InvalidInput
     (exit 2) naming `where` otherwise. For bytes already read (and checked) elsewhere.
@@ -168,7 +156,7 @@ def parse(data: str | bytes, where: str, loads: Loads = json.loads) -> dict[str,
     if not isinstance(doc, dict):
         raise InvalidInput(f"{where}: not a run record (a JSON {type(doc).__name__}, "
                            "not an object)")
-    if not _depth_ok(doc):
+    if depth(doc, MAX_DEPTH) > MAX_DEPTH:
         raise InvalidInput(f"{where}: not a run record (nested deeper than {MAX_DEPTH} levels)")
     return doc
 

@@ -325,3 +325,14 @@ def test_too_deep_json_is_a_decode_error_not_a_crash():
     with pytest.raises(DecodeError) as e:
         loads("[" * 200_000 + "]" * 200_000)
     assert str(e.value) == "not JSON this harness reads: nested too deeply"
+
+
+def test_depth_counts_nesting_and_stops_past_the_limit():
+    from harness.instrument.harness_observer.encode import depth
+
+    assert depth(1, 5) == 0 and depth([], 5) == 1 and depth({"a": [1, {"b": []}]}, 5) == 3
+    deep: list = []
+    for _ in range(100_000):  # deeper than any recursion limit
+        deep = [deep]
+    assert 6 <= depth(deep, 5) <= 7  # stops just past the limit, never walks it all
+    assert depth(deep, 200_000) == 100_001

@@ -203,6 +203,22 @@ def _lone_surrogate(obj: Any) -> bool:
     return False
 
 
+def depth(value: Any, limit: int) -> int:
+    """Nesting depth of a parsed document, counted without recursion, and stopping once it
+    passes `limit` (so a hostile, deep document costs no more than a legal one): the one
+    depth check of every reader of hostile JSON (run records, gate records, bundles)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                return deepest
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict)
+                                                  else item))
+    return deepest
+
+
 def loads(text: str) -> Any:
     """Strict JSON: no NaN/Infinity literals, no duplicate keys (either would hide a value),
     no integer longer than 4300 digits and no lone surrogate (either would crash a reader
