@@ -330,7 +330,7 @@ def test_too_deep_json_is_a_decode_error_not_a_crash():
 def test_depth_counts_nesting_and_stops_past_the_limit():
     from harness.instrument.harness_observer.encode import depth
 
-    assert depth(1, 5) == 0 and depth([], 5) == 1 and depth({"a": [1, {"b": []}]}, 5) == 3
+    assert depth(1, 5) == 0 and depth([], 5) == 1 and depth({"a": [1, {"b": []}]}, 5) == 4
     deep: list = []
     for _ in range(100_000):  # deeper than any recursion limit
         deep = [deep]
