@@ -167,8 +167,10 @@ def read_original(run_dir: Path) -> RunRecord:
 
 def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
     """The original's control from the campaign file as it is on disk now (the recorded
-    path, or `campaign`), and the seal it gives against the original's. Reads only."""
-    run_dir = Path(os.path.abspath(run_dir))
+    path, or `campaign`), and the seal it gives against the original's. Reads only. A
+    symlink to a run (`latest`) is followed once, here: the rerun, its link and its journal
+    row belong beside the real folder, never beside the link."""
+    run_dir = Path(os.path.realpath(run_dir))
     original = read_original(run_dir)
     camp_file = str(campaign) if campaign else (original.campaign or {}).get("file")
     control_name = (original.control or {}).get("name")

@@ -135,3 +135,20 @@ def test_rerun_failed_reruns_a_nights_failures_and_rewrites_its_summary(project)
 
     again = project.harness("rerun", "--failed", str(night), "--reason", "again")
     assert again.returncode == 0 and "nothing to rerun" in again.stdout
+
+
+def test_a_rerun_through_a_symlink_lands_beside_the_real_run_not_the_link(project, tmp_path):
+    """`latest -> runs/<id>` is a convenience, not a place: the rerun, its link in
+    reruns.jsonl and its journal row belong to the real runs folder."""
+    camp = setup(project, [INPROC])
+    assert project.harness("run", str(camp), "--runs-dir", str(project.runs)).returncode == 0
+    [orig] = project.run_dirs()
+    elsewhere = tmp_path / "shortcuts"
+    elsewhere.mkdir()
+    (elsewhere / "latest").symlink_to(orig)
+    r = project.harness("rerun", str(elsewhere / "latest"), "--reason", "again")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert list(elsewhere.iterdir()) == [elsewhere / "latest"]  # nothing written beside it
+    new = Path(r.stdout.split("accepted: ", 1)[1].splitlines()[0])
+    assert new.parent == orig.parent and project.record(new)["rerun_of"]["run_id"] == orig.name
+    assert [link["run_id"] for link in reruns_of(orig)] == [new.name]
