@@ -25,6 +25,7 @@ from harness.approval.sign import verify as verify_approval
 from harness.bundle.facts import RunFacts
 from harness.bundle.records import BadMember, read_member
 from harness.bundle.sums import Problem, one_line
+from harness.config.loader import project_of
 from harness.errors import InvalidInput
 from harness.readfile import InputError, read_bounded
 from harness.tree import walk
@@ -64,7 +65,7 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Probl
     record = run.get("campaign", "file")
     if not isinstance(record, str):
         return [Problem("approval-missing", run.folder, "run.json names no campaign file")]
-    project = Path(record).parent.parent
+    project = project_of(Path(record))
     path = project / APPROVALS_DIR / name
     data, doc, bad = read_doc(path)
     if doc is None:

@@ -64,6 +64,12 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, Document | None, l
 
 
 @dataclass
+def project_of(campaign_file: Path) -> Path:
+    """The project a campaign belongs to: the folder above its own (campaigns/X.yaml). The
+    one rule for where approvals/, the default mount root and the seal's base are."""
+    return Path(campaign_file).parent.parent
+
+
 class Loaded:
     """A campaign with everything it names, resolved to absolute paths.
 
@@ -89,7 +95,7 @@ class Loaded:
 
     @property
     def project_dir(self) -> Path:
-        return self.campaign_file.parent.parent
+        return project_of(self.campaign_file)
 
     @property
     def controls_dir(self) -> Path:
