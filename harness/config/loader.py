@@ -63,13 +63,13 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, Document | None, l
     return obj, doc, faults
 
 
-@dataclass
 def project_of(campaign_file: Path) -> Path:
     """The project a campaign belongs to: the folder above its own (campaigns/X.yaml). The
     one rule for where approvals/, the default mount root and the seal's base are."""
     return Path(campaign_file).parent.parent
 
 
+@dataclass
 class Loaded:
     """A campaign with everything it names, resolved to absolute paths.
 
