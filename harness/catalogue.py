@@ -174,6 +174,14 @@ GATE0_FIELD_DIFFERS = _rule("GATE0-FIELD-DIFFERS", "a compared field differs bet
 GATE0_NOTHING_COMPARED = _rule("GATE0-NOTHING-COMPARED", "no field was compared: an empty "
                                "comparison proves nothing", REFUSED, "gate0")
 
+# -- reference: a control's expected figures (harness.config.reference) -----------------------
+REFERENCE_OUTSIDE = _rule("REFERENCE-OUTSIDE", "a figure the control marks `refuse: true` is "
+                          "outside its reference range", REFUSED, "reference")
+REFERENCE_MISSING = _rule("REFERENCE-MISSING", "a figure the control marks `refuse: true` has no "
+                          "value in this run", REFUSED, "reference")
+REFERENCE_OPTIONS = _rule("REFERENCE-OPTIONS", "the reference post-step's options are not "
+                          "valid references", REFUSED, "reference")
+
 # -- refinalize: judging a sealed run again ----------------------------------------------------
 REFINALIZE_UNSEALED = _rule("REFINALIZE-UNSEALED", "the run folder was never sealed", REFUSED,
                             "refinalize")

@@ -6,4 +6,4 @@ names without importing harness.poststeps, which maps each name to its module.
 
 from __future__ import annotations
 
-POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0")
+POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "reference")
