@@ -30,6 +30,8 @@ STATUS_STYLE = {  # status: (marker, colour); shape and colour both carry the st
 OTHER_STYLE = ("P", "#666666")
 CONTROL_MARKERS = ("o", "s", "D", "^", "v", "P", "*", "h")
 MAX_TICKS = 10
+CROWDED = 30  # nights; past it markers are drawn smaller so the lines stay readable
+MAX_EXIT_LABELS = 20  # nights; past that the labels would overlap and cost more than they say
 MAX_PLOTTED = 1e15  # past it a figure is not a measurement (and its axis would overflow)
 _ID = re.compile(r'\bid="([^"]+)"')
 
@@ -117,12 +119,14 @@ def figure_plot(plt: Any, nights: Sequence[str], series: Mapping[str, Sequence[A
         xs = [x for x, v in enumerate(values) if v is not None]
         ys = [float(values[x]) for x in xs]
         found += ys
-        ax.plot(xs, ys, marker=CONTROL_MARKERS[i % len(CONTROL_MARKERS)], markersize=4,
+        ax.plot(xs, ys, marker=CONTROL_MARKERS[i % len(CONTROL_MARKERS)],
+                markersize=4 if len(nights) <= CROWDED else 2,
                 linewidth=1.2, label=inert(control, 40))
         bad = [(x, float(values[x])) for x in xs if statuses[control][x] not in (None,
                                                                                  "accepted")]
         if bad:
-            ax.scatter(*zip(*bad, strict=True), marker="x", s=70, color="#c62828",
+            ax.scatter(*zip(*bad, strict=True), marker="x", color="#c62828",
+                       s=70 if len(nights) <= CROWDED else 30,
                        linewidths=1.8, zorder=5, label=None if crossed else "not accepted")
             crossed = True
     _axis(ax, nights)
@@ -142,29 +146,30 @@ def figure_plot(plt: Any, nights: Sequence[str], series: Mapping[str, Sequence[A
 
 def status_plot(plt: Any, nights: Sequence[str], statuses: Mapping[str, Sequence[str | None]],
                 exits: Mapping[str, Sequence[Any]], prefix: str) -> str:
-    """Every control's status per night as a marker (shape and colour), its exit code
-    written beside any run that did not exit 0."""
+    """Every control's status per night as a marker (shape and colour), one scatter per
+    status; the exit code written beside runs that did not exit 0 (up to MAX_EXIT_LABELS
+    nights: past that the table and the perf log carry it)."""
     controls = sorted(statuses)
     fig, ax = plt.subplots(figsize=(7.2, 0.9 + 0.32 * len(controls)))
-    seen: set[str] = set()
+    groups: dict[str, list[tuple[int, int]]] = {}
     for y, control in enumerate(controls):
         for x, status in enumerate(statuses[control]):
-            if status is None:
-                continue
-            marker, colour = STATUS_STYLE.get(status, OTHER_STYLE)
-            key = status if status in STATUS_STYLE else "other"
-            ax.scatter([x], [y], marker=marker, s=60, color=colour, zorder=3,
-                       label=None if key in seen else key)
-            seen.add(key)
+            if status is not None:
+                groups.setdefault(status if status in STATUS_STYLE else "other", []).append((x, y))
             code = exits[control][x]
-            if code not in (None, 0):
+            if status is not None and code not in (None, 0) and len(nights) <= MAX_EXIT_LABELS:
                 ax.annotate(f"exit {code}", (x, y), xytext=(6, -3), textcoords="offset points",
                             fontsize=7, color="#333333")
+    for key, points in sorted(groups.items()):
+        marker, colour = STATUS_STYLE.get(key, OTHER_STYLE)
+        ax.scatter(*zip(*points, strict=True), marker=marker, color=colour, zorder=3,
+                   s=60 if len(nights) <= CROWDED else 20, label=key)
     _axis(ax, nights)
     ax.set_yticks(range(len(controls)), [inert(c, 40) for c in controls])
     ax.set_ylim(-0.6, len(controls) - 0.4)
-    ax.set_title("status per night (exit code beside runs that did not exit 0)", loc="left",
-                 fontsize=10)
+    note = "exit code beside runs that did not exit 0" if len(nights) <= MAX_EXIT_LABELS \
+        else "exit codes: see the table or the perf log"
+    ax.set_title(f"status per night ({note})", loc="left", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     return _svg(plt, fig, prefix, "status per night")
 
