@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 IMAGE_TAG := harness-rehearsal:local
 PYTEST_ARGS ?=
 
-.PHONY: setup image demo test test-unit test-integration lint mutation test-upstream test-image-gates bench faults fuzz clean
+.PHONY: setup image browser demo test test-unit test-integration lint mutation test-upstream test-image-gates bench faults fuzz clean
 
 setup: $(STAMP)
 
@@ -44,7 +44,16 @@ demo: image
 	echo; echo "Evidence (each folder: cd into it and run sha256sum -c SHA256SUMS):"; \
 	cat $(VENV)/demo-runs.txt
 
-test: image
+# The report's browser test (tests/browser) drives Debian's chromium, never a downloaded
+# browser: installed here when missing and we are root; otherwise the test skips, and under
+# CI=true it fails.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && { apt-get install -y -qq chromium >/dev/null 2>&1 \
+	       || { apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null; }; } \
+	  || echo "chromium is missing: the browser test skips (and fails under CI=true)"; }
+
+test: image browser
 	$(BIN)/ruff check harness tests images scripts benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -183,6 +183,14 @@ IMAGE_GATE_TRACE = _rule("IMAGE-GATE-TRACE", "the transition trace does not name
                          "image gate expects, or is unreadable or incomplete", REFUSED,
                          "image-gate")
 
+# -- reference: a control's expected figures (harness.config.reference) -----------------------
+REFERENCE_OUTSIDE = _rule("REFERENCE-OUTSIDE", "a figure the control marks `refuse: true` is "
+                          "outside its reference range", REFUSED, "reference")
+REFERENCE_MISSING = _rule("REFERENCE-MISSING", "a figure the control marks `refuse: true` has no "
+                          "value in this run", REFUSED, "reference")
+REFERENCE_OPTIONS = _rule("REFERENCE-OPTIONS", "the reference post-step's options are not "
+                          "valid references", REFUSED, "reference")
+
 # -- refinalize: judging a sealed run again ----------------------------------------------------
 REFINALIZE_UNSEALED = _rule("REFINALIZE-UNSEALED", "the run folder was never sealed", REFUSED,
                             "refinalize")

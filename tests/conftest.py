@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.perflog import PERFLOG_DIR
+
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "images" / "rehearsal" / "build.py"
 
@@ -69,7 +71,9 @@ class Project:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
     def run_dirs(self) -> list[Path]:
-        return sorted(p for p in self.runs.iterdir() if p.is_dir()) if self.runs.exists() else []
+        if not self.runs.exists():
+            return []
+        return sorted(p for p in self.runs.iterdir() if p.is_dir() and p.name != PERFLOG_DIR)
 
     def record(self, run_dir: Path) -> dict:
         return json.loads((run_dir / "run.json").read_text())

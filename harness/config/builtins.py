@@ -12,7 +12,7 @@ from typing import Any
 from harness.config.contract import parse_choice
 from harness.config.imagegate import parse_expectation
 
-POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "image-gate")
+POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "image-gate", "reference")
 
 
 def check_options(name: str, options: Any) -> None:

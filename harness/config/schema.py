@@ -26,6 +26,7 @@ from pydantic import (
 
 from harness.config.builtins import POSTSTEPS, check_options
 from harness.config.contract import parse_choice
+from harness.config.reference import References
 from harness.instrument.harness_observer.contract import INSTRUMENT_TARGET, OBSERVATIONS_TARGET
 
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -106,8 +107,7 @@ def _abs_path(value: str) -> str:
     return value
 
 
-# Where the vector mounts the instrument and the observations folder: the host/container
-# contract owns these names.
+# Where the vector mounts the instrument and observations (the host/container contract's)
 RESERVED_TARGETS = (INSTRUMENT_TARGET, OBSERVATIONS_TARGET)
 
 
@@ -284,6 +284,7 @@ class Control(Strict):
     engine: dict[str, Any] = Field(default_factory=dict)
     post_steps: list[Annotated[PostStep, BeforeValidator(_post_step)]] = Field(
         default_factory=lambda: [PostStep(name="exit-code")])
+    reference: References = Field(default_factory=dict)  # harness.config.reference
 
     @model_validator(mode="after")
     def _checks(self) -> Control:
@@ -391,8 +392,7 @@ class LockedImage(Strict):
     repo_digest: RepoDigest | None = None
     store: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")] | None = None
     archive: ImageArchive | None = None
-    build: OneLine | None = Field(
-        default=None, description="a command that rebuilds this Id reproducibly (advice only)")
+    build: OneLine | None = Field(default=None, description="rebuilds this Id (advice only)")
     history: list[PinChange] = Field(default_factory=list, max_length=1000)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from harness import engine, faultpoint
+from harness import engine, faultpoint, perflog
 from harness.atomic import write_json
 from harness.catalogue import EVIDENCE_LOG, MODEL_CHANGED, SEAL_CHANGED
 from harness.host import identity
@@ -104,4 +104,14 @@ def run(ctx: RunContext) -> tuple[str, list[Reason]]:
     faultpoint.reach("sealing")
     write_manifest(ctx.run_dir)
     make_read_only(ctx.run_dir)
+    perf_log(ctx)
     return status, reasons
+
+
+def perf_log(ctx: RunContext) -> None:
+    """One line per figure in the campaign's performance log (harness.perflog), beside the
+    run folders. A convenience derived from the sealed folder: a failure is a note."""
+    try:
+        perflog.append_sealed(ctx.run_dir)
+    except Exception as e:  # the seal is what matters; the log can be rebuilt from it
+        ctx.ui.event("perflog-not-written", error=f"{type(e).__name__}: {e}"[:500])

@@ -26,7 +26,7 @@ from harness.catalogue import (
     POST_TIMEOUT,
     POST_VERDICT_UNREADABLE,
 )
-from harness.config.schema import PostStep
+from harness.config.schema import Control, PostStep
 from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.pipeline.context import RunContext
 from harness.poststeps import BUILTINS
@@ -45,10 +45,11 @@ UNREADABLE = POST_VERDICT_UNREADABLE
 
 
 def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
-             contract: list[str] | str | None = None) -> list[str]:
+             contract: list[str] | str | None = None, reference: dict | None = None) -> list[str]:
     """The post-step's command. The campaign's identity contract (a list, or `all`)
-    reaches gate0 unless the control gives gate0 one of its own; with neither, gate0
-    compares its default (harness.config.contract.VLLM_IDENTITY)."""
+    reaches gate0 unless the control gives gate0 one of its own (with neither, gate0
+    compares harness.config.contract.VLLM_IDENTITY); the control's references (with the
+    lock's figures, which only the harness knows) reach the `reference` step the same way."""
     if step.run:
         return list(step.run)
     if step.name not in BUILTINS:
@@ -56,6 +57,8 @@ def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
     options = dict(step.options)
     if step.name == "gate0" and contract is not None:
         options.setdefault("contract", contract)
+    if step.name == "reference" and reference is not None:
+        options = {**reference, **options}
     return [sys.executable, "-m", "harness.poststeps", step.name, str(run_dir), str(out_dir),
             "--options", json.dumps(options, sort_keys=True)]
 
@@ -113,7 +116,8 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
             f"left something there?): {e.strerror or e}",))
     env = {**os.environ, "HARNESS_RUN_DIR": str(ctx.run_dir), "HARNESS_POSTSTEP_DIR": str(out_dir)}
     try:
-        argv = argv_for(step, ctx.run_dir, out_dir, ctx.loaded.campaign.contract)
+        argv = argv_for(step, ctx.run_dir, out_dir, ctx.loaded.campaign.contract,
+                        reference_options(ctx) if step.name == "reference" else None)
     except ValueError as e:
         write_json(out_dir / RESULT, {"name": step.name, "exit_code": None,
                                       "error": str(e)})
@@ -155,10 +159,27 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
                       tuple(reasons))
 
 
+def reference_options(ctx: RunContext) -> dict:
+    """The `reference` step's options: the control's references and the lock's figures."""
+    held = ctx.held.as_dict() if ctx.held else {}
+    return {"reference": {k: b.model_dump(exclude_none=True)
+                          for k, b in ctx.control.reference.items()},
+            "measured": {"lock_wait_s": held.get("wait_s"), "lock_hold_s": held.get("hold_s")}}
+
+
+def steps(control: Control) -> list[PostStep]:
+    """The control's post-steps, and `reference` last when it has references but does not
+    list the step (harness.config.reference)."""
+    listed = list(control.post_steps)
+    if control.reference and all(p.name != "reference" for p in listed):
+        listed.append(PostStep(name="reference"))
+    return listed
+
+
 def run(ctx: RunContext) -> list[Reason]:
     """Run each post-step. Returns the refusing steps' reasons for the stage record; the
     verdict itself reads the steps' results (`ctx.post`) with the outcome."""
-    for step in ctx.control.post_steps:
+    for step in steps(ctx.control):
         ctx.ui.event("post-step", name=step.name)
         result = run_one(step, ctx)
         ctx.post.append(result)

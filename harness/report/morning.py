@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import perflog
 from harness.atomic import dumps_json, write_text
 from harness.errors import HarnessError, InvalidInput
 from harness.night.folders import night_folders
 from harness.report.nights import campaign_name, load_night
-from harness.report.summary import build_summary, render_html, render_markdown, trend_points
+from harness.report.page import render_html
+from harness.report.summary import build_summary, csv_rows, render_markdown, trend_points
 
-FORMATS = ("md", "html", "json")
+FORMATS = ("md", "html", "json", "csv")
 
 
 def _history(nights: list[Path], current: Path, current_records: list[dict]) -> dict:
@@ -62,6 +64,8 @@ def render(summary: dict, fmt: str) -> str:
         return render_html(summary)
     if fmt == "json":
         return dumps_json(summary)
+    if fmt == "csv":
+        return perflog.csv_text(csv_rows(summary))
     raise InvalidInput(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 

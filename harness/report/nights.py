@@ -20,9 +20,10 @@ from harness.night.folders import campaign_of_night_name
 from harness.night.journal import JOURNAL_NAME, Journal
 from harness.readfile import InputError, read_bounded
 from harness.runfolder import record as run_record
-from harness.runfolder.layout import METRICS, RECORD
+from harness.runfolder.layout import METRICS, POST_STEPS, RECORD, VERDICT
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
+REFERENCE_STEP = "reference"  # the post-step whose verdict holds the reference findings
 
 
 def campaign_name(campaign_file: Path) -> str:
@@ -75,11 +76,15 @@ def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
 
 def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
     """One record for the summary: the journal row, run.json, metrics.json, problems."""
-    record: dict[str, Any] = {"row": row, "run": None, "metrics": None, "problems": []}
+    record: dict[str, Any] = {"row": row, "run": None, "metrics": None, "problems": [],
+                              "reference": None, "path": None}
     if run_dir is None:
         if row and row.get("run_dir"):
             record["problems"].append(f"run folder {row['run_dir']} not found")
         return record
+    record["path"] = os.path.abspath(run_dir)
+    verdict, _ = read_json(run_dir / POST_STEPS / REFERENCE_STEP / VERDICT)
+    record["reference"] = verdict if isinstance(verdict, dict) else None
     run, problem = read_run(run_dir)
     if run is not None:
         record["run"] = run

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.lock import GpuLock, is_free
+from harness.perflog import PERFLOG_DIR
 from harness.runfolder.manifest import verify_folder
 from harness.timeutil import parse
 from tests.conftest import containers_with_label
@@ -278,7 +279,7 @@ command: [python3, -c, "import sys; [sys.stdout.write('x' * 1023 + chr(10)) for 
     assert r.returncode in (1, 3), r.stderr
     assert "Traceback" not in r.stderr
     assert is_free(project.lock)
-    [d] = [p for p in tiny_runs_dir.iterdir() if p.is_dir()]
+    [d] = [p for p in tiny_runs_dir.iterdir() if p.is_dir() and p.name != PERFLOG_DIR]
     sums = d / "SHA256SUMS"
     if sums.exists():
         problems = [p for p in verify_folder(d) if p.kind != "extra"]

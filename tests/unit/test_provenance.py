@@ -14,7 +14,8 @@ from harness.bundle.facts import RunFacts
 from harness.bundle.statement import build_statement
 from harness.provenance import GitOutputError, git_state, parse_head, parse_status, unsafe_filters
 from harness.report.gitline import git_line
-from harness.report.summary import build_summary, render_html, render_markdown
+from harness.report.page import render_html
+from harness.report.summary import build_summary, render_markdown
 from harness.runfolder.record import RunRecord, from_dict, provenance_of
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

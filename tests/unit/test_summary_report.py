@@ -7,6 +7,7 @@ import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from click.testing import CliRunner
@@ -16,8 +17,9 @@ from harness.errors import InvalidInput
 from harness.metrics import write_metrics
 from harness.night.journal import Journal
 from harness.report.morning import summary_for_campaign, write_night_summary
-from harness.report.summary import build_summary, render_html, render_markdown, trend_points
-from harness.report.svg import line_plot
+from harness.report.page import render_html
+from harness.report.plots import render_plots, y_limits
+from harness.report.summary import build_summary, render_markdown, trend_points
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-logs"
 EVIL = 'finalizer said <script>alert("x")</script> | & done'
@@ -118,9 +120,17 @@ def test_html_is_self_contained_escaped_and_has_values(runs: Path) -> None:
         assert needle in text, needle
     assert "script" not in parser.tags  # the evil reason stayed text
     assert "<script>" not in page
-    assert not [v for k, v in parser.attrs if k in ("src", "href")]  # no external assets
+    assert not [v for k, v in parser.attrs if k == "src"]  # no external assets
+    hrefs = [v for k, v in parser.attrs if k == "href"]
+    assert hrefs and all(h.startswith("../../rehearsal-") for h in hrefs)  # the run folders
+    targets = [(night / unquote(h)).resolve() for h in hrefs]
+    assert all(t.is_relative_to(runs.resolve()) for t in targets)
+    # two runs: folder, run.json, stdout.log each exist (the fixture writes no stderr.log)
+    assert sum(t.exists() for t in targets) == 6 and len(targets) == 8
     svgs = re.findall(r"<svg.*?</svg>", page, flags=re.S)
-    assert len(svgs) >= 7
+    assert len(svgs) >= 4  # status, duration, lock wait, and the vLLM figures that have values
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))  # several inline SVGs: no id may repeat
     for svg in svgs:
         root = ET.fromstring(svg)
         assert root.tag == "{http://www.w3.org/2000/svg}svg"
@@ -203,17 +213,31 @@ def test_rerun_link_shown_both_ways() -> None:
     assert "rerun as b" in render_html(summary)
 
 
-def test_line_plot_is_valid_xml_with_gaps_and_escaping() -> None:
-    points = [("n1", 1.0), ("n<2>", None), ("n3", 3.5), ("n4", 2)]
-    svg = line_plot(points, title="KV & co", unit="GiB")
-    root = ET.fromstring(svg)
-    ns = "{http://www.w3.org/2000/svg}"
-    assert len(root.findall(f"{ns}circle")) == 3
-    assert len(root.findall(f"{ns}polyline")) == 1  # n3-n4; n1 alone after the gap
-    assert "KV & co" in root.find(f"{ns}title").text
-    ET.fromstring(line_plot([], title="empty"))
-    ET.fromstring(line_plot([("only", 5)], title="one"))
-    ET.fromstring(line_plot([("a", float("nan")), ("b", float("inf"))], title="odd"))
+def test_plots_are_valid_svg_with_gaps_markers_and_escaping() -> None:
+    trends = {"a<&>": [{"duration_s": 1.0, "status": "accepted", "exit_code": 0}, {},
+                       {"duration_s": 3.5, "status": "refused", "exit_code": 3}],
+              "b": [{"duration_s": 2.0, "status": "accepted"}, {"status": "failed"}, {}]}
+    plots = render_plots(["n1", "n<2>", "n3"], trends, [("duration_s", "duration", "s"),
+                                                        ("kv_cache_gib", "KV", "GiB")])
+    assert [t for t, _ in plots] == ["status per night", "duration"]  # KV: no values
+    for _, svg in plots:
+        root = ET.fromstring(svg)
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    status, duration = plots[0][1], plots[1][1]
+    # text is drawn as glyph paths (the fonts matplotlib ships); each string is kept as a comment
+    assert "<!-- exit 3 -->" in status and "<!-- refused -->" in status
+    assert "<!-- exit 0 -->" not in status  # only runs that did not exit 0 are labelled
+    assert 'aria-label="duration"' in duration
+    assert render_plots([], {}, []) == []
+
+
+def test_y_range_shows_the_spread_and_never_invents_one() -> None:
+    lo, hi = y_limits([10.0, 10.00002])  # a 2 ppm change stays flat: the axis starts at 0
+    assert lo == 0 and hi > 10.00002 and (10.00002 - 10.0) / (hi - lo) < 1e-5
+    lo, hi = y_limits([1.0, 2.0])
+    assert lo == 0 and 2.0 < hi < 2.5  # a doubling doubles
+    lo, hi = y_limits([-3.0, 1.0])
+    assert lo < -3.0 and hi > 1.0 and hi - lo < 6
 
 
 def test_trend_points_align_nights_and_pick_newest_attempt() -> None:
