@@ -116,7 +116,9 @@ def sealed_run(tmp_path: Path) -> Path:
 
 
 def refinalize(run: Path, **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness", "refinalize", str(run)],
+    # --all-fields: the toy observations hold two fields, not vLLM's identity contract
+    return subprocess.Popen([sys.executable, "-m", "harness", "refinalize", str(run),
+                             "--all-fields"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, **env})
 
