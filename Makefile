@@ -13,10 +13,11 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
+# Quiet unless something is wrong: pip's errors still reach the terminal.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
+	@$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $@
 	@echo "harness installed at $(BIN)/harness"
 
