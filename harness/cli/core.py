@@ -1,28 +1,25 @@
-"""The core commands: check, run, verify, show, images."""
+"""The core commands: check, run, images, model (verify and show have their own modules)."""
 
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from harness import images as image_lock
 from harness.catalogue import ENV_MISSING_IMAGE
+from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
 from harness.config.loader import check as check_all
 from harness.config.loader import require_campaign
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import PlanSource
-from harness.errors import EnvironmentFault, InvalidInput
-from harness.gates import show as gate_show
+from harness.errors import ENVIRONMENT, INVALID, EnvironmentFault, InvalidInput
 from harness.pipeline import orphans, recover
 from harness.report.inert import inert
-from harness.runfolder import record as run_record
-from harness.runfolder.manifest import verify_folder
-from harness.show import render_run
 from harness.ui import reporter
 
 RUNS_DIR = "gpu-runs"
@@ -30,7 +27,9 @@ RUNS_DIR = "gpu-runs"
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-def check(files: tuple[Path, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
+              "exit_code, files, faults and warnings (each with file, line, col, message)")
+def check(files: tuple[Path, ...], as_json: bool) -> None:
     """Validate campaigns, controls and image locks without launching anything.
 
     Prints every fault as FILE:LINE:COL: message. Exit 0 when valid, 2 when not. A
@@ -38,7 +37,13 @@ def check(files: tuple[Path, ...]) -> None:
     refused for until the operator acts, such as a model with no file pinned; it does not
     change the exit code.
     """
-    faults, warnings = check_all(list(files))
+    with as_json_errors(as_json, files=[str(f) for f in files]):
+        faults, warnings = check_all(list(files))
+    if as_json:
+        code = INVALID if faults else 0
+        emit({"ok": not faults, "exit_code": code, "files": [str(f) for f in files],
+              "faults": [asdict(f) for f in faults], "warnings": [asdict(w) for w in warnings]})
+        raise click.exceptions.Exit(code)
     for w in warnings:
         click.echo(inert(str(w), 20_000), err=True)
     if faults:
@@ -81,40 +86,6 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
     raise click.exceptions.Exit(driven.worst)
 
 
-@click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-def verify(run_dir: Path) -> None:
-    """Re-hash a sealed run folder. Exit 0 intact, 1 naming each changed/missing/extra file."""
-    real = Path(os.path.realpath(run_dir))  # the operator's path; nothing inside is followed
-    if not real.is_dir():
-        raise InvalidInput(f"{run_dir}: not a folder")
-    problems = verify_folder(real)
-    for p in problems:
-        click.echo(f"{run_dir}/{p}", err=True)
-    if problems:
-        click.echo(f"FAILED: {len(problems)} problem(s) in {run_dir}")
-        raise click.exceptions.Exit(1)
-    click.echo(f"OK: {run_dir} is intact")
-
-
-@click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="print run.json as is")
-def show(run_dir: Path, as_json: bool) -> None:
-    """Print a readable summary of a run folder (or of a gate record: `harness gates`)."""
-    if gate_show.is_gate_record(run_dir):
-        doc = gate_show.read(run_dir)  # exit 2 for anything but a v1 gate record
-        lines = [json.dumps(doc, indent=2, sort_keys=True)] if as_json else \
-            gate_show.render(run_dir, doc, inert)
-        click.echo("\n".join(lines))
-        return
-    record = run_record.read(run_dir)  # exit 2 for anything but a sane JSON object
-    if as_json:
-        click.echo(json.dumps(record.raw, indent=2, sort_keys=True))
-    else:
-        render_run(run_dir, record)
-
-
 @click.group()
 def images() -> None:
     """Pin and verify image Ids in images.lock."""
@@ -154,21 +125,29 @@ def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str 
 @click.argument("names", nargs=-1)
 @click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
               show_default=True)
-def images_verify(names: tuple[str, ...], lock_file: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
+              "exit_code, and per image its name, pinned Id, local Id and advice")
+def images_verify(names: tuple[str, ...], lock_file: Path, as_json: bool) -> None:
     """Check images.lock entries (all, or NAMES) against the local engine.
 
     Exit 3 if any is absent or has another Id; each such line says how to obtain the
-    pinned image (its archive, repo digest or build), never to re-pin."""
-    lock = image_lock.read(lock_file)
-    unknown = [n for n in names if n not in lock.images]
-    if unknown:
-        raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}")
-    bad = 0
-    chosen = {n: p for n, p in lock.images.items() if not names or n in names}
-    for name, pinned in sorted(chosen.items()):
-        c = image_lock.check_one(name, pinned)
+    pinned image (its archive, repo digest or build), never to re-pin. Exit 2 for a bad
+    images.lock or a NAME it does not pin."""
+    with as_json_errors(as_json, lock_file=str(lock_file)):
+        lock = image_lock.read(lock_file)
+        unknown = [n for n in names if n not in lock.images]
+        if unknown:
+            raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}")
+        chosen = {n: p for n, p in lock.images.items() if not names or n in names}
+        checks = [image_lock.check_one(name, pinned) for name, pinned in sorted(chosen.items())]
+    bad = sum(not c.ok for c in checks)
+    if as_json:
+        emit({"ok": not bad, "exit_code": ENVIRONMENT if bad else 0, "lock_file": str(lock_file),
+              "images": [{"name": c.name, "ok": c.ok, "pinned": c.expected, "local": c.found,
+                          "advice": None if c.ok else c.advice} for c in checks]})
+        raise click.exceptions.Exit(ENVIRONMENT if bad else 0)
+    for c in checks:
         click.echo(("ok    " if c.ok else "FAIL  ") + c.describe())
-        bad += not c.ok
     if bad:
         raise EnvironmentFault(f"{bad} of {len(chosen)} pinned image(s) not present "
                                "with their pinned Id", rule=ENV_MISSING_IMAGE)
@@ -213,4 +192,4 @@ def model_pin(folder: Path) -> None:
         click.echo(f"  {json.dumps(n)}: {digests[folder / n]}")
 
 
-ALL = [check, run, verify, show, images, model]
+ALL = [check, run, images, model]
