@@ -12,15 +12,16 @@ from harness import images as image_lock
 from harness.catalogue import ENV_MISSING_IMAGE
 from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
+from harness.config.loader import Loaded, require_campaign
 from harness.config.loader import check as check_all
-from harness.config.loader import require_campaign
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import PlanSource
 from harness.errors import ENVIRONMENT, INVALID, EnvironmentFault, InvalidInput
+from harness.night.nightlock import NightLock
 from harness.pipeline import orphans, recover
 from harness.report.inert import inert
-from harness.ui import reporter
+from harness.ui import Reporter, reporter
 
 RUNS_DIR = "gpu-runs"
 
@@ -61,7 +62,11 @@ def check(files: tuple[Path, ...], as_json: bool) -> None:
               help="progress as JSON lines (default: when stderr is not a terminal)")
 def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: float | None,
         json_lines: bool | None) -> None:
-    """Run a campaign's controls, one at a time under the GPU lock, and seal each run."""
+    """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
+
+    Like `rerun`, it first waits for a night on this GPU lock (or another operator's
+    `run`/`rerun`) to finish, up to the lock timeout, so it never slips between a
+    night's controls."""
     loaded = require_campaign(campaign)
     names = list(only)
     for n in names:
@@ -70,20 +75,32 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
                                f"{', '.join(loaded.controls)})")
     plan = loaded.plan(names)
     ui = reporter(json_lines)
+    # The same rule as `rerun`: wait for a night (or another operator's run) to finish
+    # rather than slip between its controls (harness/night/nightlock.py).
+    night_lock = NightLock(loaded.lock_path, kind="run", campaign=loaded.campaign.name)
+    try:
+        night_lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout,
+                           on_wait=ui.waiting)
+        worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui)
+    finally:
+        night_lock.release()
+        ui.close()
+    raise click.exceptions.Exit(worst)
+
+
+def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | None,
+              ui: Reporter) -> int:
+    """Recover what a killed harness left in RUNS_DIR, then drive the plan; the worst code."""
     sealed = recover.seal_orphans(
         Path(runs_dir), still_running=orphans.running_run_ids(),
         on_deferred=lambda d: ui.event("recovery-deferred", dir=str(d),
                                        why="its container still runs; sealed once it exits"))
     for d in sealed:
         ui.event("recovered", dir=str(d), status="interrupted")
-    try:
-        driven = drive(PlanSource(plan, Path(runs_dir)),
-                       LocalExecutor(loaded, ui, lock_timeout=lock_timeout),
-                       stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
-                       on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
-    finally:
-        ui.close()
-    raise click.exceptions.Exit(driven.worst)
+    driven = drive(PlanSource(plan, runs_dir), LocalExecutor(loaded, ui, lock_timeout=lock_timeout),
+                   stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
+                   on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
+    return driven.worst
 
 
 @click.group()
