@@ -14,6 +14,7 @@ from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
 from harness.config.loader import Loaded, require_campaign
 from harness.config.loader import check as check_all
+from harness.config.suggest import hint
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import PlanSource
@@ -71,8 +72,8 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
     names = list(only)
     for n in names:
         if n not in loaded.controls:
-            raise InvalidInput(f"{campaign}: no control {n!r} (it has: "
-                               f"{', '.join(loaded.controls)})")
+            raise InvalidInput(f"{campaign}: no control {n!r}{hint(n, set(loaded.controls))} "
+                               f"(it has: {', '.join(loaded.controls)})")
     plan = loaded.plan(names)
     ui = reporter(json_lines)
     # The same rule as `rerun`: wait for a night (or another operator's run) to finish
@@ -154,7 +155,8 @@ def images_verify(names: tuple[str, ...], lock_file: Path, as_json: bool) -> Non
         lock = image_lock.read(lock_file)
         unknown = [n for n in names if n not in lock.images]
         if unknown:
-            raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}")
+            raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}"
+                               f"{hint(unknown[0], set(lock.images))}")
         chosen = {n: p for n, p in lock.images.items() if not names or n in names}
         checks = [image_lock.check_one(name, pinned) for name, pinned in sorted(chosen.items())]
     bad = sum(not c.ok for c in checks)

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ValidationError
 from harness.catalogue import MODEL_UNPINNED
 from harness.config.gates import Gate, GateList
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
-from harness.config.suggest import did_you_mean
+from harness.config.suggest import did_you_mean, hint
+from harness.config.words import expected, where
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
 from harness.errors import InvalidInput
 
@@ -25,14 +26,15 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _message(err: dict[str, Any], model: type[BaseModel] | None = None) -> str:
-    loc = ".".join(str(p) for p in err["loc"])
+    """One fault in words: never a regular expression or a Python class name (words.py)."""
+    loc = where(tuple(err["loc"]))
     if err["type"] == "extra_forbidden":
         near = did_you_mean(model, tuple(err["loc"])) if model else None
         hint = f" (did you mean {near!r}?)" if near else ""
         return f"unknown key {err['loc'][-1]!r}{hint}"
     if err["type"] == "missing":
         return f"missing required key {loc!r}"
-    msg = err["msg"].removeprefix("Value error, ")
+    msg = expected(err) or err["msg"].removeprefix("Value error, ")
     return f"{loc}: {msg}" if loc else msg
 
 
@@ -46,11 +48,12 @@ def validate(doc: Document, model: type[M]) -> tuple[M | None, list[Fault]]:
     except ValidationError as e:
         faults = []
         for err in e.errors():
-            path = tuple(err["loc"])
+            path, at_key = tuple(err["loc"]), err["type"] == "extra_forbidden"
             if err["type"] == "missing":
                 path = path[:-1]
-            faults.append(doc.fault(path, _message(err, model),
-                                    key=err["type"] == "extra_forbidden"))
+            if path and path[-1] == "[key]":  # a refused mapping key: point at the key
+                path, at_key = path[:-1], True
+            faults.append(doc.fault(path, _message(err, model), key=at_key))
         return None, faults
 
 
@@ -234,6 +237,14 @@ def _check_roots(loaded: Loaded, doc: Document) -> list[Fault]:
             if real == Path("/")]
 
 
+def _stems(folder: Path, limit: int = 10_000) -> list[str]:
+    """The control names a folder offers (its *.yaml files), for a "did you mean"."""
+    try:
+        return [p.name[:-5] for _, p in zip(range(limit), folder.glob("*.yaml"), strict=False)]
+    except OSError:
+        return []
+
+
 def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
     """Load a campaign and everything it names; return all faults found, not just the first."""
     path = Path(os.path.abspath(path))
@@ -258,7 +269,8 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
         ctl_path = controls_dir / f"{ref.control}.yaml"
         if not ctl_path.is_file():
             faults.append(doc.fault(("controls", i), f"control {ref.control!r} not found: "
-                                                     f"no file {ctl_path}"))
+                                                     f"no file {ctl_path}"
+                                                     f"{hint(ref.control, _stems(controls_dir))}"))
             continue
         ctl, ctl_doc, ctl_faults = load_model(ctl_path, Control)
         faults += ctl_faults
@@ -269,7 +281,8 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
                                                    f"its file name {ctl_path.name!r}"))
         if image_lock is not None and ctl.image not in image_lock.images:
             faults.append(ctl_doc.fault(("image",), f"image {ctl.image!r} is not in "
-                                                    f"{lock_file}"))
+                                                    f"{lock_file}"
+                                                    f"{hint(ctl.image, set(image_lock.images))}"))
         faults += _check_mounts(ctl, ctl_path, ctl_doc, roots)
         loaded.controls[ref.control] = (ctl, ctl_path)
     return (loaded if not faults else None), faults
