@@ -46,7 +46,7 @@ def containers() -> tuple[list[dict], str | None]:
     out = []
     for c in found:
         labels = c.get("Labels") or {}
-        out.append({"id": c["Id"][:12], "name": (c.get("Names") or ["?"])[0].lstrip("/"),
+        out.append({"id": c["Id"], "name": (c.get("Names") or ["?"])[0].lstrip("/"),
                     "run_id": labels.get(f"{vector.LABEL_PREFIX}.run-id"),
                     "campaign": labels.get(f"{vector.LABEL_PREFIX}.campaign"),
                     "control": labels.get(f"{vector.LABEL_PREFIX}.control"),
