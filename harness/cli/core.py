@@ -17,7 +17,7 @@ from harness.config.loader import check as check_all
 from harness.config.suggest import hint
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
-from harness.driver.plan import PlanSource
+from harness.driver.plan import LaunchRequest, Outcome, PlanSource
 from harness.errors import ENVIRONMENT, INVALID, EnvironmentFault, InvalidInput
 from harness.night.nightlock import NightLock
 from harness.pipeline import orphans, recover
@@ -65,9 +65,8 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
         json_lines: bool | None) -> None:
     """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
 
-    Like `rerun`, it first waits for a night on this GPU lock (or another operator's
-    `run`/`rerun`) to finish, up to the lock timeout, so it never slips between a
-    night's controls."""
+    Like `rerun`, it waits for a night on this GPU lock to finish (up to the lock
+    timeout) before each control, so it never slips between a night's controls."""
     loaded = require_campaign(campaign)
     names = list(only)
     for n in names:
@@ -76,17 +75,32 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
                                f"(it has: {', '.join(loaded.controls)})")
     plan = loaded.plan(names)
     ui = reporter(json_lines)
-    # The same rule as `rerun`: wait for a night (or another operator's run) to finish
-    # rather than slip between its controls (harness/night/nightlock.py).
-    night_lock = NightLock(loaded.lock_path, kind="run", campaign=loaded.campaign.name)
     try:
-        night_lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout,
-                           on_wait=ui.waiting)
         worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui)
     finally:
-        night_lock.release()
         ui.close()
     raise click.exceptions.Exit(worst)
+
+
+class AfterNight:
+    """Launch each control only once no night (or operator rerun) holds this GPU lock's
+    night lock, waiting for it as `rerun` does (up to the lock timeout, then exit 3,
+    nothing launched): a `run` never slips between a night's controls. The night lock is
+    not kept during the control, so two operators' runs still take turns control by
+    control at the GPU lock, and a night that starts meanwhile waits only for the
+    control in progress (harness/night/nightlock.py)."""
+
+    def __init__(self, inner: LocalExecutor, loaded: Loaded, ui: Reporter,
+                 timeout: float) -> None:
+        self.inner, self.loaded, self.ui, self.timeout = inner, loaded, ui, timeout
+
+    def launch(self, request: LaunchRequest) -> Outcome:
+        gate = NightLock(self.loaded.lock_path, kind="run", campaign=self.loaded.campaign.name)
+        try:
+            gate.acquire(timeout=self.timeout, on_wait=self.ui.waiting)
+        finally:
+            gate.release()
+        return self.inner.launch(request)
 
 
 def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | None,
@@ -98,7 +112,9 @@ def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | 
                                        why="its container still runs; sealed once it exits"))
     for d in sealed:
         ui.event("recovered", dir=str(d), status="interrupted")
-    driven = drive(PlanSource(plan, runs_dir), LocalExecutor(loaded, ui, lock_timeout=lock_timeout),
+    executor = AfterNight(LocalExecutor(loaded, ui, lock_timeout=lock_timeout), loaded, ui,
+                          lock_timeout or loaded.campaign.lock_timeout)
+    driven = drive(PlanSource(plan, runs_dir), executor,
                    stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
                    on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
     return driven.worst

@@ -5,13 +5,14 @@ its runs died, so two nights must never drive one GPU lock together. The night l
 kernel flock on `<gpu lock>.night` (freed by the kernel however its holder dies) with a
 holder record beside it that says who holds it, for the refusal message and `status`.
 
-Policy, one rule for what an operator starts by hand: `harness run` and `harness rerun`
-both take this lock for their whole duration and wait for whatever holds it (up to the
-lock timeout, then exit 3 `ENV-LOCK-TIMEOUT`), so neither slips in between a night's
-controls, and a night never finds its GPU taken by an operator's run halfway through.
-A night that finds another night holding the lock refuses at once (exit 3,
-`ENV-NIGHT-BUSY`); a night that finds an operator's `run` or `rerun` holding it waits
-for it (up to the lock timeout).
+Policy, one rule for what an operator starts by hand: neither `harness run` nor
+`harness rerun` launches a control while a night holds this lock; each waits for it (up
+to the lock timeout, then exit 3 `ENV-LOCK-TIMEOUT`), so neither slips in between a
+night's controls. A rerun holds the lock throughout (it writes the night's journal); a
+run takes it only for a moment before each control (harness/cli/core.py `AfterNight`),
+so runs still take turns control by control at the GPU lock. A night that finds another
+night holding the lock refuses at once (exit 3, `ENV-NIGHT-BUSY`); a night that finds an
+operator's `run` or `rerun` holding it waits for it (up to the lock timeout).
 """
 
 from __future__ import annotations

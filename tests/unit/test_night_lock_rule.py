@@ -1,7 +1,7 @@
 """One rule for what an operator starts by hand: `harness run`, like `harness rerun`, waits
-for a night on the same GPU lock instead of slipping between its controls; a night waits
-for an operator's run or rerun; two nights never share a lock. And `status` shows the
-night the night lock names, wherever its runs folder is."""
+for a night on the same GPU lock before launching, instead of slipping between its
+controls; a night waits for an operator's run or rerun; two nights never share a lock.
+And `status` shows the night the night lock names, wherever its runs folder is."""
 
 from __future__ import annotations
 
