@@ -7,3 +7,7 @@ names without importing harness.poststeps, which maps each name to its module.
 from __future__ import annotations
 
 POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0")
+
+# The options each built-in reads; any other key would be ignored silently (a typo in
+# `contract:` would compare every field), so `harness check` refuses it.
+OPTIONS: dict[str, tuple[str, ...]] = {"exit-code": (), "gate0": ("contract",)}

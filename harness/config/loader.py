@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.catalogue import MODEL_UNPINNED
+from harness.config.builtins import OPTIONS
 from harness.config.gates import Gate, GateList
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
 from harness.config.suggest import did_you_mean, hint
@@ -225,6 +226,17 @@ def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
     return faults
 
 
+def _check_options(ctl: Control, doc: Document | None) -> list[Fault]:
+    """A built-in post-step's options are only those it reads (builtins.OPTIONS)."""
+    return [doc.fault(("post_steps", i, "options", key), f"unknown option {key!r} of the "
+                      f"built-in post-step {step.name!r}"
+                      + (hint(key, OPTIONS[step.name]) or f" (it reads: "
+                         f"{', '.join(OPTIONS[step.name]) or 'none'})"), key=True)
+            for i, step in enumerate(ctl.post_steps) if doc is not None
+            and step.run is None and step.name in OPTIONS
+            for key in step.options if key not in OPTIONS[step.name]]
+
+
 def _check_roots(loaded: Loaded, doc: Document) -> list[Fault]:
     """A mount root may not resolve to `/` (the schema refuses `/` as written; a symlink to
     `/` is caught here). A root inside another root is allowed: roots are fixed at load, so
@@ -283,7 +295,7 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
             faults.append(ctl_doc.fault(("image",), f"image {ctl.image!r} is not in "
                                                     f"{lock_file}"
                                                     f"{hint(ctl.image, set(image_lock.images))}"))
-        faults += _check_mounts(ctl, ctl_path, ctl_doc, roots)
+        faults += _check_mounts(ctl, ctl_path, ctl_doc, roots) + _check_options(ctl, ctl_doc)
         loaded.controls[ref.control] = (ctl, ctl_path)
     return (loaded if not faults else None), faults
 
@@ -333,7 +345,7 @@ def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
         else:
             model = {"lock": ImageLock, "gates": GateList}.get(kind, Control)
             obj, found = validate(doc, model)
-            faults += found
+            faults += found + (_check_options(obj, doc) if isinstance(obj, Control) else [])
             if isinstance(obj, Control):
                 controls[os.path.realpath(p)] = (p, obj, doc)
     warnings = [w for path, ctl, doc in controls.values() for w in _warnings(path, ctl, doc)]

@@ -96,3 +96,27 @@ def test_did_you_mean_for_a_control_and_an_image_name(tmp_path: Path) -> None:
     faults = [str(f) for f in check_files([camp])]
     assert any("image 'rehersal' is not in" in f and f.endswith("(did you mean 'rehearsal'?)")
                for f in faults), faults
+
+
+def test_an_option_a_built_in_post_step_does_not_read_is_refused_at_its_key(tmp_path) -> None:
+    camp, ctl = _project(tmp_path, """\
+        name: c1
+        image: rehearsal
+        device: cpu
+        command: [python3]
+        post_steps:
+          - name: gate0
+            options:
+              contrct: [cache.num_gpu_blocks]
+          - name: exit-code
+            options: {strict: true}
+          - name: mine
+            run: [python3, judge.py]
+            options: {anything: 1}
+        """)
+    for faults in (check_files([ctl]), check_files([camp])):
+        assert [str(f) for f in faults] == [
+            f"{ctl}:8:7: unknown option 'contrct' of the built-in post-step 'gate0' "
+            "(did you mean 'contract'?)",
+            f"{ctl}:10:15: unknown option 'strict' of the built-in post-step 'exit-code' "
+            "(it reads: none)"]
