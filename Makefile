@@ -13,16 +13,18 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
+# Quiet unless something is wrong: pip's errors still reach the terminal.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
+	@$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $@
 	@echo "harness installed at $(BIN)/harness"
 
-# Build the rehearsal image from Debian packages (no registry) and pin its Id. When the
-# reproducible build gives another Id (another Debian snapshot, say), the pin is replaced
-# explicitly: old and new Ids are printed and kept in images.lock's history.
+# Build the rehearsal image from pinned Debian packages (no registry) and pin its Id. The
+# build stops, saying how to move the pins, when Debian no longer serves a pinned version;
+# once PINS in images/rehearsal/build.py are moved, the new Id replaces the pin explicitly:
+# old and new Ids are printed and kept in images.lock's history.
 image: setup
 	@$(BIN)/python images/rehearsal/build.py --tag $(IMAGE_TAG) > $(VENV)/rehearsal-image-id
 	@$(BIN)/harness images verify rehearsal >/dev/null 2>&1 || { \
@@ -42,7 +44,21 @@ demo: image
 	  echo; $(BIN)/harness show $$d || exit 1; $(BIN)/harness verify $$d || exit 1; \
 	done; \
 	echo; echo "Evidence (each folder: cd into it and run sha256sum -c SHA256SUMS):"; \
-	cat $(VENV)/demo-runs.txt
+	cat $(VENV)/demo-runs.txt; \
+	refused=$$(awk '$$1 == "refused:" {print $$2; exit}' $(VENV)/demo-runs.txt); \
+	paired=$$(awk '$$2 ~ /rehearsal-gate0-inproc-/ {print $$2; exit}' $(VENV)/demo-runs.txt); \
+	echo; \
+	echo "The refused run is on purpose: rehearsal-gate0 reproduces the seed's Gate-0 case"; \
+	echo "(a second engine-core pass changes compilation.custom_ops), and the harness refuses it."; \
+	echo "What to look at next:"; \
+	echo "  the field that differed, with its start-up and generation values:"; \
+	echo "    .venv/bin/harness show $${refused:-gpu-runs/<run-id>}"; \
+	echo "  which call changed it, in which process, on which list (the transitions trace):"; \
+	echo "    $${refused:-gpu-runs/<run-id>}/observations/transitions.jsonl"; \
+	echo "  the refused run against its accepted pair (in-process engine core):"; \
+	echo "    .venv/bin/harness diff $${refused:-A} $${paired:-B}"; \
+	echo "  an unattended night (journal, resume, morning summary), then its status and report:"; \
+	echo "    .venv/bin/harness night campaigns/rehearsal-night.yaml"
 
 # The report's browser test (tests/browser) drives Debian's chromium, never a downloaded
 # browser: installed here when missing and we are root; otherwise the test skips, and under

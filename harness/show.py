@@ -10,11 +10,11 @@ they are, never a crash.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from harness.catalogue import GATE0_FIELD_DIFFERS
@@ -50,6 +50,13 @@ def _field(value: Any) -> str:
     return "—" if value is None else plain(value)
 
 
+def _seconds(value: Any) -> str:
+    """A duration as a person reads it (the exact float stays in run.json and --json)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == value:
+        return f"{value:.3g} s" if abs(value) < 100 else f"{value:.0f} s"
+    return f"{_field(value)} s"
+
+
 def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
     camp, lock, out = (_dict(record.get(k)) for k in ("campaign", "lock", "outcome"))
     rows = [
@@ -60,13 +67,13 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
         ("seal", _field(record.get("seal"))),
         ("git", git_line(provenance_of(record.get("provenance")))),
         ("exit code", _field(out.get("exit_code"))),
-        ("duration", f"{_field(out.get('duration_s'))} s"),
+        ("duration", _seconds(out.get("duration_s"))),
         ("lock", (f"{_field(lock.get('path'))}: acquired {_field(lock.get('acquired'))}, "
                   f"released {_field(lock.get('released'))} "
-                  f"(waited {_field(lock.get('wait_s'))} s)") if lock else "not taken"),
+                  f"(waited {_seconds(lock.get('wait_s'))})") if lock else "not taken"),
     ]
     stages = [f"{plain(s.get('name'), 40)} {_field(s.get('result'))} "
-              f"({_field(s.get('seconds'))} s)" for s in map(_dict, _list(record.get("stages")))]
+              f"({_seconds(s.get('seconds'))})" for s in map(_dict, _list(record.get("stages")))]
     if stages:
         rows.append(("stages", " · ".join(stages)))
     for p in map(_dict, _list(record.get("post_steps"))):
@@ -145,19 +152,20 @@ def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) ->
     style = STATUS_STYLE.get(status, "white") if isinstance(status, str) else "white"
     head = Text.assemble((plain(record.get("run_id"), 200), "bold"), "  ",
                          (_field(status), style))
-    console.print(head, highlight=False)
-    t = Table(show_header=False, box=None, pad_edge=False)
-    for k, v in _rows(run_dir, record):
-        t.add_row(Text(k, style="dim"), Text(v))
-    console.print(t, highlight=False)
+    # soft_wrap: rich neither cuts nor breaks a line (an Id, a seal, a path stays whole and
+    # copyable); the terminal wraps what is too long, a pipe gets each line as one line.
+    say = partial(console.print, highlight=False, soft_wrap=True)
+    say(head)
+    rows = _rows(run_dir, record)
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        say(Text.assemble((k, "dim"), " " * (width - len(k) + 2), v))
     for r in _list(record.get("reasons")):
-        console.print(Text.assemble("  ", ("•", "red"), " ", plain(reason_text(r))),
-                      highlight=False)
+        say(Text.assemble("  ", ("•", "red"), " ", plain(reason_text(r))))
     for line in gate0_lines(run_dir, run):
-        console.print(Text(line), highlight=False)
+        say(Text(line))
     recovered = _recovered(run_dir)
     if recovered is not None:
-        console.print(Text.assemble("  ", ("recovered:", "yellow"), " ", recovered),
-                      highlight=False)
+        say(Text.assemble("  ", ("recovered:", "yellow"), " ", recovered))
     for a in _addenda(run_dir):
-        console.print(Text(f"  addendum: {a}"), highlight=False)
+        say(Text(f"  addendum: {a}"))

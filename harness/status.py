@@ -46,7 +46,7 @@ def containers() -> tuple[list[dict], str | None]:
     out = []
     for c in found:
         labels = c.get("Labels") or {}
-        out.append({"id": c["Id"][:12], "name": (c.get("Names") or ["?"])[0].lstrip("/"),
+        out.append({"id": c["Id"], "name": (c.get("Names") or ["?"])[0].lstrip("/"),
                     "run_id": labels.get(f"{vector.LABEL_PREFIX}.run-id"),
                     "campaign": labels.get(f"{vector.LABEL_PREFIX}.campaign"),
                     "control": labels.get(f"{vector.LABEL_PREFIX}.control"),
@@ -74,10 +74,21 @@ def night_state(night_dir: Path, night_holder: dict | None) -> dict:
     return state
 
 
+def current_night(runs_dir: Path, night_holder: dict | None) -> Path | None:
+    """The night to show: the one the night lock's live holder names (it may run from
+    another runs folder than the default `gpu-runs`), else the newest under RUNS_DIR."""
+    named = (night_holder or {}).get("night_dir")
+    if (night_holder or {}).get("alive") and isinstance(named, str) and os.path.isabs(named):
+        path = Path(named)
+        if path.is_dir() and not path.is_symlink():
+            return path
+    return latest_night(runs_dir / "nights")
+
+
 def gather(runs_dir: Path, lock_path: Path) -> dict:
     lock = lock_state(lock_path)
     found, engine_error = containers()
-    night_dir = latest_night(runs_dir / "nights")
+    night_dir = current_night(runs_dir, lock["night_holder"])
     return {"lock": lock, "containers": found, "engine_error": engine_error,
             "night": night_state(night_dir, lock["night_holder"]) if night_dir else None}
 
@@ -103,7 +114,9 @@ def render(status: dict) -> list[str]:
                    f"({inert(c['campaign'])}/{inert(c['control'])}), {inert(c['status'])}")
     night = status["night"]
     if night is None:
-        out.append("night: none yet")
+        named = nh.get("night_dir") if nh and nh.get("alive") else None
+        out.append(f"night: {inert(named)} (named by the night lock; its folder cannot be read "
+                   "from here)" if named else "night: none yet")
         return out
     # Everything below comes from the night folder's name and its journal, which anyone who
     # can write the runs folder controls: each value is shown inert (no ESC, OSC-8, newline).

@@ -1,7 +1,9 @@
 """How progress reaches a person: a live display on a terminal, JSON lines otherwise.
 
 Unattended runs (cron, systemd) get one JSON object per event on stderr, which journald
-and log shippers keep; a terminal gets readable lines and a waiting spinner.
+and log shippers keep; a terminal gets readable lines and a waiting spinner. A readable
+line is a sentence (`sentence`): no Python reprs, no `key=value`, seconds rounded; the
+exact values stay in the JSON form.
 """
 
 from __future__ import annotations
@@ -13,8 +15,82 @@ import time
 from rich.console import Console
 from rich.markup import escape
 
-from harness.lock import describe_holder
+from harness.lock import clean_text, describe_holder
 from harness.timeutil import utc_now
+
+# One sentence per known event; `{name}` is the field, already made readable by `human`.
+# An event without a template, or missing a field its template names, reads as
+# "kind: field value, field value".
+SENTENCES = {
+    "run": "run {run_id} of control {control} in {dir}",
+    "launch": "launching run {run_id} in image {image}",
+    "lock-acquired": "took the GPU lock {lock} after waiting {wait_s}",
+    "lock-released": "released the GPU lock after holding it {hold_s}",
+    "lock-wait": "waiting for the GPU lock ({waited_s} so far), held by {holder}",
+    "container": "container {id} started",
+    "post-step": "post-step {name} started",
+    "post-step-done": "post-step {name} done: {verdict} (exit {exit_code})",
+    "sealed": "run {run_id} sealed as {status} in {dir}{reasons}",
+    "mounts-refused": "mounts refused: {reasons}",
+    "mounts-sanitized": "read-write mounts cleaned after the run: {reasons}",
+    "orphan-removed": "removed container {id} left by run {run_id} (exit {exit_code})",
+    "error": "stage {stage} failed: {error}",
+    "interrupted": "interrupted by {signal}",
+    "recovered": "recovered {dir} as {status}",
+    "recovery-deferred": "not recovering {dir} yet: {why}",
+    "stop-policy": "stop policy {policy}: stopping after a {status} run",
+    "night-start": "night of campaign {campaign} started in {dir}{resumed}{deadline}",
+    "night-end": "night ended ({why}), exit code {exit_code}: {progress}",
+    "control-start": "control {control}, attempt {attempt}",
+    "deferred": "control {control} deferred: {reasons}",
+    "deadline": "deadline {deadline} reached with {left} control(s) not started",
+    "progress": "{done}/{total} done",
+    "metrics-not-written": "metrics not written: {error}",
+    "summary-failed": "the morning summary was not written: {error}",
+}
+# Optional parts: shown (in this form) only when the field is there and not empty or false.
+OPTIONAL = {"sealed": {"reasons": ": {}"},
+            "night-start": {"resumed": " (resumed)", "deadline": ", until {}"}}
+
+
+def human(key: str, value: object) -> str:
+    """One value as words: seconds rounded with a unit, lists joined, mappings as
+    "name value" pairs, a night's progress as "N/M done; state count"; one line."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and key.endswith("_s") and value == value:
+        return f"{value:.3g} s" if abs(value) < 100 else f"{value:.0f} s"
+    if isinstance(value, int) and not isinstance(value, bool) and key.endswith("_s"):
+        return f"{value} s"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if key == "holder" and (value is None or isinstance(value, dict)):
+        return describe_holder(value)
+    if isinstance(value, dict) and {"done", "total"} <= value.keys():
+        states = value.get("states")
+        rest = f"; {human('states', states)}" if isinstance(states, dict) and states else ""
+        return f"{value['done']}/{value['total']} done{rest}"
+    if isinstance(value, dict):
+        return ", ".join(f"{human('', k)} {human(str(k), v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "; ".join(human(key, v) for v in value) or "none"
+    return clean_text(str(value), 4000)
+
+
+def sentence(kind: str, fields: dict[str, object]) -> str:
+    """The readable line for one event (pure; the JSON form keeps the exact values)."""
+    shown = {k: human(k, v) for k, v in fields.items() if v is not None or k == "holder"}
+    for k, form in OPTIONAL.get(kind, {}).items():
+        shown[k] = form.format(shown[k]) if fields.get(k) not in (None, "", [], False) else ""
+    template = SENTENCES.get(kind)
+    if template is not None:
+        try:
+            return template.format(**shown)
+        except (KeyError, IndexError, ValueError):
+            pass
+    detail = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in shown.items()
+                       if fields.get(k) not in ("", []))
+    return f"{clean_text(kind)}: {detail}" if detail else clean_text(kind)
 
 
 class Reporter:
@@ -47,9 +123,8 @@ class TerminalReporter(Reporter):
 
     def event(self, kind: str, **fields: object) -> None:
         self._stop_status()
-        detail = " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, "", []))
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] [bold]{kind}[/bold] {escape(detail)}",
-                           highlight=False, markup=True)
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {escape(sentence(kind, fields))}",
+                           highlight=False, markup=True, soft_wrap=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
         # The holder record is written by whoever holds the lock: never rich markup.

@@ -9,7 +9,8 @@ import click
 from harness.bundle import export_bundle, verify_bundle
 from harness.bundle.export import ExportRefused
 from harness.bundle.sums import one_line
-from harness.errors import Refused
+from harness.cli.jsonout import as_json_errors, emit
+from harness.errors import REFUSED, Refused
 
 
 @click.group("bundle")
@@ -53,13 +54,24 @@ def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | Non
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--allowed-signers", type=click.Path(path_type=Path),
               help="OpenSSH allowed_signers file; required to accept a signed bundle.")
-def verify_command(source: Path, allowed_signers: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
+              "exit_code, files, runs, signature, problems (or error)")
+def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) -> None:
     """Verify a bundle FILE (or an unpacked bundle folder) offline.
 
     Exit 0 when every file matches and the signature (if any) is valid; 1 naming each
     bad file otherwise; 2 for a hostile or unreadable archive.
     """
-    report = verify_bundle(source, allowed_signers)
+    with as_json_errors(as_json, source=str(source)):
+        report = verify_bundle(source, allowed_signers)
+    if as_json:
+        code = 0 if report.ok else REFUSED
+        emit({"source": str(source), "ok": report.ok, "exit_code": code,
+              "files": report.files, "runs": list(report.runs),
+              "signature": report.signature,
+              "problems": [{"kind": p.kind, "path": p.path, "detail": p.detail}
+                           for p in report.problems]})
+        raise click.exceptions.Exit(code)
     shown = one_line(str(source))  # every printed value is one escaped line: no raw ESC/OSC
     if report.ok:
         click.echo(

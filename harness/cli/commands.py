@@ -9,9 +9,9 @@ from __future__ import annotations
 COMMANDS: dict[str, str] = {
     "check": "harness.cli.core:check",
     "run": "harness.cli.core:run",
-    "verify": "harness.cli.core:verify",
+    "verify": "harness.cli.verify:verify",
     "diff": "harness.cli.diff:diff",
-    "show": "harness.cli.core:show",
+    "show": "harness.cli.show:show",
     "images": "harness.cli.core:images",
     "model": "harness.cli.core:model",
     "doctor": "harness.cli.doctor:doctor",

@@ -1,36 +1,37 @@
-"""The core commands: check, run, verify, show, images."""
+"""The core commands: check, run, images, model (verify and show have their own modules)."""
 
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from harness import images as image_lock
 from harness.catalogue import ENV_MISSING_IMAGE
+from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
+from harness.config.loader import Loaded, require_campaign
 from harness.config.loader import check as check_all
-from harness.config.loader import require_campaign
+from harness.config.suggest import hint
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
-from harness.driver.plan import PlanSource
-from harness.errors import EnvironmentFault, InvalidInput
-from harness.gates import show as gate_show
+from harness.driver.plan import LaunchRequest, Outcome, PlanSource
+from harness.errors import ENVIRONMENT, INVALID, EnvironmentFault, InvalidInput
+from harness.night.nightlock import NightLock
 from harness.pipeline import orphans, recover
 from harness.report.inert import inert
-from harness.runfolder import record as run_record
-from harness.runfolder.manifest import verify_folder
-from harness.show import render_run
-from harness.ui import reporter
+from harness.ui import Reporter, reporter
 
 RUNS_DIR = "gpu-runs"
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-def check(files: tuple[Path, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
+              "exit_code, files, faults and warnings (each with file, line, col, message)")
+def check(files: tuple[Path, ...], as_json: bool) -> None:
     """Validate campaigns, controls and image locks without launching anything.
 
     Prints every fault as FILE:LINE:COL: message. Exit 0 when valid, 2 when not. A
@@ -38,7 +39,13 @@ def check(files: tuple[Path, ...]) -> None:
     refused for until the operator acts, such as a model with no file pinned; it does not
     change the exit code.
     """
-    faults, warnings = check_all(list(files))
+    with as_json_errors(as_json, files=[str(f) for f in files]):
+        faults, warnings = check_all(list(files))
+    if as_json:
+        code = INVALID if faults else 0
+        emit({"ok": not faults, "exit_code": code, "files": [str(f) for f in files],
+              "faults": [asdict(f) for f in faults], "warnings": [asdict(w) for w in warnings]})
+        raise click.exceptions.Exit(code)
     for w in warnings:
         click.echo(inert(str(w), 20_000), err=True)
     if faults:
@@ -56,63 +63,61 @@ def check(files: tuple[Path, ...]) -> None:
               help="progress as JSON lines (default: when stderr is not a terminal)")
 def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: float | None,
         json_lines: bool | None) -> None:
-    """Run a campaign's controls, one at a time under the GPU lock, and seal each run."""
+    """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
+
+    Like `rerun`, it waits for a night on this GPU lock to finish (up to the lock
+    timeout) before each control, so it never slips between a night's controls."""
     loaded = require_campaign(campaign)
     names = list(only)
     for n in names:
         if n not in loaded.controls:
-            raise InvalidInput(f"{campaign}: no control {n!r} (it has: "
-                               f"{', '.join(loaded.controls)})")
+            raise InvalidInput(f"{campaign}: no control {n!r}{hint(n, set(loaded.controls))} "
+                               f"(it has: {', '.join(loaded.controls)})")
     plan = loaded.plan(names)
     ui = reporter(json_lines)
+    try:
+        worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui)
+    finally:
+        ui.close()
+    raise click.exceptions.Exit(worst)
+
+
+class AfterNight:
+    """Launch each control only once no night (or operator rerun) holds this GPU lock's
+    night lock, waiting for it as `rerun` does (up to the lock timeout, then exit 3,
+    nothing launched): a `run` never slips between a night's controls. The night lock is
+    not kept during the control, so two operators' runs still take turns control by
+    control at the GPU lock, and a night that starts meanwhile waits only for the
+    control in progress (harness/night/nightlock.py)."""
+
+    def __init__(self, inner: LocalExecutor, loaded: Loaded, ui: Reporter,
+                 timeout: float) -> None:
+        self.inner, self.loaded, self.ui, self.timeout = inner, loaded, ui, timeout
+
+    def launch(self, request: LaunchRequest) -> Outcome:
+        gate = NightLock(self.loaded.lock_path, kind="run", campaign=self.loaded.campaign.name)
+        try:
+            gate.acquire(timeout=self.timeout, on_wait=self.ui.waiting)
+        finally:
+            gate.release()
+        return self.inner.launch(request)
+
+
+def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | None,
+              ui: Reporter) -> int:
+    """Recover what a killed harness left in RUNS_DIR, then drive the plan; the worst code."""
     sealed = recover.seal_orphans(
         Path(runs_dir), still_running=orphans.running_run_ids(),
         on_deferred=lambda d: ui.event("recovery-deferred", dir=str(d),
                                        why="its container still runs; sealed once it exits"))
     for d in sealed:
         ui.event("recovered", dir=str(d), status="interrupted")
-    try:
-        driven = drive(PlanSource(plan, Path(runs_dir)),
-                       LocalExecutor(loaded, ui, lock_timeout=lock_timeout),
-                       stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
-                       on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
-    finally:
-        ui.close()
-    raise click.exceptions.Exit(driven.worst)
-
-
-@click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-def verify(run_dir: Path) -> None:
-    """Re-hash a sealed run folder. Exit 0 intact, 1 naming each changed/missing/extra file."""
-    real = Path(os.path.realpath(run_dir))  # the operator's path; nothing inside is followed
-    if not real.is_dir():
-        raise InvalidInput(f"{run_dir}: not a folder")
-    problems = verify_folder(real)
-    for p in problems:
-        click.echo(f"{run_dir}/{p}", err=True)
-    if problems:
-        click.echo(f"FAILED: {len(problems)} problem(s) in {run_dir}")
-        raise click.exceptions.Exit(1)
-    click.echo(f"OK: {run_dir} is intact")
-
-
-@click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="print run.json as is")
-def show(run_dir: Path, as_json: bool) -> None:
-    """Print a readable summary of a run folder (or of a gate record: `harness gates`)."""
-    if gate_show.is_gate_record(run_dir):
-        doc = gate_show.read(run_dir)  # exit 2 for anything but a v1 gate record
-        lines = [json.dumps(doc, indent=2, sort_keys=True)] if as_json else \
-            gate_show.render(run_dir, doc, inert)
-        click.echo("\n".join(lines))
-        return
-    record = run_record.read(run_dir)  # exit 2 for anything but a sane JSON object
-    if as_json:
-        click.echo(json.dumps(record.raw, indent=2, sort_keys=True))
-    else:
-        render_run(run_dir, record)
+    executor = AfterNight(LocalExecutor(loaded, ui, lock_timeout=lock_timeout), loaded, ui,
+                          lock_timeout or loaded.campaign.lock_timeout)
+    driven = drive(PlanSource(plan, runs_dir), executor,
+                   stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
+                   on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
+    return driven.worst
 
 
 @click.group()
@@ -154,21 +159,30 @@ def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str 
 @click.argument("names", nargs=-1)
 @click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
               show_default=True)
-def images_verify(names: tuple[str, ...], lock_file: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
+              "exit_code, and per image its name, pinned Id, local Id and advice")
+def images_verify(names: tuple[str, ...], lock_file: Path, as_json: bool) -> None:
     """Check images.lock entries (all, or NAMES) against the local engine.
 
     Exit 3 if any is absent or has another Id; each such line says how to obtain the
-    pinned image (its archive, repo digest or build), never to re-pin."""
-    lock = image_lock.read(lock_file)
-    unknown = [n for n in names if n not in lock.images]
-    if unknown:
-        raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}")
-    bad = 0
-    chosen = {n: p for n, p in lock.images.items() if not names or n in names}
-    for name, pinned in sorted(chosen.items()):
-        c = image_lock.check_one(name, pinned)
+    pinned image (its archive, repo digest or build), never to re-pin. Exit 2 for a bad
+    images.lock or a NAME it does not pin."""
+    with as_json_errors(as_json, lock_file=str(lock_file)):
+        lock = image_lock.read(lock_file)
+        unknown = [n for n in names if n not in lock.images]
+        if unknown:
+            raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}"
+                               f"{hint(unknown[0], set(lock.images))}")
+        chosen = {n: p for n, p in lock.images.items() if not names or n in names}
+        checks = [image_lock.check_one(name, pinned) for name, pinned in sorted(chosen.items())]
+    bad = sum(not c.ok for c in checks)
+    if as_json:
+        emit({"ok": not bad, "exit_code": ENVIRONMENT if bad else 0, "lock_file": str(lock_file),
+              "images": [{"name": c.name, "ok": c.ok, "pinned": c.expected, "local": c.found,
+                          "advice": None if c.ok else c.advice} for c in checks]})
+        raise click.exceptions.Exit(ENVIRONMENT if bad else 0)
+    for c in checks:
         click.echo(("ok    " if c.ok else "FAIL  ") + c.describe())
-        bad += not c.ok
     if bad:
         raise EnvironmentFault(f"{bad} of {len(chosen)} pinned image(s) not present "
                                "with their pinned Id", rule=ENV_MISSING_IMAGE)
@@ -213,4 +227,4 @@ def model_pin(folder: Path) -> None:
         click.echo(f"  {json.dumps(n)}: {digests[folder / n]}")
 
 
-ALL = [check, run, verify, show, images, model]
+ALL = [check, run, images, model]

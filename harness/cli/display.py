@@ -18,7 +18,7 @@ from rich.table import Table
 from harness.lock import describe_holder
 from harness.report.inert import inert
 from harness.timeutil import utc_now
-from harness.ui import Reporter
+from harness.ui import Reporter, sentence
 
 QUIET = {"lock-wait"}
 
@@ -69,9 +69,9 @@ class NightLive(Reporter):
             self.fields["lock"] = "released"
         if kind in QUIET:
             return
-        detail = " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, "", []))
-        line = f"[bold]{escape(inert(kind))}[/bold] {escape(inert(detail))}"
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {line}", highlight=False)
+        line = escape(inert(sentence(kind, fields), 20_000))
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {line}", highlight=False,
+                           soft_wrap=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
         self.fields["lock"] = f"waiting {waited:.0f}s, held by {describe_holder(holder)}"

@@ -1,16 +1,19 @@
-"""`harness doctor`: check that this host can run controls; exit 0 when nothing fails."""
+"""`harness doctor [CAMPAIGN]`: check that this host can run controls (all of them, or one
+campaign's); exit 0 when nothing fails."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from harness.doctor import Check, any_failed, run_checks
+from harness.doctor.checks import GIB
 from harness.doctor.report import render_json, render_plain, render_table
 from harness.errors import InvalidInput
 
@@ -43,13 +46,48 @@ def load_expected_images(path: Path) -> dict[str, dict[str, Any]] | None:
     }
 
 
+@dataclass
+class Scope:
+    """What the doctor checks: every pinned image on the `profile` (no campaign), or only
+    the images, lock, GPU profile, gfx and free disk a campaign's controls need."""
+
+    images: dict[str, dict[str, Any]] | None
+    images_lock: Path
+    lock_path: Path
+    profile: str
+    required_gfx: str | None
+    fail_free_bytes: int = 1 * GIB
+
+
+def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
+                   lock_path: Path | None) -> Scope:
+    """The campaign's own needs, as a night's doctor checks them before each control: its
+    controls' images (by their pins in the campaign's images.lock), `rocm` when any
+    control runs on the GPU (else `cpu`), its lock, its host gfx and min_free_gib. Options
+    given on the command line win. A campaign that does not check is exit 2."""
+    from harness.config.loader import require_campaign
+
+    loaded = require_campaign(campaign)
+    pins = loaded.image_lock.images if loaded.image_lock else {}
+    controls = [ctl for ctl, _ in loaded.controls.values()]
+    images = {c.image: pins[c.image].model_dump() for c in controls if c.image in pins}
+    devices = {c.device for c in controls}
+    fail_bytes = int(loaded.campaign.host.min_free_gib * GIB)
+    return Scope(images=images, images_lock=loaded.image_lock_file or Path("images.lock"),
+                 lock_path=lock_path or loaded.lock_path,
+                 profile=profile or ("rocm" if "rocm" in devices else "cpu"),
+                 required_gfx=gfx or loaded.campaign.host.gfx, fail_free_bytes=fail_bytes)
+
+
 @click.command("doctor")
+@click.argument("campaign", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--lock",
     "lock_path",
     type=click.Path(path_type=Path),
     default=None,
-    help="GPU lock file to check for writability (default: $HOME/gpu.lock).",
+    help="GPU lock file to check for writability (default: the campaign's lock, else "
+    "$HOME/gpu.lock).",
 )
 @click.option(
     "--runs-dir",
@@ -61,49 +99,66 @@ def load_expected_images(path: Path) -> dict[str, dict[str, Any]] | None:
 @click.option(
     "--images-lock",
     type=click.Path(path_type=Path),
-    default=Path("images.lock"),
-    show_default=True,
-    help="images.lock whose every image must be present by Id.",
+    default=None,
+    help="images.lock whose every image must be present by Id (default: images.lock; "
+    "with CAMPAIGN, the campaign's, and only its controls' images).",
 )
 @click.option(
     "--profile",
     type=click.Choice(["rocm", "cpu"]),
-    default="rocm",
-    show_default=True,
-    help="Device profile: on 'cpu' a missing GPU is a warning, not a failure.",
+    default=None,
+    help="Device profile: on 'cpu' a missing GPU is a warning, not a failure (default: "
+    "rocm; with CAMPAIGN, rocm when one of its controls runs on the GPU, else cpu).",
 )
 @click.option(
     "--gfx",
     "required_gfx",
     default=None,
     metavar="TARGET",
-    help="Required gfx target (e.g. gfx1100); a host without it fails.",
+    help="Required gfx target (e.g. gfx1100); a host without it fails (default: the "
+    "campaign's host.gfx).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 def doctor(
+    campaign: Path | None,
     lock_path: Path | None,
     runs_dir: Path,
-    images_lock: Path,
-    profile: str,
+    images_lock: Path | None,
+    profile: str | None,
     required_gfx: str | None,
     as_json: bool,
 ) -> None:
     """Check the Docker engine, locked images, GPU devices and tools, the lock path and disk.
 
-    Each check prints one line: ok, warn or fail. Exit 0 when nothing fails, 1 otherwise.
+    With CAMPAIGN (a campaign file), only what its controls need: their images, its lock,
+    the GPU only when a control runs on it. Each check prints one line: ok, warn or fail.
+    Exit 0 when nothing fails, 1 otherwise, 2 for a campaign or images.lock that does not
+    check.
     """
-    expected = load_expected_images(images_lock)
-    checks = run_checks(
-        lock_path=lock_path or default_lock(),
-        runs_dir=runs_dir,
-        images=expected,
-        profile=profile,
-        required_gfx=required_gfx,
-    )
-    if expected is None:
+    if campaign is not None and images_lock is None:
+        scope = campaign_scope(campaign, profile, required_gfx, lock_path)
+    else:
+        lock_file = images_lock or Path("images.lock")
+        scope = Scope(images=load_expected_images(lock_file), images_lock=lock_file,
+                      lock_path=lock_path or default_lock(), profile=profile or "rocm",
+                      required_gfx=required_gfx)
+        if campaign is not None:  # an explicit --images-lock: the campaign sets the rest
+            rest = campaign_scope(campaign, profile, required_gfx, lock_path)
+            scope = replace(rest, images=scope.images, images_lock=lock_file)
+    checks = run_checks(lock_path=scope.lock_path, runs_dir=runs_dir, images=scope.images,
+                        profile=scope.profile, required_gfx=scope.required_gfx,
+                        fail_free_bytes=scope.fail_free_bytes,
+                        warn_free_bytes=max(10 * GIB, scope.fail_free_bytes))
+    if scope.images is None:
         checks.insert(
-            1, Check("images", "fail", f"{images_lock} not found: no image can be verified")
+            1, Check("images", "fail", f"{scope.images_lock} not found: no image can be verified")
         )
+    _print(checks, as_json)
+    if any_failed(checks):
+        raise click.exceptions.Exit(1)
+
+
+def _print(checks: list[Check], as_json: bool) -> None:
     if as_json:
         click.echo(render_json(checks), nl=False)
     elif sys.stdout.isatty():
@@ -111,5 +166,3 @@ def doctor(
         click.echo(render_table(checks, width=width), nl=False)
     else:
         click.echo(render_plain(checks), nl=False)
-    if any_failed(checks):
-        raise click.exceptions.Exit(1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.config.contract import parse_choice
-from harness.config.imagegate import parse_expectation
+from harness.config.imagegate import KEYS, parse_expectation
 
 POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "image-gate", "reference")
 
@@ -21,3 +21,9 @@ def check_options(name: str, options: Any) -> None:
         parse_choice(options["contract"])
     elif name == "image-gate":
         parse_expectation(options)
+
+# The options each built-in reads; any other key would be ignored silently (a typo in
+# `contract:` would compare every field), so `harness check` refuses it. `reference` reads
+# none from the control file: the harness gives it the control's `reference:` and figures.
+OPTIONS: dict[str, tuple[str, ...]] = {"exit-code": (), "gate0": ("contract",),
+                                       "image-gate": KEYS, "reference": ()}

@@ -15,9 +15,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.catalogue import MODEL_UNPINNED
+from harness.config.builtins import OPTIONS
 from harness.config.gates import Gate, GateList
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
-from harness.config.suggest import did_you_mean
+from harness.config.suggest import did_you_mean, hint
+from harness.config.words import expected, where
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
 from harness.errors import InvalidInput
 
@@ -25,14 +27,15 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _message(err: dict[str, Any], model: type[BaseModel] | None = None) -> str:
-    loc = ".".join(str(p) for p in err["loc"])
+    """One fault in words: never a regular expression or a Python class name (words.py)."""
+    loc = where(tuple(err["loc"]))
     if err["type"] == "extra_forbidden":
         near = did_you_mean(model, tuple(err["loc"])) if model else None
         hint = f" (did you mean {near!r}?)" if near else ""
         return f"unknown key {err['loc'][-1]!r}{hint}"
     if err["type"] == "missing":
         return f"missing required key {loc!r}"
-    msg = err["msg"].removeprefix("Value error, ")
+    msg = expected(err) or err["msg"].removeprefix("Value error, ")
     return f"{loc}: {msg}" if loc else msg
 
 
@@ -46,11 +49,12 @@ def validate(doc: Document, model: type[M]) -> tuple[M | None, list[Fault]]:
     except ValidationError as e:
         faults = []
         for err in e.errors():
-            path = tuple(err["loc"])
+            path, at_key = tuple(err["loc"]), err["type"] == "extra_forbidden"
             if err["type"] == "missing":
                 path = path[:-1]
-            faults.append(doc.fault(path, _message(err, model),
-                                    key=err["type"] == "extra_forbidden"))
+            if path and path[-1] == "[key]":  # a refused mapping key: point at the key
+                path, at_key = path[:-1], True
+            faults.append(doc.fault(path, _message(err, model), key=at_key))
         return None, faults
 
 
@@ -228,6 +232,17 @@ def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
     return faults
 
 
+def _check_options(ctl: Control, doc: Document | None) -> list[Fault]:
+    """A built-in post-step's options are only those it reads (builtins.OPTIONS)."""
+    return [doc.fault(("post_steps", i, "options", key), f"unknown option {key!r} of the "
+                      f"built-in post-step {step.name!r}"
+                      + (hint(key, OPTIONS[step.name]) or f" (it reads: "
+                         f"{', '.join(OPTIONS[step.name]) or 'none'})"), key=True)
+            for i, step in enumerate(ctl.post_steps) if doc is not None
+            and step.run is None and step.name in OPTIONS
+            for key in step.options if key not in OPTIONS[step.name]]
+
+
 def _check_roots(loaded: Loaded, doc: Document) -> list[Fault]:
     """A mount root may not resolve to `/` (the schema refuses `/` as written; a symlink to
     `/` is caught here). A root inside another root is allowed: roots are fixed at load, so
@@ -238,6 +253,14 @@ def _check_roots(loaded: Loaded, doc: Document) -> list[Fault]:
             for i, (r, real) in enumerate(zip(declared, loaded.roots[:len(declared)],
                                               strict=True))
             if real == Path("/")]
+
+
+def _stems(folder: Path, limit: int = 10_000) -> list[str]:
+    """The control names a folder offers (its *.yaml files), for a "did you mean"."""
+    try:
+        return [p.name[:-5] for _, p in zip(range(limit), folder.glob("*.yaml"), strict=False)]
+    except OSError:
+        return []
 
 
 def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
@@ -264,7 +287,8 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
         ctl_path = controls_dir / f"{ref.control}.yaml"
         if not ctl_path.is_file():
             faults.append(doc.fault(("controls", i), f"control {ref.control!r} not found: "
-                                                     f"no file {ctl_path}"))
+                                                     f"no file {ctl_path}"
+                                                     f"{hint(ref.control, _stems(controls_dir))}"))
             continue
         ctl, ctl_doc, ctl_faults = load_model(ctl_path, Control)
         faults += ctl_faults
@@ -275,8 +299,9 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
                                                    f"its file name {ctl_path.name!r}"))
         if image_lock is not None and ctl.image not in image_lock.images:
             faults.append(ctl_doc.fault(("image",), f"image {ctl.image!r} is not in "
-                                                    f"{lock_file}"))
-        faults += _check_mounts(ctl, ctl_path, ctl_doc, roots)
+                                                    f"{lock_file}"
+                                                    f"{hint(ctl.image, set(image_lock.images))}"))
+        faults += _check_mounts(ctl, ctl_path, ctl_doc, roots) + _check_options(ctl, ctl_doc)
         loaded.controls[ref.control] = (ctl, ctl_path)
     return (loaded if not faults else None), faults
 
@@ -326,7 +351,7 @@ def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
         else:
             model = {"lock": ImageLock, "gates": GateList}.get(kind, Control)
             obj, found = validate(doc, model)
-            faults += found
+            faults += found + (_check_options(obj, doc) if isinstance(obj, Control) else [])
             if isinstance(obj, Control):
                 controls[os.path.realpath(p)] = (p, obj, doc)
     warnings = [w for path, ctl, doc in controls.values() for w in _warnings(path, ctl, doc)]

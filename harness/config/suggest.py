@@ -72,3 +72,15 @@ def did_you_mean(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
         return None
     match = difflib.get_close_matches(loc[-1], keys_of(owner), n=1, cutoff=0.6)
     return match[0] if match else None
+
+
+def nearest(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str | None:
+    """The choice nearest to a mistyped name (a control, an image), if one is near."""
+    match = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def hint(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
+    """" (did you mean 'x'?)" or ""."""
+    near = nearest(word, choices)
+    return f" (did you mean {near!r}?)" if near else ""

@@ -96,7 +96,7 @@ def judge_images(
         if not want.startswith("sha256:"):
             checks.append(Check(label, "fail", f"images.lock id {want!r} is not a full sha256 Id"))
         elif got == want:
-            checks.append(Check(label, "ok", f"present as {want[:19]}…"))
+            checks.append(Check(label, "ok", f"present as {want}"))
         else:
             checks.append(
                 Check(label, "fail", _image_miss(want, got, entry, ref_ids.get(name), store))
@@ -107,12 +107,12 @@ def judge_images(
 def _image_miss(
     want: str, got: str | None, entry: Mapping[str, Any], ref_id: str | None, store: str | None
 ) -> str:
-    parts = [f"{want[:19]}… not present locally"]
+    parts = [f"{want} not present locally"]
     if got is not None:
-        parts = [f"lookup of {want[:19]}… returned {got[:19]}…"]
+        parts = [f"lookup of {want} returned {got}"]
     ref = entry.get("ref")
     if ref and ref_id and ref_id != want:
-        parts.append(f"tag {ref} points at {ref_id[:19]}…")
+        parts.append(f"tag {ref} points at {ref_id}")
     locked_store = store_kind(entry.get("store"))
     if locked_store and store and locked_store != store:
         parts.append(

@@ -5,9 +5,14 @@ its runs died, so two nights must never drive one GPU lock together. The night l
 kernel flock on `<gpu lock>.night` (freed by the kernel however its holder dies) with a
 holder record beside it that says who holds it, for the refusal message and `status`.
 
-Policy: a night that finds another night holding the lock refuses at once (exit 3);
-a night that finds an operator rerun holding it waits for it (up to the lock timeout);
-a rerun waits for whatever holds it.
+Policy, one rule for what an operator starts by hand: neither `harness run` nor
+`harness rerun` launches a control while a night holds this lock; each waits for it (up
+to the lock timeout, then exit 3 `ENV-LOCK-TIMEOUT`), so neither slips in between a
+night's controls. A rerun holds the lock throughout (it writes the night's journal); a
+run takes it only for a moment before each control (harness/cli/core.py `AfterNight`),
+so runs still take turns control by control at the GPU lock. A night that finds another
+night holding the lock refuses at once (exit 3, `ENV-NIGHT-BUSY`); a night that finds an
+operator's `run` or `rerun` holding it waits for it (up to the lock timeout).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from harness.lock import HeldFile, describe_holder, read_holder
 from harness.timeutil import utc_now
 
 POLL_S = 0.5
+BY_HAND = ("run", "rerun")  # kinds an operator starts; a night waits for them
 
 
 def night_lock_path(gpu_lock: Path) -> Path:
@@ -65,7 +71,7 @@ class NightLock:
         while not self._file.try_acquire(0):
             holder = read_holder(self.path)
             waited = time.monotonic() - t0
-            if self.kind == "night" and (holder is None or holder.get("kind") != "rerun"):
+            if self.kind == "night" and (holder is None or holder.get("kind") not in BY_HAND):
                 raise EnvironmentFault(
                     f"another night is driving this GPU lock: {describe(holder)}; this night "
                     "refuses to start beside it", rule=ENV_NIGHT_BUSY)

@@ -1,4 +1,5 @@
-"""The "Verifying without the harness" recipes in docs/bundles.md really work."""
+"""The "Verifying without the harness" recipe in docs/bundles.md really works, run exactly
+as printed: no variable is set for it, it is pasted into a shell as a whole."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def doc_script(tag: str) -> str:
     return match.group(1)
 
 
-def run_script(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **env}, check=False)
+def run_script(script: str, cwd: Path, *, after: str = "") -> subprocess.CompletedProcess:
+    """The block as a person pastes it into bash in `cwd` (then `after`, typed next)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("BUNDLE", "ALLOWED_SIGNERS")}
+    return subprocess.run(["bash", "-c", script + after], cwd=cwd, capture_output=True,
+                          text=True, env=env, check=False)
 
 
 def test_coreutils_recipe_accepts_a_good_bundle(tmp_path):
@@ -74,25 +77,41 @@ def test_coreutils_recipe_rejects_tampering(tmp_path, tamper):
     assert "bundle verified" not in result.stdout
 
 
+def test_a_failing_check_stops_the_block_but_not_the_shell_it_was_pasted_into(tmp_path):
+    run = make_run(tmp_path / "gpu-runs", "r1")
+    export_bundle([run], tmp_path / "good.tar.gz")
+    root = writable_bundle(tmp_path / "good.tar.gz", tmp_path / "x")
+    (root / "data/r1/logs/stdout.log").write_text("tampered\n")
+    pack(root, tmp_path / "evidence.tar.gz")
+    result = run_script(doc_script("coreutils"), tmp_path, after="\necho still-here $?\n")
+    assert "bundle verified" not in result.stdout
+    assert result.stdout.splitlines()[-1] == "still-here 1", result.stdout + result.stderr
+
+
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
-def test_openssh_recipe_checks_the_signature(tmp_path):
+def test_the_signature_is_checked_first_against_the_allowed_signers_file(tmp_path):
     key, line = make_keys(tmp_path, "alice")
     _, other = make_keys(tmp_path, "mallory")
-    (tmp_path / "allowed").write_text(line)
-    (tmp_path / "others").write_text(other)
     run = make_run(tmp_path / "gpu-runs", "r1", full=False)
-    export_bundle([run], tmp_path / "evidence.tar", sign_key=key)
-    work = tmp_path / "work"
-    work.mkdir()
-    with tarfile.open(tmp_path / "evidence.tar") as tar:
-        tar.extractall(work, filter="data")
-    root = next(work.iterdir())
-    script = doc_script("openssh")
-    good = run_script(script, root, ALLOWED_SIGNERS=str(tmp_path / "allowed"))
+    export_bundle([run], tmp_path / "evidence.tar.gz", sign_key=key)
+    script = doc_script("coreutils")
+    assert script.index("ssh-keygen -Y verify") < script.index(
+        "sha256sum --strict --quiet -c tagmanifest-sha256.txt")
+
+    (tmp_path / "allowed_signers").write_text(line)
+    good = run_script(script, tmp_path)
     assert good.returncode == 0, good.stderr
     assert 'Good "harness-evidence" signature for alice@example' in good.stdout + good.stderr
-    bad = run_script(script, root, ALLOWED_SIGNERS=str(tmp_path / "others"))
-    assert bad.returncode != 0
+    assert "bundle verified" in good.stdout
+
+    for trusted in (other, None):  # signed by a key nobody listed; no allowed_signers at all
+        shutil.rmtree(tmp_path / "review")
+        if trusted is None:
+            (tmp_path / "allowed_signers").unlink()
+        else:
+            (tmp_path / "allowed_signers").write_text(trusted)
+        bad = run_script(script, tmp_path)
+        assert bad.returncode != 0 and "bundle verified" not in bad.stdout
 
 
 def _nested_record(folder: Path, status: str = "accepted") -> None:

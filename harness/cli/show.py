@@ -1,0 +1,31 @@
+"""`harness show`: a readable summary of a run folder or gate record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from harness.gates import show as gate_show
+from harness.report.inert import inert
+from harness.runfolder import record as run_record
+from harness.show import render_run
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="print run.json as is")
+def show(run_dir: Path, as_json: bool) -> None:
+    """Print a readable summary of a run folder (or of a gate record: `harness gates`)."""
+    if gate_show.is_gate_record(run_dir):
+        doc = gate_show.read(run_dir)  # exit 2 for anything but a v1 gate record
+        lines = [json.dumps(doc, indent=2, sort_keys=True)] if as_json else \
+            gate_show.render(run_dir, doc, inert)
+        click.echo("\n".join(lines))
+        return
+    record = run_record.read(run_dir)  # exit 2 for anything but a sane JSON object
+    if as_json:
+        click.echo(json.dumps(record.raw, indent=2, sort_keys=True))
+    else:
+        render_run(run_dir, record)

@@ -1,0 +1,54 @@
+"""`harness verify`: re-hash a sealed run folder or gate record."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from harness.cli.jsonout import as_json_errors, emit
+from harness.errors import InvalidInput
+from harness.gates.record import GATE_RECORD
+from harness.runfolder.layout import RECORD, SUMS
+from harness.runfolder.manifest import Problem, verify_folder
+
+
+def sealed_folder(run_dir: Path) -> Path:
+    """The folder to verify, or InvalidInput (exit 2) when it is not a folder, or is one
+    with none of run.json, gates.json and SHA256SUMS: a typo'd path, the runs folder
+    itself, a night folder. A run whose SHA256SUMS alone is gone is tampered (exit 1)."""
+    real = Path(os.path.realpath(run_dir))  # the operator's path; nothing inside is followed
+    if not real.is_dir():
+        raise InvalidInput(f"{run_dir}: not a folder")
+    if not any(os.path.lexists(real / name) for name in (RECORD, GATE_RECORD, SUMS)):
+        raise InvalidInput(f"{run_dir}: not a run folder or gate record (it holds no "
+                           f"{RECORD}, {GATE_RECORD} or {SUMS})")
+    return real
+
+
+def problem_doc(p: Problem) -> dict[str, str | None]:
+    return {"path": p.path, "kind": p.kind, "detail": p.detail}
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True,
+              help="one JSON object on stdout: path, ok, exit_code, problems (or error)")
+def verify(run_dir: Path, as_json: bool) -> None:
+    """Re-hash a sealed run folder (or gate record).
+
+    Exit 0 intact; 1 naming each changed, missing or extra file; 2 when RUN_DIR is not a
+    run folder or gate record."""
+    with as_json_errors(as_json, path=str(run_dir)):
+        problems = verify_folder(sealed_folder(run_dir))
+    code = 1 if problems else 0
+    if as_json:
+        emit({"path": str(run_dir), "ok": not problems, "exit_code": code,
+              "problems": [problem_doc(p) for p in problems]})
+    else:
+        for p in problems:
+            click.echo(f"{run_dir}/{p}", err=True)
+        click.echo(f"FAILED: {len(problems)} problem(s) in {run_dir}" if problems
+                   else f"OK: {run_dir} is intact")
+    raise click.exceptions.Exit(code)
