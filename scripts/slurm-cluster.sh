@@ -16,6 +16,7 @@
 # jobcomp/filetxt for finished jobs, batch_sched_delay=0 so a trivial job takes ~1 s).
 # Ports are derived from DIR, so several clusters (one per test session) can run at once.
 set -euo pipefail
+PATH="$PATH:/usr/sbin:/sbin"  # the daemons live there; a non-root PATH may lack it
 
 usage() { echo "usage: $0 up DIR [NODES] [GPUS] | down DIR" >&2; exit 2; }
 die() { echo "slurm-cluster: $*" >&2; exit "${2:-3}"; }
@@ -30,19 +31,6 @@ install_packages() {
     || die "apt-get install of the Slurm packages failed"
 }
 
-# Stop one daemon by its pid file: TERM, up to 10 s, then KILL. A stale file is removed.
-stop_pid() {
-  local file=$1 pid i
-  [ -f "$file" ] || return 0
-  pid=$(cat "$file" 2>/dev/null || true)
-  if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$file"
-}
-
 alive() {  # the pid file names a live process
   local pid
   [ -f "$1" ] || return 1
@@ -50,11 +38,23 @@ alive() {  # the pid file names a live process
   [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
 }
 
+# Stop every daemon recorded under DIR/run by its pid: TERM to all at once (each takes
+# 1-2 s to exit, so one by one was 7 s for two nodes), up to 15 s, then KILL. Pid files
+# are removed. Never by process name: other sessions may run clusters of their own.
 down() {
-  local dir=$1 f
-  for f in "$dir"/run/slurmd-*.pid; do [ -e "$f" ] && stop_pid "$f"; done
-  stop_pid "$dir/run/slurmctld.pid"
-  stop_pid "$dir/run/munged.pid"
+  local dir=$1 f pid pids=() i
+  for f in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
+    [ -e "$f" ] || continue
+    if alive "$f"; then pid=$(cat "$f"); kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid"); fi
+  done
+  for i in $(seq 150); do
+    local left=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ $left = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null; done
+  rm -f "$dir"/run/*.pid
   return 0
 }
 

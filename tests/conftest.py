@@ -106,3 +106,6 @@ os.environ.setdefault("HARNESS_TEST", "1")
 # The upstream tier installs vLLM into its own venv (`make test-upstream`); it is not part
 # of the default suite.
 collect_ignore = [] if os.environ.get("HARNESS_UPSTREAM") else ["upstream"]
+# The Slurm tier brings up a private cluster (`make test-slurm`); not yet in `make test`.
+if not os.environ.get("HARNESS_SLURM"):
+    collect_ignore.append("slurm")
