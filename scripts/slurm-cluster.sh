@@ -140,17 +140,14 @@ start_munge() {
   die "munged made no socket"
 }
 
-wait_idle() {  # every node idle (or mixed/allocated: busy means up), 30 s at most
-  local dir=$1 nodes=$2 states i
+wait_idle() {  # every node up (idle, or busy with jobs), 30 s at most
+  local dir=$1 nodes=$2 i
   for i in $(seq 300); do
-    states=$(sinfo -h -N -o '%T' 2>/dev/null | sort | uniq -c | tr -s ' ' || true)
-    if [ "$(sinfo -h -N -o '%T' 2>/dev/null | grep -cE '^(idle|mixed|allocated)$' || true)" \
-         = "$nodes" ]; then
-      return 0
-    fi
+    [ "$(sinfo -h -N -o '%T' 2>/dev/null | grep -cE '^(idle|mixed|allocated)$' || true)" \
+      = "$nodes" ] && return 0
     sleep 0.1
   done
-  die "nodes not idle after 30 s ($states); logs: $dir/log"
+  die "nodes not up after 30 s: $(sinfo -h -N -o '%N %T' 2>&1 | tr '\n' ' '); logs: $dir/log"
 }
 
 up() {

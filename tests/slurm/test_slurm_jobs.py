@@ -41,16 +41,24 @@ def submit(cluster: Cluster, spec: JobSpec, site: Site) -> str:
 
 
 def test_gres_gives_each_job_its_own_gpu_on_both_hosts(cluster: Cluster, tmp_path) -> None:
-    ids = [cluster.sbatch(["sbatch", "--parsable", "--gres=gpu:1", "--export=NIL",
-                           f"--output={tmp_path}/%j.out", "--wrap",
-                           "sleep 2; echo $SLURMD_NODENAME ${ROCR_VISIBLE_DEVICES:-none}"])
-           for _ in range(4)]
+    """Four jobs at once on two hosts of two GPUs: every (host, GPU index) once, through
+    ROCR_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env). With --export=NIL, as the builder
+    submits, the controller's own ROCR_VISIBLE_DEVICES and settings never reach the job."""
+    leaky = {**cluster.env, "ROCR_VISIBLE_DEVICES": "7", "HARNESS_LEAK": "yes"}
+    ids = []
+    for _ in range(4):
+        r = subprocess.run(["sbatch", "--parsable", "--gres=gpu:1", "--export=NIL",
+                            f"--output={tmp_path}/%j.out", "--wrap",
+                            "sleep 2; echo $SLURMD_NODENAME ${ROCR_VISIBLE_DEVICES:-none}"
+                            " ${HARNESS_LEAK:-clean}"],
+                           capture_output=True, text=True, env=leaky, timeout=30)
+        assert r.returncode == 0, r.stderr
+        ids.append(r.stdout.strip().split(";")[0])
     jobs = cluster.wait_ended(ids, timeout=60)
     assert all(jobs[i].state == JobState.DONE for i in ids)
     assert all(cluster.history()[i].exit_code == 0 for i in ids)  # squeue has no exit code
     seen = sorted(":".join((tmp_path / f"{i}.out").read_text().split()) for i in ids)
-    # two hosts, two GPUs each, four jobs at once: every (host, GPU index) used once
-    assert seen == ["node1:0", "node1:1", "node2:0", "node2:1"]
+    assert seen == ["node1:0:clean", "node1:1:clean", "node2:0:clean", "node2:1:clean"]
 
 
 def test_a_built_job_runs_harness_run_and_seals_it(cluster: Cluster, tmp_path) -> None:
@@ -119,3 +127,23 @@ def test_scancel_reaches_harness_run_which_stops_and_seals(cluster: Cluster, tmp
     [run] = project.run_dirs()
     assert project.record(run)["status"] == "interrupted"
     assert containers_with_label(label) == [], "the harness removed its container"
+
+
+def test_two_jobs_on_one_host_wait_for_its_gpu_lock(cluster: Cluster, tmp_path) -> None:
+    """Slurm gives each job its own GPU, yet the host's flock still orders the runs: both
+    jobs land on node1 (--exclude=node2), share its HOME, and the second one waits."""
+    site = site_for(tmp_path)
+    night = f"rehearsal-{stamp()}"
+    specs = [JobSpec(night=night, campaign_file="campaigns/rehearsal.yaml",
+                     controls=(ControlTime("rehearsal-compute", 600, 10, 30),), slot=slot,
+                     attempt=1, lock_wait_s=300, exclude=("node2",)) for slot in (0, 1)]
+    ids = [submit(cluster, spec, site) for spec in specs]
+    jobs = cluster.wait_ended(ids, timeout=300)
+    assert [jobs[i].node for i in ids] == ["node1", "node1"]
+    records = [json.loads((d / "run.json").read_text())
+               for d in sorted((tmp_path / "runs").iterdir()) if d.is_dir()]
+    assert [r["status"] for r in records] == ["accepted", "accepted"]
+    spans = sorted((r["lock"]["acquired"], r["lock"]["released"]) for r in records)
+    assert spans[0][1] <= spans[1][0], f"hold intervals overlap: {spans}"
+    assert max(r["lock"]["wait_s"] for r in records) > 1.0, "one job waited for the lock"
+    assert {r["lock"]["path"] for r in records} == {str(tmp_path / "homes/node1/gpu.lock")}
