@@ -64,6 +64,18 @@ class Cluster:
                             f"{ {i: jobs.get(i) for i in job_ids} }")
             time.sleep(0.3)
 
+    def wait_nodes_up(self, timeout: float = 60) -> None:
+        """Every node back in service (ReturnToService=2 brings a DOWN node back when its
+        slurmd answers), so a test that downed one leaves the cluster as it found it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = self.cli("sinfo", "-h", "-N", "-o", "%T").stdout.split()
+            if len(states) == NODES and all(s in ("idle", "mixed", "allocated")
+                                            for s in states):
+                return
+            time.sleep(0.3)
+        pytest.fail(f"nodes not back in service after {timeout} s")
+
     def wait_running(self, job_id: str, timeout: float = 60) -> Job:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

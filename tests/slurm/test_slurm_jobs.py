@@ -147,3 +147,50 @@ def test_two_jobs_on_one_host_wait_for_its_gpu_lock(cluster: Cluster, tmp_path) 
     assert spans[0][1] <= spans[1][0], f"hold intervals overlap: {spans}"
     assert max(r["lock"]["wait_s"] for r in records) > 1.0, "one job waited for the lock"
     assert {r["lock"]["path"] for r in records} == {str(tmp_path / "homes/node1/gpu.lock")}
+
+
+def test_node_down_mid_run_ends_the_job_before_the_host_seals(cluster: Cluster, tmp_path,
+                                                             project, cleanup_containers):
+    """Slurm's NODE_FAIL is no run status: the row awaits the seal, and the host (still
+    running the harness) seals the run on its own; the retry would avoid that node."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("short", """\
+        command: [python3, -c, "import time; time.sleep(8)"]
+        timeout: 120
+        stop_grace: 3
+        """)
+    campaign = project.campaign("slurmdown", ["short"])
+    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
+                   home_root=None)
+    spec = JobSpec(night=f"slurmdown-{stamp()}", campaign_file=str(campaign),
+                   controls=(ControlTime("short", 120, 3),), slot=0, attempt=1,
+                   lock_wait_s=60)
+    job_id = submit(cluster, spec, site)
+    node = cluster.wait_running(job_id).node
+    deadline = time.monotonic() + 120
+    while not containers_with_label(label, all_states=False):
+        assert time.monotonic() < deadline, "the container never started"
+        time.sleep(0.3)
+    row = "running"
+    try:
+        r = cluster.cli("scontrol", "update", f"nodename={node}", "state=down",
+                        "reason=harness-test")
+        assert r.returncode == 0, r.stderr
+        ended = cluster.wait_ended([job_id], timeout=60)[job_id]
+        assert ended.state == JobState.NODE_FAIL  # --no-requeue: it stays ended
+        row = state.transition(row, state.on_slurm(row, ended))
+        assert row == "awaiting-seal"
+        assert not any((d / "SHA256SUMS").exists() for d in project.run_dirs()), \
+            "Slurm gave up before the host sealed"
+        deadline = time.monotonic() + 90
+        while not any((d / "SHA256SUMS").exists() for d in project.run_dirs()):
+            assert time.monotonic() < deadline, "the host never sealed the run"
+            time.sleep(0.3)
+        [run] = project.run_dirs()
+        status = project.record(run)["status"]
+        assert state.transition(row, state.on_evidence(row, status)) == status
+        assert state.retry_exclude((), ended.node, ended.state) == (node,)
+    finally:
+        cluster.cli("scontrol", "update", f"nodename={node}", "state=resume")
+        cluster.wait_nodes_up()
