@@ -276,10 +276,21 @@ def parse_jobcomp(text: str, *, strict: bool = False) -> Parsed:
 
 
 def combine(live: Parsed | None, *history: Parsed | None) -> dict[str, Job]:
-    """One view: squeue's live answer wins; sacct/jobcomp fill in jobs it no longer lists."""
+    """One view: squeue's live answer wins; sacct/jobcomp fill in jobs it no longer lists,
+    and the exit code (squeue has none) of a job both say has ended. Pure.
+
+    Live wins because a requeued job's history holds its earlier end (NODE_FAIL) while
+    squeue shows it pending again; so history's exit code is used only for a live end."""
     jobs: dict[str, Job] = {}
-    for source in reversed([p for p in (live, *history) if p is not None]):
+    for source in reversed([p for p in history if p is not None]):
         jobs.update(source.jobs)
+    for job_id, job in (live.jobs.items() if live is not None else ()):
+        old = jobs.get(job_id)
+        if old is not None and job.exit_code is None and job.state in ENDED \
+                and old.state in ENDED:
+            job = replace(job, exit_code=old.exit_code, signal=old.signal,
+                          cancelled_by=job.cancelled_by or old.cancelled_by)
+        jobs[job_id] = job
     return jobs
 
 

@@ -176,3 +176,12 @@ def test_query_argv_are_batched_and_checked() -> None:
     for bad_ids in ([], ["1.batch"], ["1;2"]):
         with pytest.raises(InvalidInput):
             query.sacct_argv(bad_ids)
+
+
+def test_history_gives_the_exit_code_of_a_live_end_only() -> None:
+    live = query.parse_squeue("7|w|TIMEOUT|node1|TimeLimit\n4|w|PENDING||BeginTime\n")
+    history = query.parse_jobcomp(JOBCOMP)  # 7: TIMEOUT 0:1; 4: NODE_FAIL then COMPLETED
+    jobs = query.combine(live, history)
+    assert jobs["7"].state == JobState.TIMEOUT and jobs["7"].signal == 1
+    assert jobs["7"].reason == "TimeLimit"
+    assert jobs["4"].state == JobState.PENDING and jobs["4"].exit_code is None
