@@ -10,7 +10,7 @@ Why these options:
   which a restarted controller finds in squeue/sacct to adopt a job instead of submitting
   it twice; `parse_token` reads it back.
 - `--time` covers the whole attempt: lock wait, preflight, each control's timeout, its
-  docker stop grace, post-steps and the seal, plus Slurm's signal slack, in whole minutes.
+  docker stop grace, post-steps and the seal, plus the signal lead, in whole minutes.
 - `--signal=B:TERM@N` sends SIGTERM to the batch shell (which *is* `harness run`, through
   `exec`) N seconds before the time limit, N covering the stop grace, post-steps and seal:
   the harness stops its container and seals the run `interrupted` instead of being killed.
@@ -199,13 +199,15 @@ def time_limit_s(spec: JobSpec) -> int:
     """The job's --time in seconds, rounded up to whole minutes. Pure.
 
     Lock wait + preflight, then per control its timeout, stop grace, post-steps and seal,
-    plus Slurm's signal slack, so the SIGTERM at the limit never cuts a seal short."""
+    and on top the whole signal lead: Slurm's SIGTERM comes only once the harness has had
+    every second it may use, so its own timeout (`timed-out`) always fires first, and the
+    lead is a second chance to stop and seal (`interrupted`) if something overran."""
     total = _seconds("lock_wait", spec.lock_wait_s) + _seconds("preflight", spec.preflight_s)
     for c in spec.controls:
         total += sum(_seconds(label, v) for label, v in (
             ("timeout", c.timeout_s), ("stop_grace", c.stop_grace_s),
             ("post_steps", c.post_steps_s), ("seal", spec.seal_s)))
-    total += SIGNAL_SLACK_S
+    total += signal_lead_s(spec)
     limit = math.ceil(total / 60) * 60
     if limit > MAX_TIME_S:
         raise InvalidInput(f"slurm job: the attempt needs {limit} s, more than {MAX_TIME_S}")

@@ -55,13 +55,20 @@ def test_golden_argv_and_script(case: str) -> None:
 
 
 def test_time_and_signal_cover_every_allowance() -> None:
-    # 600 lock + 120 preflight + (600 + 10 + 30 + 60) + 60 slack = 1480 s -> 25 min
-    assert job.time_limit_s(ONE) == 1500
+    # lead: stop grace + post-steps + seal + 60 s of Slurm's signal slack
     assert job.signal_lead_s(ONE) == 10 + 30 + 60 + 60
-    # group: 1200 + 90 + (3600+10+120+45) + (1800+30+60+45) + 60 = 7060 -> 118 min
-    assert job.time_limit_s(GROUP) == 118 * 60
+    # 600 lock + 120 preflight + (600 + 10 + 30 + 60) + 160 lead = 1580 s -> 27 min
+    assert job.time_limit_s(ONE) == 27 * 60
+    # group: the largest grace and post-steps make the lead
     assert job.signal_lead_s(GROUP) == 30 + 120 + 45 + 60
-    assert "--time=01:58:00" in job.sbatch_argv(GROUP, FULL_SITE)
+    # 1200 + 90 + (3600+10+120+45) + (1800+30+60+45) + 255 = 7255 -> 121 min
+    assert job.time_limit_s(GROUP) == 121 * 60
+    assert "--time=02:01:00" in job.sbatch_argv(GROUP, FULL_SITE)
+    # the harness's own timeout comes before Slurm's SIGTERM, however long each step took
+    for spec in (ONE, GROUP):
+        used = spec.lock_wait_s + spec.preflight_s + sum(
+            c.timeout_s + c.stop_grace_s + c.post_steps_s + spec.seal_s for c in spec.controls)
+        assert job.time_limit_s(spec) - job.signal_lead_s(spec) >= used
     exact = replace(ONE, lock_wait_s=0, preflight_s=0, seal_s=0,
                     controls=(ControlTime("a", 60, 0, 0),))
     assert job.time_limit_s(exact) == 120  # 60 + 60 slack: whole minutes, not rounded up
@@ -174,7 +181,7 @@ def test_argv_shape_and_script_path() -> None:
     assert argv[0] == "/usr/bin/sbatch" and argv[1] == "--parsable"
     assert argv[-1] == f"/shared/drop/jobs/{token}.sh" == job.script_path(SITE, token)
     for option in ("--no-requeue", "--export=NIL", f"--job-name={token}",
-                   "--signal=B:TERM@160", "--time=00:25:00",
+                   "--signal=B:TERM@160", "--time=00:27:00",
                    f"--output=/shared/drop/jobs/{token}.%j.log"):
         assert option in argv
     assert not any(a.startswith(("--partition", "--account", "--deadline", "--exclude"))
