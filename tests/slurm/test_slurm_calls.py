@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harness.slurm import calls, job, state
@@ -100,3 +102,15 @@ def test_refused_and_unreachable_submissions(cluster: Cluster, tmp_path) -> None
     gone = calls.submit(spec(), site, env={**os.environ, "SLURM_CONF": str(conf)},
                         timeout_s=20)
     assert gone.kind == "transient", gone
+
+
+def test_deadline_from_until_is_taken_or_refused_by_slurm(cluster: Cluster, tmp_path) -> None:
+    site = stand_in(tmp_path, "exit 0")
+    now = datetime.now(UTC)
+    late = calls.submit(replace(spec(), until=now - timedelta(minutes=5)), site,
+                        env=cluster.env)
+    assert late.kind == "refused", late  # the night's --until has passed: nothing queued
+    ok = calls.submit(replace(spec(1), until=now + timedelta(hours=3)), site, env=cluster.env)
+    assert ok.kind == "submitted", ok
+    shown = cluster.cli("scontrol", "show", "job", ok.job_id).stdout
+    assert "Deadline=" + job.slurm_deadline(now + timedelta(hours=3)) in shown
