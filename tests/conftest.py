@@ -107,9 +107,10 @@ def cleanup_containers():
 
 os.environ.setdefault("HARNESS_TEST", "1")
 
-# The upstream tier installs vLLM into its own venv (`make test-upstream`), and the image
-# gates mount it into the rehearsal image (`make test-image-gates`); neither is part of the
-# default suite.
+# The upstream tier installs vLLM into its own venv (`make test-upstream`), the image gates
+# mount it into the rehearsal image (`make test-image-gates`), and the Slurm tier brings up
+# a private cluster (`make test-slurm`); none is part of the default suite.
 collect_ignore = [name for name, switch in (("upstream", "HARNESS_UPSTREAM"),
-                                            ("image_gates", "HARNESS_IMAGE_GATES"))
+                                            ("image_gates", "HARNESS_IMAGE_GATES"),
+                                            ("slurm", "HARNESS_SLURM"))
                   if not os.environ.get(switch)]

@@ -1,0 +1,116 @@
+"""harness.slurm.calls against the real cluster: submit, poll by token, cancel, refusals.
+
+These jobs exec a stand-in for `harness` (a small script in tmp), so the shell's own
+behaviour is tested in seconds; test_slurm_jobs.py runs the real harness."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from harness.slurm import calls, job, state
+from harness.slurm.job import ControlTime, JobSpec, Site
+from harness.slurm.query import JobState
+from harness.timeutil import stamp
+
+from .conftest import Cluster
+
+
+def stand_in(tmp: Path, body: str) -> Site:
+    exe = tmp / "fake-harness"
+    exe.write_text(f"#!/bin/sh\necho \"$@\"\n{body}\n")
+    exe.chmod(0o755)
+    return Site(harness=str(exe), workdir=str(tmp), runs_dir="runs", drop=str(tmp / "drop"))
+
+
+def spec(slot: int = 0) -> JobSpec:
+    return JobSpec(night=f"calls-{stamp()}", campaign_file="c.yaml",
+                   controls=(ControlTime("ctl", 60, 5),), slot=slot, attempt=1,
+                   lock_wait_s=10)
+
+
+def wait_for(cluster: Cluster, token: str, job_id: str, done, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = calls.poll([token], [job_id], jobcomp=cluster.dir / "jobcomp.txt",
+                            env=cluster.env)
+        found = answer.jobs.get(job_id)
+        if found is not None and done(found):
+            return answer, found
+        assert time.monotonic() < deadline, f"{job_id}: {found}"
+        time.sleep(0.3)
+
+
+def test_submit_poll_by_token_and_history(cluster: Cluster, tmp_path) -> None:
+    site, one = stand_in(tmp_path, "exit 0"), spec()
+    token = job.token_of(one)
+    result = calls.submit(one, site, env=cluster.env)
+    assert result.kind == "submitted" and result.job_id, result
+    answer, found = wait_for(cluster, token, result.job_id,
+                             lambda j: j.state == JobState.DONE and j.exit_code is not None)
+    assert found.name == token and found.exit_code == 0
+    assert answer.history_complete and answer.errors == [] and answer.skipped == 0
+    log = Path(job.log_path(site, token).replace("%j", result.job_id)).read_text()
+    assert log.split() == ["run", "c.yaml", "--control", "ctl", "--runs-dir", "runs",
+                           "--lock-timeout", "10s", "--json-lines"]
+    script = Path(job.script_path(site, token))
+    assert script.read_text() == job.job_script(one, site)
+
+
+def test_without_accounting_sacct_is_an_error_not_a_state(cluster: Cluster, tmp_path) -> None:
+    answer = calls.poll(["harness+x+0+1+y"], ["1"], use_sacct=True, env=cluster.env)
+    assert answer.errors and answer.errors[0].startswith("sacct:")
+    assert not answer.history_complete
+    assert state.on_slurm("running", answer.jobs.get("999999")) is None
+
+
+def test_cancel_a_pending_job_withdraws_its_row(cluster: Cluster, tmp_path) -> None:
+    site = stand_in(tmp_path, "sleep 60")
+    jobs = []
+    # fill all four GPUs, so the last job stays pending
+    for slot in range(5):
+        result = calls.submit(spec(slot), site, env=cluster.env)
+        assert result.kind == "submitted", result
+        jobs.append(result.job_id)
+    try:
+        pending = jobs[-1]
+        token = job.token_of(spec(4))
+        _, found = wait_for(cluster, token, pending, lambda j: j.state == JobState.PENDING)
+        assert found.node is None and found.reason
+        assert calls.cancel([pending], env=cluster.env) is None
+        _, found = wait_for(cluster, token, pending, lambda j: j.state == JobState.CANCELLED)
+        event = state.on_slurm("submitted", found, we_cancelled=True)
+        assert state.transition("submitted", event) == "planned"  # it never ran
+    finally:
+        assert calls.cancel(jobs, env=cluster.env) is None
+
+
+def test_refused_and_unreachable_submissions(cluster: Cluster, tmp_path) -> None:
+    site = stand_in(tmp_path, "exit 0")
+    refused = calls.submit(spec(), Site(**{**site.__dict__, "partition": "nope"}),
+                           env=cluster.env)
+    assert refused.kind == "refused" and "Invalid partition" in refused.message
+    everyone = calls.submit(spec(), site, env=cluster.env, timeout_s=5,
+                            sbatch="/nonexistent/sbatch")
+    assert everyone.kind == "transient" and "command not found" in everyone.message
+    conf = tmp_path / "other.conf"  # a controller that is not there
+    text = cluster.conf.read_text().replace("SlurmctldPort=", "SlurmctldPort=1")
+    conf.write_text(text)
+    gone = calls.submit(spec(), site, env={**os.environ, "SLURM_CONF": str(conf)},
+                        timeout_s=20)
+    assert gone.kind == "transient", gone
+
+
+def test_deadline_from_until_is_taken_or_refused_by_slurm(cluster: Cluster, tmp_path) -> None:
+    site = stand_in(tmp_path, "exit 0")
+    now = datetime.now(UTC)
+    late = calls.submit(replace(spec(), until=now - timedelta(minutes=5)), site,
+                        env=cluster.env)
+    assert late.kind == "refused", late  # the night's --until has passed: nothing queued
+    ok = calls.submit(replace(spec(1), until=now + timedelta(hours=3)), site, env=cluster.env)
+    assert ok.kind == "submitted", ok
+    shown = cluster.cli("scontrol", "show", "job", ok.job_id).stdout
+    assert "Deadline=" + job.slurm_deadline(now + timedelta(hours=3)) in shown

@@ -1,0 +1,196 @@
+"""Jobs built by harness.slurm.job run on a real (private) Slurm cluster.
+
+The cluster has two simulated hosts with two fake GPUs each (conftest.py). The harness
+job exec's the real `harness run` on the rehearsal campaign, with one HOME (and so one
+GPU lock) per simulated host, and its run is sealed and verified like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from harness.slurm import job, query, state
+from harness.slurm.job import ControlTime, JobSpec, Site
+from harness.slurm.query import JobState
+from harness.slurm.state import Remote
+from harness.timeutil import stamp
+from tests.conftest import containers_with_label
+
+from .conftest import REPO, Cluster
+
+HARNESS = str(Path(sys.executable).parent / "harness")
+
+
+def site_for(tmp: Path) -> Site:
+    site = Site(harness=HARNESS, workdir=str(REPO), runs_dir=str(tmp / "runs"),
+                drop=str(tmp / "drop"), gfx="gfx1100", home_root=str(tmp / "homes"))
+    (tmp / "drop" / "jobs").mkdir(parents=True)
+    return site
+
+
+def submit(cluster: Cluster, spec: JobSpec, site: Site) -> str:
+    """What the executor's shell will do: write the script, then sbatch its argv."""
+    path = Path(job.script_path(site, job.token_of(spec)))
+    path.write_text(job.job_script(spec, site))
+    return cluster.sbatch(job.sbatch_argv(spec, site))
+
+
+def test_gres_gives_each_job_its_own_gpu_on_both_hosts(cluster: Cluster, tmp_path) -> None:
+    """Four jobs at once on two hosts of two GPUs: every (host, GPU index) once, through
+    ROCR_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env). With --export=NIL, as the builder
+    submits, the controller's own ROCR_VISIBLE_DEVICES and settings never reach the job."""
+    leaky = {**cluster.env, "ROCR_VISIBLE_DEVICES": "7", "HARNESS_LEAK": "yes"}
+    ids = []
+    for _ in range(4):
+        r = subprocess.run(["sbatch", "--parsable", "--gres=gpu:1", "--export=NIL",
+                            f"--output={tmp_path}/%j.out", "--wrap",
+                            "sleep 2; echo $SLURMD_NODENAME ${ROCR_VISIBLE_DEVICES:-none}"
+                            " ${HARNESS_LEAK:-clean}"],
+                           capture_output=True, text=True, env=leaky, timeout=30)
+        assert r.returncode == 0, r.stderr
+        ids.append(r.stdout.strip().split(";")[0])
+    jobs = cluster.wait_ended(ids, timeout=60)
+    assert all(jobs[i].state == JobState.DONE for i in ids)
+    assert all(cluster.history()[i].exit_code == 0 for i in ids)  # squeue has no exit code
+    seen = sorted(":".join((tmp_path / f"{i}.out").read_text().split()) for i in ids)
+    assert seen == ["node1:0:clean", "node1:1:clean", "node2:0:clean", "node2:1:clean"]
+
+
+def test_a_built_job_runs_harness_run_and_seals_it(cluster: Cluster, tmp_path) -> None:
+    site = site_for(tmp_path)
+    spec = JobSpec(night=f"rehearsal-{stamp()}", campaign_file="campaigns/rehearsal.yaml",
+                   controls=(ControlTime("rehearsal-compute", 600, 10, 30),), slot=0,
+                   attempt=1, lock_wait_s=120)
+    token = job.token_of(spec)
+    job_id = submit(cluster, spec, site)
+
+    # A controller killed right after sbatch finds the job by its token: adopted, not resent.
+    found = query.by_name(query.parse_squeue(
+        cluster.cli(*query.squeue_argv([token])).stdout, strict=True).jobs)
+    steps = state.resume_steps([Remote(1, "submitting", token=token)], found,
+                               now=1e9, history_complete=False)
+    assert [(s.kind, s.job_id, s.cancel) for s in steps] == [("adopt", job_id, ())]
+
+    ended = cluster.wait_ended([job_id], timeout=300)[job_id]
+    log = Path(job.log_path(site, token).replace("%j", job_id)).read_text()
+    assert ended.state == JobState.DONE and cluster.history()[job_id].exit_code == 0, log
+    assert ended.name == token and ended.node in ("node1", "node2")
+    runs = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())
+    assert len(runs) == 1, log
+    record = json.loads((runs[0] / "run.json").read_text())
+    assert record["status"] == "accepted", log
+    assert record["control"]["name"] == "rehearsal-compute"
+    verify = subprocess.run([HARNESS, "verify", str(runs[0])], capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    # the GPU lock was the simulated host's own, under its own HOME
+    assert (tmp_path / "homes" / ended.node / "gpu.lock").exists()
+    # jobcomp (no accounting database here) records the same end
+    history = cluster.history()
+    assert history[job_id].state == JobState.DONE and history[job_id].name == token
+
+
+def test_scancel_reaches_harness_run_which_stops_and_seals(cluster: Cluster, tmp_path,
+                                                           project, cleanup_containers) -> None:
+    """`exec` makes the batch shell the harness: scancel's SIGTERM stops the container and
+    the run is sealed `interrupted`; no container is left behind."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("sleeper", """\
+        command: [python3, -c, "import time; time.sleep(300)"]
+        timeout: 600
+        stop_grace: 3
+        """)
+    campaign = project.campaign("slurmcamp", ["sleeper"])
+    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
+                   home_root=None)
+    spec = JobSpec(night=f"slurmcamp-{stamp()}", campaign_file=str(campaign),
+                   controls=(ControlTime("sleeper", 600, 3),), slot=0, attempt=1,
+                   lock_wait_s=60)
+    job_id = submit(cluster, spec, site)
+    cluster.wait_running(job_id)
+    deadline = time.monotonic() + 120
+    while not containers_with_label(label, all_states=False):
+        assert time.monotonic() < deadline, "the container never started"
+        time.sleep(0.3)
+    assert cluster.cli("scancel", job_id).returncode == 0
+    ended = cluster.wait_ended([job_id], timeout=120)[job_id]
+    assert ended.state == JobState.CANCELLED
+    deadline = time.monotonic() + 60
+    while not any((d / "SHA256SUMS").exists() for d in project.run_dirs()):
+        assert time.monotonic() < deadline, "the run was never sealed"
+        time.sleep(0.3)
+    [run] = project.run_dirs()
+    assert project.record(run)["status"] == "interrupted"
+    assert containers_with_label(label) == [], "the harness removed its container"
+
+
+def test_two_jobs_on_one_host_wait_for_its_gpu_lock(cluster: Cluster, tmp_path) -> None:
+    """Slurm gives each job its own GPU, yet the host's flock still orders the runs: both
+    jobs land on node1 (--exclude=node2), share its HOME, and the second one waits."""
+    site = site_for(tmp_path)
+    night = f"rehearsal-{stamp()}"
+    specs = [JobSpec(night=night, campaign_file="campaigns/rehearsal.yaml",
+                     controls=(ControlTime("rehearsal-compute", 600, 10, 30),), slot=slot,
+                     attempt=1, lock_wait_s=300, exclude=("node2",)) for slot in (0, 1)]
+    ids = [submit(cluster, spec, site) for spec in specs]
+    jobs = cluster.wait_ended(ids, timeout=300)
+    assert [jobs[i].node for i in ids] == ["node1", "node1"]
+    records = [json.loads((d / "run.json").read_text())
+               for d in sorted((tmp_path / "runs").iterdir()) if d.is_dir()]
+    assert [r["status"] for r in records] == ["accepted", "accepted"]
+    spans = sorted((r["lock"]["acquired"], r["lock"]["released"]) for r in records)
+    assert spans[0][1] <= spans[1][0], f"hold intervals overlap: {spans}"
+    assert max(r["lock"]["wait_s"] for r in records) > 1.0, "one job waited for the lock"
+    assert {r["lock"]["path"] for r in records} == {str(tmp_path / "homes/node1/gpu.lock")}
+
+
+def test_node_down_mid_run_ends_the_job_before_the_host_seals(cluster: Cluster, tmp_path,
+                                                             project, cleanup_containers):
+    """Slurm's NODE_FAIL is no run status: the row awaits the seal, and the host (still
+    running the harness) seals the run on its own; the retry would avoid that node."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("short", """\
+        command: [python3, -c, "import time; time.sleep(8)"]
+        timeout: 120
+        stop_grace: 3
+        """)
+    campaign = project.campaign("slurmdown", ["short"])
+    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
+                   home_root=None)
+    spec = JobSpec(night=f"slurmdown-{stamp()}", campaign_file=str(campaign),
+                   controls=(ControlTime("short", 120, 3),), slot=0, attempt=1,
+                   lock_wait_s=60)
+    job_id = submit(cluster, spec, site)
+    node = cluster.wait_running(job_id).node
+    deadline = time.monotonic() + 120
+    while not containers_with_label(label, all_states=False):
+        assert time.monotonic() < deadline, "the container never started"
+        time.sleep(0.3)
+    row = "running"
+    try:
+        r = cluster.cli("scontrol", "update", f"nodename={node}", "state=down",
+                        "reason=harness-test")
+        assert r.returncode == 0, r.stderr
+        ended = cluster.wait_ended([job_id], timeout=60)[job_id]
+        assert ended.state == JobState.NODE_FAIL  # --no-requeue: it stays ended
+        row = state.transition(row, state.on_slurm(row, ended))
+        assert row == "awaiting-seal"
+        assert not any((d / "SHA256SUMS").exists() for d in project.run_dirs()), \
+            "Slurm gave up before the host sealed"
+        deadline = time.monotonic() + 90
+        while not any((d / "SHA256SUMS").exists() for d in project.run_dirs()):
+            assert time.monotonic() < deadline, "the host never sealed the run"
+            time.sleep(0.3)
+        [run] = project.run_dirs()
+        status = project.record(run)["status"]
+        assert state.transition(row, state.on_evidence(row, status)) == status
+        assert state.retry_exclude((), ended.node, ended.state) == (node,)
+    finally:
+        cluster.cli("scontrol", "update", f"nodename={node}", "state=resume")
+        cluster.wait_nodes_up()

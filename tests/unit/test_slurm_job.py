@@ -1,0 +1,188 @@
+"""The sbatch argv and job script of one control attempt: golden files, limits, hostile values.
+
+Golden files live in tests/fixtures/slurm/ (<case>.argv.json, <case>.sh). After an intended
+change, regenerate them and review the diff like code:
+
+    HARNESS_REGEN_GOLDEN=1 .venv/bin/python -m pytest -q tests/unit/test_slurm_job.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from harness.errors import InvalidInput
+from harness.slurm import job
+from harness.slurm.job import ControlTime, JobSpec, Site, Token
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+REGEN = os.environ.get("HARNESS_REGEN_GOLDEN") == "1"
+
+NIGHT = "rehearsal-20261130T021500Z"
+SITE = Site(harness="/opt/harness/.venv/bin/harness", workdir="/srv/harness",
+            runs_dir="/var/lib/harness/gpu-runs", drop="/shared/drop")
+ONE = JobSpec(night=NIGHT, campaign_file="campaigns/rehearsal.yaml",
+              controls=(ControlTime("rehearsal-compute", 600, 10, 30),), slot=0, attempt=1)
+FULL_SITE = replace(SITE, partition="gfx1100", account="lab-7", gfx="gfx1100",
+                    home_root="/scratch/harness homes", workdir="/srv/it's here")
+GROUP = JobSpec(night=NIGHT, campaign_file="/srv/harness/campaigns/night a.yaml",
+                controls=(ControlTime("rehearsal-gate0", 3600, 10, 120),
+                          ControlTime("rehearsal-gate0-inproc", 1800, 30, 60)),
+                slot=4, attempt=2, preflight_s=90, seal_s=45, lock_wait_s=1200,
+                until=datetime(2026, 12, 1, 8, 30, tzinfo=timezone(timedelta(hours=2))),
+                exclude=("node7", "node2", "node7"))
+CASES = {"single": (ONE, SITE), "group-typed-until-exclude": (GROUP, FULL_SITE)}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_golden_argv_and_script(case: str) -> None:
+    spec, site = CASES[case]
+    argv = job.sbatch_argv(spec, site)
+    script = job.job_script(spec, site)
+    argv_file, script_file = GOLDEN / f"{case}.argv.json", GOLDEN / f"{case}.sh"
+    if REGEN:
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        argv_file.write_text(json.dumps(argv, indent=1) + "\n")
+        script_file.write_text(script)
+    assert argv == json.loads(argv_file.read_text())
+    assert script == script_file.read_text()
+
+
+def test_time_and_signal_cover_every_allowance() -> None:
+    # lead: stop grace + post-steps + seal + 60 s of Slurm's signal slack
+    assert job.signal_lead_s(ONE) == 10 + 30 + 60 + 60
+    # 600 lock + 120 preflight + (600 + 10 + 30 + 60) + 160 lead = 1580 s -> 27 min
+    assert job.time_limit_s(ONE) == 27 * 60
+    # group: the largest grace and post-steps make the lead
+    assert job.signal_lead_s(GROUP) == 30 + 120 + 45 + 60
+    # 1200 + 90 + (3600+10+120+45) + (1800+30+60+45) + 255 = 7255 -> 121 min
+    assert job.time_limit_s(GROUP) == 121 * 60
+    assert "--time=02:01:00" in job.sbatch_argv(GROUP, FULL_SITE)
+    # the harness's own timeout comes before Slurm's SIGTERM, however long each step took
+    for spec in (ONE, GROUP):
+        used = spec.lock_wait_s + spec.preflight_s + sum(
+            c.timeout_s + c.stop_grace_s + c.post_steps_s + spec.seal_s for c in spec.controls)
+        assert job.time_limit_s(spec) - job.signal_lead_s(spec) >= used
+    exact = replace(ONE, lock_wait_s=0, preflight_s=0, seal_s=0,
+                    controls=(ControlTime("a", 60, 0, 0),))
+    assert job.time_limit_s(exact) == 120  # 60 + 60 slack: whole minutes, not rounded up
+    assert job.time_limit_s(replace(exact, controls=(ControlTime("a", 61, 0, 0),))) == 180
+
+
+def test_duration_format_is_slurms() -> None:
+    assert job.slurm_duration(60) == "00:01:00"
+    assert job.slurm_duration(86400 + 3 * 3600 + 120) == "1-03:02:00"
+
+
+def test_deadline_is_utc_and_needs_a_zone() -> None:
+    assert "--deadline=2026-12-01T06:30:00" in job.sbatch_argv(GROUP, FULL_SITE)
+    with pytest.raises(InvalidInput, match="zone"):
+        job.sbatch_argv(replace(GROUP, until=datetime(2026, 12, 1)), FULL_SITE)
+    assert job.SUBMIT_ENV == {"TZ": "UTC"}
+
+
+def test_gres_typed_only_with_a_gfx_target() -> None:
+    assert "--gres=gpu:1" in job.sbatch_argv(ONE, SITE)
+    assert "--gres=gpu:gfx1100:1" in job.sbatch_argv(ONE, replace(SITE, gfx="gfx1100"))
+    with pytest.raises(InvalidInput, match="gfx target"):
+        job.sbatch_argv(ONE, replace(SITE, gfx="gpu:8"))
+
+
+def test_excludes_sorted_deduplicated_bounded() -> None:
+    assert "--exclude=node2,node7" in job.sbatch_argv(GROUP, FULL_SITE)
+    many = tuple(f"n{i}" for i in range(job.MAX_EXCLUDE + 1))
+    with pytest.raises(InvalidInput, match="excluded nodes"):
+        job.sbatch_argv(replace(ONE, exclude=many), SITE)
+    with pytest.raises(InvalidInput, match="excluded node"):
+        job.sbatch_argv(replace(ONE, exclude=("node[1-9]",)), SITE)
+
+
+def test_token_round_trip_and_determinism() -> None:
+    token = job.token_of(GROUP)
+    assert token == "harness+rehearsal-20261130T021500Z+4+2+rehearsal-gate0:rehearsal-gate0-inproc"
+    assert token == job.token_of(replace(GROUP, exclude=()))  # a retry's exclude is no part
+    assert job.parse_token(token) == Token(NIGHT, 4, 2, ("rehearsal-gate0",
+                                                         "rehearsal-gate0-inproc"))
+    assert job.token_of(replace(ONE, attempt=2)) != job.token_of(ONE)
+    assert job.token_of(replace(ONE, slot=1)) != job.token_of(ONE)
+
+
+@pytest.mark.parametrize("name", [
+    "wrap", "", "harness", "harness+n+1+1", "harness+n+1+1+a+b", "harness+n+x+1+a",
+    "harness+n+1+0+a", "harness+n+01+1+a", "harness+n+1+1+", "harness+n+1+1+a::b",
+    "harness+.n+1+1+a", "harness+n+1+1+a\nb", "x" * 300, "harness+n+1+1+" + ":".join("a" * 9),
+    "harness+n+1+1000+a",
+])
+def test_parse_token_refuses_what_it_did_not_make(name: str) -> None:
+    assert job.parse_token(name) is None
+
+
+@pytest.mark.parametrize("control", ["a\nb", "a b", "-rf", "a;b", "ä", "a/b", "", "x" * 65,
+                                     "a'b", "a\x1bb", "a+b", "a:b", "a,b"])
+def test_hostile_control_names_refused(control: str) -> None:
+    spec = replace(ONE, controls=(ControlTime(control, 60, 10),))
+    with pytest.raises(InvalidInput, match="control"):
+        job.job_script(spec, SITE)
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("harness", "harness", "absolute"), ("harness", "/bin/h\narness", "control character"),
+    ("workdir", "/srv/../etc", "'..'"), ("drop", "/shared/%j", "'%'"),
+    ("runs_dir", "/r\u2028x", "control character"), ("runs_dir", "/" + "r" * 2000, "1..1024"),
+    ("partition", "a b", "partition"), ("account", "a\tb", "control character"),
+    ("home_root", "home", "absolute"),
+])
+def test_hostile_site_values_refused(field: str, value: str, match: str) -> None:
+    site = replace(SITE, **{field: value})
+    with pytest.raises(InvalidInput, match=match):
+        job.sbatch_argv(ONE, site)
+        job.job_script(ONE, site)
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"attempt": 0}, "attempt"), ({"attempt": True}, "attempt"), ({"slot": -1}, "slot"),
+    ({"night": "a b"}, "night"), ({"controls": ()}, "1..8"),
+    ({"controls": tuple(ControlTime(f"c{i}", 1, 1) for i in range(9))}, "1..8"),
+    ({"controls": (ControlTime("a", float("nan"), 1),)}, "timeout"),
+    ({"controls": (ControlTime("a", 40 * 86400, 1),)}, "timeout"),
+    ({"controls": (ControlTime("a", 29 * 86400, 86400, 86400),)}, "more than"),
+    ({"controls": (ControlTime("a", 60, 60000, 10000),)}, "--signal"),
+    ({"preflight_s": -1}, "preflight"), ({"campaign_file": "c\n.yaml"}, "control character"),
+])
+def test_hostile_spec_values_refused(change: dict, match: str) -> None:
+    with pytest.raises(InvalidInput, match=match):
+        job.sbatch_argv(replace(ONE, **change), SITE)
+
+
+def test_script_execs_harness_run_with_every_value_quoted() -> None:
+    script = job.job_script(GROUP, FULL_SITE)
+    lines = script.splitlines()
+    assert lines[0] == "#!/bin/sh" and "set -eu" in lines
+    exec_line = lines[-1]
+    assert exec_line.startswith("exec ")
+    argv = shlex.split(exec_line)[1:]
+    assert argv == job.run_argv(GROUP, FULL_SITE)
+    assert argv[:3] == [FULL_SITE.harness, "run", GROUP.campaign_file]
+    assert argv[3:7] == ["--control", "rehearsal-gate0", "--control", "rehearsal-gate0-inproc"]
+    assert argv[argv.index("--lock-timeout") + 1] == "1200s"
+    assert shlex.split(next(x for x in lines if x.startswith("cd ")))[2] == FULL_SITE.workdir
+    assert "HOME='/scratch/harness homes'/\"$SLURMD_NODENAME\"" in lines
+
+
+def test_argv_shape_and_script_path() -> None:
+    argv = job.sbatch_argv(ONE, SITE, sbatch="/usr/bin/sbatch")
+    token = job.token_of(ONE)
+    assert argv[0] == "/usr/bin/sbatch" and argv[1] == "--parsable"
+    assert argv[-1] == f"/shared/drop/jobs/{token}.sh" == job.script_path(SITE, token)
+    for option in ("--no-requeue", "--export=NIL", f"--job-name={token}",
+                   "--signal=B:TERM@160", "--time=00:27:00",
+                   f"--output=/shared/drop/jobs/{token}.%j.log"):
+        assert option in argv
+    assert not any(a.startswith(("--partition", "--account", "--deadline", "--exclude"))
+                   for a in argv)
