@@ -37,9 +37,9 @@ def stop_run_containers(run_id: str, grace: float) -> list[str]:
         except docker.errors.NotFound:
             exit_code = None
         except docker.errors.APIError as e:
-            notes.append(f"container {cid[:12]}: could not remove it: {e}")
+            notes.append(f"container {cid}: could not remove it: {e}")
             continue
-        notes.append(f"container {cid[:12]} was left by the dead harness: {how} at resume "
+        notes.append(f"container {cid} was left by the dead harness: {how} at resume "
                      f"(exit code {exit_code}), then removed")
     return notes
 

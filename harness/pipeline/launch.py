@@ -204,11 +204,11 @@ def clear_orphans(ctx: RunContext, lock: GpuLock) -> list[Reason]:
         write_json(ctx.run_dir / layout.ORPHANS_REMOVED,
                    {"schema": "harness.orphans-removed/v1", "containers": removed})
         for rec in removed:
-            ctx.ui.event("orphan-removed", id=rec["id"][:12], run_id=rec.get("run_id"),
+            ctx.ui.event("orphan-removed", id=rec["id"], run_id=rec.get("run_id"),
                          removed=rec.get("removed", False), exit_code=rec.get("exit_code"))
     found = orphans.running(lock.path, ctx.control.device)
     if found:
-        ids = ", ".join(f"{o['id'][:12]} (run {o['run_id']})" for o in found)
+        ids = ", ".join(f"{o['id']} (run {o['run_id']})" for o in found)
         return [Reason(ENV_ORPHAN_CONTAINER, f"a harness container is still running: {ids}")]
     return []
 
@@ -259,7 +259,7 @@ def run(ctx: RunContext) -> list[Reason]:
         launched = mounts
         out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
                           grace=ctx.control.stop_grace,
-                          on_started=lambda cid: ctx.ui.event("container", id=cid[:12]))
+                          on_started=lambda cid: ctx.ui.event("container", id=cid))
         ctx.outcome = out.as_dict()
     finally:
         try:

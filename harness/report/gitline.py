@@ -1,6 +1,7 @@
 """A run's git provenance (run.json "provenance") as one line of inert text.
 
-`<commit12> (clean)`, `<commit12> dirty: N changed (a, b, …)`, or why git could not tell.
+`<commit> (clean)`, `<commit> dirty: N changed (a, b, …)`, or why git could not tell. The
+commit is whole (40 or 64 hex): an Id is never cut, so a reader can `git show` it.
 The paths come from the project tree and may hold anything (a newline, an ESC): each is
 made inert on its own, so none can forge a row or a separator.
 """
@@ -21,7 +22,7 @@ def git_line(provenance: dict[str, Any] | None, shown: int = SHOWN_PATHS) -> str
     if provenance is None:
         return "not recorded"
     commit = provenance.get("commit")
-    head = inert(commit[:12], 12) if isinstance(commit, str) else "no commit"
+    head = inert(commit, 64) if isinstance(commit, str) else "no commit"
     dirty, error = provenance.get("dirty"), provenance.get("error")
     if dirty is None:
         return f"{head} (state unknown: {inert(error, 300) if error else 'not recorded'})"

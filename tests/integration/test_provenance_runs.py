@@ -37,7 +37,7 @@ def test_a_run_records_a_clean_then_a_dirty_tree(project):
                     "error": None}
     assert json.loads((clean / "preflight.json").read_text())["provenance"] == prov
     shown = project.harness("show", str(clean))
-    assert shown.returncode == 0 and f"{head[:12]} (clean)" in shown.stdout
+    assert shown.returncode == 0 and f"{head} (clean)" in shown.stdout
 
     (project.root / "notes.txt").write_text("an uncommitted change\n")
     r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
@@ -47,7 +47,7 @@ def test_a_run_records_a_clean_then_a_dirty_tree(project):
     assert prov["commit"] == head and prov["dirty"] is True
     assert prov["changed"] == ["notes.txt"] and prov["changed_total"] == 1
     shown = project.harness("show", str(dirty))
-    assert f"{head[:12]} dirty: 1 changed (notes.txt)" in shown.stdout, shown.stdout
+    assert f"{head} dirty: 1 changed (notes.txt)" in shown.stdout, shown.stdout
     assert project.harness("verify", str(dirty)).returncode == 0
 
     summary = build_summary({"name": "n"}, [load_run(clean), load_run(dirty)])

@@ -175,13 +175,13 @@ def test_the_record_round_trips_and_reads_odd_types_as_absent():
 def test_git_line_says_clean_dirty_or_why_not():
     assert git_line(None) == "not recorded"
     clean = {"commit": COMMIT, "dirty": False, "changed": [], "changed_total": 0, "error": None}
-    assert git_line(clean) == "0123456789ab (clean)"
+    assert git_line(clean) == f"{COMMIT} (clean)"
     dirty = dict(clean, dirty=True, changed=["a", "b\n\x1b[2J", "c,d"], changed_total=250)
     line = git_line(dirty, shown=2)
-    assert line == "0123456789ab dirty: 250 changed (a, b\\x0a\\x1b[2J, …)"
+    assert line == f"{COMMIT} dirty: 250 changed (a, b\\x0a\\x1b[2J, …)"
     assert "\n" not in git_line(dict(dirty, changed=["x\ny"] * 3)) and "\x1b" not in line
     assert git_line(dict(dirty, changed=["c,d"], changed_total=1)) == \
-        "0123456789ab dirty: 1 changed (c\\x2cd)"
+        f"{COMMIT} dirty: 1 changed (c\\x2cd)"
     unknown = dict(clean, commit=None, dirty=None, error="not a git work tree: fatal\x07")
     assert git_line(unknown) == "no commit (state unknown: not a git work tree: fatal\\x07)"
 
@@ -211,5 +211,5 @@ def test_the_morning_report_says_which_runs_came_from_a_dirty_tree():
     summary = build_summary({"name": "n"}, records)
     assert [e["git_dirty"] for e in summary["runs"]] == [True, None]
     md, page = render_markdown(summary), render_html(summary)
-    assert "0123456789ab dirty: 1 changed" in md and "0123456789ab dirty: 1 changed" in page
+    assert f"{COMMIT} dirty: 1 changed" in md and f"{COMMIT} dirty: 1 changed" in page
     assert "<script>" not in page and "<script>" not in md and "\n| forged" not in md
