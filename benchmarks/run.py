@@ -51,7 +51,7 @@ GOALS = {
 
 
 def _benchmarks():
-    from benchmarks import bench_finalize, bench_hash, bench_logs, bench_overhead
+    from benchmarks import bench_evidence, bench_finalize, bench_hash, bench_logs, bench_overhead
 
     return {
         "overhead": bench_overhead.run_overhead,
@@ -60,6 +60,7 @@ def _benchmarks():
         "model": bench_hash.run_model,
         "finalize": bench_finalize.run_finalize,
         "logs": bench_logs.run_logs,
+        "evidence": bench_evidence.run_bundle,
     }
 
 
