@@ -1,4 +1,5 @@
-"""Evidence at scale: `bundle export` and `bundle verify` against `tar` + `sha256sum`.
+"""Evidence at scale: `bundle export` and `bundle verify` against `tar` + `sha256sum`, and
+`harness report` over a year of nights.
 
 Two shapes, each measured in one run against the bare tools on the very same files:
 - many runs: N copies of one real sealed run folder (one `harness run` of a trivial
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.common import GB, MB, Config, Project, RssPoller, check, fill, median, rmtree
@@ -170,5 +172,54 @@ def run_bundle(cfg: Config) -> dict[str, float]:
     make_read_only(big)
     out.update(_figures("bundle_big_log", _pairs(work, [big], 1)))
     out["bundle_big_log_mb"] = size // MB
+    rmtree(work)
+    return out
+
+
+def _nights(cfg: Config, runs: list[Path], nights: int) -> tuple[Path, Path]:
+    """`nights` night folders of one campaign, a night a day, each journal holding one row
+    per run folder (accepted; every fifth night one row refused), as `harness night` leaves
+    them. Returns (the campaign file, the runs folder)."""
+    from harness.night.folders import night_name
+    from harness.night.journal import JOURNAL_NAME, Journal
+
+    proj = Project(cfg.work / "report365", cfg.image_id)
+    camp = proj.campaign("report365", ["trivial"])
+    base = datetime(2025, 12, 1, 2, 0, tzinfo=UTC)
+    plan = [(f"control-{i:02d}", 0) for i in range(len(runs))]
+    for day in range(nights):
+        at = base + timedelta(days=day)
+        folder = runs[0].parent / "nights" / night_name("report365", at.strftime("%Y%m%dT%H%M%SZ"))
+        folder.mkdir(parents=True)
+        stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+        with Journal.create(folder / JOURNAL_NAME, campaign="report365",
+                            campaign_file=str(camp), plan=plan, now=lambda s=stamp: s) as j:
+            for row, run in zip(j.rows(), runs, strict=True):
+                row = j.mark_running(row, run.name, str(run))
+                if day % 5 == 0 and row.plan_index == 0:
+                    j.mark_refused(row, "GATE0-FIELD-DIFFERS: compilation.custom_ops differs")
+                else:
+                    j.mark_accepted(row)
+    return camp, runs[0].parent
+
+
+def run_report(cfg: Config) -> dict[str, float]:
+    """`harness report` over a year of nights (365 x 20 controls; quick: 30 x 20)."""
+    work = cfg.work / "report"
+    work.mkdir(parents=True)
+    src = _real_run(cfg, "report-src")
+    nights = cfg.size(365, 30)
+    camp, runs_dir = _nights(cfg, _copies(src, work / "runs", 20), nights)
+    out: dict[str, float] = {}
+    for fmt in ("md", "html"):
+        times, peaks = [], []
+        for _ in range(3):
+            dt, mb = _timed([*HARNESS, "report", str(camp), "--runs-dir", str(runs_dir),
+                             "--format", fmt])
+            times.append(dt)
+            peaks.append(mb)
+        key = f"report_{nights}" + ("" if fmt == "md" else "_html")
+        out[f"{key}_s"] = round(median(times), 2)
+        out[f"{key}_rss_mb"] = round(max(peaks), 1)
     rmtree(work)
     return out

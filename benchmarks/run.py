@@ -47,6 +47,9 @@ GOALS = {
     "handoff_s": ("≤ 1", lambda v: v <= 1),
     "model_recheck_s": ("< 1", lambda v: v < 1),
     "model_fullhash_ratio": ("≥ 0.95", lambda v: v >= 0.95),
+    "bundle_big_log_export_ratio": ("≤ 1", lambda v: v <= 1),
+    "bundle_big_log_verify_ratio": ("≤ 1", lambda v: v <= 1),
+    "report_365_s": ("< 2", lambda v: v < 2),
 }
 
 
@@ -61,6 +64,7 @@ def _benchmarks():
         "finalize": bench_finalize.run_finalize,
         "logs": bench_logs.run_logs,
         "evidence": bench_evidence.run_bundle,
+        "report": bench_evidence.run_report,
     }
 
 
