@@ -66,6 +66,23 @@ def _text(value: Any) -> str | None:
     return inert(value)
 
 
+def trend_entry(record: Mapping[str, Any]) -> dict:
+    """What a trend needs of a run (control, attempt, status, run id, figures), normalised as
+    in `run_entry`, without the reasons, git line and post-steps no plot shows: the history
+    of a year of nights reads thousands of runs through it."""
+    row, run = _dict(record.get("row")), _dict(record.get("run"))
+    status = run.get("status")
+    return {
+        "control": _text(row.get("control")) or _text(_dict(run.get("control")).get("name"))
+        or "?",
+        "attempt": _int(row.get("attempt")),
+        "status": (_text(status) if isinstance(status, str) else None)
+        or _text(row.get("state")) or "unknown",
+        "run_id": _text(run.get("run_id")) or _text(row.get("run_id")),
+        **_figures(record, run),
+    }
+
+
 def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None) -> dict:
     """One summary row from {"row": journal row, "run": run.json, "metrics": metrics.json}.
 
@@ -93,14 +110,10 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
     linked = (links or {}).get(link) if isinstance(link, int) else None
     provenance = provenance_of(run.get("provenance"))
     return {
+        **trend_entry(record),
         "plan_index": _int(row.get("plan_index")),
-        "control": _text(row.get("control")) or _text(_dict(run.get("control")).get("name"))
-        or "?",
-        "attempt": _int(row.get("attempt")),
         "origin": _text(row.get("origin")),
         "state": _text(row.get("state")),
-        "status": _text(status) or _text(row.get("state")) or "unknown",
-        "run_id": _text(run.get("run_id")) or _text(row.get("run_id")),
         "run_dir": _text(row.get("run_dir")),
         "reasons": reasons,
         "rerun_of": _text(rerun.get("run_id")) or _text(linked),
@@ -114,7 +127,6 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
             for p in _list(run.get("post_steps")) if isinstance(p, dict)
         ],
         "started": _text(times.get("started")),
-        **_figures(record, run),
     }
 
 
@@ -292,7 +304,7 @@ def trend_points(
     for name, records in nights:
         best: dict[str, tuple[int, dict]] = {}
         for record in records:
-            entry = run_entry(record)
+            entry = trend_entry(record)
             if entry["status"] in ("planned", "running") and not entry["run_id"]:
                 continue  # never started: nothing to plot
             attempt = entry["attempt"] or 0

@@ -27,7 +27,7 @@ from typing import Any
 from harness import catalogue
 from harness.atomic import write_json
 from harness.errors import InvalidInput
-from harness.instrument.harness_observer.encode import depth
+from harness.instrument.harness_observer.encode import deeper_than
 from harness.readfile import InputError, read_text_bounded
 from harness.runfolder.layout import RECORD
 
@@ -156,7 +156,7 @@ def parse(data: str | bytes, where: str, loads: Loads = json.loads) -> dict[str,
     if not isinstance(doc, dict):
         raise InvalidInput(f"{where}: not a run record (a JSON {type(doc).__name__}, "
                            "not an object)")
-    if depth(doc, MAX_DEPTH) > MAX_DEPTH:
+    if deeper_than(data, doc, MAX_DEPTH):
         raise InvalidInput(f"{where}: not a run record (nested deeper than {MAX_DEPTH} levels)")
     return doc
 

@@ -336,3 +336,17 @@ def test_depth_counts_nesting_and_stops_past_the_limit():
         deep = [deep]
     assert 6 <= depth(deep, 5) <= 7  # stops just past the limit, never walks it all
     assert depth(deep, 200_000) == 100_001
+
+
+def test_deeper_than_agrees_with_depth_and_counts_brackets_in_strings_safely():
+    import json
+
+    from harness.instrument.harness_observer.encode import deeper_than
+
+    deep = "[" * 40 + "]" * 40
+    assert deeper_than(deep, json.loads(deep), 32) and deeper_than(deep.encode(),
+                                                                   json.loads(deep), 32)
+    shallow = json.dumps({"a": ["[" * 100, {"b": "{" * 100}]})  # brackets in strings only
+    assert not deeper_than(shallow, json.loads(shallow), 3)
+    assert deeper_than(shallow, json.loads(shallow), 2)  # three containers: 3 deep
+    assert not deeper_than("{}", {}, 1)
