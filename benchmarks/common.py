@@ -125,7 +125,10 @@ class Project:
                 str(self.runs), "--json-lines"]
 
     def run_dirs(self) -> list[Path]:
-        return sorted(p for p in self.runs.iterdir() if p.is_dir()) if self.runs.exists() else []
+        """The run folders (not RUNS_DIR/perflog, which every seal also writes)."""
+        if not self.runs.exists():
+            return []
+        return sorted(p for p in self.runs.iterdir() if (p / "run.json").is_file())
 
 
 def rmtree(path: Path) -> None:
