@@ -28,16 +28,13 @@ from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.errors import HarnessError, InvalidInput
 from harness.night.journal import JOURNAL_NAME, Journal, Row, latest_attempts
 from harness.night.nightlock import NightLock
-from harness.readfile import InputError, read_bounded
 from harness.runfolder import record as run_record
 from harness.runfolder.layout import PREFLIGHT, RECORD, SUMS
 from harness.runfolder.record import RunRecord
+from harness.runfolder.reruns import INDEX
 from harness.seal import SourceSeal, source_seal
 from harness.timeutil import utc_now
 from harness.ui import Reporter
-
-INDEX = "reruns.jsonl"
-INDEX_LIMIT = 64 * 1024 * 1024
 
 
 def append_index(runs_dir: Path, entry: dict) -> None:
@@ -57,37 +54,6 @@ def append_index(runs_dir: Path, entry: dict) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def fold_index(lines: list[str]) -> dict[str, dict]:
-    """Pure: rerun run_id -> its latest entry (a `finished` line supersedes `started`).
-    Lines that are not JSON objects (a torn last line) are skipped."""
-    out: dict[str, dict] = {}
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):  # torn, not JSON, or nested past the stack
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("rerun"), dict):
-            out[str(entry["rerun"].get("run_id"))] = entry
-    return out
-
-
-def reruns_of(run_dir: Path) -> list[dict]:
-    """The reruns of the run in `run_dir`, oldest first, from the index beside it:
-    [{"run_id", "path", "reason", "status", "at"}]."""
-    run_dir = Path(run_dir)
-    try:  # bounded, regular files only: a FIFO or a huge index must not hang `show`
-        raw = read_bounded(run_dir.parent / INDEX, INDEX_LIMIT, what="rerun index")
-    except InputError:
-        return []
-    out = []
-    for rid, e in fold_index(raw.decode("utf-8", "replace").splitlines()).items():
-        original = e.get("original")
-        if isinstance(original, dict) and original.get("run_id") == run_dir.name:
-            out.append({"run_id": rid, "path": e["rerun"].get("path"), "reason": e.get("reason"),
-                        "status": e.get("status"), "at": e.get("at")})
-    return sorted(out, key=lambda r: str(r["at"]))
 
 
 def night_of(run_id: str, nights_dirs: list[Path]) -> Path | None:

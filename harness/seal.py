@@ -20,9 +20,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 def source_files(project_dir: Path, inputs: list[Path]) -> dict[str, Path]:
     """Label -> path for every byte that defines a run: harness + instrument source, inputs."""
     out: dict[str, Path] = {}
-    for p in sorted(PACKAGE_DIR.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
-            out["harness/" + p.relative_to(PACKAGE_DIR).as_posix()] = p
+    for p in sorted(_package_files()):
+        out["harness/" + p.relative_to(PACKAGE_DIR).as_posix()] = p
     for p in inputs:
         p = Path(os.path.abspath(p))
         try:
@@ -31,6 +30,20 @@ def source_files(project_dir: Path, inputs: list[Path]) -> dict[str, Path]:
             label = "input-abs" + p.as_posix()
         out[label] = p
     return out
+
+
+def _package_files() -> list[Path]:
+    """The package's files, no bytecode: os.walk, not rglob, so that the __pycache__ folders
+    (as many files again as the sources) are never listed. Like rglob it does not descend
+    into a linked folder, and a linked file counts when it leads to a regular file."""
+    found = []
+    for root, dirs, files in os.walk(PACKAGE_DIR):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            p = Path(root, name)
+            if p.suffix != ".pyc" and p.is_file():
+                found.append(p)
+    return found
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from harness.diff import gate0_differences
 from harness.readfile import InputError, read_text_bounded
 from harness.report.gitline import git_line
 from harness.report.inert import inert
-from harness.rerun import reruns_of
 from harness.runfolder.layout import ADDENDA, RECOVERED
 from harness.runfolder.record import RunRecord, provenance_of, reason_text
+from harness.runfolder.reruns import reruns_of
 
 STATUS_STYLE = {"accepted": "green", "refused": "red", "failed": "red",
                 "timed-out": "yellow", "interrupted": "yellow"}

@@ -12,9 +12,6 @@ import json
 import sys
 import time
 
-from rich.console import Console
-from rich.markup import escape
-
 from harness.lock import clean_text, describe_holder
 from harness.timeutil import utc_now
 
@@ -118,17 +115,22 @@ class TerminalReporter(Reporter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.console = Console(stderr=True)
+        # rich is imported here, not with the module: JSON lines (a night, a script, the
+        # benchmarks) never load it, and it is a noticeable part of a run's start
+        from rich.console import Console
+        from rich.markup import escape
+
+        self.console, self._escape = Console(stderr=True), escape
         self._status = None
 
     def event(self, kind: str, **fields: object) -> None:
         self._stop_status()
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {escape(sentence(kind, fields))}",
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(sentence(kind, fields))}",
                            highlight=False, markup=True, soft_wrap=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
         # The holder record is written by whoever holds the lock: never rich markup.
-        text = escape(f"waiting {waited:.0f}s for the GPU lock, held by "
+        text = self._escape(f"waiting {waited:.0f}s for the GPU lock, held by "
                       f"{describe_holder(holder)}")
         if self._status is None:
             self._status = self.console.status(text)

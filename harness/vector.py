@@ -19,10 +19,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.catalogue import MOUNT_UNSAFE_PATH
-from harness.config.schema import Control, plain_path_problem, target_problem
 from harness.errors import InvalidInput
 from harness.instrument.harness_observer import contract
 from harness.instrument.harness_observer.contract import (
@@ -30,6 +29,11 @@ from harness.instrument.harness_observer.contract import (
     INSTRUMENT_TARGET,
     OBSERVATIONS_TARGET,
 )
+
+# The schema (pydantic) is imported only when a mount is checked (mount_arg), so that
+# `harness status`, which reads LABEL_PREFIX alone, does not load the configuration models.
+if TYPE_CHECKING:
+    from harness.config.schema import Control
 
 LABEL_PREFIX = "org.harness"
 RULE_UNSAFE_MOUNT = MOUNT_UNSAFE_PATH
@@ -84,6 +88,8 @@ class BindMount:
 def mount_arg(m: BindMount) -> str:
     """The `--mount` value for `m`; raises rather than emit a value docker could read
     differently (a `,` in a path would add fields, and docker keeps the last `source=`)."""
+    from harness.config.schema import plain_path_problem, target_problem
+
     problems = [("source", m.source, plain_path_problem(m.source)),
                 ("target", m.target, target_problem(m.target) if m.role in ("control", "model")
                  else plain_path_problem(m.target))]

@@ -1,9 +1,8 @@
-"""The core commands: check, run, images, model (verify and show have their own modules)."""
+"""The core commands: run, images, model (check, verify and show have their own modules)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -13,44 +12,16 @@ from harness.catalogue import ENV_MISSING_IMAGE
 from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
 from harness.config.loader import Loaded, require_campaign
-from harness.config.loader import check as check_all
 from harness.config.suggest import hint
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import LaunchRequest, Outcome, PlanSource
-from harness.errors import ENVIRONMENT, INVALID, EnvironmentFault, InvalidInput
+from harness.errors import ENVIRONMENT, EnvironmentFault, InvalidInput
 from harness.night.nightlock import NightLock
 from harness.pipeline import orphans, recover
-from harness.report.inert import inert
 from harness.ui import Reporter, reporter
 
 RUNS_DIR = "gpu-runs"
-
-
-@click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
-              "exit_code, files, faults and warnings (each with file, line, col, message)")
-def check(files: tuple[Path, ...], as_json: bool) -> None:
-    """Validate campaigns, controls and image locks without launching anything.
-
-    Prints every fault as FILE:LINE:COL: message. Exit 0 when valid, 2 when not. A
-    warning (FILE:LINE:COL: warning: ...) names what every run of a valid file would be
-    refused for until the operator acts, such as a model with no file pinned; it does not
-    change the exit code.
-    """
-    with as_json_errors(as_json, files=[str(f) for f in files]):
-        faults, warnings = check_all(list(files))
-    if as_json:
-        code = INVALID if faults else 0
-        emit({"ok": not faults, "exit_code": code, "files": [str(f) for f in files],
-              "faults": [asdict(f) for f in faults], "warnings": [asdict(w) for w in warnings]})
-        raise click.exceptions.Exit(code)
-    for w in warnings:
-        click.echo(inert(str(w), 20_000), err=True)
-    if faults:
-        raise InvalidInput(f"{len(faults)} fault(s)", faults=[str(f) for f in faults])
-    click.echo(f"ok: {len(files)} file(s) valid")
 
 
 @click.command()
@@ -227,4 +198,4 @@ def model_pin(folder: Path) -> None:
         click.echo(f"  {json.dumps(n)}: {digests[folder / n]}")
 
 
-ALL = [check, run, images, model]
+ALL = [run, images, model]

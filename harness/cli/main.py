@@ -6,19 +6,19 @@ import gc
 import importlib
 import os
 import sys
-import traceback
 
 import click
 
 from harness import __version__
-from harness.cli.commands import COMMANDS
+from harness.cli.commands import COMMANDS, SUMMARIES
 from harness.errors import ENVIRONMENT, HarnessError, InvalidInput
 from harness.iofault import io_fault_anywhere
 from harness.report.inert import inert
 
 
 class LazyGroup(click.Group):
-    """Commands are imported when invoked or listed, not when the program starts."""
+    """Commands are imported when invoked, not when the program starts; `--help` lists them
+    from SUMMARIES, so it imports none of them (an operator waits for it)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -29,6 +29,21 @@ class LazyGroup(click.Group):
             return None
         module, _, attr = target.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing (same widths and cuts), from a stand-in command holding the first
+        sentence in SUMMARIES: click cuts a short help at that sentence, so the line is the
+        same as the real command's at any terminal width."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = (click.Command(name, help=SUMMARIES[name]) if name in SUMMARIES
+                   else self.get_command(ctx, name))
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd))
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,6 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
         _say(f"harness: internal error: {type(e).__name__}: {e}")
         if os.environ.get("HARNESS_DEBUG"):
+            import traceback  # only here: its import is a cost every start would pay
+
             traceback.print_exc()
         else:
             click.echo("harness: set HARNESS_DEBUG=1 for the traceback", err=True)

@@ -1,18 +1,15 @@
-"""`harness night`, `harness rerun` and `harness status`."""
+"""`harness night` and `harness rerun` (`harness status` is harness/cli/status.py)."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import click
 
-from harness.catalogue import ENV_NO_ENGINE
 from harness.cli.display import night_reporter
 from harness.cli.params import DURATION, HOURS
 from harness.config.loader import require_campaign
-from harness.errors import ENVIRONMENT, EnvironmentFault, HarnessError
+from harness.errors import ENVIRONMENT, HarnessError
 from harness.night.runner import run_night
 from harness.report.inert import inert
 from harness.report.morning import write_night_summary
@@ -25,7 +22,6 @@ from harness.rerun import (
     seal_lines,
     sealed_with,
 )
-from harness.status import gather, render
 from harness.ui import Reporter, reporter
 
 RUNS_DIR = "gpu-runs"
@@ -196,26 +192,4 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     raise click.exceptions.Exit(code)
 
 
-@click.command("status")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
-              show_default=True)
-@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default="~/gpu.lock",
-              show_default=True, help="the GPU lock file")
-@click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
-def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
-    """Who holds the GPU lock and since when, which harness containers run, and the
-    current or last night's progress. Exit 0, or 3 when the Docker engine does not answer
-    (everything else is still printed)."""
-    lock_path = Path(os.path.expandvars(os.path.expanduser(str(lock_path))))
-    state = gather(runs_dir, lock_path)
-    if as_json:
-        click.echo(json.dumps(state, indent=2, sort_keys=True, default=str))
-    else:
-        for line in render(state):
-            click.echo(line)
-    if state["engine_error"]:
-        raise EnvironmentFault(f"the Docker engine did not answer: {state['engine_error']}",
-                               rule=ENV_NO_ENGINE)
-
-
-ALL = [night, rerun, status]
+ALL = [night, rerun]

@@ -7,15 +7,21 @@ of the documented shape) refuses the post-step (`POST-VERDICT-UNREADABLE`) and n
 the run from being sealed. So does an entry where the harness keeps its own record of the
 step (`result.json`, `POST-RESULT-TAKEN`) or a step folder that already exists, and a
 step killed at its timeout (`POST-TIMEOUT`), whatever verdict it wrote before.
+
+The built-ins in harness.poststeps.IN_PROCESS (exit-code) run inside the harness instead:
+they read only files the harness wrote, bounded, so they need no process of their own; their
+record (result.json, verdict.json, stdout.log, stderr.log) is the same as a child's.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from harness.atomic import write_json
@@ -29,7 +35,7 @@ from harness.catalogue import (
 from harness.config.schema import Control, PostStep
 from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.pipeline.context import RunContext
-from harness.poststeps import BUILTINS
+from harness.poststeps import BUILTINS, IN_PROCESS
 from harness.readfile import InputError, read_bounded
 from harness.runfolder import layout
 from harness.tree import printable
@@ -123,22 +129,10 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
                                       "error": str(e)})
         return PostResult(step.name, None, "refused", (str(e),))
     t0 = time.monotonic()
-    code: int | None
-    with (open(out_dir / layout.STDOUT_LOG, "wb") as so,
-          open(out_dir / layout.STDERR_LOG, "wb") as se):
-        proc = subprocess.Popen(argv, stdout=so, stderr=se, stdin=subprocess.DEVNULL, env=env,
-                                cwd=ctx.run_dir)
-        try:
-            code = proc.wait(timeout=step.timeout)
-            note = None
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            code, note = None, f"post-step ran past {step.timeout:g}s and was killed"
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
+    if step.name in IN_PROCESS and not step.run:
+        code, note = _in_process(step, ctx.run_dir, out_dir)
+    else:
+        code, note = _in_child(step, argv, out_dir, env, ctx.run_dir)
     verdict, reasons, problem = read_verdict(out_dir)
     # a killed step has not judged, whatever verdict it wrote before it was killed
     faults = [f"{POST_TIMEOUT}: {note}"] if note else []
@@ -157,6 +151,38 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
         return PostResult(step.name, code, "refused", tuple(faults + reasons))
     return PostResult(step.name, code, verdict or ("accepted" if code == 0 else "refused"),
                       tuple(reasons))
+
+
+def _in_child(step: PostStep, argv: list[str], out_dir: Path, env: dict,
+              cwd: Path) -> tuple[int | None, str | None]:
+    """Run the step as its own process: (exit code, note); killed at its timeout."""
+    with (open(out_dir / layout.STDOUT_LOG, "wb") as so,
+          open(out_dir / layout.STDERR_LOG, "wb") as se):
+        proc = subprocess.Popen(argv, stdout=so, stderr=se, stdin=subprocess.DEVNULL, env=env,
+                                cwd=cwd)
+        try:
+            return proc.wait(timeout=step.timeout), None
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return None, f"post-step ran past {step.timeout:g}s and was killed"
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+
+
+def _in_process(step: PostStep, run_dir: Path, out_dir: Path) -> tuple[int | None, None]:
+    """Run a built-in in this process (see IN_PROCESS), with the same record as a child's:
+    its lines in stdout.log, a crash as exit 1 with the traceback in stderr.log."""
+    module = importlib.import_module(BUILTINS[step.name])
+    with (open(out_dir / layout.STDOUT_LOG, "w", encoding="utf-8") as so,
+          open(out_dir / layout.STDERR_LOG, "w", encoding="utf-8") as se):
+        try:
+            return int(module.run(run_dir, out_dir, dict(step.options), out=so)), None
+        except Exception:  # a bug in the judge refuses the step, as a crashed child would
+            traceback.print_exc(file=se)
+            return 1, None
 
 
 def reference_options(ctx: RunContext) -> dict:

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 from harness.night.journal import JOURNAL_NAME, Journal
-from harness.rerun import reruns_of
 from harness.runfolder.manifest import verify_folder
+from harness.runfolder.reruns import reruns_of
 from tests.conftest import REPO
 
 CONTRACT = ["compilation.custom_ops", "compilation.mode", "model.dtype",

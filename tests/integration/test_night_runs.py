@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from harness.night.journal import JOURNAL_NAME, Journal
-from harness.rerun import reruns_of
 from harness.runfolder.manifest import verify_folder
+from harness.runfolder.reruns import reruns_of
 from tests.conftest import containers_with_label
 
 SLEEP = """\

@@ -17,7 +17,7 @@ from harness.night.rules import (
     unfinished,
 )
 from harness.night.transitions import RetryPolicy, Row
-from harness.rerun import fold_index
+from harness.runfolder.reruns import fold_index
 
 NOW = datetime(2026, 11, 30, 22, 15, tzinfo=timezone(timedelta(hours=1)))
 

@@ -1,0 +1,51 @@
+"""The interactive commands' wall time: `harness --help`, `check`, `status` and `show`, each
+a fresh process as an operator starts it, against a bare `python -c pass` in the same run.
+
+An operator waits for these; each should answer within 150 ms on the bench machine. The
+bare interpreter start is measured alongside, alternated, so that a loaded machine shows as
+a slower `cli_python_ms` rather than as a slower harness.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.common import REPO, Config, Project, alternate, check, median, wall
+
+TRIVIAL = 'command: ["true"]\ntimeout: 1m\n'
+
+
+def _argvs(proj: Project, run_dir: Path) -> dict[str, list[str]]:
+    harness = [sys.executable, "-m", "harness"]
+    return {
+        "cli_help_ms": [*harness, "--help"],
+        "cli_check_ms": [*harness, "check", str(REPO / "campaigns" / "rehearsal.yaml")],
+        "cli_status_ms": [*harness, "status", "--runs-dir", str(proj.runs),
+                          "--lock", str(proj.root / "locks" / "gpu.lock")],
+        "cli_show_ms": [*harness, "show", str(run_dir)],
+        "cli_python_ms": [sys.executable, "-c", "pass"],
+    }
+
+
+def run_cli(cfg: Config) -> dict[str, float]:
+    proj = Project(cfg.work / "cli", cfg.image_id)
+    proj.control("trivial", TRIVIAL)
+    camp = proj.campaign("cli", ["trivial"])
+    check(subprocess.run(proj.run_argv(camp), capture_output=True), "harness run")
+    argvs = _argvs(proj, proj.run_dirs()[0])
+
+    def side(argv: list[str]):
+        def once() -> float:
+            dt, r = wall(argv, cwd=REPO)
+            check(r, " ".join(argv[2:]) or "python")
+            return dt
+        return once
+
+    for argv in argvs.values():  # warm the page cache once, unmeasured
+        side(argv)()
+    n = 10 if cfg.quick else 20
+    times = alternate(n, [side(a) for a in argvs.values()])
+    return {name: round(median(ts) * 1000, 1)
+            for name, ts in zip(argvs, times, strict=True)}

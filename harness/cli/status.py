@@ -1,0 +1,40 @@
+"""`harness status`: the GPU lock, the harness containers, the current or last night.
+
+Its own module so that a look at the status loads only the readers it needs, not the
+night runner and the driver that `harness night` and `harness rerun` need."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from harness.catalogue import ENV_NO_ENGINE
+from harness.errors import EnvironmentFault
+from harness.status import gather, render
+
+RUNS_DIR = "gpu-runs"
+
+
+@click.command("status")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
+              show_default=True)
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default="~/gpu.lock",
+              show_default=True, help="the GPU lock file")
+@click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
+def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
+    """Who holds the GPU lock and since when, which harness containers run, and the
+    current or last night's progress. Exit 0, or 3 when the Docker engine does not answer
+    (everything else is still printed)."""
+    lock_path = Path(os.path.expandvars(os.path.expanduser(str(lock_path))))
+    state = gather(runs_dir, lock_path)
+    if as_json:
+        click.echo(json.dumps(state, indent=2, sort_keys=True, default=str))
+    else:
+        for line in render(state):
+            click.echo(line)
+    if state["engine_error"]:
+        raise EnvironmentFault(f"the Docker engine did not answer: {state['engine_error']}",
+                               rule=ENV_NO_ENGINE)

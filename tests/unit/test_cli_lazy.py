@@ -1,0 +1,75 @@
+"""The `harness` group loads a command's module only when that command runs, and `--help`
+lists every command from SUMMARIES without loading any: an operator waits for these, and
+each heavy import (the docker SDK, pydantic models) is time before the first line.
+
+The import checks run a fresh interpreter (this one has imported everything already)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from harness.cli.commands import COMMANDS, SUMMARIES
+from harness.cli.main import cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _real(name: str) -> click.Command:
+    cmd = cli.get_command(click.Context(cli), name)
+    assert cmd is not None
+    return cmd
+
+
+def test_every_command_has_a_summary_and_no_summary_names_a_missing_command() -> None:
+    assert set(SUMMARIES) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+@pytest.mark.parametrize("limit", [20, 45, 74, 200])
+def test_each_summary_gives_the_commands_own_short_help_at_any_width(name: str,
+                                                                     limit: int) -> None:
+    stand_in = click.Command(name, help=SUMMARIES[name])
+    assert stand_in.get_short_help_str(limit) == _real(name).get_short_help_str(limit)
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    """The modules a fresh `harness ARGV` has imported when it exits."""
+    code = ("import atexit, json, sys\n"
+            "atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
+            "from harness.cli.main import main\n"
+            f"main({argv!r})\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                       timeout=120)
+    last = r.stderr.strip().splitlines()[-1]
+    return set(json.loads(last))
+
+
+def test_help_lists_every_command_and_imports_none_of_their_modules() -> None:
+    r = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True,
+                       text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0
+    listed = r.stdout.split("Commands:", 1)[1].split()
+    assert all(name in listed for name in COMMANDS)
+    loaded = _modules_after(["--help"])
+    command_modules = {target.partition(":")[0] for target in COMMANDS.values()}
+    assert not loaded & command_modules
+    assert not {"docker", "pydantic", "yaml", "rich"} & loaded
+
+
+@pytest.mark.parametrize(("argv", "never"), [
+    (["check", "--help"], {"docker", "harness.engine", "harness.driver.drive"}),
+    (["status", "--help"], {"docker", "pydantic", "harness.night.runner",
+                            "harness.driver.drive"}),
+    (["show", "--help"], {"docker", "pydantic", "harness.rerun", "harness.driver.drive"}),
+])
+def test_an_interactive_command_loads_neither_the_engine_client_nor_the_driver(
+        argv: list[str], never: set[str]) -> None:
+    loaded = _modules_after(argv)
+    assert f"harness.cli.{argv[0]}" in loaded  # the command itself did load
+    assert not never & loaded
