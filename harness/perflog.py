@@ -24,7 +24,6 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from harness.metrics import METRICS, UNITS
 from harness.readfile import InputError, read_bounded
 from harness.runfolder import layout
 from harness.runfolder import record as run_record
+from harness.timeutil import parse_or_none
 
 PERFLOG_DIR = "perflog"
 SCHEMA = "harness.perflog/v1"
@@ -57,20 +57,8 @@ def number(value: Any) -> float | int | None:
     return value if math.isfinite(value) else None
 
 
-def _time(value: Any) -> datetime | None:
-    """An ISO time; a naive one is taken as UTC (the harness writes UTC), so naive and aware
-    times from a hand-edited or foreign run.json still subtract instead of raising."""
-    if not isinstance(value, str):
-        return None
-    try:
-        t = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
-
-
 def _seconds(start: Any, end: Any) -> float | None:
-    a, b = _time(start), _time(end)
+    a, b = parse_or_none(start), parse_or_none(end)
     return round((b - a).total_seconds(), 3) if a and b else None
 
 

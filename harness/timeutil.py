@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 # utc_now()'s form, and the older forms sealed folders may hold: whole seconds
 # (2026-11-30T08:30:00Z) and datetime.isoformat() with an offset (…+00:00).
 _READABLE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})")
+_LENIENT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?")
 
 
 def iso(at: datetime) -> str:
@@ -37,3 +38,16 @@ def parse(ts: str) -> datetime:
     if not isinstance(ts, str) or not _READABLE.fullmatch(ts):
         raise ValueError(f"not an evidence time stamp: {ts!r}")
     return datetime.fromisoformat(ts).astimezone(UTC)
+
+
+def parse_or_none(value: object) -> datetime | None:
+    """A time read from evidence that may be absent or malformed (a hostile, hand-edited or
+    foreign record), as an aware UTC time, or None. A naive time is read as UTC (the harness
+    writes only UTC), so durations from such a record still subtract instead of raising."""
+    if not isinstance(value, str) or not _LENIENT.fullmatch(value):
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:  # the shape matched, the date does not exist (month 13)
+        return None
+    return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).astimezone(UTC)

@@ -23,13 +23,14 @@ from pathlib import Path
 from harness.atomic import dumps_json, fsync_dir
 from harness.bundle import bag, chain
 from harness.bundle.archive import DeterministicTar
-from harness.bundle.facts import RunFacts, parse_time, read_run_facts, time_span
+from harness.bundle.facts import RunFacts, read_run_facts, time_span
 from harness.bundle.payload import Payload, collect_payload
 from harness.bundle.seals import bag_runs, layout_problems, run_problems
 from harness.bundle.sign import sign
 from harness.bundle.statement import build_statement
 from harness.bundle.sums import Problem, one_line
 from harness.errors import EnvironmentFault, InvalidInput, Refused
+from harness.timeutil import parse_or_none
 from harness.tree import NotRegular
 
 
@@ -66,7 +67,7 @@ def top_folder(names: list[str]) -> str:
 def archive_mtime(runs: list[RunFacts]) -> int:
     """One fixed mtime for every entry: the newest run's end, else the epoch."""
     _, end = time_span(runs)
-    when = parse_time(end)
+    when = parse_or_none(end)
     return max(int(when.timestamp()), 0) if when else 0
 
 

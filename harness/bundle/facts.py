@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from harness.bundle.records import BadMember, parse_json, read_text_member
 from harness.errors import InvalidInput
 from harness.runfolder import record as run_record
 from harness.runfolder.layout import HOST_BEFORE, PREFLIGHT, RECORD, VECTOR
+from harness.timeutil import parse_or_none
 
 
 @dataclass(frozen=True)
@@ -94,22 +94,11 @@ def read_run_facts(folder: str, run_dir: Path) -> RunFacts:
     return RunFacts(folder, record, argv, host, preflight, notes)
 
 
-def parse_time(value: Any) -> datetime | None:
-    """A UTC ISO-8601 time from a record, or None if it is absent or not a time."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else None
-
-
 def time_span(runs: list[RunFacts]) -> tuple[str | None, str | None]:
     """Earliest start and latest end over the runs, as written in their run.json."""
     starts = [(t, s) for r in runs for s in [r.get("times", "started") or r.get("times", "created")]
-              if (t := parse_time(s))]
-    ends = [(t, s) for r in runs for s in [r.get("times", "ended")] if (t := parse_time(s))]
+              if (t := parse_or_none(s))]
+    ends = [(t, s) for r in runs for s in [r.get("times", "ended")] if (t := parse_or_none(s))]
     start = min(starts)[1] if starts else None
     end = max(ends)[1] if ends else (max(starts)[1] if starts else None)
     return start, end

@@ -43,3 +43,17 @@ def test_parse_still_reads_the_older_forms(old):
 def test_parse_refuses_what_is_not_an_evidence_stamp(bad):
     with pytest.raises(ValueError):
         timeutil.parse(bad)
+
+
+def test_parse_or_none_reads_evidence_times_leniently_and_never_raises():
+    from datetime import UTC, datetime
+
+    from harness.timeutil import parse_or_none
+
+    assert parse_or_none("2026-01-01T00:00:05Z") == datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    assert parse_or_none("2026-01-01T01:00:05+01:00") == datetime(2026, 1, 1, 0, 0, 5,
+                                                                  tzinfo=UTC)
+    assert parse_or_none("2026-01-01T00:00:05") == datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    for bad in (None, 5, "", "yesterday", "2026-13-01T00:00:00Z", "2026-01-01 00:00:00",
+                "2026-01-01T00:00:00Z\n"):
+        assert parse_or_none(bad) is None
