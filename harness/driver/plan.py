@@ -51,6 +51,7 @@ class Outcome:
     reasons: tuple[str, ...] = ()
     stop_requested: bool = False
     error: Exception | None = field(default=None, compare=False)
+    remote: bool = False  # it ran elsewhere (a Slurm job): see policy.stop_reason
 
     @property
     def reason_text(self) -> str:

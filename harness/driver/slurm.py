@@ -218,11 +218,12 @@ class SlurmExecutor:
         if problems:
             text = "; ".join(str(p) for p in problems[:5])
             return Outcome(request.run_dir, "failed", 1,
-                           (str(Reason(SLURM_NOT_INTACT, text)),))
+                           (str(Reason(SLURM_NOT_INTACT, text)),), remote=True)
         rec = record.read(request.run_dir, loads)
         reasons = [Reason(r["rule"], r["detail"], r["by"]) for r in rec.reasons]
         status = rec.status or "failed"
-        return Outcome(request.run_dir, status, exit_code(status, reasons), lines(reasons))
+        return Outcome(request.run_dir, status, exit_code(status, reasons), lines(reasons),
+                       remote=True)
 
     def unsealed(self, request: LaunchRequest, w: Watch) -> Outcome:
         """No seal within the grace: interrupted when Slurm ended or lost the job (a retry
@@ -235,7 +236,7 @@ class SlurmExecutor:
             reason = Reason(ENV_SLURM_NO_EVIDENCE, f"{where} ended without a run folder at "
                             f"{request.run_dir}; see {self.log_of(request, w.job_id)}")
             return Outcome(request.run_dir, "failed", exit_code("failed", [reason]),
-                           (str(reason),))
+                           (str(reason),), remote=True)
         slot = request.plan_index or 0
         self.excluded[slot] = state.retry_exclude(self.excluded.get(slot, ()), node, ended,
                                                   policy=self.settings.exclude_policy)
@@ -246,7 +247,7 @@ class SlurmExecutor:
                 notes = tuple(seal_interrupted(request.run_dir, "the Slurm job ended before "
                                                "the run was sealed; sealed as found")[1])
         return Outcome(request.run_dir, "interrupted", 1,
-                       (str(Reason(SLURM_NO_SEAL, why)), *notes))
+                       (str(Reason(SLURM_NO_SEAL, why)), *notes), remote=True)
 
     def log_of(self, request: LaunchRequest, job_id: str) -> str:
         with contextlib.suppress(HarnessError):

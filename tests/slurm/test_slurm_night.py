@@ -1,0 +1,116 @@
+"""`harness night --executor slurm` on the private cluster: the whole loop, for real.
+
+The night submits one job per control (`harness run --run-id`, the folder the journal
+committed), follows it with batched polls, and records each row from the sealed run, never
+from Slurm's word; the night's evidence exports and verifies as one bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from harness.slurm.query import JobState
+from tests.conftest import containers_with_label
+
+from .conftest import REPO, Cluster
+from .test_slurm_jobs import HARNESS
+
+
+def night(cluster: Cluster, campaign: Path, runs: Path, drop: Path, *extra: str,
+          cwd: Path = REPO, timeout: float = 400) -> subprocess.CompletedProcess:
+    return subprocess.run([HARNESS, "night", str(campaign), "--executor", "slurm",
+                           "--runs-dir", str(runs), "--drop", str(drop), "--new",
+                           "--json-lines", *extra], capture_output=True, text=True,
+                          env=cluster.env, cwd=cwd, timeout=timeout)
+
+
+def journal_rows(night_dir: Path) -> list[tuple]:
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        return c.execute("SELECT id, control, attempt, state, run_dir FROM runs "
+                         "ORDER BY plan_index, attempt").fetchall()
+
+
+def job_events(night_dir: Path) -> dict[int, list[str]]:
+    """row id -> the Slurm job ids the journal recorded for it (`slurm-job` events)."""
+    out: dict[int, list[str]] = {}
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        for run, detail in c.execute("SELECT run, detail FROM events "
+                                     "WHERE event = 'slurm-job' ORDER BY id"):
+            out.setdefault(run, []).append(detail.split(" ", 1)[0])
+    return out
+
+
+def test_rehearsal_night_via_slurm_all_accepted_and_its_bundle_verifies(cluster: Cluster,
+                                                                      tmp_path) -> None:
+    runs, drop = tmp_path / "runs", tmp_path / "drop"
+    r = night(cluster, REPO / "campaigns" / "rehearsal-night.yaml", runs, drop)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [night_dir] = (runs / "nights").iterdir()
+    rows = journal_rows(night_dir)
+    assert [(c, s) for _, c, _, s, _ in rows] == [
+        ("night-a", "accepted"), ("night-b", "accepted"), ("night-c", "accepted")]
+    jobs = job_events(night_dir)
+    assert sorted(jobs) == [row[0] for row in rows] and all(len(j) == 1 for j in jobs.values())
+    for row_id, _, _, _, run_dir in rows:
+        record = json.loads((Path(run_dir) / "run.json").read_text())
+        assert record["slurm"]["job_id"] == jobs[row_id][0]
+        assert record["slurm"]["node"] in ("node1", "node2")
+        assert record["slurm"]["gpus"] in ("0", "1")
+        argv = json.loads((Path(run_dir) / "docker-vector.json").read_text())["argv"]
+        assert f"org.harness.slurm-job={jobs[row_id][0]}" in argv
+        assert not any("ROCR_VISIBLE_DEVICES" in a for a in argv)
+    history = cluster.history()  # Slurm itself ran them under the journaled ids
+    assert all(history[j[0]].state == JobState.DONE for j in jobs.values())
+    bundle = tmp_path / "night.tar"
+    for argv in (["bundle", "export", str(night_dir), "-o", str(bundle)],
+                 ["bundle", "verify", str(bundle)]):
+        done = subprocess.run([HARNESS, *argv], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _scancel_first_job_when_its_container_runs(cluster: Cluster, label: str,
+                                               drop: Path, out: list) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if containers_with_label(label, all_states=False):
+            running = [j for j in cluster.jobs().values() if j.state == JobState.RUNNING]
+            if running:
+                out.append(running[0].job_id)
+                cluster.cli("scancel", running[0].job_id)
+                return
+        time.sleep(0.3)
+
+
+def test_scancel_mid_run_is_sealed_interrupted_and_retried(cluster: Cluster, project,
+                                                          cleanup_containers) -> None:
+    """An admin's scancel: the host's harness stops the container and seals the run
+    `interrupted` (evidence, not Slurm's CANCELLED); the retry policy runs it again."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("nap", """\
+        command: [python3, -c, "import time; time.sleep(12)"]
+        timeout: 120
+        stop_grace: 3
+        """)
+    campaign = project.campaign("slurmnap", ["nap"], "retry:\n  interrupted: 1\n")
+    cancelled: list[str] = []
+    killer = threading.Thread(target=_scancel_first_job_when_its_container_runs,
+                              args=(cluster, label, project.root / "drop", cancelled))
+    killer.start()
+    r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
+    killer.join()
+    assert cancelled, "no job was seen running"
+    [night_dir] = (project.runs / "nights").iterdir()
+    rows = journal_rows(night_dir)
+    assert [(a, s) for _, _, a, s, _ in rows] == [(1, "interrupted"), (2, "accepted")], \
+        r.stdout + r.stderr
+    first = json.loads((Path(rows[0][4]) / "run.json").read_text())
+    assert first["status"] == "interrupted" and first["slurm"]["job_id"] == cancelled[0]
+    assert job_events(night_dir)[rows[0][0]] == cancelled
+    assert containers_with_label(label) == [], "no container left behind"
+    assert r.returncode == 0, r.stdout + r.stderr
