@@ -194,3 +194,53 @@ def test_node_down_mid_run_ends_the_job_before_the_host_seals(cluster: Cluster, 
     finally:
         cluster.cli("scontrol", "update", f"nodename={node}", "state=resume")
         cluster.wait_nodes_up()
+
+
+EPILOG = REPO / "scripts" / "slurm-epilog.sh"
+
+
+def test_scancel_kill_leaves_a_container_that_the_epilog_removes(cluster: Cluster, tmp_path,
+                                                                 project, cleanup_containers):
+    """SIGKILL gives the harness no chance to stop its container (dockerd's child, not the
+    job's); the Epilog, run as slurmd runs it (root, SLURM_JOB_ID), stops and removes only
+    that job's containers, and the next run on the host seals the cut-off folder."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("sleeper", """\
+        command: [python3, -c, "import time; time.sleep(300)"]
+        timeout: 600
+        stop_grace: 3
+        """)
+    project.control("quick", "command: [python3, -c, pass]\ntimeout: 60\n")
+    campaign = project.campaign("slurmkill", ["sleeper", "quick"])
+    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
+                   home_root=None)
+    spec = JobSpec(night=f"slurmkill-{stamp()}", campaign_file=str(campaign),
+                   controls=(ControlTime("sleeper", 600, 3),), slot=0, attempt=1,
+                   lock_wait_s=60)
+    job_id = submit(cluster, spec, site)
+    cluster.wait_running(job_id)
+    mine = f"org.harness.slurm-job={job_id}"
+    deadline = time.monotonic() + 120
+    while not containers_with_label(mine, all_states=False):
+        assert time.monotonic() < deadline, "the labelled container never started"
+        time.sleep(0.3)
+    assert cluster.cli("scancel", "--batch", "-s", "KILL", job_id).returncode == 0
+    cluster.wait_ended([job_id], timeout=60)
+    time.sleep(1.0)
+    assert containers_with_label(mine, all_states=False), "SIGKILL left no container?"
+    other = subprocess.run(["bash", str(EPILOG)], env={"SLURM_JOB_ID": str(int(job_id) + 99),
+                                                      "PATH": "/usr/bin:/bin"},
+                           capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0 and containers_with_label(mine, all_states=False)
+    r = subprocess.run(["sh", str(EPILOG)], env={"SLURM_JOB_ID": job_id, "PATH": "/usr/bin"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert containers_with_label(mine) == [], "the Epilog left the job's container"
+    [run] = [d for d in project.run_dirs() if d.name.startswith("sleeper-")]
+    assert not (run / "SHA256SUMS").exists()  # cut off: the next run on the host seals it
+    again = subprocess.run([HARNESS, "run", str(campaign), "--control", "quick",
+                            "--runs-dir", str(project.runs)], capture_output=True, text=True,
+                           cwd=project.root, timeout=120)
+    assert (run / "SHA256SUMS").exists(), again.stdout + again.stderr
+    assert project.record(run)["status"] == "interrupted"
