@@ -117,9 +117,9 @@ class SlurmExecutor:
             job_id = self.submit(spec, token)
         except HarnessError as e:
             return crashed(request, e)
-        self.ui.event("slurm-submitted", control=request.control, job_id=job_id, token=token)
-        if self.on_submitted is not None:
+        if self.on_submitted is not None:  # journaled first, then announced
             self.on_submitted(request, token, job_id)
+        self.ui.event("slurm-submitted", control=request.control, job_id=job_id, token=token)
         return self.follow(request, job_id)
 
     def resume(self, request: LaunchRequest, job_id: str | None) -> Outcome | None:

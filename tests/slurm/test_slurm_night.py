@@ -114,3 +114,43 @@ def test_scancel_mid_run_is_sealed_interrupted_and_retried(cluster: Cluster, pro
     assert job_events(night_dir)[rows[0][0]] == cancelled
     assert containers_with_label(label) == [], "no container left behind"
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_controller_killed_mid_night_resumes_without_duplicate_jobs(cluster: Cluster, project,
+                                                                    cleanup_containers):
+    """`kill -9` of `harness night` while its job runs: the restarted night adopts that job
+    (found by the journaled id), submits nothing twice, and every row ends terminal."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    for name in ("nap1", "nap2"):
+        project.control(name, """\
+            command: [python3, -c, "import time; time.sleep(6)"]
+            timeout: 120
+            stop_grace: 3
+            """)
+    campaign = project.campaign("slurmkill9", ["nap1", "nap2"])
+    drop = project.root / "drop"
+    argv = [HARNESS, "night", str(campaign), "--executor", "slurm", "--runs-dir",
+            str(project.runs), "--drop", str(drop), "--json-lines"]
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, env=cluster.env, cwd=project.root)
+    submitted = None
+    for line in first.stderr:
+        if '"slurm-submitted"' in line:
+            submitted = json.loads(line)
+            break
+    first.kill()  # SIGKILL: no chance to record anything more
+    first.wait(timeout=30)
+    first.stderr.close()
+    assert submitted is not None and submitted["control"] == "nap1"
+    r = subprocess.run(argv, capture_output=True, text=True, env=cluster.env,
+                       cwd=project.root, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"slurm-adopted"' in r.stderr and submitted["job_id"] in r.stderr
+    [night_dir] = (project.runs / "nights").iterdir()
+    rows = journal_rows(night_dir)
+    assert [(c, a, s) for _, c, a, s, _ in rows] == [("nap1", 1, "accepted"),
+                                                     ("nap2", 1, "accepted")]
+    night_jobs = [j for j in cluster.jobs().values() if night_dir.name in (j.name or "")]
+    names = [j.name for j in night_jobs]
+    assert len(names) == 2 and len(set(names)) == 2, f"a slot ran twice: {night_jobs}"
+    assert job_events(night_dir)[rows[0][0]] == [submitted["job_id"]]
