@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from harness.catalogue import SLURM_NO_SEAL
 from harness.slurm.query import JobState
 from tests.conftest import containers_with_label
 
@@ -154,3 +155,99 @@ def test_controller_killed_mid_night_resumes_without_duplicate_jobs(cluster: Clu
     names = [j.name for j in night_jobs]
     assert len(names) == 2 and len(set(names)) == 2, f"a slot ran twice: {night_jobs}"
     assert job_events(night_dir)[rows[0][0]] == [submitted["job_id"]]
+
+
+def _when_running(cluster: Cluster, label: str, act, out: list) -> None:
+    """Once a job runs and its container is up, `act(job)`; the job goes into `out`."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if containers_with_label(label, all_states=False):
+            running = [j for j in cluster.jobs().values() if j.state == JobState.RUNNING]
+            if running:
+                out.append(running[0])
+                act(running[0])
+                return
+        time.sleep(0.3)
+
+
+def test_node_down_mid_run_the_row_takes_the_hosts_seal(cluster: Cluster, project,
+                                                        cleanup_containers) -> None:
+    """Slurm says NODE_FAIL at once, but the host goes on and seals the run: the row is
+    what the host's seal says, not what Slurm said (nor SLURM-NO-SEAL, the controller's
+    word when no seal comes)."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("short", """\
+        command: [python3, -c, "import time; time.sleep(8)"]
+        timeout: 120
+        stop_grace: 3
+        """)
+    campaign = project.campaign("slurmnodedown", ["short"])
+    seen: list = []
+
+    def down(j) -> None:
+        cluster.cli("scontrol", "update", f"nodename={j.node}", "state=down",
+                    "reason=harness-test")
+
+    killer = threading.Thread(target=_when_running, args=(cluster, label, down, seen))
+    killer.start()
+    try:
+        r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
+        killer.join()
+    finally:
+        for j in seen:
+            cluster.cli("scontrol", "update", f"nodename={j.node}", "state=resume")
+        cluster.wait_nodes_up()
+    assert seen, "no job was seen running"
+    assert '"state": "node-fail"' in r.stderr, r.stderr
+    [night_dir] = (project.runs / "nights").iterdir()
+    [(row_id, _, _, row_state, run_dir)] = journal_rows(night_dir)
+    record = json.loads((Path(run_dir) / "run.json").read_text())
+    assert row_state == record["status"] and "recovered" not in record
+    assert record["slurm"]["job_id"] == seen[0].job_id
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        [(reason,)] = c.execute("SELECT reason FROM runs WHERE id = ?", (row_id,)).fetchall()
+    assert SLURM_NO_SEAL not in (reason or "")
+    assert r.returncode == (0 if row_state == "accepted" else 1), r.stdout + r.stderr
+
+
+def test_node_lost_without_a_seal_is_interrupted_and_retried_elsewhere(
+        cluster: Cluster, project, cleanup_containers) -> None:
+    """The node is lost and its harness killed (no seal comes): after the grace the row is
+    interrupted (SLURM-NO-SEAL), the cut-off folder is sealed as found, and the retry
+    avoids the lost node."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("short", """\
+        command: [python3, -c, "import time; time.sleep(8)"]
+        timeout: 120
+        stop_grace: 3
+        """)
+    campaign = project.campaign("slurmlost", ["short"], "retry:\n  interrupted: 1\n"
+                                "executor:\n  kind: slurm\n  seal_grace: 5s\n")
+    seen: list = []
+
+    def lose(j) -> None:
+        cluster.cli("scancel", "--batch", "-s", "KILL", j.job_id)  # the harness dies
+        cluster.cli("scontrol", "update", f"nodename={j.node}", "state=down",
+                    "reason=harness-test")
+
+    killer = threading.Thread(target=_when_running, args=(cluster, label, lose, seen))
+    killer.start()
+    try:
+        r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
+        killer.join()
+    finally:
+        for j in seen:
+            cluster.cli("scontrol", "update", f"nodename={j.node}", "state=resume")
+        cluster.wait_nodes_up()
+    assert seen, "no job was seen running"
+    [night_dir] = (project.runs / "nights").iterdir()
+    rows = journal_rows(night_dir)
+    assert [(a, s) for _, _, a, s, _ in rows] == [(1, "interrupted"), (2, "accepted")], \
+        r.stdout + r.stderr
+    first = Path(rows[0][4])
+    assert (first / "SHA256SUMS").exists()  # sealed as found, by the controller
+    second = json.loads((Path(rows[1][4]) / "run.json").read_text())
+    assert second["slurm"]["node"] != seen[0].node, "the retry went back to the lost node"
+    assert r.returncode == 0, r.stdout + r.stderr
