@@ -20,6 +20,7 @@ from harness.driver.plan import LaunchRequest, Outcome
 from harness.driver.slurm import Settings, SlurmExecutor
 from harness.errors import InvalidInput
 from harness.night.journal import Journal, Row
+from harness.slurm import calls
 from harness.slurm.job import Site
 from harness.ui import Reporter
 
@@ -49,11 +50,12 @@ def slurm_executor(loaded: Loaded, config: Executor, ui: Reporter, *, night_dir:
                    runs_dir: Path, lock_timeout: float | None, until: datetime | None,
                    on_submitted: Callable[[LaunchRequest, str, str], None] | None,
                    ) -> SlurmExecutor:
+    found = calls.history()  # sacct or the jobcomp file, where the cluster keeps them
     settings = Settings(
         night=night_dir.name, campaign_file=str(loaded.campaign_file),
         site=site_of(loaded, config, runs_dir),
         lock_wait_s=lock_timeout or loaded.campaign.lock_timeout, until=until,
-        seal_grace_s=config.seal_grace)
+        seal_grace_s=config.seal_grace, use_sacct=found.use_sacct, jobcomp=found.jobcomp)
     return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted)
 
 
