@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from harness.perflog import PERFLOG_DIR
 from harness.slurm import job, query, state
 from harness.slurm.job import ControlTime, JobSpec, Site
 from harness.slurm.query import JobState
@@ -31,6 +32,11 @@ def site_for(tmp: Path) -> Site:
                 drop=str(tmp / "drop"), gfx="gfx1100", home_root=str(tmp / "homes"))
     (tmp / "drop" / "jobs").mkdir(parents=True)
     return site
+
+
+def run_folders(runs: Path) -> list[Path]:
+    """The run folders under `runs` (not perflog/, which every sealed run appends to)."""
+    return sorted(p for p in runs.iterdir() if p.is_dir() and p.name != PERFLOG_DIR)
 
 
 def submit(cluster: Cluster, spec: JobSpec, site: Site) -> str:
@@ -80,7 +86,7 @@ def test_a_built_job_runs_harness_run_and_seals_it(cluster: Cluster, tmp_path) -
     log = Path(job.log_path(site, token).replace("%j", job_id)).read_text()
     assert ended.state == JobState.DONE and cluster.history()[job_id].exit_code == 0, log
     assert ended.name == token and ended.node in ("node1", "node2")
-    runs = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())
+    runs = run_folders(tmp_path / "runs")
     assert len(runs) == 1, log
     record = json.loads((runs[0] / "run.json").read_text())
     assert record["status"] == "accepted", log
@@ -141,7 +147,7 @@ def test_two_jobs_on_one_host_wait_for_its_gpu_lock(cluster: Cluster, tmp_path) 
     jobs = cluster.wait_ended(ids, timeout=300)
     assert [jobs[i].node for i in ids] == ["node1", "node1"]
     records = [json.loads((d / "run.json").read_text())
-               for d in sorted((tmp_path / "runs").iterdir()) if d.is_dir()]
+               for d in run_folders(tmp_path / "runs")]
     assert [r["status"] for r in records] == ["accepted", "accepted"]
     spans = sorted((r["lock"]["acquired"], r["lock"]["released"]) for r in records)
     assert spans[0][1] <= spans[1][0], f"hold intervals overlap: {spans}"
