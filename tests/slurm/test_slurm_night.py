@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness.catalogue import SLURM_NO_SEAL
+from harness.catalogue import ENV_SLURM_NO_EVIDENCE, ENV_SLURM_SUBMIT, SLURM_NO_SEAL
 from harness.slurm.query import JobState
 from tests.conftest import containers_with_label
 
@@ -251,3 +251,35 @@ def test_node_lost_without_a_seal_is_interrupted_and_retried_elsewhere(
     second = json.loads((Path(rows[1][4]) / "run.json").read_text())
     assert second["slurm"]["node"] != seen[0].node, "the retry went back to the lost node"
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_refused_submission_is_an_environment_fault(cluster: Cluster, tmp_path) -> None:
+    """sbatch refuses a partition the cluster does not have: exit 3, nothing queued, the row
+    failed with ENV-SLURM-SUBMIT (the night stops: the next control would meet the same)."""
+    runs = tmp_path / "runs"
+    r = night(cluster, REPO / "campaigns" / "rehearsal-night.yaml", runs, tmp_path / "drop",
+              "--partition", "nosuchpartition")
+    assert r.returncode == 3, r.stdout + r.stderr
+    [night_dir] = (runs / "nights").iterdir()
+    rows = journal_rows(night_dir)
+    assert [s for _, _, _, s, _ in rows] == ["failed", "planned", "planned"]
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        [(reason,)] = c.execute("SELECT reason FROM runs WHERE state = 'failed'").fetchall()
+    assert reason.startswith(ENV_SLURM_SUBMIT) and "nosuchpartition" in reason
+    assert not [j for j in cluster.jobs().values() if night_dir.name in (j.name or "")]
+
+
+def test_a_job_that_never_starts_harness_run_is_an_environment_fault(cluster: Cluster,
+                                                                   project) -> None:
+    """The job ran and ended on its own, but no run folder ever appeared (here: the hosts'
+    `harness` is /bin/false): after the grace, failed with ENV-SLURM-NO-EVIDENCE, exit 3."""
+    project.control("quick", "command: [python3, -c, pass]\ntimeout: 60\n")
+    campaign = project.campaign("slurmnoevidence", ["quick"], "executor:\n  kind: slurm\n"
+                                "  harness: /bin/false\n  seal_grace: 2s\n")
+    r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
+    assert r.returncode == 3, r.stdout + r.stderr
+    [night_dir] = (project.runs / "nights").iterdir()
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        [(state, reason)] = c.execute("SELECT state, reason FROM runs").fetchall()
+    assert state == "failed" and reason.startswith(ENV_SLURM_NO_EVIDENCE), reason
+    assert "/jobs/harness+" in reason  # where the job's log is
