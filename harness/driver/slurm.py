@@ -181,7 +181,10 @@ class SlurmExecutor:
                 w.sealed_at = now
             if w.sealed_at is not None and (w.ended_at is not None
                                             or now - w.sealed_at >= s.seal_grace_s):
-                return self.sealed(request)
+                outcome = self.sealed(request)
+                if outcome.status == "interrupted":  # the host sealed what Slurm cut off
+                    self.avoid(request, w)
+                return outcome
             if w.ended_at is not None and state.seal_overdue(w.ended_at, now, s.seal_grace_s):
                 return self.unsealed(request, w)
             w.delay = state.next_poll_s(w.delay, changed=changed or w.ended_at is not None,
@@ -237,9 +240,7 @@ class SlurmExecutor:
                             f"{request.run_dir}; see {self.log_of(request, w.job_id)}")
             return Outcome(request.run_dir, "failed", exit_code("failed", [reason]),
                            (str(reason),), remote=True)
-        slot = request.plan_index or 0
-        self.excluded[slot] = state.retry_exclude(self.excluded.get(slot, ()), node, ended,
-                                                  policy=self.settings.exclude_policy)
+        self.avoid(request, w)
         why = f"{where}: no sealed run after {self.settings.seal_grace_s:g} s"
         notes: tuple[str, ...] = ()
         if request.run_dir.is_dir():  # a shared runs folder: seal what the host left
@@ -248,6 +249,15 @@ class SlurmExecutor:
                                                "the run was sealed; sealed as found")[1])
         return Outcome(request.run_dir, "interrupted", 1,
                        (str(Reason(SLURM_NO_SEAL, why)), *notes), remote=True)
+
+    def avoid(self, request: LaunchRequest, w: Watch) -> None:
+        """The retry of an interrupted attempt avoids a node Slurm lost (retry_exclude)."""
+        if w.ended is None:
+            return
+        slot = request.plan_index or 0
+        self.excluded[slot] = state.retry_exclude(self.excluded.get(slot, ()), w.ended.node,
+                                                  w.ended.state,
+                                                  policy=self.settings.exclude_policy)
 
     def log_of(self, request: LaunchRequest, job_id: str) -> str:
         with contextlib.suppress(HarnessError):

@@ -8,6 +8,8 @@ from Slurm's word; the night's evidence exports and verifies as one bundle.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import subprocess
 import threading
@@ -213,9 +215,9 @@ def test_node_down_mid_run_the_row_takes_the_hosts_seal(cluster: Cluster, projec
 
 def test_node_lost_without_a_seal_is_interrupted_and_retried_elsewhere(
         cluster: Cluster, project, cleanup_containers) -> None:
-    """The node is lost and its harness killed (no seal comes): after the grace the row is
-    interrupted (SLURM-NO-SEAL), the cut-off folder is sealed as found, and the retry
-    avoids the lost node."""
+    """The node is lost and its harness killed (no seal comes; its Epilog stops the
+    container): after the grace the row is interrupted (SLURM-NO-SEAL), the cut-off folder
+    is sealed as found, and the retry avoids the lost node."""
     label = f"org.harness.lock={project.lock}"
     cleanup_containers.append(label)
     project.control("short", """\
@@ -228,9 +230,20 @@ def test_node_lost_without_a_seal_is_interrupted_and_retried_elsewhere(
     seen: list = []
 
     def lose(j) -> None:
-        cluster.cli("scancel", "--batch", "-s", "KILL", j.job_id)  # the harness dies
+        """Slurm loses the node (NODE_FAIL at once), and the host's harness dies before it
+        can seal: SIGKILL within the container's 3-s stop grace."""
+        [cid] = containers_with_label(label, all_states=False)
+        pid = subprocess.run(["docker", "inspect", "-f",
+                              '{{index .Config.Labels "org.harness.launcher-pid"}}', cid],
+                             capture_output=True, text=True).stdout.strip()
         cluster.cli("scontrol", "update", f"nodename={j.node}", "state=down",
                     "reason=harness-test")
+        os.kill(int(pid), signal.SIGKILL)
+        # What the lost node's Epilog does once it ends the job (here all simulated hosts
+        # share one dockerd, so the retry's orphan check would see the container).
+        subprocess.run(["sh", str(REPO / "scripts" / "slurm-epilog.sh")], timeout=60,
+                       env={"SLURM_JOB_ID": j.job_id, "HARNESS_EPILOG_GRACE": "1",
+                            "PATH": "/usr/bin:/bin"})
 
     killer = threading.Thread(target=_when_running, args=(cluster, label, lose, seen))
     killer.start()
@@ -248,6 +261,10 @@ def test_node_lost_without_a_seal_is_interrupted_and_retried_elsewhere(
         r.stdout + r.stderr
     first = Path(rows[0][4])
     assert (first / "SHA256SUMS").exists()  # sealed as found, by the controller
+    assert '"state": "node-fail"' in r.stderr, r.stderr
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        [(reason,)] = c.execute("SELECT reason FROM runs WHERE id = ?", (rows[0][0],)).fetchall()
+    assert reason.startswith(SLURM_NO_SEAL), reason
     second = json.loads((Path(rows[1][4]) / "run.json").read_text())
     assert second["slurm"]["node"] != seen[0].node, "the retry went back to the lost node"
     assert r.returncode == 0, r.stdout + r.stderr
