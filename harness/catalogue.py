@@ -207,6 +207,21 @@ IMAGE_ARCHIVE_MISMATCH = _rule("IMAGE-ARCHIVE-MISMATCH", "the --archive does not
 ENV_DOCTOR = _rule("ENV-DOCTOR", "the doctor found the host unfit, so the run was deferred",
                    ENVIRONMENT, "night")
 
+# -- slurm: a night whose controls run as Slurm jobs (harness night --executor slurm) --------
+ENV_SLURM_SUBMIT = _rule("ENV-SLURM-SUBMIT", "sbatch refused the job (partition, account, "
+                         "deadline) or Slurm did not answer a submission", ENVIRONMENT, "slurm")
+ENV_SLURM_NO_EVIDENCE = _rule("ENV-SLURM-NO-EVIDENCE", "the job ended on its own without a "
+                              "sealed run: `harness run` could not start on the host (see the "
+                              "job's log in the drop)", ENVIRONMENT, "slurm")
+SLURM_NO_SEAL = _rule("SLURM-NO-SEAL", "Slurm ended the job (cancelled, out of time, node "
+                      "lost) and no sealed run came within the grace: interrupted",
+                      REFUSED, "slurm")
+SLURM_NOT_INTACT = _rule("SLURM-NOT-INTACT", "the sealed run a job left fails verification",
+                         REFUSED, "slurm")
+ENV_LOCK_NETWORK_FS = _rule("ENV-LOCK-NETWORK-FS", "the GPU lock is on a network file system: "
+                            "under Slurm every host would share one lock (refused; a warning "
+                            "on one host)", ENVIRONMENT, "lock")
+
 # -- gates: the CPU gates that justify a seal ---------------------------------------------------
 GATES_NOT_INTACT = _rule("GATES-NOT-INTACT", "the gate record folder fails verification (its "
                          "SHA256SUMS is missing or does not match)", REFUSED, "gates")

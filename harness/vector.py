@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 LABEL_PREFIX = "org.harness"
 RULE_UNSAFE_MOUNT = MOUNT_UNSAFE_PATH
+SLURM_JOB_LABEL = f"{LABEL_PREFIX}.slurm-job"
 # An engine value whose key looks secret becomes {SECRET_REF: "<env name>"}; the in-container
 # driver reads the value (JSON) from that env var, which docker gets by name only.
 SECRET_REF = "$harness_secret_env"
@@ -68,6 +69,7 @@ class VectorInput:
     declared_sources: tuple[str, ...] = ()
     model_declared: str | None = None
     launcher: dict[str, str] = field(default_factory=dict)  # pid, start time, host
+    slurm_job: str | None = None  # the Slurm job id, when the run is a job (Epilog cleanup)
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ def labels(inp: VectorInput) -> dict[str, str]:
         f"{LABEL_PREFIX}.lock": str(inp.lock_path),
     }
     out.update({f"{LABEL_PREFIX}.launcher-{k}": v for k, v in inp.launcher.items()})
+    if inp.slurm_job is not None:  # scripts/slurm-epilog.sh stops containers by this label
+        out[SLURM_JOB_LABEL] = inp.slurm_job
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -22,6 +23,7 @@ from harness.pipeline import orphans, recover
 from harness.ui import Reporter, reporter
 
 RUNS_DIR = "gpu-runs"
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 @click.command()
@@ -32,8 +34,12 @@ RUNS_DIR = "gpu-runs"
               "e.g. 600 or 2h (default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
+@click.option("--run-id", hidden=True, help="the run folder's name, chosen by a controller "
+              "(a Slurm job of `harness night --executor slurm`); one control only")
+@click.option("--attempt", type=click.IntRange(1, 999), default=1, hidden=True,
+              help="the attempt number the controller's journal gave this run")
 def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: float | None,
-        json_lines: bool | None) -> None:
+        json_lines: bool | None, run_id: str | None, attempt: int) -> None:
     """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
 
     Like `rerun`, it waits for a night on this GPU lock to finish (up to the lock
@@ -45,9 +51,12 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
             raise InvalidInput(f"{campaign}: no control {n!r}{hint(n, set(loaded.controls))} "
                                f"(it has: {', '.join(loaded.controls)})")
     plan = loaded.plan(names)
+    if run_id is not None:
+        plan = _one_run(plan, run_id)
     ui = reporter(json_lines)
     try:
-        worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui)
+        worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui,
+                          run_id=run_id, attempt=attempt)
     finally:
         ui.close()
     raise click.exceptions.Exit(worst)
@@ -74,8 +83,19 @@ class AfterNight:
         return self.inner.launch(request)
 
 
+def _one_run(plan: list, run_id: str) -> list:
+    """--run-id names one run folder: the plan must be one control, and the id plain."""
+    if len(plan) != 1:
+        raise InvalidInput(f"--run-id names one run, but the plan has {len(plan)}: "
+                           "give exactly one --control (and a campaign without repeats)")
+    if not RUN_ID.fullmatch(run_id) or not run_id.startswith(f"{plan[0][0]}-"):
+        raise InvalidInput(f"--run-id {run_id[:120]!r} must be <control>-<letters, digits, . "
+                           "_ ->, at most 100 characters")
+    return plan
+
+
 def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | None,
-              ui: Reporter) -> int:
+              ui: Reporter, *, run_id: str | None = None, attempt: int = 1) -> int:
     """Recover what a killed harness left in RUNS_DIR, then drive the plan; the worst code."""
     sealed = recover.seal_orphans(
         Path(runs_dir), still_running=orphans.running_run_ids(),
@@ -83,9 +103,12 @@ def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | 
                                        why="its container still runs; sealed once it exits"))
     for d in sealed:
         ui.event("recovered", dir=str(d), status="interrupted")
-    executor = AfterNight(LocalExecutor(loaded, ui, lock_timeout=lock_timeout), loaded, ui,
-                          lock_timeout or loaded.campaign.lock_timeout)
-    driven = drive(PlanSource(plan, runs_dir), executor,
+    local = LocalExecutor(loaded, ui, lock_timeout=lock_timeout)
+    # A run whose id a controller chose is that night's own launch (a Slurm job): it must
+    # not wait for the night that is waiting for it.
+    executor = local if run_id is not None else AfterNight(
+        local, loaded, ui, lock_timeout or loaded.campaign.lock_timeout)
+    driven = drive(PlanSource(plan, runs_dir, run_id=run_id, attempt=attempt), executor,
                    stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
                    on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
     return driven.worst

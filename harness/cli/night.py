@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from harness.cli.display import night_reporter
 from harness.cli.params import DURATION, HOURS
+from harness.config.executor import KINDS, merged
 from harness.config.loader import require_campaign
 from harness.errors import ENVIRONMENT, HarnessError
 from harness.night.runner import run_night
@@ -46,9 +48,17 @@ RUNS_DIR = "gpu-runs"
                    "(default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
+@click.option("--executor", "executor_kind", type=click.Choice(KINDS),
+              help="where controls run: local (here) or slurm (one job each; default: the "
+                   "campaign's executor.kind, else local)")
+@click.option("--partition", help="Slurm partition (sbatch --partition)")
+@click.option("--account", help="Slurm account (sbatch --account)")
+@click.option("--drop", type=click.Path(path_type=Path),
+              help="shared folder for job scripts and logs (default: RUNS_DIR/slurm)")
 def night(campaign: Path, until: str | None, max_hours: float | None, window: str | None,
           runs_dir: Path, night_name: str | None, new: bool, lock_timeout: float | None,
-          json_lines: bool | None) -> None:
+          json_lines: bool | None, executor_kind: str | None, partition: str | None,
+          account: str | None, drop: Path | None) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
     The night folder is RUNS_DIR/nights/<campaign>-<UTC stamp>/ (journal.sqlite,
@@ -68,6 +78,12 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     refuses at once with exit 3, naming the night that runs; it waits only for an
     operator rerun to finish.
 
+    --executor slurm (or a campaign `executor:` block) runs each control as one Slurm
+    job (`harness run` on whichever host Slurm picks, its run folder named by the
+    journal); the journal records each job's id, and each row's status is its sealed
+    run's, never Slurm's word. The run folders must be where this host can read them
+    (RUNS_DIR shared with the hosts). See docs/slurm.md.
+
     Exit codes: 0 every planned control accepted; 1 any refused, failed, timed out,
     interrupted, or left unrun by the deadline or stop policy, or a start outside
     --window; 2 invalid campaign or
@@ -75,11 +91,13 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     GPU lock timeout, engine unreachable, a damaged journal.
     """
     loaded = require_campaign(campaign)
+    executor = merged(loaded.executor, kind=executor_kind, partition=partition,
+                      account=account, drop=None if drop is None else os.path.abspath(drop))
     ui = night_reporter(loaded.campaign.name, json_lines)
     try:
         result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
                            night=night_name, new=new, lock_timeout=lock_timeout,
-                           window=window, summarize=write_night_summary)
+                           window=window, summarize=write_night_summary, executor=executor)
     finally:
         ui.close()
     for status, run_dir in result.runs:

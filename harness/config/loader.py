@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.catalogue import MODEL_UNPINNED
 from harness.config.builtins import OPTIONS
+from harness.config.executor import Executor, ExecutorBlock
 from harness.config.gates import Gate, GateList
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
 from harness.config.suggest import did_you_mean, hint
@@ -89,6 +90,7 @@ class Loaded:
     image_lock_file: Path | None = None
     gates: list[Gate] = field(default_factory=list)  # inline or from gates_file
     gates_file: Path | None = None
+    executor: Executor = field(default_factory=Executor)  # the `executor:` block, checked
     roots: tuple[Path, ...] = field(init=False)
     lock_file: Path = field(init=False)
 
@@ -272,6 +274,11 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
     loaded = Loaded(campaign, path)
     faults += _check_roots(loaded, doc)
     faults += _load_gates(loaded, doc)
+    if campaign.executor is not None:
+        block, executor_faults = validate(replace(doc, data={"executor": campaign.executor}),
+                                          ExecutorBlock)
+        faults += executor_faults
+        loaded.executor = block.executor if block else Executor()
     if loaded.signers_file and not loaded.signers_file.is_file():
         faults.append(doc.fault(("allowed_signers",), f"allowed_signers: "
                                 f"{loaded.signers_file} is not a file"))

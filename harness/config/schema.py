@@ -72,8 +72,7 @@ def parse_duration(value: Any) -> float:
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
-# Characters that carry meaning in docker's `--mount` CSV (`,` separates fields, `=` keys
-# from values, quotes open a quoted field) or that hide what a path is (backslash).
+# What means something in docker's `--mount` CSV (`,` `=` quotes) or hides a path (`\`).
 MOUNT_SPECIALS = frozenset(',"\'=\\')
 
 
@@ -344,6 +343,7 @@ class Campaign(Strict):
     contract: Annotated[list[str] | str, AfterValidator(parse_choice)] | None = None  # or all
     gates: list[Any] | None = None  # checked with positions by harness.config.gates (loader)
     gates_file: str | None = Field(default=None, min_length=1, max_length=1024)
+    executor: dict[str, Any] | None = None  # checked with positions by harness.config.executor
     require_approval: bool = False  # runs need an approval of their seal (harness.approval)
     allowed_signers: str | None = Field(default=None, min_length=1, max_length=4096)
 

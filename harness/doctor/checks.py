@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from harness.engine import image_store, store_kind
+from harness.host.fstype import lock_fs_problem
 from harness.host.parsers import base_gfx, gib
 from harness.host.tools import GpuView, ToolRun, read_amd_smi, read_rocminfo
 from harness.imagepin import how_to_obtain
@@ -289,3 +290,12 @@ def judge_disk(
     if free_bytes < warn_bytes:
         return Check("disk", "warn", f"{free} (< {warn_bytes / GIB:.1f} GiB)")
     return Check("disk", "ok", free)
+
+
+def judge_lock_fs(path: str, fstype: str | None, slurm: bool) -> Check:
+    """The lock must be on local disk where several hosts could mount its folder (Slurm)."""
+    problem = lock_fs_problem(path, fstype, slurm)
+    if problem is not None:
+        return Check("lock-fs", problem[0], problem[1])
+    return Check("lock-fs", "ok", f"{path} is on {fstype or 'an unknown file system'}, "
+                 "not a network file system")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,11 @@ from harness.doctor.checks import (
     judge_images,
     judge_kfd,
     judge_lock,
+    judge_lock_fs,
     judge_render,
     soften,
 )
-from harness.host import tools
+from harness.host import fstype, tools
 
 
 def run_checks(
@@ -53,6 +55,8 @@ def run_checks(
 
     facts = probes.lock_facts(Path(lock_path))
     checks.append(judge_lock(**facts))
+    checks.append(judge_lock_fs(str(lock_path), fstype.fs_type(Path(lock_path)),
+                                fstype.under_slurm(os.environ)))
     measured_at, free = probes.free_space(Path(runs_dir))
     checks.append(
         judge_disk(

@@ -67,7 +67,7 @@ def drive(source: Source, executor: Executor, *, stop_policy: str, ui: Reporter,
         if on_outcome is not None:
             on_outcome(outcome)
         why = stop_reason(stop_policy, outcome.status, outcome.exit_code,
-                          outcome.stop_requested)
+                          outcome.stop_requested, remote=outcome.remote)
         if why == STOP_POLICY:
             ui.event("stop-policy", policy=stop_policy, status=outcome.status)
         if why is not None:

@@ -51,6 +51,7 @@ class Outcome:
     reasons: tuple[str, ...] = ()
     stop_requested: bool = False
     error: Exception | None = field(default=None, compare=False)
+    remote: bool = False  # it ran elsewhere (a Slurm job): see policy.stop_reason
 
     @property
     def reason_text(self) -> str:
@@ -81,15 +82,21 @@ class PlanSource:
     """`harness run`'s plan: each (control, repeat) once, in order, recorded nowhere but in
     the run folders themselves (which are sealed whatever happens)."""
 
-    def __init__(self, plan: Sequence[tuple[str, int]], runs_dir: Path) -> None:
+    def __init__(self, plan: Sequence[tuple[str, int]], runs_dir: Path, *,
+                 run_id: str | None = None, attempt: int = 1) -> None:
         self._todo = list(enumerate(plan))
         self._runs_dir = Path(os.path.abspath(runs_dir))
+        self._run_id = run_id  # chosen by a controller (a Slurm job's): a one-control plan
+        self._attempt = attempt
 
     def next_launch(self) -> LaunchRequest | str:
         if not self._todo:
             return "done"
         index, (control, _repeat) = self._todo.pop(0)
-        return new_request(control, self._runs_dir, plan_index=index)
+        if self._run_id is not None:
+            return LaunchRequest(control, self._runs_dir / self._run_id,
+                                 attempt=self._attempt, plan_index=index)
+        return new_request(control, self._runs_dir, attempt=self._attempt, plan_index=index)
 
     def started(self, request: LaunchRequest) -> None:
         """Nothing to record: `harness run` keeps no journal."""

@@ -20,16 +20,19 @@ ENVIRONMENT_STOP = "environment"
 STOP_POLICY = "stop-policy"
 
 
-def stop_reason(policy: str, status: str, exit_code: int, stop_requested: bool) -> str | None:
+def stop_reason(policy: str, status: str, exit_code: int, stop_requested: bool, *,
+                remote: bool = False) -> str | None:
     """Why the campaign stops after a control that ended with `status`/`exit_code`, or None.
 
     A signal (the run was interrupted, or a stop was asked while it sealed) stops every
     campaign; so does an environment fault (exit 3), since the next control would meet
     the same host. Then the campaign's own policy: `stop-on-refusal` stops on anything but
-    accepted, `stop-on-failure` on failed or timed out, `continue` never."""
+    accepted, `stop-on-failure` on failed or timed out, `continue` never.
+    `remote`: the control ran elsewhere (a Slurm job); its interruption (scancel, a lost
+    node) stopped that host's run, not this walk, so the policy and retry rule decide."""
     if policy not in STOP_POLICIES:
         raise InvalidInput(f"unknown stop policy {policy!r} (one of {', '.join(STOP_POLICIES)})")
-    if status == "interrupted" or stop_requested:
+    if (status == "interrupted" and not remote) or stop_requested:
         return INTERRUPTED
     if exit_code == ENVIRONMENT:
         return ENVIRONMENT_STOP

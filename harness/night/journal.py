@@ -296,6 +296,15 @@ class Journal:
         """Commit `running` with the run's id and folder; only then may the caller launch."""
         return self._move(row, "start", run_id, run_id=run_id, run_dir=str(run_dir))
 
+    def record_job(self, row: Row | int, token: str, job_id: str) -> Row:
+        """Commit the Slurm job that runs this row (`<job id> <token>`, event `slurm-job`)."""
+        return self._move(row, "slurm-job", f"{job_id} {token}")
+
+    def job_of(self, row_id: int) -> str | None:
+        """The newest Slurm job id recorded for the row, or None (a local run)."""
+        found = [e["detail"] for e in self.events(row_id) if e["event"] == "slurm-job"]
+        return found[-1].split(" ", 1)[0] if found and found[-1] else None
+
     def finish(self, row: Row | int, status: str, text: str = "") -> Row:
         """Commit how the run ended: its state is the sealed folder's `status`."""
         event, reason = outcome_event(status, text)

@@ -20,12 +20,14 @@ from pathlib import Path
 
 from harness.atomic import write_json
 from harness.catalogue import ENV_DOCTOR
+from harness.config.executor import Executor
 from harness.config.loader import Loaded
 from harness.doctor import run_checks
 from harness.doctor.checks import GIB
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import LaunchRequest, Outcome, new_request
+from harness.driver.slurm import SlurmExecutor
 from harness.errors import HarnessError, InvalidInput
 from harness.execute import Interrupted
 from harness.hashing import sha256_many
@@ -34,6 +36,7 @@ from harness.night.folders import night_folders, night_name
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, next_action
 from harness.night.nightlock import NightLock
 from harness.night.recover import seal_cut_off, stop_run_containers
+from harness.night.remote import resume_row, slurm_executor
 from harness.pipeline.run import signals_interrupt
 from harness.seal import seal_digest, source_files
 from harness.timeutil import iso, stamp, utc_now
@@ -163,6 +166,11 @@ class JournalSource:
         self._rows[request.run_id] = self.journal.mark_running(
             row, request.run_id, str(request.run_dir))  # committed before the folder exists
 
+    def submitted(self, request: LaunchRequest, token: str, job_id: str) -> None:
+        """A Slurm job now runs this launch: its id goes into the journal at once."""
+        self._rows[request.run_id] = self.journal.record_job(
+            self._rows[request.run_id], token, job_id)
+
     def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
         row = self._rows.pop(request.run_id)
         self.journal.finish(row, outcome.status, outcome.reason_text)
@@ -173,8 +181,10 @@ class Night:
 
     def __init__(self, loaded: Loaded, runs_dir: Path, ui: Reporter, *,
                  lock_timeout: float | None, deadline: datetime | None,
-                 summarize: Summarize | None = None) -> None:
+                 summarize: Summarize | None = None, executor: Executor | None = None) -> None:
         self.loaded = loaded
+        self.executor = executor or loaded.executor  # local, or slurm (harness/night/remote)
+        self.night_dir: Path | None = None
         self.runs_dir = Path(os.path.abspath(runs_dir))
         self.ui = ui
         self.lock_timeout = lock_timeout
@@ -183,11 +193,21 @@ class Night:
         self.summarize = summarize
         self.result: NightResult | None = None
 
+    @property
+    def slurm(self) -> bool:
+        return self.executor.kind == "slurm"
+
     def recover(self, journal: Journal) -> None:
-        """Rows a dead harness left `running`: stop their container, seal, record."""
+        """Rows a dead harness left `running`: stop their container, seal, record. Under
+        Slurm first follow the row's job (no second job is ever sent for it)."""
         for row in journal.rows():
             if row.state != "running":
                 continue
+            if self.slurm:
+                outcome = resume_row(self.remote(JournalSource(self, journal)), journal, row)
+                if outcome is not None:
+                    journal.finish(row, outcome.status, outcome.reason_text)
+                    continue
             control, _ = self.loaded.controls.get(row.control, (None, None))
             notes = stop_run_containers(row.run_id, control.stop_grace if control else 10.0) \
                 if row.run_id else []
@@ -199,7 +219,10 @@ class Night:
         journal.resume()  # deferred rows go back to planned: the host may be repaired
 
     def doctor(self, row: Row) -> list[str]:
-        """The doctor's failing lines for this control's profile (empty: the host is fit)."""
+        """The doctor's failing lines for this control's profile (empty: the host is fit).
+        Under Slurm each host is its own doctor (HealthCheckProgram), not the controller."""
+        if self.slurm:
+            return []
         control, _ = self.loaded.controls[row.control]
         lock = self.loaded.image_lock
         pinned = lock.images.get(control.image) if lock else None
@@ -215,13 +238,21 @@ class Night:
     def loop(self, journal: Journal) -> str:
         """Run until done; return why the night stopped: done, deadline, stop-policy,
         interrupted or environment."""
-        executor = LocalExecutor(self.loaded, self.ui, lock_timeout=self.lock_timeout)
-        return drive(JournalSource(self, journal), executor,
+        source = JournalSource(self, journal)
+        executor = self.remote(source) if self.slurm else LocalExecutor(
+            self.loaded, self.ui, lock_timeout=self.lock_timeout)
+        return drive(source, executor,
                      stop_policy=self.loaded.campaign.stop_policy, ui=self.ui,
                      raise_errors=False,
                      on_outcome=lambda o: self.result.runs.append((o.status, o.run_dir))).why
 
+    def remote(self, source: JournalSource) -> SlurmExecutor:
+        return slurm_executor(self.loaded, self.executor, self.ui, night_dir=self.night_dir,
+                              runs_dir=self.runs_dir, lock_timeout=self.lock_timeout,
+                              until=self.deadline, on_submitted=source.submitted)
+
     def run(self, night_dir: Path, resumed: bool, lock: NightLock) -> NightResult:
+        self.night_dir = night_dir
         deadline = iso(self.deadline) if self.deadline else None
         self.result = NightResult(night_dir, 1)
         journal = open_journal(night_dir, self.loaded, deadline)
@@ -269,7 +300,8 @@ class Night:
 def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None = None,
               max_hours: float | None = None, night: str | None = None, new: bool = False,
               lock_timeout: float | None = None, window: str | None = None,
-              summarize: Summarize | None = None) -> NightResult:
+              summarize: Summarize | None = None,
+              executor: Executor | None = None) -> NightResult:
     """Take the night lock, pick or create the night folder, run it; `summarize(night_dir)`
     writes the morning summary at the end (the caller's: night/ knows no report). A start
     outside `window` is refused before anything is touched."""
@@ -284,7 +316,7 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
         night_dir = found or new_night_dir(nights_dir, loaded.campaign.name)
         runner = Night(loaded, runs_dir, ui, lock_timeout=lock_timeout,
                        deadline=deadline.astimezone(UTC) if deadline else None,
-                       summarize=summarize)
+                       summarize=summarize, executor=executor)
         return runner.run(night_dir, found is not None, lock)
     finally:
         lock.release()

@@ -36,6 +36,7 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     ("running", "fail"): "failed",
     ("running", "time-out"): "timed-out",
     ("running", "interrupt"): "interrupted",
+    ("running", "slurm-job"): "running",  # its Slurm job's id and token (detail), after sbatch
     ("deferred", "requeue"): "planned",  # a later start of the night tries the host again
 }
 EVENTS = tuple(sorted({event for _, event in TRANSITIONS}))

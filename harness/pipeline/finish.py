@@ -8,6 +8,7 @@ Before anything is judged or sealed, `clean` removes and records what no seal ma
 from __future__ import annotations
 
 import json
+import os
 
 from harness import engine, faultpoint, perflog
 from harness.atomic import write_json
@@ -21,6 +22,7 @@ from harness.runfolder import layout, record
 from harness.runfolder.manifest import make_read_only, write_manifest
 from harness.runfolder.record import RunRecord
 from harness.seal import seal_changes, source_seal
+from harness.slurm import identity as slurm_identity
 from harness.timeutil import utc_now
 from harness.verdict import Reason, decide, record_reasons
 
@@ -73,6 +75,7 @@ def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> RunRecord
         stages=list(ctx.stages),
         provenance=ctx.provenance,
         approval=ctx.approval,
+        slurm=slurm_identity.record(os.environ),
     )
 
 

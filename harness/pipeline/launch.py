@@ -54,6 +54,7 @@ from harness.lock import GpuLock
 from harness.pipeline import orphans, sanitize
 from harness.pipeline.context import RunContext
 from harness.runfolder import layout
+from harness.slurm import identity as slurm_identity
 from harness.verdict import Reason
 
 INSTRUMENT_DIR = Path(__file__).resolve().parent.parent / "instrument"
@@ -193,6 +194,7 @@ def build_vector(ctx: RunContext, mounts: list[Source], model: Source | None) ->
         model_declared=str(model.declared) if model else None,
         extra_env={contract.ENV_SEAL: ctx.seal.digest if ctx.seal else ""},
         launcher=orphans.launcher_identity(),
+        slurm_job=slurm_identity.job_id(os.environ),
     )
     return vector.build(inp, dict(os.environ))
 

@@ -14,6 +14,7 @@ from harness.approval import check as approval
 from harness.atomic import write_json
 from harness.catalogue import (
     ENV_DEVICE,
+    ENV_LOCK_NETWORK_FS,
     ENV_MISSING_IMAGE,
     ENV_MODEL_DIR,
     ENV_NO_ENGINE,
@@ -24,7 +25,7 @@ from harness.catalogue import (
     MODEL_UNPINNED,
 )
 from harness.errors import EnvironmentFault
-from harness.host import identity
+from harness.host import fstype, identity
 from harness.imagepin import how_to_obtain
 from harness.pipeline.context import RunContext
 from harness.provenance import git_state
@@ -101,11 +102,24 @@ def check_device(ctx: RunContext) -> list[Reason]:
             for p in DEVICE_PATHS[ctx.control.device] if not Path(p).exists()]
 
 
+def check_lock_fs(ctx: RunContext) -> list[Reason]:
+    """A GPU lock on a network file system: refused in a Slurm job, a warning elsewhere."""
+    path = ctx.loaded.lock_path
+    problem = fstype.lock_fs_problem(str(path), fstype.fs_type(path),
+                                     fstype.under_slurm(os.environ))
+    if problem is None:
+        return []
+    if problem[0] == "warn":
+        ctx.ui.event("warning", rule=ENV_LOCK_NETWORK_FS, message=problem[1])
+        return []
+    return [Reason(ENV_LOCK_NETWORK_FS, problem[1])]
+
+
 def run(ctx: RunContext) -> list[Reason]:
     ctx.seal = source_seal(ctx.loaded.project_dir, ctx.loaded.files())
     ctx.provenance = git_state(ctx.loaded.project_dir)
     ctx.approval, reasons = approval.for_run(ctx.loaded, ctx.seal.digest)
-    reasons += check_image(ctx) + check_model(ctx) + check_device(ctx)
+    reasons += check_lock_fs(ctx) + check_image(ctx) + check_model(ctx) + check_device(ctx)
     if not reasons:
         snapshot = identity.snapshot(docker_client=engine.client())
         write_json(ctx.run_dir / layout.HOST_BEFORE, snapshot, exclusive=True)

@@ -69,6 +69,8 @@ class RunRecord:
     provenance: dict[str, Any] | None = None
     # the approval it ran under (require_approval): file, digest, seal, commit reviewed
     approval: dict[str, Any] | None = None
+    # the Slurm job it ran in (harness.slurm.identity): job_id, token, node, gpus
+    slurm: dict[str, Any] | None = None
     schema: str = SCHEMA
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -90,6 +92,8 @@ class RunRecord:
             doc["provenance"] = self.provenance
         if self.approval is not None:
             doc["approval"] = self.approval
+        if self.slurm is not None:
+            doc["slurm"] = self.slurm
         return doc
 
     def view(self) -> dict[str, Any]:
@@ -214,7 +218,7 @@ def from_dict(doc: dict[str, Any]) -> RunRecord:
         rerun_of=_of(doc, "rerun_of", dict), recovered=_of(doc, "recovered", dict),
         stages=[s for s in _of(doc, "stages", list, []) if isinstance(s, dict)] or None,
         provenance=provenance_of(doc.get("provenance")),
-        approval=_of(doc, "approval", dict),
+        approval=_of(doc, "approval", dict), slurm=_of(doc, "slurm", dict),
         schema=_of(doc, "schema", str, ""), raw=doc)
 
 

@@ -32,6 +32,7 @@ TRANSIENT = ("unable to contact slurm controller", "socket timed out", "temporar
              "communication connection failure", "slurm_persist_conn", "retrying")
 MAX_JOBCOMP_BYTES = 64 * 1024 * 1024  # read the newest part of a larger file only
 MAX_OUTPUT = 16 * 1024 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -168,3 +169,37 @@ def cancel(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
     if isinstance(r, str):
         return r
     return None if r.returncode == 0 else f"scancel: {r.stderr.strip()[:500]}"
+
+
+@dataclass(frozen=True)
+class History:
+    """Where ended jobs can still be read after squeue forgets them (MinJobAge)."""
+
+    use_sacct: bool = False  # accounting storage (slurmdbd) is configured
+    jobcomp: Path | None = None  # a jobcomp/filetxt file this host can read
+
+
+def parse_config(text: str) -> History:
+    """`scontrol show config` (`Key = value` lines) -> the history sources. Pure."""
+    values = {}
+    for line in text.splitlines()[:10_000]:
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    accounting = values.get("AccountingStorageType", "accounting_storage/none")
+    loc = values.get("JobCompLoc", "")
+    filetxt = values.get("JobCompType") == "jobcomp/filetxt" and loc.startswith("/") \
+        and not _CONTROL.search(loc)
+    return History(use_sacct=accounting not in ("", "accounting_storage/none", "(null)"),
+                   jobcomp=Path(loc) if filetxt else None)
+
+
+def history(*, env: Mapping[str, str] | None = None, timeout_s: float = 30.0) -> History:
+    """The cluster's history sources (none when scontrol fails: squeue and time decide)."""
+    r = _run(["scontrol", "show", "config"], env, timeout_s)
+    if isinstance(r, str) or r.returncode != 0:
+        return History()
+    found = parse_config(r.stdout[:MAX_OUTPUT])
+    if found.jobcomp is not None and not found.jobcomp.is_file():
+        found = History(found.use_sacct, None)  # on another host's disk: not readable here
+    return found

@@ -79,6 +79,7 @@ class JobSpec:
     lock_wait_s: float = 600.0  # passed to `harness run --lock-timeout`, and budgeted
     until: datetime | None = None  # the night's --until: becomes --deadline
     exclude: tuple[str, ...] = ()  # nodes this attempt must avoid (earlier node failures)
+    run_id: str | None = None  # the run folder's name the controller journaled (one control)
 
 
 @dataclass(frozen=True)
@@ -302,6 +303,11 @@ def run_argv(spec: JobSpec, site: Site) -> list[str]:
             _path("campaign file", spec.campaign_file, relative_ok=True)]
     for c in spec.controls:
         argv += ["--control", c.name]
+    if spec.run_id is not None:  # the controller finds the sealed run under this name
+        if len(spec.controls) != 1:
+            raise InvalidInput("slurm job: a run id names one control's run, not a group's")
+        argv += ["--run-id", _name("run id", spec.run_id, _NIGHT),
+                 "--attempt", str(_count("attempt", spec.attempt, 1, 999))]
     argv += ["--runs-dir", _path("runs_dir", site.runs_dir, relative_ok=True),
              "--lock-timeout", f"{math.ceil(_seconds('lock_wait', spec.lock_wait_s))}s",
              "--json-lines"]

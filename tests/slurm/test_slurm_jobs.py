@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from harness.perflog import PERFLOG_DIR
 from harness.slurm import job, query, state
 from harness.slurm.job import ControlTime, JobSpec, Site
 from harness.slurm.query import JobState
@@ -31,6 +32,11 @@ def site_for(tmp: Path) -> Site:
                 drop=str(tmp / "drop"), gfx="gfx1100", home_root=str(tmp / "homes"))
     (tmp / "drop" / "jobs").mkdir(parents=True)
     return site
+
+
+def run_folders(runs: Path) -> list[Path]:
+    """The run folders under `runs` (not perflog/, which every sealed run appends to)."""
+    return sorted(p for p in runs.iterdir() if p.is_dir() and p.name != PERFLOG_DIR)
 
 
 def submit(cluster: Cluster, spec: JobSpec, site: Site) -> str:
@@ -80,7 +86,7 @@ def test_a_built_job_runs_harness_run_and_seals_it(cluster: Cluster, tmp_path) -
     log = Path(job.log_path(site, token).replace("%j", job_id)).read_text()
     assert ended.state == JobState.DONE and cluster.history()[job_id].exit_code == 0, log
     assert ended.name == token and ended.node in ("node1", "node2")
-    runs = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())
+    runs = run_folders(tmp_path / "runs")
     assert len(runs) == 1, log
     record = json.loads((runs[0] / "run.json").read_text())
     assert record["status"] == "accepted", log
@@ -141,7 +147,7 @@ def test_two_jobs_on_one_host_wait_for_its_gpu_lock(cluster: Cluster, tmp_path) 
     jobs = cluster.wait_ended(ids, timeout=300)
     assert [jobs[i].node for i in ids] == ["node1", "node1"]
     records = [json.loads((d / "run.json").read_text())
-               for d in sorted((tmp_path / "runs").iterdir()) if d.is_dir()]
+               for d in run_folders(tmp_path / "runs")]
     assert [r["status"] for r in records] == ["accepted", "accepted"]
     spans = sorted((r["lock"]["acquired"], r["lock"]["released"]) for r in records)
     assert spans[0][1] <= spans[1][0], f"hold intervals overlap: {spans}"
@@ -194,3 +200,53 @@ def test_node_down_mid_run_ends_the_job_before_the_host_seals(cluster: Cluster, 
     finally:
         cluster.cli("scontrol", "update", f"nodename={node}", "state=resume")
         cluster.wait_nodes_up()
+
+
+EPILOG = REPO / "scripts" / "slurm-epilog.sh"
+
+
+def test_scancel_kill_leaves_a_container_that_the_epilog_removes(cluster: Cluster, tmp_path,
+                                                                 project, cleanup_containers):
+    """SIGKILL gives the harness no chance to stop its container (dockerd's child, not the
+    job's); the Epilog, run as slurmd runs it (root, SLURM_JOB_ID), stops and removes only
+    that job's containers, and the next run on the host seals the cut-off folder."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control("sleeper", """\
+        command: [python3, -c, "import time; time.sleep(300)"]
+        timeout: 600
+        stop_grace: 3
+        """)
+    project.control("quick", "command: [python3, -c, pass]\ntimeout: 60\n")
+    campaign = project.campaign("slurmkill", ["sleeper", "quick"])
+    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
+                   home_root=None)
+    spec = JobSpec(night=f"slurmkill-{stamp()}", campaign_file=str(campaign),
+                   controls=(ControlTime("sleeper", 600, 3),), slot=0, attempt=1,
+                   lock_wait_s=60)
+    job_id = submit(cluster, spec, site)
+    cluster.wait_running(job_id)
+    mine = f"org.harness.slurm-job={job_id}"
+    deadline = time.monotonic() + 120
+    while not containers_with_label(mine, all_states=False):
+        assert time.monotonic() < deadline, "the labelled container never started"
+        time.sleep(0.3)
+    assert cluster.cli("scancel", "--batch", "-s", "KILL", job_id).returncode == 0
+    cluster.wait_ended([job_id], timeout=60)
+    time.sleep(1.0)
+    assert containers_with_label(mine, all_states=False), "SIGKILL left no container?"
+    other = subprocess.run(["bash", str(EPILOG)], env={"SLURM_JOB_ID": str(int(job_id) + 99),
+                                                      "PATH": "/usr/bin:/bin"},
+                           capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0 and containers_with_label(mine, all_states=False)
+    r = subprocess.run(["sh", str(EPILOG)], env={"SLURM_JOB_ID": job_id, "PATH": "/usr/bin"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert containers_with_label(mine) == [], "the Epilog left the job's container"
+    [run] = [d for d in project.run_dirs() if d.name.startswith("sleeper-")]
+    assert not (run / "SHA256SUMS").exists()  # cut off: the next run on the host seals it
+    again = subprocess.run([HARNESS, "run", str(campaign), "--control", "quick",
+                            "--runs-dir", str(project.runs)], capture_output=True, text=True,
+                           cwd=project.root, timeout=120)
+    assert (run / "SHA256SUMS").exists(), again.stdout + again.stderr
+    assert project.record(run)["status"] == "interrupted"

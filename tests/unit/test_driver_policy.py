@@ -40,6 +40,18 @@ def test_every_policy_and_status(policy: str, status: str) -> None:
         assert why is None
 
 
+def test_a_remote_interruption_is_the_policys_to_judge() -> None:
+    """A Slurm job cancelled or lost stopped that host's run, not the walk: `continue`
+    goes on (and the retry rule may try it again), stop-on-refusal still stops."""
+    code = CODES["interrupted"]
+    assert stop_reason("continue", "interrupted", code, False, remote=True) is None
+    assert stop_reason("stop-on-failure", "interrupted", code, False, remote=True) is None
+    assert stop_reason("stop-on-refusal", "interrupted", code, False,
+                       remote=True) == "stop-policy"
+    assert stop_reason("continue", "interrupted", code, True, remote=True) == "interrupted"
+    assert stop_reason("continue", "accepted", 0, False, remote=True) is None
+
+
 @pytest.mark.parametrize(("policy", "status"), list(itertools.product(STOP_POLICIES, STATUSES)))
 def test_a_stop_asked_while_sealing_stops_every_policy(policy: str, status: str) -> None:
     assert stop_reason(policy, status, CODES[status], stop_requested=True) == "interrupted"

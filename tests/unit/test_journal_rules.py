@@ -30,6 +30,7 @@ EXPECTED = {
     ("running", "refuse"): "refused",
     ("running", "fail"): "failed",
     ("running", "interrupt"): "interrupted",
+    ("running", "slurm-job"): "running",  # records the Slurm job; the row stays running
     ("deferred", "requeue"): "planned",
 }
 

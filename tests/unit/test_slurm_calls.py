@@ -60,3 +60,22 @@ def test_read_jobcomp_keeps_the_newest_whole_lines(tmp_path, monkeypatch) -> Non
     text = calls.read_jobcomp(path)
     assert text.endswith("JobId=99 Name=n JobState=COMPLETED\n")
     assert text.startswith("JobId=") and len(text) <= 200
+
+
+CONFIG = """\
+Configuration data as of 2026-11-30T19:30:00
+AccountingStorageType   = accounting_storage/none
+JobCompHost             = localhost
+JobCompLoc              = /var/spool/slurm/jobcomp.txt
+JobCompType             = jobcomp/filetxt
+"""
+
+
+def test_history_sources_from_scontrol_show_config() -> None:
+    found = calls.parse_config(CONFIG)
+    assert found.use_sacct is False and str(found.jobcomp) == "/var/spool/slurm/jobcomp.txt"
+    dbd = CONFIG.replace("accounting_storage/none", "accounting_storage/slurmdbd")
+    assert calls.parse_config(dbd).use_sacct is True
+    assert calls.parse_config(CONFIG.replace("jobcomp/filetxt", "jobcomp/none")).jobcomp is None
+    assert calls.parse_config(CONFIG.replace("/var/spool", "spool")).jobcomp is None
+    assert calls.parse_config("").use_sacct is False and calls.parse_config("").jobcomp is None

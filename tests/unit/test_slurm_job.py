@@ -37,7 +37,10 @@ GROUP = JobSpec(night=NIGHT, campaign_file="/srv/harness/campaigns/night a.yaml"
                 slot=4, attempt=2, preflight_s=90, seal_s=45, lock_wait_s=1200,
                 until=datetime(2026, 12, 1, 8, 30, tzinfo=timezone(timedelta(hours=2))),
                 exclude=("node7", "node2", "node7"))
-CASES = {"single": (ONE, SITE), "group-typed-until-exclude": (GROUP, FULL_SITE)}
+# A night's job: `harness run` makes exactly the run folder the journal committed.
+NIGHT_RUN = replace(ONE, attempt=2, run_id="rehearsal-compute-20261130T021501Z-0a1b2c3d")
+CASES = {"single": (ONE, SITE), "group-typed-until-exclude": (GROUP, FULL_SITE),
+         "night-run-id": (NIGHT_RUN, SITE)}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -186,3 +189,15 @@ def test_argv_shape_and_script_path() -> None:
         assert option in argv
     assert not any(a.startswith(("--partition", "--account", "--deadline", "--exclude"))
                    for a in argv)
+
+
+def test_run_id_names_one_controls_run_only() -> None:
+    argv = job.run_argv(NIGHT_RUN, SITE)
+    assert argv[argv.index("--run-id") + 1] == NIGHT_RUN.run_id
+    assert argv[argv.index("--attempt") + 1] == "2"
+    assert "--run-id" not in job.run_argv(ONE, SITE)
+    with pytest.raises(InvalidInput, match="one control"):
+        job.run_argv(replace(GROUP, run_id="x-1"), SITE)
+    for bad in ("../etc", "a b", "x;rm", "-rf", "x" * 101):
+        with pytest.raises(InvalidInput, match="run id"):
+            job.run_argv(replace(ONE, run_id=bad), SITE)

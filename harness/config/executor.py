@@ -1,0 +1,54 @@
+"""A campaign's `executor:` block: where `harness night` runs its controls (issue 13).
+
+    executor:
+      kind: slurm          # local (default): here, one after another; slurm: one job each
+      partition: gpu       # sbatch --partition (optional)
+      account: lab         # sbatch --account (optional)
+      drop: /shared/drop   # shared folder: job scripts and logs (<drop>/jobs)
+      seal_grace: 2m       # after Slurm says a job ended, how long to wait for its seal
+
+`harness night --executor slurm --partition P --account A --drop DIR` sets the same keys
+for one start; the command line wins. The Campaign model keeps the raw mapping (schema.py
+imports nothing from here), and the loader validates it with positions, as for `gates:`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from harness.config.schema import Duration, SafeName, Strict
+from harness.errors import InvalidInput
+
+KINDS = ("local", "slurm")
+
+
+class Executor(Strict):
+    kind: Literal["local", "slurm"] = "local"
+    partition: SafeName | None = None
+    account: SafeName | None = None
+    drop: str | None = Field(default=None, min_length=1, max_length=1024,
+                             description="relative to the campaign file, or absolute")
+    harness: str | None = Field(default=None, min_length=1, max_length=1024,
+                                description="the harness executable on every host "
+                                            "(default: this one's path)")
+    home_root: str | None = Field(default=None, min_length=1, max_length=1024,
+                                  description="HOME=<home_root>/<node> in each job: one GPU "
+                                              "lock per host where homes are shared")
+    seal_grace: Duration = Field(default=120.0, ge=0, le=24 * 3600)
+
+
+class ExecutorBlock(Strict):
+    """The wrapper the loader validates `{"executor": ...}` with, for positions."""
+
+    executor: Executor = Executor()
+
+
+def merged(base: Executor, **given: Any) -> Executor:
+    """`base` with the command line's values (None: not given) on top, validated again."""
+    values = {**base.model_dump(), **{k: v for k, v in given.items() if v is not None}}
+    try:
+        return Executor.model_validate(values)
+    except ValueError as e:
+        raise InvalidInput(f"--executor options: {e}") from None

@@ -1,0 +1,68 @@
+"""A night's Slurm side: the executor its loop uses, and the resume of rows left `running`.
+
+Kept out of runner.py so the local night reads as before. Why the doctor is not run by the
+controller here: the controller is not a GPU host; each host runs `harness doctor
+CAMPAIGN` as Slurm's HealthCheckProgram, which drains a host that is unfit (docs/slurm.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from harness.config.executor import Executor
+from harness.config.loader import Loaded, resolve
+from harness.driver.plan import LaunchRequest, Outcome
+from harness.driver.slurm import Settings, SlurmExecutor
+from harness.errors import InvalidInput
+from harness.night.journal import Journal, Row
+from harness.slurm import calls
+from harness.slurm.job import Site
+from harness.ui import Reporter
+
+
+def harness_path(configured: str | None) -> str:
+    """The `harness` the jobs exec: the configured one, else the one running now."""
+    if configured is not None:
+        return os.path.abspath(os.path.expanduser(configured))
+    beside = Path(sys.executable).parent / "harness"
+    found = str(beside) if beside.is_file() else shutil.which("harness")
+    if found is None:
+        raise InvalidInput("executor: cannot tell where `harness` is; set executor.harness")
+    return os.path.abspath(found)
+
+
+def site_of(loaded: Loaded, config: Executor, runs_dir: Path) -> Site:
+    drop = (resolve(config.drop, loaded.campaign_file.parent) if config.drop
+            else runs_dir / "slurm")
+    home = (str(resolve(config.home_root, loaded.campaign_file.parent))
+            if config.home_root else None)
+    return Site(harness=harness_path(config.harness), workdir=str(loaded.project_dir),
+                runs_dir=str(runs_dir), drop=str(drop), partition=config.partition,
+                account=config.account, gfx=loaded.campaign.host.gfx, home_root=home)
+
+
+def slurm_executor(loaded: Loaded, config: Executor, ui: Reporter, *, night_dir: Path,
+                   runs_dir: Path, lock_timeout: float | None, until: datetime | None,
+                   on_submitted: Callable[[LaunchRequest, str, str], None] | None,
+                   ) -> SlurmExecutor:
+    found = calls.history()  # sacct or the jobcomp file, where the cluster keeps them
+    settings = Settings(
+        night=night_dir.name, campaign_file=str(loaded.campaign_file),
+        site=site_of(loaded, config, runs_dir),
+        lock_wait_s=lock_timeout or loaded.campaign.lock_timeout, until=until,
+        seal_grace_s=config.seal_grace, use_sacct=found.use_sacct, jobcomp=found.jobcomp)
+    return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted)
+
+
+def resume_row(executor: SlurmExecutor, journal: Journal, row: Row) -> Outcome | None:
+    """Follow the job of a row a dead controller left `running` (None: no job, no seal)."""
+    if not row.run_dir:
+        return None
+    request = LaunchRequest(row.control, Path(row.run_dir), attempt=row.attempt,
+                            plan_index=row.plan_index)
+    return executor.resume(request, journal.job_of(row.id))

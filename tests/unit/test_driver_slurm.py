@@ -1,0 +1,130 @@
+"""The Slurm executor's decisions, without Slurm: what a control's job asks for, what one
+batched answer means for the job being followed, and what a missing seal becomes.
+
+The real loop (sbatch, squeue, the sealed run) is tested on a real cluster in tests/slurm;
+here each decision is fed answers as Slurm's parsers give them (harness.slurm.query.Job).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.catalogue import ENV_SLURM_NO_EVIDENCE, SLURM_NO_SEAL
+from harness.config.loader import require_campaign
+from harness.driver.plan import LaunchRequest
+from harness.driver.slurm import Settings, SlurmExecutor, Watch
+from harness.slurm import job
+from harness.slurm.calls import Poll
+from harness.slurm.query import Job, JobState
+from harness.ui import Reporter
+
+REPO = Path(__file__).resolve().parents[2]
+NIGHT = "rehearsal-night-20261130T192354Z"
+
+
+def executor(tmp_path: Path, **settings) -> tuple[SlurmExecutor, io.StringIO]:
+    loaded = require_campaign(REPO / "campaigns" / "rehearsal-night.yaml")
+    site = job.Site(harness="/opt/h/bin/harness", workdir=str(REPO),
+                    runs_dir=str(tmp_path / "runs"), drop=str(tmp_path / "drop"))
+    out = io.StringIO()
+    return SlurmExecutor(loaded, Reporter(out), Settings(
+        night=NIGHT, campaign_file=str(loaded.campaign_file), site=site, **settings)), out
+
+
+def request(tmp_path: Path, attempt: int = 1) -> LaunchRequest:
+    return LaunchRequest("night-b", tmp_path / "runs" / "night-b-20261130T192403Z-36eaa3a9",
+                         attempt=attempt, plan_index=1)
+
+
+def answer(state: JobState | None, node: str | None = "node2", errors=()) -> Poll:
+    jobs = {} if state is None else {"7": Job("7", "t", state, node=node)}
+    return Poll(jobs=jobs, errors=list(errors))
+
+
+def test_the_job_names_the_journaled_run_and_the_controls_own_times(tmp_path) -> None:
+    ex, _ = executor(tmp_path, lock_wait_s=300)
+    spec = ex.spec(request(tmp_path, attempt=2))
+    assert spec.run_id == "night-b-20261130T192403Z-36eaa3a9"
+    assert (spec.slot, spec.attempt, spec.night) == (1, 2, NIGHT)
+    control, _ = ex.loaded.controls["night-b"]
+    [ct] = spec.controls
+    assert (ct.name, ct.timeout_s, ct.stop_grace_s) == ("night-b", control.timeout,
+                                                       control.stop_grace)
+    argv = job.run_argv(spec, ex.settings.site)
+    assert argv[argv.index("--run-id") + 1] == spec.run_id
+    assert job.token_of(spec) == f"harness+{NIGHT}+1+2+night-b"
+
+
+def test_an_ended_job_starts_the_grace_and_a_requeue_cancels_it(tmp_path) -> None:
+    ex, out = executor(tmp_path)
+    w = Watch("7")
+    assert ex.observe(w, answer(JobState.PENDING), 0.0) is True
+    assert ex.observe(w, answer(JobState.PENDING), 1.0) is False  # nothing changed
+    assert ex.observe(w, answer(JobState.RUNNING), 2.0) is True and w.ended_at is None
+    assert ex.observe(w, answer(JobState.NODE_FAIL), 3.0) is True
+    assert (w.ended_at, w.ended.state, w.ended.node) == (3.0, JobState.NODE_FAIL, "node2")
+    ex.observe(w, answer(JobState.NODE_FAIL), 9.0)
+    assert w.ended_at == 3.0  # the grace counts from the first answer that said so
+    assert ex.observe(w, answer(JobState.PENDING), 10.0) is True and w.ended_at is None
+    events = [json.loads(line)["event"] for line in out.getvalue().splitlines()]
+    assert events == ["slurm-end"]
+
+
+def test_a_job_missing_from_every_answer_is_ended_only_after_lost_after(tmp_path) -> None:
+    ex, out = executor(tmp_path, lost_after_s=30)
+    w = Watch("7")
+    ex.observe(w, answer(JobState.RUNNING), 0.0)
+    assert ex.observe(w, answer(None), 1.0) is False and w.ended_at is None
+    assert ex.observe(w, answer(None), 30.0) is False and w.ended_at is None
+    assert ex.observe(w, answer(None), 31.0) is True and w.ended_at == 31.0
+    assert w.ended is None and '"slurm-lost"' in out.getvalue()
+
+
+def test_failed_queries_count_only_while_the_job_is_not_seen(tmp_path) -> None:
+    ex, _ = executor(tmp_path)
+    w = Watch("7")
+    ex.observe(w, answer(None, errors=["squeue: timed out"]), 0.0)
+    ex.observe(w, answer(None, errors=["squeue: timed out"]), 1.0)
+    assert w.failures == 2
+    ex.observe(w, answer(JobState.RUNNING, errors=["sacct: disabled"]), 2.0)
+    assert w.failures == 0
+
+
+def test_no_seal_after_slurm_ended_it_is_interrupted_and_the_retry_avoids_a_lost_node(
+        tmp_path) -> None:
+    ex, _ = executor(tmp_path, seal_grace_s=5)
+    req = request(tmp_path)
+    w = Watch("7", ended=Job("7", "t", JobState.NODE_FAIL, node="node2"), ended_at=0.0)
+    outcome = ex.unsealed(req, w)
+    assert (outcome.status, outcome.exit_code, outcome.remote) == ("interrupted", 1, True)
+    assert outcome.reasons[0].startswith(f"{SLURM_NO_SEAL}: job 7 (node-fail, on node2)")
+    assert ex.spec(request(tmp_path, attempt=2)).exclude == ("node2",)
+    cancelled = Watch("8", ended=Job("8", "t", JobState.CANCELLED, node="node1"), ended_at=0)
+    ex.unsealed(req, cancelled)  # an admin's scancel says nothing against node1
+    assert ex.spec(request(tmp_path, attempt=3)).exclude == ("node2",)
+
+
+def test_a_job_done_without_any_run_folder_is_an_environment_fault(tmp_path) -> None:
+    ex, _ = executor(tmp_path)
+    w = Watch("9", ended=Job("9", "t", JobState.DONE, node="node1"), ended_at=0.0)
+    outcome = ex.unsealed(request(tmp_path), w)
+    assert (outcome.status, outcome.exit_code) == ("failed", 3)
+    assert outcome.reasons[0].startswith(ENV_SLURM_NO_EVIDENCE)
+    assert f"{tmp_path}/drop/jobs/harness+{NIGHT}+1+1+night-b.9.log" in outcome.reasons[0]
+
+
+@pytest.mark.parametrize("state", [JobState.DONE, JobState.TIMEOUT])
+def test_a_left_unsealed_folder_is_sealed_as_found(tmp_path, state: JobState) -> None:
+    """A shared runs folder the host left unsealed: sealed `interrupted` by the controller
+    (a DONE job that made its folder is interrupted too, never an environment fault)."""
+    ex, _ = executor(tmp_path)
+    req = request(tmp_path)
+    req.run_dir.mkdir(parents=True)
+    (req.run_dir / "harness.json").write_text("{}")
+    outcome = ex.unsealed(req, Watch("7", ended=Job("7", "t", state), ended_at=0.0))
+    assert outcome.status == "interrupted"
+    assert (req.run_dir / "SHA256SUMS").is_file()
