@@ -16,7 +16,8 @@ from harness.errors import REFUSED, Refused
 
 @click.group("bundle")
 def bundle() -> None:
-    """Export run folders as a verifiable evidence bundle, or verify one offline.
+    """Export run folders as a verifiable evidence bundle, verify one offline, merge several
+    into one, or collect those Slurm hosts left in a drop.
 
     A bundle is a BagIt bag in a tar: the run folders unchanged, sha256 manifests, an
     in-toto statement, and optionally an SSH signature. See docs/bundles.md.
