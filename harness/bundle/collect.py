@@ -1,23 +1,23 @@
 """`bundle collect`: the controller's side of the drop, where hosts leave their runs.
 
 Under Slurm each host seals a run on its own disk, then its job exports the run as a bundle
-to `<drop>/bundles/<run-id>.tar.gz` (written to a dot-name, then renamed: a bundle in the
-drop is complete). Collect takes each bundle there that it has not collected yet (by its
-sha256), verifies it as `bundle verify` does, records the digest in `RUNS/collected.jsonl`
-(one JSON object a line, appended and fsynced: what arrived, when, and what was done with
-it), and unpacks each of its runs that RUNS does not hold yet. A host that could not reach
-the drop keeps its sealed runs; once their bundles appear, a later collect picks them up.
+to `<drop>/bundles/<run-id>.tar.gz` (written to a dot-name, then linked into place: a
+bundle in the drop is whole). Collect takes each bundle there that it has not collected
+yet (by its sha256), verifies it as `bundle verify` does, records the digest in
+`RUNS/collected.jsonl` (one JSON object a line, appended and fsynced: what arrived, when,
+and what was done with it), and moves each of its runs that RUNS does not hold yet into
+RUNS. A host that could not reach the drop keeps its sealed runs; once their bundles
+appear, a later collect picks them up.
 
-A bundle is hostile: it is unpacked by `safe_extract` into a private temporary folder and
-must verify before anything of it reaches RUNS. A run is copied to a dot-name in RUNS and
-renamed into place, so RUNS never holds half a run; a run RUNS already holds is left as it
-is (evidence is append-only), and one whose seal differs from the bundle's is a conflict.
+A bundle is hostile: it is unpacked by `safe_extract` into a dot-folder inside RUNS and
+must verify before any run of it takes its place; each run is then renamed into place, so
+RUNS never holds half a run. A run RUNS already holds is left as it is (evidence is
+append-only), and one whose seal differs from the bundle's is a conflict.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -29,7 +29,6 @@ from harness.bundle.export import compression_for
 from harness.bundle.merge import file_sha256
 from harness.bundle.records import parse_json
 from harness.bundle.safe_extract import Limits, safe_extract
-from harness.bundle.seals import bag_runs
 from harness.bundle.sums import one_line
 from harness.bundle.verify import verify_tree
 from harness.errors import InvalidInput
@@ -114,19 +113,13 @@ def _append(runs_dir: Path, arrival: Arrival) -> None:
 
 
 def _place(run: Path, runs_dir: Path, run_id: str) -> None:
-    """Copy the verified run into RUNS under a dot-name, then rename it into place."""
-    tmp = runs_dir / f".{run_id}.collect-{os.getpid()}"
-    shutil.copytree(run, tmp, symlinks=True)
-    try:
-        os.rename(tmp, runs_dir / run_id)  # fails on a folder that appeared meanwhile
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    """Move the verified run (unpacked inside RUNS, so this is one rename) into place."""
+    os.rename(run, runs_dir / run_id)
     fsync_dir(runs_dir)
 
 
-def _unpack_runs(root: Path, runs_dir: Path, arrival: Arrival) -> None:
-    for run in bag_runs([p.relative_to(root).as_posix() for p in root.rglob(layout.RECORD)]):
+def _unpack_runs(root: Path, runs: list[str], runs_dir: Path, arrival: Arrival) -> None:
+    for run in runs:
         run_id = run.removeprefix(f"{bag.PAYLOAD_DIR}/")
         arrival.runs.append(run_id)
         if "/" in run_id:  # a night's run nested in its folder: collect takes plain runs
@@ -148,19 +141,22 @@ def _unpack_runs(root: Path, runs_dir: Path, arrival: Arrival) -> None:
 
 def _collect_one(path: Path, digest: str, runs_dir: Path, allowed_signers: Path | None,
                  limits: Limits | None) -> Arrival:
+    """Unpack into a dot-folder inside RUNS (never a run: no owner file at its top, and
+    removed on the way out), verify, then rename each new run into place."""
     arrival = Arrival(one_line(path.name), digest)
-    with tempfile.TemporaryDirectory(prefix="harness-collect-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=".harness-collect-", dir=runs_dir) as tmp:
         try:
             root = safe_extract(path, Path(tmp), limits)
+            report = verify_tree(root, allowed_signers)
+            if not report.ok:
+                arrival.problems += [one_line(str(p)) for p in report.problems]
+                return arrival
+            arrival.ok = True
+            _unpack_runs(root, report.runs, runs_dir, arrival)
         except InvalidInput as e:
             arrival.problems.append(str(e))
-            return arrival
-        report = verify_tree(root, allowed_signers)
-        if not report.ok:
-            arrival.problems += [one_line(str(p)) for p in report.problems]
-            return arrival
-        arrival.ok = True
-        _unpack_runs(root, runs_dir, arrival)
+        except OSError as e:  # a full disk, a folder that appeared meanwhile
+            arrival.problems.append(one_line(f"{type(e).__name__}: {e}"))
     return arrival
 
 

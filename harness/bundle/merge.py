@@ -162,7 +162,8 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
                            "is not a file")
     digests = [(one_line(str(b)), file_sha256(Path(b))) if Path(b).is_file() else None
                for b in bundles]
-    with tempfile.TemporaryDirectory(prefix="harness-merge-") as tmp:
+    # Unpacked beside the output: a night's inputs may be far larger than /tmp.
+    with tempfile.TemporaryDirectory(prefix=".harness-merge-", dir=output.parent) as tmp:
         inputs: list[_Input] = []
         problems: list[Problem] = []
         for index, source in enumerate(bundles):

@@ -164,3 +164,19 @@ def test_collect_refuses_a_tampered_bundle_and_keeps_what_runs_holds(tmp_path):
     (conflict,) = collect_drop(drop, runs)
     assert conflict.ok and conflict.problems and conflict.unpacked == []
     assert (runs / "run-a" / "SHA256SUMS").read_text() == ""  # never rewritten
+
+
+def test_collect_takes_the_good_bundles_beside_a_hostile_one(tmp_path):
+    drop, runs = tmp_path / "drop", tmp_path / "RUNS"
+    (drop / "bundles").mkdir(parents=True)
+    (a,) = _exports(tmp_path, "run-a")
+    a.rename(drop / "bundles" / a.name)
+    with tarfile.open(drop / "bundles" / "evil.tar", "w") as tar:
+        tar.addfile(tarfile.TarInfo("top/../../escape"))
+    (drop / "bundles" / "link.tar.gz").symlink_to(drop / "bundles" / a.name)
+    arrivals = {x.bundle: x for x in collect_drop(drop, runs)}
+    assert set(arrivals) == {"evil.tar", a.name}  # a symlink is never followed
+    assert arrivals["evil.tar"].problems and not arrivals["evil.tar"].ok
+    assert arrivals[a.name].unpacked == ["run-a"]
+    assert sorted(p.name for p in runs.iterdir()) == [RECORD, "run-a"]  # no temp left
+    assert not (tmp_path / "escape").exists()
