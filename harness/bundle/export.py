@@ -125,10 +125,9 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compres
             tar.add_bytes(name, tags[name])
 
 
-def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = None
-                  ) -> ExportResult:
-    """Write the bundle for `folders` to `output` (new file, written atomically)."""
-    output = Path(output)
+def check_output(output: Path, sign_key: Path | None) -> bool:
+    """The output may be written (a new file in a folder, a known suffix) and the key is a
+    file; returns whether to gzip. InvalidInput (exit 2) otherwise."""
     compress = compression_for(output)
     if output.exists() or output.is_symlink():
         raise InvalidInput(f"{one_line(str(output))} exists; bundles are never overwritten")
@@ -136,20 +135,14 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
         raise InvalidInput(f"{one_line(str(output.parent))} is not a folder")
     if sign_key is not None and not Path(sign_key).is_file():
         raise InvalidInput(f"signing key {one_line(str(sign_key))} is not a file")
-    payload = collect_payload(folders)
-    real_parent = output.parent.resolve()
-    for name, source in payload.roots:
-        if real_parent == source or real_parent.is_relative_to(source):
-            raise InvalidInput(
-                f"{one_line(str(output))}: would be written inside the bundled folder {name}"
-            )
-    problems = judge(payload)
-    if problems:
-        raise ExportRefused(problems)
-    runs = _run_facts(payload)
-    chain_tags, problems = chain.collect(runs)
-    if problems:
-        raise ExportRefused(problems)
+    return compress
+
+
+def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], *, compress: bool,
+                 sign_key: Path | None, chain_tags: dict[str, bytes]) -> str:
+    """Write the bag of `payload` to the new file `output`, atomically (a temp name, fsync,
+    then a link that fails if `output` appeared meanwhile); returns the top folder. Shared
+    by export and merge, so a merged bundle is written exactly as an exported one."""
     top = top_folder(payload.named)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:
@@ -171,5 +164,29 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(output.parent)
+    return top
+
+
+def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = None
+                  ) -> ExportResult:
+    """Write the bundle for `folders` to `output` (new file, written atomically)."""
+    output = Path(output)
+    compress = check_output(output, sign_key)
+    payload = collect_payload(folders)
+    real_parent = output.parent.resolve()
+    for name, source in payload.roots:
+        if real_parent == source or real_parent.is_relative_to(source):
+            raise InvalidInput(
+                f"{one_line(str(output))}: would be written inside the bundled folder {name}"
+            )
+    problems = judge(payload)
+    if problems:
+        raise ExportRefused(problems)
+    runs = _run_facts(payload)
+    chain_tags, problems = chain.collect(runs)
+    if problems:
+        raise ExportRefused(problems)
+    top = write_bundle(output, payload, runs, compress=compress, sign_key=sign_key,
+                       chain_tags=chain_tags)
     return ExportResult(output, top, len(payload.files), [r.run_id for r in runs],
                         sign_key is not None)

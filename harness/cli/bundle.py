@@ -1,4 +1,5 @@
-"""`harness bundle export|verify`: evidence bundles for reviewers who were not there."""
+"""`harness bundle export|verify|merge|collect`: evidence bundles for reviewers who were
+not there, and the drop where Slurm hosts leave theirs."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from harness.errors import REFUSED, Refused
 
 @click.group("bundle")
 def bundle() -> None:
-    """Export run folders as a verifiable evidence bundle, or verify one offline.
+    """Export run folders as a verifiable evidence bundle, verify one offline, merge several
+    into one, or collect those Slurm hosts left in a drop.
 
     A bundle is a BagIt bag in a tar: the run folders unchanged, sha256 manifests, an
     in-toto statement, and optionally an SSH signature. See docs/bundles.md.
@@ -82,3 +84,65 @@ def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) ->
     for problem in report.problems:
         click.echo(f"FAIL {one_line(str(problem))}")
     raise Refused(f"{shown}: bundle verification failed: {len(report.problems)} problem(s)")
+
+
+@bundle.command("merge")
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+              help="New archive: FILE.tar or FILE.tar.gz; never overwritten.")
+@click.option("--sign-key", type=click.Path(path_type=Path),
+              help="SSH private key: sign the merged tagmanifest-sha256.txt.")
+@click.option("--allowed-signers", type=click.Path(path_type=Path),
+              help="OpenSSH allowed_signers file; required to accept signed inputs.")
+def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None,
+                  allowed_signers: Path | None) -> None:
+    """Merge BUNDLE files (one per host, say) into one bundle of all their runs.
+
+    Each input is verified as `bundle verify` does; one that fails refuses the merge (exit
+    1, naming it), as does a run id two inputs hold with different bytes (byte-identical
+    duplicates are kept once). The result verifies like any exported bundle.
+    """
+    from harness.bundle.merge import MergeRefused, merge_bundles
+
+    try:
+        result = merge_bundles(list(bundles), output, sign_key, allowed_signers)
+    except MergeRefused as e:
+        for problem in e.problems:
+            click.echo(f"FAIL {one_line(str(problem))}", err=True)
+        raise
+    for name, digest in result.inputs:
+        click.echo(f"input {name}: sha256 {digest}")
+    signed = "signed" if result.signed else "unsigned"
+    click.echo(
+        f"wrote {one_line(str(result.output))}: {result.files} files, {len(result.runs)} run(s), "
+        f"top folder {one_line(str(result.top))}, {signed}"
+    )
+
+
+@bundle.command("collect")
+@click.argument("drop", type=click.Path(path_type=Path))
+@click.option("--runs-dir", required=True, type=click.Path(path_type=Path),
+              help="Where the runs go (RUNS); collected.jsonl is kept there.")
+@click.option("--allowed-signers", type=click.Path(path_type=Path),
+              help="OpenSSH allowed_signers file; required to accept signed bundles.")
+def collect_command(drop: Path, runs_dir: Path, allowed_signers: Path | None) -> None:
+    """Verify each new bundle in DROP/bundles and unpack its runs into RUNS.
+
+    Each bundle's sha256 is recorded in RUNS/collected.jsonl; one already collected is
+    skipped, so collect can run again (a host that could not deliver before). A run RUNS
+    already holds is left as it is. Exit 1 when a bundle fails to verify or conflicts.
+    """
+    from harness.bundle.collect import collect_drop
+
+    arrivals = collect_drop(drop, runs_dir, allowed_signers)
+    bad = 0
+    for a in arrivals:
+        state = "OK" if a.ok and not a.problems else "FAIL"
+        bad += state == "FAIL"
+        click.echo(f"{state} {a.bundle}: sha256 {a.sha256}, unpacked {len(a.unpacked)}, "
+                   f"already there {len(a.present)}")
+        for problem in a.problems:
+            click.echo(f"  {one_line(problem)}")
+    click.echo(f"collected {len(arrivals)} new bundle(s), {bad} refused")
+    if bad:
+        raise Refused(f"{bad} bundle(s) in {one_line(str(drop))} refused")

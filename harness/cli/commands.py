@@ -34,7 +34,8 @@ COMMANDS: dict[str, str] = {
 # `harness --help` without importing the command. A command missing here is imported.
 SUMMARIES: dict[str, str] = {
     "approve": "Approve the campaign's current source seal for runs.",
-    "bundle": "Export run folders as a verifiable evidence bundle, or verify one offline.",
+    "bundle": ("Export run folders as a verifiable evidence bundle, verify one offline, merge "
+               "several into one, or collect those Slurm hosts left in a drop."),
     "check": "Validate campaigns, controls and image locks without launching anything.",
     "diff": (
         "What differs between two runs: status and rules, the source seal and its files, git "

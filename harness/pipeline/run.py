@@ -29,26 +29,34 @@ from harness.pipeline.stage import Stage, error_reason, run_stages
 from harness.ui import Reporter
 from harness.verdict import Reason
 
-_state = {"defer": False, "pending": None}
+_state = {"defer": False, "pending": None, "raised": False}
 
 
 def _handler(signum: int, frame: object) -> None:
     name = signal.Signals(signum).name
-    if _state["defer"]:
+    if _state["defer"] or _state["raised"]:
         _state["pending"] = name
         return
+    _state["raised"] = True
     raise Interrupted(name)
 
 
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """Turn SIGTERM and SIGINT into `Interrupted` in the main thread for the duration."""
+    """Turn SIGTERM and SIGINT into `Interrupted` in the main thread for the duration.
+
+    Only the first signal of the scope raises; a repeat is kept as pending. Under Slurm one
+    stop can arrive twice (scancel signals every process of the job, and the job script
+    forwards the TERM its shell got), and a second `Interrupted` would cut short the
+    container stop and the seal that the first one started."""
     old = {s: signal.signal(s, _handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    raised, _state["raised"] = _state["raised"], False
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        _state["raised"] = raised
 
 
 @contextlib.contextmanager

@@ -12,8 +12,9 @@ Why these options:
 - `--time` covers the whole attempt: lock wait, preflight, each control's timeout, its
   docker stop grace, post-steps and the seal, plus the signal lead, in whole minutes.
 - `--signal=B:TERM@N` sends SIGTERM to the batch shell (which *is* `harness run`, through
-  `exec`) N seconds before the time limit, N covering the stop grace, post-steps and seal:
-  the harness stops its container and seals the run `interrupted` instead of being killed.
+  `exec`, or forwards it to the harness: `job_script`) N seconds before the time limit, N
+  covering the stop grace, post-steps, seal and export: the harness stops its container
+  and seals the run `interrupted` instead of being killed.
 - `--no-requeue`: a run is sealed once; a retry is a new attempt with a new token.
 - `--export=NIL`: nothing of the controller's environment (a stray ROCR_VISIBLE_DEVICES,
   HARNESS_* settings) reaches the job; the script sets what it needs.
@@ -45,6 +46,7 @@ MAX_GROUP = 8  # controls in one same_host job
 MAX_EXCLUDE = 256
 MAX_PATH = 1024
 TOKEN_MAX = 240  # job names are stored in 255-character columns by slurmdbd
+DROP_BUNDLES = "bundles"  # hosts export sealed runs to <drop>/bundles/<run-id>.tar.gz
 SUBMIT_ENV = {"TZ": "UTC"}  # sbatch parses --deadline in its own local time
 SCRIPT_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -314,12 +316,36 @@ def run_argv(spec: JobSpec, site: Site) -> list[str]:
     return argv
 
 
-def job_script(spec: JobSpec, site: Site) -> str:
-    """The batch script: set a clean environment, then `exec harness run`. Pure.
+def _export_lines(spec: JobSpec, site: Site) -> list[str]:
+    """After the run: export its sealed folder as a bundle into `<drop>/bundles/`."""
+    run_id = _name("run id", spec.run_id, _NIGHT)
+    run_dir = f"{_path('runs_dir', site.runs_dir, relative_ok=True).rstrip('/')}/{run_id}"
+    bundles = f"{_drop(site)}/{DROP_BUNDLES}"
+    export = [_path("harness", site.harness), "bundle", "export", run_dir,
+              "-o", f"{bundles}/{run_id}.tar.gz"]
+    return [
+        "# Evidence comes home as a bundle. Export writes a temporary name and links it into",
+        "# place, so a bundle in the drop is whole; a host that cannot reach the drop keeps",
+        "# its sealed run (export it later, then `harness bundle collect` again).",
+        f"if [ -f {shlex.quote(run_dir + '/SHA256SUMS')} ]; then",
+        f"  mkdir -p -- {shlex.quote(bundles)} && {shlex.join(export)} \\",
+        "    || echo 'harness job: the sealed run was not exported to the drop' >&2",
+        "fi",
+    ]
 
-    `exec` matters: the batch shell's process becomes the harness, so Slurm's SIGTERM
-    (scancel, --signal, the time limit) reaches it and it seals the run; a shell left in
-    between would die and leave the container running."""
+
+def job_script(spec: JobSpec, site: Site) -> str:
+    """The batch script: set a clean environment, run `harness run`, export its run. Pure.
+
+    The harness must get Slurm's SIGTERM (scancel, --signal, the time limit) so that it
+    stops its container and seals the run; a shell that died in between would leave the
+    container running. Without a run id to export (a same_host group), the shell `exec`s
+    the harness and so *is* it. With one, the shell must outlive the harness to export the
+    sealed run, so it runs the harness as its child and forwards TERM to it: `--signal=B:`
+    signals the batch shell alone, while scancel and the time limit signal every process
+    of the job (the harness takes the repeat as the same stop, harness.pipeline.run). The
+    shell waits again until the harness has sealed and exited, exports, and exits with the
+    harness's own code; a failed export is said in the job log, and changes no status."""
     token = token_of(spec)
     names = " ".join(c.name for c in spec.controls)
     lines = [
@@ -334,6 +360,24 @@ def job_script(spec: JobSpec, site: Site) -> str:
         f"HARNESS_SLURM_TOKEN={shlex.quote(token)}",
         "export HARNESS_SLURM_TOKEN",
         f"cd -- {shlex.quote(_path('workdir', site.workdir))}",
-        "exec " + shlex.join(run_argv(spec, site)),
+    ]
+    run = shlex.join(run_argv(spec, site))
+    if spec.run_id is None:
+        return "\n".join([*lines, "exec " + run]) + "\n"
+    lines += [
+        "# Not exec: the run is exported after it is sealed. TERM is forwarded to the harness.",
+        "harness_pid= stop=",
+        "trap 'stop=1; [ -z \"$harness_pid\" ] || kill -TERM \"$harness_pid\" 2>/dev/null"
+        " || :' TERM",
+        f"{run} &",
+        "harness_pid=$!",
+        '[ -z "$stop" ] || kill -TERM "$harness_pid" 2>/dev/null || :',
+        "set +e",
+        'wait "$harness_pid"',
+        "code=$?",
+        'while kill -0 "$harness_pid" 2>/dev/null; do wait "$harness_pid"; code=$?; done',
+        "trap - TERM",
+        *_export_lines(spec, site),
+        'exit "$code"',
     ]
     return "\n".join(lines) + "\n"
