@@ -50,6 +50,7 @@ from harness.ui import Reporter
 from harness.verdict import Reason, exit_code, lines
 
 SUBMIT_TRIES = 5
+SETTLE_S = 5.0  # how long an sbatch a killed controller had started may take to land
 
 
 @dataclass(frozen=True)
@@ -136,9 +137,15 @@ class SlurmExecutor:
     def resume(self, request: LaunchRequest, job_id: str | None) -> Outcome | None:
         """A run a dead controller left `running`: follow its job (found by the journaled
         id, else by token; later duplicates are cancelled) to its sealed outcome. None when
-        no job carries the token and nothing was sealed: the caller seals it cut off."""
+        no job carries the token and nothing was sealed: the caller seals a folder it left
+        cut off, or, with no folder at all, records the row as not run (it was never
+        submitted: with a window the controller may die between the journal's `running`
+        and sbatch)."""
         token = job.token_of(self.spec(request))
         found = self.find(token)
+        if job_id is None and not found and not request.run_dir.exists():
+            self.sleep(SETTLE_S)  # an sbatch the dead controller started may still land
+            found = self.find(token)
         if job_id is None and found:
             job_id = found[0].job_id
         extra = [j.job_id for j in found if j.job_id != job_id and j.state not in ENDED]

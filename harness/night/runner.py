@@ -216,6 +216,11 @@ class Night:
                 if outcome is not None:
                     journal.finish(row, outcome.status, outcome.reason_text)
                     continue
+                if row.run_dir and not Path(row.run_dir).exists():  # no job, no folder
+                    journal.withdraw(row, "not run: the controller stopped before its job "
+                                     "was submitted")
+                    self.ui.event("not-run", control=row.control, run_id=row.run_id)
+                    continue
             control, _ = self.loaded.controls.get(row.control, (None, None))
             notes = stop_run_containers(row.run_id, control.stop_grace if control else 10.0) \
                 if row.run_id else []

@@ -111,6 +111,7 @@ def test_a_window_of_four_runs_four_jobs_at_once_and_each_host_serialises_its_pa
     for record in records.values():
         by_node.setdefault(record["slurm"]["node"], []).append(record)
     assert sorted(by_node) == ["node1", "node2"], by_node.keys()
+    print("lock waits:", {n: [rec["lock"]["wait_s"] for rec in p] for n, p in by_node.items()})
     for node, pair in by_node.items():
         assert len(pair) == 2, f"{node} ran {len(pair)} jobs"
         a, b = (held(rec) for rec in pair)
@@ -174,3 +175,42 @@ def test_stop_on_refusal_cancels_only_pending_jobs_and_records_them_not_run(
             assert (Path(run_dir) / "SHA256SUMS").is_file()
     ran = [p.name for p in project.runs.iterdir() if p.name.split("-", 1)[0] in controls]
     assert len(ran) == 8 - len(withdrawn), ran
+
+
+def test_kill_9_with_jobs_in_flight_resumes_without_duplicates(cluster: Cluster, project,
+                                                               cleanup_containers) -> None:
+    """`kill -9` of the controller while the window is filling: the restart adopts every
+    job already submitted (by the journaled id, or by its token), records a row whose job
+    was never sent as not run and sends it then, and no slot runs twice."""
+    cleanup_containers.extend(host_labels(project))
+    names = [f"k{i}" for i in range(1, 5)]
+    campaign = window_campaign(project, "windowkill", {n: SLEEPER.format(s=5) for n in names},
+                               4)
+    argv = [HARNESS, "night", str(campaign), "--runs-dir", str(project.runs), "--drop",
+            str(project.root / "drop"), "--json-lines"]
+    env = {**cluster.env, "HOME": str(project.root / "controller")}
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=project.root)
+    submitted = []
+    for line in first.stderr:
+        if '"slurm-submitted"' in line:
+            submitted.append(json.loads(line))
+            if len(submitted) == 2:
+                break
+    first.kill()  # SIGKILL: the window was still filling
+    first.wait(timeout=30)
+    first.stderr.close()
+    assert len(submitted) == 2
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=project.root,
+                       timeout=400)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for s in submitted:
+        assert f'"slurm-adopted", "control": "{s["control"]}", "job_id": "{s["job_id"]}"' \
+            in r.stderr
+    [night_dir] = (project.runs / "nights").iterdir()
+    rows = journal_rows(night_dir)
+    assert [(c, a, s) for _, c, a, s, _ in rows] == [(n, 1, "accepted") for n in names]
+    night_jobs = [j for j in {**cluster.history(), **cluster.jobs()}.values()
+                  if night_dir.name in (j.name or "")]
+    names_seen = [j.name for j in night_jobs]
+    assert len(names_seen) == 4 and len(set(names_seen)) == 4, f"a slot ran twice: {night_jobs}"
