@@ -218,10 +218,13 @@ class SlurmExecutor:
 
     def settle(self, w: Watch, now: float) -> tuple[bool, Outcome | None]:
         """(done, outcome) for one job after an answer: the sealed outcome once Slurm ended
-        it and the run is sealed (or the grace is over); (True, None) for a job the
-        controller cancelled before it ever started (no node, no run folder)."""
+        it and the run is sealed (or the grace is over); (True, None) for a job cancelled
+        before it ever started (no node, no run folder) by the controller's stop or by
+        Slurm at the job's --deadline: it never ran."""
         s, request = self.settings, w.request
-        if w.cancelled and w.ended_at is not None and not w.started \
+        cancelled = w.cancelled or (w.ended is not None  # Slurm's own --deadline (--until)
+                                    and w.ended.raw_state.startswith("DEADLINE"))
+        if cancelled and w.ended_at is not None and not w.started \
                 and (w.ended is None or w.ended.node is None) and not request.run_dir.exists():
             return True, None
         if w.sealed_at is None and (request.run_dir / layout.SUMS).is_file():

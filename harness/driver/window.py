@@ -4,7 +4,8 @@
 use one GPU of it. Here up to `window` jobs are submitted or running at once; one batched
 status query per cycle finds the ones that are done, and each outcome is recorded from
 its sealed run as it arrives, in the order they end. The stop policy is asked after each
-outcome exactly as in `drive`; once the walk stops (stop policy, deadline, environment)
+outcome exactly as in `drive`, the deadline each cycle; once the walk stops (stop policy,
+deadline, environment)
 nothing more is submitted, the jobs still pending are cancelled (recorded as not run:
 their rows are planned again), and the running ones finish and seal.
 
@@ -37,6 +38,8 @@ class WindowSource(Recorder, Protocol):
     def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str: ...
 
     def withdrawn(self, request: LaunchRequest, reason: str) -> None: ...
+
+    def past_deadline(self) -> bool: ...
 
 
 class WindowExecutor(Protocol[W]):
@@ -85,6 +88,8 @@ def drive_window(source: WindowSource, executor: WindowExecutor, *, window: int,
     flying = list(flying or [])
     last, changed = "done", True
     while True:
+        if walk.stop is None and flying and source.past_deadline():
+            walk.stop = "deadline"  # a full window waits no longer for a slot to free
         while walk.stop is None and len(flying) < max(1, window):
             request = source.next_launch(frozenset(
                 w.request.plan_index for w in flying if w.request.plan_index is not None))

@@ -177,6 +177,9 @@ class JournalSource:
         row = self._rows.pop(request.run_id)
         self.journal.finish(row, outcome.status, outcome.reason_text)
 
+    def past_deadline(self) -> bool:
+        return rules.past(self.night.deadline, datetime.now(UTC))
+
     def withdrawn(self, request: LaunchRequest, reason: str) -> None:
         """Its job was cancelled before it started: the row is planned again, not run."""
         row = self._rows.pop(request.run_id)

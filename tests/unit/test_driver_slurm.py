@@ -154,3 +154,9 @@ def test_a_stop_cancels_only_jobs_never_seen_running_and_those_are_not_run(tmp_p
     late = Watch("9", request(tmp_path, attempt=2), "v", cancelled=True)
     ex.observe(late, Poll(jobs={"9": Job("9", "v", JobState.CANCELLED, node="node1")}), 1.0)
     assert ex.settle(late, 1.0) == (False, None)  # it ran: its seal decides
+    expired = Watch("10", request(tmp_path, attempt=3), "x")  # Slurm's --deadline, not ours
+    ex.observe(expired, Poll(jobs={"10": Job("10", "x", JobState.CANCELLED, "DEADLINE")}), 2.0)
+    assert ex.settle(expired, 2.0) == (True, None)
+    admin = Watch("11", request(tmp_path, attempt=4), "y")  # an admin's scancel: retried
+    ex.observe(admin, Poll(jobs={"11": Job("11", "y", JobState.CANCELLED, "CANCELLED")}), 2.0)
+    assert ex.settle(admin, 2.0) == (False, None)

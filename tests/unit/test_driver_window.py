@@ -76,9 +76,10 @@ class Script:
 class Plan:
     """A source over a list of controls, recording as a journal would."""
 
-    def __init__(self, controls: list[str]) -> None:
+    def __init__(self, controls: list[str], deadline_after: int | None = None) -> None:
         self.todo = list(enumerate(controls))
         self.log: list[tuple[str, str]] = []
+        self.deadline_after = deadline_after  # cycles until the deadline passes
 
     def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str:
         if not self.todo:
@@ -95,6 +96,12 @@ class Plan:
 
     def withdrawn(self, request: LaunchRequest, reason: str) -> None:
         self.log.append(("not-run", request.control))
+
+    def past_deadline(self) -> bool:
+        if self.deadline_after is None:
+            return False
+        self.deadline_after -= 1
+        return self.deadline_after < 0
 
 
 def walk(plan: Plan, script: Script, window: int, policy: str = "continue"):
@@ -135,3 +142,15 @@ def test_a_refused_submission_stops_the_walk_before_the_next_is_sent() -> None:
     driven = walk(plan, script, 4)
     assert driven.why == "environment"
     assert plan.log == [("started", "x"), ("failed", "x")]
+
+
+def test_the_deadline_passing_with_a_full_window_cancels_its_pending_jobs() -> None:
+    """No slot frees before the deadline: the walk stops anyway, the pending job is
+    cancelled (not run), the running ones finish."""
+    controls = {"a": (5, "accepted", 0), "b": (5, "accepted", 0), "c": (1, "accepted", 0),
+                "d": (1, "accepted", 0)}
+    plan, script = Plan(list(controls), deadline_after=2), Script(controls, gpus=2)
+    driven = walk(plan, script, 3)
+    assert driven.why == "deadline" and script.cancelled == ["c"]
+    assert [c for s, c in plan.log if s == "accepted"] == ["a", "b"]
+    assert ("not-run", "c") in plan.log and not any(c == "d" for _, c in plan.log)
