@@ -80,12 +80,10 @@ class _Walk:
 
 def drive_window(source: WindowSource, executor: WindowExecutor, *, window: int,
                  stop_policy: str, ui: Reporter,
-                 on_outcome: Callable[[Outcome], None] | None = None,
-                 flying: list | None = None) -> Driven:
-    """Keep up to `window` launches in flight until the plan is done or the walk stops.
-    `flying`: launches already in flight (adopted after a restart)."""
+                 on_outcome: Callable[[Outcome], None] | None = None) -> Driven:
+    """Keep up to `window` launches in flight until the plan is done or the walk stops."""
     walk = _Walk(source, stop_policy, ui, on_outcome)
-    flying = list(flying or [])
+    flying: list = []
     last, changed = "done", True
     while True:
         if walk.stop is None and flying and source.past_deadline():
@@ -119,6 +117,6 @@ def drive_window(source: WindowSource, executor: WindowExecutor, *, window: int,
             flying.remove(w)
             if outcome is None:
                 source.withdrawn(w.request, f"not run: its job was cancelled while pending "
-                                 f"({walk.stop or 'stopping'})")
+                                 f"({walk.stop or 'Slurm: its --deadline passed'})")
             else:
                 walk.record(w.request, outcome)
