@@ -55,10 +55,13 @@ RUNS_DIR = "gpu-runs"
 @click.option("--account", help="Slurm account (sbatch --account)")
 @click.option("--drop", type=click.Path(path_type=Path),
               help="shared folder for job scripts and logs (default: RUNS_DIR/slurm)")
+@click.option("--jobs", type=click.IntRange(1, 10_000),
+              help="Slurm jobs submitted or running at once (default: the campaign's "
+                   "executor.window, else 4)")
 def night(campaign: Path, until: str | None, max_hours: float | None, window: str | None,
           runs_dir: Path, night_name: str | None, new: bool, lock_timeout: float | None,
           json_lines: bool | None, executor_kind: str | None, partition: str | None,
-          account: str | None, drop: Path | None) -> None:
+          account: str | None, drop: Path | None, jobs: int | None) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
     The night folder is RUNS_DIR/nights/<campaign>-<UTC stamp>/ (journal.sqlite,
@@ -81,8 +84,9 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     --executor slurm (or a campaign `executor:` block) runs each control as one Slurm
     job (`harness run` on whichever host Slurm picks, its run folder named by the
     journal); the journal records each job's id, and each row's status is its sealed
-    run's, never Slurm's word. The run folders must be where this host can read them
-    (RUNS_DIR shared with the hosts). See docs/slurm.md.
+    run's, never Slurm's word. Up to --jobs jobs are submitted or running at once; a
+    stop (stop policy, --until) cancels only the ones still pending. The run folders must
+    be where this host can read them (RUNS_DIR shared with the hosts). See docs/slurm.md.
 
     Exit codes: 0 every planned control accepted; 1 any refused, failed, timed out,
     interrupted, or left unrun by the deadline or stop policy, or a start outside
@@ -92,7 +96,8 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     """
     loaded = require_campaign(campaign)
     executor = merged(loaded.executor, kind=executor_kind, partition=partition,
-                      account=account, drop=None if drop is None else os.path.abspath(drop))
+                      account=account, drop=None if drop is None else os.path.abspath(drop),
+                      window=jobs)
     ui = night_reporter(loaded.campaign.name, json_lines)
     try:
         result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,

@@ -6,6 +6,7 @@
       account: lab         # sbatch --account (optional)
       drop: /shared/drop   # shared folder: job scripts and logs (<drop>/jobs)
       seal_grace: 2m       # after Slurm says a job ended, how long to wait for its seal
+      window: 4            # at most this many jobs submitted or running at once
 
 `harness night --executor slurm --partition P --account A --drop DIR` sets the same keys
 for one start; the command line wins. The Campaign model keeps the raw mapping (schema.py
@@ -22,6 +23,7 @@ from harness.config.schema import Duration, SafeName, Strict
 from harness.errors import InvalidInput
 
 KINDS = ("local", "slurm")
+WINDOW = 4  # small: --until or a stop-on-refusal has at most this many pending jobs to cancel
 
 
 class Executor(Strict):
@@ -37,6 +39,9 @@ class Executor(Strict):
                                   description="HOME=<home_root>/<node> in each job: one GPU "
                                               "lock per host where homes are shared")
     seal_grace: Duration = Field(default=120.0, ge=0, le=24 * 3600)
+    window: int = Field(default=WINDOW, ge=1, le=10_000,
+                        description="jobs submitted or running at once (slurm); a stop "
+                                    "cancels only those still pending")
 
 
 class ExecutorBlock(Strict):

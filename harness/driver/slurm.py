@@ -50,6 +50,7 @@ from harness.ui import Reporter
 from harness.verdict import Reason, exit_code, lines
 
 SUBMIT_TRIES = 5
+SETTLE_S = 5.0  # how long an sbatch a killed controller had started may take to land
 
 
 @dataclass(frozen=True)
@@ -73,16 +74,19 @@ class Settings:
 
 @dataclass
 class Watch:
-    """What one job's follow-up has seen so far."""
+    """One job in flight: its request, and what its follow-up has seen so far."""
 
     job_id: str
+    request: LaunchRequest
+    token: str
     last: JobState | None = None
     ended: Job | None = None
     ended_at: float | None = None
     unknown_since: float | None = None
     sealed_at: float | None = None
-    delay: float = 0.0
     failures: int = 0
+    started: bool = False  # Slurm said RUNNING at least once
+    cancelled: bool = False  # the controller scancelled it while pending (a stop)
 
 
 class SlurmExecutor:
@@ -96,6 +100,7 @@ class SlurmExecutor:
         self.on_submitted = on_submitted
         self.sleep, self.clock = sleep, clock
         self.excluded: dict[int, tuple[str, ...]] = {}  # plan slot -> nodes to avoid
+        self.delay = settings.poll_base_s  # the pace of the batched status query
 
     def spec(self, request: LaunchRequest) -> job.JobSpec:
         """The job of one request: its control's times, this night, this run id. Pure."""
@@ -111,6 +116,13 @@ class SlurmExecutor:
             exclude=self.excluded.get(slot, ()), run_id=request.run_id)
 
     def launch(self, request: LaunchRequest) -> Outcome:
+        """Submit one job and wait for its sealed outcome (a window of one)."""
+        started = self.start(request)
+        return started if isinstance(started, Outcome) else self.wait(started)
+
+    def start(self, request: LaunchRequest) -> Watch | Outcome:
+        """Submit the request's job (journaled, then announced): its Watch, or the outcome
+        of a submission that failed (failed, ENV-SLURM-SUBMIT)."""
         try:
             spec = self.spec(request)
             token = job.token_of(spec)
@@ -120,14 +132,20 @@ class SlurmExecutor:
         if self.on_submitted is not None:  # journaled first, then announced
             self.on_submitted(request, token, job_id)
         self.ui.event("slurm-submitted", control=request.control, job_id=job_id, token=token)
-        return self.follow(request, job_id)
+        return Watch(job_id, request, token)
 
     def resume(self, request: LaunchRequest, job_id: str | None) -> Outcome | None:
         """A run a dead controller left `running`: follow its job (found by the journaled
         id, else by token; later duplicates are cancelled) to its sealed outcome. None when
-        no job carries the token and nothing was sealed: the caller seals it cut off."""
+        no job carries the token and nothing was sealed: the caller seals a folder it left
+        cut off, or, with no folder at all, records the row as not run (it was never
+        submitted: with a window the controller may die between the journal's `running`
+        and sbatch)."""
         token = job.token_of(self.spec(request))
         found = self.find(token)
+        if job_id is None and not found and not request.run_dir.exists():
+            self.sleep(SETTLE_S)  # an sbatch the dead controller started may still land
+            found = self.find(token)
         if job_id is None and found:
             job_id = found[0].job_id
         extra = [j.job_id for j in found if j.job_id != job_id and j.state not in ENDED]
@@ -136,7 +154,7 @@ class SlurmExecutor:
             self.ui.event("slurm-duplicates-cancelled", token=token, job_ids=extra)
         if job_id is not None:
             self.ui.event("slurm-adopted", control=request.control, job_id=job_id)
-            return self.follow(request, job_id)
+            return self.wait(Watch(job_id, request, token))
         if (request.run_dir / layout.SUMS).is_file():
             return self.sealed(request)
         return None
@@ -167,30 +185,74 @@ class SlurmExecutor:
         raise EnvironmentFault(f"Slurm did not take job {token} after {SUBMIT_TRIES} tries",
                                rule=ENV_SLURM_SUBMIT)
 
-    def follow(self, request: LaunchRequest, job_id: str) -> Outcome:
+    def wait(self, w: Watch) -> Outcome:
         """Poll until Slurm says the job ended and the run is sealed (or the grace is over)."""
-        s = self.settings
-        w = Watch(job_id, delay=s.poll_base_s)
-        token = job.token_of(self.spec(request))
         while True:
-            p = calls.poll([token], [job_id], use_sacct=s.use_sacct, jobcomp=s.jobcomp,
-                           env=s.env)
-            changed = self.observe(w, p, self.clock())
-            now = self.clock()
-            if w.sealed_at is None and (request.run_dir / layout.SUMS).is_file():
-                w.sealed_at = now
-            if w.sealed_at is not None and (w.ended_at is not None
-                                            or now - w.sealed_at >= s.seal_grace_s):
-                outcome = self.sealed(request)
-                if outcome.status == "interrupted":  # the host sealed what Slurm cut off
-                    self.avoid(request, w)
-                return outcome
-            if w.ended_at is not None and state.seal_overdue(w.ended_at, now, s.seal_grace_s):
-                return self.unsealed(request, w)
-            w.delay = state.next_poll_s(w.delay, changed=changed or w.ended_at is not None,
-                                        failures=w.failures, base_s=s.poll_base_s,
-                                        ceiling_s=s.poll_ceiling_s)
-            self.sleep(w.delay)
+            done, changed = self.poll([w])
+            if done:  # None (never ran) only follows our own scancel, which this never sends
+                return done[0][1] or self.unsealed(w.request, w)
+            self.pause(changed or w.ended_at is not None, w.failures)
+
+    def poll(self, watches: list[Watch]) -> tuple[list[tuple[Watch, Outcome | None]], bool]:
+        """One batched status query for every job in flight. Returns the jobs that are done,
+        each with its sealed outcome (None: cancelled while pending, it never ran), and
+        whether anything changed."""
+        s = self.settings
+        p = calls.poll([w.token for w in watches], [w.job_id for w in watches],
+                       use_sacct=s.use_sacct, jobcomp=s.jobcomp, env=s.env)
+        done: list[tuple[Watch, Outcome | None]] = []
+        changed = False
+        for w in watches:
+            changed = self.observe(w, p, self.clock()) or changed
+            finished, outcome = self.settle(w, self.clock())
+            if finished:
+                done.append((w, outcome))
+        return done, changed or bool(done)
+
+    def pause(self, changed: bool, failures: int) -> None:
+        """Sleep until the next batched query (state.next_poll_s sets the pace)."""
+        s = self.settings
+        self.delay = state.next_poll_s(self.delay, changed=changed, failures=failures,
+                                       base_s=s.poll_base_s, ceiling_s=s.poll_ceiling_s)
+        self.sleep(self.delay)
+
+    def settle(self, w: Watch, now: float) -> tuple[bool, Outcome | None]:
+        """(done, outcome) for one job after an answer: the sealed outcome once Slurm ended
+        it and the run is sealed (or the grace is over); (True, None) for a job cancelled
+        before it ever started (no node, no run folder) by the controller's stop or by
+        Slurm at the job's --deadline: it never ran."""
+        s, request = self.settings, w.request
+        cancelled = w.cancelled or (w.ended is not None  # Slurm's own --deadline (--until)
+                                    and w.ended.raw_state.startswith("DEADLINE"))
+        if cancelled and w.ended_at is not None and not w.started \
+                and (w.ended is None or w.ended.node is None) and not request.run_dir.exists():
+            return True, None
+        if w.sealed_at is None and (request.run_dir / layout.SUMS).is_file():
+            w.sealed_at = now
+        if w.sealed_at is not None and (w.ended_at is not None
+                                        or now - w.sealed_at >= s.seal_grace_s):
+            outcome = self.sealed(request)
+            if outcome.status == "interrupted":  # the host sealed what Slurm cut off
+                self.avoid(request, w)
+            return True, outcome
+        if w.ended_at is not None and state.seal_overdue(w.ended_at, now, s.seal_grace_s):
+            return True, self.unsealed(request, w)
+        return False, None
+
+    def cancel_pending(self, watches: list[Watch]) -> list[Watch]:
+        """scancel (one call) the jobs not seen running: the night is stopping. A running job
+        is left to finish and seal; a cancelled one that had started after all is followed
+        to its seal like any other."""
+        pending = [w for w in watches if not w.started and not w.cancelled
+                   and w.ended_at is None]
+        if not pending:
+            return []
+        for w in pending:
+            w.cancelled = True
+        problem = calls.cancel([w.job_id for w in pending], env=self.settings.env)
+        self.ui.event("slurm-cancelled-pending", job_ids=[w.job_id for w in pending],
+                      controls=[w.request.control for w in pending], problem=problem)
+        return pending
 
     def observe(self, w: Watch, p: calls.Poll, now: float) -> bool:
         """Take one answer into `w`; True when the job's state changed."""
@@ -208,6 +270,7 @@ class SlurmExecutor:
         w.unknown_since = None
         changed = seen != w.last
         w.last = seen
+        w.started = w.started or seen == JobState.RUNNING or (seen in ENDED and bool(found.node))
         if seen in ENDED and w.ended_at is None:
             w.ended_at, w.ended = now, found
             self.ui.event("slurm-end", job_id=w.job_id, state=str(seen), node=found.node)

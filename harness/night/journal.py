@@ -294,7 +294,8 @@ class Journal:
 
     def mark_running(self, row: Row | int, run_id: str, run_dir: str) -> Row:
         """Commit `running` with the run's id and folder; only then may the caller launch."""
-        return self._move(row, "start", run_id, run_id=run_id, run_dir=str(run_dir))
+        return self._move(row, "start", run_id, run_id=run_id, run_dir=str(run_dir),
+                          reason=None)  # a withdrawn row's "not run" is history now
 
     def record_job(self, row: Row | int, token: str, job_id: str) -> Row:
         """Commit the Slurm job that runs this row (`<job id> <token>`, event `slurm-job`)."""
@@ -304,6 +305,10 @@ class Journal:
         """The newest Slurm job id recorded for the row, or None (a local run)."""
         found = [e["detail"] for e in self.events(row_id) if e["event"] == "slurm-job"]
         return found[-1].split(" ", 1)[0] if found and found[-1] else None
+
+    def withdraw(self, row: Row | int, reason: str) -> Row:
+        """Commit a row whose job was cancelled while pending: not run (planned again)."""
+        return self._move(row, "withdraw", reason, reason=reason, run_id=None, run_dir=None)
 
     def finish(self, row: Row | int, status: str, text: str = "") -> Row:
         """Commit how the run ended: its state is the sealed folder's `status`."""

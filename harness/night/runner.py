@@ -28,6 +28,7 @@ from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.driver.slurm import SlurmExecutor
+from harness.driver.window import drive_window
 from harness.errors import HarnessError, InvalidInput
 from harness.execute import Interrupted
 from harness.hashing import sha256_many
@@ -129,11 +130,12 @@ class JournalSource:
         self.deferred_now: set[int] = set()
         self._rows: dict[str, Row] = {}  # run id -> its journal row, while it runs
 
-    def next_launch(self) -> LaunchRequest | str:
-        """The next row to launch, after the bookkeeping before it; or why the night ends."""
+    def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str:
+        """The next row to launch, after the bookkeeping before it; or why the night ends.
+        `busy`: plan slots whose launch is in flight (the Slurm window), left alone."""
         night, journal = self.night, self.journal
         while True:
-            rows = journal.rows()
+            rows = [r for r in journal.rows() if r.plan_index not in busy]
             p = rules.progress(rows, night.policy)
             if hasattr(night.ui, "set_progress"):
                 night.ui.set_progress(p["done"], p["total"])
@@ -175,6 +177,15 @@ class JournalSource:
         row = self._rows.pop(request.run_id)
         self.journal.finish(row, outcome.status, outcome.reason_text)
 
+    def past_deadline(self) -> bool:
+        return rules.past(self.night.deadline, datetime.now(UTC))
+
+    def withdrawn(self, request: LaunchRequest, reason: str) -> None:
+        """Its job was cancelled before it started: the row is planned again, not run."""
+        row = self._rows.pop(request.run_id)
+        self.journal.withdraw(row, f"{reason}; run {request.run_id} never started")
+        self.night.ui.event("not-run", control=request.control, run_id=request.run_id)
+
 
 class Night:
     """One invocation of a night: holds the night lock, the journal and the reporter."""
@@ -208,6 +219,11 @@ class Night:
                 if outcome is not None:
                     journal.finish(row, outcome.status, outcome.reason_text)
                     continue
+                if row.run_dir and not Path(row.run_dir).exists():  # no job, no folder
+                    journal.withdraw(row, "not run: the controller stopped before its job "
+                                     "was submitted")
+                    self.ui.event("not-run", control=row.control, run_id=row.run_id)
+                    continue
             control, _ = self.loaded.controls.get(row.control, (None, None))
             notes = stop_run_containers(row.run_id, control.stop_grace if control else 10.0) \
                 if row.run_id else []
@@ -239,12 +255,14 @@ class Night:
         """Run until done; return why the night stopped: done, deadline, stop-policy,
         interrupted or environment."""
         source = JournalSource(self, journal)
-        executor = self.remote(source) if self.slurm else LocalExecutor(
-            self.loaded, self.ui, lock_timeout=self.lock_timeout)
-        return drive(source, executor,
-                     stop_policy=self.loaded.campaign.stop_policy, ui=self.ui,
-                     raise_errors=False,
-                     on_outcome=lambda o: self.result.runs.append((o.status, o.run_dir))).why
+        policy = self.loaded.campaign.stop_policy
+        on_outcome = lambda o: self.result.runs.append((o.status, o.run_dir))  # noqa: E731
+        if self.slurm:  # up to `window` jobs at once, one batched query per cycle
+            return drive_window(source, self.remote(source), window=self.executor.window,
+                                stop_policy=policy, ui=self.ui, on_outcome=on_outcome).why
+        executor = LocalExecutor(self.loaded, self.ui, lock_timeout=self.lock_timeout)
+        return drive(source, executor, stop_policy=policy, ui=self.ui, raise_errors=False,
+                     on_outcome=on_outcome).why
 
     def remote(self, source: JournalSource) -> SlurmExecutor:
         return slurm_executor(self.loaded, self.executor, self.ui, night_dir=self.night_dir,

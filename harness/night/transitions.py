@@ -37,6 +37,7 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     ("running", "time-out"): "timed-out",
     ("running", "interrupt"): "interrupted",
     ("running", "slurm-job"): "running",  # its Slurm job's id and token (detail), after sbatch
+    ("running", "withdraw"): "planned",  # its Slurm job was cancelled before it ever started
     ("deferred", "requeue"): "planned",  # a later start of the night tries the host again
 }
 EVENTS = tuple(sorted({event for _, event in TRANSITIONS}))

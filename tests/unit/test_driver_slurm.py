@@ -61,7 +61,7 @@ def test_the_job_names_the_journaled_run_and_the_controls_own_times(tmp_path) ->
 
 def test_an_ended_job_starts_the_grace_and_a_requeue_cancels_it(tmp_path) -> None:
     ex, out = executor(tmp_path)
-    w = Watch("7")
+    w = Watch("7", request(tmp_path), "t")
     assert ex.observe(w, answer(JobState.PENDING), 0.0) is True
     assert ex.observe(w, answer(JobState.PENDING), 1.0) is False  # nothing changed
     assert ex.observe(w, answer(JobState.RUNNING), 2.0) is True and w.ended_at is None
@@ -76,7 +76,7 @@ def test_an_ended_job_starts_the_grace_and_a_requeue_cancels_it(tmp_path) -> Non
 
 def test_a_job_missing_from_every_answer_is_ended_only_after_lost_after(tmp_path) -> None:
     ex, out = executor(tmp_path, lost_after_s=30)
-    w = Watch("7")
+    w = Watch("7", request(tmp_path), "t")
     ex.observe(w, answer(JobState.RUNNING), 0.0)
     assert ex.observe(w, answer(None), 1.0) is False and w.ended_at is None
     assert ex.observe(w, answer(None), 30.0) is False and w.ended_at is None
@@ -86,7 +86,7 @@ def test_a_job_missing_from_every_answer_is_ended_only_after_lost_after(tmp_path
 
 def test_failed_queries_count_only_while_the_job_is_not_seen(tmp_path) -> None:
     ex, _ = executor(tmp_path)
-    w = Watch("7")
+    w = Watch("7", request(tmp_path), "t")
     ex.observe(w, answer(None, errors=["squeue: timed out"]), 0.0)
     ex.observe(w, answer(None, errors=["squeue: timed out"]), 1.0)
     assert w.failures == 2
@@ -98,19 +98,22 @@ def test_no_seal_after_slurm_ended_it_is_interrupted_and_the_retry_avoids_a_lost
         tmp_path) -> None:
     ex, _ = executor(tmp_path, seal_grace_s=5)
     req = request(tmp_path)
-    w = Watch("7", ended=Job("7", "t", JobState.NODE_FAIL, node="node2"), ended_at=0.0)
+    w = Watch("7", req, "t", ended=Job("7", "t", JobState.NODE_FAIL, node="node2"),
+              ended_at=0.0)
     outcome = ex.unsealed(req, w)
     assert (outcome.status, outcome.exit_code, outcome.remote) == ("interrupted", 1, True)
     assert outcome.reasons[0].startswith(f"{SLURM_NO_SEAL}: job 7 (node-fail, on node2)")
     assert ex.spec(request(tmp_path, attempt=2)).exclude == ("node2",)
-    cancelled = Watch("8", ended=Job("8", "t", JobState.CANCELLED, node="node1"), ended_at=0)
+    cancelled = Watch("8", req, "t", ended=Job("8", "t", JobState.CANCELLED, node="node1"),
+                      ended_at=0)
     ex.unsealed(req, cancelled)  # an admin's scancel says nothing against node1
     assert ex.spec(request(tmp_path, attempt=3)).exclude == ("node2",)
 
 
 def test_a_job_done_without_any_run_folder_is_an_environment_fault(tmp_path) -> None:
     ex, _ = executor(tmp_path)
-    w = Watch("9", ended=Job("9", "t", JobState.DONE, node="node1"), ended_at=0.0)
+    w = Watch("9", request(tmp_path), "t", ended=Job("9", "t", JobState.DONE, node="node1"),
+              ended_at=0.0)
     outcome = ex.unsealed(request(tmp_path), w)
     assert (outcome.status, outcome.exit_code) == ("failed", 3)
     assert outcome.reasons[0].startswith(ENV_SLURM_NO_EVIDENCE)
@@ -125,6 +128,35 @@ def test_a_left_unsealed_folder_is_sealed_as_found(tmp_path, state: JobState) ->
     req = request(tmp_path)
     req.run_dir.mkdir(parents=True)
     (req.run_dir / "harness.json").write_text("{}")
-    outcome = ex.unsealed(req, Watch("7", ended=Job("7", "t", state), ended_at=0.0))
+    outcome = ex.unsealed(req, Watch("7", req, "t", ended=Job("7", "t", state), ended_at=0.0))
     assert outcome.status == "interrupted"
     assert (req.run_dir / "SHA256SUMS").is_file()
+
+
+def test_a_stop_cancels_only_jobs_never_seen_running_and_those_are_not_run(tmp_path,
+                                                                         monkeypatch) -> None:
+    """cancel_pending: one scancel for the jobs not seen running; a cancelled job that ended
+    with no node and no run folder is done with no outcome (not run); one that had started
+    after all waits for its seal like any other."""
+    ex, out = executor(tmp_path, seal_grace_s=60)
+    sent: list[list[str]] = []
+    monkeypatch.setattr("harness.slurm.calls.cancel",
+                        lambda ids, **_: sent.append(sorted(ids)))
+    running = Watch("7", request(tmp_path), "t")
+    ex.observe(running, answer(JobState.RUNNING), 0.0)
+    pending = Watch("8", LaunchRequest("night-c", tmp_path / "runs" / "c", plan_index=2), "u")
+    ex.observe(pending, Poll(jobs={"8": Job("8", "u", JobState.PENDING)}), 0.0)
+    assert ex.cancel_pending([running, pending]) == [pending]
+    assert ex.cancel_pending([running, pending]) == []  # once
+    assert sent == [["8"]] and '"slurm-cancelled-pending"' in out.getvalue()
+    ex.observe(pending, Poll(jobs={"8": Job("8", "u", JobState.CANCELLED)}), 1.0)
+    assert ex.settle(pending, 1.0) == (True, None)
+    late = Watch("9", request(tmp_path, attempt=2), "v", cancelled=True)
+    ex.observe(late, Poll(jobs={"9": Job("9", "v", JobState.CANCELLED, node="node1")}), 1.0)
+    assert ex.settle(late, 1.0) == (False, None)  # it ran: its seal decides
+    expired = Watch("10", request(tmp_path, attempt=3), "x")  # Slurm's --deadline, not ours
+    ex.observe(expired, Poll(jobs={"10": Job("10", "x", JobState.CANCELLED, "DEADLINE")}), 2.0)
+    assert ex.settle(expired, 2.0) == (True, None)
+    admin = Watch("11", request(tmp_path, attempt=4), "y")  # an admin's scancel: retried
+    ex.observe(admin, Poll(jobs={"11": Job("11", "y", JobState.CANCELLED, "CANCELLED")}), 2.0)
+    assert ex.settle(admin, 2.0) == (False, None)

@@ -31,6 +31,7 @@ EXPECTED = {
     ("running", "fail"): "failed",
     ("running", "interrupt"): "interrupted",
     ("running", "slurm-job"): "running",  # records the Slurm job; the row stays running
+    ("running", "withdraw"): "planned",  # its job was cancelled while pending: not run
     ("deferred", "requeue"): "planned",
 }
 

@@ -218,3 +218,24 @@ def test_foreign_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:
 def test_missing_journal(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="no night journal"):
         Journal.open(tmp_path / "nope.sqlite")
+
+
+def test_a_withdrawn_row_is_planned_again_without_its_run_and_launched_next(
+        tmp_path: Path) -> None:
+    """A Slurm job cancelled while pending never ran: the row is `planned` again (its run id
+    and folder cleared, the reason and a `withdraw` event kept), and a later start runs it
+    under a new run id."""
+    j = make(tmp_path)
+    row = j.mark_running(j.rows()[0], "run-0", "/runs/run-0")
+    row = j.record_job(row, "harness+n+0+1+echo", "41")
+    back = j.withdraw(row, "not run: its job was cancelled while pending (stop-policy)")
+    assert (back.state, back.run_id, back.run_dir) == ("planned", None, None)
+    assert back.reason.startswith("not run")
+    assert [e["event"] for e in j.events(row.id)] == ["plan", "start", "slurm-job", "withdraw"]
+    action = next_action(j.rows(), RetryPolicy(1))
+    assert (action.kind, action.row.id) == ("launch", row.id)
+    again = j.mark_running(action.row, "run-0b", "/runs/run-0b")
+    assert (again.run_id, again.reason) == ("run-0b", None) and j.job_of(row.id) == "41"
+    with pytest.raises(IllegalTransition):
+        j.withdraw(j.mark_accepted(again), "too late")
+    j.close()

@@ -81,10 +81,14 @@ def test_executor_block_defaults_and_command_line_on_top() -> None:
     got = merged(block.executor, kind=None, partition="mi300", account="lab-7", drop=None)
     assert (got.kind, got.partition, got.account) == ("slurm", "mi300", "lab-7")
     assert Executor().kind == "local"
+    assert block.executor.window == 4  # a small submit window unless the campaign says
+    assert merged(block.executor, window=16).window == 16  # --jobs 16
+    assert merged(block.executor, window=None).window == 4
 
 
 @pytest.mark.parametrize("given", [{"kind": "ssh"}, {"partition": "a b"},
-                                   {"account": "x;y"}, {"seal_grace": -1}, {"queue": "q"}])
+                                   {"account": "x;y"}, {"seal_grace": -1}, {"queue": "q"},
+                                   {"window": 0}, {"window": "many"}, {"window": 10_001}])
 def test_bad_executor_values_are_refused(given: dict) -> None:
     with pytest.raises(ValueError):
         ExecutorBlock.model_validate({"executor": given})

@@ -1,0 +1,156 @@
+"""The submit window's walk, without Slurm: how many launches fly at once, the order
+outcomes are recorded in, and what a stop cancels. The executor here is a plain script of
+which job ends after how many polls (the real one is tested on a cluster in tests/slurm).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.driver.plan import LaunchRequest, Outcome
+from harness.driver.window import drive_window
+from harness.ui import Reporter
+
+
+@dataclass
+class Job:
+    request: LaunchRequest
+    polls_left: int
+    status: str
+    started: bool = False
+    cancelled: bool = False
+    failures: int = 0
+
+
+class Script:
+    """Control name -> (polls until it ends, status, polls until Slurm starts it)."""
+
+    def __init__(self, plan: dict[str, tuple[int, str, int]], *, gpus: int = 99) -> None:
+        self.plan, self.gpus = plan, gpus
+        self.flying: list[Job] = []
+        self.most = 0
+        self.cancelled: list[str] = []
+
+    def start(self, request: LaunchRequest) -> Job | Outcome:
+        polls, status, _ = self.plan[request.control]
+        if status == "submit-refused":
+            return Outcome(request.run_dir, "failed", 3, ("ENV-SLURM-SUBMIT: no",), remote=True)
+        job = Job(request, polls, status)
+        self.flying.append(job)
+        self.most = max(self.most, len(self.flying))
+        return job
+
+    def poll(self, flying: list[Job]) -> tuple[list[tuple[Job, Outcome | None]], bool]:
+        done: list[tuple[Job, Outcome | None]] = []
+        running = sum(j.started for j in flying)
+        for job in flying:
+            if not job.started and not job.cancelled and running < self.gpus:
+                job.started, running = True, running + 1
+            if job.cancelled and not job.started:
+                done.append((job, None))
+            elif job.started:
+                job.polls_left -= 1
+                if job.polls_left <= 0:
+                    code = 0 if job.status == "accepted" else 1
+                    done.append((job, Outcome(job.request.run_dir, job.status, code,
+                                              remote=True)))
+        for job, _ in done:
+            self.flying.remove(job)
+        return done, bool(done)
+
+    def pause(self, changed: bool, failures: int) -> None:
+        """No clock here."""
+
+    def cancel_pending(self, flying: list[Job]) -> list[Job]:
+        out = [j for j in flying if not j.started and not j.cancelled]
+        for j in out:
+            j.cancelled = True
+            self.cancelled.append(j.request.control)
+        return out
+
+
+class Plan:
+    """A source over a list of controls, recording as a journal would."""
+
+    def __init__(self, controls: list[str], deadline_after: int | None = None) -> None:
+        self.todo = list(enumerate(controls))
+        self.log: list[tuple[str, str]] = []
+        self.deadline_after = deadline_after  # cycles until the deadline passes
+
+    def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str:
+        if not self.todo:
+            return "done"
+        index, control = self.todo.pop(0)
+        assert index not in busy
+        return LaunchRequest(control, Path("/runs") / control, plan_index=index)
+
+    def started(self, request: LaunchRequest) -> None:
+        self.log.append(("started", request.control))
+
+    def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
+        self.log.append((outcome.status, request.control))
+
+    def withdrawn(self, request: LaunchRequest, reason: str) -> None:
+        self.log.append(("not-run", request.control))
+
+    def past_deadline(self) -> bool:
+        if self.deadline_after is None:
+            return False
+        self.deadline_after -= 1
+        return self.deadline_after < 0
+
+
+def walk(plan: Plan, script: Script, window: int, policy: str = "continue"):
+    return drive_window(plan, script, window=window, stop_policy=policy,
+                        ui=Reporter(io.StringIO()))
+
+
+@pytest.mark.parametrize("window", [1, 2, 4])
+def test_never_more_than_window_in_flight_and_outcomes_as_they_end(window: int) -> None:
+    controls = {"a": (3, "accepted", 0), "b": (1, "accepted", 0), "c": (2, "accepted", 0),
+                "d": (1, "accepted", 0)}
+    plan, script = Plan(list(controls)), Script(controls)
+    driven = walk(plan, script, window)
+    assert driven.why == "done" and script.most == min(window, 4)
+    assert sorted(c for s, c in plan.log if s == "accepted") == list("abcd")
+    if window == 1:  # one at a time: the plan's order, each started after the last ended
+        assert plan.log == [(s, c) for c in "abcd" for s in ("started", "accepted")]
+    if window == 4:  # all four started first; b and d end before a
+        assert [s for s, _ in plan.log[:4]] == ["started"] * 4
+        assert [c for s, c in plan.log if s == "accepted"] == ["b", "d", "c", "a"]
+
+
+def test_a_stop_cancels_the_pending_jobs_and_lets_the_running_ones_finish() -> None:
+    controls = {"r": (1, "refused", 0), "long": (4, "accepted", 0),
+                "p1": (1, "accepted", 0), "p2": (1, "accepted", 0), "later": (1, "accepted", 0)}
+    plan, script = Plan(list(controls)), Script(controls, gpus=2)
+    driven = walk(plan, script, 4, "stop-on-refusal")
+    assert driven.why == "stop-policy"
+    assert script.cancelled == ["p1", "p2"]
+    assert ("accepted", "long") in plan.log  # finished and recorded after the stop
+    assert ("not-run", "p1") in plan.log and ("not-run", "p2") in plan.log
+    assert not any(c == "later" for _, c in plan.log), "nothing is submitted after a stop"
+
+
+def test_a_refused_submission_stops_the_walk_before_the_next_is_sent() -> None:
+    controls = {"x": (0, "submit-refused", 0), "y": (1, "accepted", 0)}
+    plan, script = Plan(list(controls)), Script(controls)
+    driven = walk(plan, script, 4)
+    assert driven.why == "environment"
+    assert plan.log == [("started", "x"), ("failed", "x")]
+
+
+def test_the_deadline_passing_with_a_full_window_cancels_its_pending_jobs() -> None:
+    """No slot frees before the deadline: the walk stops anyway, the pending job is
+    cancelled (not run), the running ones finish."""
+    controls = {"a": (5, "accepted", 0), "b": (5, "accepted", 0), "c": (1, "accepted", 0),
+                "d": (1, "accepted", 0)}
+    plan, script = Plan(list(controls), deadline_after=2), Script(controls, gpus=2)
+    driven = walk(plan, script, 3)
+    assert driven.why == "deadline" and script.cancelled == ["c"]
+    assert [c for s, c in plan.log if s == "accepted"] == ["a", "b"]
+    assert ("not-run", "c") in plan.log and not any(c == "d" for _, c in plan.log)
