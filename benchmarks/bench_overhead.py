@@ -248,12 +248,13 @@ def _split(evs: list[dict], spans: list[tuple[float, float]],
                 split.setdefault(name, []).append(at[y] - at[x])
 
 
-def _bare_night(image_id: str, n: int) -> list[float]:
-    """What a shell loop of `docker run` gives: the same n containers, one after another."""
+def _bare_night(image_id: str, n: int, flags: tuple[str, ...] = ()) -> list[float]:
+    """What a shell loop of `docker run` gives: the same n containers, one after another.
+    `flags`: ("--network", "none") as the harness's vector has, which skips the bridge."""
     names = [f"bench-handoff-{time.time_ns()}-{i}" for i in range(n)]
     try:
         for name in names:
-            check(subprocess.run(["docker", "run", "--name", name, image_id, "true"],
+            check(subprocess.run(["docker", "run", *flags, "--name", name, image_id, "true"],
                                  capture_output=True), "docker run")
         r = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True)
         check(r, "docker inspect")
@@ -289,21 +290,26 @@ def run_handoff(cfg: Config) -> dict[str, float]:
         proj.control(name, body)
     mcamp = proj.campaign("model-night", mnames)
     rounds = 2 if cfg.quick else 4
-    h, b, m = [], [], []
+    h, b, bn, m = [], [], [], []
     split: dict[str, list[float]] = {}
-    ratios = []  # per round: the engine's load drifts between rounds, not within one
+    ratios, ratios_none = [], []  # per round: the engine's load drifts between rounds
     for i in range(rounds):  # each side first in turn, so drift in the engine hits all
-        hi, bi = len(h), len(b)
+        hi, bi, ni = len(h), len(b), len(bn)
         sides = [lambda: h.extend(_harness_night(cfg, proj, camp, split)),
                  lambda: b.extend(_bare_night(cfg.image_id, n)),
-                 lambda: m.extend(_harness_night(cfg, proj, mcamp))]
-        for side in sides[i % 3:] + sides[: i % 3]:
+                 lambda: m.extend(_harness_night(cfg, proj, mcamp)),
+                 lambda: bn.extend(_bare_night(cfg.image_id, n, ("--network", "none")))]
+        for side in sides[i % 4:] + sides[: i % 4]:
             side()
         ratios.append(median(h[hi:]) / median(b[bi:]))
+        ratios_none.append(median(h[hi:]) / median(bn[ni:]))
     out = {
         "handoff_ratio": round(median(ratios), 3),
         "handoff_s": round(median(h), 3),
         "handoff_bare_s": round(median(b), 3),
+        # context: against a loop with the vector's `--network none` (no bridge to set up)
+        "handoff_ratio_network_none": round(median(ratios_none), 3),
+        "handoff_bare_network_none_s": round(median(bn), 3),
         "handoff_extra_s": round(median(h) - median(b), 3),
         "handoff_model_s": round(median(m), 3),
         "handoff_model_gb": round(size / GB, 2),
