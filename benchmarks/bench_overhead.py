@@ -193,10 +193,12 @@ def _gaps(spans: list[tuple[float, float]]) -> list[float]:
     return [b[0] - a[1] for a, b in itertools.pairwise(spans)]
 
 
-def _harness_night(cfg: Config, proj: Project, camp: Path) -> list[float]:
+def _harness_night(cfg: Config, proj: Project, camp: Path,
+                   split: dict[str, list[float]] | None = None) -> list[float]:
     """Gaps between the containers of one `harness run` of the campaign. A run refused
     for another reason (say HOST-DRIFT while other work touches the engine) still has its
-    container times; the refusal is noted in the environment."""
+    container times; the refusal is noted in the environment. `split` collects where each
+    gap went (`_split`)."""
     before = set(proj.run_dirs())
     r = subprocess.run(proj.run_argv(camp), capture_output=True, text=True)
     spans = []
@@ -209,15 +211,50 @@ def _harness_night(cfg: Config, proj: Project, camp: Path) -> list[float]:
                       parse_time(o["container_finished_at"])))
     if len(spans) < 2:
         check(r, "harness night")
+    if split is not None:
+        _split(events(r.stderr), sorted(spans), split)
     return _gaps(spans)
 
 
-def _bare_night(image_id: str, n: int) -> list[float]:
-    """What a shell loop of `docker run` gives: the same n containers, one after another."""
+# Where a harness gap goes, from the `--json-lines` events of the run (N, then N+1):
+# (metric, from, to): container N exits -> N's lock released -> N sealed -> N+1's lock
+# acquired (its folder and preflight) -> N+1's `launch` (orphans, mounts, vector) -> N+1's
+# container started (the docker CLI, create, start).
+HANDOFF_SPLIT = (("handoff_exit_ms", "exit", "lock-released"),
+                 ("handoff_seal_ms", "lock-released", "sealed"),
+                 ("handoff_preflight_ms", "sealed", "next-lock-acquired"),
+                 ("handoff_locked_ms", "next-lock-acquired", "next-launch"),
+                 ("handoff_docker_ms", "next-launch", "next-start"))
+
+
+def _split(evs: list[dict], spans: list[tuple[float, float]],
+           split: dict[str, list[float]]) -> None:
+    """Add each gap's pieces (HANDOFF_SPLIT) to `split`; a run whose events do not pair
+    with its containers (one refused before launch, say) adds nothing."""
+    per: list[dict[str, float]] = []
+    for e in evs:
+        if e["event"] == "run":
+            per.append({})
+        elif per and e["event"] not in per[-1]:
+            per[-1][e["event"]] = parse_time(e["at"])
+    if len(per) != len(spans):
+        return
+    for (start, end), m in zip(spans, per, strict=True):
+        m["start"], m["exit"] = start, end
+    for a, b in itertools.pairwise(per):
+        at = {**a, **{f"next-{k}": v for k, v in b.items()}}
+        for name, x, y in HANDOFF_SPLIT:
+            if x in at and y in at:
+                split.setdefault(name, []).append(at[y] - at[x])
+
+
+def _bare_night(image_id: str, n: int, flags: tuple[str, ...] = ()) -> list[float]:
+    """What a shell loop of `docker run` gives: the same n containers, one after another.
+    `flags`: ("--network", "none") as the harness's vector has, which skips the bridge."""
     names = [f"bench-handoff-{time.time_ns()}-{i}" for i in range(n)]
     try:
         for name in names:
-            check(subprocess.run(["docker", "run", "--name", name, image_id, "true"],
+            check(subprocess.run(["docker", "run", *flags, "--name", name, image_id, "true"],
                                  capture_output=True), "docker run")
         r = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True)
         check(r, "docker inspect")
@@ -252,18 +289,30 @@ def run_handoff(cfg: Config) -> dict[str, float]:
     for name in mnames:
         proj.control(name, body)
     mcamp = proj.campaign("model-night", mnames)
-    rounds = 1 if cfg.quick else 2
-    h, b, m = [], [], []
-    for i in range(rounds):
-        sides = [lambda: h.extend(_harness_night(cfg, proj, camp)),
+    rounds = 2 if cfg.quick else 4
+    h, b, bn, m = [], [], [], []
+    split: dict[str, list[float]] = {}
+    ratios, ratios_none = [], []  # per round: the engine's load drifts between rounds
+    for i in range(rounds):  # each side first in turn, so drift in the engine hits all
+        hi, bi, ni = len(h), len(b), len(bn)
+        sides = [lambda: h.extend(_harness_night(cfg, proj, camp, split)),
                  lambda: b.extend(_bare_night(cfg.image_id, n)),
-                 lambda: m.extend(_harness_night(cfg, proj, mcamp))]
-        for side in sides[i % 3:] + sides[: i % 3]:
+                 lambda: m.extend(_harness_night(cfg, proj, mcamp)),
+                 lambda: bn.extend(_bare_night(cfg.image_id, n, ("--network", "none")))]
+        for side in sides[i % 4:] + sides[: i % 4]:
             side()
-    return {
+        ratios.append(median(h[hi:]) / median(b[bi:]))
+        ratios_none.append(median(h[hi:]) / median(bn[ni:]))
+    out = {
+        "handoff_ratio": round(median(ratios), 3),
         "handoff_s": round(median(h), 3),
         "handoff_bare_s": round(median(b), 3),
+        # context: against a loop with the vector's `--network none` (no bridge to set up)
+        "handoff_ratio_network_none": round(median(ratios_none), 3),
+        "handoff_bare_network_none_s": round(median(bn), 3),
         "handoff_extra_s": round(median(h) - median(b), 3),
         "handoff_model_s": round(median(m), 3),
         "handoff_model_gb": round(size / GB, 2),
     }
+    out.update({name: round(median(v) * 1000, 1) for name, v in split.items()})
+    return out

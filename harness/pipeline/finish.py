@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from harness import engine, faultpoint, perflog
 from harness.atomic import write_json
@@ -16,7 +17,7 @@ from harness.catalogue import EVIDENCE_LOG, MODEL_CHANGED, SEAL_CHANGED
 from harness.host import identity
 from harness.metrics import failed_metrics, write_metrics
 from harness.pipeline.clean import clean
-from harness.pipeline.context import RunContext
+from harness.pipeline.context import Carried, RunContext
 from harness.pipeline.preflight import hash_model
 from harness.runfolder import layout, record
 from harness.runfolder.manifest import make_read_only, write_manifest
@@ -28,20 +29,25 @@ from harness.verdict import Reason, decide, record_reasons
 
 
 def recheck(ctx: RunContext) -> list[Reason]:
-    """The seal and model must be the same bytes after the run as before."""
+    """The seal and model must be the same bytes after the run as before. What it measured
+    (host snapshot, seal) is offered to the next run as `ctx.handover`."""
     reasons: list[Reason] = []
     for stream, err in ((ctx.outcome or {}).get("log_errors") or {}).items():
         reasons.append(Reason(EVIDENCE_LOG, f"the {stream} log could not be written whole: "
                                               f"{err}"))
     before = ctx.run_dir / layout.HOST_BEFORE
+    host = seal = None
     if before.is_file() and ctx.outcome is not None:
-        after = identity.snapshot(docker_client=engine.client())
-        write_json(ctx.run_dir / layout.HOST_AFTER, after, exclusive=True)
-        changes = identity.drift(json.loads(before.read_text()), after)
+        host = identity.snapshot(docker_client=engine.client())
+        write_json(ctx.run_dir / layout.HOST_AFTER, host, exclusive=True)
+        changes = identity.drift(json.loads(before.read_text()), host)
         reasons += [Reason(identity.RULE_HOST_DRIFT, c) for c in changes]
     if ctx.seal is not None:
-        after = source_seal(ctx.loaded.project_dir, ctx.loaded.files())
-        reasons += [Reason(SEAL_CHANGED, c) for c in seal_changes(ctx.seal.files, after.files)]
+        inputs = ctx.loaded.files()
+        seal = source_seal(ctx.loaded.project_dir, inputs)
+        reasons += [Reason(SEAL_CHANGED, c) for c in seal_changes(ctx.seal.files, seal.files)]
+        ctx.handover = Carried(ctx.run_id, utc_now(), time.monotonic(),
+                               tuple(map(str, inputs)), host, seal)
     if ctx.control.model is not None and ctx.model_source is not None and ctx.model_hashes:
         _, problems = hash_model(ctx.model_source, ctx.control.model.sha256)
         reasons += [Reason(MODEL_CHANGED, str(p)) for p in problems]

@@ -116,16 +116,22 @@ def check_lock_fs(ctx: RunContext) -> list[Reason]:
 
 
 def run(ctx: RunContext) -> list[Reason]:
-    ctx.seal = source_seal(ctx.loaded.project_dir, ctx.loaded.files())
+    # What the run before measured a few ms ago (pipeline.context.Carried), when fresh.
+    inputs = ctx.loaded.files()
+    carried = ctx.carried if ctx.carried is not None and ctx.carried.usable(inputs) else None
+    ctx.seal = (carried.seal if carried is not None and carried.seal is not None
+                else source_seal(ctx.loaded.project_dir, inputs))
     ctx.provenance = git_state(ctx.loaded.project_dir)
     ctx.approval, reasons = approval.for_run(ctx.loaded, ctx.seal.digest)
     reasons += check_lock_fs(ctx) + check_image(ctx) + check_model(ctx) + check_device(ctx)
     if not reasons:
-        snapshot = identity.snapshot(docker_client=engine.client())
+        snapshot = (carried.host if carried is not None and carried.host is not None
+                    else identity.snapshot(docker_client=engine.client()))
         write_json(ctx.run_dir / layout.HOST_BEFORE, snapshot, exclusive=True)
     write_json(ctx.run_dir / layout.PREFLIGHT, {
         "schema": "harness.preflight/v1",
         "source_seal": ctx.seal.as_dict(),
+        "carried": None if carried is None else carried.record(host=not reasons),
         "provenance": ctx.provenance,
         "image": {"name": ctx.control.image, "id": ctx.image_id},
         "model_hashes": ctx.model_hashes,

@@ -5,6 +5,7 @@ campaign's stop policy stops both the same way, and a night journals a time-out 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -71,3 +72,57 @@ def test_night_stops_on_refusal_and_journals_a_time_out_in_the_runs_words(projec
     assert not slow.reason.startswith("timed-out:")
     summary = json.loads((night_dir / "summary.json").read_text())
     assert summary["counts"] == {"planned": 1, "timed-out": 1}
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _by_control(project) -> dict[str, Path]:
+    return {project.record(p)["control"]["name"]: p for p in project.run_dirs()}
+
+
+def test_the_next_control_takes_the_host_snapshot_and_seal_the_run_before_ended_with(project):
+    for name in ("first", "second"):
+        project.control(name, OK)
+    camp = project.campaign("carry", ["first", "second"])
+    r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+    assert r.returncode == 0, r.stderr
+    runs = _by_control(project)
+    first, second = runs["first"], runs["second"]
+    assert _json(first / "preflight.json")["carried"] is None  # the first measures its own
+    carried = _json(second / "preflight.json")["carried"]
+    assert carried["from_run"] == first.name
+    assert carried["source_seal"] is True and carried["host_before"] is True
+    # the very snapshot the first run ended with, not one taken again
+    assert _json(second / "host-before.json") == _json(first / "host-after.json")
+    assert (_json(second / "host-before.json")["taken_at"]
+            == _json(first / "host-after.json")["taken_at"])
+    assert project.record(second)["seal"] == project.record(first)["seal"]
+    assert project.harness("verify", str(second)).returncode == 0
+
+
+def test_an_input_edited_between_two_controls_refuses_the_next_one(project, tmp_path):
+    """The carried seal is older than the next control's launch: an input changed in
+    between is a change across that run (SEAL-CHANGED), not a new "before" that hides
+    that the campaign was loaded before the edit."""
+    for name in ("first", "second"):
+        project.control(name, OK)
+    camp = project.campaign("edited", ["first", "second"])
+    marker = tmp_path / "sealing"
+    env = {**os.environ, "HARNESS_FAULTPOINT": "sealing:2",
+           "HARNESS_FAULTPOINT_MARKER": str(marker)}
+    p = project.popen("run", str(camp), "--runs-dir", str(project.runs), env=env)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the first run never reached its seal"
+    second_file = project.root / "controls" / "second.yaml"
+    second_file.write_text(second_file.read_text() + "# edited while the first sealed\n")
+    _out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err
+    runs = _by_control(project)
+    assert project.record(runs["first"])["status"] == "accepted"
+    second = project.record(runs["second"])
+    assert second["status"] == "refused" and "SEAL-CHANGED" in second["rules"], second
+    assert _json(runs["second"] / "preflight.json")["carried"]["from_run"] == runs["first"].name
