@@ -3,7 +3,9 @@ not there, and the drop where Slurm hosts leave theirs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +14,10 @@ from harness.bundle.export import ExportRefused
 from harness.bundle.sums import one_line
 from harness.cli.jsonout import as_json_errors, emit
 from harness.errors import REFUSED, Refused
+
+if TYPE_CHECKING:  # merge is imported by its command only (a lazy CLI)
+    from harness.bundle.export import ExportResult
+    from harness.bundle.merge import MergeResult
 
 
 @click.group("bundle")
@@ -42,14 +48,23 @@ def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | Non
     try:
         result = export_bundle(list(folders), output, sign_key)
     except ExportRefused as e:
-        for problem in e.problems:
-            click.echo(f"FAIL {one_line(str(problem))}", err=True)
+        _say_refused(e.problems)
         raise
+    _say_written(result)
+
+
+def _say_written(result: ExportResult | MergeResult) -> None:
+    """The one line export and merge print for the bundle they wrote."""
     signed = "signed" if result.signed else "unsigned"
     click.echo(
         f"wrote {one_line(str(result.output))}: {result.files} files, {len(result.runs)} run(s), "
         f"top folder {one_line(str(result.top))}, {signed}"
     )
+
+
+def _say_refused(problems: Iterable[object]) -> None:
+    for problem in problems:
+        click.echo(f"FAIL {one_line(str(problem))}", err=True)
 
 
 @bundle.command("verify")
@@ -107,16 +122,11 @@ def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None
     try:
         result = merge_bundles(list(bundles), output, sign_key, allowed_signers)
     except MergeRefused as e:
-        for problem in e.problems:
-            click.echo(f"FAIL {one_line(str(problem))}", err=True)
+        _say_refused(e.problems)
         raise
     for name, digest in result.inputs:
         click.echo(f"input {name}: sha256 {digest}")
-    signed = "signed" if result.signed else "unsigned"
-    click.echo(
-        f"wrote {one_line(str(result.output))}: {result.files} files, {len(result.runs)} run(s), "
-        f"top folder {one_line(str(result.top))}, {signed}"
-    )
+    _say_written(result)
 
 
 @bundle.command("collect")
