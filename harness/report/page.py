@@ -23,7 +23,9 @@ from harness.report.summary import (
     LABELS,
     TIME_FIGURES,
     UNCAPPED,
+    counts_text,
     link_text,
+    night_facts,
     reference_note,
     shown_metrics,
 )
@@ -173,11 +175,9 @@ def render_html(summary: Mapping[str, Any]) -> str:
         f"<title>Night {_h(night.get('name', '?'))}</title>", f"<style>{_CSS}</style>",
         "</head><body>", f"<h1>Night {_h(night.get('name', '?'))}</h1>", '<ul class="meta">',
     ]
-    for key in ("campaign", "campaign_file", "seal", "created", "deadline", "dir"):
-        if night.get(key):
-            out.append(f"<li>{_h(key.replace('_', ' '))}: <code>{_h(night[key])}</code></li>")
-    counts = ", ".join(f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
-    out += [f"<li>runs: {_h(counts)}</li>", "</ul>"]
+    out += [f"<li>{_h(label)}: <code>{_h(value)}</code></li>"
+            for label, value in night_facts(night)]
+    out += [f"<li>runs: {_h(counts_text(summary))}</li>", "</ul>"]
     metrics = shown_metrics(summary["runs"])
     head = ["#", "control", "status", "reasons and links", "times"] + (["vLLM"] if metrics
                                                                        else [])

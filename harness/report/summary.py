@@ -245,14 +245,23 @@ def figure_cell(entry: Mapping[str, Any], name: str) -> str:
 TIME_FIGURES = ("lock_wait_s", "lock_hold_s", "duration_s", "exit_code")
 
 
+NIGHT_FACTS = ("campaign", "campaign_file", "seal", "created", "deadline", "dir")
+
+
+def night_facts(night: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(label, value) of each fact of the night it recorded, for every rendering's header."""
+    return [(key.replace("_", " "), night[key]) for key in NIGHT_FACTS if night.get(key)]
+
+
+def counts_text(summary: Mapping[str, Any]) -> str:
+    return ", ".join(f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
+
+
 def render_markdown(summary: Mapping[str, Any]) -> str:
     night = summary["night"]
     lines = [f"# Night {_md(night.get('name', '?'))}", ""]
-    for key in ("campaign", "campaign_file", "seal", "created", "deadline", "dir"):
-        if night.get(key):
-            lines.append(f"- {key.replace('_', ' ')}: {_md(night[key])}")
-    counts = ", ".join(f"{n} {_md(s)}" for s, n in summary["counts"].items()) or "no runs"
-    lines += [f"- runs: {counts}", ""]
+    lines += [f"- {label}: {_md(value)}" for label, value in night_facts(night)]
+    lines += [f"- runs: {_md(counts_text(summary))}", ""]
     shown = shown_metrics(summary["runs"])
     head = ["#", "control", "attempt", "status", "reasons"]
     head += [LABELS[m] for m in (*TIME_FIGURES, *shown)]
