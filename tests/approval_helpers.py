@@ -6,9 +6,11 @@ import json
 import subprocess
 from pathlib import Path
 
+from harness.approval.sign import NAMESPACE
 from harness.config.loader import require_campaign
 from harness.runfolder.manifest import write_manifest
 from harness.seal import source_seal
+from tests.unit.bundle_helpers import make_keys as signer
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "Rev", "GIT_AUTHOR_EMAIL": "rev@example",
            "GIT_COMMITTER_NAME": "Rev", "GIT_COMMITTER_EMAIL": "rev@example",
@@ -50,10 +52,7 @@ def gate_record(folder: Path, campaign: str, seal: str, *, passed: bool = True) 
 
 def make_keys(tmp: Path, name: str) -> tuple[Path, Path]:
     """An ed25519 key pair and an allowed_signers file trusting it for approvals."""
-    key = tmp / name
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)],
-                   check=True)
-    kind, blob = (tmp / f"{name}.pub").read_text().split()[:2]
+    key, line = signer(tmp, name, NAMESPACE)
     allowed = tmp / f"{name}.allowed"
-    allowed.write_text(f'{name}@example namespaces="harness-approval@v1" {kind} {blob}\n')
+    allowed.write_text(line)
     return key, allowed

@@ -16,6 +16,7 @@ from harness.bundle import safe_extract
 from harness.runfolder.manifest import write_manifest
 from tests.approval_helpers import commit_all, gate_record, make_keys, seal_of
 from tests.conftest import REPO, containers_with_label
+from tests.unit.bundle_helpers import make_keys as signer
 
 HELLO = """\
 command: [python3, -c, "print('hello')"]
@@ -194,11 +195,9 @@ def test_bundle_verify_checks_the_approvals_signature_against_the_allowed_signer
     namespace only. An operator who swaps in an approval signature of their own (and
     re-signs the bundle, as they may) is caught: the approval's .sig is checked too."""
     rev_key, rev_allowed = make_keys(tmp_path, "rev")
-    op_key, _ = make_keys(tmp_path, "op")
-    op_kind, op_blob = (tmp_path / "op.pub").read_text().split()[:2]
+    op_key, op_line = signer(tmp_path, "op")  # trusted for bundles (harness-evidence) only
     allowed = tmp_path / "allowed"
-    allowed.write_text(rev_allowed.read_text()
-                       + f'op@example namespaces="harness-evidence" {op_kind} {op_blob}\n')
+    allowed.write_text(rev_allowed.read_text() + op_line)
     camp = setup(project, f"allowed_signers: {rev_allowed}\n")
     assert approve(project, camp, "--sign-key", str(rev_key)).returncode == 0
     code, rec, err = run(project, camp)

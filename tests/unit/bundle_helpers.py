@@ -57,13 +57,15 @@ def make_run(parent: Path, run_id: str = "rehearsal-echo-20261130T083000Z-3fa2",
     return folder
 
 
-def make_keys(tmp: Path, name: str) -> tuple[Path, str]:
-    """An unencrypted ed25519 key pair; returns (private key path, allowed_signers line)."""
+def make_keys(tmp: Path, name: str, namespace: str = "harness-evidence") -> tuple[Path, str]:
+    """An unencrypted ed25519 key pair; returns (private key path, allowed_signers line
+    trusting it for `namespace` only: bundles by default, approvals with
+    `harness-approval@v1`)."""
     key = tmp / name
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)],
                    check=True)
     kind, blob = (tmp / f"{name}.pub").read_text().split()[:2]
-    return key, f'{name}@example namespaces="harness-evidence" {kind} {blob}\n'
+    return key, f'{name}@example namespaces="{namespace}" {kind} {blob}\n'
 
 
 def writable_bundle(archive: Path, dest: Path) -> Path:
