@@ -30,10 +30,13 @@ def bundle() -> None:
     """
 
 
+OUTPUT = click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+                      help="New archive: FILE.tar or FILE.tar.gz; never overwritten.")
+
+
 @bundle.command("export")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
-              help="New archive: FILE.tar or FILE.tar.gz; never overwritten.")
+@OUTPUT
 @click.option("--sign-key", type=click.Path(path_type=Path),
               help="SSH private key: sign tagmanifest-sha256.txt (namespace harness-evidence).")
 def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | None) -> None:
@@ -103,8 +106,7 @@ def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) ->
 
 @bundle.command("merge")
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
-              help="New archive: FILE.tar or FILE.tar.gz; never overwritten.")
+@OUTPUT
 @click.option("--sign-key", type=click.Path(path_type=Path),
               help="SSH private key: sign the merged tagmanifest-sha256.txt.")
 @click.option("--allowed-signers", type=click.Path(path_type=Path),
