@@ -46,6 +46,42 @@ def submit(cluster: Cluster, spec: JobSpec, site: Site) -> str:
     return cluster.sbatch(job.sbatch_argv(spec, site))
 
 
+def sleeper(project, cleanup_containers: list, name: str, seconds: int, timeout: int) -> str:
+    """A control `name` that sleeps `seconds` (stop grace 3 s); returns the label of the
+    project's GPU lock, whose containers the test's cleanup removes."""
+    label = f"org.harness.lock={project.lock}"
+    cleanup_containers.append(label)
+    project.control(name, f"""\
+        command: [python3, -c, "import time; time.sleep({seconds})"]
+        timeout: {timeout}
+        stop_grace: 3
+        """)
+    return label
+
+
+def sleeper_job(cluster: Cluster, tmp_path: Path, project, cleanup_containers: list,
+                camp: str, seconds: int, timeout: int, more: tuple[str, ...] = ()
+                ) -> tuple[str, Path, str, str]:
+    """`sleeper` as the one control of a job built for campaign `camp` (its other controls
+    `more`), submitted and running: (lock label, campaign file, job id, node)."""
+    label = sleeper(project, cleanup_containers, "sleeper", seconds, timeout)
+    campaign = project.campaign(camp, ["sleeper", *more])
+    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
+                   home_root=None)
+    spec = JobSpec(night=f"{camp}-{stamp()}", campaign_file=str(campaign),
+                   controls=(ControlTime("sleeper", timeout, 3),), slot=0, attempt=1,
+                   lock_wait_s=60)
+    job_id = submit(cluster, spec, site)
+    return label, campaign, job_id, cluster.wait_running(job_id).node
+
+
+def wait_for_container(label: str, what: str = "the container never started") -> None:
+    deadline = time.monotonic() + 120
+    while not containers_with_label(label, all_states=False):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.3)
+
+
 def test_gres_gives_each_job_its_own_gpu_on_both_hosts(cluster: Cluster, tmp_path) -> None:
     """Four jobs at once on two hosts of two GPUs: every (host, GPU index) once, through
     ROCR_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env). With --export=NIL, as the builder
@@ -104,25 +140,9 @@ def test_scancel_reaches_harness_run_which_stops_and_seals(cluster: Cluster, tmp
                                                            project, cleanup_containers) -> None:
     """`exec` makes the batch shell the harness: scancel's SIGTERM stops the container and
     the run is sealed `interrupted`; no container is left behind."""
-    label = f"org.harness.lock={project.lock}"
-    cleanup_containers.append(label)
-    project.control("sleeper", """\
-        command: [python3, -c, "import time; time.sleep(300)"]
-        timeout: 600
-        stop_grace: 3
-        """)
-    campaign = project.campaign("slurmcamp", ["sleeper"])
-    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
-                   home_root=None)
-    spec = JobSpec(night=f"slurmcamp-{stamp()}", campaign_file=str(campaign),
-                   controls=(ControlTime("sleeper", 600, 3),), slot=0, attempt=1,
-                   lock_wait_s=60)
-    job_id = submit(cluster, spec, site)
-    cluster.wait_running(job_id)
-    deadline = time.monotonic() + 120
-    while not containers_with_label(label, all_states=False):
-        assert time.monotonic() < deadline, "the container never started"
-        time.sleep(0.3)
+    label, _, job_id, _ = sleeper_job(cluster, tmp_path, project, cleanup_containers,
+                                      "slurmcamp", 300, 600)
+    wait_for_container(label)
     assert cluster.cli("scancel", job_id).returncode == 0
     ended = cluster.wait_ended([job_id], timeout=120)[job_id]
     assert ended.state == JobState.CANCELLED
@@ -159,25 +179,9 @@ def test_node_down_mid_run_ends_the_job_before_the_host_seals(cluster: Cluster, 
                                                              project, cleanup_containers):
     """Slurm's NODE_FAIL is no run status: the row awaits the seal, and the host (still
     running the harness) seals the run on its own; the retry would avoid that node."""
-    label = f"org.harness.lock={project.lock}"
-    cleanup_containers.append(label)
-    project.control("short", """\
-        command: [python3, -c, "import time; time.sleep(8)"]
-        timeout: 120
-        stop_grace: 3
-        """)
-    campaign = project.campaign("slurmdown", ["short"])
-    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
-                   home_root=None)
-    spec = JobSpec(night=f"slurmdown-{stamp()}", campaign_file=str(campaign),
-                   controls=(ControlTime("short", 120, 3),), slot=0, attempt=1,
-                   lock_wait_s=60)
-    job_id = submit(cluster, spec, site)
-    node = cluster.wait_running(job_id).node
-    deadline = time.monotonic() + 120
-    while not containers_with_label(label, all_states=False):
-        assert time.monotonic() < deadline, "the container never started"
-        time.sleep(0.3)
+    label, _, job_id, node = sleeper_job(cluster, tmp_path, project, cleanup_containers,
+                                         "slurmdown", 8, 120)
+    wait_for_container(label)
     row = "running"
     try:
         r = cluster.cli("scontrol", "update", f"nodename={node}", "state=down",
@@ -210,27 +214,11 @@ def test_scancel_kill_leaves_a_container_that_the_epilog_removes(cluster: Cluste
     """SIGKILL gives the harness no chance to stop its container (dockerd's child, not the
     job's); the Epilog, run as slurmd runs it (root, SLURM_JOB_ID), stops and removes only
     that job's containers, and the next run on the host seals the cut-off folder."""
-    label = f"org.harness.lock={project.lock}"
-    cleanup_containers.append(label)
-    project.control("sleeper", """\
-        command: [python3, -c, "import time; time.sleep(300)"]
-        timeout: 600
-        stop_grace: 3
-        """)
     project.control("quick", "command: [python3, -c, pass]\ntimeout: 60\n")
-    campaign = project.campaign("slurmkill", ["sleeper", "quick"])
-    site = replace(site_for(tmp_path), workdir=str(project.root), runs_dir=str(project.runs),
-                   home_root=None)
-    spec = JobSpec(night=f"slurmkill-{stamp()}", campaign_file=str(campaign),
-                   controls=(ControlTime("sleeper", 600, 3),), slot=0, attempt=1,
-                   lock_wait_s=60)
-    job_id = submit(cluster, spec, site)
-    cluster.wait_running(job_id)
+    _, campaign, job_id, _ = sleeper_job(cluster, tmp_path, project, cleanup_containers,
+                                         "slurmkill", 300, 600, more=("quick",))
     mine = f"org.harness.slurm-job={job_id}"
-    deadline = time.monotonic() + 120
-    while not containers_with_label(mine, all_states=False):
-        assert time.monotonic() < deadline, "the labelled container never started"
-        time.sleep(0.3)
+    wait_for_container(mine, "the labelled container never started")
     assert cluster.cli("scancel", "--batch", "-s", "KILL", job_id).returncode == 0
     cluster.wait_ended([job_id], timeout=60)
     time.sleep(1.0)

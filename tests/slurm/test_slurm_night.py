@@ -21,7 +21,7 @@ from harness.slurm.query import JobState
 from tests.conftest import containers_with_label
 
 from .conftest import REPO, Cluster
-from .test_slurm_jobs import HARNESS
+from .test_slurm_jobs import HARNESS, sleeper
 
 
 def night(cluster: Cluster, campaign: Path, runs: Path, drop: Path, *extra: str,
@@ -172,26 +172,12 @@ def _when_running(cluster: Cluster, label: str, act, out: list) -> None:
         time.sleep(0.3)
 
 
-def test_node_down_mid_run_the_row_takes_the_hosts_seal(cluster: Cluster, project,
-                                                        cleanup_containers) -> None:
-    """Slurm says NODE_FAIL at once, but the host goes on and seals the run: the row is
-    what the host's seal says, not what Slurm said (nor SLURM-NO-SEAL, the controller's
-    word when no seal comes)."""
-    label = f"org.harness.lock={project.lock}"
-    cleanup_containers.append(label)
-    project.control("short", """\
-        command: [python3, -c, "import time; time.sleep(8)"]
-        timeout: 120
-        stop_grace: 3
-        """)
-    campaign = project.campaign("slurmnodedown", ["short"])
+def _night_acting(cluster: Cluster, campaign: Path, project, label: str,
+                  act) -> tuple[subprocess.CompletedProcess, list]:
+    """The night, with `act(job)` done to the first job once its container runs; whatever
+    happens, the nodes are resumed after. Returns (the night's process, the jobs acted on)."""
     seen: list = []
-
-    def down(j) -> None:
-        cluster.cli("scontrol", "update", f"nodename={j.node}", "state=down",
-                    "reason=harness-test")
-
-    killer = threading.Thread(target=_when_running, args=(cluster, label, down, seen))
+    killer = threading.Thread(target=_when_running, args=(cluster, label, act, seen))
     killer.start()
     try:
         r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
@@ -201,6 +187,21 @@ def test_node_down_mid_run_the_row_takes_the_hosts_seal(cluster: Cluster, projec
             cluster.cli("scontrol", "update", f"nodename={j.node}", "state=resume")
         cluster.wait_nodes_up()
     assert seen, "no job was seen running"
+    return r, seen
+
+def test_node_down_mid_run_the_row_takes_the_hosts_seal(cluster: Cluster, project,
+                                                        cleanup_containers) -> None:
+    """Slurm says NODE_FAIL at once, but the host goes on and seals the run: the row is
+    what the host's seal says, not what Slurm said (nor SLURM-NO-SEAL, the controller's
+    word when no seal comes)."""
+    label = sleeper(project, cleanup_containers, "short", 8, 120)
+    campaign = project.campaign("slurmnodedown", ["short"])
+
+    def down(j) -> None:
+        cluster.cli("scontrol", "update", f"nodename={j.node}", "state=down",
+                    "reason=harness-test")
+
+    r, seen = _night_acting(cluster, campaign, project, label, down)
     assert '"state": "node-fail"' in r.stderr, r.stderr
     [night_dir] = (project.runs / "nights").iterdir()
     [(row_id, _, _, row_state, run_dir)] = journal_rows(night_dir)
@@ -218,16 +219,9 @@ def test_node_lost_without_a_seal_is_interrupted_and_retried_elsewhere(
     """The node is lost and its harness killed (no seal comes; its Epilog stops the
     container): after the grace the row is interrupted (SLURM-NO-SEAL), the cut-off folder
     is sealed as found, and the retry avoids the lost node."""
-    label = f"org.harness.lock={project.lock}"
-    cleanup_containers.append(label)
-    project.control("short", """\
-        command: [python3, -c, "import time; time.sleep(8)"]
-        timeout: 120
-        stop_grace: 3
-        """)
+    label = sleeper(project, cleanup_containers, "short", 8, 120)
     campaign = project.campaign("slurmlost", ["short"], "retry:\n  interrupted: 1\n"
                                 "executor:\n  kind: slurm\n  seal_grace: 5s\n")
-    seen: list = []
 
     def lose(j) -> None:
         """Slurm loses the node (NODE_FAIL at once), and the host's harness dies before it
@@ -245,16 +239,7 @@ def test_node_lost_without_a_seal_is_interrupted_and_retried_elsewhere(
                        env={"SLURM_JOB_ID": j.job_id, "HARNESS_EPILOG_GRACE": "1",
                             "PATH": "/usr/bin:/bin"})
 
-    killer = threading.Thread(target=_when_running, args=(cluster, label, lose, seen))
-    killer.start()
-    try:
-        r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
-        killer.join()
-    finally:
-        for j in seen:
-            cluster.cli("scontrol", "update", f"nodename={j.node}", "state=resume")
-        cluster.wait_nodes_up()
-    assert seen, "no job was seen running"
+    r, seen = _night_acting(cluster, campaign, project, label, lose)
     [night_dir] = (project.runs / "nights").iterdir()
     rows = journal_rows(night_dir)
     assert [(a, s) for _, _, a, s, _ in rows] == [(1, "interrupted"), (2, "accepted")], \
