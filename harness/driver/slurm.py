@@ -240,16 +240,16 @@ class SlurmExecutor:
         return False, None
 
     def cancel_pending(self, watches: list[Watch]) -> list[Watch]:
-        """scancel (one call) the jobs not seen running: the night is stopping. A running job
-        is left to finish and seal; a cancelled one that had started after all is followed
-        to its seal like any other."""
+        """Cancel the jobs not seen running: the night is stopping. Slurm cancels only those
+        still pending when the call reaches it (calls.cancel_pending); one that started
+        since the last poll is left to finish and is followed to its seal like any other."""
         pending = [w for w in watches if not w.started and not w.cancelled
                    and w.ended_at is None]
         if not pending:
             return []
         for w in pending:
             w.cancelled = True
-        problem = calls.cancel([w.job_id for w in pending], env=self.settings.env)
+        problem = calls.cancel_pending([w.job_id for w in pending], env=self.settings.env)
         self.ui.event("slurm-cancelled-pending", job_ids=[w.job_id for w in pending],
                       controls=[w.request.control for w in pending], problem=problem)
         return pending

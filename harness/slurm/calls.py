@@ -1,9 +1,10 @@
 """The thin shell between the Slurm executor and the Slurm commands: submit, poll, cancel.
 
 Everything that decides is elsewhere and pure (job.py builds, query.py reads, state.py
-rules); this module only writes the job script, runs sbatch/squeue/sacct/scancel once each
-with a timeout, and classifies what came back. Why a timeout on every call: a Slurm client
-whose configuration or controller is missing retries for up to a minute before it fails.
+rules); this module only writes the job script, runs the Slurm commands (sbatch, squeue,
+sacct, scancel, scontrol) once each with a timeout, and classifies what came back. Why a
+timeout on every call: a Slurm client whose configuration or controller is missing retries
+for up to a minute before it fails.
 
 A submission that failed *transiently* (controller unreachable, timed out) may still have
 been accepted by Slurm: the caller keeps the row `submitting` and looks the token up
@@ -160,15 +161,47 @@ def poll(names: Iterable[str], job_ids: Iterable[str], *, use_sacct: bool = Fals
 
 def cancel(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
            timeout_s: float = 30.0) -> str | None:
-    """scancel the jobs in one call; None when Slurm took it, else its message."""
-    ids = sorted(set(job_ids))
+    """scancel the jobs in one call, whatever their state; None when Slurm took it, else
+    its message. For duplicates of a token (the controller's own jobs), never for a stop."""
+    ids = _checked(job_ids)
     if not ids:
         return None
-    query.sacct_argv(ids)  # the same check of every id
-    r = _run(["scancel", *ids], env, timeout_s)
+    return _answer(_run(["scancel", *ids], env, timeout_s), "scancel")
+
+
+def cancel_pending(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
+                   timeout_s: float = 30.0) -> str | None:
+    """Cancel those of the jobs that have not started, and only those; None when Slurm
+    took it, else its message.
+
+    Why three calls: the controller's "not yet running" is a poll old, and Slurm starts a
+    pending job the moment a slot frees, so a plain scancel (or scancel's own --state,
+    which filters before it signals) can kill a job that began a moment ago. A user hold
+    (`scontrol uhold`) is taken under the controller's lock and stops a pending job from
+    starting; once held, `scancel --state=PENDING` cancels exactly the jobs that never
+    started. The release then lifts the hold from the jobs that were running (harmless to
+    them, but a requeued job would otherwise wait forever); it fails for the cancelled
+    ones, which is expected."""
+    ids = _checked(job_ids)
+    if not ids:
+        return None
+    _run(["scontrol", "uhold", *ids], env, timeout_s)  # a running job: no effect
+    problem = _answer(_run(["scancel", "--state=PENDING", *ids], env, timeout_s), "scancel")
+    _run(["scontrol", "release", *ids], env, timeout_s)
+    return problem
+
+
+def _checked(job_ids: Iterable[str]) -> list[str]:
+    ids = sorted(set(job_ids))
+    if ids:
+        query.sacct_argv(ids)  # the same check of every id
+    return ids
+
+
+def _answer(r: subprocess.CompletedProcess | str, what: str) -> str | None:
     if isinstance(r, str):
         return r
-    return None if r.returncode == 0 else f"scancel: {r.stderr.strip()[:500]}"
+    return None if r.returncode == 0 else f"{what}: {r.stderr.strip()[:500]}"
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,30 @@ def test_cancel_a_pending_job_withdraws_its_row(cluster: Cluster, tmp_path) -> N
         assert calls.cancel(jobs, env=cluster.env) is None
 
 
+def test_cancel_pending_spares_the_running_jobs_of_the_list(cluster: Cluster,
+                                                           tmp_path) -> None:
+    """A stop hands over every job it has not seen running, and its view is a poll old:
+    cancel_pending must cancel only the jobs Slurm still holds pending, leave the running
+    ones running, and leave none of them held (a plain scancel killed them all)."""
+    site = stand_in(tmp_path, "sleep 60")
+    specs = [spec(slot) for slot in range(5)]
+    jobs = [calls.submit(s, site, env=cluster.env).job_id for s in specs]
+    try:
+        for job_id in jobs[:4]:
+            cluster.wait_running(job_id)
+        pending, token = jobs[-1], job.token_of(specs[-1])
+        wait_for(cluster, token, pending, lambda j: j.state == JobState.PENDING)
+        assert calls.cancel_pending(jobs, env=cluster.env) is None
+        _, found = wait_for(cluster, token, pending, lambda j: j.state == JobState.CANCELLED)
+        assert found.node is None
+        live = cluster.jobs()
+        assert all(live[j].state == JobState.RUNNING for j in jobs[:4]), live
+        held = cluster.cli("squeue", "-h", "-o", "%i %r", "-j", ",".join(jobs[:4]))
+        assert "JobHeld" not in held.stdout, held.stdout
+    finally:
+        assert calls.cancel(jobs, env=cluster.env) is None
+
+
 def test_refused_and_unreachable_submissions(cluster: Cluster, tmp_path) -> None:
     site = stand_in(tmp_path, "exit 0")
     refused = calls.submit(spec(), Site(**{**site.__dict__, "partition": "nope"}),

@@ -140,7 +140,7 @@ def test_a_stop_cancels_only_jobs_never_seen_running_and_those_are_not_run(tmp_p
     after all waits for its seal like any other."""
     ex, out = executor(tmp_path, seal_grace_s=60)
     sent: list[list[str]] = []
-    monkeypatch.setattr("harness.slurm.calls.cancel",
+    monkeypatch.setattr("harness.slurm.calls.cancel_pending",
                         lambda ids, **_: sent.append(sorted(ids)))
     running = Watch("7", request(tmp_path), "t")
     ex.observe(running, answer(JobState.RUNNING), 0.0)
