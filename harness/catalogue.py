@@ -59,6 +59,8 @@ HARNESS_ERROR = _rule("HARNESS-ERROR", "the harness itself failed; the run is se
 ENV_ERROR = _rule("ENV-ERROR", "the host failed in a way no narrower rule names",
                   ENVIRONMENT, "run")
 ENV_IO = _rule("ENV-IO", "reading or writing on the host failed", ENVIRONMENT, "run")
+ENV_RUN_EXISTS = _rule("ENV-RUN-EXISTS", "the run folder of this run id already exists: a run "
+                       "folder is never reused (the same run started twice)", ENVIRONMENT, "run")
 ENV_DISK_FULL = _rule("ENV-DISK-FULL", "the runs folder is full (no space or quota left)",
                       ENVIRONMENT, "run")
 ENV_READ_ONLY = _rule("ENV-READ-ONLY", "the runs folder (or a file the harness writes) is on "

@@ -260,6 +260,8 @@ class SlurmExecutor:
         w.failures = w.failures + 1 if p.errors and found is None else 0
         seen = found.state if found is not None else JobState.UNKNOWN
         if seen == JobState.UNKNOWN:
+            if found is None and not p.live:  # the controller did not answer: no news
+                return False
             w.unknown_since = w.unknown_since if w.unknown_since is not None else now
             if state.lost(w.unknown_since, now, self.settings.lost_after_s) \
                     and w.ended_at is None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.catalogue import (
+    ENV_RUN_EXISTS,
     ENV_SEAL,
     RUN_INTERRUPTED,
 )
@@ -96,6 +97,10 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
         # makes it 0555.
         run_dir.mkdir(mode=0o700)
         run_dir.chmod(0o700)  # whatever the umask
+    except FileExistsError:  # e.g. Slurm started a job's script again after slurmctld
+        raise EnvironmentFault(  # lost its state: the first start's evidence stays as is
+            f"run folder {run_dir} already exists: run {run_id} was started before, and a "
+            f"run folder is never reused", rule=ENV_RUN_EXISTS) from None
     except OSError as e:  # read-only, full, forbidden: the host's problem, said plainly
         raise io_fault(e, f"cannot write the runs folder {runs_dir}") from None
     try:

@@ -47,10 +47,12 @@ class Submitted:
 
 @dataclass
 class Poll:
-    """One batched status query: the jobs seen, whether ended jobs would show even after
+    """One batched status query: the jobs seen, whether the controller answered (squeue:
+    without it a job's absence means nothing), whether ended jobs would show even after
     leaving squeue (sacct or jobcomp answered), and each failed source's message."""
 
     jobs: dict[str, Job] = field(default_factory=dict)
+    live: bool = True
     history_complete: bool = False
     errors: list[str] = field(default_factory=list)
     skipped: int = 0
@@ -154,6 +156,7 @@ def poll(names: Iterable[str], job_ids: Iterable[str], *, use_sacct: bool = Fals
             out.skipped += len(history[-1].skipped)
         except OSError as e:
             out.errors.append(f"jobcomp: {jobcomp}: {e.strerror or e}")
+    out.live = live is not None
     out.history_complete = any(h is not None for h in history)
     out.jobs = query.combine(live, *history)
     return out

@@ -46,3 +46,27 @@ def test_another_host_user_cannot_plant_observations_while_the_container_runs(
     assert not (run_dir / "observations" / "generation.json").exists()
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o555, "sealed: readable by all"
     assert os.access(run_dir, os.R_OK)
+
+
+def test_a_second_start_of_the_same_run_id_is_refused_and_leaves_the_first_as_sealed(
+        project, cleanup_containers):
+    """Slurm can start a job's script twice (slurmctld killed before it saved the job as
+    running re-queues it on restart): the second `harness run --run-id R` must not touch
+    the first start's folder, and says so under its own rule (exit 3)."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    project.control("once", "command: [python3, -c, \"print('hi')\"]\ntimeout: 60\n")
+    campaign = str(project.campaign("camp", ["once"]))
+    run_id = "once-20261201T000000Z-0a1b2c3d"
+    argv = ("run", campaign, "--control", "once", "--run-id", run_id, "--runs-dir",
+            str(project.runs))
+    first = project.harness(*argv)
+    assert first.returncode == 0, first.stdout + first.stderr
+    run_dir = project.runs / run_id
+    before = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    second = project.harness(*argv)
+    assert second.returncode == 3, second.stdout + second.stderr
+    assert "ENV-RUN-EXISTS" in second.stderr and "already exists" in second.stderr
+    assert "Traceback" not in second.stderr
+    after = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    assert after == before
+    assert project.harness("verify", str(run_dir)).returncode == 0

@@ -42,7 +42,8 @@ def request(tmp_path: Path, attempt: int = 1) -> LaunchRequest:
 
 def answer(state: JobState | None, node: str | None = "node2", errors=()) -> Poll:
     jobs = {} if state is None else {"7": Job("7", "t", state, node=node)}
-    return Poll(jobs=jobs, errors=list(errors))
+    live = not any(e.startswith("squeue") for e in errors)
+    return Poll(jobs=jobs, errors=list(errors), live=live)
 
 
 def test_the_job_names_the_journaled_run_and_the_controls_own_times(tmp_path) -> None:
@@ -82,6 +83,25 @@ def test_a_job_missing_from_every_answer_is_ended_only_after_lost_after(tmp_path
     assert ex.observe(w, answer(None), 30.0) is False and w.ended_at is None
     assert ex.observe(w, answer(None), 31.0) is True and w.ended_at == 31.0
     assert w.ended is None and '"slurm-lost"' in out.getvalue()
+
+
+def test_an_unreachable_controller_never_makes_a_running_job_lost(tmp_path) -> None:
+    """slurmctld down (killed, restarting, failing over): squeue answers nothing, so the
+    job is not absent from an answer, it is unknown. Counting that as `lost` would end a
+    running job after lost_after_s and, after the seal grace, have the controller seal the
+    host's live run folder as interrupted and submit the slot again."""
+    ex, out = executor(tmp_path, lost_after_s=30)
+    w = Watch("7", request(tmp_path), "t")
+    ex.observe(w, answer(JobState.RUNNING), 0.0)
+    down = ["squeue: slurm_load_jobs error: Unable to contact slurm controller"]
+    for now in (1.0, 31.0, 300.0, 3600.0):
+        assert ex.observe(w, answer(None, errors=down), now) is False
+        assert w.ended_at is None and w.unknown_since is None
+    assert w.failures == 4
+    ex.observe(w, answer(None), 3601.0)  # back, and the job is gone from squeue: count now
+    assert w.ended_at is None and w.unknown_since == 3601.0
+    assert ex.observe(w, answer(None), 3632.0) is True and w.ended_at == 3632.0
+    assert out.getvalue().count('"slurm-lost"') == 1
 
 
 def test_failed_queries_count_only_while_the_job_is_not_seen(tmp_path) -> None:
