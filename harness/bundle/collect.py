@@ -18,6 +18,7 @@ append-only), and one whose seal differs from the bundle's is a conflict.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from harness.timeutil import utc_now
 BUNDLES = "bundles"  # <drop>/bundles/<run-id>.tar.gz
 RECORD = "collected.jsonl"  # in RUNS
 RECORD_LIMIT = 64 << 20
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # one path component, no dot-name
 
 
 @dataclass
@@ -61,15 +63,19 @@ class Arrival:
 def collected_digests(text: str) -> set[str]:
     """The sha256 of each bundle a collect took whole (ok, no problem). Pure; a line that
     is not such a record is ignored, so a damaged line only means collecting again."""
-    found: set[str] = set()
+    return {e["sha256"] for e in _entries(text) if e.get("ok") is True and not e.get("problems")}
+
+
+def _entries(text: str) -> list[dict]:
+    """The record's lines that name a bundle digest. Pure."""
+    found = []
     for line in text.splitlines():
         try:
             entry = parse_json(line)
         except ValueError:
             continue
-        if isinstance(entry, dict) and entry.get("ok") is True and not entry.get("problems") \
-                and isinstance(entry.get("sha256"), str):
-            found.add(entry["sha256"])
+        if isinstance(entry, dict) and isinstance(entry.get("sha256"), str):
+            found.append(entry)
     return found
 
 
@@ -140,9 +146,10 @@ def _unpack_runs(root: Path, runs: list[str], runs_dir: Path, arrival: Arrival) 
 
 
 def _collect_one(path: Path, digest: str, runs_dir: Path, allowed_signers: Path | None,
-                 limits: Limits | None) -> Arrival:
+                 limits: Limits | None, only: str | None = None) -> Arrival:
     """Unpack into a dot-folder inside RUNS (never a run: no owner file at its top, and
-    removed on the way out), verify, then rename each new run into place."""
+    removed on the way out), verify, then rename each new run into place. With `only`, a
+    bundle holding anything but that one run is refused whole."""
     arrival = Arrival(one_line(path.name), digest)
     with tempfile.TemporaryDirectory(prefix=".harness-collect-", dir=runs_dir) as tmp:
         try:
@@ -150,6 +157,11 @@ def _collect_one(path: Path, digest: str, runs_dir: Path, allowed_signers: Path 
             report = verify_tree(root, allowed_signers)
             if not report.ok:
                 arrival.problems += [one_line(str(p)) for p in report.problems]
+                return arrival
+            if only is not None and report.runs != [f"{bag.PAYLOAD_DIR}/{only}"]:
+                held = ", ".join(one_line(r) for r in report.runs[:5]) or "no run"
+                arrival.problems.append(f"the bundle named after run {only} holds {held}; "
+                                        "nothing unpacked")
                 return arrival
             arrival.ok = True
             _unpack_runs(root, report.runs, runs_dir, arrival)
@@ -180,3 +192,29 @@ def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None
         done.add(digest)
         arrivals.append(arrival)
     return arrivals
+
+
+def collect_run(drop: Path, runs_dir: Path, run_id: str,
+                allowed_signers: Path | None = None,
+                limits: Limits | None = None) -> Arrival | None:
+    """The controller's collect of one run as its job ends: `<drop>/bundles/<run id>.tar.gz`,
+    verified, and taken only when it holds that run and nothing else (a host's bundle
+    never plants another host's run). None while no such bundle is there, or when this
+    very bundle was collected or refused before (RUNS/collected.jsonl says so)."""
+    if not RUN_NAME.fullmatch(run_id):
+        raise InvalidInput(f"not a run id: {one_line(run_id)[:120]!r}")
+    path = Path(drop) / BUNDLES / f"{run_id}.tar.gz"
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # as drop_bundles: never followed
+            return None
+    except FileNotFoundError:
+        return None
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    digest = file_sha256(path)
+    if any(e["sha256"] == digest for e in _entries(_read_record(runs_dir))):
+        return None
+    arrival = _collect_one(path, digest, runs_dir, allowed_signers, limits, only=run_id)
+    _append(runs_dir, arrival)
+    return arrival
+

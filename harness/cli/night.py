@@ -85,8 +85,10 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     job (`harness run` on whichever host Slurm picks, its run folder named by the
     journal); the journal records each job's id, and each row's status is its sealed
     run's, never Slurm's word. Up to --jobs jobs are submitted or running at once; a
-    stop (stop policy, --until) cancels only the ones still pending. The run folders must
-    be where this host can read them (RUNS_DIR shared with the hosts). See docs/slurm.md.
+    stop (stop policy, --until) cancels only the ones still pending. The run folders come
+    home through a RUNS_DIR shared with the hosts or, with executor.host_runs_dir, as
+    bundles each job exports into the drop, verified and unpacked into RUNS_DIR as it
+    ends. See docs/slurm.md.
 
     Exit codes: 0 every planned control accepted; 1 any refused, failed, timed out,
     interrupted, or left unrun by the deadline or stop policy, or a start outside
@@ -102,7 +104,8 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     try:
         result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
                            night=night_name, new=new, lock_timeout=lock_timeout,
-                           window=window, summarize=write_night_summary, executor=executor)
+                           window=window, summarize=write_night_summary, executor=executor,
+                           fetch=_fetch)
     finally:
         ui.close()
     for status, run_dir in result.runs:
@@ -112,6 +115,14 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
         if path.suffix == ".md":
             click.echo(f"summary: {path}")
     raise click.exceptions.Exit(result.exit_code)
+
+
+def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
+    """A run sealed on a host's own disk, home from the drop as its job ends."""
+    from harness.bundle.collect import collect_run
+
+    arrival = collect_run(drop, runs_dir, run_id)
+    return None if arrival is None else arrival.record()
 
 
 def _say_plan(plan: RerunPlan) -> None:

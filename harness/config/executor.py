@@ -4,7 +4,8 @@
       kind: slurm          # local (default): here, one after another; slurm: one job each
       partition: gpu       # sbatch --partition (optional)
       account: lab         # sbatch --account (optional)
-      drop: /shared/drop   # shared folder: job scripts and logs (<drop>/jobs)
+      drop: /shared/drop   # shared folder: job scripts and logs (<drop>/jobs), bundles
+      host_runs_dir: /var/lib/harness/runs  # runs on each host's disk, home as bundles
       seal_grace: 2m       # after Slurm says a job ended, how long to wait for its seal
       window: 4            # at most this many jobs submitted or running at once
 
@@ -38,6 +39,10 @@ class Executor(Strict):
     home_root: str | None = Field(default=None, min_length=1, max_length=1024,
                                   description="HOME=<home_root>/<node> in each job: one GPU "
                                               "lock per host where homes are shared")
+    host_runs_dir: str | None = Field(
+        default=None, min_length=1, max_length=1024,
+        description="where each host writes its run folders, on its own disk (absolute); "
+                    "default: the night's --runs-dir, which must then be shared")
     seal_grace: Duration = Field(default=120.0, ge=0, le=24 * 3600)
     window: int = Field(default=WINDOW, ge=1, le=10_000,
                         description="jobs submitted or running at once (slurm); a stop "

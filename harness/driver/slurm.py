@@ -16,9 +16,10 @@ plan, the stop policy and the night journal never learn where a control ran. In 
   A job that ended on its own without any run folder never started `harness run`
   (environment, ENV-SLURM-NO-EVIDENCE: the night stops, as for a host fault at home).
 
-Where the evidence is read: `Site.runs_dir`, as the controller sees it (a shared folder,
-or the same machine). Hosts with only local disks export bundles into the drop instead
-(issue 13 item 5, not built here).
+Where the evidence is read: RUNS_DIR/<run id>, as the controller sees it. Either the
+hosts write there (a shared folder), or they keep runs on their own disks
+(`executor.host_runs_dir`) and each job exports its sealed run into the drop, where
+`Settings.fetch` verifies it and unpacks it into RUNS_DIR as the job ends.
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ class Settings:
     env: Mapping[str, str] | None = None  # the Slurm clients' environment (SLURM_CONF)
     jobcomp: Path | None = None  # jobcomp/filetxt file, where there is no accounting
     use_sacct: bool = False
+    # Run id -> the record of its bundle's arrival (None: nothing new in the drop). Given by
+    # the command line (bundles are a layer above): it verifies `<drop>/bundles/<run id>`
+    # and unpacks the run into RUNS_DIR, so hosts may keep their runs on local disks.
+    fetch: Callable[[str], Mapping[str, object] | None] | None = None
 
 
 @dataclass
@@ -227,6 +232,9 @@ class SlurmExecutor:
         if cancelled and w.ended_at is not None and not w.started \
                 and (w.ended is None or w.ended.node is None) and not request.run_dir.exists():
             return True, None
+        if w.sealed_at is None and s.fetch is not None and w.started \
+                and not request.run_dir.exists():  # no bundle is real before its job ran
+            self.fetch(request)
         if w.sealed_at is None and (request.run_dir / layout.SUMS).is_file():
             w.sealed_at = now
         if w.sealed_at is not None and (w.ended_at is not None
@@ -238,6 +246,17 @@ class SlurmExecutor:
         if w.ended_at is not None and state.seal_overdue(w.ended_at, now, s.seal_grace_s):
             return True, self.unsealed(request, w)
         return False, None
+
+    def fetch(self, request: LaunchRequest) -> None:
+        """Bring a run sealed on a host's own disk home from the drop, reporting what came
+        (a bundle that fails to verify is recorded and changes nothing: the grace decides)."""
+        try:
+            arrival = self.settings.fetch(request.run_dir.name)  # type: ignore[misc]
+        except (HarnessError, OSError) as e:
+            self.ui.event("bundle-collect-failed", control=request.control, problem=str(e))
+            return
+        if arrival is not None:
+            self.ui.event("bundle-collected", control=request.control, **arrival)
 
     def cancel_pending(self, watches: list[Watch]) -> list[Watch]:
         """Cancel the jobs not seen running: the night is stopping. Slurm cancels only those
@@ -301,8 +320,10 @@ class SlurmExecutor:
         node = w.ended.node if w.ended is not None else None
         where = f"job {w.job_id} ({ended}{', on ' + node if node else ''})"
         if ended == JobState.DONE and not request.run_dir.exists():
+            home = f" (nor its bundle in {self.settings.site.drop}/bundles)" \
+                if self.settings.fetch is not None else ""
             reason = Reason(ENV_SLURM_NO_EVIDENCE, f"{where} ended without a run folder at "
-                            f"{request.run_dir}; see {self.log_of(request, w.job_id)}")
+                            f"{request.run_dir}{home}; see {self.log_of(request, w.job_id)}")
             return Outcome(request.run_dir, "failed", exit_code("failed", [reason]),
                            (str(reason),), remote=True)
         self.avoid(request, w)

@@ -7,10 +7,11 @@ CAMPAIGN` as Slurm's HealthCheckProgram, which drains a host that is unfit (docs
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from harness.night.journal import Journal, Row
 from harness.slurm import calls
 from harness.slurm.job import Site
 from harness.ui import Reporter
+
+# (drop, runs_dir, run id) -> the arrival's record, or None when nothing new came.
+Fetch = Callable[[Path, Path, str], "Mapping[str, object] | None"]
 
 
 def harness_path(configured: str | None) -> str:
@@ -41,19 +45,30 @@ def site_of(loaded: Loaded, config: Executor, runs_dir: Path) -> Site:
             else runs_dir / "slurm")
     home = (str(resolve(config.home_root, loaded.campaign_file.parent))
             if config.home_root else None)
+    runs = config.host_runs_dir or str(runs_dir)
+    if not os.path.isabs(runs):
+        raise InvalidInput(f"executor.host_runs_dir must be absolute (a path on every host): "
+                           f"{runs[:200]!r}")
     return Site(harness=harness_path(config.harness), workdir=str(loaded.project_dir),
-                runs_dir=str(runs_dir), drop=str(drop), partition=config.partition,
+                runs_dir=runs, drop=str(drop), partition=config.partition,
                 account=config.account, gfx=loaded.campaign.host.gfx, home_root=home)
 
 
 def slurm_executor(loaded: Loaded, config: Executor, ui: Reporter, *, night_dir: Path,
                    runs_dir: Path, lock_timeout: float | None, until: datetime | None,
                    on_submitted: Callable[[LaunchRequest, str, str], None] | None,
-                   ) -> SlurmExecutor:
+                   fetch: Fetch | None = None) -> SlurmExecutor:
+    """`fetch(drop, runs_dir, run_id)` brings a run home from the drop (the command line's
+    bundle collect); bound here to this night's drop and runs folder."""
     found = calls.history()  # sacct or the jobcomp file, where the cluster keeps them
+    site = site_of(loaded, config, runs_dir)
+    # Only where hosts keep runs on their own disks: with a shared RUNS_DIR the host's own
+    # folder is the evidence, and nothing from the drop may stand in for it.
+    bound = (functools.partial(fetch, Path(site.drop), runs_dir)
+             if fetch is not None and config.host_runs_dir else None)
     settings = Settings(
         night=night_dir.name, campaign_file=str(loaded.campaign_file),
-        site=site_of(loaded, config, runs_dir),
+        site=site, fetch=bound,
         lock_wait_s=lock_timeout or loaded.campaign.lock_timeout, until=until,
         seal_grace_s=config.seal_grace, use_sacct=found.use_sacct, jobcomp=found.jobcomp)
     return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted)

@@ -37,7 +37,7 @@ from harness.night.folders import night_folders, night_name
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, next_action
 from harness.night.nightlock import NightLock
 from harness.night.recover import seal_cut_off, stop_run_containers
-from harness.night.remote import resume_row, slurm_executor
+from harness.night.remote import Fetch, resume_row, slurm_executor
 from harness.pipeline.run import signals_interrupt
 from harness.seal import seal_digest, source_files
 from harness.timeutil import iso, stamp, utc_now
@@ -192,7 +192,8 @@ class Night:
 
     def __init__(self, loaded: Loaded, runs_dir: Path, ui: Reporter, *,
                  lock_timeout: float | None, deadline: datetime | None,
-                 summarize: Summarize | None = None, executor: Executor | None = None) -> None:
+                 summarize: Summarize | None = None, executor: Executor | None = None,
+                 fetch: Fetch | None = None) -> None:
         self.loaded = loaded
         self.executor = executor or loaded.executor  # local, or slurm (harness/night/remote)
         self.night_dir: Path | None = None
@@ -202,6 +203,7 @@ class Night:
         self.deadline = deadline
         self.policy = policy_of(loaded)
         self.summarize = summarize
+        self.fetch = fetch  # Slurm: a run sealed on a host's disk comes home from the drop
         self.result: NightResult | None = None
 
     @property
@@ -267,7 +269,8 @@ class Night:
     def remote(self, source: JournalSource) -> SlurmExecutor:
         return slurm_executor(self.loaded, self.executor, self.ui, night_dir=self.night_dir,
                               runs_dir=self.runs_dir, lock_timeout=self.lock_timeout,
-                              until=self.deadline, on_submitted=source.submitted)
+                              until=self.deadline, on_submitted=source.submitted,
+                              fetch=self.fetch)
 
     def run(self, night_dir: Path, resumed: bool, lock: NightLock) -> NightResult:
         self.night_dir = night_dir
@@ -319,7 +322,7 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
               max_hours: float | None = None, night: str | None = None, new: bool = False,
               lock_timeout: float | None = None, window: str | None = None,
               summarize: Summarize | None = None,
-              executor: Executor | None = None) -> NightResult:
+              executor: Executor | None = None, fetch: Fetch | None = None) -> NightResult:
     """Take the night lock, pick or create the night folder, run it; `summarize(night_dir)`
     writes the morning summary at the end (the caller's: night/ knows no report). A start
     outside `window` is refused before anything is touched."""
@@ -334,7 +337,7 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
         night_dir = found or new_night_dir(nights_dir, loaded.campaign.name)
         runner = Night(loaded, runs_dir, ui, lock_timeout=lock_timeout,
                        deadline=deadline.astimezone(UTC) if deadline else None,
-                       summarize=summarize, executor=executor)
+                       summarize=summarize, executor=executor, fetch=fetch)
         return runner.run(night_dir, found is not None, lock)
     finally:
         lock.release()

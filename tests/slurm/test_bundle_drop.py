@@ -74,3 +74,48 @@ def test_each_hosts_run_reaches_the_drop_and_merges_into_one_bundle(
         assert ok.returncode == 0, ok.stdout + ok.stderr
     again = project.harness("bundle", "collect", str(drop), "--runs-dir", str(home))
     assert again.returncode == 0 and "collected 0 new bundle(s)" in again.stdout
+
+
+def test_a_night_with_runs_on_the_hosts_disks_takes_each_run_home_from_the_drop(
+        cluster: Cluster, tmp_path, project, cleanup_containers) -> None:
+    """`executor.host_runs_dir`: the hosts write their runs where the controller never
+    looks; each job exports its sealed run into the drop, and the night verifies and
+    unpacks it into its own RUNS_DIR as the job ends, recording each bundle's digest."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    for name in ("q1", "q2"):
+        project.control(name, 'command: [python3, -c, "print(\'ok\')"]\ntimeout: 60\n')
+    host_disk = tmp_path / "hostdisk"
+    campaign = project.campaign("slurmhome", ["q1", "q2"], f"""\
+        executor:
+          kind: slurm
+          host_runs_dir: {host_disk}
+          window: 2
+        """)
+    drop = tmp_path / "drop"
+    r = subprocess.run([HARNESS, "night", str(campaign), "--runs-dir", str(project.runs),
+                        "--drop", str(drop), "--new", "--json-lines"], capture_output=True,
+                       text=True, env=cluster.env, cwd=project.root, timeout=400)
+    assert r.returncode == 0, r.stdout + r.stderr
+    events = [json.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
+    came = {e["runs"][0]: e["sha256"] for e in events if e["event"] == "bundle-collected"}
+    [night_dir] = (project.runs / "nights").iterdir()
+    rows = sqlite_rows(night_dir)
+    assert [(c, s) for c, s, _ in rows] == [("q1", "accepted"), ("q2", "accepted")]
+    for _, _, run_dir in rows:
+        run_id = Path(run_dir).name
+        assert Path(run_dir).parent == project.runs and (host_disk / run_id).is_dir()
+        assert came[run_id] == subprocess.run(
+            ["sha256sum", str(drop / "bundles" / f"{run_id}.tar.gz")], capture_output=True,
+            text=True, check=True).stdout.split()[0]
+        ok = project.harness("verify", run_dir)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+    records = [json.loads(line) for line in (project.runs / "collected.jsonl").open()]
+    assert sorted((x["ok"], x["sha256"]) for x in records) == sorted(
+        (True, digest) for digest in came.values())
+
+
+def sqlite_rows(night_dir: Path) -> list[tuple]:
+    import sqlite3
+
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        return c.execute("SELECT control, state, run_dir FROM runs ORDER BY plan_index").fetchall()

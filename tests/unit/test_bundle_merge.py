@@ -9,7 +9,7 @@ import pytest
 from bundle_helpers import make_keys, make_run, pack, writable_bundle
 
 from harness.bundle import export_bundle, verify_bundle
-from harness.bundle.collect import RECORD, collect_drop, collected_digests
+from harness.bundle.collect import RECORD, collect_drop, collect_run, collected_digests
 from harness.bundle.merge import MergeRefused, combine, merge_bundles, split_manifest
 from harness.cli.bundle import bundle
 from harness.errors import InvalidInput
@@ -180,3 +180,35 @@ def test_collect_takes_the_good_bundles_beside_a_hostile_one(tmp_path):
     assert arrivals[a.name].unpacked == ["run-a"]
     assert sorted(p.name for p in runs.iterdir()) == [RECORD, "run-a"]  # no temp left
     assert not (tmp_path / "escape").exists()
+
+
+def test_collect_run_takes_only_its_own_runs_bundle_once(tmp_path):
+    """The controller's collect as a job ends: `<drop>/bundles/<run id>.tar.gz` only, and
+    only if it holds that run alone, so one host's bundle never plants another's run."""
+    drop, runs = tmp_path / "drop", tmp_path / "RUNS"
+    (drop / "bundles").mkdir(parents=True)
+    assert collect_run(drop, runs, "run-a") is None  # nothing arrived yet
+    a, b = _exports(tmp_path, "run-a", "run-b")
+    b.rename(drop / "bundles" / "run-a.tar.gz")  # named after run-a, holds run-b
+    forged = collect_run(drop, runs, "run-a")
+    assert not forged.ok and "holds data/run-b" in forged.problems[0]
+    assert not (runs / "run-b").exists() and not (runs / "run-a").exists()
+    assert collect_run(drop, runs, "run-a") is None  # that bundle was judged: not again
+    (drop / "bundles" / "run-a.tar.gz").unlink()
+    a.rename(drop / "bundles" / "run-a.tar.gz")
+    arrival = collect_run(drop, runs, "run-a")
+    assert arrival.ok and arrival.unpacked == ["run-a"] and not arrival.problems
+    assert verify_bundle(drop / "bundles" / "run-a.tar.gz").ok
+    assert (runs / "run-a" / "SHA256SUMS").is_file()
+    assert collect_run(drop, runs, "run-a") is None
+    records = [json.loads(line) for line in (runs / RECORD).read_text().splitlines()]
+    assert [(r["ok"], r["runs"]) for r in records] == [(False, []), (True, ["run-a"])]
+    two = tmp_path / "two.tar.gz"
+    export_bundle([make_run(tmp_path / "h5", "run-c", row=5),
+                   make_run(tmp_path / "h6", "run-d", row=6)], two)
+    two.rename(drop / "bundles" / "run-c.tar.gz")
+    assert not collect_run(drop, runs, "run-c").ok and not (runs / "run-c").exists()
+    (drop / "bundles" / "run-e.tar.gz").symlink_to(drop / "bundles" / "run-a.tar.gz")
+    assert collect_run(drop, runs, "run-e") is None  # a symlink is never followed
+    with pytest.raises(InvalidInput):
+        collect_run(drop, runs, "../run-a")

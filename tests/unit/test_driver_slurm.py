@@ -180,3 +180,25 @@ def test_a_stop_cancels_only_jobs_never_seen_running_and_those_are_not_run(tmp_p
     admin = Watch("11", request(tmp_path, attempt=4), "y")  # an admin's scancel: retried
     ex.observe(admin, Poll(jobs={"11": Job("11", "y", JobState.CANCELLED, "CANCELLED")}), 2.0)
     assert ex.settle(admin, 2.0) == (False, None)
+
+
+def test_a_run_comes_home_from_the_drop_only_once_its_job_ran(tmp_path) -> None:
+    """With host_runs_dir the controller asks the drop for a run it does not hold, but
+    never before Slurm ran the job: a bundle that is there earlier cannot be the run."""
+    asked: list[str] = []
+
+    def fetch(run_id: str) -> dict | None:
+        asked.append(run_id)
+        return {"sha256": "ab" * 32, "ok": True, "runs": [run_id]}
+
+    ex, out = executor(tmp_path, fetch=fetch, seal_grace_s=60)
+    req = request(tmp_path)
+    w = Watch("7", req, "t")
+    ex.observe(w, answer(JobState.PENDING), 0.0)
+    assert ex.settle(w, 0.0) == (False, None) and asked == []
+    ex.observe(w, answer(JobState.RUNNING), 1.0)
+    assert ex.settle(w, 1.0) == (False, None) and asked == [req.run_dir.name]
+    assert '"bundle-collected"' in out.getvalue()
+    req.run_dir.mkdir(parents=True)  # there now (a shared folder, or unpacked): not asked
+    ex.settle(w, 2.0)
+    assert asked == [req.run_dir.name]
