@@ -96,6 +96,10 @@ MODEL_HASH = _rule("MODEL-HASH", "a model file's sha256 differs from its pin", R
                    "preflight")
 ENV_DEVICE = _rule("ENV-DEVICE", "a device node the profile needs (/dev/kfd, /dev/dri) is "
                    "absent", ENVIRONMENT, "preflight")
+ENV_GPU_MAP = _rule("ENV-GPU-MAP", "in a Slurm job on the rocm profile, the GPUs Slurm "
+                   "allocated have no render node in the host's GPU map (no map, an invalid "
+                   "one, an index it lacks, or a node that is not a character device): the "
+                   "container would get no GPU, or another job's", ENVIRONMENT, "preflight")
 
 # -- launch: the mounts and the container ------------------------------------------------------
 MOUNT_OUTSIDE_ROOTS = _rule("MOUNT-OUTSIDE-ROOTS", "a mount source is outside the mount roots",

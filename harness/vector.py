@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.catalogue import MOUNT_UNSAFE_PATH
+from harness.catalogue import ENV_GPU_MAP, MOUNT_UNSAFE_PATH
 from harness.errors import InvalidInput
 from harness.instrument.harness_observer import contract
 from harness.instrument.harness_observer.contract import (
@@ -43,11 +43,15 @@ SLURM_JOB_LABEL = f"{LABEL_PREFIX}.slurm-job"
 SECRET_REF = "$harness_secret_env"
 
 # vLLM's documented ROCm flags (see docs/vllm-notes.md), minus SYS_PTRACE: not needed to run.
-ROCM_FLAGS = [
-    "--device", "/dev/kfd", "--device", "/dev/dri",
-    "--group-add", "video", "--group-add", "render",
-    "--ipc=host", "--security-opt", "seccomp=unconfined",
-]
+ROCM_DEVICES = ["--device", "/dev/kfd", "--device", "/dev/dri"]
+ROCM_REST = ["--group-add", "video", "--group-add", "render",
+             "--ipc=host", "--security-opt", "seccomp=unconfined"]
+ROCM_FLAGS = ROCM_DEVICES + ROCM_REST
+# Device masks the host sets (Slurm's gres, a login shell): never read from the harness's
+# environment into a container, whose device numbering restarts at 0 (docs/slurm.md).
+HOST_DEVICE_MASKS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
+                     "GPU_DEVICE_ORDINAL")
+_RENDER_NODE = re.compile(r"/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 # The rehearsal profile has no devices and needs no privilege at all.
 CPU_FLAGS = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
 
@@ -70,6 +74,9 @@ class VectorInput:
     model_declared: str | None = None
     launcher: dict[str, str] = field(default_factory=dict)  # pid, start time, host
     slurm_job: str | None = None  # the Slurm job id, when the run is a job (Epilog cleanup)
+    # In a Slurm job on the rocm profile: the allocated GPUs' render nodes (the host's GPU
+    # map); the container gets /dev/kfd and these, never all of /dev/dri. None: one host.
+    render_nodes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -182,10 +189,30 @@ def bind_mounts(inp: VectorInput) -> list[BindMount]:
     return out
 
 
-def _sandbox_args(ctl: Control) -> list[str]:
+def device_args(ctl: Control, render_nodes: tuple[str, ...] | None) -> list[str]:
+    """The device profile's flags. On one host the rocm profile gets all of /dev/dri; in a
+    Slurm job only /dev/kfd and the allocated render nodes (`--device` reads `:` as a
+    separator, so each path must be plain, absolute and normalised, or nothing is built)."""
+    if ctl.device != "rocm":
+        return list(CPU_FLAGS)
+    if render_nodes is None:
+        return list(ROCM_FLAGS)
+    if not render_nodes:
+        raise InvalidInput("a Slurm job's container needs at least one render node",
+                           rule=ENV_GPU_MAP)
+    argv = ["--device", "/dev/kfd"]
+    for node in render_nodes:
+        if not _RENDER_NODE.fullmatch(node) or any(p in (".", "..") for p in node.split("/")):
+            raise InvalidInput(f"render node {node!r} is not a plain absolute path",
+                               rule=ENV_GPU_MAP)
+        argv += ["--device", node]
+    return argv + ROCM_REST
+
+
+def _sandbox_args(ctl: Control, render_nodes: tuple[str, ...] | None = None) -> list[str]:
     """Network, device profile, resource limits and the process's user and place."""
     argv = ["--network", ctl.network]
-    argv += ROCM_FLAGS if ctl.device == "rocm" else CPU_FLAGS
+    argv += device_args(ctl, render_nodes)
     res = ctl.resources
     if res.memory:
         argv += ["--memory", res.memory, "--memory-swap", res.memory]
@@ -215,7 +242,7 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
             "--cidfile", str(inp.cidfile)]
     for k, v in sorted(labels(inp).items()):
         argv += ["--label", f"{k}={v}"]
-    argv += _sandbox_args(ctl)
+    argv += _sandbox_args(ctl, inp.render_nodes)
 
     env: dict[str, str] = {k: _env_value(v) for k, v in ctl.env.items()}
     if ctl.device == "rocm" and ctl.gpus is not None:
@@ -238,6 +265,9 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
         else:
             argv += ["--env", f"{k}={env[k]}"]
     for name in ctl.secrets:  # by name only: docker reads the value from our environment
+        if name in HOST_DEVICE_MASKS:
+            raise InvalidInput(f"secrets: {name} is a device mask the host sets; it is never "
+                               "passed from the harness's environment (set it in env:)")
         if name in environ:
             passed[name] = environ[name]
         argv += ["--env", name]

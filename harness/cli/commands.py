@@ -43,7 +43,7 @@ SUMMARIES: dict[str, str] = {
         "at), image Id, model pins, engine args, each Gate-0 field either run found differing "
         "(with both runs' start-up and generation values), and metrics."
     ),
-    "doctor": ("Check the Docker engine, locked images, GPU devices and tools, the lock path "
+    "doctor": ("Check the Docker engine, locked images, GPU devices, map and tools, the lock "
                "and disk."),
     "finalize": ("Gate 0: refuse unless the start-up and generation observations name the same "
                  "engine."),

@@ -118,6 +118,17 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
     help="Required gfx target (e.g. gfx1100); a host without it fails (default: the "
     "campaign's host.gfx).",
 )
+@click.option("--gpu-map", "gpu_map", type=click.Path(path_type=Path), default=None,
+              help="The host's GPU map (Slurm GPU index -> render node) to check (default: "
+              "$HARNESS_GPU_MAP, else /etc/harness/gpu-map.yaml; checked when it exists, "
+              "required on a Slurm node).")
+@click.option("--gres-conf", "gres_conf", type=click.Path(path_type=Path), default=None,
+              help="gres.conf to compare the GPU map with (default: beside $SLURM_CONF, "
+              "else /etc/slurm/gres.conf).")
+@click.option("--slurm-health", "slurm_health", is_flag=True,
+              help="Slurm's HealthCheckProgram mode: the GPU map is required; when a check "
+              "fails, drain this node (scontrol update State=DRAIN Reason=...) and exit "
+              "non-zero; otherwise exit 0 and print nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 def doctor(
     campaign: Path | None,
@@ -126,15 +137,72 @@ def doctor(
     images_lock: Path | None,
     profile: str | None,
     required_gfx: str | None,
+    gpu_map: Path | None,
+    gres_conf: Path | None,
+    slurm_health: bool,
     as_json: bool,
 ) -> None:
-    """Check the Docker engine, locked images, GPU devices and tools, the lock path and disk.
+    """Check the Docker engine, locked images, GPU devices, map and tools, the lock and disk.
 
     With CAMPAIGN (a campaign file), only what its controls need: their images, its lock,
-    the GPU only when a control runs on it. Each check prints one line: ok, warn or fail.
-    Exit 0 when nothing fails, 1 otherwise, 2 for a campaign or images.lock that does not
-    check.
+    the GPU only when a control runs on it. The host's GPU map (Slurm GPU index -> render
+    node) is checked when it exists: each entry a character device, none twice, each index
+    the device gres.conf gives it. Each check prints one line: ok, warn or fail. Exit 0
+    when nothing fails, 1 otherwise, 2 for a campaign, images.lock or GPU map that does
+    not check. With --slurm-health (Slurm's HealthCheckProgram), a failing check or input
+    drains this node (SLURMD_NODENAME, else the short host name), the failing lines go to
+    stderr and the exit is 1 (2 for bad input, 3 when the drain itself failed); a fit
+    node exits 0 silently.
     """
+    if not slurm_health:
+        checks = _checks(campaign, lock_path, runs_dir, images_lock, profile, required_gfx,
+                         gpu_map, gres_conf, strict_map=False)
+        _print(checks, as_json)
+        if any_failed(checks):
+            raise click.exceptions.Exit(1)
+        return
+    try:
+        checks = _checks(campaign, lock_path, runs_dir, images_lock, profile, required_gfx,
+                         gpu_map, gres_conf, strict_map=True)
+    except InvalidInput as e:
+        text = "; ".join([e.message, *e.faults])
+        _drain_and_exit([Check("input", "fail", text)], 2)
+    if any_failed(checks):
+        _drain_and_exit(checks, 1)
+
+
+def _drain_and_exit(checks: list[Check], code: int) -> None:
+    """Say what failed on stderr, drain this node with that as the reason, exit `code`
+    (3 when Slurm did not take the drain)."""
+    from harness.doctor.gpumap import node_name
+    from harness.slurm import calls
+
+    failing = [c for c in checks if c.status == "fail"]
+    click.echo(render_plain(failing), nl=False, err=True)
+    node = node_name(os.environ)
+    reason = "harness doctor: " + "; ".join(f"{c.name}: {c.detail}" for c in failing)
+    try:
+        problem = calls.drain(node, reason)
+    except InvalidInput as e:
+        problem = e.message
+    if problem is not None:
+        click.echo(f"harness doctor: could not drain node {node}: {problem}", err=True)
+        raise click.exceptions.Exit(3)
+    click.echo(f"harness doctor: drained node {node}", err=True)
+    raise click.exceptions.Exit(code)
+
+
+def _checks(campaign: Path | None, lock_path: Path | None, runs_dir: Path,
+            images_lock: Path | None, profile: str | None, required_gfx: str | None,
+            gpu_map: Path | None, gres_conf: Path | None, *, strict_map: bool) -> list[Check]:
+    """Every check of the scope the options and the campaign give. Bad input raises
+    InvalidInput (exit 2): a campaign, images.lock or a named GPU map that does not check."""
+    if not strict_map:  # an invalid map is bad input here (file:line:col), a fail line there
+        from harness.config.gpumap import load_map, map_path
+
+        path = map_path(os.environ, gpu_map)
+        if os.path.lexists(path):
+            load_map(path)
     if campaign is not None and images_lock is None:
         scope = campaign_scope(campaign, profile, required_gfx, lock_path)
     else:
@@ -148,14 +216,13 @@ def doctor(
     checks = run_checks(lock_path=scope.lock_path, runs_dir=runs_dir, images=scope.images,
                         profile=scope.profile, required_gfx=scope.required_gfx,
                         fail_free_bytes=scope.fail_free_bytes,
-                        warn_free_bytes=max(10 * GIB, scope.fail_free_bytes))
+                        warn_free_bytes=max(10 * GIB, scope.fail_free_bytes),
+                        gpu_map=gpu_map, strict_map=strict_map, gres_conf=gres_conf)
     if scope.images is None:
         checks.insert(
             1, Check("images", "fail", f"{scope.images_lock} not found: no image can be verified")
         )
-    _print(checks, as_json)
-    if any_failed(checks):
-        raise click.exceptions.Exit(1)
+    return checks
 
 
 def _print(checks: list[Check], as_json: bool) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import engine
-from harness.doctor import probes
+from harness.doctor import gpumap, probes
 from harness.doctor.checks import (
     GIB,
     PROFILES,
@@ -40,18 +40,26 @@ def run_checks(
     search_path: str | None = None,
     docker_client: Any | None = None,
     dev: str = "/dev",
+    gpu_map: Path | None = None,
+    strict_map: bool = False,
+    gres_conf: Path | None = None,
 ) -> list[Check]:
     """Run every check and return one Check per line; nothing here raises for a sick host.
 
     `images` is {name: {"id": "sha256:...", "ref": ..., "store": ...}} as in images.lock;
     None skips the image lines (the caller has no lock). On the `cpu` profile the GPU lines
     are at worst 'warn'. `search_path` overrides where rocminfo/amd-smi are looked up.
+    `gpu_map` names the host's GPU map (default: HARNESS_GPU_MAP, else
+    /etc/harness/gpu-map.yaml); `strict_map` requires it and never softens its lines (the
+    Slurm health check); `gres_conf` is the gres.conf it is compared with (default: beside
+    SLURM_CONF).
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
     checks = _engine_checks(images, docker_client)
     gpu = _gpu_checks(dev, required_gfx, tool_timeout, search_path)
     checks += [soften(c) for c in gpu] if profile == "cpu" else gpu
+    checks += _map_checks(profile, gpu_map, strict_map, gres_conf)
 
     facts = probes.lock_facts(Path(lock_path))
     checks.append(judge_lock(**facts))
@@ -68,6 +76,20 @@ def run_checks(
         )
     )
     return checks
+
+
+def _map_checks(profile: str, given: Path | None, strict: bool,
+                gres_conf: Path | None) -> list[Check]:
+    """The GPU map's lines. Required on a Slurm node for the rocm profile, when named, or
+    when `strict` (the health check: the node serves every job, whatever this campaign
+    runs); softened on the `cpu` profile unless named or strict."""
+    slurm = fstype.under_slurm(os.environ)
+    facts = gpumap.gather(os.environ, given=given, gres_conf=gres_conf,
+                          required=strict or (slurm and profile == "rocm"))
+    lines = gpumap.judge(facts)
+    if profile == "cpu" and not strict and given is None:
+        return [soften(c) for c in lines]
+    return lines
 
 
 def _engine_checks(

@@ -93,6 +93,9 @@ class RunContext:
     # The model folder's real path (every symlink resolved) when preflight hashed it: the
     # launch mounts exactly this folder, and refuses if the declared path now leads elsewhere.
     model_real: Path | None = None
+    # In a Slurm job on the rocm profile: the allocated GPUs' render nodes, from the host's
+    # GPU map (preflight.check_gpu_map); the container gets these instead of all /dev/dri.
+    render_nodes: tuple[str, ...] | None = None
 
     @property
     def model_declared(self) -> Path | None:

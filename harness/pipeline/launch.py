@@ -195,6 +195,7 @@ def build_vector(ctx: RunContext, mounts: list[Source], model: Source | None) ->
         extra_env={contract.ENV_SEAL: ctx.seal.digest if ctx.seal else ""},
         launcher=orphans.launcher_identity(),
         slurm_job=slurm_identity.job_id(os.environ),
+        render_nodes=ctx.render_nodes,
     )
     return vector.build(inp, dict(os.environ))
 

@@ -7,6 +7,8 @@ files and checks the device profile's prerequisites. Nothing here launches anyth
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness import engine, modelcache
@@ -14,6 +16,7 @@ from harness.approval import check as approval
 from harness.atomic import write_json
 from harness.catalogue import (
     ENV_DEVICE,
+    ENV_GPU_MAP,
     ENV_LOCK_NETWORK_FS,
     ENV_MISSING_IMAGE,
     ENV_MODEL_DIR,
@@ -24,13 +27,15 @@ from harness.catalogue import (
     MODEL_MISSING,
     MODEL_UNPINNED,
 )
-from harness.errors import EnvironmentFault
+from harness.config import gpumap
+from harness.errors import EnvironmentFault, InvalidInput
 from harness.host import fstype, identity
 from harness.imagepin import how_to_obtain
 from harness.pipeline.context import RunContext
 from harness.provenance import git_state
 from harness.runfolder import layout
 from harness.seal import source_seal
+from harness.slurm import identity as slurm_identity
 from harness.verdict import Reason
 
 DEVICE_PATHS = {"rocm": ("/dev/kfd", "/dev/dri"), "cpu": ()}
@@ -102,6 +107,53 @@ def check_device(ctx: RunContext) -> list[Reason]:
             for p in DEVICE_PATHS[ctx.control.device] if not Path(p).exists()]
 
 
+def check_gpu_map(ctx: RunContext) -> list[Reason]:
+    """In a Slurm job on the rocm profile, find the allocated GPUs' render nodes in the
+    host's GPU map: the container gets only those (vector.device_args). A job whose GPUs
+    the map does not name is refused here, before any container starts."""
+    if ctx.control.device != "rocm" or slurm_identity.job_id(os.environ) is None:
+        return []
+    nodes, problem = job_render_nodes(os.environ)
+    if problem is not None:
+        return [Reason(ENV_GPU_MAP, problem)]
+    ctx.render_nodes = nodes
+    return []
+
+
+def job_render_nodes(environ: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """The render nodes of the GPUs this job was given (SLURM_JOB_GPUS, through the GPU
+    map), or why there are none: no indexes, no map, an invalid map, an index it lacks, a
+    node that is not a character device."""
+    indexes = slurm_identity.gpu_indexes(environ)
+    if indexes is None:
+        return (), ("this Slurm job names no allocated GPU (SLURM_JOB_GPUS absent or not a "
+                    "list of indexes): ask for --gres=gpu:N")
+    path = gpumap.map_path(environ)
+    if not os.path.lexists(path):
+        return (), (f"no GPU map at {path}: the site admin writes it (docs/slurm.md, "
+                    "'The GPU map'); HARNESS_GPU_MAP names another file")
+    try:
+        gmap = gpumap.load_map(path)
+    except InvalidInput as e:
+        return (), "; ".join([e.message, *e.faults])[:2000]
+    nodes, missing = gpumap.nodes_for(gmap, indexes)
+    if missing:
+        return (), (f"Slurm allocated GPU(s) {', '.join(map(str, missing))}, which the GPU "
+                    f"map {path} does not name ({gmap.describe()})")
+    absent = [n for n in nodes if not _is_char_device(n)]
+    if absent:
+        return (), (f"the GPU map {path} names {', '.join(absent)}, which is not a character "
+                    "device on this host")
+    return nodes, None
+
+
+def _is_char_device(path: str) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def check_lock_fs(ctx: RunContext) -> list[Reason]:
     """A GPU lock on a network file system: refused in a Slurm job, a warning elsewhere."""
     path = ctx.loaded.lock_path
@@ -124,6 +176,7 @@ def run(ctx: RunContext) -> list[Reason]:
     ctx.provenance = git_state(ctx.loaded.project_dir)
     ctx.approval, reasons = approval.for_run(ctx.loaded, ctx.seal.digest)
     reasons += check_lock_fs(ctx) + check_image(ctx) + check_model(ctx) + check_device(ctx)
+    reasons += check_gpu_map(ctx)
     if not reasons:
         snapshot = (carried.host if carried is not None and carried.host is not None
                     else identity.snapshot(docker_client=engine.client()))

@@ -194,6 +194,28 @@ def cancel_pending(job_ids: Iterable[str], *, env: Mapping[str, str] | None = No
     return problem
 
 
+DRAIN_REASON_MAX = 200
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def drain_argv(node: str, reason: str) -> list[str]:
+    """`scontrol update NodeName=N State=DRAIN Reason=...`, each value one argv element. Pure.
+
+    The node name must be a plain Slurm name (a list or a pattern would drain other nodes);
+    the reason is cut to printable ASCII on one line, at most DRAIN_REASON_MAX characters."""
+    if not isinstance(node, str) or not _NODE_NAME.fullmatch(node):
+        raise InvalidInput(f"scontrol: not a node name: {str(node)[:80]!r}")
+    text = " ".join("".join(c if " " <= c <= "~" else " " for c in reason).split())
+    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN",
+            f"Reason={text[:DRAIN_REASON_MAX] or 'harness doctor'}"]
+
+
+def drain(node: str, reason: str, *, env: Mapping[str, str] | None = None,
+          timeout_s: float = 30.0) -> str | None:
+    """Drain the node (Slurm's HealthCheckProgram way); None when Slurm took it, else why."""
+    return _answer(_run(drain_argv(node, reason), env, timeout_s), "scontrol update")
+
+
 def _checked(job_ids: Iterable[str]) -> list[str]:
     ids = sorted(set(job_ids))
     if ids:

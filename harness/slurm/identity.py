@@ -31,6 +31,15 @@ def job_id(environ: Mapping[str, str]) -> str | None:
     return value if _JOB_ID.fullmatch(value) else None
 
 
+def gpu_indexes(environ: Mapping[str, str]) -> tuple[int, ...] | None:
+    """The GPU indexes Slurm allocated to this job on this node (`SLURM_JOB_GPUS`, e.g.
+    `0,1`), each once, in Slurm's order; None when absent or not such a list. Pure."""
+    value = _matching(environ, "SLURM_JOB_GPUS", _INDEXES)
+    if value is None:
+        return None
+    return tuple(dict.fromkeys(int(i) for i in value.split(",")))
+
+
 def _matching(environ: Mapping[str, str], name: str, pattern: re.Pattern) -> str | None:
     value = environ.get(name, "")
     return value if pattern.fullmatch(value) else None

@@ -1,0 +1,88 @@
+"""`harness doctor --slurm-health` as the real cluster's HealthCheckProgram (no mock of Slurm).
+
+Each simulated host runs the same wrapper, as a site's would: it names the campaign and the
+host's GPU map (here one per node, chosen by $SLURMD_NODENAME, the one variable slurmd
+gives its health check). node1's map names its fake render nodes as gres.conf does; node2's
+names a device that does not exist. Slurm runs the program every few seconds: node2 must be
+drained with the doctor's reason, node1 must stay in service. The cluster is restored
+(program removed, node2 resumed) whatever happens, for the tests after this one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, Cluster
+
+HARNESS = str(Path(sys.executable).parent / "harness")
+CAMPAIGN = REPO / "campaigns" / "rehearsal-night.yaml"
+
+
+def node_state(cluster: Cluster, node: str) -> tuple[str, str]:
+    r = cluster.cli("sinfo", "-h", "-N", "-n", node, "-o", "%T|%E")
+    assert r.returncode == 0, r.stderr
+    state, _, reason = r.stdout.strip().partition("|")
+    return state, reason
+
+
+def wrapper(tmp: Path, cluster: Cluster) -> Path:
+    docker = os.environ.get("DOCKER_HOST")
+    script = tmp / "harness-health"
+    script.write_text(f"""#!/bin/sh
+# A site's HealthCheckProgram: slurmd runs it with no arguments and SLURMD_NODENAME set.
+SLURM_CONF={cluster.conf}
+HOME={tmp}/home-$SLURMD_NODENAME
+PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+export SLURM_CONF HOME PATH {f'DOCKER_HOST={docker}' if docker else ''}
+mkdir -p "$HOME"
+cd {REPO}
+{HARNESS} doctor {CAMPAIGN} --slurm-health --runs-dir {tmp}/runs \\
+  --gpu-map {tmp}/gpu-map-$SLURMD_NODENAME.yaml 2>{tmp}/stderr-$SLURMD_NODENAME
+code=$?
+echo $code > {tmp}/exit-$SLURMD_NODENAME
+exit $code
+""")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_broken_gpu_map_drains_its_node_only(cluster: Cluster, tmp_path) -> None:
+    dev = cluster.dir / "dev"
+    (tmp_path / "gpu-map-node1.yaml").write_text(
+        f"gpus:\n  0: {dev}/node1/renderD128\n  1: {dev}/node1/renderD129\n")
+    (tmp_path / "gpu-map-node2.yaml").write_text(
+        f"gpus:\n  0: {dev}/node2/renderD128\n  1: {dev}/node2/renderD131\n")
+    program = wrapper(tmp_path, cluster)
+    original = cluster.conf.read_text()
+    try:
+        cluster.conf.write_text(original + f"HealthCheckProgram={program}\n"
+                                "HealthCheckInterval=5\n")
+        assert cluster.cli("scontrol", "reconfigure").returncode == 0
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            ran = all((tmp_path / f"exit-node{k}").exists() for k in (1, 2))
+            if ran and node_state(cluster, "node2")[0].startswith("drain"):
+                break
+            time.sleep(0.5)
+        else:
+            logs = {p.name: p.read_text() for p in tmp_path.glob("stderr-*")}
+            pytest.fail(f"node2 not drained: {node_state(cluster, 'node2')}; {logs}")
+        _, reason = node_state(cluster, "node2")
+        assert reason.startswith(f"harness doctor: gpu-map: {tmp_path}/gpu-map-node2.yaml: "
+                                 f"GPU 1: {dev}/node2/renderD131 does not exist"), reason
+        assert (tmp_path / "exit-node2").read_text().strip() == "1"
+        assert "drained node node2" in (tmp_path / "stderr-node2").read_text()
+        assert (tmp_path / "exit-node1").read_text().strip() == "0", \
+            (tmp_path / "stderr-node1").read_text()
+        assert (tmp_path / "stderr-node1").read_text() == ""  # a fit node says nothing
+        assert node_state(cluster, "node1") == ("idle", "none")
+    finally:
+        cluster.conf.write_text(original)
+        cluster.cli("scontrol", "reconfigure")
+        cluster.cli("scontrol", "update", "NodeName=node2", "State=RESUME")
+        cluster.wait_nodes_up()
