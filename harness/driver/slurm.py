@@ -8,7 +8,7 @@ plan, the stop policy and the night journal never learn where a control ran. In 
   host's flock, the SIGTERM -> stop -> seal path and all evidence are as on one host;
 - sbatch once (harness.slurm.calls); a failure that may have been accepted anyway
   (transient) is looked up by the job's token (its name) before anything is sent again;
-- one batched status query per cycle, its pace from harness.slurm.state.next_poll_s;
+- one batched status query per cycle, its pace from harness.slurm.follow.next_poll_s;
 - the outcome comes from the sealed, verified run.json, never from Slurm's word alone.
   Slurm's end only starts a grace period for the seal (a node set DOWN went on running its
   job and sealed 11 s after Slurm's NODE_FAIL); with no seal by then the attempt is
@@ -45,7 +45,7 @@ from harness.instrument.harness_observer.encode import loads
 from harness.pipeline.recover import seal_interrupted
 from harness.runfolder import layout, record
 from harness.runfolder.manifest import verify_folder
-from harness.slurm import calls, job, query, state
+from harness.slurm import calls, follow, job, query
 from harness.slurm.query import ENDED, Job, JobState
 from harness.ui import Reporter
 from harness.verdict import Reason, exit_code, lines
@@ -215,9 +215,9 @@ class SlurmExecutor:
         return done, changed or bool(done)
 
     def pause(self, changed: bool, failures: int) -> None:
-        """Sleep until the next batched query (state.next_poll_s sets the pace)."""
+        """Sleep until the next batched query (follow.next_poll_s sets the pace)."""
         s = self.settings
-        self.delay = state.next_poll_s(self.delay, changed=changed, failures=failures,
+        self.delay = follow.next_poll_s(self.delay, changed=changed, failures=failures,
                                        base_s=s.poll_base_s, ceiling_s=s.poll_ceiling_s)
         self.sleep(self.delay)
 
@@ -243,7 +243,7 @@ class SlurmExecutor:
             if outcome.status == "interrupted":  # the host sealed what Slurm cut off
                 self.avoid(request, w)
             return True, outcome
-        if w.ended_at is not None and state.seal_overdue(w.ended_at, now, s.seal_grace_s):
+        if w.ended_at is not None and follow.seal_overdue(w.ended_at, now, s.seal_grace_s):
             return True, self.unsealed(request, w)
         return False, None
 
@@ -282,7 +282,7 @@ class SlurmExecutor:
             if found is None and not p.live:  # the controller did not answer: no news
                 return False
             w.unknown_since = w.unknown_since if w.unknown_since is not None else now
-            if state.lost(w.unknown_since, now, self.settings.lost_after_s) \
+            if follow.lost(w.unknown_since, now, self.settings.lost_after_s) \
                     and w.ended_at is None:
                 w.ended_at, w.ended = now, found
                 self.ui.event("slurm-lost", job_id=w.job_id)
@@ -341,7 +341,7 @@ class SlurmExecutor:
         if w.ended is None:
             return
         slot = request.plan_index or 0
-        self.excluded[slot] = state.retry_exclude(self.excluded.get(slot, ()), w.ended.node,
+        self.excluded[slot] = follow.retry_exclude(self.excluded.get(slot, ()), w.ended.node,
                                                   w.ended.state,
                                                   policy=self.settings.exclude_policy)
 

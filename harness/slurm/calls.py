@@ -1,14 +1,14 @@
 """The thin shell between the Slurm executor and the Slurm commands: submit, poll, cancel.
 
-Everything that decides is elsewhere and pure (job.py builds, query.py reads, state.py
-rules); this module only writes the job script, runs the Slurm commands (sbatch, squeue,
+Everything that decides is elsewhere and pure (job.py builds, query.py reads, follow.py
+paces); this module only writes the job script, runs the Slurm commands (sbatch, squeue,
 sacct, scancel, scontrol) once each with a timeout, and classifies what came back. Why a
 timeout on every call: a Slurm client whose configuration or controller is missing retries
 for up to a minute before it fails.
 
 A submission that failed *transiently* (controller unreachable, timed out) may still have
-been accepted by Slurm: the caller keeps the row `submitting` and looks the token up
-(state.resume_steps) before sending it again. Only a *refused* submission (bad partition,
+been accepted by Slurm: the executor looks the job's token up (SlurmExecutor.submit and
+.resume) before sending it again. Only a *refused* submission (bad partition,
 no node can ever satisfy it, a deadline already past) is final.
 """
 

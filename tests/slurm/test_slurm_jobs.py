@@ -15,10 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.perflog import PERFLOG_DIR
-from harness.slurm import job, query, state
+from harness.slurm import follow, job, query
 from harness.slurm.job import ControlTime, JobSpec, Site
 from harness.slurm.query import JobState
-from harness.slurm.state import Remote
 from harness.timeutil import stamp
 from tests.conftest import containers_with_label
 
@@ -114,9 +113,7 @@ def test_a_built_job_runs_harness_run_and_seals_it(cluster: Cluster, tmp_path) -
     # A controller killed right after sbatch finds the job by its token: adopted, not resent.
     found = query.by_name(query.parse_squeue(
         cluster.cli(*query.squeue_argv([token])).stdout, strict=True).jobs)
-    steps = state.resume_steps([Remote(1, "submitting", token=token)], found,
-                               now=1e9, history_complete=False)
-    assert [(s.kind, s.job_id, s.cancel) for s in steps] == [("adopt", job_id, ())]
+    assert [j.job_id for j in found[token]] == [job_id]
 
     ended = cluster.wait_ended([job_id], timeout=300)[job_id]
     log = Path(job.log_path(site, token).replace("%j", job_id)).read_text()
@@ -182,15 +179,12 @@ def test_node_down_mid_run_ends_the_job_before_the_host_seals(cluster: Cluster, 
     label, _, job_id, node = sleeper_job(cluster, tmp_path, project, cleanup_containers,
                                          "slurmdown", 8, 120)
     wait_for_container(label)
-    row = "running"
     try:
         r = cluster.cli("scontrol", "update", f"nodename={node}", "state=down",
                         "reason=harness-test")
         assert r.returncode == 0, r.stderr
         ended = cluster.wait_ended([job_id], timeout=60)[job_id]
         assert ended.state == JobState.NODE_FAIL  # --no-requeue: it stays ended
-        row = state.transition(row, state.on_slurm(row, ended))
-        assert row == "awaiting-seal"
         assert not any((d / "SHA256SUMS").exists() for d in project.run_dirs()), \
             "Slurm gave up before the host sealed"
         deadline = time.monotonic() + 90
@@ -198,9 +192,8 @@ def test_node_down_mid_run_ends_the_job_before_the_host_seals(cluster: Cluster, 
             assert time.monotonic() < deadline, "the host never sealed the run"
             time.sleep(0.3)
         [run] = project.run_dirs()
-        status = project.record(run)["status"]
-        assert state.transition(row, state.on_evidence(row, status)) == status
-        assert state.retry_exclude((), ended.node, ended.state) == (node,)
+        assert project.record(run)["status"] in ("accepted", "interrupted")  # the host's word
+        assert follow.retry_exclude((), ended.node, ended.state) == (node,)
     finally:
         cluster.cli("scontrol", "update", f"nodename={node}", "state=resume")
         cluster.wait_nodes_up()
