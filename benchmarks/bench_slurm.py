@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
+from benchmarks import bench_slurm_merge
 from benchmarks.common import (
     REPO,
     Config,
@@ -34,7 +37,6 @@ from benchmarks.common import (
     check,
     median,
     parse_time,
-    rmtree,
 )
 
 SCRIPT = REPO / "scripts" / "slurm-cluster.sh"
@@ -69,6 +71,50 @@ def lock_to_start(records: list[dict], spans: list[tuple[float, float]]) -> list
     return [nxt[0] - rel for rel, nxt in zip(released, spans[1:], strict=False)]
 
 
+# Where a Slurm gap goes (job N, then N+1 on the same GPU): (metric, from, to) with marks
+# "exit" (container N finished), "done" (slurmctld: job N complete: its seal, export and
+# exit are over), "alloc" (slurmctld: N+1 given the node), "launch" (slurmd: launching N+1's
+# batch script), "start" (container N+1 started: shell, harness start, preflight, lock,
+# docker create + start).
+SLURM_SPLIT = (("slurm_gap_end_ms", "exit", "done"),
+               ("slurm_gap_sched_ms", "done", "alloc"),
+               ("slurm_gap_launch_ms", "alloc", "launch"),
+               ("slurm_gap_start_ms", "launch", "start"))
+_LOG_MARKS = {
+    "done": re.compile(r"^\[([0-9T:.-]+)\] _job_complete: JobId=([0-9]+) done$", re.M),
+    "alloc": re.compile(r"^\[([0-9T:.-]+)\] sched(?:/backfill)?: "
+                        r"(?:Allocate|_start_job: Started) JobId=([0-9]+) ", re.M),
+    "launch": re.compile(r"^\[([0-9T:.-]+)\] Launching batch job ([0-9]+) ", re.M),
+}
+
+
+def log_marks(text: str) -> dict[str, dict[str, float]]:
+    """{mark: {job id: epoch seconds}} from slurmctld or slurmd log text (stamps in local
+    time, milliseconds), the first line of each kind per job. Pure."""
+    out: dict[str, dict[str, float]] = {}
+    for mark, pattern in _LOG_MARKS.items():
+        found = out.setdefault(mark, {})
+        for at, job_id in pattern.findall(text):
+            found.setdefault(job_id, datetime.fromisoformat(at).timestamp())
+    return out
+
+
+def slurm_split(ran: list[tuple[tuple[float, float], str]],
+                marks: dict[str, dict[str, float]]) -> dict[str, list[float]]:
+    """Each consecutive pair's pieces (SLURM_SPLIT), from the (container span, job id) of
+    the runs of one node in start order and the logs' marks; a pair with a mark missing
+    adds nothing. Pure."""
+    split: dict[str, list[float]] = {}
+    for (a, job_a), (b, job_b) in itertools.pairwise(ran):
+        at = {"exit": a[1], "start": b[0], "done": marks.get("done", {}).get(job_a),
+              "alloc": marks.get("alloc", {}).get(job_b),
+              "launch": marks.get("launch", {}).get(job_b)}
+        if all(v is not None for v in at.values()):
+            for name, x, y in SLURM_SPLIT:
+                split.setdefault(name, []).append(at[y] - at[x])
+    return split
+
+
 def round_ratio(a: list[list[float]], b: list[list[float]]) -> float:
     """Median over rounds of median(a) / median(b) per round: the load of the shared
     machine drifts between rounds, so each ratio pairs the sides of one round. Pure."""
@@ -100,59 +146,70 @@ def cluster_down(where: Path) -> None:
 # ---- 1. the idle gap between controls on one node -------------------------------------------
 
 def _night(cfg: Config, proj: Project, camp: Path, env: dict[str, str], extra: list[str],
-           ) -> tuple[list[float], list[float]]:
-    """One night of `camp`: (container gaps, lock-release → next-start) of its runs."""
+           ) -> list[tuple[tuple[float, float], dict]]:
+    """One night of `camp`: (container span, run.json) of each run that started a
+    container, in start order."""
     before = set(proj.run_dirs())
     r = subprocess.run([*HARNESS, "night", str(camp), "--runs-dir", str(proj.runs), "--new",
                         "--json-lines", *extra], capture_output=True, text=True, env=env,
                        cwd=proj.root, timeout=900)
-    ran = []  # (container span, run.json) of each run that started a container
+    ran = []
     for d in sorted(set(proj.run_dirs()) - before):
         rec = json.loads((d / "run.json").read_text())
         if rec["status"] != "accepted":
             cfg.notes.append(f"slurm idle gap: {d.name} {rec['status']}: {rec['reasons']}")
         ran += [(span, rec) for span in
                 container_spans([json.loads((d / "outcome.json").read_text())])]
-    ran.sort(key=lambda x: x[0])
-    spans, records = [s for s, _ in ran], [rec for _, rec in ran]
-    if len(spans) < 2:
+    if len(ran) < 2:
         check(r, f"harness night {' '.join(extra)}")
-        raise RuntimeError(f"harness night {' '.join(extra)}: {len(spans)} containers ran")
-    return idle_gaps(spans), lock_to_start(records, spans)
+        raise RuntimeError(f"harness night {' '.join(extra)}: {len(ran)} containers ran")
+    return sorted(ran, key=lambda x: x[0])
 
 
-def run_idle_gap(cfg: Config, env: dict[str, str]) -> dict[str, float]:
-    n = cfg.size(4, 3)
-    rounds = cfg.size(3, 2)
+def _cluster_marks(cluster: Path) -> dict[str, dict[str, float]]:
+    marks: dict[str, dict[str, float]] = {}
+    for log in sorted((cluster / "log").glob("slurm*.log")):
+        for mark, found in log_marks(log.read_text(errors="replace")).items():
+            marks.setdefault(mark, {}).update(found)
+    return marks
+
+
+def run_idle_gap(cfg: Config, env: dict[str, str], cluster: Path) -> dict[str, float]:
+    n, rounds = cfg.size(4, 3), cfg.size(3, 2)
     proj = Project(cfg.work / "slurm-gap", cfg.image_id)
     names = [f"short{i}" for i in range(n)]
     for name in names:
         proj.control(name, TRIVIAL)
     camp = proj.campaign("gap", names)
     drop = ["--drop", str(proj.root / "drop")]
-    sides = {"local": [], "slurm": [], "slurm_jobs1": []}
-    locks = {"local": [], "slurm": [], "slurm_jobs1": []}
     argv = {"local": [], "slurm": ["--executor", "slurm", *drop],
             "slurm_jobs1": ["--executor", "slurm", "--jobs", "1", *drop]}
-    order = list(sides)
-    for i in range(rounds):
+    nights: dict[str, list] = {side: [] for side in argv}
+    order = list(argv)
+    for i in range(rounds):  # each side first in turn
         for side in order[i % 3:] + order[: i % 3]:
-            gaps, lock_gaps = _night(cfg, proj, camp, env, argv[side])
-            sides[side].append(gaps)
-            locks[side].append(lock_gaps)
-    flat = {k: [g for r in v for g in r] for k, v in sides.items()}
-    return {
-        "slurm_idle_gap_ratio": round(round_ratio(sides["slurm"], sides["local"]), 3),
+            nights[side].append(_night(cfg, proj, camp, env, argv[side]))
+    gaps = {k: [idle_gaps([s for s, _ in ran]) for ran in v] for k, v in nights.items()}
+    flat = {k: [g for r in v for g in r] for k, v in gaps.items()}
+    locks = {k: [g for ran in v for g in lock_to_start([r for _, r in ran], [s for s, _ in ran])]
+             for k, v in nights.items()}
+    marks = _cluster_marks(cluster)
+    split: dict[str, list[float]] = {}
+    for ran in nights["slurm"]:
+        for name, v in slurm_split([(s, r["slurm"]["job_id"]) for s, r in ran], marks).items():
+            split.setdefault(name, []).extend(v)
+    out = {
+        "slurm_idle_gap_ratio": round(round_ratio(gaps["slurm"], gaps["local"]), 3),
         "slurm_idle_gap_s": round(median(flat["slurm"]), 3),
         "slurm_idle_gap_local_s": round(median(flat["local"]), 3),
         "slurm_idle_gap_jobs1_s": round(median(flat["slurm_jobs1"]), 3),
-        "slurm_idle_gap_jobs1_ratio": round(round_ratio(sides["slurm_jobs1"], sides["local"]),
-                                            3),
+        "slurm_idle_gap_jobs1_ratio": round(round_ratio(gaps["slurm_jobs1"], gaps["local"]), 3),
         "slurm_idle_gap_max_s": round(max(flat["slurm"]), 3),
-        "slurm_lock_to_start_s": round(median([g for r in locks["slurm"] for g in r]), 3),
-        "slurm_lock_to_start_local_s": round(median([g for r in locks["local"] for g in r]),
-                                             3),
+        "slurm_lock_to_start_s": round(median(locks["slurm"]), 3),
+        "slurm_lock_to_start_local_s": round(median(locks["local"]), 3),
     }
+    out.update({name: round(median(v) * 1000, 1) for name, v in split.items()})
+    return out
 
 
 # ---- 2. submit and poll 1,000 queued jobs ---------------------------------------------------
@@ -259,80 +316,6 @@ def run_queue(cfg: Config, env: dict[str, str]) -> dict[str, float]:
     }
 
 
-# ---- 3. bundle merge + verify of a drop ----------------------------------------------------
-
-def _drop(cfg: Config, work: Path, n: int) -> list[Path]:
-    """N per-run bundles, as the jobs of a night leave them in `<drop>/bundles`: copies of
-    one real sealed run, each with a log of its own, each exported on its own."""
-    from benchmarks.bench_evidence import _copies, _real_run
-    from harness.bundle.export import export_bundle
-
-    runs = _copies(_real_run(cfg, "merge-src"), work / "runs", n)
-    (work / "drop").mkdir()
-    bundles = []
-    for run in runs:
-        bundles.append(work / "drop" / f"{run.name}.tar.gz")
-        export_bundle([run], bundles[-1])
-    rmtree(work / "runs")
-    return bundles
-
-
-def _harness_merge(bundles: list[Path], out: Path) -> float:
-    t0 = time.perf_counter()
-    check(subprocess.run([*HARNESS, "bundle", "merge", *map(str, bundles), "-o", str(out)],
-                         capture_output=True), "harness bundle merge")
-    check(subprocess.run([*HARNESS, "bundle", "verify", str(out)], capture_output=True),
-          "harness bundle verify")
-    dt = time.perf_counter() - t0
-    out.unlink()
-    return dt
-
-
-def _bare_merge(bundles: list[Path], work: Path) -> float:
-    """The tools on the same files: check each input (tar -xzf, sha256sum -c of its own
-    manifest), then hash the union into one archive and check that as verify does."""
-    from benchmarks.bench_evidence import _bare_export, _bare_verify
-
-    rmtree(work)
-    (work / "union").mkdir(parents=True)
-    t0 = time.perf_counter()
-    for i, bundle in enumerate(bundles):
-        into = work / f"in-{i}"
-        into.mkdir()
-        check(subprocess.run(["tar", "-xzf", str(bundle), "-C", str(into)],
-                             capture_output=True), "tar -xzf")
-        [top] = into.iterdir()
-        check(subprocess.run(["sha256sum", "-c", "--quiet", "manifest-sha256.txt"], cwd=top,
-                             capture_output=True), "sha256sum -c")
-        for run in (top / "data").iterdir():
-            run.rename(work / "union" / run.name)
-    runs = sorted((work / "union").iterdir())
-    _bare_export(runs, work / "merged.tar.gz")
-    _bare_verify(work / "merged.tar.gz", work / "check")
-    dt = time.perf_counter() - t0
-    rmtree(work)
-    return dt
-
-
-def run_merge(cfg: Config) -> dict[str, float]:
-    n = cfg.size(200, 50)
-    work = cfg.work / "slurm-merge"
-    bundles = _drop(cfg, work, n)
-    rounds = cfg.size(3, 2)
-    h, b = [], []
-    for i in range(rounds):
-        sides = [lambda: h.append(_harness_merge(bundles, work / "night.tar.gz")),
-                 lambda: b.append(_bare_merge(bundles, work / "bare"))]
-        for side in sides[i % 2:] + sides[: i % 2]:
-            side()
-    rmtree(work)
-    return {"slurm_merge_verify_ratio": round(median([x / y for x, y in zip(h, b,
-                                                                            strict=True)]), 3),
-            "slurm_merge_verify_s": round(median(h), 2),
-            "slurm_merge_tar_sha256_s": round(median(b), 2),
-            "slurm_merge_bundles": n}
-
-
 # ---- the benchmark ---------------------------------------------------------------------------
 
 def run_slurm(cfg: Config) -> dict[str, float]:
@@ -352,11 +335,11 @@ def run_slurm(cfg: Config) -> dict[str, float]:
         cfg.notes.append(f"slurm: no private cluster, idle gap and queue figures skipped: {why}")
     else:
         try:
-            part("idle gap", run_idle_gap, env)
+            part("idle gap", run_idle_gap, env, where)
             part("queue", run_queue, env)
         finally:
             cluster_down(where)
-    part("merge", run_merge)
+    part("merge", bench_slurm_merge.run_merge)
     if failed:
         raise PartFailed("; ".join(failed), out)
     return out
