@@ -4,8 +4,9 @@ drop's per-run bundles, each against a baseline measured in the same run.
 
 A private cluster is brought up under the work folder by scripts/slurm-cluster.sh (real
 slurmctld and slurmd; one node with one fake GPU, so Slurm itself serialises the jobs on
-the GPU). Where it cannot be brought up (no root to install Slurm, say) the two cluster
-figures are skipped with a note in `env.notes`; the merge figure needs no cluster.
+the GPU; then two GPU slots sharing the host's lock, for `slurm_idle_gap_flock_s`). Where
+it cannot be brought up (no root to install Slurm, say) the cluster figures are skipped
+with a note in `env.notes`; the merge figure needs no cluster.
 
 - `slurm_idle_gap_*`: the same campaign of trivial controls as one `harness night` on this
   host and as `harness night --executor slurm`, alternating; a gap is container N finished
@@ -212,6 +213,26 @@ def run_idle_gap(cfg: Config, env: dict[str, str], cluster: Path) -> dict[str, f
     return out
 
 
+def run_flock_gap(cfg: Config, env: dict[str, str]) -> dict[str, float]:
+    """Context: the same Slurm night on a node whose two GPU slots share one host lock
+    (the test cluster's shape), so the next job is already started and waits on the flock
+    when the last one releases it: Slurm's launch is off the gap. The controls sleep 4 s,
+    longer than a job's end + launch + harness start (about 3 s here), else the next job
+    would not be at the flock yet and the gap would be Slurm's again."""
+    proj = Project(cfg.work / "slurm-flock", cfg.image_id)
+    names = [f"sleep{i}" for i in range(cfg.size(4, 3))]
+    for name in names:
+        proj.control(name, 'command: [python3, -c, "import time; time.sleep(4)"]\n'
+                           'timeout: 1m\n')
+    camp = proj.campaign("flock", names)
+    gaps: list[float] = []
+    for _ in range(cfg.size(2, 1)):
+        ran = _night(cfg, proj, camp, env, ["--executor", "slurm", "--drop",
+                                            str(proj.root / "drop")])
+        gaps += idle_gaps([s for s, _ in ran])
+    return {"slurm_idle_gap_flock_s": round(median(gaps), 3)}
+
+
 # ---- 2. submit and poll 1,000 queued jobs ---------------------------------------------------
 
 def _queue(cfg: Config, env: dict[str, str], n: int):
@@ -336,6 +357,10 @@ def run_slurm(cfg: Config) -> dict[str, float]:
     else:
         try:
             part("idle gap", run_idle_gap, env, where)
+            env, why = cluster_up(where, nodes=1, gpus=2)  # another shape: restarted
+            if env is None:
+                raise PartFailed(f"the two-GPU cluster did not come up: {why}", out)
+            part("flock gap", run_flock_gap, env)
             part("queue", run_queue, env)
         finally:
             cluster_down(where)
