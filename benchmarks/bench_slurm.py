@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -127,8 +128,6 @@ def round_ratio(a: list[list[float]], b: list[list[float]]) -> float:
 
 def cluster_up(where: Path, nodes: int, gpus: int) -> tuple[dict[str, str] | None, str]:
     """The clients' environment for a private cluster, or None and why not."""
-    import os
-
     try:
         r = subprocess.run(["bash", str(SCRIPT), "up", str(where), str(nodes), str(gpus)],
                            capture_output=True, text=True, timeout=600)
@@ -359,9 +358,10 @@ def run_slurm(cfg: Config) -> dict[str, float]:
             part("idle gap", run_idle_gap, env, where)
             env, why = cluster_up(where, nodes=1, gpus=2)  # another shape: restarted
             if env is None:
-                raise PartFailed(f"the two-GPU cluster did not come up: {why}", out)
-            part("flock gap", run_flock_gap, env)
-            part("queue", run_queue, env)
+                failed.append(f"flock gap and queue: no two-GPU cluster: {why}")
+            else:
+                part("flock gap", run_flock_gap, env)
+                part("queue", run_queue, env)
         finally:
             cluster_down(where)
     part("merge", bench_slurm_merge.run_merge)
