@@ -4,6 +4,7 @@ tools, written to benchmarks/out/latest.json and printed as a table.
     python benchmarks/run.py            # full sizes, about 10 minutes on 2 cores
     python benchmarks/run.py --quick    # small sizes, under 3 minutes
     python benchmarks/run.py --only hash --only model
+    python benchmarks/run.py --only slurm   # a private Slurm cluster (root installs it)
 
 Needs the Docker engine (the rehearsal image is built or found first). Scratch files go to
 benchmarks/out/work and are removed afterwards unless --keep.
