@@ -40,8 +40,11 @@ GROUP = JobSpec(night=NIGHT, campaign_file="/srv/harness/campaigns/night a.yaml"
                 exclude=("node7", "node2", "node7"))
 # A night's job: `harness run` makes exactly the run folder the journal committed.
 NIGHT_RUN = replace(ONE, attempt=2, run_id="rehearsal-compute-20261130T021501Z-0a1b2c3d")
+# A night's same_host group: one job, each member's own run (run id, attempt), in order.
+GROUP_RUNS = replace(GROUP, runs=(("rehearsal-gate0-20261130T021501Z-0a1b2c3d", 2),
+                                  ("rehearsal-gate0-inproc-20261130T021502Z-4e5f6a7b", 1)))
 CASES = {"single": (ONE, SITE), "group-typed-until-exclude": (GROUP, FULL_SITE),
-         "night-run-id": (NIGHT_RUN, SITE)}
+         "night-run-id": (NIGHT_RUN, SITE), "group-runs": (GROUP_RUNS, FULL_SITE)}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
