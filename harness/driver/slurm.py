@@ -15,6 +15,9 @@ plan, the stop policy and the night journal never learn where a control ran. In 
   `interrupted` (SLURM-NO-SEAL) and the retry avoids a node Slurm lost (`retry_exclude`).
   A job that ended on its own without any run folder never started `harness run`
   (environment, ENV-SLURM-NO-EVIDENCE: the night stops, as for a host fault at home).
+- a `same_host` group (harness.config.samehost) is one job whose script runs each member's
+  own `harness run --run-id R --attempt N` in order (harness.slurm.script); the Watch
+  follows the job and gives each member's outcome from its own seal, in order (`settle`).
 
 Where the evidence is read: `Site.runs_dir`, as the controller sees it (a shared folder,
 or the same machine). Hosts with only local disks export bundles into the drop instead

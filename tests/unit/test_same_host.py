@@ -3,17 +3,22 @@ instances, and which journal rows a launch (or a resume) takes together. Pure pa
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from harness.config.loader import load_campaign
 from harness.config.samehost import instances
-from harness.night.source import group_busy, group_rows, left_running
+from harness.driver.plan import Outcome
+from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
+from harness.night.source import JournalSource, group_busy, group_rows, left_running
 from harness.night.transitions import Row
+from harness.ui import Reporter
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = str(Path(sys.executable).parent / "harness")
@@ -99,3 +104,38 @@ def test_a_resume_follows_the_groups_running_rows_together() -> None:
     assert left_running(rows[1], rows, GROUPS) == [rows[1]]
     rows[2] = row(3, 2, "b", "planned")  # killed between the two members' `running`
     assert [r.id for r in left_running(rows[0], rows, GROUPS)] == [1]
+
+
+def night_source(tmp_path: Path, plan: list[tuple[str, int]], groups: list[tuple[str, ...]]):
+    journal = Journal.create(tmp_path / JOURNAL_NAME, campaign="c", campaign_file="c.yaml",
+                             plan=plan)
+    night = SimpleNamespace(policy=RetryPolicy(1), ui=Reporter(io.StringIO()), deadline=None,
+                            doctor=lambda row: [], runs_dir=tmp_path / "runs",
+                            instances=instances(plan, groups))
+    return JournalSource(night, journal), journal
+
+
+def test_one_host_runs_a_groups_members_one_after_another(tmp_path: Path) -> None:
+    """Local executor: a group's next member comes before the plan's next control."""
+    source, journal = night_source(tmp_path, [("a", 0), ("x", 0), ("b", 0)], [("a", "b")])
+    order = []
+    while not isinstance(request := source.next_launch(), str):
+        source.started(request)
+        source.finished(request, Outcome(request.run_dir, "accepted", 0))
+        order.append(request.control)
+    assert order == ["a", "b", "x"]
+    journal.close()
+
+
+def test_the_window_gets_a_groups_members_as_one_launch(tmp_path: Path) -> None:
+    source, journal = night_source(tmp_path, [("a", 0), ("x", 0), ("b", 0)], [("b", "a")])
+    group = source.next_launches()
+    assert [r.control for r in group] == ["b", "a"]
+    for r in group:
+        source.started(r)
+    assert [r.control for r in source.next_launches(frozenset({2}))] == ["x"]
+    assert source.next_launches(frozenset({2, 1})) == "done"  # 0 is busy with its partner
+    source.withdrawn(group[0], "not run: a test")  # the group's pending job was cancelled
+    source.withdrawn(group[1], "not run: a test")
+    assert {r.state for r in journal.rows() if r.control != "x"} == {"planned"}
+    journal.close()
