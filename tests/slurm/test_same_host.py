@@ -8,9 +8,15 @@ in the opposite order of the campaign's `controls:`, so the order seen is the gr
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
+import threading
 import time
 from pathlib import Path
+
+from harness.catalogue import SLURM_NO_SEAL
+from harness.slurm.query import JobState
+from tests.conftest import containers_with_label
 
 from .conftest import Cluster
 from .test_night_window import SLEEPER, held, host_labels, run_night, window_campaign
@@ -99,3 +105,61 @@ def test_kill_9_while_a_group_runs_adopts_its_one_job(cluster: Cluster, project,
                   if night_dir.name in (j.name or "")]
     assert sorted(j.name.rsplit("+", 1)[1] for j in night_jobs) == ["ref:ctl", "solo"], \
         f"a job was sent twice: {night_jobs}"
+
+
+def _scancel_the_group_once_a_container_runs(cluster: Cluster, labels: list[str],
+                                            out: list) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if any(containers_with_label(label, all_states=False) for label in labels):
+            running = [j for j in cluster.jobs().values() if j.state == JobState.RUNNING]
+            if running:
+                out.append(running[0].job_id)
+                cluster.cli("scancel", running[0].job_id)
+                return
+        time.sleep(0.3)
+
+
+def test_scancel_of_a_group_retries_its_unfinished_members_together(
+        cluster: Cluster, project, cleanup_containers) -> None:
+    """An admin's scancel while the group's first member runs: that member seals
+    `interrupted` (its own evidence), the second never starts and is `interrupted` after
+    the seal grace (SLURM-NO-SEAL); the retry runs both again in ONE new job, in order."""
+    labels = host_labels(project)
+    cleanup_containers.extend(labels)
+    controls = {"ctl": SLEEPER.format(s=8), "ref": SLEEPER.format(s=8)}
+    # "  seal_grace" continues window_campaign's executor block, which the text ends with
+    campaign = window_campaign(project, "groupcancel", controls, 4,
+                               "  seal_grace: 5\nretry:\n  interrupted: 1\n" + GROUP)
+    cancelled: list[str] = []
+    killer = threading.Thread(target=_scancel_the_group_once_a_container_runs,
+                              args=(cluster, labels, cancelled))
+    killer.start()
+    r, _ = run_night(cluster, project, campaign)
+    killer.join()
+    assert cancelled, "no job was seen running"
+    [night_dir] = (project.runs / "nights").iterdir()
+    rows = journal_rows(night_dir)
+    assert [(c, a, s) for _, c, a, s, _ in rows] == [
+        ("ctl", 1, "interrupted"), ("ctl", 2, "accepted"),
+        ("ref", 1, "interrupted"), ("ref", 2, "accepted")], r.stdout + r.stderr
+    jobs = job_events(night_dir)
+    first = {row[1]: row for row in rows if row[2] == 1}
+    again = {row[1]: row for row in rows if row[2] == 2}
+    assert jobs[first["ref"][0]] == jobs[first["ctl"][0]] == cancelled
+    [retry_job] = jobs[again["ref"][0]]
+    assert jobs[again["ctl"][0]] == [retry_job] != cancelled[0]
+    ref1 = json.loads((Path(first["ref"][4]) / "run.json").read_text())
+    assert ref1["status"] == "interrupted" and ref1["slurm"]["job_id"] == cancelled[0]
+    assert not Path(first["ctl"][4]).exists() or \
+        json.loads((Path(first["ctl"][4]) / "run.json").read_text())["status"] == "interrupted"
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        [(reason,)] = c.execute("SELECT reason FROM runs WHERE id = ?",
+                                (first["ctl"][0],)).fetchall()
+    assert reason.startswith(SLURM_NO_SEAL), reason  # it never started: no seal came
+    records = {c: json.loads((Path(row[4]) / "run.json").read_text())
+               for c, row in again.items()}
+    assert records["ref"]["slurm"]["token"].endswith("+2+ref:ctl")
+    assert records["ref"]["slurm"]["node"] == records["ctl"]["slurm"]["node"]
+    assert held(records["ref"])[1] <= held(records["ctl"])[0]
+    assert r.returncode == 0, r.stdout + r.stderr
