@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -163,3 +164,39 @@ def test_scancel_of_a_group_retries_its_unfinished_members_together(
     assert records["ref"]["slurm"]["node"] == records["ctl"]["slurm"]["node"]
     assert held(records["ref"])[1] <= held(records["ctl"])[0]
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_stop_withdraws_every_member_of_a_pending_group_job(cluster: Cluster, project,
+                                                              cleanup_containers) -> None:
+    """stop-on-refusal while the group's job still waits for a GPU (4 GPUs, 5 jobs before
+    it): the job is cancelled, Slurm never gave it a node, both rows are planned again
+    (`withdraw`, not run) and neither member made a run folder."""
+    cleanup_containers.extend(host_labels(project))
+    controls = {"refuser": textwrap.dedent("""\
+        command: [python3, -c, "print('ok')"]
+        timeout: 60
+        post_steps:
+          - exit-code
+          - {name: never, run: ["false"]}
+        """)}
+    controls.update({f"s{i}": SLEEPER.format(s=8) for i in range(1, 5)})
+    controls.update({"ctl": SLEEPER.format(s=2), "ref": SLEEPER.format(s=2)})
+    campaign = window_campaign(project, "groupstop", controls, 8,
+                               "stop_policy: stop-on-refusal\n" + GROUP)
+    r, _ = run_night(cluster, project, campaign)
+    assert r.returncode == 1, r.stdout + r.stderr
+    [night_dir] = (project.runs / "nights").iterdir()
+    rows = {c: (row_id, s, d) for row_id, c, _, s, d in journal_rows(night_dir)}
+    assert rows["refuser"][1] == "refused"
+    with sqlite3.connect(night_dir / "journal.sqlite") as c:
+        withdrawn = dict(c.execute("SELECT run, detail FROM events WHERE event = 'withdraw'"))
+    for member in ("ref", "ctl"):
+        row_id, state, run_dir = rows[member]
+        assert (state, run_dir) == ("planned", None), (member, rows)
+        assert "not run" in withdrawn[row_id]
+    jobs = job_events(night_dir)
+    [group_job] = jobs[rows["ref"][0]]
+    assert jobs[rows["ctl"][0]] == [group_job]
+    job = {**cluster.history(), **cluster.jobs()}[group_job]
+    assert job.state == JobState.CANCELLED and job.node is None, job
+    assert not [p for p in project.runs.iterdir() if p.name.startswith(("ref-", "ctl-"))]
