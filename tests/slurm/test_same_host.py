@@ -168,9 +168,11 @@ def test_scancel_of_a_group_retries_its_unfinished_members_together(
 
 def test_a_stop_withdraws_every_member_of_a_pending_group_job(cluster: Cluster, project,
                                                               cleanup_containers) -> None:
-    """stop-on-refusal while the group's job still waits for a GPU (4 GPUs, 5 jobs before
-    it): the job is cancelled, Slurm never gave it a node, both rows are planned again
-    (`withdraw`, not run) and neither member made a run folder."""
+    """stop-on-refusal while the group's job still waits for a GPU: the job is cancelled,
+    Slurm never gave it a node, both rows are planned again (`withdraw`, not run) and
+    neither member made a run folder. 4 GPUs and 7 jobs before the group's, six of them
+    15-s sleepers: before the group could get a GPU, four of them must have ended, long
+    after the refusal is recorded (each host's lock serialises its pair)."""
     cleanup_containers.extend(host_labels(project))
     controls = {"refuser": textwrap.dedent("""\
         command: [python3, -c, "print('ok')"]
@@ -179,7 +181,7 @@ def test_a_stop_withdraws_every_member_of_a_pending_group_job(cluster: Cluster, 
           - exit-code
           - {name: never, run: ["false"]}
         """)}
-    controls.update({f"s{i}": SLEEPER.format(s=8) for i in range(1, 5)})
+    controls.update({f"s{i}": SLEEPER.format(s=15) for i in range(1, 7)})
     controls.update({"ctl": SLEEPER.format(s=2), "ref": SLEEPER.format(s=2)})
     campaign = window_campaign(project, "groupstop", controls, 8,
                                "stop_policy: stop-on-refusal\n" + GROUP)
