@@ -18,6 +18,8 @@ from harness.catalogue import MODEL_UNPINNED
 from harness.config.builtins import OPTIONS
 from harness.config.executor import Executor, ExecutorBlock
 from harness.config.gates import Gate, GateList
+from harness.config.samehost import SameHostBlock
+from harness.config.samehost import faults as same_host_faults
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
 from harness.config.suggest import did_you_mean, hint
 from harness.config.words import expected, where
@@ -91,6 +93,7 @@ class Loaded:
     gates: list[Gate] = field(default_factory=list)  # inline or from gates_file
     gates_file: Path | None = None
     executor: Executor = field(default_factory=Executor)  # the `executor:` block, checked
+    same_host: tuple[tuple[str, ...], ...] = ()  # paired controls run on one host, in order
     roots: tuple[Path, ...] = field(init=False)
     lock_file: Path = field(init=False)
 
@@ -279,6 +282,11 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
                                           ExecutorBlock)
         faults += executor_faults
         loaded.executor = block.executor if block else Executor()
+    if campaign.same_host is not None:
+        groups, group_faults = validate(replace(doc, data={"same_host": campaign.same_host}),
+                                        SameHostBlock)
+        faults += group_faults or same_host_faults(groups.same_host, loaded.plan(), doc)
+        loaded.same_host = tuple(tuple(g) for g in groups.same_host) if groups else ()
     if loaded.signers_file and not loaded.signers_file.is_file():
         faults.append(doc.fault(("allowed_signers",), f"allowed_signers: "
                                 f"{loaded.signers_file} is not a file"))

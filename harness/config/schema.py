@@ -54,8 +54,7 @@ def parse_duration(value: Any) -> float:
         elif isinstance(value, str) and (m := _DURATION.match(value)):
             seconds = float(m.group(1)) * _UNITS[m.group(2)]
         else:
-            raise ValueError(f"not a duration: {str(value)[:40]!r} "
-                             "(use e.g. 90, 90s, 30m, 2h)")
+            raise ValueError(f"not a duration: {str(value)[:40]!r} (use e.g. 90, 90s, 30m, 2h)")
     except OverflowError:
         seconds = math.inf
     if not math.isfinite(seconds):
@@ -344,6 +343,7 @@ class Campaign(Strict):
     gates: list[Any] | None = None  # checked with positions by harness.config.gates (loader)
     gates_file: str | None = Field(default=None, min_length=1, max_length=1024)
     executor: dict[str, Any] | None = None  # checked with positions by harness.config.executor
+    same_host: list[Any] | None = None  # checked with positions by harness.config.samehost
     require_approval: bool = False  # runs need an approval of their seal (harness.approval)
     allowed_signers: str | None = Field(default=None, min_length=1, max_length=4096)
 

@@ -15,6 +15,9 @@ plan, the stop policy and the night journal never learn where a control ran. In 
   `interrupted` (SLURM-NO-SEAL) and the retry avoids a node Slurm lost (`retry_exclude`).
   A job that ended on its own without any run folder never started `harness run`
   (environment, ENV-SLURM-NO-EVIDENCE: the night stops, as for a host fault at home).
+- a `same_host` group (harness.config.samehost) is one job whose script runs each member's
+  own `harness run --run-id R --attempt N` in order (harness.slurm.script); the Watch
+  follows the job and gives each member's outcome from its own seal, in order (`settle`).
 
 Where the evidence is read: RUNS_DIR/<run id>, as the controller sees it. Either the
 hosts write there (a shared folder), or they keep runs on their own disks
@@ -26,10 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Callable
 
 from harness.catalogue import (
     ENV_SLURM_NO_EVIDENCE,
@@ -40,6 +40,7 @@ from harness.catalogue import (
 from harness.config.loader import Loaded
 from harness.driver.drive import crashed
 from harness.driver.plan import LaunchRequest, Outcome
+from harness.driver.watch import Members, Settings, Watch, members
 from harness.errors import EnvironmentFault, HarnessError
 from harness.instrument.harness_observer.encode import loads
 from harness.pipeline.recover import seal_interrupted
@@ -52,46 +53,6 @@ from harness.verdict import Reason, exit_code, lines
 
 SUBMIT_TRIES = 5
 SETTLE_S = 5.0  # how long an sbatch a killed controller had started may take to land
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The night's side of every job: which night, where things are, how long to wait."""
-
-    night: str  # the night folder's name: part of every job's token
-    campaign_file: str
-    site: job.Site
-    lock_wait_s: float = 600.0
-    until: datetime | None = None
-    seal_grace_s: float = 120.0  # after Slurm's end, how long the host may take to seal
-    lost_after_s: float = 30.0  # absent from every answer this long: ended (squeue forgets)
-    poll_base_s: float = 1.0
-    poll_ceiling_s: float = 30.0
-    exclude_policy: str = "node-fail"
-    env: Mapping[str, str] | None = None  # the Slurm clients' environment (SLURM_CONF)
-    jobcomp: Path | None = None  # jobcomp/filetxt file, where there is no accounting
-    use_sacct: bool = False
-    # Run id -> the record of its bundle's arrival (None: nothing new in the drop). Given by
-    # the command line (bundles are a layer above): it verifies `<drop>/bundles/<run id>`
-    # and unpacks the run into RUNS_DIR, so hosts may keep their runs on local disks.
-    fetch: Callable[[str], Mapping[str, object] | None] | None = None
-
-
-@dataclass
-class Watch:
-    """One job in flight: its request, and what its follow-up has seen so far."""
-
-    job_id: str
-    request: LaunchRequest
-    token: str
-    last: JobState | None = None
-    ended: Job | None = None
-    ended_at: float | None = None
-    unknown_since: float | None = None
-    sealed_at: float | None = None
-    failures: int = 0
-    started: bool = False  # Slurm said RUNNING at least once
-    cancelled: bool = False  # the controller scancelled it while pending (a stop)
 
 
 class SlurmExecutor:
@@ -107,48 +68,62 @@ class SlurmExecutor:
         self.excluded: dict[int, tuple[str, ...]] = {}  # plan slot -> nodes to avoid
         self.delay = settings.poll_base_s  # the pace of the batched status query
 
-    def spec(self, request: LaunchRequest) -> job.JobSpec:
-        """The job of one request: its control's times, this night, this run id. Pure."""
-        control, _ = self.loaded.controls[request.control]
+    def control_time(self, name: str) -> job.ControlTime:
+        control, _ = self.loaded.controls[name]
         post_s = sum(p.timeout for p in control.post_steps)
-        slot = request.plan_index or 0
-        s = self.settings
+        return job.ControlTime(control.name, control.timeout, control.stop_grace, post_s)
+
+    def spec(self, requests: Members) -> job.JobSpec:
+        """The job of one request (its run id), or of a same_host group's members (each
+        member's run id and attempt, in order: the token takes the first member's slot and
+        the newest attempt). Pure."""
+        group, s = members(requests), self.settings
+        first = group[0]
+        exclude = sorted({n for r in group for n in self.excluded.get(r.plan_index or 0, ())})
+        one = len(group) == 1
         return job.JobSpec(
             night=s.night, campaign_file=s.campaign_file,
-            controls=(job.ControlTime(control.name, control.timeout, control.stop_grace,
-                                      post_s),),
-            slot=slot, attempt=request.attempt, lock_wait_s=s.lock_wait_s, until=s.until,
-            exclude=self.excluded.get(slot, ()), run_id=request.run_id)
+            controls=tuple(self.control_time(r.control) for r in group),
+            slot=first.plan_index or 0, attempt=max(r.attempt for r in group),
+            lock_wait_s=s.lock_wait_s, until=s.until, exclude=tuple(exclude),
+            run_id=first.run_id if one else None,
+            runs=() if one else tuple((r.run_id, r.attempt) for r in group))
 
     def launch(self, request: LaunchRequest) -> Outcome:
         """Submit one job and wait for its sealed outcome (a window of one)."""
         started = self.start(request)
-        return started if isinstance(started, Outcome) else self.wait(started)
+        return started if isinstance(started, Outcome) else self.wait(started)[0][1]
 
-    def start(self, request: LaunchRequest) -> Watch | Outcome:
-        """Submit the request's job (journaled, then announced): its Watch, or the outcome
-        of a submission that failed (failed, ENV-SLURM-SUBMIT)."""
+    def start(self, requests: Members) -> Watch | Outcome:
+        """Submit the job of one request or group (journaled, then announced): its Watch,
+        or the outcome of a submission that failed (failed, ENV-SLURM-SUBMIT)."""
+        group = members(requests)
         try:
-            spec = self.spec(request)
+            spec = self.spec(group)
             token = job.token_of(spec)
             job_id = self.submit(spec, token)
         except HarnessError as e:
-            return crashed(request, e)
-        if self.on_submitted is not None:  # journaled first, then announced
-            self.on_submitted(request, token, job_id)
-        self.ui.event("slurm-submitted", control=request.control, job_id=job_id, token=token)
-        return Watch(job_id, request, token)
+            return crashed(group[0], e)
+        for request in group:
+            if self.on_submitted is not None:  # journaled first, then announced
+                self.on_submitted(request, token, job_id)
+        self.ui.event("slurm-submitted", control=group[0].control, job_id=job_id, token=token,
+                      controls=[r.control for r in group])
+        return Watch(job_id, group, token)
 
-    def resume(self, request: LaunchRequest, job_id: str | None) -> Outcome | None:
-        """A run a dead controller left `running`: follow its job (found by the journaled
-        id, else by token; later duplicates are cancelled) to its sealed outcome. None when
-        no job carries the token and nothing was sealed: the caller seals a folder it left
+    def resume(self, requests: Members, job_id: str | None,
+               ) -> list[tuple[LaunchRequest, Outcome | None]]:
+        """Runs a dead controller left `running` (one, or a same_host group's members in
+        one job): follow their job (found by the journaled id, else by token; later
+        duplicates are cancelled) to each member's sealed outcome. None for a member when
+        no job carries the token and it was not sealed: the caller seals a folder it left
         cut off, or, with no folder at all, records the row as not run (it was never
         submitted: with a window the controller may die between the journal's `running`
         and sbatch)."""
-        token = job.token_of(self.spec(request))
+        group = members(requests)
+        token = job.token_of(self.spec(group))
         found = self.find(token)
-        if job_id is None and not found and not request.run_dir.exists():
+        if job_id is None and not found and not any(r.run_dir.exists() for r in group):
             self.sleep(SETTLE_S)  # an sbatch the dead controller started may still land
             found = self.find(token)
         if job_id is None and found:
@@ -158,11 +133,11 @@ class SlurmExecutor:
             calls.cancel(extra, env=self.settings.env)
             self.ui.event("slurm-duplicates-cancelled", token=token, job_ids=extra)
         if job_id is not None:
-            self.ui.event("slurm-adopted", control=request.control, job_id=job_id)
-            return self.wait(Watch(job_id, request, token))
-        if (request.run_dir / layout.SUMS).is_file():
-            return self.sealed(request)
-        return None
+            self.ui.event("slurm-adopted", control=group[0].control, job_id=job_id,
+                          controls=[r.control for r in group])
+            return self.wait(Watch(job_id, group, token))
+        return [(r, self.sealed(r) if (r.run_dir / layout.SUMS).is_file() else None)
+                for r in group]
 
     def find(self, token: str) -> list[Job]:
         """The jobs squeue lists under `token`, oldest first (an empty list if it fails)."""
@@ -190,28 +165,31 @@ class SlurmExecutor:
         raise EnvironmentFault(f"Slurm did not take job {token} after {SUBMIT_TRIES} tries",
                                rule=ENV_SLURM_SUBMIT)
 
-    def wait(self, w: Watch) -> Outcome:
-        """Poll until Slurm says the job ended and the run is sealed (or the grace is over)."""
+    def wait(self, w: Watch) -> list[tuple[LaunchRequest, Outcome]]:
+        """Poll until Slurm says the job ended and each member's run is sealed (or the grace
+        is over); every member's outcome, in order."""
+        got: list[tuple[LaunchRequest, Outcome]] = []
         while True:
             done, changed = self.poll([w])
-            if done:  # None (never ran) only follows our own scancel, which this never sends
-                return done[0][1] or self.unsealed(w.request, w)
+            # None (never ran) only follows our own scancel, which this never sends
+            got += [(r, outcome or self.unsealed(r, w)) for _, r, outcome in done]
+            if len(got) == len(w.requests):
+                return got
             self.pause(changed or w.ended_at is not None, w.failures)
 
-    def poll(self, watches: list[Watch]) -> tuple[list[tuple[Watch, Outcome | None]], bool]:
-        """One batched status query for every job in flight. Returns the jobs that are done,
-        each with its sealed outcome (None: cancelled while pending, it never ran), and
-        whether anything changed."""
+    def poll(self, watches: list[Watch],
+             ) -> tuple[list[tuple[Watch, LaunchRequest, Outcome | None]], bool]:
+        """One batched status query for every job in flight. Returns the members whose
+        outcome is known, each with its job and its sealed outcome (None: cancelled while
+        pending, it never ran), in order, and whether anything changed."""
         s = self.settings
         p = calls.poll([w.token for w in watches], [w.job_id for w in watches],
                        use_sacct=s.use_sacct, jobcomp=s.jobcomp, env=s.env)
-        done: list[tuple[Watch, Outcome | None]] = []
+        done: list[tuple[Watch, LaunchRequest, Outcome | None]] = []
         changed = False
         for w in watches:
             changed = self.observe(w, p, self.clock()) or changed
-            finished, outcome = self.settle(w, self.clock())
-            if finished:
-                done.append((w, outcome))
+            done += [(w, r, outcome) for r, outcome in self.settle(w, self.clock())]
         return done, changed or bool(done)
 
     def pause(self, changed: bool, failures: int) -> None:
@@ -221,31 +199,49 @@ class SlurmExecutor:
                                        base_s=s.poll_base_s, ceiling_s=s.poll_ceiling_s)
         self.sleep(self.delay)
 
-    def settle(self, w: Watch, now: float) -> tuple[bool, Outcome | None]:
-        """(done, outcome) for one job after an answer: the sealed outcome once Slurm ended
-        it and the run is sealed (or the grace is over); (True, None) for a job cancelled
-        before it ever started (no node, no run folder) by the controller's stop or by
-        Slurm at the job's --deadline: it never ran."""
-        s, request = self.settings, w.request
+    def settle(self, w: Watch, now: float) -> list[tuple[LaunchRequest, Outcome | None]]:
+        """The members of one job whose outcome is now known, in order, each given once:
+        a member's sealed outcome once it is sealed and Slurm ended the job, the next
+        member has begun, or the grace is over; its unsealed outcome once the job ended
+        and the grace passed. (member, None) for every member of a job cancelled before it
+        ever started (no node, no run folder) by the controller's stop or by Slurm at the
+        job's --deadline: none of them ran."""
+        left = [r for r in w.requests if r.run_id not in w.reported]
         cancelled = w.cancelled or (w.ended is not None  # Slurm's own --deadline (--until)
                                     and w.ended.raw_state.startswith("DEADLINE"))
         if cancelled and w.ended_at is not None and not w.started \
-                and (w.ended is None or w.ended.node is None) and not request.run_dir.exists():
-            return True, None
-        if w.sealed_at is None and s.fetch is not None and w.started \
-                and not request.run_dir.exists():  # no bundle is real before its job ran
-            self.fetch(request)
-        if w.sealed_at is None and (request.run_dir / layout.SUMS).is_file():
-            w.sealed_at = now
-        if w.sealed_at is not None and (w.ended_at is not None
-                                        or now - w.sealed_at >= s.seal_grace_s):
-            outcome = self.sealed(request)
+                and (w.ended is None or w.ended.node is None) \
+                and not any(r.run_dir.exists() for r in left):
+            w.reported.update(r.run_id for r in left)
+            return [(r, None) for r in left]
+        done: list[tuple[LaunchRequest, Outcome | None]] = []
+        for r in left:  # in order: a member waits for the one before it
+            outcome = self.settle_member(w, r, now)
+            if outcome is None:
+                break
+            w.reported.add(r.run_id)
+            done.append((r, outcome))
+        return done
+
+    def settle_member(self, w: Watch, r: LaunchRequest, now: float) -> Outcome | None:
+        """One member's outcome, or None while it is not known yet."""
+        grace = self.settings.seal_grace_s
+        if r.run_id not in w.sealed_at and self.settings.fetch is not None and w.started \
+                and not r.run_dir.exists():  # no bundle is real before its job ran
+            self.fetch(r)
+        if r.run_id not in w.sealed_at and (r.run_dir / layout.SUMS).is_file():
+            w.sealed_at[r.run_id] = now
+        at = w.sealed_at.get(r.run_id)
+        later = w.requests[w.requests.index(r) + 1:]
+        if at is not None and (w.ended_at is not None or now - at >= grace
+                               or any(n.run_dir.exists() for n in later)):
+            outcome = self.sealed(r)
             if outcome.status == "interrupted":  # the host sealed what Slurm cut off
-                self.avoid(request, w)
-            return True, outcome
-        if w.ended_at is not None and follow.seal_overdue(w.ended_at, now, s.seal_grace_s):
-            return True, self.unsealed(request, w)
-        return False, None
+                self.avoid(r, w)
+            return outcome
+        if w.ended_at is not None and follow.seal_overdue(w.ended_at, now, grace):
+            return self.unsealed(r, w)
+        return None
 
     def fetch(self, request: LaunchRequest) -> None:
         """Bring a run sealed on a host's own disk home from the drop, reporting what came
@@ -270,7 +266,8 @@ class SlurmExecutor:
             w.cancelled = True
         problem = calls.cancel_pending([w.job_id for w in pending], env=self.settings.env)
         self.ui.event("slurm-cancelled-pending", job_ids=[w.job_id for w in pending],
-                      controls=[w.request.control for w in pending], problem=problem)
+                      controls=[r.control for w in pending for r in w.requests],
+                      problem=problem)
         return pending
 
     def observe(self, w: Watch, p: calls.Poll, now: float) -> bool:
@@ -323,7 +320,7 @@ class SlurmExecutor:
             home = f" (nor its bundle in {self.settings.site.drop}/bundles)" \
                 if self.settings.fetch is not None else ""
             reason = Reason(ENV_SLURM_NO_EVIDENCE, f"{where} ended without a run folder at "
-                            f"{request.run_dir}{home}; see {self.log_of(request, w.job_id)}")
+                            f"{request.run_dir}{home}; see {self.log_of(w)}")
             return Outcome(request.run_dir, "failed", exit_code("failed", [reason]),
                            (str(reason),), remote=True)
         self.avoid(request, w)
@@ -345,9 +342,8 @@ class SlurmExecutor:
                                                   w.ended.state,
                                                   policy=self.settings.exclude_policy)
 
-    def log_of(self, request: LaunchRequest, job_id: str) -> str:
+    def log_of(self, w: Watch) -> str:
         with contextlib.suppress(HarnessError):
-            token = job.token_of(self.spec(request))
-            return job.log_path(self.settings.site, token).replace("%j", job_id)
+            return job.log_path(self.settings.site, w.token).replace("%j", w.job_id)
         return "the job's log"
 

@@ -11,11 +11,17 @@ their rows are planned again), and the running ones finish and seal.
 
 Why the source is asked with `busy`: a slot in flight is `running` in the journal, which
 the plain walk would take for a run a dead harness left behind.
+
+A launch is one request, or a `same_host` group's members (harness.config.samehost): each
+member is recorded `started` before the one job that runs them all is submitted, and each
+gets its own outcome as the executor finds it; the job leaves the window once every
+member's outcome is recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from harness.driver.drive import Driven, crashed
@@ -25,7 +31,7 @@ from harness.ui import Reporter
 
 
 class InFlight(Protocol):
-    request: LaunchRequest
+    requests: tuple[LaunchRequest, ...]
     failures: int
 
 
@@ -35,7 +41,8 @@ W = TypeVar("W", bound=InFlight)
 class WindowSource(Recorder, Protocol):
     """A plan walked with several launches in flight."""
 
-    def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str: ...
+    def next_launches(self, busy: frozenset[int] = frozenset(),
+                      ) -> tuple[LaunchRequest, ...] | str: ...
 
     def withdrawn(self, request: LaunchRequest, reason: str) -> None: ...
 
@@ -45,9 +52,10 @@ class WindowSource(Recorder, Protocol):
 class WindowExecutor(Protocol[W]):
     """Starts launches without waiting, and follows them all with one query per cycle."""
 
-    def start(self, request: LaunchRequest) -> W | Outcome: ...
+    def start(self, requests: tuple[LaunchRequest, ...]) -> W | Outcome: ...
 
-    def poll(self, flying: list[W]) -> tuple[list[tuple[W, Outcome | None]], bool]: ...
+    def poll(self, flying: list[W],
+             ) -> tuple[list[tuple[W, LaunchRequest, Outcome | None]], bool]: ...
 
     def pause(self, changed: bool, failures: int) -> None: ...
 
@@ -63,6 +71,17 @@ class _Walk:
         self.on_outcome = on_outcome
         self.driven = Driven("done")
         self.stop: str | None = None  # set once: nothing more is submitted
+        self.given: dict[int, int] = {}  # id of a job in flight -> members given so far
+
+    def keep_open(self, flying: list, given: list) -> list:
+        """The jobs in flight that still owe a member's outcome (a group's job stays until
+        its last member is given)."""
+        for w in given:
+            self.given[id(w)] = self.given.get(id(w), 0) + 1
+        ended = [w for w in flying if self.given.get(id(w), 0) >= len(w.requests)]
+        for w in ended:
+            del self.given[id(w)]
+        return [w for w in flying if not any(w is e for e in ended)]
 
     def record(self, request: LaunchRequest, outcome: Outcome) -> None:
         """Record the outcome (journal first), then ask the stop policy."""
@@ -89,23 +108,14 @@ def drive_window(source: WindowSource, executor: WindowExecutor, *, window: int,
         if walk.stop is None and flying and source.past_deadline():
             walk.stop = "deadline"  # a full window waits no longer for a slot to free
         while walk.stop is None and len(flying) < max(1, window):
-            request = source.next_launch(frozenset(
-                w.request.plan_index for w in flying if w.request.plan_index is not None))
-            if isinstance(request, str):
-                last = request
-                if request != "done":  # deadline, environment: stop, cancel what waits
-                    walk.stop = request
+            requests = source.next_launches(frozenset(
+                r.plan_index for w in flying for r in w.requests if r.plan_index is not None))
+            if isinstance(requests, str):
+                last = requests
+                if requests != "done":  # deadline, environment: stop, cancel what waits
+                    walk.stop = requests
                 break
-            source.started(request)  # committed before the job exists
-            try:
-                started = executor.start(request)
-            except Exception as e:
-                source.finished(request, crashed(request, e))
-                raise
-            if isinstance(started, Outcome):
-                walk.record(request, started)
-            else:
-                flying.append(started)
+            _start(walk, executor, requests, flying)
         if walk.stop is not None and flying:
             executor.cancel_pending(flying)  # only those never started; once each
         if not flying:
@@ -113,10 +123,29 @@ def drive_window(source: WindowSource, executor: WindowExecutor, *, window: int,
             return walk.driven
         executor.pause(changed, max(w.failures for w in flying))
         done, changed = executor.poll(flying)
-        for w, outcome in done:
-            flying.remove(w)
+        for _, request, outcome in done:
             if outcome is None:
-                source.withdrawn(w.request, f"not run: its job was cancelled while pending "
+                source.withdrawn(request, f"not run: its job was cancelled while pending "
                                  f"({walk.stop or 'Slurm: its --deadline passed'})")
             else:
-                walk.record(w.request, outcome)
+                walk.record(request, outcome)
+        flying = walk.keep_open(flying, [w for w, _, _ in done])
+
+
+def _start(walk: _Walk, executor: WindowExecutor, requests: tuple[LaunchRequest, ...],
+           flying: list) -> None:
+    """Record every member `started` (committed before the job exists), then submit."""
+    for request in requests:
+        walk.source.started(request)
+    try:
+        started = executor.start(requests)
+    except Exception as e:
+        for request in requests:
+            walk.source.finished(request, crashed(request, e))
+        raise
+    if isinstance(started, Outcome):  # the submission failed: every member says so
+        for request in requests:
+            walk.record(request, replace(started, run_dir=request.run_dir))
+    else:
+        flying.append(started)
+

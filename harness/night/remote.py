@@ -18,7 +18,8 @@ from pathlib import Path
 from harness.config.executor import Executor
 from harness.config.loader import Loaded, resolve
 from harness.driver.plan import LaunchRequest, Outcome
-from harness.driver.slurm import Settings, SlurmExecutor
+from harness.driver.slurm import SlurmExecutor
+from harness.driver.watch import Settings
 from harness.errors import InvalidInput
 from harness.night.journal import Journal, Row
 from harness.slurm import calls
@@ -74,10 +75,15 @@ def slurm_executor(loaded: Loaded, config: Executor, ui: Reporter, *, night_dir:
     return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted)
 
 
-def resume_row(executor: SlurmExecutor, journal: Journal, row: Row) -> Outcome | None:
-    """Follow the job of a row a dead controller left `running` (None: no job, no seal)."""
-    if not row.run_dir:
-        return None
-    request = LaunchRequest(row.control, Path(row.run_dir), attempt=row.attempt,
-                            plan_index=row.plan_index)
-    return executor.resume(request, journal.job_of(row.id))
+def resume_rows(executor: SlurmExecutor, journal: Journal, rows: list[Row],
+                ) -> list[tuple[Row, Outcome | None]]:
+    """Follow the one job of rows a dead controller left `running` (one row, or a
+    same_host group's members): each row's outcome (None: no job and no seal for it)."""
+    if not all(r.run_dir for r in rows):
+        return [(r, None) for r in rows]
+    requests = [LaunchRequest(r.control, Path(r.run_dir), attempt=r.attempt,
+                              plan_index=r.plan_index) for r in rows]
+    job_id = next((j for r in rows if (j := journal.job_of(r.id)) is not None), None)
+    found = executor.resume(requests, job_id)
+    by_run = {req.run_id: outcome for req, outcome in found}
+    return [(r, by_run.get(Path(r.run_dir).name)) for r in rows]

@@ -19,14 +19,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.atomic import write_json
-from harness.catalogue import ENV_DOCTOR
 from harness.config.executor import Executor
 from harness.config.loader import Loaded
+from harness.config.samehost import instances
 from harness.doctor import run_checks
 from harness.doctor.checks import GIB
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
-from harness.driver.plan import LaunchRequest, Outcome, new_request
+from harness.driver.plan import Outcome
 from harness.driver.slurm import SlurmExecutor
 from harness.driver.window import drive_window
 from harness.errors import HarnessError, InvalidInput
@@ -34,10 +34,11 @@ from harness.execute import Interrupted
 from harness.hashing import sha256_many
 from harness.night import rules
 from harness.night.folders import night_folders, night_name
-from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, next_action
+from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row
 from harness.night.nightlock import NightLock
 from harness.night.recover import seal_cut_off, stop_run_containers
-from harness.night.remote import Fetch, resume_row, slurm_executor
+from harness.night.remote import Fetch, resume_rows, slurm_executor
+from harness.night.source import JournalSource, left_running
 from harness.pipeline.run import signals_interrupt
 from harness.seal import seal_digest, source_files
 from harness.timeutil import iso, stamp, utc_now
@@ -120,73 +121,6 @@ def new_night_dir(nights_dir: Path, campaign: str) -> Path:
     raise InvalidInput(f"cannot create a new night folder under {nights_dir}")
 
 
-class JournalSource:
-    """The night's plan as the driver walks it: the journal says what runs next, and
-    records each launch (committed before it happens) and each outcome."""
-
-    def __init__(self, night: Night, journal: Journal) -> None:
-        self.night = night
-        self.journal = journal
-        self.deferred_now: set[int] = set()
-        self._rows: dict[str, Row] = {}  # run id -> its journal row, while it runs
-
-    def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str:
-        """The next row to launch, after the bookkeeping before it; or why the night ends.
-        `busy`: plan slots whose launch is in flight (the Slurm window), left alone."""
-        night, journal = self.night, self.journal
-        while True:
-            rows = [r for r in journal.rows() if r.plan_index not in busy]
-            p = rules.progress(rows, night.policy)
-            if hasattr(night.ui, "set_progress"):
-                night.ui.set_progress(p["done"], p["total"])
-            action = next_action(rows, night.policy)
-            if action.kind in ("interrupt", "retry"):
-                journal.apply(action)
-                continue
-            if action.kind == "done":
-                return "environment" if self.deferred_now else "done"
-            row = action.row
-            if rules.past(night.deadline, datetime.now(UTC)):
-                night.ui.event("deadline", deadline=iso(night.deadline),
-                               left=sum(r.state == "planned" for r in rows))
-                return "deadline"
-            failing = night.doctor(row)
-            if failing:
-                journal.mark_deferred(row, f"{ENV_DOCTOR}: " + "; ".join(failing))
-                self.deferred_now.add(row.id)
-                night.ui.event("deferred", control=row.control, reasons=failing)
-                continue
-            night.ui.event("control-start", control=row.control, attempt=row.attempt,
-                           plan_index=row.plan_index)
-            request = new_request(row.control, night.runs_dir, attempt=row.attempt,
-                                  plan_index=row.plan_index)
-            self._rows[request.run_id] = row
-            return request
-
-    def started(self, request: LaunchRequest) -> None:
-        row = self._rows[request.run_id]
-        self._rows[request.run_id] = self.journal.mark_running(
-            row, request.run_id, str(request.run_dir))  # committed before the folder exists
-
-    def submitted(self, request: LaunchRequest, token: str, job_id: str) -> None:
-        """A Slurm job now runs this launch: its id goes into the journal at once."""
-        self._rows[request.run_id] = self.journal.record_job(
-            self._rows[request.run_id], token, job_id)
-
-    def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
-        row = self._rows.pop(request.run_id)
-        self.journal.finish(row, outcome.status, outcome.reason_text)
-
-    def past_deadline(self) -> bool:
-        return rules.past(self.night.deadline, datetime.now(UTC))
-
-    def withdrawn(self, request: LaunchRequest, reason: str) -> None:
-        """Its job was cancelled before it started: the row is planned again, not run."""
-        row = self._rows.pop(request.run_id)
-        self.journal.withdraw(row, f"{reason}; run {request.run_id} never started")
-        self.night.ui.event("not-run", control=request.control, run_id=request.run_id)
-
-
 class Night:
     """One invocation of a night: holds the night lock, the journal and the reporter."""
 
@@ -202,6 +136,7 @@ class Night:
         self.lock_timeout = lock_timeout
         self.deadline = deadline
         self.policy = policy_of(loaded)
+        self.instances = instances(loaded.plan(), loaded.same_host)  # same_host groups
         self.summarize = summarize
         self.fetch = fetch  # Slurm: a run sealed on a host's disk comes home from the drop
         self.result: NightResult | None = None
@@ -212,29 +147,46 @@ class Night:
 
     def recover(self, journal: Journal) -> None:
         """Rows a dead harness left `running`: stop their container, seal, record. Under
-        Slurm first follow the row's job (no second job is ever sent for it)."""
+        Slurm first follow the row's job (no second job is ever sent for it); the rows of
+        a same_host group's instance left running share one job and are followed together."""
+        done: set[int] = set()
         for row in journal.rows():
-            if row.state != "running":
+            if row.state != "running" or row.id in done:
                 continue
+            rows = [row]
             if self.slurm:
-                outcome = resume_row(self.remote(JournalSource(self, journal)), journal, row)
-                if outcome is not None:
-                    journal.finish(row, outcome.status, outcome.reason_text)
-                    continue
-                if row.run_dir and not Path(row.run_dir).exists():  # no job, no folder
-                    journal.withdraw(row, "not run: the controller stopped before its job "
-                                     "was submitted")
-                    self.ui.event("not-run", control=row.control, run_id=row.run_id)
-                    continue
-            control, _ = self.loaded.controls.get(row.control, (None, None))
-            notes = stop_run_containers(row.run_id, control.stop_grace if control else 10.0) \
-                if row.run_id else []
-            run_dir = Path(row.run_dir) if row.run_dir else self.runs_dir / "-missing-"
-            status, reasons = seal_cut_off(run_dir, notes)
-            journal.finish(row, status, rules.reason_text(reasons))
-            self.ui.event("recovered", run_id=row.run_id, status=status, dir=str(run_dir),
-                          notes=notes)
+                rows = left_running(row, journal.rows(), self.instances)
+                done.update(r.id for r in rows)
+                executor = self.remote(JournalSource(self, journal))
+                rows = [r for r, outcome in resume_rows(executor, journal, rows)
+                        if not self.resumed(journal, r, outcome)]
+            for r in rows:
+                self.seal_left(journal, r)
         journal.resume()  # deferred rows go back to planned: the host may be repaired
+
+    def resumed(self, journal: Journal, row: Row, outcome: Outcome | None) -> bool:
+        """Record what following a dead controller's job gave for `row`; False when the
+        row is left to `seal_left` (a folder its job left cut off)."""
+        if outcome is not None:
+            journal.finish(row, outcome.status, outcome.reason_text)
+            return True
+        if row.run_dir and not Path(row.run_dir).exists():  # no job, no folder
+            journal.withdraw(row, "not run: the controller stopped before its job was "
+                             "submitted")
+            self.ui.event("not-run", control=row.control, run_id=row.run_id)
+            return True
+        return False
+
+    def seal_left(self, journal: Journal, row: Row) -> None:
+        """Stop the container of a run a dead harness left, seal its folder as found."""
+        control, _ = self.loaded.controls.get(row.control, (None, None))
+        notes = stop_run_containers(row.run_id, control.stop_grace if control else 10.0) \
+            if row.run_id else []
+        run_dir = Path(row.run_dir) if row.run_dir else self.runs_dir / "-missing-"
+        status, reasons = seal_cut_off(run_dir, notes)
+        journal.finish(row, status, rules.reason_text(reasons))
+        self.ui.event("recovered", run_id=row.run_id, status=status, dir=str(run_dir),
+                      notes=notes)
 
     def doctor(self, row: Row) -> list[str]:
         """The doctor's failing lines for this control's profile (empty: the host is fit).

@@ -24,6 +24,7 @@ from pathlib import Path
 from harness import atomic
 from harness.errors import InvalidInput
 from harness.slurm import job, query
+from harness.slurm import script as jobscript
 from harness.slurm.query import Job, Parsed
 
 # Messages after which the same sbatch may well succeed later (or did succeed already).
@@ -102,7 +103,7 @@ def submit(spec: job.JobSpec, site: job.Site, *, env: Mapping[str, str] | None =
     argv = job.sbatch_argv(spec, site, sbatch)  # checks every value before any write
     script = Path(job.script_path(site, token))
     script.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(script, job.job_script(spec, site), mode=0o644)
+    atomic.write_text(script, jobscript.job_script(spec, site), mode=0o644)
     r = _run(argv, env, timeout_s)
     if isinstance(r, str):
         return Submitted("transient", message=r)

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from dataclasses import dataclass
 from datetime import datetime
 
+from harness.config.samehost import MAX_GROUP
 from harness.errors import InvalidInput
 from harness.timeutil import iso
 
@@ -42,7 +42,6 @@ GROUP_SEP = ":"  # control names within a same_host group's token
 SIGNAL_SLACK_S = 60  # Slurm may deliver --signal up to a minute early (its event resolution)
 MAX_TIME_S = 30 * 24 * 3600  # no single attempt may ask for more than 30 days
 MAX_SIGNAL_S = 65535  # Slurm's bound on --signal's @time
-MAX_GROUP = 8  # controls in one same_host job
 MAX_EXCLUDE = 256
 MAX_PATH = 1024
 TOKEN_MAX = 240  # job names are stored in 255-character columns by slurmdbd
@@ -82,6 +81,7 @@ class JobSpec:
     until: datetime | None = None  # the night's --until: becomes --deadline
     exclude: tuple[str, ...] = ()  # nodes this attempt must avoid (earlier node failures)
     run_id: str | None = None  # the run folder's name the controller journaled (one control)
+    runs: tuple[tuple[str, int], ...] = ()  # a group's members: (run id, attempt) per control
 
 
 @dataclass(frozen=True)
@@ -204,8 +204,12 @@ def time_limit_s(spec: JobSpec) -> int:
     Lock wait + preflight, then per control its timeout, stop grace, post-steps and seal,
     and on top the whole signal lead: Slurm's SIGTERM comes only once the harness has had
     every second it may use, so its own timeout (`timed-out`) always fires first, and the
-    lead is a second chance to stop and seal (`interrupted`) if something overran."""
-    total = _seconds("lock_wait", spec.lock_wait_s) + _seconds("preflight", spec.preflight_s)
+    lead is a second chance to stop and seal (`interrupted`) if something overran. A group
+    with its members' runs starts `harness run` once per member: a lock wait and a
+    preflight each."""
+    starts = len(spec.runs) or 1
+    total = starts * (_seconds("lock_wait", spec.lock_wait_s)
+                      + _seconds("preflight", spec.preflight_s))
     for c in spec.controls:
         total += sum(_seconds(label, v) for label, v in (
             ("timeout", c.timeout_s), ("stop_grace", c.stop_grace_s),
@@ -268,6 +272,7 @@ def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
     submitted."""
     token = token_of(spec)
     run_argv(spec, site)
+    group_runs(spec)
     argv = [sbatch, "--parsable", f"--job-name={token}", f"--gres={gres(site.gfx)}",
             "--nodes=1", "--ntasks=1", f"--time={slurm_duration(time_limit_s(spec))}",
             f"--signal=B:TERM@{signal_lead_s(spec)}", "--no-requeue", "--export=NIL",
@@ -284,28 +289,19 @@ def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
     return argv
 
 
-def _home_lines(site: Site) -> list[str]:
-    if site.home_root is None:
-        return []
-    root = shlex.quote(_path("home_root", site.home_root).rstrip("/") or "/")
-    return [
-        "# One HOME per host: the GPU lock (~/gpu.lock) must be the host's, never shared.",
-        'case "${SLURMD_NODENAME:-}" in',
-        "  ''|.|..|*/*) echo 'harness job: no usable SLURMD_NODENAME' >&2; exit 3 ;;",
-        "esac",
-        f'HOME={root}/"$SLURMD_NODENAME"',
-        "export HOME",
-        'mkdir -p -- "$HOME"',
-    ]
-
-
-def run_argv(spec: JobSpec, site: Site) -> list[str]:
-    """The `harness run` command the job becomes: one or more `--control`, in order."""
+def run_argv(spec: JobSpec, site: Site, member: int | None = None) -> list[str]:
+    """The `harness run` command the job becomes: one or more `--control`, in order; or,
+    for a group with its members' runs, member `member`'s own run (`group_runs`)."""
     argv = [_path("harness", site.harness), "run",
             _path("campaign file", spec.campaign_file, relative_ok=True)]
-    for c in spec.controls:
-        argv += ["--control", c.name]
-    if spec.run_id is not None:  # the controller finds the sealed run under this name
+    if member is not None:
+        run_id, attempt = group_runs(spec)[member]
+        argv += ["--control", spec.controls[member].name, "--run-id", run_id,
+                 "--attempt", str(attempt)]
+    else:
+        for c in spec.controls:
+            argv += ["--control", c.name]
+    if member is None and spec.run_id is not None:  # the controller finds the sealed run
         if len(spec.controls) != 1:
             raise InvalidInput("slurm job: a run id names one control's run, not a group's")
         argv += ["--run-id", _name("run id", spec.run_id, _NIGHT),
@@ -316,68 +312,20 @@ def run_argv(spec: JobSpec, site: Site) -> list[str]:
     return argv
 
 
-def _export_lines(spec: JobSpec, site: Site) -> list[str]:
-    """After the run: export its sealed folder as a bundle into `<drop>/bundles/`."""
-    run_id = _name("run id", spec.run_id, _NIGHT)
-    run_dir = f"{_path('runs_dir', site.runs_dir, relative_ok=True).rstrip('/')}/{run_id}"
-    bundles = f"{_drop(site)}/{DROP_BUNDLES}"
-    export = [_path("harness", site.harness), "bundle", "export", run_dir,
-              "-o", f"{bundles}/{run_id}.tar.gz"]
-    return [
-        "# Evidence comes home as a bundle. Export writes a temporary name and links it into",
-        "# place, so a bundle in the drop is whole; a host that cannot reach the drop keeps",
-        "# its sealed run (export it later, then `harness bundle collect` again).",
-        f"if [ -f {shlex.quote(run_dir + '/SHA256SUMS')} ]; then",
-        f"  mkdir -p -- {shlex.quote(bundles)} && {shlex.join(export)} \\",
-        "    || echo 'harness job: the sealed run was not exported to the drop' >&2",
-        "fi",
-    ]
-
-
-def job_script(spec: JobSpec, site: Site) -> str:
-    """The batch script: set a clean environment, run `harness run`, export its run. Pure.
-
-    The harness must get Slurm's SIGTERM (scancel, --signal, the time limit) so that it
-    stops its container and seals the run; a shell that died in between would leave the
-    container running. Without a run id to export (a same_host group), the shell `exec`s
-    the harness and so *is* it. With one, the shell must outlive the harness to export the
-    sealed run, so it runs the harness as its child and forwards TERM to it: `--signal=B:`
-    signals the batch shell alone, while scancel and the time limit signal every process
-    of the job (the harness takes the repeat as the same stop, harness.pipeline.run). The
-    shell waits again until the harness has sealed and exited, exports, and exits with the
-    harness's own code; a failed export is said in the job log, and changes no status."""
-    token = token_of(spec)
-    names = " ".join(c.name for c in spec.controls)
-    lines = [
-        "#!/bin/sh",
-        f"# harness Slurm job {token}",
-        f"# night {spec.night}, slot {spec.slot}, attempt {spec.attempt}: {names}",
-        "# Built by harness.slurm.job from the night's journal; rebuilt, never edited.",
-        "set -eu",
-        f"PATH={SCRIPT_PATH_ENV}",
-        "export PATH",
-        *_home_lines(site),
-        f"HARNESS_SLURM_TOKEN={shlex.quote(token)}",
-        "export HARNESS_SLURM_TOKEN",
-        f"cd -- {shlex.quote(_path('workdir', site.workdir))}",
-    ]
-    run = shlex.join(run_argv(spec, site))
-    if spec.run_id is None:
-        return "\n".join([*lines, "exec " + run]) + "\n"
-    lines += [
-        "# Not exec: the run is exported after it is sealed. TERM is forwarded to the harness.",
-        "harness_pid= stop=",
-        "trap 'stop=1; [ -z \"$harness_pid\" ] || kill -TERM \"$harness_pid\" 2>/dev/null"
-        " || :' TERM",
-        f"{run} &",
-        "harness_pid=$!",
-        '[ -z "$stop" ] || kill -TERM "$harness_pid" 2>/dev/null || :',
-        "set +e",
-        'wait "$harness_pid"',
-        "code=$?",
-        'while kill -0 "$harness_pid" 2>/dev/null; do wait "$harness_pid"; code=$?; done',
-        "trap - TERM",
-        *_export_lines(spec, site),
-        'exit "$code"',
-    ]
-    return "\n".join(lines) + "\n"
+def group_runs(spec: JobSpec) -> tuple[tuple[str, int], ...]:
+    """A group's (run id, attempt) per member, checked: one per control, each run id the
+    control's own (`<control>-...`), no run id twice, no single `run_id` beside them."""
+    if not spec.runs:
+        return ()
+    if spec.run_id is not None or len(spec.runs) != len(spec.controls):
+        raise InvalidInput(f"slurm job: a group needs one run per control ({len(spec.controls)})"
+                           f", not {len(spec.runs)}, and no single run id")
+    checked = []
+    for c, (run_id, attempt) in zip(spec.controls, spec.runs, strict=True):
+        run_id = _name("run id", run_id, _NIGHT)
+        if not run_id.startswith(f"{c.name}-"):
+            raise InvalidInput(f"slurm job: run id {run_id!r} is not control {c.name!r}'s")
+        checked.append((run_id, _count("attempt", attempt, 1, 999)))
+    if len({r for r, _ in checked}) != len(checked):
+        raise InvalidInput("slurm job: a group names one run id twice")
+    return tuple(checked)

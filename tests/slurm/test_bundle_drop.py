@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.pipeline.context import new_run_id
 from harness.slurm import job
+from harness.slurm import script as jobscript
 from harness.slurm.job import ControlTime, JobSpec, Site
 from harness.slurm.query import JobState
 from harness.timeutil import stamp
@@ -42,7 +43,7 @@ def test_each_hosts_run_reaches_the_drop_and_merges_into_one_bundle(
                        controls=(ControlTime("quick", 60, 5),), lock_wait_s=120,
                        run_id=new_run_id("quick"),
                        exclude=tuple(n for n in NODES if n != node))
-        Path(job.script_path(site, job.token_of(spec))).write_text(job.job_script(spec, site))
+        Path(job.script_path(site, job.token_of(spec))).write_text(jobscript.job_script(spec, site))
         submitted[cluster.sbatch(job.sbatch_argv(spec, site))] = (node, spec.run_id)
     jobs = cluster.wait_ended(list(submitted), timeout=300)
     logs = {i: "".join(p.read_text() for p in (drop / "jobs").glob(f"*.{i}.log"))

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harness.slurm import calls, job
+from harness.slurm import script as jobscript
 from harness.slurm.job import ControlTime, JobSpec, Site
 from harness.slurm.query import JobState
 from harness.timeutil import stamp
@@ -57,7 +58,7 @@ def test_submit_poll_by_token_and_history(cluster: Cluster, tmp_path) -> None:
     assert log.split() == ["run", "c.yaml", "--control", "ctl", "--runs-dir", "runs",
                            "--lock-timeout", "10s", "--json-lines"]
     script = Path(job.script_path(site, token))
-    assert script.read_text() == job.job_script(one, site)
+    assert script.read_text() == jobscript.job_script(one, site)
 
 
 def test_without_accounting_sacct_is_an_error_not_a_state(cluster: Cluster, tmp_path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.perflog import PERFLOG_DIR
 from harness.slurm import follow, job, query
+from harness.slurm import script as jobscript
 from harness.slurm.job import ControlTime, JobSpec, Site
 from harness.slurm.query import JobState
 from harness.timeutil import stamp
@@ -41,7 +42,7 @@ def run_folders(runs: Path) -> list[Path]:
 def submit(cluster: Cluster, spec: JobSpec, site: Site) -> str:
     """What the executor's shell will do: write the script, then sbatch its argv."""
     path = Path(job.script_path(site, job.token_of(spec)))
-    path.write_text(job.job_script(spec, site))
+    path.write_text(jobscript.job_script(spec, site))
     return cluster.sbatch(job.sbatch_argv(spec, site))
 
 

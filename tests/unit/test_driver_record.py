@@ -14,7 +14,7 @@ from harness.driver.drive import crashed, run_one
 from harness.driver.plan import LaunchRequest, Outcome
 from harness.errors import EnvironmentFault
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
-from harness.night.runner import JournalSource
+from harness.night.source import JournalSource
 from harness.rerun import INDEX, RerunRecorder
 
 SEAL_FAILED = EnvironmentFault("could not seal /runs/x: disk full", rule="ENV-SEAL")
@@ -45,7 +45,7 @@ class Ui:
 
 def night_source(tmp_path: Path, journal: Journal) -> JournalSource:
     night = SimpleNamespace(policy=RetryPolicy(1), ui=Ui(), deadline=None,
-                            doctor=lambda row: [], runs_dir=tmp_path / "runs")
+                            doctor=lambda row: [], runs_dir=tmp_path / "runs", instances={})
     return JournalSource(night, journal)
 
 

@@ -16,7 +16,9 @@ import pytest
 from harness.catalogue import ENV_SLURM_NO_EVIDENCE, SLURM_NO_SEAL
 from harness.config.loader import require_campaign
 from harness.driver.plan import LaunchRequest
-from harness.driver.slurm import Settings, SlurmExecutor, Watch
+from harness.driver.slurm import SlurmExecutor
+from harness.driver.watch import Settings, Watch
+from harness.pipeline.recover import seal_interrupted
 from harness.slurm import job
 from harness.slurm.calls import Poll
 from harness.slurm.query import Job, JobState
@@ -132,7 +134,8 @@ def test_no_seal_after_slurm_ended_it_is_interrupted_and_the_retry_avoids_a_lost
 
 def test_a_job_done_without_any_run_folder_is_an_environment_fault(tmp_path) -> None:
     ex, _ = executor(tmp_path)
-    w = Watch("9", request(tmp_path), "t", ended=Job("9", "t", JobState.DONE, node="node1"),
+    token = job.token_of(ex.spec(request(tmp_path)))  # the job's log is named by its token
+    w = Watch("9", request(tmp_path), token, ended=Job("9", token, JobState.DONE, node="node1"),
               ended_at=0.0)
     outcome = ex.unsealed(request(tmp_path), w)
     assert (outcome.status, outcome.exit_code) == ("failed", 3)
@@ -170,16 +173,65 @@ def test_a_stop_cancels_only_jobs_never_seen_running_and_those_are_not_run(tmp_p
     assert ex.cancel_pending([running, pending]) == []  # once
     assert sent == [["8"]] and '"slurm-cancelled-pending"' in out.getvalue()
     ex.observe(pending, Poll(jobs={"8": Job("8", "u", JobState.CANCELLED)}), 1.0)
-    assert ex.settle(pending, 1.0) == (True, None)
+    assert ex.settle(pending, 1.0) == [(pending.request, None)]
     late = Watch("9", request(tmp_path, attempt=2), "v", cancelled=True)
     ex.observe(late, Poll(jobs={"9": Job("9", "v", JobState.CANCELLED, node="node1")}), 1.0)
-    assert ex.settle(late, 1.0) == (False, None)  # it ran: its seal decides
+    assert ex.settle(late, 1.0) == []  # it ran: its seal decides
     expired = Watch("10", request(tmp_path, attempt=3), "x")  # Slurm's --deadline, not ours
     ex.observe(expired, Poll(jobs={"10": Job("10", "x", JobState.CANCELLED, "DEADLINE")}), 2.0)
-    assert ex.settle(expired, 2.0) == (True, None)
+    assert ex.settle(expired, 2.0) == [(expired.request, None)]
     admin = Watch("11", request(tmp_path, attempt=4), "y")  # an admin's scancel: retried
     ex.observe(admin, Poll(jobs={"11": Job("11", "y", JobState.CANCELLED, "CANCELLED")}), 2.0)
-    assert ex.settle(admin, 2.0) == (False, None)
+    assert ex.settle(admin, 2.0) == []
+
+
+def _member(tmp_path: Path, control: str, slot: int, attempt: int = 1) -> LaunchRequest:
+    return LaunchRequest(control, tmp_path / "runs" / f"{control}-20261130T192403Z-0a1b2c3{slot}",
+                         attempt=attempt, plan_index=slot)
+
+
+def test_a_group_is_one_job_whose_members_keep_their_own_runs(tmp_path) -> None:
+    ex, _ = executor(tmp_path)
+    a, b = _member(tmp_path, "night-a", 0), _member(tmp_path, "night-c", 2, attempt=2)
+    spec = ex.spec((a, b))
+    assert spec.run_id is None and spec.runs == ((a.run_id, 1), (b.run_id, 2))
+    assert [c.name for c in spec.controls] == ["night-a", "night-c"]
+    assert job.token_of(spec) == f"harness+{NIGHT}+0+2+night-a:night-c"
+
+
+def test_a_groups_members_are_settled_one_by_one_in_order(tmp_path) -> None:
+    """The first member's seal counts once the job moved on to the next member; the next
+    one, cut off by Slurm's TIMEOUT, is interrupted after the grace; each is given once."""
+    ex, _ = executor(tmp_path, seal_grace_s=60)
+    a, b = _member(tmp_path, "night-a", 0), _member(tmp_path, "night-c", 2)
+    w = Watch("7", (a, b), "t")
+    ex.observe(w, answer(JobState.RUNNING), 0.0)
+    for r in (a, b):
+        assert not r.run_dir.exists()
+    a.run_dir.mkdir(parents=True)
+    (a.run_dir / "harness.json").write_text("{}")
+    seal_interrupted(a.run_dir, "a test's seal")
+    assert ex.settle(w, 1.0) == []  # sealed, but the job has not moved on yet
+    b.run_dir.mkdir()
+    (b.run_dir / "harness.json").write_text("{}")
+    [(first, outcome)] = ex.settle(w, 2.0)
+    assert first == a and outcome.status == "interrupted" and outcome.run_dir == a.run_dir
+    assert ex.settle(w, 3.0) == []  # given once; b is not sealed
+    ex.observe(w, answer(JobState.TIMEOUT), 4.0)
+    assert ex.settle(w, 30.0) == []  # within the grace
+    [(second, outcome)] = ex.settle(w, 65.0)
+    assert second == b and outcome.status == "interrupted"
+    assert outcome.reasons[0].startswith(SLURM_NO_SEAL)
+    assert (b.run_dir / "SHA256SUMS").is_file()  # sealed as found
+
+
+def test_a_group_cancelled_while_pending_withdraws_every_member(tmp_path) -> None:
+    ex, _ = executor(tmp_path)
+    a, b = _member(tmp_path, "night-a", 0), _member(tmp_path, "night-c", 2)
+    w = Watch("8", (a, b), "u", cancelled=True)
+    ex.observe(w, Poll(jobs={"8": Job("8", "u", JobState.CANCELLED)}), 1.0)
+    assert ex.settle(w, 1.0) == [(a, None), (b, None)]
+    assert ex.settle(w, 2.0) == []
 
 
 def test_a_run_comes_home_from_the_drop_only_once_its_job_ran(tmp_path) -> None:
@@ -195,9 +247,9 @@ def test_a_run_comes_home_from_the_drop_only_once_its_job_ran(tmp_path) -> None:
     req = request(tmp_path)
     w = Watch("7", req, "t")
     ex.observe(w, answer(JobState.PENDING), 0.0)
-    assert ex.settle(w, 0.0) == (False, None) and asked == []
+    assert ex.settle(w, 0.0) == [] and asked == []
     ex.observe(w, answer(JobState.RUNNING), 1.0)
-    assert ex.settle(w, 1.0) == (False, None) and asked == [req.run_dir.name]
+    assert ex.settle(w, 1.0) == [] and asked == [req.run_dir.name]
     assert '"bundle-collected"' in out.getvalue()
     req.run_dir.mkdir(parents=True)  # there now (a shared folder, or unpacked): not asked
     ex.settle(w, 2.0)

@@ -18,7 +18,7 @@ from harness.ui import Reporter
 
 @dataclass
 class Job:
-    request: LaunchRequest
+    requests: tuple[LaunchRequest, ...]
     polls_left: int
     status: str
     started: bool = False
@@ -35,30 +35,33 @@ class Script:
         self.most = 0
         self.cancelled: list[str] = []
 
-    def start(self, request: LaunchRequest) -> Job | Outcome:
-        polls, status, _ = self.plan[request.control]
+    def start(self, requests: tuple[LaunchRequest, ...]) -> Job | Outcome:
+        """One job for the launch: a group's polls are its first member's."""
+        polls, status, _ = self.plan[requests[0].control]
         if status == "submit-refused":
-            return Outcome(request.run_dir, "failed", 3, ("ENV-SLURM-SUBMIT: no",), remote=True)
-        job = Job(request, polls, status)
+            return Outcome(requests[0].run_dir, "failed", 3, ("ENV-SLURM-SUBMIT: no",),
+                           remote=True)
+        job = Job(requests, polls, status)
         self.flying.append(job)
         self.most = max(self.most, len(self.flying))
         return job
 
-    def poll(self, flying: list[Job]) -> tuple[list[tuple[Job, Outcome | None]], bool]:
-        done: list[tuple[Job, Outcome | None]] = []
+    def poll(self, flying: list[Job]):
+        done: list[tuple[Job, LaunchRequest, Outcome | None]] = []
         running = sum(j.started for j in flying)
         for job in flying:
             if not job.started and not job.cancelled and running < self.gpus:
                 job.started, running = True, running + 1
             if job.cancelled and not job.started:
-                done.append((job, None))
+                done += [(job, r, None) for r in job.requests]
             elif job.started:
                 job.polls_left -= 1
-                if job.polls_left <= 0:
-                    code = 0 if job.status == "accepted" else 1
-                    done.append((job, Outcome(job.request.run_dir, job.status, code,
-                                              remote=True)))
-        for job, _ in done:
+                if job.polls_left <= 0:  # every member ends with the job, in order
+                    for r in job.requests:
+                        status = self.plan[r.control][1]
+                        code = 0 if status == "accepted" else 1
+                        done.append((job, r, Outcome(r.run_dir, status, code, remote=True)))
+        for job in {id(j): j for j, _, _ in done}.values():
             self.flying.remove(job)
         return done, bool(done)
 
@@ -69,24 +72,29 @@ class Script:
         out = [j for j in flying if not j.started and not j.cancelled]
         for j in out:
             j.cancelled = True
-            self.cancelled.append(j.request.control)
+            self.cancelled += [r.control for r in j.requests]
         return out
 
 
 class Plan:
-    """A source over a list of controls, recording as a journal would."""
+    """A source over a list of controls ("a+b": a same_host group, one launch), recording
+    as a journal would."""
 
     def __init__(self, controls: list[str], deadline_after: int | None = None) -> None:
-        self.todo = list(enumerate(controls))
+        names = [c for launch in controls for c in launch.split("+")]
+        self.todo = [tuple((names.index(c), c) for c in launch.split("+"))
+                     for launch in controls]
         self.log: list[tuple[str, str]] = []
         self.deadline_after = deadline_after  # cycles until the deadline passes
 
-    def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str:
+    def next_launches(self, busy: frozenset[int] = frozenset(),
+                      ) -> tuple[LaunchRequest, ...] | str:
         if not self.todo:
             return "done"
-        index, control = self.todo.pop(0)
-        assert index not in busy
-        return LaunchRequest(control, Path("/runs") / control, plan_index=index)
+        launch = self.todo.pop(0)
+        assert not busy & {index for index, _ in launch}
+        return tuple(LaunchRequest(control, Path("/runs") / control, plan_index=index)
+                     for index, control in launch)
 
     def started(self, request: LaunchRequest) -> None:
         self.log.append(("started", request.control))
@@ -154,3 +162,33 @@ def test_the_deadline_passing_with_a_full_window_cancels_its_pending_jobs() -> N
     assert driven.why == "deadline" and script.cancelled == ["c"]
     assert [c for s, c in plan.log if s == "accepted"] == ["a", "b"]
     assert ("not-run", "c") in plan.log and not any(c == "d" for _, c in plan.log)
+
+
+def test_a_group_is_one_job_its_members_started_first_and_recorded_in_order() -> None:
+    """A same_host group takes one window slot; every member is journaled `started` before
+    its one job is submitted, and each member's outcome is recorded in the group's order."""
+    controls = {"x": (1, "accepted", 0), "ctl": (2, "accepted", 0), "ref": (2, "refused", 0),
+                "y": (1, "accepted", 0)}
+    plan, script = Plan(["x", "ctl+ref", "y"]), Script(controls)
+    driven = walk(plan, script, 2)
+    assert driven.why == "done" and script.most == 2
+    assert plan.log[:3] == [("started", "x"), ("started", "ctl"), ("started", "ref")]
+    assert plan.log.index(("accepted", "ctl")) + 1 == plan.log.index(("refused", "ref"))
+    assert len(plan.log) == 8
+
+
+def test_a_stop_withdraws_every_member_of_a_pending_group() -> None:
+    controls = {"r": (1, "refused", 0), "ctl": (1, "accepted", 0), "ref": (1, "accepted", 0)}
+    plan, script = Plan(["r", "ctl+ref"]), Script(controls, gpus=1)
+    driven = walk(plan, script, 2, "stop-on-refusal")
+    assert driven.why == "stop-policy" and script.cancelled == ["ctl", "ref"]
+    assert ("not-run", "ctl") in plan.log and ("not-run", "ref") in plan.log
+
+
+def test_a_refused_submission_of_a_group_fails_every_member() -> None:
+    controls = {"ctl": (0, "submit-refused", 0), "ref": (1, "accepted", 0)}
+    plan, script = Plan(["ctl+ref"]), Script(controls)
+    driven = walk(plan, script, 4)
+    assert driven.why == "environment"
+    assert plan.log == [("started", "ctl"), ("started", "ref"), ("failed", "ctl"),
+                        ("failed", "ref")]

@@ -19,6 +19,7 @@ import pytest
 
 from harness.errors import InvalidInput
 from harness.slurm import job
+from harness.slurm import script as jobscript
 from harness.slurm.job import ControlTime, JobSpec, Site, Token
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
@@ -39,15 +40,18 @@ GROUP = JobSpec(night=NIGHT, campaign_file="/srv/harness/campaigns/night a.yaml"
                 exclude=("node7", "node2", "node7"))
 # A night's job: `harness run` makes exactly the run folder the journal committed.
 NIGHT_RUN = replace(ONE, attempt=2, run_id="rehearsal-compute-20261130T021501Z-0a1b2c3d")
+# A night's same_host group: one job, each member's own run (run id, attempt), in order.
+GROUP_RUNS = replace(GROUP, runs=(("rehearsal-gate0-20261130T021501Z-0a1b2c3d", 2),
+                                  ("rehearsal-gate0-inproc-20261130T021502Z-4e5f6a7b", 1)))
 CASES = {"single": (ONE, SITE), "group-typed-until-exclude": (GROUP, FULL_SITE),
-         "night-run-id": (NIGHT_RUN, SITE)}
+         "night-run-id": (NIGHT_RUN, SITE), "group-runs": (GROUP_RUNS, FULL_SITE)}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_golden_argv_and_script(case: str) -> None:
     spec, site = CASES[case]
     argv = job.sbatch_argv(spec, site)
-    script = job.job_script(spec, site)
+    script = jobscript.job_script(spec, site)
     argv_file, script_file = GOLDEN / f"{case}.argv.json", GOLDEN / f"{case}.sh"
     if REGEN:
         GOLDEN.mkdir(parents=True, exist_ok=True)
@@ -131,7 +135,7 @@ def test_parse_token_refuses_what_it_did_not_make(name: str) -> None:
 def test_hostile_control_names_refused(control: str) -> None:
     spec = replace(ONE, controls=(ControlTime(control, 60, 10),))
     with pytest.raises(InvalidInput, match="control"):
-        job.job_script(spec, SITE)
+        jobscript.job_script(spec, SITE)
 
 
 @pytest.mark.parametrize("field,value,match", [
@@ -145,7 +149,7 @@ def test_hostile_site_values_refused(field: str, value: str, match: str) -> None
     site = replace(SITE, **{field: value})
     with pytest.raises(InvalidInput, match=match):
         job.sbatch_argv(ONE, site)
-        job.job_script(ONE, site)
+        jobscript.job_script(ONE, site)
 
 
 @pytest.mark.parametrize("change,match", [
@@ -164,7 +168,7 @@ def test_hostile_spec_values_refused(change: dict, match: str) -> None:
 
 
 def test_script_execs_harness_run_with_every_value_quoted() -> None:
-    script = job.job_script(GROUP, FULL_SITE)
+    script = jobscript.job_script(GROUP, FULL_SITE)
     lines = script.splitlines()
     assert lines[0] == "#!/bin/sh" and "set -eu" in lines
     exec_line = lines[-1]

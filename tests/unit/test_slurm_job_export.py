@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness.slurm import job
+from harness.slurm import script as jobscript
 from harness.slurm.job import ControlTime, JobSpec, Site
 
 RUN_ID = "ctl-20261130T021501Z-0a1b2c3d"
@@ -43,7 +43,7 @@ def _script(tmp: Path, mode: str, code: int = 0, export_code: int = 0) -> tuple[
     exe.chmod(0o755)
     site = Site(harness=str(exe), workdir=str(tmp), runs_dir=str(runs), drop=str(tmp / "drop"))
     script = tmp / "job.sh"
-    script.write_text(job.job_script(SPEC, site))
+    script.write_text(jobscript.job_script(SPEC, site))
     return script, log
 
 
@@ -94,5 +94,5 @@ def test_a_group_job_still_execs_the_harness():
     site = Site(harness="/h", workdir="/w", runs_dir="/r", drop="/d")
     group = JobSpec(night="n-1", campaign_file="c.yaml", slot=0, attempt=1,
                     controls=(ControlTime("a", 60, 5), ControlTime("b", 60, 5)))
-    script = job.job_script(group, site)
+    script = jobscript.job_script(group, site)
     assert script.splitlines()[-1].startswith("exec /h run") and "bundle" not in script

@@ -1,0 +1,69 @@
+"""What the Slurm executor holds: the night's settings for every job, and one Watch per job
+in flight (its members, and what the follow-up has seen of it so far). Plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from harness.driver.plan import LaunchRequest
+from harness.slurm import job
+from harness.slurm.query import Job, JobState
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The night's side of every job: which night, where things are, how long to wait."""
+
+    night: str  # the night folder's name: part of every job's token
+    campaign_file: str
+    site: job.Site
+    lock_wait_s: float = 600.0
+    until: datetime | None = None
+    seal_grace_s: float = 120.0  # after Slurm's end, how long the host may take to seal
+    lost_after_s: float = 30.0  # absent from every answer this long: ended (squeue forgets)
+    poll_base_s: float = 1.0
+    poll_ceiling_s: float = 30.0
+    exclude_policy: str = "node-fail"
+    env: Mapping[str, str] | None = None  # the Slurm clients' environment (SLURM_CONF)
+    jobcomp: Path | None = None  # jobcomp/filetxt file, where there is no accounting
+    use_sacct: bool = False
+    # Run id -> the record of its bundle's arrival (None: nothing new in the drop). Given by
+    # the command line (bundles are a layer above): it verifies `<drop>/bundles/<run id>`
+    # and unpacks the run into RUNS_DIR, so hosts may keep their runs on local disks.
+    fetch: Callable[[str], Mapping[str, object] | None] | None = None
+
+
+Members = Sequence[LaunchRequest] | LaunchRequest  # one control, or a same_host group's
+
+
+def members(requests: Members) -> tuple[LaunchRequest, ...]:
+    return (requests,) if isinstance(requests, LaunchRequest) else tuple(requests)
+
+
+@dataclass
+class Watch:
+    """One job in flight: its requests (one, or a same_host group's members in order), and
+    what its follow-up has seen so far."""
+
+    job_id: str
+    requests: tuple[LaunchRequest, ...]
+    token: str
+    last: JobState | None = None
+    ended: Job | None = None
+    ended_at: float | None = None
+    unknown_since: float | None = None
+    failures: int = 0
+    started: bool = False  # Slurm said RUNNING at least once
+    cancelled: bool = False  # the controller scancelled it while pending (a stop)
+    sealed_at: dict[str, float] = field(default_factory=dict)  # run id -> first seen sealed
+    reported: set[str] = field(default_factory=set)  # run ids whose outcome was given
+
+    def __post_init__(self) -> None:
+        self.requests = members(self.requests)
+
+    @property
+    def request(self) -> LaunchRequest:
+        return self.requests[0]
