@@ -140,8 +140,11 @@ class SlurmExecutor:
                 for r in group]
 
     def find(self, token: str) -> list[Job]:
-        """The jobs squeue lists under `token`, oldest first (an empty list if it fails)."""
-        p = calls.poll([token], [], env=self.settings.env)
+        """The jobs carrying `token`, oldest first: squeue's (it forgets ended jobs after
+        MinJobAge) and the jobcomp file's, where the cluster keeps one, so a controller
+        that was down longer still finds a job that ran and ended meanwhile. Empty when
+        every source fails."""
+        p = calls.poll([token], [], jobcomp=self.settings.jobcomp, env=self.settings.env)
         return query.by_name(p.jobs).get(token, [])
 
     def submit(self, spec: job.JobSpec, token: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,25 @@ def test_a_run_comes_home_from_the_drop_only_once_its_job_ran(tmp_path) -> None:
     req.run_dir.mkdir(parents=True)  # there now (a shared folder, or unpacked): not asked
     ex.settle(w, 2.0)
     assert asked == [req.run_dir.name]
+
+
+def test_a_restarted_controller_finds_a_job_squeue_forgot_in_the_jobcomp_file(tmp_path) -> None:
+    """Down longer than MinJobAge, the controller no longer sees its job in squeue (here
+    squeue is not even there); the jobcomp record (a real line's format, from
+    tests/fixtures/slurm/jobcomp-22.05.txt) says the job ran and ended on node1, so the row
+    is followed to its evidence, never taken as not run and submitted a second time."""
+    captured = (REPO / "tests" / "fixtures" / "slurm" / "jobcomp-22.05.txt").read_text()
+    line = captured.splitlines()[0]
+    req = request(tmp_path)
+    ex, out = executor(tmp_path, seal_grace_s=0, env={"PATH": str(tmp_path / "no-slurm")})
+    token = job.token_of(ex.spec(req))
+    jobcomp = tmp_path / "jobcomp.txt"
+    jobcomp.write_text(line.replace("JobId=1 ", "JobId=41 ")
+                       .replace("Name=harness+n+0+1+a:b ", f"Name={token} ") + "\n")
+    ex = SlurmExecutor(ex.loaded, ex.ui, replace(ex.settings, jobcomp=jobcomp))
+    [(got, outcome)] = ex.resume(req, None)
+    assert got == req and outcome is not None
+    # it ran and ended without leaving its run here: the host's fault, said as such
+    assert outcome.status == "failed" and outcome.reasons[0].startswith(ENV_SLURM_NO_EVIDENCE)
+    assert "job 41 (done, on node1)" in outcome.reasons[0]
+    assert '"slurm-adopted"' in out.getvalue()
