@@ -9,6 +9,7 @@ is the shell that talks to the engine and writes images.lock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,9 +32,9 @@ Action = Literal["new", "same", "replace"]
 REFUSED_RULE = IMAGE_PIN_EXISTS
 
 
-def _valid(adapter: TypeAdapter[Any], value: str, what: str, rule: str) -> None:
+def _valid(kind: Any, value: str, what: str, rule: str) -> None:
     try:
-        adapter.validate_python(value)
+        _adapter(kind).validate_python(value)
     except ValidationError as e:
         why = e.errors()[0]
         said = rule if why["type"] == "string_pattern_mismatch" else why["msg"].removeprefix(
@@ -42,14 +43,16 @@ def _valid(adapter: TypeAdapter[Any], value: str, what: str, rule: str) -> None:
         raise InvalidInput(f"{what} {shown}: {said}") from None
 
 
-_NAME = TypeAdapter(SafeName)
-_REF = TypeAdapter(ImageRef)
-_TEXT = TypeAdapter(OneLine)
+@functools.cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    """Built at the first check, not at import: a run imports this module for
+    `how_to_obtain` and never checks a pin request."""
+    return TypeAdapter(kind)
 
 
 def check_name(name: str) -> None:
     """NAME exactly as images.lock will validate it (exit 2 before anything is looked up)."""
-    _valid(_NAME, name, "image name", "must be 1 to 64 letters, digits, '.', '_' or '-', "
+    _valid(SafeName, name, "image name", "must be 1 to 64 letters, digits, '.', '_' or '-', "
            f"starting with a letter or digit ({SAFE_NAME})")
 
 
@@ -58,12 +61,12 @@ def check_ref(ref: str) -> None:
     if not ref:
         raise InvalidInput("image reference '': must not be empty (give a tag such as "
                            "name:tag, name@sha256:..., or an image Id)")
-    _valid(_REF, ref, "image reference", "must be one line of letters, digits, '.', '_', "
+    _valid(ImageRef, ref, "image reference", "must be one line of letters, digits, '.', '_', "
            f"':', '/', '@' or '-': a tag, name@sha256:... or an image Id ({IMAGE_REF})")
 
 
 def check_text(value: str, what: str) -> None:
-    _valid(_TEXT, value, what, "must be one line of printable text")
+    _valid(OneLine, value, what, "must be one line of printable text")
 
 
 def check_request(replace: bool, reason: str | None) -> None:

@@ -22,8 +22,6 @@ import os
 import time
 from pathlib import Path
 
-import filelock
-
 from harness.atomic import write_json
 from harness.hashing import sha256_many
 
@@ -78,6 +76,8 @@ def load(cache_path: Path) -> dict[str, dict]:
 def save(cache_path: Path, updates: dict[str, dict]) -> bool:
     """Merge `updates` into the cache on disk, atomically, under a lock; drop entries whose
     file is gone. Returns False when the cache could not be written (it is then skipped)."""
+    import filelock  # here: a run without a model loads it while its container runs (warm.py)
+
     cache_path = Path(cache_path)
     try:
         cache_path.parent.mkdir(parents=True, exist_ok=True)

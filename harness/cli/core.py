@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from harness import images as image_lock
 from harness.catalogue import ENV_MISSING_IMAGE
 from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
@@ -143,6 +142,8 @@ def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str 
     that does not hold that Id: exit 1, nothing recorded. Bad NAME, REF or option text:
     exit 2; REF not in the local engine: exit 3 (no registry is used).
     """
+    from harness import images as image_lock  # here: `run` does not load the pin writer
+
     decision = image_lock.pin(lock_file, name, ref, replace=replace, reason=reason,
                               archive=archive, build=build)
     for line in decision.describe(name):
@@ -161,6 +162,8 @@ def images_verify(names: tuple[str, ...], lock_file: Path, as_json: bool) -> Non
     Exit 3 if any is absent or has another Id; each such line says how to obtain the
     pinned image (its archive, repo digest or build), never to re-pin. Exit 2 for a bad
     images.lock or a NAME it does not pin."""
+    from harness import images as image_lock
+
     with as_json_errors(as_json, lock_file=str(lock_file)):
         lock = image_lock.read(lock_file)
         unknown = [n for n in names if n not in lock.images]

