@@ -29,6 +29,13 @@ command: [python3, -c, "import time; time.sleep({s})"]
 timeout: 120
 stop_grace: 3
 """
+REFUSER = """\
+command: [python3, -c, "print('ok')"]
+timeout: 60
+post_steps:
+  - exit-code
+  - {name: never, run: ["false"]}
+"""
 
 
 def window_campaign(project, name: str, controls: dict[str, str], window: int,
@@ -143,13 +150,7 @@ def test_stop_on_refusal_cancels_only_pending_jobs_and_records_them_not_run(
     still pending are cancelled (rows planned again, a `withdraw` event, no run folder,
     Slurm never gave them a node); the running ones finish and seal."""
     cleanup_containers.extend(host_labels(project))
-    controls = {"refuser": textwrap.dedent("""\
-        command: [python3, -c, "print('ok')"]
-        timeout: 60
-        post_steps:
-          - exit-code
-          - {name: never, run: ["false"]}
-        """)}
+    controls = {"refuser": REFUSER}
     controls.update({f"s{i}": SLEEPER.format(s=8) for i in range(1, 8)})
     campaign = window_campaign(project, "windowstop", controls, 8,
                                "stop_policy: stop-on-refusal\n")

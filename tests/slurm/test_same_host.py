@@ -10,19 +10,24 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 from harness.catalogue import SLURM_NO_SEAL
 from harness.slurm.query import JobState
-from tests.conftest import containers_with_label
 
 from .conftest import Cluster
-from .test_night_window import SLEEPER, held, host_labels, run_night, window_campaign
+from .test_night_window import (
+    REFUSER,
+    SLEEPER,
+    held,
+    host_labels,
+    run_night,
+    window_campaign,
+)
 from .test_slurm_jobs import HARNESS
-from .test_slurm_night import job_events, journal_rows
+from .test_slurm_night import job_events, journal_rows, scancel, when_running
 
 GROUP = "same_host:\n  - [ref, ctl]\n"  # ref first: the group's order, not the campaign's
 
@@ -108,19 +113,6 @@ def test_kill_9_while_a_group_runs_adopts_its_one_job(cluster: Cluster, project,
         f"a job was sent twice: {night_jobs}"
 
 
-def _scancel_the_group_once_a_container_runs(cluster: Cluster, labels: list[str],
-                                            out: list) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if any(containers_with_label(label, all_states=False) for label in labels):
-            running = [j for j in cluster.jobs().values() if j.state == JobState.RUNNING]
-            if running:
-                out.append(running[0].job_id)
-                cluster.cli("scancel", running[0].job_id)
-                return
-        time.sleep(0.3)
-
-
 def test_scancel_of_a_group_retries_its_unfinished_members_together(
         cluster: Cluster, project, cleanup_containers) -> None:
     """An admin's scancel while the group's first member runs: that member seals
@@ -132,13 +124,14 @@ def test_scancel_of_a_group_retries_its_unfinished_members_together(
     # "  seal_grace" continues window_campaign's executor block, which the text ends with
     campaign = window_campaign(project, "groupcancel", controls, 4,
                                "  seal_grace: 5\nretry:\n  interrupted: 1\n" + GROUP)
-    cancelled: list[str] = []
-    killer = threading.Thread(target=_scancel_the_group_once_a_container_runs,
-                              args=(cluster, labels, cancelled))
+    seen: list = []
+    killer = threading.Thread(target=when_running,
+                              args=(cluster, labels, scancel(cluster), seen))
     killer.start()
     r, _ = run_night(cluster, project, campaign)
     killer.join()
-    assert cancelled, "no job was seen running"
+    assert seen, "no job was seen running"
+    cancelled = [j.job_id for j in seen]
     [night_dir] = (project.runs / "nights").iterdir()
     rows = journal_rows(night_dir)
     assert [(c, a, s) for _, c, a, s, _ in rows] == [
@@ -174,13 +167,7 @@ def test_a_stop_withdraws_every_member_of_a_pending_group_job(cluster: Cluster, 
     15-s sleepers: before the group could get a GPU, four of them must have ended, long
     after the refusal is recorded (each host's lock serialises its pair)."""
     cleanup_containers.extend(host_labels(project))
-    controls = {"refuser": textwrap.dedent("""\
-        command: [python3, -c, "print('ok')"]
-        timeout: 60
-        post_steps:
-          - exit-code
-          - {name: never, run: ["false"]}
-        """)}
+    controls = {"refuser": REFUSER}
     controls.update({f"s{i}": SLEEPER.format(s=15) for i in range(1, 7)})
     controls.update({"ctl": SLEEPER.format(s=2), "ref": SLEEPER.format(s=2)})
     campaign = window_campaign(project, "groupstop", controls, 8,

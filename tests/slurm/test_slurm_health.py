@@ -80,7 +80,10 @@ def test_a_broken_gpu_map_drains_its_node_only(cluster: Cluster, tmp_path) -> No
         assert (tmp_path / "exit-node1").read_text().strip() == "0", \
             (tmp_path / "stderr-node1").read_text()
         assert (tmp_path / "stderr-node1").read_text() == ""  # a fit node says nothing
-        assert node_state(cluster, "node1") == ("idle", "none")
+        # in service (another test's job may still be on it): never drained, no reason
+        state, reason = node_state(cluster, "node1")
+        assert state in ("idle", "mixed", "allocated", "completing") and reason == "none", \
+            (state, reason)
     finally:
         cluster.conf.write_text(original)
         cluster.cli("scontrol", "reconfigure")

@@ -76,19 +76,6 @@ def test_rehearsal_night_via_slurm_all_accepted_and_its_bundle_verifies(cluster:
         assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _scancel_first_job_when_its_container_runs(cluster: Cluster, label: str,
-                                               drop: Path, out: list) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if containers_with_label(label, all_states=False):
-            running = [j for j in cluster.jobs().values() if j.state == JobState.RUNNING]
-            if running:
-                out.append(running[0].job_id)
-                cluster.cli("scancel", running[0].job_id)
-                return
-        time.sleep(0.3)
-
-
 def test_scancel_mid_run_is_sealed_interrupted_and_retried(cluster: Cluster, project,
                                                           cleanup_containers) -> None:
     """An admin's scancel: the host's harness stops the container and seals the run
@@ -101,13 +88,14 @@ def test_scancel_mid_run_is_sealed_interrupted_and_retried(cluster: Cluster, pro
         stop_grace: 3
         """)
     campaign = project.campaign("slurmnap", ["nap"], "retry:\n  interrupted: 1\n")
-    cancelled: list[str] = []
-    killer = threading.Thread(target=_scancel_first_job_when_its_container_runs,
-                              args=(cluster, label, project.root / "drop", cancelled))
+    seen: list = []
+    killer = threading.Thread(target=when_running,
+                              args=(cluster, label, scancel(cluster), seen))
     killer.start()
     r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
     killer.join()
-    assert cancelled, "no job was seen running"
+    assert seen, "no job was seen running"
+    cancelled = [j.job_id for j in seen]
     [night_dir] = (project.runs / "nights").iterdir()
     rows = journal_rows(night_dir)
     assert [(a, s) for _, _, a, s, _ in rows] == [(1, "interrupted"), (2, "accepted")], \
@@ -159,11 +147,13 @@ def test_controller_killed_mid_night_resumes_without_duplicate_jobs(cluster: Clu
     assert job_events(night_dir)[rows[0][0]] == [submitted["job_id"]]
 
 
-def _when_running(cluster: Cluster, label: str, act, out: list) -> None:
-    """Once a job runs and its container is up, `act(job)`; the job goes into `out`."""
+def when_running(cluster: Cluster, labels: str | list[str], act, out: list) -> None:
+    """Once a job runs and a container with one of `labels` is up, `act(job)`; the job goes
+    into `out`."""
+    labels = [labels] if isinstance(labels, str) else labels
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        if containers_with_label(label, all_states=False):
+        if any(containers_with_label(label, all_states=False) for label in labels):
             running = [j for j in cluster.jobs().values() if j.state == JobState.RUNNING]
             if running:
                 out.append(running[0])
@@ -172,12 +162,17 @@ def _when_running(cluster: Cluster, label: str, act, out: list) -> None:
         time.sleep(0.3)
 
 
+def scancel(cluster: Cluster):
+    """The act of an admin's scancel of a job."""
+    return lambda j: cluster.cli("scancel", j.job_id)
+
+
 def _night_acting(cluster: Cluster, campaign: Path, project, label: str,
                   act) -> tuple[subprocess.CompletedProcess, list]:
     """The night, with `act(job)` done to the first job once its container runs; whatever
     happens, the nodes are resumed after. Returns (the night's process, the jobs acted on)."""
     seen: list = []
-    killer = threading.Thread(target=_when_running, args=(cluster, label, act, seen))
+    killer = threading.Thread(target=when_running, args=(cluster, label, act, seen))
     killer.start()
     try:
         r = night(cluster, campaign, project.runs, project.root / "drop", cwd=project.root)
