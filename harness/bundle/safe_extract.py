@@ -9,6 +9,7 @@ by this module, never by `tarfile.extract`, so no member can place anything outs
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import tarfile
@@ -219,26 +220,56 @@ def _member_name(member: tarfile.TarInfo) -> str | None:
     return name
 
 
-def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, name: str) -> None:
-    target = dest / name
-    real_dest = os.path.realpath(dest)
-    if os.path.commonpath([real_dest, os.path.realpath(target)]) != real_dest:
-        raise _Hostile(f"{name!r} resolves outside the extraction folder")
-    try:
-        if member.isdir():
-            target.mkdir(parents=True, exist_ok=True)
+class _Sink:
+    """Where members are written: beneath `dest`, a folder this module owns. The folders it
+    made (or found to resolve inside `dest`) are remembered, so each is resolved once, not
+    once per file; it never makes a symlink, so none can appear beneath them. With
+    `digests`, each file's sha256 is taken from the very bytes written, so a caller that
+    owns `dest` need not read the files back to hash them."""
+
+    def __init__(self, dest: Path, digests: dict[str, str] | None) -> None:
+        self.dest = dest
+        self.real_dest = os.path.realpath(dest)
+        self.made: set[str] = set()
+        self.digests = digests
+
+    def _inside(self, name: str) -> None:
+        if os.path.commonpath([self.real_dest, os.path.realpath(self.dest / name)]) \
+                != self.real_dest:
+            raise _Hostile(f"{name!r} resolves outside the extraction folder")
+
+    def _folder(self, rel: str) -> None:
+        if rel in self.made:
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    except FileExistsError as e:
-        raise _Hostile(f"{name!r} appears twice or clashes with a folder") from e
-    except (NotADirectoryError, IsADirectoryError) as e:
-        raise _Hostile(f"{name!r} clashes with a file of the same name") from e
-    source = tar.extractfile(member)
-    with os.fdopen(fd, "wb") as out:
-        if source is not None:
-            while block := source.read(1 << 20):
-                out.write(block)
+        if rel:
+            self._inside(rel)
+        (self.dest / rel).mkdir(parents=True, exist_ok=True)
+        self.made.add(rel)
+
+    def write(self, tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> None:
+        parent = name.rpartition("/")[0]
+        if parent not in self.made:
+            self._inside(name)
+        try:
+            if member.isdir():
+                self._folder(name)
+                return
+            self._folder(parent)
+            fd = os.open(self.dest / name,
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError as e:
+            raise _Hostile(f"{name!r} appears twice or clashes with a folder") from e
+        except (NotADirectoryError, IsADirectoryError) as e:
+            raise _Hostile(f"{name!r} clashes with a file of the same name") from e
+        source = tar.extractfile(member)
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            if source is not None:
+                while block := source.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+        if self.digests is not None:
+            self.digests[name] = digest.hexdigest()
 
 
 def _open_stream(raw: BinaryIO, limits: Limits) -> _BoundedReader:
@@ -269,7 +300,7 @@ def _check_end(tar: tarfile.TarFile, reader: _BoundedReader) -> None:
             raise _Hostile(f"data after the end of the archive (offset {end})")
 
 
-def _extract(archive: Path, dest: Path, limits: Limits) -> None:
+def _extract(archive: Path, dest: Path, limits: Limits, sink: _Sink) -> None:
     members = 0
     total = 0
     with open(archive, "rb") as raw:
@@ -290,18 +321,22 @@ def _extract(archive: Path, dest: Path, limits: Limits) -> None:
                     )
                 name = _member_name(member)
                 if name is not None:
-                    _write_member(tar, member, dest, name)
+                    sink.write(tar, member, name)
             _check_end(tar, reader)
 
 
-def safe_extract(archive: Path, dest: Path, limits: Limits | None = None) -> Path:
-    """Unpack `archive` into the empty folder `dest`; return the bundle's one top folder."""
+def safe_extract(archive: Path, dest: Path, limits: Limits | None = None,
+                 digests: dict[str, str] | None = None) -> Path:
+    """Unpack `archive` into the empty folder `dest`; return the bundle's one top folder.
+    With `digests`, fill it with {path inside the top folder: sha256 of the bytes written}
+    (hashed while writing: only for a `dest` no one else can write to)."""
     archive = Path(archive)
     shown = one_line(str(archive))  # messages reach a terminal: names and paths escaped
     if not archive.is_file():
         raise InvalidInput(f"{shown}: not a file")
     try:
-        _extract(archive, dest, limits or Limits())
+        written: dict[str, str] | None = {} if digests is not None else None
+        _extract(archive, dest, limits or Limits(), _Sink(dest, written))
     except _Hostile as e:
         raise InvalidInput(f"{shown}: refused hostile archive: {one_line(str(e))}") from e
     except (tarfile.TarError, EOFError, zlib.error) as e:
@@ -311,4 +346,7 @@ def safe_extract(archive: Path, dest: Path, limits: Limits | None = None) -> Pat
         raise InvalidInput(
             f"{shown}: not a bundle: expected one top folder, found {one_line(str(tops))}"
         )
+    if digests is not None and written is not None:
+        prefix = tops[0] + "/"
+        digests.update((n[len(prefix):], h) for n, h in written.items() if n.startswith(prefix))
     return dest / tops[0]
