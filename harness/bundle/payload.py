@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from harness.bundle.nightruns import left_out, night_run_folders
 from harness.bundle.sums import unsafe_name_reason
@@ -44,10 +44,10 @@ class Payload:
 
 def find_run_dirs(relpaths: Iterable[str]) -> list[str]:
     """Folders holding a run.json ("" for the root), not nested in another run: a run's
-    addenda are not runs. Linear in the paths: each candidate looks up its own ancestors."""
-    candidates = {str(PurePosixPath(p).parent) for p in relpaths
-                  if PurePosixPath(p).name == RUN_RECORD}
-    found = {"" if d == "." else d for d in candidates}
+    addenda are not runs. Linear in the paths: each candidate looks up its own ancestors.
+    Paths are as the tree walker gives them ("/"-separated names, none empty)."""
+    found = {parent for parent, _, name in (p.rpartition("/") for p in relpaths)
+             if name == RUN_RECORD}
     if "" in found:
         return [""]
     return sorted(d for d in found if not any(a in found for a in ancestors(d)))

@@ -13,7 +13,7 @@ over files no run ever sealed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from harness.bundle.payload import (
     NIGHT_RECORD,
@@ -35,8 +35,7 @@ _DETAIL = {
 
 
 def _in_bundled_folder(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    return len(parts) >= 3 and parts[0] == PAYLOAD
+    return path.startswith(PAYLOAD + "/") and path.count("/") >= 2
 
 
 def bag_runs(payload: list[str]) -> list[str]:
@@ -45,24 +44,25 @@ def bag_runs(payload: list[str]) -> list[str]:
     return find_run_dirs(p for p in payload if _in_bundled_folder(p))
 
 
-def layout_problems(payload: list[str]) -> list[Problem]:
+def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[Problem]:
     """Problems with the shape of a payload ({data/...} file paths). Pure.
 
     Every file sits in a bundled folder `data/<name>/`, each bundled folder is a night (its
     journal at the top) or holds at least one run (a folder with run.json), and outside
     runs (a night's journal and summaries) no SHA256SUMS appears. Inside a run,
-    verify_folder decides.
+    verify_folder decides. `runs`: `bag_runs(payload)` when the caller has it already.
+    Paths are as the tree walker gives them ("/"-separated names, none empty).
     """
-    runs = set(bag_runs(payload))
+    in_runs = set(bag_runs(payload) if runs is None else runs)
     problems: list[Problem] = []
     bundled: dict[str, bool] = {}
     for path in sorted(payload):
-        parts = PurePosixPath(path).parts
+        parts = path.split("/")
         if not _in_bundled_folder(path):
             problems.append(Problem("stray", path, "a payload file outside any bundled folder"))
             continue
         folder = f"{PAYLOAD}/{parts[1]}"
-        in_run = any(a in runs for a in ancestors(path))
+        in_run = any(a in in_runs for a in ancestors(path))
         night = len(parts) == 3 and parts[2] == NIGHT_RECORD
         bundled[folder] = bundled.get(folder, False) or in_run or night
         if not in_run and parts[-1] == SEAL_FILE:

@@ -201,7 +201,7 @@ def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
     """The payload's shape, then `harness verify`'s verdict on each run folder, from the
     digests the bag check used. A path already named (a symlink, an unreadable file) is not
     named again."""
-    problems = layout_problems(sorted(payload))
+    problems = layout_problems(sorted(payload), runs)
     named = {one_line(p.path) for p in found}  # verify_folder's paths are printable already
     for run, digests in run_digests(payload, runs).items():
         problems.extend(p for p in run_problems(root / run, run, digests)
