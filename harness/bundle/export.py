@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from harness.atomic import dumps_json, fsync_dir
+from harness.atomic import fsync_dir, iter_json
 from harness.bundle import bag, chain
 from harness.bundle.archive import DeterministicTar
 from harness.bundle.facts import RunFacts, read_run_facts, time_span
@@ -111,9 +113,24 @@ def _run_facts(payload: Payload) -> list[RunFacts]:
     return sorted(facts, key=lambda r: r.folder)
 
 
+def _spool_json(obj: object, fh: BinaryIO) -> str:
+    """Write `dumps_json(obj)` to `fh` in pieces, never as one string; its sha256 hex."""
+    digest = hashlib.sha256()
+    pending: list[str] = []
+    for chunk in [*iter_json(obj), ""]:
+        pending.append(chunk)
+        if len(pending) >= 4096 or not chunk:
+            data = "".join(pending).encode("utf-8")
+            digest.update(data)
+            fh.write(data)
+            pending.clear()
+    return digest.hexdigest()
+
+
 def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compress: bool,
                    sign_key: Path | None, chain_tags: dict[str, bytes]) -> dict[str, str]:
-    with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar:
+    with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar, \
+            tempfile.TemporaryFile() as statement:
         subjects = {f.arcname: tar.add_file(f.arcname, f.root, f.rel, f.size)
                     for f in payload.files}
         oxum = bag.payload_oxum([f.size for f in payload.files])
@@ -121,17 +138,22 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compres
             bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
             bag.BAG_INFO: bag.bag_info(runs, oxum).encode("utf-8"),
             bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
-            bag.STATEMENT: dumps_json(build_statement(runs, subjects)).encode("utf-8"),
             **chain_tags,  # approvals and gate records (harness.bundle.chain)
         }
-        tagmanifest = bag.manifest_text(
-            {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
-        ).encode("utf-8")
+        # The statement grows with the runs (~10 KiB each): spooled to a file, not held.
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
+        digests[bag.STATEMENT] = _spool_json(build_statement(runs, subjects), statement)
+        tagmanifest = bag.manifest_text(digests).encode("utf-8")
         tags[bag.TAGMANIFEST] = tagmanifest
         if sign_key is not None:
             tags[bag.SIGNATURE] = sign(tagmanifest, sign_key)
-        for name in sorted(tags):
-            tar.add_bytes(name, tags[name])
+        for name in sorted([*tags, bag.STATEMENT]):
+            if name == bag.STATEMENT:
+                size = statement.tell()
+                statement.seek(0)
+                tar.add_stream(name, statement, size)
+            else:
+                tar.add_bytes(name, tags[name])
     return subjects
 
 

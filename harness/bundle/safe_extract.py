@@ -322,6 +322,7 @@ def _extract(archive: Path, dest: Path, limits: Limits, sink: _Sink) -> None:
                 name = _member_name(member)
                 if name is not None:
                     sink.write(tar, member, name)
+                tar.members.clear()  # tarfile keeps every header it read; memory stays flat
             _check_end(tar, reader)
 
 
