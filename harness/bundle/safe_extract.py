@@ -228,14 +228,14 @@ class _Sink:
     owns `dest` need not read the files back to hash them."""
 
     def __init__(self, dest: Path, digests: dict[str, str] | None) -> None:
-        self.dest = dest
+        self.dest = os.fspath(dest)  # joined as strings: ~20,000 members at 1,000 runs
         self.real_dest = os.path.realpath(dest)
         self.made: set[str] = set()
         self.digests = digests
 
     def _inside(self, name: str) -> None:
-        if os.path.commonpath([self.real_dest, os.path.realpath(self.dest / name)]) \
-                != self.real_dest:
+        real = os.path.realpath(os.path.join(self.dest, name))
+        if os.path.commonpath([self.real_dest, real]) != self.real_dest:
             raise _Hostile(f"{name!r} resolves outside the extraction folder")
 
     def _folder(self, rel: str) -> None:
@@ -243,7 +243,7 @@ class _Sink:
             return
         if rel:
             self._inside(rel)
-        (self.dest / rel).mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.join(self.dest, rel), exist_ok=True)
         self.made.add(rel)
 
     def write(self, tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> None:
@@ -255,7 +255,7 @@ class _Sink:
                 self._folder(name)
                 return
             self._folder(parent)
-            fd = os.open(self.dest / name,
+            fd = os.open(os.path.join(self.dest, name),
                          os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         except FileExistsError as e:
             raise _Hostile(f"{name!r} appears twice or clashes with a folder") from e
