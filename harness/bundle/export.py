@@ -117,13 +117,18 @@ def _spool_json(obj: object, fh: BinaryIO) -> str:
     """Write `dumps_json(obj)` to `fh` in pieces, never as one string; its sha256 hex."""
     digest = hashlib.sha256()
     pending: list[str] = []
-    for chunk in [*iter_json(obj), ""]:
+
+    def flush() -> None:
+        data = "".join(pending).encode("utf-8")
+        digest.update(data)
+        fh.write(data)
+        pending.clear()
+
+    for chunk in iter_json(obj):
         pending.append(chunk)
-        if len(pending) >= 4096 or not chunk:
-            data = "".join(pending).encode("utf-8")
-            digest.update(data)
-            fh.write(data)
-            pending.clear()
+        if len(pending) >= 4096:
+            flush()
+    flush()
     return digest.hexdigest()
 
 
