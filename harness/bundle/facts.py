@@ -81,10 +81,14 @@ def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
     return None
 
 
-def read_run_facts(folder: str, run_dir: Path) -> RunFacts:
-    """Read one run folder's records, tolerating any that are absent or malformed."""
+def read_run_facts(folder: str, run_dir: Path, record_only: bool = False) -> RunFacts:
+    """Read one run folder's records, tolerating any that are absent or malformed.
+    `record_only`: run.json alone, for a check that reads nothing else (the approval chain
+    on verify), so a bundle of many runs does not parse every preflight.json for nothing."""
     notes: list[str] = []
     record = _load_record(run_dir, notes)
+    if record_only:
+        return RunFacts(folder, record, notes=notes)
     vector = _as_dict(_load(run_dir, VECTOR, notes), VECTOR, notes)
     argv = vector.get("argv") if vector else None
     if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):

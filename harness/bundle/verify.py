@@ -188,8 +188,8 @@ def verify_tree(root: Path, allowed_signers: Path | None = None,
         problems.extend(check_statement(statement, manifest, bag.STATEMENT))
 
     problems.extend(_check_runs(root, payload, report.runs, unscanned))
-    problems.extend(chain.check(root, [read_run_facts(r, root / r) for r in report.runs], hashes,
-                                allowed_signers))
+    records = [read_run_facts(r, root / r, record_only=True) for r in report.runs]
+    problems.extend(chain.check(root, records, hashes, allowed_signers))
     report.signature = _check_signature(root, hashes, allowed_signers, problems)
     if not problems:
         problems.extend(_bagit_opinion(root))
