@@ -231,6 +231,7 @@ class _Sink:
 
     def __init__(self, dest: Path, digests: dict[str, str] | None) -> None:
         self.dest = os.fspath(dest)  # joined as strings: ~20,000 members at 1,000 runs
+        os.makedirs(self.dest, exist_ok=True)  # made with its parents if new, as before
         self.real_dest = os.path.realpath(dest)
         self.made: set[str] = {""}
         self.digests = digests
