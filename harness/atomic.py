@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,14 @@ def write_text(path: Path, text: str, **kw: Any) -> None:
 def dumps_json(obj: Any) -> str:
     """The one JSON layout evidence files use: sorted keys, 2-space indent, trailing newline."""
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def iter_json(obj: Any) -> Iterator[str]:
+    """`dumps_json(obj)` in pieces, for a document too large to hold as one string twice
+    (a bundle's statement grows with its runs): "".join(iter_json(o)) == dumps_json(o)."""
+    encoder = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    yield from encoder.iterencode(obj)
+    yield "\n"
 
 
 def write_json(path: Path, obj: Any, **kw: Any) -> None:

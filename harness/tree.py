@@ -82,6 +82,8 @@ def name_problem(name: str) -> str | None:
     """Why one path component cannot be sealed, or None. Pure."""
     if name in ("", ".", ".."):
         return f"the name {name!r} is not a plain file name"
+    if name.isascii() and name.isprintable() and "/" not in name and "\\" not in name:
+        return None  # the common case, decided without a per-character category lookup
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

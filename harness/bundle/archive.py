@@ -69,6 +69,12 @@ class DeterministicTar:
         info.uname = info.gname = ""
         return info
 
+    def _addfile(self, info: tarfile.TarInfo, fh: BinaryIO | None = None) -> None:
+        """tarfile.addfile, forgetting the entry afterwards: tarfile keeps every TarInfo it
+        wrote (for getmembers, never used here), which grew with the run count."""
+        self._tar.addfile(info, fh)
+        self._tar.members.clear()
+
     def _parents(self, arcname: str) -> None:
         """Add each enclosing folder once, before its first file."""
         parts = PurePosixPath(arcname).parts[:-1]
@@ -76,13 +82,19 @@ class DeterministicTar:
             folder = "/".join((self.top, *parts[:i]))
             if folder not in self._dirs:
                 self._dirs.add(folder)
-                self._tar.addfile(self._info(folder, tarfile.DIRTYPE, 0, DIR_MODE))
+                self._addfile(self._info(folder, tarfile.DIRTYPE, 0, DIR_MODE))
 
     def add_bytes(self, arcname: str, data: bytes) -> None:
         """Add a file made in memory (a tag file)."""
         self._parents(arcname)
         info = self._info(f"{self.top}/{arcname}", tarfile.REGTYPE, len(data), FILE_MODE)
-        self._tar.addfile(info, io.BytesIO(data))
+        self._addfile(info, io.BytesIO(data))
+
+    def add_stream(self, arcname: str, fh: BinaryIO, size: int) -> None:
+        """Add `size` bytes read from `fh` (a tag file made on disk: too big to hold)."""
+        self._parents(arcname)
+        info = self._info(f"{self.top}/{arcname}", tarfile.REGTYPE, size, FILE_MODE)
+        self._addfile(info, fh)
 
     def add_file(self, arcname: str, root: Path, rel: str, size: int) -> str:
         """Add `size` bytes of the regular file `root/rel` (opened beneath `root`: no symlink
@@ -91,7 +103,7 @@ class DeterministicTar:
         info = self._info(f"{self.top}/{arcname}", tarfile.REGTYPE, size, FILE_MODE)
         with open(open_beneath(root, rel), "rb") as fh:
             reader = _HashingReader(fh)
-            self._tar.addfile(info, reader)  # raises if the file shrank below `size`
+            self._addfile(info, reader)  # raises if the file shrank below `size`
         return reader.digest.hexdigest()
 
     def close(self) -> None:

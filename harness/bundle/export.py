@@ -8,24 +8,29 @@ output file name or the clock) containing:
   a night folder brings the run folders its journal names, as data/<run-id>/
   (harness.bundle.nightruns).
 Payload entries come first so each file is hashed while it is written; the tag files
-that describe them follow. Before anything is written, the folders are judged exactly as
-`bundle verify` will judge the bag (each run by `manifest.verify_folder`, as `harness
-verify`): a bundle, and above all a signed one, never vouches for a run that does not verify.
+that describe them follow. The folders are judged exactly as `bundle verify` will judge
+the bag (each run by `manifest.verify_folder`, as `harness verify`): their shape before
+anything is written, their seals on the digests of the bytes written (each file is read
+once), and only then is the bundle linked into place: a bundle, and above all a signed
+one, never vouches for a run that does not verify, nor for bytes other than those checked.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from harness.atomic import dumps_json, fsync_dir
+from harness.atomic import fsync_dir, iter_json
 from harness.bundle import bag, chain
 from harness.bundle.archive import DeterministicTar
 from harness.bundle.facts import RunFacts, read_run_facts, time_span
 from harness.bundle.payload import Payload, collect_payload
-from harness.bundle.seals import bag_runs, layout_problems, run_problems
+from harness.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.bundle.sign import sign
 from harness.bundle.statement import build_statement
 from harness.bundle.sums import Problem, one_line
@@ -80,31 +85,57 @@ class ExportRefused(Refused):
         self.problems = problems
 
 
-def _source_of(payload: Payload, folder: str) -> Path:
-    """Where the bag folder `data/<name>/<rel>` is on disk."""
-    name, _, rel = folder.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
-    source = dict(payload.roots)[name]
-    return source / rel if rel else source
-
-
-def judge(payload: Payload) -> list[Problem]:
-    """Everything `bundle verify` would say about the runs of this payload, said now: the
-    payload's shape, and `harness verify`'s verdict on each source run folder."""
-    problems = layout_problems([f.arcname for f in payload.files])
+def _sources(payload: Payload) -> dict[str, Path]:
+    """{bag folder data/<name>/<rel>: where it is on disk} for each run of the payload."""
+    roots = dict(payload.roots)
+    out = {}
     for run in bag_runs([f.arcname for f in payload.files]):
-        problems.extend(run_problems(_source_of(payload, run), run))
+        name, _, rel = run.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
+        out[run] = roots[name] / rel if rel else roots[name]
+    return out
+
+
+def judge(payload: Payload, subjects: dict[str, str] | None = None) -> list[Problem]:
+    """Everything `bundle verify` would say about the runs of this payload, said now: the
+    payload's shape, and `harness verify`'s verdict on each source run folder. `subjects`:
+    the digests of the very bytes written into the bag ({arcname: hex}), so each file is
+    read once and the bag vouches for exactly the bytes its runs' seals were checked on."""
+    sources = _sources(payload)
+    problems = layout_problems([f.arcname for f in payload.files], list(sources))
+    digests = run_digests(subjects or {}, list(sources))
+    for run, source in sources.items():
+        problems.extend(run_problems(source, run, digests[run] if subjects else None))
     return problems
 
 
 def _run_facts(payload: Payload) -> list[RunFacts]:
-    facts = [read_run_facts(run, _source_of(payload, run))
-             for run in bag_runs([f.arcname for f in payload.files])]
+    facts = [read_run_facts(run, source) for run, source in _sources(payload).items()]
     return sorted(facts, key=lambda r: r.folder)
 
 
+def _spool_json(obj: object, fh: BinaryIO) -> str:
+    """Write `dumps_json(obj)` to `fh` in pieces, never as one string; its sha256 hex."""
+    digest = hashlib.sha256()
+    pending: list[str] = []
+
+    def flush() -> None:
+        data = "".join(pending).encode("utf-8")
+        digest.update(data)
+        fh.write(data)
+        pending.clear()
+
+    for chunk in iter_json(obj):
+        pending.append(chunk)
+        if len(pending) >= 4096:
+            flush()
+    flush()
+    return digest.hexdigest()
+
+
 def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compress: bool,
-                   sign_key: Path | None, chain_tags: dict[str, bytes]) -> None:
-    with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar:
+                   sign_key: Path | None, chain_tags: dict[str, bytes]) -> dict[str, str]:
+    with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar, \
+            tempfile.TemporaryFile() as statement:
         subjects = {f.arcname: tar.add_file(f.arcname, f.root, f.rel, f.size)
                     for f in payload.files}
         oxum = bag.payload_oxum([f.size for f in payload.files])
@@ -112,17 +143,23 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compres
             bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
             bag.BAG_INFO: bag.bag_info(runs, oxum).encode("utf-8"),
             bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
-            bag.STATEMENT: dumps_json(build_statement(runs, subjects)).encode("utf-8"),
             **chain_tags,  # approvals and gate records (harness.bundle.chain)
         }
-        tagmanifest = bag.manifest_text(
-            {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
-        ).encode("utf-8")
+        # The statement grows with the runs (~10 KiB each): spooled to a file, not held.
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
+        digests[bag.STATEMENT] = _spool_json(build_statement(runs, subjects), statement)
+        tagmanifest = bag.manifest_text(digests).encode("utf-8")
         tags[bag.TAGMANIFEST] = tagmanifest
         if sign_key is not None:
             tags[bag.SIGNATURE] = sign(tagmanifest, sign_key)
-        for name in sorted(tags):
-            tar.add_bytes(name, tags[name])
+        for name in sorted([*tags, bag.STATEMENT]):
+            if name == bag.STATEMENT:
+                size = statement.tell()
+                statement.seek(0)
+                tar.add_stream(name, statement, size)
+            else:
+                tar.add_bytes(name, tags[name])
+    return subjects
 
 
 def check_output(output: Path, sign_key: Path | None) -> bool:
@@ -139,15 +176,21 @@ def check_output(output: Path, sign_key: Path | None) -> bool:
 
 
 def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], *, compress: bool,
-                 sign_key: Path | None, chain_tags: dict[str, bytes]) -> str:
+                 sign_key: Path | None, chain_tags: dict[str, bytes],
+                 check: Callable[[dict[str, str]], list[Problem]] | None = None) -> str:
     """Write the bag of `payload` to the new file `output`, atomically (a temp name, fsync,
     then a link that fails if `output` appeared meanwhile); returns the top folder. Shared
-    by export and merge, so a merged bundle is written exactly as an exported one."""
+    by export and merge, so a merged bundle is written exactly as an exported one.
+    `check` judges the digests of the bytes written ({arcname: hex}) before the bundle is
+    linked into place: any problem refuses it (ExportRefused) and nothing is left."""
     top = top_folder(payload.named)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "xb") as fh:
-            _write_archive(fh, payload, runs, top, compress, sign_key, chain_tags)
+            subjects = _write_archive(fh, payload, runs, top, compress, sign_key, chain_tags)
+            problems = check(subjects) if check is not None else []
+            if problems:
+                raise ExportRefused(problems)
             fh.flush()
             os.fsync(fh.fileno())
         os.link(tmp, output)  # fails if someone created `output` meanwhile
@@ -179,14 +222,16 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
             raise InvalidInput(
                 f"{one_line(str(output))}: would be written inside the bundled folder {name}"
             )
-    problems = judge(payload)
+    problems = layout_problems([f.arcname for f in payload.files])
     if problems:
-        raise ExportRefused(problems)
+        raise ExportRefused(judge(payload))
     runs = _run_facts(payload)
     chain_tags, problems = chain.collect(runs)
-    if problems:
-        raise ExportRefused(problems)
+    if problems:  # the runs' own verdict first, as `bundle verify` would give it
+        raise ExportRefused(judge(payload) or problems)
+    # Each run is judged on the digests of the bytes written into the bag (one read of
+    # each file), before the bag is linked into place: a broken run leaves no bundle.
     top = write_bundle(output, payload, runs, compress=compress, sign_key=sign_key,
-                       chain_tags=chain_tags)
+                       chain_tags=chain_tags, check=lambda subjects: judge(payload, subjects))
     return ExportResult(output, top, len(payload.files), [r.run_id for r in runs],
                         sign_key is not None)

@@ -26,7 +26,7 @@ class RunFacts:
     record: dict[str, Any] = field(default_factory=dict)  # run.json
     argv: list[str] | None = None  # docker-vector.json
     host: dict[str, Any] | None = None  # host-before.json
-    preflight: dict[str, Any] | None = None  # preflight.json
+    preflight: dict[str, Any] | None = None  # preflight.json: only the keys read below
     notes: list[str] = field(default_factory=list)  # absent or unreadable records
 
     @property
@@ -44,6 +44,7 @@ class RunFacts:
         return value
 
 
+PREFLIGHT_KEYS = ("model_hashes", "provenance")  # the keys of preflight.json a bundle uses
 RECORD_LIMIT = 16 << 20
 RECORD_DEPTH = 32  # run.json nests 3 deep; the statement adds about 6 around a record
 
@@ -80,10 +81,14 @@ def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
     return None
 
 
-def read_run_facts(folder: str, run_dir: Path) -> RunFacts:
-    """Read one run folder's records, tolerating any that are absent or malformed."""
+def read_run_facts(folder: str, run_dir: Path, record_only: bool = False) -> RunFacts:
+    """Read one run folder's records, tolerating any that are absent or malformed.
+    `record_only`: run.json alone, for a check that reads nothing else (the approval chain
+    on verify), so a bundle of many runs does not parse every preflight.json for nothing."""
     notes: list[str] = []
     record = _load_record(run_dir, notes)
+    if record_only:
+        return RunFacts(folder, record, notes=notes)
     vector = _as_dict(_load(run_dir, VECTOR, notes), VECTOR, notes)
     argv = vector.get("argv") if vector else None
     if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
@@ -91,6 +96,9 @@ def read_run_facts(folder: str, run_dir: Path) -> RunFacts:
         argv = None
     host = _as_dict(_load(run_dir, HOST_BEFORE, notes), HOST_BEFORE, notes)
     preflight = _as_dict(_load(run_dir, PREFLIGHT, notes), PREFLIGHT, notes)
+    if preflight is not None:  # the largest record by far; a bundle of many runs holds
+        # every run's facts at once, so only what model_hashes and provenance read is kept
+        preflight = {k: preflight[k] for k in PREFLIGHT_KEYS if k in preflight}
     return RunFacts(folder, record, argv, host, preflight, notes)
 
 

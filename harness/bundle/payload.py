@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from harness.bundle.nightruns import left_out, night_run_folders
 from harness.bundle.sums import unsafe_name_reason
@@ -44,16 +44,19 @@ class Payload:
 
 def find_run_dirs(relpaths: Iterable[str]) -> list[str]:
     """Folders holding a run.json ("" for the root), not nested in another run: a run's
-    addenda are not runs."""
-    candidates = {str(PurePosixPath(p).parent) for p in relpaths
-                  if PurePosixPath(p).name == RUN_RECORD}
-    shallow_first = sorted(("" if d == "." else d for d in candidates),
-                           key=lambda d: (0 if d == "" else d.count("/") + 1, d))
-    runs: list[str] = []
-    for d in shallow_first:
-        if not any(r == "" or d.startswith(r + "/") for r in runs):
-            runs.append(d)
-    return sorted(runs)
+    addenda are not runs. Linear in the paths: each candidate looks up its own ancestors.
+    Paths are as the tree walker gives them ("/"-separated names, none empty)."""
+    found = {parent for parent, _, name in (p.rpartition("/") for p in relpaths)
+             if name == RUN_RECORD}
+    if "" in found:
+        return [""]
+    return sorted(d for d in found if not any(a in found for a in ancestors(d)))
+
+
+def ancestors(rel: str) -> list[str]:
+    """The proper ancestor folders of a relative path, shallowest first ("a/b/c": a, a/b)."""
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _walk_files(root: Path, faults: list[str]) -> list[tuple[str, int]]:
@@ -90,26 +93,57 @@ def _night_folders(roots: list[tuple[str, Path]], faults: list[str]) -> list[Pat
     given_names = {name for name, _ in roots}
     given_paths = {real for _, real in roots}
     found: list[Path] = []
+    seen: set[Path] = set()
     for _, real in roots:
         if not os.path.isfile(real / NIGHT_RECORD) or os.path.islink(real / NIGHT_RECORD):
             continue
         folders, problems = night_run_folders(real, given_names)
         faults.extend(problems)
-        found.extend(f for f in folders if f not in given_paths and f not in found)
+        for f in folders:
+            if f not in given_paths and f not in seen:
+                seen.add(f)
+                found.append(f)
     return found
 
 
-def _check_root(folder: Path, real: Path, roots: list[tuple[str, Path]],
-                faults: list[str]) -> bool:
+class _Roots:
+    """The bundled folders so far, indexed so that each new one is checked against all of
+    them in time proportional to its depth, not to their number."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, Path]] = []  # (name under data/, real path)
+        self._names: set[str] = set()
+        self._paths: dict[Path, Path] = {}
+        self._above: dict[Path, Path] = {}  # every ancestor of a root -> one root below it
+
+    def overlap(self, real: Path) -> Path | None:
+        """A root that is `real`, holds it, or lies inside it."""
+        for p in (real, *real.parents):
+            if p in self._paths:
+                return self._paths[p]
+        return self._above.get(real)
+
+    def add(self, name: str, real: Path) -> None:
+        self.items.append((name, real))
+        self._names.add(name)
+        self._paths[real] = real
+        for p in real.parents:
+            self._above.setdefault(p, real)
+
+    def has_name(self, name: str) -> bool:
+        return name in self._names
+
+
+def _check_root(folder: Path, real: Path, roots: _Roots, faults: list[str]) -> bool:
     """Whether `folder` (at `real`) can be a bundled folder beside `roots`; faults say why not."""
     name = real.name
     if unsafe_name_reason(name):
         faults.append(f"{folder}: folder name {name!r} cannot be used in a bundle")
         return False
-    for _, other in roots:
-        if real == other or real.is_relative_to(other) or other.is_relative_to(real):
-            faults.append(f"{folder}: overlaps {other}; give each folder once")
-    if any(name == n for n, _ in roots):
+    other = roots.overlap(real)
+    if other is not None:
+        faults.append(f"{folder}: overlaps {other}; give each folder once")
+    if roots.has_name(name):
         faults.append(f"{folder}: another folder is also named {name!r}")
     return True
 
@@ -119,19 +153,20 @@ def collect_payload(folders: list[Path]) -> Payload:
     fault. A night folder brings the run folders its journal names (harness.bundle.nightruns),
     bundled beside it as `data/<run-id>/`."""
     faults: list[str] = []
-    roots: list[tuple[str, Path]] = []
+    index = _Roots()
     for folder in folders:
         folder = Path(folder)
         if not folder.is_dir():
             faults.append(f"{folder}: not a folder (give run or night folders)")
             continue
         real = folder.resolve()
-        if _check_root(folder, real, roots, faults):
-            roots.append((real.name, real))
-    named = [name for name, _ in roots]
-    for real in _night_folders(roots, faults):
-        if _check_root(real, real, roots, faults):
-            roots.append((real.name, real))
+        if _check_root(folder, real, index, faults):
+            index.add(real.name, real)
+    named = [name for name, _ in index.items]
+    for real in _night_folders(list(index.items), faults):
+        if _check_root(real, real, index, faults):
+            index.add(real.name, real)
+    roots = index.items
     files: list[PayloadFile] = []
     for name, real in roots:
         entries = _walk_files(real, faults)

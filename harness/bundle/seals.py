@@ -12,9 +12,16 @@ over files no run ever sealed.
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from collections.abc import Mapping
+from pathlib import Path
 
-from harness.bundle.payload import NIGHT_RECORD, RUN_RECORD, SEAL_FILE, find_run_dirs
+from harness.bundle.payload import (
+    NIGHT_RECORD,
+    RUN_RECORD,
+    SEAL_FILE,
+    ancestors,
+    find_run_dirs,
+)
 from harness.bundle.sums import Problem
 from harness.runfolder.layout import ADDENDA
 from harness.runfolder.manifest import verify_folder
@@ -27,13 +34,8 @@ _DETAIL = {
 }
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path.startswith(folder + "/")
-
-
 def _in_bundled_folder(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    return len(parts) >= 3 and parts[0] == PAYLOAD
+    return path.startswith(PAYLOAD + "/") and path.count("/") >= 2
 
 
 def bag_runs(payload: list[str]) -> list[str]:
@@ -42,24 +44,25 @@ def bag_runs(payload: list[str]) -> list[str]:
     return find_run_dirs(p for p in payload if _in_bundled_folder(p))
 
 
-def layout_problems(payload: list[str]) -> list[Problem]:
+def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[Problem]:
     """Problems with the shape of a payload ({data/...} file paths). Pure.
 
     Every file sits in a bundled folder `data/<name>/`, each bundled folder is a night (its
     journal at the top) or holds at least one run (a folder with run.json), and outside
     runs (a night's journal and summaries) no SHA256SUMS appears. Inside a run,
-    verify_folder decides.
+    verify_folder decides. `runs`: `bag_runs(payload)` when the caller has it already.
+    Paths are as the tree walker gives them ("/"-separated names, none empty).
     """
-    runs = bag_runs(payload)
+    in_runs = set(bag_runs(payload) if runs is None else runs)
     problems: list[Problem] = []
     bundled: dict[str, bool] = {}
     for path in sorted(payload):
-        parts = PurePosixPath(path).parts
+        parts = path.split("/")
         if not _in_bundled_folder(path):
             problems.append(Problem("stray", path, "a payload file outside any bundled folder"))
             continue
         folder = f"{PAYLOAD}/{parts[1]}"
-        in_run = any(_inside(path, r) for r in runs)
+        in_run = any(a in in_runs for a in ancestors(path))
         night = len(parts) == 3 and parts[2] == NIGHT_RECORD
         bundled[folder] = bundled.get(folder, False) or in_run or night
         if not in_run and parts[-1] == SEAL_FILE:
@@ -73,11 +76,26 @@ def layout_problems(payload: list[str]) -> list[Problem]:
     return problems
 
 
-def run_problems(folder: Path, label: str) -> list[Problem]:
+def run_digests(hashes: Mapping[str, str], runs: list[str]) -> dict[str, dict[str, str]]:
+    """{run: {path inside the run: hex}} from a bag's {path: hex}, each path given to the
+    run holding it (runs are never nested: `bag_runs`). Pure."""
+    index = set(runs)
+    out: dict[str, dict[str, str]] = {r: {} for r in runs}
+    for path, digest in hashes.items():
+        for a in ancestors(path):
+            if a in index:
+                out[a][path[len(a) + 1:]] = digest
+                break
+    return out
+
+
+def run_problems(folder: Path, label: str,
+                 digests: Mapping[str, str] | None = None) -> list[Problem]:
     """`harness verify`'s verdict on one run folder, as bundle problems under `label`
-    (the run's path in the bag, e.g. data/<run-id>)."""
+    (the run's path in the bag, e.g. data/<run-id>). `digests`: hashes of its files taken
+    in the same pass that wrote or unpacked them (see `verify_folder`)."""
     try:
-        found = verify_folder(folder)
+        found = verify_folder(folder, digests)
     except OSError as e:
         return [Problem("unreadable", label, e.strerror or str(e))]
     problems = []

@@ -3,13 +3,16 @@
 Layers, each checked on its own so one report names everything: the bag's manifests
 against the files, each run's own SHA256SUMS (a run broken before export fails too),
 the in-toto statement's subjects against the manifest, Payload-Oxum, the signature,
-and finally the `bagit` library's own validator as a second opinion on RFC 8493.
+and finally the `bagit` library's own validator as a second opinion on RFC 8493's
+structure. Each file is hashed once, and that digest serves the bag's manifest and the
+run's SHA256SUMS alike (for an archive, while it is unpacked: safe_extract).
 """
 
 from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from harness.bundle import bag, chain
 from harness.bundle.facts import read_run_facts
 from harness.bundle.records import BadMember, read_member, read_text_member
 from harness.bundle.safe_extract import Limits, safe_extract
-from harness.bundle.seals import bag_runs, layout_problems, run_problems
+from harness.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.bundle.sign import verify as verify_signature
 from harness.bundle.statement import check_statement
 from harness.bundle.sums import Problem, compare, one_line, parse_sums
@@ -64,10 +67,12 @@ def _hash_all(root: Path, sizes: dict[str, int], problems: list[Problem]) -> dic
     return hashes
 
 
-def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[Problem]]:
+def scan_tree(root: Path, known: Mapping[str, str] | None = None
+              ) -> tuple[dict[str, str], dict[str, int], list[Problem]]:
     """Hash every regular file under `root` ({relpath: hex}, {relpath: size}), walked by
     `harness.tree`; anything else (symlink, FIFO, device, unsealable name, too deep) is a
-    problem and is never opened."""
+    problem and is never opened. `known`: digests taken as the files were unpacked (only
+    the files the walk finds are taken from it; any other is hashed here)."""
     problems: list[Problem] = []
     try:
         entries = walk(root)
@@ -86,8 +91,10 @@ def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[Problem]
         elif not entry.is_dir:
             target = f" to {entry.target!r}" if entry.target is not None else ""
             problems.append(Problem("not-a-file", entry.rel, f"{entry.kind}{target}"))
-    hashes = _hash_all(root, sizes, problems)
-    return hashes, {p: sizes[p] for p in hashes}, problems
+    known = known or {}
+    hashes = {p: known[p] for p in sizes if p in known}
+    hashes.update(_hash_all(root, {p: s for p, s in sizes.items() if p not in known}, problems))
+    return hashes, {p: sizes[p] for p in sorted(hashes)}, problems
 
 
 def _read(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem]) -> str | None:
@@ -135,10 +142,14 @@ def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int
 
 
 def _bagit_opinion(root: Path) -> list[Problem]:
-    """The reference implementation's verdict; only consulted when ours found nothing."""
+    """The reference implementation's verdict on the bag's structure (bagit.txt, bag-info,
+    manifests' syntax and paths, Payload-Oxum, every listed file present and no other);
+    only consulted when ours found nothing. Its fixity pass is left out: it would hash
+    every file a second time to compare the same bytes against the same manifest our own
+    check has just compared them against."""
     logging.getLogger("bagit").setLevel(logging.CRITICAL)
     try:
-        bagit.Bag(str(root)).validate()
+        bagit.Bag(str(root)).validate(completeness_only=True)
     except bagit.BagValidationError as e:
         details = "; ".join(str(d) for d in e.details) or e.message
         return [Problem("bagit", str(root.name), details)]
@@ -147,11 +158,14 @@ def _bagit_opinion(root: Path) -> list[Problem]:
     return []
 
 
-def verify_tree(root: Path, allowed_signers: Path | None = None) -> VerifyReport:
-    """Verify an extracted bundle (its top folder) and report every problem found."""
+def verify_tree(root: Path, allowed_signers: Path | None = None,
+                digests: Mapping[str, str] | None = None) -> VerifyReport:
+    """Verify an extracted bundle (its top folder) and report every problem found. Each
+    file is hashed once (or not at all when `digests` came from unpacking it), and that one
+    digest is checked against both the bag's manifest and its run's SHA256SUMS."""
     report = VerifyReport()
     problems = report.problems
-    hashes, sizes, unscanned = scan_tree(root)
+    hashes, sizes, unscanned = scan_tree(root, digests)
     problems.extend(unscanned)
     payload = {p: h for p, h in hashes.items() if p.startswith(f"{bag.PAYLOAD_DIR}/")}
     tags = {p: h for p, h in hashes.items() if p not in payload and p not in UNMANIFESTED}
@@ -173,23 +187,24 @@ def verify_tree(root: Path, allowed_signers: Path | None = None) -> VerifyReport
     if statement is not None and bag.MANIFEST in hashes:
         problems.extend(check_statement(statement, manifest, bag.STATEMENT))
 
-    problems.extend(_check_runs(root, sorted(payload), report.runs, unscanned))
-    problems.extend(chain.check(root, [read_run_facts(r, root / r) for r in report.runs], hashes,
-                                allowed_signers))
+    problems.extend(_check_runs(root, payload, report.runs, unscanned))
+    records = [read_run_facts(r, root / r, record_only=True) for r in report.runs]
+    problems.extend(chain.check(root, records, hashes, allowed_signers))
     report.signature = _check_signature(root, hashes, allowed_signers, problems)
     if not problems:
         problems.extend(_bagit_opinion(root))
     return report
 
 
-def _check_runs(root: Path, payload: list[str], runs: list[str],
+def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
                 found: list[Problem]) -> list[Problem]:
-    """The payload's shape, then `harness verify`'s verdict on each run folder. A path
-    already named (a symlink, an unreadable file) is not named again."""
-    problems = layout_problems(payload)
+    """The payload's shape, then `harness verify`'s verdict on each run folder, from the
+    digests the bag check used. A path already named (a symlink, an unreadable file) is not
+    named again."""
+    problems = layout_problems(sorted(payload), runs)
     named = {one_line(p.path) for p in found}  # verify_folder's paths are printable already
-    for run in runs:
-        problems.extend(p for p in run_problems(root / run, run)
+    for run, digests in run_digests(payload, runs).items():
+        problems.extend(p for p in run_problems(root / run, run, digests)
                         if one_line(p.path) not in named)
     return problems
 
@@ -235,5 +250,6 @@ def verify_bundle(source: Path, allowed_signers: Path | None = None,
             raise InvalidInput(f"{one_line(str(source))}: not a bundle folder (no {bag.BAGIT_TXT})")
         return verify_tree(source, allowed_signers)
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
-        root = safe_extract(source, Path(tmp), limits)
-        return verify_tree(root, allowed_signers)
+        digests: dict[str, str] = {}  # taken while unpacking into our own private folder
+        root = safe_extract(source, Path(tmp), limits, digests)
+        return verify_tree(root, allowed_signers, digests)

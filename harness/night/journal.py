@@ -93,22 +93,25 @@ class Journal:
         path = Path(path)
         if not path.is_file():
             raise InvalidInput(f"no night journal at {path}")
-        version = schema.check_file(path)
-        if version != SCHEMA_VERSION and not readonly:
+        version = None if readonly else schema.check_file(path)
+        if version is not None and version != SCHEMA_VERSION:
             migrate(path)
             version = SCHEMA_VERSION
         try:
             conn = _connect(path, readonly)
         except sqlite3.Error as e:
             raise damaged(path, e) from None
-        journal = cls(path, conn, now, version)
-        try:
-            # again, on the connection used: the file may have changed
-            schema.check_schema(path, conn, version)
+        journal = cls(path, conn, now, version or SCHEMA_VERSION)
+        try:  # again, on the connection used: the file may have changed. Read-only: the
+            # whole check once, on the one connection that reads (a report opens hundreds)
+            if version is None:
+                journal._version = schema.check_connection(path, conn)
+            else:
+                schema.check_schema(path, conn, version)
             journal.night()
-        except (sqlite3.Error, EnvironmentFault) as e:
+        except (sqlite3.Error, EnvironmentFault, InvalidInput) as e:
             conn.close()
-            if isinstance(e, EnvironmentFault):
+            if not isinstance(e, sqlite3.Error):
                 raise
             raise damaged(path, e) from None
         return journal

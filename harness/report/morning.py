@@ -6,6 +6,7 @@ report` calls `summary_for_night` / `summary_for_campaign` and prints. Both read
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness import perflog
@@ -20,17 +21,22 @@ FORMATS = ("md", "html", "json", "csv")
 
 
 def _history(nights: list[Path], current: Path, current_records: list[dict]) -> dict:
-    """Trend points across `nights` (oldest first); unreadable nights are left out."""
-    loaded = []
-    for night in nights:
-        if night.resolve() == current.resolve():
-            loaded.append((night.name, current_records))
-            continue
-        try:
-            loaded.append((night.name, load_night(night)[1]))
-        except HarnessError:
-            continue
-    return trend_points(loaded)
+    """Trend points across `nights` (oldest first); unreadable nights are left out. Nights
+    are loaded one at a time and reduced to their trend points before the next is read,
+    so a year of nights costs the memory of one."""
+    current_real = current.resolve()
+
+    def loaded() -> Iterator[tuple[str, list[dict]]]:
+        for night in nights:
+            if night.resolve() == current_real:
+                yield night.name, current_records
+                continue
+            try:
+                yield night.name, load_night(night)[1]
+            except HarnessError:
+                continue
+
+    return trend_points(loaded())
 
 
 def summary_for_night(night_dir: Path) -> dict:

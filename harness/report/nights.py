@@ -38,24 +38,25 @@ def campaign_name(campaign_file: Path) -> str:
     return campaign.name
 
 
-def read_json(path: Path) -> tuple[Any, str | None]:
+def read_json(path: Path | str) -> tuple[Any, str | None]:
     """(document, None) or (None, a one-line problem). Never raises, never blocks: a FIFO,
     a symlink, an oversized file, broken or too deeply nested JSON are each a problem."""
+    name = os.path.basename(path)
     if not os.path.lexists(path):
-        return None, f"{path.name} missing"
+        return None, f"{name} missing"
     try:
-        return json.loads(read_bounded(path, MAX_JSON_BYTES, what=path.name)), None
+        return json.loads(read_bounded(path, MAX_JSON_BYTES, what=name)), None
     except InputError as e:
-        return None, f"{path.name} unreadable: {e.message}"
+        return None, f"{name} unreadable: {e.message}"
     except RecursionError:
-        return None, f"{path.name} unreadable: nested too deeply"
+        return None, f"{name} unreadable: nested too deeply"
     except ValueError as e:  # not JSON, not UTF-8, an integer past Python's digit limit
-        return None, f"{path.name} unreadable: {e}"
+        return None, f"{name} unreadable: {e}"
 
 
-def read_run(run_dir: Path) -> tuple[dict | None, str | None]:
+def read_run(run_dir: Path | str) -> tuple[dict | None, str | None]:
     """(run.json as the one reader sees it, for display; None) or (None, a problem)."""
-    if not os.path.lexists(run_dir / RECORD):
+    if not os.path.lexists(os.path.join(run_dir, RECORD)):
         return None, f"{RECORD} missing"
     try:
         return run_record.read(run_dir).view(), None
@@ -82,18 +83,20 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
         if row and row.get("run_dir"):
             record["problems"].append(f"run folder {row['run_dir']} not found")
         return record
-    record["path"] = os.path.abspath(run_dir)
-    verdict, _ = read_json(run_dir / POST_STEPS / REFERENCE_STEP / VERDICT)
+    # plain strings, not Paths: a year of nights reads ~7,000 run folders through here
+    record["path"] = base = os.path.abspath(run_dir)
+    verdict, _ = read_json(os.path.join(base, POST_STEPS, REFERENCE_STEP, VERDICT))
     record["reference"] = verdict if isinstance(verdict, dict) else None
-    run, problem = read_run(run_dir)
+    run, problem = read_run(base)
     if run is not None:
         record["run"] = run
     elif problem:
         record["problems"].append(problem)
-    doc, problem = read_json(run_dir / METRICS)
+    metrics = os.path.join(base, METRICS)
+    doc, problem = read_json(metrics)
     if isinstance(doc, dict):
         record["metrics"] = doc
-    elif problem and (run_dir / METRICS).exists():
+    elif problem and os.path.exists(metrics):
         record["problems"].append(problem)
     elif doc is not None:
         record["problems"].append(f"{METRICS} is not a JSON object")

@@ -9,7 +9,7 @@ a crash, and every string is escaped for the format it lands in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness import perflog
@@ -304,10 +304,11 @@ def _trend_tables(trends: Mapping[str, Any]) -> list[str]:
 
 
 def trend_points(
-    nights: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    nights: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
 ) -> dict[str, list[tuple[str, dict]]]:
     """Per control, its figures and status in every night, oldest first; {} where it did
-    not run that night. Within a night its newest attempt speaks for the control."""
+    not run that night. Within a night its newest attempt speaks for the control. `nights`
+    is read once, in order: a generator lets each night's records go once reduced."""
     per_night: list[tuple[str, dict[str, dict]]] = []
     controls: set[str] = set()
     for name, records in nights:

@@ -300,11 +300,14 @@ def _walk_sealed(folder: Path) -> list[Entry] | Problem:
         return Problem(".", "unreadable", e.strerror or str(e))
 
 
-def verify_folder(folder: Path) -> list[Problem]:
+def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> list[Problem]:
     """Re-hash a sealed folder: its SHA256SUMS plus every addendum's own SHA256SUMS.
 
     Every regular file must be claimed by exactly one manifest and match it; nothing else
-    may be there: no other entry kind, no unclaimed file or folder, no unsealable name."""
+    may be there: no other entry kind, no unclaimed file or folder, no unsealable name.
+    `digests` ({relpath: hex}) are hashes the caller took of these very files in the same
+    pass that read them for another purpose (a bundle writing or unpacking them), so each
+    file is read once; any present file they do not cover is hashed here."""
     entries = _walk_sealed(folder)
     if isinstance(entries, Problem):
         return [entries]
@@ -315,8 +318,10 @@ def verify_folder(folder: Path) -> list[Problem]:
     manifests = _manifest_paths(entries)
     claims = _claims(folder, manifests, problems)
     present = {e.rel for e in entries if e.is_file and not e.name_problem} - set(manifests)
-    digests = sha256_tree_each(folder, sorted(n for n in claims if n in present))
-    found = {name: digests.get(name) for name in present}
+    known = digests or {}
+    hashed: Mapping[str, str | OSError] = sha256_tree_each(
+        folder, sorted(n for n in claims if n in present and n not in known))
+    found = {name: known.get(name) or hashed.get(name) for name in present}
     for name, kind in compare(claims, found):
         if kind == "missing" and name in by_rel:
             continue  # a non-regular entry there is named above already

@@ -23,7 +23,7 @@ from harness.pipeline import clean as cleaner
 from harness.pipeline.recover import seal_orphans
 from harness.runfolder.layout import SUMS
 from harness.runfolder.manifest import Unsealable, make_read_only, verify_folder, write_manifest
-from harness.tree import Entry, NotRegular, chmod_beneath, remove_beneath
+from harness.tree import Entry, NotRegular, chmod_beneath, name_problem, remove_beneath
 
 BAD_NAMES = ["a\rb", "a\nb", "a\u0085b", "a\u2028b", "a\\b", "a\u202eb"]
 
@@ -316,3 +316,18 @@ def test_a_path_too_long_for_coreutils_is_removed_not_sealed(tmp_path):
     assert {r.rule for r in cleaner.clean(run)} == {"EVIDENCE-TOO-DEEP"}
     write_manifest(run)
     assert verify_folder(run) == [] and coreutils_ok(run).returncode == 0
+
+
+def test_every_ascii_character_is_judged_as_by_its_unicode_category() -> None:
+    """name_problem's ASCII shortcut agrees with the category rule on every character: a
+    control character (Cc), '/' and a backslash are refused anywhere in a name; any other
+    ASCII character, space included, is allowed."""
+    import unicodedata
+
+    for code in range(128):
+        ch = chr(code)
+        refused = unicodedata.category(ch) == "Cc" or ch in "/\\"
+        for name in (ch, f"a{ch}", f"{ch}b", f"run-{ch}-1.json"):
+            if name in (".", ".."):
+                continue
+            assert (name_problem(name) is not None) == refused, (code, name)

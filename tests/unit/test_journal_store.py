@@ -198,8 +198,9 @@ def test_truncated_journal_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite"
     data = path.read_bytes()
     path.write_bytes(data[:100] + b"\xff" * 50 + data[150:])  # damage the header page
-    with pytest.raises((EnvironmentFault, InvalidInput)):
-        Journal.open(path)
+    for readonly in (False, True):  # a read-only open checks on its one connection
+        with pytest.raises((EnvironmentFault, InvalidInput)):
+            Journal.open(path, readonly=readonly)
     assert path.exists()
 
 
@@ -210,8 +211,9 @@ def test_foreign_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:
     other.commit()
     other.close()
     before = path.read_bytes()
-    with pytest.raises(InvalidInput, match="not a harness night journal"):
-        Journal.open(path)
+    for readonly in (False, True):
+        with pytest.raises(InvalidInput, match="not a harness night journal"):
+            Journal.open(path, readonly=readonly)
     assert path.read_bytes() == before
 
 
