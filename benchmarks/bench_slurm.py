@@ -255,16 +255,27 @@ def _queue(cfg: Config, env: dict[str, str], n: int):
     return site, specs
 
 
+def write_scripts(specs, site) -> list[Path]:
+    """Each job's script where sbatch expects it, as the harness builds it (no fsync: the
+    bare side of the submit figure)."""
+    from harness.slurm import job, script
+
+    paths = []
+    for spec in specs:
+        path = Path(job.script_path(site, job.token_of(spec)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(script.job_script(spec, site))
+        paths.append(path)
+    return paths
+
+
 def _submit_both(specs, site, env: dict[str, str], chunk: int) -> tuple[dict, list[str]]:
     """calls.submit of every spec and the bare sbatch of the same argv (another job name),
     chunk by chunk, each side first in turn. Returns per-side seconds and the harness's ids."""
     from harness.slurm import calls, job
 
     times: dict[str, float] = {"harness": 0.0, "bare": 0.0}
-    for spec in specs:  # the bare side's scripts (calls.submit writes its own again)
-        path = Path(job.script_path(site, job.token_of(spec)))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(job.job_script(spec, site))
+    write_scripts(specs, site)  # the bare side's (calls.submit writes its own again)
     ids: list[str] = []
     bare_ids: list[str] = []
     for c, start in enumerate(range(0, len(specs), chunk)):

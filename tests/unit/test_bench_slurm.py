@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from pathlib import Path
 
 from benchmarks.bench_slurm import (
     container_spans,
@@ -13,6 +14,7 @@ from benchmarks.bench_slurm import (
     log_marks,
     round_ratio,
     slurm_split,
+    write_scripts,
 )
 
 
@@ -84,3 +86,20 @@ def test_slurm_split_divides_each_gap_into_its_pieces_and_skips_unmarked_pairs()
         "slurm_gap_end_ms": [0.427], "slurm_gap_sched_ms": [0.511],
         "slurm_gap_launch_ms": [1.177], "slurm_gap_start_ms": [0.785]}
     assert round(sum(v[0] for v in split.values()), 3) == round(start2 - exit1, 3)
+
+
+def test_the_bare_side_writes_each_jobs_script_as_the_harness_builds_it(tmp_path) -> None:
+    """The submit figure's bare side writes the harness's own scripts (a merge once left
+    it calling a builder that had moved, and only `make bench` found it)."""
+    from harness.slurm import job, script
+    from harness.slurm.job import ControlTime, JobSpec, Site
+
+    site = Site(harness="/opt/h/bin/harness", workdir=str(tmp_path), runs_dir="runs",
+                drop=str(tmp_path / "drop"), partition="benchhold", gfx="gfx1100")
+    specs = [JobSpec(night="queue-20261201T000000Z", campaign_file="c.yaml",
+                     controls=(ControlTime("trivial", 60, 3),), slot=i, attempt=1)
+             for i in range(3)]
+    paths = write_scripts(specs, site)
+    assert [p.name for p in paths] == [
+        Path(job.script_path(site, job.token_of(s))).name for s in specs]
+    assert [p.read_text() for p in paths] == [script.job_script(s, site) for s in specs]
