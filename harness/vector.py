@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.catalogue import ENV_GPU_MAP, MOUNT_UNSAFE_PATH
+from harness.config.gpumap import node_problem
 from harness.errors import InvalidInput
 from harness.instrument.harness_observer import contract
 from harness.instrument.harness_observer.contract import (
@@ -51,7 +52,6 @@ ROCM_FLAGS = ROCM_DEVICES + ROCM_REST
 # environment into a container, whose device numbering restarts at 0 (docs/slurm.md).
 HOST_DEVICE_MASKS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
                      "GPU_DEVICE_ORDINAL")
-_RENDER_NODE = re.compile(r"/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 # The rehearsal profile has no devices and needs no privilege at all.
 CPU_FLAGS = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
 
@@ -202,9 +202,9 @@ def device_args(ctl: Control, render_nodes: tuple[str, ...] | None) -> list[str]
                            rule=ENV_GPU_MAP)
     argv = ["--device", "/dev/kfd"]
     for node in render_nodes:
-        if not _RENDER_NODE.fullmatch(node) or any(p in (".", "..") for p in node.split("/")):
-            raise InvalidInput(f"render node {node!r} is not a plain absolute path",
-                               rule=ENV_GPU_MAP)
+        problem = node_problem(node)  # the GPU map's own rule for its entries
+        if problem is not None:
+            raise InvalidInput(f"render node {str(node)[:300]!r} {problem}", rule=ENV_GPU_MAP)
         argv += ["--device", node]
     return argv + ROCM_REST
 

@@ -25,6 +25,7 @@ from harness import atomic
 from harness.errors import InvalidInput
 from harness.slurm import job, query
 from harness.slurm import script as jobscript
+from harness.slurm.identity import NODE_NAME
 from harness.slurm.query import Job, Parsed
 
 # Messages after which the same sbatch may well succeed later (or did succeed already).
@@ -196,7 +197,6 @@ def cancel_pending(job_ids: Iterable[str], *, env: Mapping[str, str] | None = No
 
 
 DRAIN_REASON_MAX = 200
-_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def drain_argv(node: str, reason: str) -> list[str]:
@@ -204,7 +204,7 @@ def drain_argv(node: str, reason: str) -> list[str]:
 
     The node name must be a plain Slurm name (a list or a pattern would drain other nodes);
     the reason is cut to printable ASCII on one line, at most DRAIN_REASON_MAX characters."""
-    if not isinstance(node, str) or not _NODE_NAME.fullmatch(node):
+    if not isinstance(node, str) or not NODE_NAME.fullmatch(node):
         raise InvalidInput(f"scontrol: not a node name: {str(node)[:80]!r}")
     text = " ".join("".join(c if " " <= c <= "~" else " " for c in reason).split())
     return ["scontrol", "update", f"NodeName={node}", "State=DRAIN",

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 
 _JOB_ID = re.compile(r"[0-9]{1,12}")
-_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a plain Slurm node name
 _INDEXES = re.compile(r"[0-9]{1,4}(,[0-9]{1,4}){0,63}")
 TOKEN_ENV = "HARNESS_SLURM_TOKEN"
 
@@ -56,7 +56,7 @@ def record(environ: Mapping[str, str]) -> dict[str, str | None] | None:
     return {
         "job_id": job,
         "token": token if parse_token(token) is not None else None,
-        "node": _matching(environ, "SLURMD_NODENAME", _NODE),
+        "node": _matching(environ, "SLURMD_NODENAME", NODE_NAME),
         "gpus": _matching(environ, "SLURM_JOB_GPUS", _INDEXES),
         "rocr_visible_devices": _matching(environ, "ROCR_VISIBLE_DEVICES", _INDEXES),
     }
