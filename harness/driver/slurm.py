@@ -230,8 +230,8 @@ class SlurmExecutor:
         """One member's outcome, or None while it is not known yet."""
         grace = self.settings.seal_grace_s
         if r.run_id not in w.sealed_at and self.settings.fetch is not None and w.started \
-                and not r.run_dir.exists():  # no bundle is real before its job ran
-            self.fetch(r)
+                and r.run_id not in w.fetched and not r.run_dir.exists():
+            self.fetch(w, r)  # no bundle is real before its job ran; one judged is final
         if r.run_id not in w.sealed_at and (r.run_dir / layout.SUMS).is_file():
             w.sealed_at[r.run_id] = now
         at = w.sealed_at.get(r.run_id)
@@ -246,15 +246,18 @@ class SlurmExecutor:
             return self.unsealed(r, w)
         return None
 
-    def fetch(self, request: LaunchRequest) -> None:
+    def fetch(self, w: Watch, request: LaunchRequest) -> None:
         """Bring a run sealed on a host's own disk home from the drop, reporting what came
-        (a bundle that fails to verify is recorded and changes nothing: the grace decides)."""
+        (a bundle that fails to verify is recorded and changes nothing: the grace decides).
+        Once a bundle came, taken or refused, it is not asked for again: each ask hashes
+        the whole bundle before it knows the answer."""
         try:
             arrival = self.settings.fetch(request.run_dir.name)  # type: ignore[misc]
         except (HarnessError, OSError) as e:
             self.ui.event("bundle-collect-failed", control=request.control, problem=str(e))
             return
         if arrival is not None:
+            w.fetched.add(request.run_id)
             self.ui.event("bundle-collected", control=request.control, **arrival)
 
     def cancel_pending(self, watches: list[Watch]) -> list[Watch]:

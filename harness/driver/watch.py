@@ -60,6 +60,7 @@ class Watch:
     cancelled: bool = False  # the controller scancelled it while pending (a stop)
     sealed_at: dict[str, float] = field(default_factory=dict)  # run id -> first seen sealed
     reported: set[str] = field(default_factory=set)  # run ids whose outcome was given
+    fetched: set[str] = field(default_factory=set)  # run ids whose bundle the drop gave
 
     def __post_init__(self) -> None:
         self.requests = members(self.requests)

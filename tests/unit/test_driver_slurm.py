@@ -277,3 +277,22 @@ def test_a_restarted_controller_finds_a_job_squeue_forgot_in_the_jobcomp_file(tm
     assert outcome.status == "failed" and outcome.reasons[0].startswith(ENV_SLURM_NO_EVIDENCE)
     assert "job 41 (done, on node1)" in outcome.reasons[0]
     assert '"slurm-adopted"' in out.getvalue()
+
+
+def test_a_bundle_the_drop_gave_is_not_asked_for_again(tmp_path) -> None:
+    """A refused bundle leaves no run folder; asking again each poll would hash the whole
+    bundle each time for the same answer until the grace ends."""
+    asked: list[str] = []
+
+    def fetch(run_id: str) -> dict | None:
+        asked.append(run_id)
+        return {"sha256": "cd" * 32, "ok": False, "runs": [], "problems": ["forged"]}
+
+    ex, out = executor(tmp_path, fetch=fetch, seal_grace_s=60)
+    req = request(tmp_path)
+    w = Watch("7", req, "t")
+    ex.observe(w, answer(JobState.RUNNING), 0.0)
+    for now in (1.0, 2.0, 3.0):
+        assert ex.settle(w, now) == []
+    assert asked == [req.run_dir.name]
+    assert out.getvalue().count('"bundle-collected"') == 1
