@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,32 @@ def iter_json(obj: Any) -> Iterator[str]:
     encoder = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     yield from encoder.iterencode(obj)
     yield "\n"
+
+
+def iter_json_spliced(obj: Any, lists: dict[str, Iterable[str]]) -> Iterator[str]:
+    """`dumps_json` of a document whose long lists are never held whole. In `obj`, each such
+    list is a one-item list of a placeholder string `key`; `lists[key]` yields its items,
+    each already encoded as `dumps_json(item)` less its newline. The result equals
+    `dumps_json` of `obj` with each placeholder list replaced by the decoded items. The
+    placeholders must be unguessable: the rest of the document may hold hostile strings."""
+    text = dumps_json(obj)
+    found = []
+    for key, items in lists.items():
+        pattern = re.compile(r"\[\n( +)" + re.escape(json.dumps(key)) + r"\n( *)\]")
+        matches = list(pattern.finditer(text))
+        if len(matches) != 1:
+            raise ValueError(f"placeholder {key!r} found {len(matches)} times")
+        found.append((matches[0], items))
+    pos = 0
+    for match, items in sorted(found, key=lambda f: f[0].start()):
+        yield text[pos:match.start()]
+        indent, first = match.group(1), True
+        for item in items:
+            yield ("[\n" if first else ",\n") + indent + item.replace("\n", "\n" + indent)
+            first = False
+        yield "[]" if first else "\n" + match.group(2) + "]"
+        pos = match.end()
+    yield text[pos:]
 
 
 def write_json(path: Path, obj: Any, **kw: Any) -> None:

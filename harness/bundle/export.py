@@ -23,16 +23,15 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
-from harness.atomic import fsync_dir, iter_json
+from harness.atomic import fsync_dir
 from harness.bundle import bag, chain
 from harness.bundle.archive import DeterministicTar
 from harness.bundle.facts import RunFacts, read_run_facts, time_span
 from harness.bundle.payload import Payload, collect_payload
 from harness.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.bundle.sign import sign
-from harness.bundle.statement import build_statement
+from harness.bundle.statement import StatementSpool
 from harness.bundle.sums import Problem, one_line
 from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.timeutil import parse_or_none
@@ -108,32 +107,20 @@ def judge(payload: Payload, subjects: dict[str, str] | None = None) -> list[Prob
     return problems
 
 
-def _run_facts(payload: Payload) -> list[RunFacts]:
-    facts = [read_run_facts(run, source) for run, source in _sources(payload).items()]
-    return sorted(facts, key=lambda r: r.folder)
+def read_runs(sources: dict[str, Path], spool: StatementSpool) -> list[RunFacts]:
+    """The facts of each run ({bag folder: where it is}), each read once, in folder order:
+    the statement's share goes into `spool`, the rest is kept slim (`RunFacts.slim`)."""
+    runs = []
+    for folder in sorted(sources):
+        facts = read_run_facts(folder, sources[folder])
+        spool.add(facts)
+        runs.append(facts.slim())
+    return runs
 
 
-def _spool_json(obj: object, fh: BinaryIO) -> str:
-    """Write `dumps_json(obj)` to `fh` in pieces, never as one string; its sha256 hex."""
-    digest = hashlib.sha256()
-    pending: list[str] = []
-
-    def flush() -> None:
-        data = "".join(pending).encode("utf-8")
-        digest.update(data)
-        fh.write(data)
-        pending.clear()
-
-    for chunk in iter_json(obj):
-        pending.append(chunk)
-        if len(pending) >= 4096:
-            flush()
-    flush()
-    return digest.hexdigest()
-
-
-def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compress: bool,
-                   sign_key: Path | None, chain_tags: dict[str, bytes]) -> dict[str, str]:
+def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementSpool,
+                   top: str, compress: bool, sign_key: Path | None,
+                   chain_tags: dict[str, bytes]) -> dict[str, str]:
     with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar, \
             tempfile.TemporaryFile() as statement:
         subjects = {f.arcname: tar.add_file(f.arcname, f.root, f.rel, f.size)
@@ -147,7 +134,7 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], top: str, compres
         }
         # The statement grows with the runs (~10 KiB each): spooled to a file, not held.
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
-        digests[bag.STATEMENT] = _spool_json(build_statement(runs, subjects), statement)
+        digests[bag.STATEMENT] = spool.write(statement, runs, subjects)
         tagmanifest = bag.manifest_text(digests).encode("utf-8")
         tags[bag.TAGMANIFEST] = tagmanifest
         if sign_key is not None:
@@ -175,19 +162,22 @@ def check_output(output: Path, sign_key: Path | None) -> bool:
     return compress
 
 
-def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], *, compress: bool,
+def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], spool: StatementSpool,
+                 *, compress: bool,
                  sign_key: Path | None, chain_tags: dict[str, bytes],
                  check: Callable[[dict[str, str]], list[Problem]] | None = None) -> str:
     """Write the bag of `payload` to the new file `output`, atomically (a temp name, fsync,
     then a link that fails if `output` appeared meanwhile); returns the top folder. Shared
-    by export and merge, so a merged bundle is written exactly as an exported one.
+    by export and merge, so a merged bundle is written exactly as an exported one. `runs`
+    and `spool`: what `read_runs` made of the payload's runs.
     `check` judges the digests of the bytes written ({arcname: hex}) before the bundle is
     linked into place: any problem refuses it (ExportRefused) and nothing is left."""
     top = top_folder(payload.named)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "xb") as fh:
-            subjects = _write_archive(fh, payload, runs, top, compress, sign_key, chain_tags)
+            subjects = _write_archive(fh, payload, runs, spool, top, compress, sign_key,
+                                      chain_tags)
             problems = check(subjects) if check is not None else []
             if problems:
                 raise ExportRefused(problems)
@@ -225,13 +215,15 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
     problems = layout_problems([f.arcname for f in payload.files])
     if problems:
         raise ExportRefused(judge(payload))
-    runs = _run_facts(payload)
-    chain_tags, problems = chain.collect(runs)
-    if problems:  # the runs' own verdict first, as `bundle verify` would give it
-        raise ExportRefused(judge(payload) or problems)
-    # Each run is judged on the digests of the bytes written into the bag (one read of
-    # each file), before the bag is linked into place: a broken run leaves no bundle.
-    top = write_bundle(output, payload, runs, compress=compress, sign_key=sign_key,
-                       chain_tags=chain_tags, check=lambda subjects: judge(payload, subjects))
+    with StatementSpool() as spool:
+        runs = read_runs(_sources(payload), spool)
+        chain_tags, problems = chain.collect(runs)
+        if problems:  # the runs' own verdict first, as `bundle verify` would give it
+            raise ExportRefused(judge(payload) or problems)
+        # Each run is judged on the digests of the bytes written into the bag (one read of
+        # each file), before the bag is linked into place: a broken run leaves no bundle.
+        top = write_bundle(output, payload, runs, spool, compress=compress,
+                           sign_key=sign_key, chain_tags=chain_tags,
+                           check=lambda subjects: judge(payload, subjects))
     return ExportResult(output, top, len(payload.files), [r.run_id for r in runs],
                         sign_key is not None)

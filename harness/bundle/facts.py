@@ -43,7 +43,19 @@ class RunFacts:
             value = value.get(key)
         return value
 
+    def slim(self) -> RunFacts:
+        """What is kept of every run while a bundle is written or checked: the run.json keys
+        bag-info, the approval chain and the time span read, and the host's name. The
+        statement's share of the records is spooled run by run (`StatementSpool`), so a
+        bundle's memory does not grow by each run's whole records."""
+        record = {k: self.record[k] for k in SLIM_KEYS if k in self.record}
+        host = None if self.host is None else {
+            k: v for k, v in self.host.items() if k in HOST_NAME_KEYS}
+        return RunFacts(self.folder, record, host=host, notes=list(self.notes))
 
+
+SLIM_KEYS = ("run_id", "campaign", "status", "image", "seal", "times", "approval")
+HOST_NAME_KEYS = ("hostname", "host", "nodename", "node")  # the usual keys, in this order
 PREFLIGHT_KEYS = ("model_hashes", "provenance")  # the keys of preflight.json a bundle uses
 RECORD_LIMIT = 16 << 20
 RECORD_DEPTH = 32  # run.json nests 3 deep; the statement adds about 6 around a record
@@ -114,7 +126,7 @@ def time_span(runs: list[RunFacts]) -> tuple[str | None, str | None]:
 
 def host_name(facts: RunFacts) -> str | None:
     """The host's name from its identity snapshot, under whichever usual key it has."""
-    for key in ("hostname", "host", "nodename", "node"):
+    for key in HOST_NAME_KEYS:
         value = (facts.host or {}).get(key)
         if isinstance(value, str) and value:
             return value

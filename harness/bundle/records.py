@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,18 +90,61 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_json(text: str, max_depth: int = MAX_DEPTH) -> Any:
+class Pruned:
+    """An object of a parsed document that the reader does not keep (`parse_json(keep=)`):
+    only how deeply it nested, so the depth bound still holds for the whole document."""
+
+    __slots__ = ("depth",)
+
+    def __init__(self, nested: int) -> None:
+        self.depth = nested
+
+
+def _depth(value: Any, limit: int) -> int:
+    """`encode.depth`, counting a pruned object as deep as it was."""
+    if isinstance(value, Pruned):
+        return value.depth
+    if not isinstance(value, dict | list):
+        return 0
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= limit:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        for child in (item.values() if isinstance(item, dict) else item):
+            if isinstance(child, Pruned):
+                deepest = max(deepest, level + child.depth)
+            elif isinstance(child, dict | list):
+                stack.append((child, level + 1))
+    return deepest
+
+
+def _pruning(keep: Callable[[dict[str, Any]], bool], limit: int
+             ) -> Callable[[list[tuple[str, Any]]], Any]:
+    def hook(pairs: list[tuple[str, Any]]) -> Any:
+        out = _object(pairs)
+        nested = _depth(out, limit)
+        if nested > limit:
+            raise BadMember(f"nested deeper than {limit} levels")
+        return out if keep(out) else Pruned(nested)
+    return hook
+
+
+def parse_json(text: str, max_depth: int = MAX_DEPTH,
+               keep: Callable[[dict[str, Any]], bool] | None = None) -> Any:
     """Strict JSON: no NaN/Infinity, no duplicate keys, short integers, bounded nesting.
-    Pure; BadMember for anything else."""
+    Pure; BadMember for anything else. With `keep`, every object for which it is false is
+    checked as strictly and then dropped as it is parsed (a `Pruned` stands in its place),
+    so a large document costs the memory of what the reader keeps, not of the whole."""
+    hook = _object if keep is None else _pruning(keep, max_depth)
     try:
         value = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
-                           object_pairs_hook=_object)
+                           object_pairs_hook=hook)
     except RecursionError:
         raise BadMember(f"nested deeper than {max_depth} levels") from None
     except json.JSONDecodeError as e:
         raise BadMember(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except ValueError as e:  # BadMember from a hook, or int()/float() refusing
         raise BadMember(str(e) if isinstance(e, BadMember) else f"not JSON: {e}") from None
-    if depth(value, max_depth) > max_depth:
+    if (depth(value, max_depth) if keep is None else _depth(value, max_depth)) > max_depth:
         raise BadMember(f"nested deeper than {max_depth} levels")
     return value

@@ -10,9 +10,15 @@ what it depended on (image, models, seal) under resolvedDependencies, and what h
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Any
+import secrets
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any, BinaryIO
 
+from harness.atomic import dumps_json, iter_json_spliced
 from harness.bundle.facts import RunFacts, model_hashes, provenance, time_span
 from harness.bundle.records import BadMember, parse_json
 from harness.bundle.sums import Problem
@@ -48,11 +54,13 @@ def _request(r: RunFacts) -> dict[str, Any]:
     }
 
 
-def _dependencies(runs: list[RunFacts]) -> list[dict[str, Any]]:
-    """Image, source seal and model files each run resolved, merged across runs."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
+Dependencies = dict[tuple[str, str], dict[str, Any]]
 
-    def add(name: str, uri: str, value: Any, run_id: str, digest: dict | None = None) -> None:
+
+def _add_dependencies(merged: Dependencies, r: RunFacts) -> None:
+    """Merge the image, source seal and model files run `r` resolved into `merged`."""
+
+    def add(name: str, uri: str, value: Any, digest: dict | None = None) -> None:
         digest = digest or _digest(value)
         if digest is None:
             return
@@ -60,20 +68,30 @@ def _dependencies(runs: list[RunFacts]) -> list[dict[str, Any]]:
         entry = merged.setdefault(
             key, {"name": name, "uri": uri, "digest": digest, "annotations": {"runs": []}}
         )
-        entry["annotations"]["runs"].append(run_id)
+        entry["annotations"]["runs"].append(r.run_id)
 
-    for r in runs:
-        image_name = r.get("image", "name") or "image"
-        add(str(image_name), f"docker-image:{image_name}", r.get("image", "id"), r.run_id)
-        add("source seal", "harness:source-seal", r.get("seal"), r.run_id)
-        commit = (provenance(r) or {}).get("commit")
-        if commit:
-            add("project", "harness:project-git", None, r.run_id, {"gitCommit": commit})
-        for path, value in sorted(model_hashes(r).items()):
-            add(path, f"model-file:{path}", value, r.run_id)
+    image_name = r.get("image", "name") or "image"
+    add(str(image_name), f"docker-image:{image_name}", r.get("image", "id"))
+    add("source seal", "harness:source-seal", r.get("seal"))
+    commit = (provenance(r) or {}).get("commit")
+    if commit:
+        add("project", "harness:project-git", None, {"gitCommit": commit})
+    for path, value in sorted(model_hashes(r).items()):
+        add(path, f"model-file:{path}", value)
+
+
+def _dependency_list(merged: Dependencies) -> list[dict[str, Any]]:
     for entry in merged.values():
         entry["annotations"]["runs"].sort()
     return sorted(merged.values(), key=lambda e: (e["uri"], json.dumps(e["digest"])))
+
+
+def _dependencies(runs: list[RunFacts]) -> list[dict[str, Any]]:
+    """Image, source seal and model files each run resolved, merged across runs."""
+    merged: Dependencies = {}
+    for r in runs:
+        _add_dependencies(merged, r)
+    return _dependency_list(merged)
 
 
 def _outcome(r: RunFacts) -> dict[str, Any]:
@@ -94,9 +112,14 @@ def _outcome(r: RunFacts) -> dict[str, Any]:
     }
 
 
-def build_statement(runs: list[RunFacts], subjects: dict[str, str]) -> dict[str, Any]:
-    """The Statement for the payload files `subjects` ({bag path: sha256 hex}) and their runs."""
-    runs = sorted(runs, key=lambda r: r.folder)
+def _subject(path: str, digest: str) -> dict[str, Any]:
+    return {"name": path, "digest": {"sha256": digest}}
+
+
+def _document(runs: list[RunFacts], subject: list, requests: list, dependencies: list,
+              byproducts: list) -> dict[str, Any]:
+    """The Statement's one layout, around its four lists; `runs` (in folder order) give
+    the invocation's run ids and time span."""
     start, end = time_span(runs)
     metadata = {"invocationId": ",".join(r.run_id for r in runs)}
     if start:
@@ -105,27 +128,112 @@ def build_statement(runs: list[RunFacts], subjects: dict[str, str]) -> dict[str,
         metadata["finishedOn"] = end
     return {
         "_type": STATEMENT_TYPE,
-        "subject": [{"name": p, "digest": {"sha256": subjects[p]}} for p in sorted(subjects)],
+        "subject": subject,
         "predicateType": PREDICATE_TYPE,
         "predicate": {
             "buildDefinition": {
                 "buildType": BUILD_TYPE,
-                "externalParameters": {"runs": [_request(r) for r in runs]},
-                "resolvedDependencies": _dependencies(runs),
+                "externalParameters": {"runs": requests},
+                "resolvedDependencies": dependencies,
             },
             "runDetails": {
                 "builder": {"id": BUILDER_ID},
                 "metadata": metadata,
-                "byproducts": [_outcome(r) for r in runs],
+                "byproducts": byproducts,
             },
         },
     }
 
 
+def build_statement(runs: list[RunFacts], subjects: dict[str, str]) -> dict[str, Any]:
+    """The Statement for the payload files `subjects` ({bag path: sha256 hex}) and their runs,
+    whole. `StatementSpool` writes the same document without holding it."""
+    runs = sorted(runs, key=lambda r: r.folder)
+    return _document(runs, [_subject(p, subjects[p]) for p in sorted(subjects)],
+                     [_request(r) for r in runs], _dependencies(runs),
+                     [_outcome(r) for r in runs])
+
+
+class StatementSpool:
+    """`build_statement`, written run by run so that memory does not grow with the runs:
+    each run's request and outcome are encoded into temporary files as the run is read
+    (`add`, in folder order), and only what spans the runs (their dependencies) is kept.
+    `write` then streams `dumps_json(build_statement(runs, subjects))`, byte for byte."""
+
+    def __init__(self) -> None:
+        self._files = ExitStack()  # closed by __exit__: the spool is a context manager
+        self._requests = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        self._outcomes = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        self._dependencies: Dependencies = {}
+        self._last: str | None = None
+
+    def __enter__(self) -> StatementSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._files.close()
+
+    def add(self, r: RunFacts) -> None:
+        if self._last is not None and r.folder <= self._last:
+            raise ValueError(f"runs must come in folder order: {r.folder} after {self._last}")
+        self._last = r.folder
+        _append(self._requests, _request(r))
+        _append(self._outcomes, _outcome(r))
+        _add_dependencies(self._dependencies, r)
+
+    def write(self, out: BinaryIO, runs: list[RunFacts], subjects: dict[str, str]) -> str:
+        """Write the statement to `out` (`runs`: the runs added, in folder order; their
+        run ids and times are all it reads); returns its sha256 hex."""
+        keys = {name: f"splice:{name}:{secrets.token_hex(16)}" for name in _LISTS}
+        skeleton = _document(runs, [keys["subject"]], [keys["requests"]],
+                             _dependency_list(self._dependencies), [keys["byproducts"]])
+        lists = {keys["subject"]: (dumps_json(_subject(p, subjects[p]))[:-1]
+                                   for p in sorted(subjects)),
+                 keys["requests"]: _items(self._requests),
+                 keys["byproducts"]: _items(self._outcomes)}
+        digest = hashlib.sha256()
+        pending: list[str] = []
+        for chunk in iter_json_spliced(skeleton, lists):
+            pending.append(chunk)
+            if len(pending) >= 1024:
+                _flush(out, digest, pending)
+        _flush(out, digest, pending)
+        return digest.hexdigest()
+
+
+_LISTS = ("subject", "requests", "byproducts")
+
+
+def _append(spool: BinaryIO, item: dict[str, Any]) -> None:
+    data = dumps_json(item)[:-1].encode("utf-8")
+    spool.write(b"%d\n" % len(data))
+    spool.write(data)
+
+
+def _items(spool: BinaryIO) -> Iterator[str]:
+    """The items `_append` wrote, in order, one at a time."""
+    spool.seek(0)
+    while line := spool.readline():
+        yield spool.read(int(line)).decode("utf-8")
+
+
+def _flush(out: BinaryIO, digest: Any, pending: list[str]) -> None:
+    data = "".join(pending).encode("utf-8")
+    digest.update(data)
+    out.write(data)
+    pending.clear()
+
+
+def _read_by_check(obj: dict[str, Any]) -> bool:
+    """The objects `check_statement` reads: the Statement itself, its subjects and their
+    digest sets. The predicate (about 10 KiB a run) is checked as strict JSON and dropped."""
+    return "_type" in obj or "name" in obj or "sha256" in obj
+
+
 def check_statement(text: str, manifest: dict[str, str], source: str) -> list[Problem]:
     """The statement must be an in-toto Statement v1 whose subjects are exactly the manifest."""
     try:
-        statement = parse_json(text)
+        statement = parse_json(text, keep=_read_by_check)
     except BadMember as e:
         return [Problem("malformed", source, str(e))]
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:

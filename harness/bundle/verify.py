@@ -183,17 +183,23 @@ def verify_tree(root: Path, allowed_signers: Path | None = None,
                     for name in REQUIRED_TAGS if name not in hashes
                     and ("missing", name) not in seen)
     _check_declarations(root, hashes, sizes, problems)
-    statement = _read(root, bag.STATEMENT, hashes, problems)
-    if statement is not None and bag.MANIFEST in hashes:
-        problems.extend(check_statement(statement, manifest, bag.STATEMENT))
-
+    _check_statement(root, hashes, manifest, problems)
     problems.extend(_check_runs(root, payload, report.runs, unscanned))
-    records = [read_run_facts(r, root / r, record_only=True) for r in report.runs]
+    records = [read_run_facts(r, root / r, record_only=True).slim() for r in report.runs]
     problems.extend(chain.check(root, records, hashes, allowed_signers))
     report.signature = _check_signature(root, hashes, allowed_signers, problems)
     if not problems:
         problems.extend(_bagit_opinion(root))
     return report
+
+
+def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str],
+                     problems: list[Problem]) -> None:
+    """The statement's subjects against the manifest; its text (about 10 KiB a run) is
+    not held beyond this check."""
+    statement = _read(root, bag.STATEMENT, hashes, problems)
+    if statement is not None and bag.MANIFEST in hashes:
+        problems.extend(check_statement(statement, manifest, bag.STATEMENT))
 
 
 def _check_runs(root: Path, payload: dict[str, str], runs: list[str],

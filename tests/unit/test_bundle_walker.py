@@ -32,11 +32,11 @@ def _export_in_child(tmp_path: Path, swap: str) -> subprocess.CompletedProcess:
         from harness.cli.bundle import bundle
         from harness.cli.main import cli, main
         run = make_run(Path({str(tmp_path)!r}) / "gpu-runs", "r", full=False)
-        original = export._run_facts
-        def swapped(payload):
+        original = export.read_runs
+        def swapped(sources, spool):
             {swap}
-            return original(payload)
-        export._run_facts = swapped
+            return original(sources, spool)
+        export.read_runs = swapped
         cli.add_command(bundle)
         main(["bundle", "export", str(run), "-o", {str(tmp_path / "b.tar")!r}])
     """)
