@@ -1,5 +1,8 @@
 """The interactive commands' wall time: `harness --help`, `check`, `status` and `show`, each
-a fresh process as an operator starts it, against a bare `python -c pass` in the same run.
+a fresh process as an operator starts it, against a bare `python -c pass` in the same run,
+and against the floors: an interpreter that only imports the libraries `check` (click,
+yaml, pydantic) or `run` (those, the docker SDK, filelock and psutil) load before any
+harness code.
 
 An operator waits for these; each should answer within 150 ms on the bench machine. The
 bare interpreter start is measured alongside, alternated, so that a loaded machine shows as
@@ -15,6 +18,8 @@ from pathlib import Path
 from benchmarks.common import REPO, Config, Project, alternate, check, median, wall
 
 TRIVIAL = 'command: ["true"]\ntimeout: 1m\n'
+FLOOR_CHECK = "import click, yaml; from pydantic import BaseModel"  # `check`'s libraries
+FLOOR_RUN = FLOOR_CHECK + "; import docker, filelock, psutil"  # and a `run`'s
 
 
 def _argvs(proj: Project, run_dir: Path) -> dict[str, list[str]]:
@@ -26,6 +31,11 @@ def _argvs(proj: Project, run_dir: Path) -> dict[str, list[str]]:
                           "--lock", str(proj.root / "locks" / "gpu.lock")],
         "cli_show_ms": [*harness, "show", str(run_dir)],
         "cli_python_ms": [sys.executable, "-c", "pass"],
+        # The floors: a bare interpreter importing only the libraries a command needs before
+        # a line of harness code runs. A goal below its floor cannot be met by any change to
+        # the harness's own code (docs/performance.md, "What still bounds the start").
+        "cli_floor_check_ms": [sys.executable, "-c", FLOOR_CHECK],
+        "cli_floor_run_ms": [sys.executable, "-c", FLOOR_RUN],
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -81,16 +82,17 @@ def classify(returncode: int, stderr: str) -> str:
     return "transient"
 
 
-def _env(env: Mapping[str, str] | None) -> dict[str, str]:
-    return {**(os.environ if env is None else env), **job.SUBMIT_ENV}
-
-
 def _run(argv: list[str], env: Mapping[str, str] | None, timeout_s: float,
          ) -> subprocess.CompletedProcess | str:
-    """The finished process, or why it could not run (missing command, timeout)."""
+    """The finished process, or why it could not run (missing command, timeout). The
+    command is found on the caller's PATH and runs with `job.submit_env` alone."""
+    environ = os.environ if env is None else env
+    command = shutil.which(argv[0], path=environ.get("PATH", os.defpath))
+    if command is None:
+        return f"{argv[0]}: command not found"
     try:
-        return subprocess.run(argv, capture_output=True, text=True, env=_env(env),
-                              timeout=timeout_s, check=False)
+        return subprocess.run([command, *argv[1:]], capture_output=True, text=True,
+                              env=job.submit_env(environ), timeout=timeout_s, check=False)
     except FileNotFoundError:
         return f"{argv[0]}: command not found"
     except subprocess.TimeoutExpired:

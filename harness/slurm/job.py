@@ -16,10 +16,15 @@ Why these options:
   covering the stop grace, post-steps, seal and export: the harness stops its container
   and seals the run `interrupted` instead of being killed.
 - `--no-requeue`: a run is sealed once; a retry is a new attempt with a new token.
-- `--export=NIL`: nothing of the controller's environment (a stray ROCR_VISIBLE_DEVICES,
-  HARNESS_* settings) reaches the job; the script sets what it needs.
+- `--export=ALL` of a clean environment: every Slurm command runs with `submit_env` alone
+  (TZ=UTC, a fixed PATH, and the controller's SLURM_CONF), so nothing else of the
+  controller's environment (a stray ROCR_VISIBLE_DEVICES, HARNESS_* settings, sbatch's
+  own SBATCH_* inputs) reaches sbatch or the job; the script sets what it needs. Not
+  `--export=NIL` or `NONE`: with those, slurmd builds the job's environment from a login
+  shell of the user on the node (`--get-user-env`): whatever the node's profile sets, and
+  0.3 to 1.5 s more per job than this (docs/slurm.md).
 - `--deadline` from `--until`: Slurm itself drops a job that could not end in time.
-  The time is written in UTC, so sbatch must run with TZ=UTC (`SUBMIT_ENV`).
+  The time is written in UTC, so sbatch must run with TZ=UTC (`submit_env`).
 
 Every value is hostile: names match narrow patterns, paths are absolute, bounded and free
 of control characters, and everything in the script goes through `shlex.quote`.
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -46,8 +52,10 @@ MAX_EXCLUDE = 256
 MAX_PATH = 1024
 TOKEN_MAX = 240  # job names are stored in 255-character columns by slurmdbd
 DROP_BUNDLES = "bundles"  # hosts export sealed runs to <drop>/bundles/<run-id>.tar.gz
-SUBMIT_ENV = {"TZ": "UTC"}  # sbatch parses --deadline in its own local time
 SCRIPT_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# sbatch parses --deadline in its own local time; PATH is the job script's own.
+SUBMIT_ENV = {"TZ": "UTC", "PATH": SCRIPT_PATH_ENV}
+SUBMIT_PASSED = ("SLURM_CONF",)  # which cluster: the only setting taken from the controller
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # SAFE_NAME: controls, partitions
 _NIGHT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -264,6 +272,14 @@ def _excludes(nodes: tuple[str, ...]) -> list[str]:
     return sorted({_name("excluded node", n) for n in nodes})
 
 
+def submit_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment of every Slurm command the controller runs, and so (through
+    `--export=ALL`) of each job: SUBMIT_ENV and the SUBMIT_PASSED variables of `environ`,
+    nothing else. Pure."""
+    passed = {k: environ[k] for k in SUBMIT_PASSED if environ.get(k)}
+    return {**passed, **SUBMIT_ENV}
+
+
 def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
     """The submit command: options in a fixed order, the script path last. Pure.
 
@@ -275,7 +291,7 @@ def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
     group_runs(spec)
     argv = [sbatch, "--parsable", f"--job-name={token}", f"--gres={gres(site.gfx)}",
             "--nodes=1", "--ntasks=1", f"--time={slurm_duration(time_limit_s(spec))}",
-            f"--signal=B:TERM@{signal_lead_s(spec)}", "--no-requeue", "--export=NIL",
+            f"--signal=B:TERM@{signal_lead_s(spec)}", "--no-requeue", "--export=ALL",
             f"--output={log_path(site, token)}"]
     if site.partition is not None:
         argv.append(f"--partition={_name('partition', site.partition)}")

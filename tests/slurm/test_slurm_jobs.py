@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.perflog import PERFLOG_DIR
 from harness.slurm import follow, job, query
 from harness.slurm import script as jobscript
-from harness.slurm.job import ControlTime, JobSpec, Site
+from harness.slurm.job import SCRIPT_PATH_ENV, ControlTime, JobSpec, Site, submit_env
 from harness.slurm.query import JobState
 from harness.timeutil import stamp
 from tests.conftest import containers_with_label
@@ -84,23 +84,28 @@ def wait_for_container(label: str, what: str = "the container never started") ->
 
 def test_gres_gives_each_job_its_own_gpu_on_both_hosts(cluster: Cluster, tmp_path) -> None:
     """Four jobs at once on two hosts of two GPUs: every (host, GPU index) once, through
-    ROCR_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env). With --export=NIL, as the builder
-    submits, the controller's own ROCR_VISIBLE_DEVICES and settings never reach the job."""
+    ROCR_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env). Submitted as the builder submits
+    (`--export=ALL` of `job.submit_env`), the controller's own ROCR_VISIBLE_DEVICES and
+    settings never reach the job, and neither does a login environment of the node (which
+    `--export=NIL` made slurmd build: LOGNAME, SHELL, the profile's PATH)."""
     leaky = {**cluster.env, "ROCR_VISIBLE_DEVICES": "7", "HARNESS_LEAK": "yes"}
     ids = []
     for _ in range(4):
-        r = subprocess.run(["sbatch", "--parsable", "--gres=gpu:1", "--export=NIL",
+        r = subprocess.run(["sbatch", "--parsable", "--gres=gpu:1", "--export=ALL",
                             f"--output={tmp_path}/%j.out", "--wrap",
                             "sleep 2; echo $SLURMD_NODENAME ${ROCR_VISIBLE_DEVICES:-none}"
-                            " ${HARNESS_LEAK:-clean}"],
-                           capture_output=True, text=True, env=leaky, timeout=30)
+                            " ${HARNESS_LEAK:-clean} ${LOGNAME:-nologin} ${SHELL:-noshell}"
+                            " $PATH"],
+                           capture_output=True, text=True, env=submit_env(leaky), timeout=30)
         assert r.returncode == 0, r.stderr
         ids.append(r.stdout.strip().split(";")[0])
     jobs = cluster.wait_ended(ids, timeout=60)
     assert all(jobs[i].state == JobState.DONE for i in ids)
     assert all(cluster.history()[i].exit_code == 0 for i in ids)  # squeue has no exit code
     seen = sorted(":".join((tmp_path / f"{i}.out").read_text().split()) for i in ids)
-    assert seen == ["node1:0:clean", "node1:1:clean", "node2:0:clean", "node2:1:clean"]
+    clean = f"clean:nologin:noshell:{SCRIPT_PATH_ENV}"
+    assert seen == [f"node1:0:{clean}", f"node1:1:{clean}", f"node2:0:{clean}",
+                    f"node2:1:{clean}"]
 
 
 def test_a_built_job_runs_harness_run_and_seals_it(cluster: Cluster, tmp_path) -> None:

@@ -91,7 +91,17 @@ def test_deadline_is_utc_and_needs_a_zone() -> None:
     assert "--deadline=2026-12-01T06:30:00" in job.sbatch_argv(GROUP, FULL_SITE)
     with pytest.raises(InvalidInput, match="zone"):
         job.sbatch_argv(replace(GROUP, until=datetime(2026, 12, 1)), FULL_SITE)
-    assert job.SUBMIT_ENV == {"TZ": "UTC"}
+    assert job.submit_env({})["TZ"] == "UTC"
+
+
+def test_every_slurm_command_runs_with_the_clean_environment_alone() -> None:
+    controller = {"SLURM_CONF": "/etc/slurm/other.conf", "ROCR_VISIBLE_DEVICES": "7",
+                  "HARNESS_GPU_MAP": "/tmp/map", "SBATCH_RESERVATION": "x", "SQUEUE_FORMAT": "%i",
+                  "LD_PRELOAD": "/tmp/x.so", "PYTHONPATH": "/tmp", "HOME": "/home/op",
+                  "PATH": "/opt/slurm/bin:/usr/bin", "TZ": "Europe/Paris"}
+    assert job.submit_env(controller) == {"SLURM_CONF": "/etc/slurm/other.conf", "TZ": "UTC",
+                                          "PATH": job.SCRIPT_PATH_ENV}
+    assert job.submit_env({"SLURM_CONF": ""}) == {"TZ": "UTC", "PATH": job.SCRIPT_PATH_ENV}
 
 
 def test_gres_typed_only_with_a_gfx_target() -> None:
@@ -187,7 +197,7 @@ def test_argv_shape_and_script_path() -> None:
     token = job.token_of(ONE)
     assert argv[0] == "/usr/bin/sbatch" and argv[1] == "--parsable"
     assert argv[-1] == f"/shared/drop/jobs/{token}.sh" == job.script_path(SITE, token)
-    for option in ("--no-requeue", "--export=NIL", f"--job-name={token}",
+    for option in ("--no-requeue", "--export=ALL", f"--job-name={token}",
                    "--signal=B:TERM@160", "--time=00:27:00",
                    f"--output=/shared/drop/jobs/{token}.%j.log"):
         assert option in argv
@@ -205,3 +215,21 @@ def test_run_id_names_one_controls_run_only() -> None:
     for bad in ("../etc", "a b", "x;rm", "-rf", "x" * 101):
         with pytest.raises(InvalidInput, match="run id"):
             job.run_argv(replace(ONE, run_id=bad), SITE)
+
+
+def test_a_slurm_command_is_found_on_the_callers_path_and_sees_only_the_clean_env(tmp_path):
+    from harness.slurm import calls
+
+    tool = tmp_path / "bin" / "fake-sbatch"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\nexec /usr/bin/env\n")
+    tool.chmod(0o755)
+    controller = {"PATH": f"{tool.parent}:/usr/bin", "SLURM_CONF": "/etc/slurm/c.conf",
+                  "ROCR_VISIBLE_DEVICES": "7", "SBATCH_QOS": "high", "HOME": "/home/op"}
+    r = calls._run(["fake-sbatch"], controller, 10)
+    assert not isinstance(r, str) and r.returncode == 0, r
+    seen = dict(line.split("=", 1) for line in r.stdout.splitlines())
+    seen.pop("PWD", None)  # the shell's own
+    seen.pop("SHLVL", None)
+    assert seen == {"SLURM_CONF": "/etc/slurm/c.conf", "TZ": "UTC", "PATH": job.SCRIPT_PATH_ENV}
+    assert calls._run(["no-such-sbatch"], controller, 10) == "no-such-sbatch: command not found"
