@@ -31,7 +31,9 @@ class Cluster:
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, **SUBMIT_ENV, "SLURM_CONF": str(self.conf)}
+        """An operator's environment pointed at this cluster (TZ=UTC for the tests' own
+        sbatch --deadline); the harness's Slurm calls keep only `job.submit_env` of it."""
+        return {**os.environ, "TZ": SUBMIT_ENV["TZ"], "SLURM_CONF": str(self.conf)}
 
     def cli(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess:
         return subprocess.run(list(argv), capture_output=True, text=True, env=self.env,
