@@ -107,9 +107,10 @@ def judge(payload: Payload, subjects: dict[str, str] | None = None) -> list[Prob
     return problems
 
 
-def read_runs(sources: dict[str, Path], spool: StatementSpool) -> list[RunFacts]:
-    """The facts of each run ({bag folder: where it is}), each read once, in folder order:
-    the statement's share goes into `spool`, the rest is kept slim (`RunFacts.slim`)."""
+def read_runs(payload: Payload, spool: StatementSpool) -> list[RunFacts]:
+    """The facts of each run of the payload, each read once, in folder order: the
+    statement's share goes into `spool`, the rest is kept slim (`RunFacts.slim`)."""
+    sources = _sources(payload)
     runs = []
     for folder in sorted(sources):
         facts = read_run_facts(folder, sources[folder])
@@ -216,7 +217,7 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
     if problems:
         raise ExportRefused(judge(payload))
     with StatementSpool() as spool:
-        runs = read_runs(_sources(payload), spool)
+        runs = read_runs(payload, spool)
         chain_tags, problems = chain.collect(runs)
         if problems:  # the runs' own verdict first, as `bundle verify` would give it
             raise ExportRefused(judge(payload) or problems)

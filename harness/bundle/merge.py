@@ -28,7 +28,6 @@ from harness.bundle.export import check_output, read_runs, write_bundle
 from harness.bundle.payload import Payload, PayloadFile
 from harness.bundle.records import read_member, read_text_member
 from harness.bundle.safe_extract import Limits, safe_extract
-from harness.bundle.seals import bag_runs
 from harness.bundle.statement import StatementSpool
 from harness.bundle.sums import Problem, one_line, parse_sums
 from harness.bundle.verify import verify_tree
@@ -139,16 +138,6 @@ def _payload(inputs: list[_Input], chosen: dict[str, int]) -> Payload:
     return Payload(files=files, roots=roots, named=[name for name, _ in roots])
 
 
-def _run_sources(payload: Payload) -> dict[str, Path]:
-    """{bag folder of each run: where it is unpacked}."""
-    roots = dict(payload.roots)
-    out = {}
-    for run in bag_runs([f.arcname for f in payload.files]):
-        folder, _, rel = run.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
-        out[run] = roots[folder] / rel if rel else roots[folder]
-    return out
-
-
 def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = None,
                   allowed_signers: Path | None = None, limits: Limits | None = None
                   ) -> MergeResult:
@@ -182,7 +171,7 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
         tags = {tag: read_member(inputs[index].root, tag)
                 for tag, index in sorted(tag_from.items())}
         with StatementSpool() as spool:
-            runs = read_runs(_run_sources(payload), spool)
+            runs = read_runs(payload, spool)
             top = write_bundle(output, payload, runs, spool, compress=compress,
                                sign_key=sign_key, chain_tags=tags)
     return MergeResult(output, top, len(payload.files), [r.run_id for r in runs],

@@ -33,9 +33,9 @@ def _export_in_child(tmp_path: Path, swap: str) -> subprocess.CompletedProcess:
         from harness.cli.main import cli, main
         run = make_run(Path({str(tmp_path)!r}) / "gpu-runs", "r", full=False)
         original = export.read_runs
-        def swapped(sources, spool):
+        def swapped(payload, spool):
             {swap}
-            return original(sources, spool)
+            return original(payload, spool)
         export.read_runs = swapped
         cli.add_command(bundle)
         main(["bundle", "export", str(run), "-o", {str(tmp_path / "b.tar")!r}])
