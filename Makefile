@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 # old and new Ids are printed and kept in images.lock's history.
 image: setup
 	@$(BIN)/python images/rehearsal/build.py --tag $(IMAGE_TAG) > $(VENV)/rehearsal-image-id
-	@$(BIN)/harness images verify rehearsal >/dev/null 2>&1 || { \
+	@$(BIN)/harness images pin rehearsal $(IMAGE_TAG) --build "make image" >/dev/null 2>&1 || { \
 	  echo "the build gave another Id than images.lock pins for 'rehearsal': replacing it"; \
 	  $(BIN)/harness images pin rehearsal $(IMAGE_TAG) --build "make image" \
 	    --replace --reason "make image: rebuilt from Debian packages"; }

@@ -177,6 +177,11 @@ GATE0_CONTRACT_MISSING = _rule("GATE0-CONTRACT-MISSING", "a contract field is mi
                                "observation", REFUSED, "gate0")
 GATE0_FIELD_DIFFERS = _rule("GATE0-FIELD-DIFFERS", "a compared field differs between start-up "
                             "and generation", REFUSED, "gate0")
+GATE0_PROCESS_MISSING = _rule("GATE0-PROCESS-MISSING", "a process that holds the engine "
+                              "configuration (front-end, engine core, a worker) was not "
+                              "observed at start-up or at generation", REFUSED, "gate0")
+GATE0_PROCESS_KIND = _rule("GATE0-PROCESS-KIND", "an observation document is not of the "
+                           "process its file name says", REFUSED, "gate0")
 GATE0_NOTHING_COMPARED = _rule("GATE0-NOTHING-COMPARED", "no field was compared: an empty "
                                "comparison proves nothing", REFUSED, "gate0")
 

@@ -255,7 +255,10 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
         env[contract.ENV_ENGINE_ARGS] = json.dumps(shown, sort_keys=True)
         env.update(engine_secrets)
     if ctl.instrument:
-        env["PYTHONPATH"] = INSTRUMENT_TARGET
+        # The instrument first: a mounted venv the control adds (the engine's) is searched
+        # after it, so no package of the workload can stand in for the observer.
+        own = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = INSTRUMENT_TARGET + (f":{own}" if own else "")
     env.update(inp.extra_env)
     passed: dict[str, str] = {}
     for k in sorted(env):

@@ -23,6 +23,7 @@ from harness.instrument.harness_observer.encode import DecodeError, loads
 from harness.readfile import read_text_bounded
 
 MAX_BYTES = 64 * 1024 * 1024
+MAX_ORDINAL = 1 << 20  # more post-inits of one config than any engine runs
 MAX_NAME = 200  # a hook or label longer than this is not one the instrument writes
 
 
@@ -87,9 +88,15 @@ class _Replay:
         self.counts: dict[tuple[int, str, int], int] = {}
 
     def enter(self, r: dict[str, Any]) -> None:
+        """The call's ordinal: the one the instrument counted on the config itself, which
+        travels with it into the engine core and the workers (`ordinal`), else the calls
+        on that config object seen in this process."""
         key = (r["pid"], r["hook"], r["config_id"])
         self.counts[key] = self.counts.get(key, 0) + 1
-        self.open.setdefault(r["pid"], []).append((r["call"], f"{r['hook']} #{self.counts[key]}"))
+        ordinal = r.get("ordinal")
+        if not _int(ordinal) or not 0 < ordinal <= MAX_ORDINAL:
+            ordinal = self.counts[key]
+        self.open.setdefault(r["pid"], []).append((r["call"], f"{r['hook']} #{ordinal}"))
 
     def exit(self, r: dict[str, Any]) -> None:
         stack = self.open.get(r["pid"], [])
@@ -126,6 +133,7 @@ def attribute(records: list[dict[str, Any]], field: str, start: str,
         elif event == "change" and window and not closed and r["field"] == field:
             changes.append({"field": field, "before": r["before"], "after": r["after"],
                             "hook": r["hook"], "pid": r["pid"],
+                            "process": r["process"] if _name(r.get("process")) else None,
                             "within": replay.within(r["pid"]), "site": _site(r.get("stack"))})
     return {"field": field, "start": start, "end": end, "found": window and closed,
             "changes": changes, "errors": errors}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -37,189 +36,30 @@ from harness import faultpoint
 from harness.atomic import dumps_json, fsync_dir, write_bytes
 from harness.catalogue import (
     ENV_LOCK_TIMEOUT,
-    GATE0_MISSING,
-    GATE0_UNREADABLE,
     REFINALIZE_NOT_INTACT,
     REFINALIZE_UNSEALED,
 )
 from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.finalize.contract import rejudge_contract
-from harness.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
-from harness.finalize.documents import DocumentError, parse_document, read_document
-from harness.finalize.rules import VERDICT_SCHEMA, judge
-from harness.readfile import InputError
-from harness.runfolder import manifest
-from harness.runfolder import record as run_record
+from harness.finalize.observed import (
+    SealedReader,
+    judge_run,
+)
 from harness.runfolder.layout import (
     ADDENDA,
-    GENERATION,
-    OBSERVATIONS,
     POST_STEPS,
-    PREFLIGHT,
     RECORD,
-    STARTUP,
     SUMS,
     VERDICT,
     post_step_file,
 )
 from harness.runfolder.manifest import DIR_MODE, make_read_only, verify_folder, write_manifest
-from harness.runfolder.record import RunRecord
 from harness.timeutil import iso, stamp
-from harness.tree import chmod_beneath, kind_of, open_beneath, remove_beneath
+from harness.tree import chmod_beneath, kind_of, remove_beneath
 
 LOCK_TIMEOUT = 120.0  # seconds to wait for another refinalize of the same run
 RULE_UNSEALED = REFINALIZE_UNSEALED
 RULE_NOT_INTACT = REFINALIZE_NOT_INTACT
-
-
-def refusal(reasons: list[str], contract: list[str] | None) -> dict[str, Any]:
-    """A verdict for a run whose observations cannot be compared at all."""
-    return {"schema": VERDICT_SCHEMA, "verdict": "refused", "reasons": reasons,
-            "refused_by": sorted({r.partition(":")[0] for r in reasons}),
-            "differences": [], "compared": 0, "contract": contract}
-
-
-def read_run(run_dir: Path) -> RunRecord | None:
-    """run.json, or None when absent or unreadable (the gate then binds to nothing)."""
-    try:
-        return run_record.read(run_dir)
-    except InvalidInput:
-        return None
-
-
-def _source_of(run: RunRecord | None) -> dict[str, str]:
-    return {} if run is None else expected_source({"seal": run.seal, "image": run.image})
-
-
-def expected_source(run: dict[str, Any] | None) -> dict[str, str]:
-    """The seal and image Id the run recorded, which both observations must carry."""
-    if run is None:
-        return {}
-    out = {}
-    if isinstance(run.get("seal"), str):
-        out["seal"] = run["seal"]
-    image = run.get("image")
-    if isinstance(image, dict) and isinstance(image.get("id"), str):
-        out["image"] = image["id"]
-    return out
-
-
-def recorded_source(run_dir: Path) -> dict[str, str]:
-    """What the harness itself recorded as the run's seal and image: run.json once sealed,
-    preflight.json while the post-steps run (run.json is written after them)."""
-    run = read_run(run_dir)
-    if run is not None:
-        return _source_of(run)
-    try:
-        pre = json.loads((Path(run_dir) / PREFLIGHT).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(pre, dict):
-        return {}
-    seal = pre.get("source_seal")
-    return expected_source({"seal": seal.get("seal") if isinstance(seal, dict) else None,
-                            "image": pre.get("image")})
-
-
-def judge_run(run_dir: Path, contract: list[str] | None = None,
-              pins: dict[str, Any] | None = None,
-              sealed: SealedReader | None = None) -> dict[str, Any]:
-    """Gate-0 verdict for `run_dir`. Missing or unreadable observations refuse.
-
-    With `sealed`, every byte judged (observations, run.json) is read once and must hash
-    to what the run's SHA256SUMS claims: what is judged is what the seal vouches for, even
-    if someone swaps a file between `verify` and the reading."""
-    docs = {}
-    reasons = []
-    for name in (STARTUP, GENERATION):
-        rel = f"{OBSERVATIONS}/{name}"
-        path = Path(run_dir) / rel
-        if sealed is not None:
-            if not sealed.claims(rel):
-                reasons.append(f"{GATE0_MISSING}: {rel} was not written")
-                continue
-            try:
-                docs[name] = parse_document(sealed.text(rel), str(path))
-            except DocumentError as e:
-                reasons += [f"{GATE0_UNREADABLE}: {fault}" for fault in e.faults]
-            continue
-        if not path.exists():
-            reasons.append(f"{GATE0_MISSING}: {rel} was not written")
-            continue
-        try:
-            docs[name] = read_document(path)
-        except DocumentError as e:
-            reasons += [f"{GATE0_UNREADABLE}: {fault}" for fault in e.faults]
-    if reasons:
-        return refusal(reasons, contract)
-    source = (_source_of(sealed.record()) if sealed is not None
-              else recorded_source(Path(run_dir)))
-    return judge(docs[STARTUP], docs[GENERATION], contract=contract, pins=pins,
-                 expected_source=source)
-
-
-class SealedReader:
-    """Reads files of a sealed run folder only as the bytes its SHA256SUMS vouches for."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        try:
-            entries, bad = manifest.load(run_dir / SUMS)
-        except InputError as e:
-            raise Refused(e.message, rule=RULE_NOT_INTACT) from None
-        if bad:
-            raise Refused(f"{run_dir}/{SUMS}: line {bad[0][0]}: {bad[0][1]}",
-                          rule=RULE_NOT_INTACT)
-        self._claims = dict(entries)
-
-    def claims(self, rel: str) -> bool:
-        return rel in self._claims
-
-    def read(self, rel: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
-        """The bytes of `rel`, read once beneath the run folder; Refused unless they hash
-        to the seal's claim, DocumentError when larger than `limit`."""
-        try:
-            fd = open_beneath(self.run_dir, rel)
-            try:
-                if os.fstat(fd).st_size > limit:
-                    raise DocumentError([f"{self.run_dir}/{rel}: over the {limit} byte "
-                                         "limit"])
-                data = os.read(fd, limit + 1)
-                while len(data) <= limit and (more := os.read(fd, limit + 1 - len(data))):
-                    data += more
-            finally:
-                os.close(fd)
-            if len(data) > limit:
-                raise DocumentError([f"{self.run_dir}/{rel}: over the {limit} byte limit"])
-        except OSError as e:
-            raise Refused(f"{self.run_dir}/{rel}: cannot read: {e.strerror or e}",
-                          rule=RULE_NOT_INTACT) from None
-        if hashlib.sha256(data).hexdigest() != self._claims.get(rel):
-            raise Refused(f"{self.run_dir}/{rel} is not the file its seal vouches for",
-                          rule=RULE_NOT_INTACT)
-        return data
-
-    def text(self, rel: str) -> str:
-        return self.read(rel).decode("utf-8", "replace")
-
-    def record(self) -> RunRecord | None:
-        """run.json as sealed, through the one record reader; None if unreadable."""
-        if not self.claims(RECORD):
-            return None
-        try:
-            data = self.read(RECORD, run_record.RECORD_LIMIT)
-            return run_record.from_dict(run_record.parse(data, f"{self.run_dir}/{RECORD}"))
-        except (InvalidInput, DocumentError):
-            return None
-
-    def json(self, rel: str) -> dict[str, Any] | None:
-        if not self.claims(rel):
-            return None
-        try:
-            doc = json.loads(self.read(rel))
-        except (ValueError, RecursionError):  # DocumentError is a ValueError
-            return None
-        return doc if isinstance(doc, dict) else None
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from harness.atomic import write_json
 from harness.catalogue import GATE0_OPTIONS
 from harness.config.contract import parse_choice, resolve
 from harness.finalize.contract import ContractError
-from harness.finalize.refinalize import judge_run, refusal
+from harness.finalize.observed import judge_run, refusal
 from harness.finalize.report import render
 from harness.finalize.rules import exit_code
 from harness.runfolder import layout

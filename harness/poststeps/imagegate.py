@@ -27,7 +27,7 @@ from harness.catalogue import (
 from harness.config.contract import resolve
 from harness.config.imagegate import Expectation, parse_expectation
 from harness.finalize.attribute import attribute, describe, read_trace
-from harness.finalize.refinalize import judge_run
+from harness.finalize.observed import judge_run
 from harness.finalize.report import render
 from harness.finalize.rules import VERDICT_SCHEMA
 from harness.readfile import InputError

@@ -25,19 +25,14 @@ from harness.config.contract import VLLM_IDENTITY
 from harness.errors import EnvironmentFault, InvalidInput, Refused
 from harness.finalize.contract import ContractError, load_contract_text, parse_contract
 from harness.finalize.documents import DocumentError, read_document
-from harness.finalize.refinalize import (
-    expected_source,
-    judge_run,
-    read_run,
-    stamp,
-    standing,
-    write_addendum,
-)
+from harness.finalize.observed import expected_source, judge_run, read_run
 from harness.finalize.refinalize import (
     refinalize as refinalize_run,
 )
+from harness.finalize.refinalize import stamp, standing, write_addendum
 from harness.poststeps import gate0
 from harness.runfolder.manifest import write_manifest
+from tests.observations import engine_core, write_companions
 
 MODE = {"$enum": "vllm.config.compilation.CompilationMode", "name": "VLLM_COMPILE", "value": 3}
 REPO = Path(__file__).resolve().parents[2]
@@ -197,9 +192,12 @@ def test_read_document_faults(tmp_path):
 def run_folder(tmp_path, gen_ops=("a",), status="refused", seal=True, gate0_verdict=None):
     run = tmp_path / "gpu-runs" / "r1"
     (run / "observations").mkdir(parents=True)
-    write(run / "observations" / "startup.json", observation("startup", ["a"]))
-    if gen_ops is not None:
-        write(run / "observations" / "generation.json", observation("generation", list(gen_ops)))
+    startup = engine_core(observation("startup", ["a"]))
+    generation = None if gen_ops is None else engine_core(observation("generation", list(gen_ops)))
+    write(run / "observations" / "startup.json", startup)
+    if generation is not None:
+        write(run / "observations" / "generation.json", generation)
+    write_companions(run / "observations", startup, generation)
     write(run / "run.json", {"schema": "harness.run/v1", "run_id": "r1", "status": status,
                              "seal": "sha256:s", "image": {"name": "img", "id": "sha256:i"}})
     if gate0_verdict is not None:
@@ -354,7 +352,7 @@ def test_refinalize_command(tmp_path):
     r = invoke(["refinalize", str(run), "--all-fields"])
     assert r.exit_code == 0, r.output
     assert "run status stands: accepted" in r.output
-    assert "gate0: accepted (3 fields compared)" in r.output
+    assert "gate0: accepted (5 fields compared)" in r.output  # and the one-worker layout
     r = invoke(["refinalize", str(run), "--json", "--all-fields"])
     assert r.exit_code == 0
     assert json.loads(r.output)["addendum"].startswith(str(run / "addenda"))
@@ -490,7 +488,7 @@ def test_values_too_deep_to_compare_are_an_invalid_document(tmp_path):
 def test_gate0_binds_to_preflight_before_run_json_exists(tmp_path):
     """The post-step runs before run.json is written: the seal and image the harness took
     at preflight are what both observations must carry."""
-    from harness.finalize.refinalize import recorded_source
+    from harness.finalize.observed import recorded_source
 
     run = tmp_path / "r"
     run.mkdir()

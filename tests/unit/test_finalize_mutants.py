@@ -30,19 +30,16 @@ from harness.catalogue import (
 from harness.config.contract import contract_faults
 from harness.config.yamlsafe import Fault
 from harness.errors import EnvironmentFault, InvalidInput, Refused
+from harness.finalize import observed as observed_module
 from harness.finalize import refinalize as refinalize_module
 from harness.finalize.contract import ContractError, _loader_faults, load_contract_text
 from harness.finalize.documents import DocumentError, read_document
-from harness.finalize.refinalize import (
-    SealedReader,
-    judge_run,
-    read_run_verdict,
-    refinalize,
-    require_intact,
-)
+from harness.finalize.observed import SealedReader, judge_run
+from harness.finalize.refinalize import read_run_verdict, refinalize, require_intact
 from harness.instrument.harness_observer.encode import DecodeError, loads
 from harness.runfolder import record as run_record
 from harness.runfolder.manifest import write_manifest
+from tests.observations import companions, engine_core
 
 NOW = datetime(2026, 11, 30, 8, 30, tzinfo=UTC)
 SOURCE = {"seal": "sha256:s", "engine": "vllm@x", "image": "sha256:i"}
@@ -65,11 +62,14 @@ def make_run(tmp_path: Path, *, startup=DEFAULT, generation=DEFAULT, record=DEFA
     """A run folder (realpath, as refinalize sees it); None leaves a file out."""
     run = Path(os.path.realpath(tmp_path)) / "runs" / "r1"
     run.mkdir(parents=True)
+    startup = engine_core(observation("startup", ["a"]) if startup is DEFAULT else startup)
+    generation = engine_core(observation("generation", ["a"]) if generation is DEFAULT
+                             else generation)
     files = {
-        "observations/startup.json": observation("startup", ["a"]) if startup is DEFAULT
-        else startup,
-        "observations/generation.json": observation("generation", ["a"])
-        if generation is DEFAULT else generation,
+        "observations/startup.json": startup,
+        "observations/generation.json": generation,
+        **{f"observations/{name}": doc
+           for name, doc in companions(startup, generation).items()},
         "run.json": RECORD if record is DEFAULT else record,
         **(extra or {}),
     }
@@ -282,7 +282,7 @@ def test_refinalize_reads_observations_only_through_the_seal(tmp_path, monkeypat
     def by_path(path):
         raise AssertionError(f"{path} read by path, not as the sealed bytes")
 
-    monkeypatch.setattr(refinalize_module, "read_document", by_path)
+    monkeypatch.setattr(observed_module, "read_document", by_path)
     record, _ = refinalize(run, NOW, "all")
     assert record["verdict"] == "accepted"
 

@@ -24,6 +24,7 @@ from harness.finalize.attribute import attribute, describe, read_trace
 from harness.instrument.harness_observer import snapshot, trace
 from harness.poststeps import imagegate
 from harness.readfile import InputError
+from tests.observations import engine_core, write_companions
 
 CALL2 = "Config.__post_init__ #2"
 # `contract: all`: the stand-in config has two fields, not vLLM's identity contract.
@@ -82,9 +83,10 @@ def run_folder(tmp_path, monkeypatch, **kwargs):
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(__version__="0.33.0"))
     obs = tmp_path / "observations"
     obs.mkdir()
-    startup, generation = scenario(obs, **kwargs)
+    startup, generation = (engine_core(d) for d in scenario(obs, **kwargs))
     snapshot.write_document(str(obs), "startup.json", startup)
     snapshot.write_document(str(obs), "generation.json", generation)
+    write_companions(obs, startup, generation)
     return tmp_path
 
 

@@ -105,7 +105,8 @@ def test_trace_records_both_post_inits_with_stacks_and_one_list(run_dir):
     assert change["hook"] == "RocmPlatform.apply_config_platform_defaults"
     assert change["id_before"] == change["id_after"]  # mutated in place, same list
     snaps = {r["label"]: r for r in recs if r["event"] == "snapshot"}
-    assert set(snaps) == {"startup-captured", "engine-started", "generation-step"}
+    assert set(snaps) == {"startup-captured", "worker-startup", "engine-core-generation",
+                          "generation-step"}
     list_ids = {s["watched"][ops]["id"] for s in snaps.values()}
     assert list_ids == {change["id_after"], core["before"][ops]["id"]}
     assert {s["config_id"] for s in snaps.values()} == {core["config_id"]}
@@ -120,15 +121,19 @@ def test_gate0_refuses_with_the_custom_ops_difference_only(run_dir, tmp_path):
     assert gate0.run(run_dir, tmp_path, {"contract": contract}) == 1
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["refused_by"] == ["GATE0-FIELD-DIFFERS"]
-    assert [(d["field"], d["kind"]) for d in verdict["differences"]] == [
-        ("compilation.custom_ops", "value-changed")]
+    # the uni worker shares the engine core's config object, so it saw the change too
+    assert [(d["process"], d["field"], d["kind"]) for d in verdict["differences"]] == [
+        ("engine-core", "compilation.custom_ops", "value-changed"),
+        ("worker-0", "compilation.custom_ops", "value-changed")]
     assert verdict["compared"] == 29
+    assert {p["process"]: p["verdict"] for p in verdict["processes"]} == {
+        "engine-core": "refused", "frontend": "accepted", "worker-0": "refused"}
     out = tmp_path / "union"
     out.mkdir()
     assert gate0.run(run_dir, out, {"contract": "all"}) == 1
     union = json.loads((out / "verdict.json").read_text())
-    assert [d["field"] for d in union["differences"]] == ["cache.num_gpu_blocks",
-                                                          "compilation.custom_ops"]
+    assert [d["field"] for d in union["differences"] if d["process"] == "engine-core"] == [
+        "cache.num_gpu_blocks", "compilation.custom_ops"]
 
 
 def test_gate0_without_a_contract_compares_the_vllm_identity(run_dir, tmp_path):
@@ -137,7 +142,7 @@ def test_gate0_without_a_contract_compares_the_vllm_identity(run_dir, tmp_path):
     assert gate0.run(run_dir, tmp_path, {}) == 1
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["refused_by"] == ["GATE0-FIELD-DIFFERS"]
-    assert [d["field"] for d in verdict["differences"]] == ["compilation.custom_ops"]
+    assert [d["field"] for d in verdict["differences"]] == ["compilation.custom_ops"] * 2
     assert verdict["contract"] == list(VLLM_IDENTITY)
     assert verdict["compared"] == len(VLLM_IDENTITY)
 

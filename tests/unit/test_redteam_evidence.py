@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import Refused
-from harness.finalize.refinalize import SealedReader, judge_run
+from harness.finalize.observed import SealedReader, judge_run
 from harness.pipeline import clean as cleaner
 from harness.pipeline.recover import seal_orphans
 from harness.runfolder.manifest import (

@@ -1,9 +1,10 @@
 """The offline workload: `python3 -m harness_observer.driver --model PATH --max-tokens N`.
 
-Starts `LLM(model, **engine_args)` with the observer as worker extension, asks the worker to
-write the start-up observation once the engine has fully started, then generates N tokens;
-the worker writes the generation observation at its first step. The driver never judges:
-the finalizer does, after the container exits. Exit 0: the workload ran (observations may
+Starts `LLM(model, **engine_args)` with the observer as worker extension (the engine core
+and each worker then write their own observations: plugin.py), observes the front-end's
+own configuration once `LLM(...)` returned and again once the first generation returned,
+and generates N tokens. The driver never judges: the finalizer does, after the container
+exits. Exit 0: the workload ran (observations may
 still be missing, which the finalizer refuses); 2: bad arguments; 1: the engine failed.
 """
 
@@ -16,9 +17,16 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .contract import ENGINE_SECRET_PREFIX, ENV_ENGINE_ARGS, GENERATION, STARTUP
+from .contract import (
+    ENGINE_SECRET_PREFIX,
+    ENV_ENGINE_ARGS,
+    FRONTEND,
+    GENERATION,
+    STARTUP,
+    document_name,
+)
 from .plugin import EXTENSION
-from .snapshot import ENV_OUT
+from .snapshot import ENV_OUT, observation, write_document
 
 PLUGIN_NAME = "harness_observer"
 
@@ -78,6 +86,21 @@ def plugins_env(value: str | None) -> str | None:
     return ",".join([*names, PLUGIN_NAME]) if PLUGIN_NAME not in names else value
 
 
+def frontend_config(llm: Any) -> Any:
+    """The configuration the front-end holds: `LLM.llm_engine.vllm_config`."""
+    return llm.llm_engine.vllm_config
+
+
+def observe_frontend(directory: str, llm: Any, phase: str, hook: str) -> None:
+    """Write the front-end's observation; a failure is said, and leaves the document
+    unwritten for the finalizer to refuse."""
+    try:
+        doc = observation(phase, frontend_config(llm), rank=0, kind=FRONTEND, hook=hook)
+        write_document(directory, document_name(FRONTEND, phase), doc)
+    except Exception as e:
+        say(f"front-end {phase} observation failed: {type(e).__name__}: {e}")
+
+
 def say(message: str) -> None:
     print(f"harness_observer: {message}", file=sys.stderr, flush=True)
 
@@ -103,15 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     from vllm import LLM, SamplingParams
 
     llm = LLM(model=args.model, **kwargs)
-    for reply in llm.collective_rpc("harness_observer_startup"):
-        say(f"start-up observation: {json.dumps(reply, sort_keys=True)}")
+    observe_frontend(directory, llm, "startup", "LLM() returned")
     outputs = llm.generate([args.prompt], SamplingParams(max_tokens=args.max_tokens,
                                                          temperature=0.0))
+    observe_frontend(directory, llm, "generation", "LLM.generate() returned")
     for out in outputs:
         completion = out.outputs[0]
         print(json.dumps({"prompt": out.prompt, "text": completion.text,
                           "tokens": len(completion.token_ids)}), flush=True)
-    for name in (STARTUP, GENERATION):
+    others = sorted(n for n in os.listdir(directory)
+                    if n.endswith(".json") and n not in (STARTUP, GENERATION))
+    names = [STARTUP, GENERATION, *others]
+    for name in names:
         state = "written" if os.path.exists(os.path.join(directory, name)) else "MISSING"
         say(f"{name}: {state}")
     return 0

@@ -84,9 +84,10 @@ def resolve(config: Any, dotted: str) -> Any:
     return obj
 
 
-def process_identity(rank: int = 0) -> dict[str, Any]:
-    """Who observes: the process name vLLM gave it (e.g. EngineCore), the rank, the pid."""
-    return {"role": multiprocessing.current_process().name, "rank": int(rank),
+def process_identity(rank: int = 0, kind: str | None = None) -> dict[str, Any]:
+    """Who observes: which of the engine's processes (`kind`, the instrument's word), the
+    process name vLLM gave it (`role`, e.g. EngineCore, VllmWorker-0), the rank, the pid."""
+    return {"kind": kind, "role": multiprocessing.current_process().name, "rank": int(rank),
             "pid": os.getpid()}
 
 
@@ -103,13 +104,14 @@ def source_identity() -> dict[str, Any]:
             "image": os.environ.get(ENV_IMAGE_ID)}
 
 
-def observation(phase: str, config: Any, *, rank: int, hook: str) -> dict[str, Any]:
+def observation(phase: str, config: Any, *, rank: int, hook: str,
+                kind: str | None = None) -> dict[str, Any]:
     """Build one observation document of `config` as it stands now."""
     fields, errors = snapshot_fields(config)
     return {
         "schema": SCHEMA,
         "phase": phase,
-        "process": process_identity(rank),
+        "process": process_identity(rank, kind),
         "source": source_identity(),
         "complete": not errors,
         "errors": errors,

@@ -36,6 +36,10 @@ from .encode import canonical, encode
 from .snapshot import resolve
 
 WATCHED = ("compilation.custom_ops", "compilation.mode")
+# How many times a config went through `__post_init__`, kept on the config itself so that
+# the count travels with it when vLLM pickles it into the engine core or a worker: the
+# engine core's first post-init of the config it received is that config's second.
+ORDINAL = "_harness_observer_post_inits"
 FILE = TRANSITIONS
 MARK = "__harness_observer_wrapped__"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -112,12 +116,14 @@ class Tracer:
             self.emit({"event": "error", "where": where,
                        "message": f"{type(exc).__name__}: {exc}"})
 
-    def wrap(self, func: Callable, hook: str, config_of: Callable[..., Any]) -> Callable:
-        """A pass-through wrapper of `func` that records enter, exit and changes."""
+    def wrap(self, func: Callable, hook: str, config_of: Callable[..., Any],
+             counted: bool = False) -> Callable:
+        """A pass-through wrapper of `func` that records enter, exit and changes; `counted`
+        numbers each call on the config it is given (ORDINAL), across processes."""
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = self._enter(hook, config_of, args, kwargs)
+            started = self._enter(hook, config_of, args, kwargs, counted)
             try:
                 result = func(*args, **kwargs)
             except BaseException as e:
@@ -129,15 +135,19 @@ class Tracer:
         setattr(wrapper, MARK, True)
         return wrapper
 
-    def _enter(self, hook: str, config_of: Callable, args: tuple, kwargs: dict) -> tuple | None:
+    def _enter(self, hook: str, config_of: Callable, args: tuple, kwargs: dict,
+               counted: bool = False) -> tuple | None:
         try:
             config = config_of(*args, **kwargs)
             call = next(self.calls)
             stack = caller_stack()
             before = self.state(config)
             self.changes(config, before, None, None, stack, f"enter {hook}")
-            self.emit({"event": "enter", "hook": hook, "call": call, "config_id": id(config),
-                       "watched": before, "stack": stack})
+            record = {"event": "enter", "hook": hook, "call": call, "config_id": id(config),
+                      "watched": before, "stack": stack}
+            if counted:
+                record["ordinal"] = _count(config)
+            self.emit(record)
             return (hook, call, config, before, stack)
         except Exception as e:
             self.error(f"enter {hook}", e)
@@ -156,6 +166,16 @@ class Tracer:
             self.error(f"exit {hook}", e)
 
 
+def _count(config: Any) -> int | None:
+    """One more post-init of this config object; its number (None if it takes no mark)."""
+    try:
+        ordinal = int(getattr(config, ORDINAL, 0)) + 1
+        object.__setattr__(config, ORDINAL, ordinal)
+        return ordinal
+    except Exception:
+        return None
+
+
 def _config_arg(*args: Any, **kwargs: Any) -> Any:
     """The config of `apply_config_platform_defaults(vllm_config)` (after cls, if bound)."""
     if "vllm_config" in kwargs:
@@ -164,7 +184,7 @@ def _config_arg(*args: Any, **kwargs: Any) -> Any:
 
 
 def wrap_method(owner: type, name: str, tracer: Tracer, hook: str,
-                config_of: Callable[..., Any]) -> bool:
+                config_of: Callable[..., Any], counted: bool = False) -> bool:
     """Replace `owner.name` by a traced pass-through; keep classmethod/staticmethod kind.
     Returns False when it was already wrapped (plugins may load more than once)."""
     raw = inspect.getattr_static(owner, name)
@@ -172,7 +192,7 @@ def wrap_method(owner: type, name: str, tracer: Tracer, hook: str,
     func = raw.__func__ if kind else raw
     if getattr(func, MARK, False):
         return False
-    wrapped = tracer.wrap(func, hook, config_of)
+    wrapped = tracer.wrap(func, hook, config_of, counted)
     setattr(owner, name, kind(wrapped) if kind else wrapped)
     return True
 
@@ -194,7 +214,7 @@ def install(directory: str) -> Tracer:
     from vllm.platforms import current_platform
 
     wrap_method(VllmConfig, "__post_init__", _TRACER, "VllmConfig.__post_init__",
-                lambda self, *a, **k: self)
+                lambda self, *a, **k: self, counted=True)
     platform = type(current_platform)
     wrap_method(platform, "apply_config_platform_defaults", _TRACER,
                 f"{platform.__name__}.apply_config_platform_defaults", _config_arg)

@@ -27,10 +27,18 @@ class _InProcess:
         return self.core.collective_rpc(*payload)
 
 
+class _LLMEngine:
+    """As upstream's LLMEngine, the front-end's holder of its own configuration."""
+
+    def __init__(self, vllm_config) -> None:
+        self.vllm_config = vllm_config
+
+
 class LLM:
     def __init__(self, model: str, **kwargs) -> None:
         self.llm_engine_args = EngineArgs(model=model, **kwargs)
         vllm_config = self.llm_engine_args.create_engine_config()
+        self.llm_engine = _LLMEngine(vllm_config)
         self._inproc = None
         self._proc = None
         if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0":
