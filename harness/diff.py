@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.finalize.documents import DocumentError, read_document
-from harness.instrument.harness_observer.contract import ENV_ENGINE_ARGS
+from harness.instrument.harness_observer.contract import ENGINE_CORE, ENV_ENGINE_ARGS
 from harness.readfile import InputError, read_text_bounded
 from harness.runfolder import layout
 from harness.runfolder import record as run_record
@@ -209,6 +209,13 @@ def _approval_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
     return out
 
 
+def _difference_key(d: dict) -> str:
+    """`engine-core: compilation.custom_ops`: a difference named by the process it was
+    found in (verdicts before per-process judging name only the field)."""
+    process = d.get("process")
+    return f"{process}: {d['field']}" if isinstance(process, str) else d["field"]
+
+
 def _differences(verdict: Any) -> dict[str, dict] | None:
     diffs = _dict(verdict).get("differences")
     if not isinstance(diffs, list):
@@ -216,14 +223,19 @@ def _differences(verdict: Any) -> dict[str, dict] | None:
     out: dict[str, dict] = {}
     for d in diffs:
         if isinstance(d, dict) and isinstance(d.get("field"), str):
-            out.setdefault(d["field"], {k: d.get(k) for k in ("kind", "startup", "generation")})
+            out.setdefault(_difference_key(d), {k: d.get(k) for k in (
+                "field", "process", "kind", "startup", "generation")})
     return out
 
 
-def _observed(side: dict, field: str, found: dict | None) -> dict | None:
-    """One run's values of a field: its Gate-0 difference, else what it observed."""
-    if found is not None and field in found:
-        return found[field]
+def _observed(side: dict, key: str, found: dict | None) -> dict | None:
+    """One run's values of a field: its Gate-0 difference, else what its engine core
+    observed (the one pair a side loads)."""
+    if found is not None and key in found:
+        return found[key]
+    process, _, field = key.rpartition(": ")
+    if process not in ("", ENGINE_CORE):
+        return None
     s, g = _dict(side.get("startup")), _dict(side.get("generation"))
     if field not in s and field not in g:
         return None
@@ -286,10 +298,11 @@ def compare(a: dict, b: dict) -> dict:
 
 def gate0_differences(run_dir: Path) -> list[dict]:
     """The fields a run's Gate 0 found differing, from post-steps/gate0/verdict.json (read
-    bounded): [{"field", "kind", "startup", "generation"}]; [] when none or unreadable."""
+    bounded): [{"field", "process", "kind", "startup", "generation"}] ("process" None in
+    verdicts that name none); [] when none or unreadable."""
     path = Path(run_dir) / layout.post_step_file(GATE0_STEP, layout.VERDICT)
     found = _differences(read_json(path, "Gate-0 verdict", []))
-    return [{"field": f, **v} for f, v in (found or {}).items()]
+    return list((found or {}).values())
 
 
 def diff_runs(run_a: Path, run_b: Path) -> dict:

@@ -127,13 +127,19 @@ def _addenda(run_dir: Path) -> list[str]:
         return []
 
 
+def _where(difference: dict) -> str:
+    """`in engine-core: `: the process a difference was found in, when the verdict says."""
+    process = difference.get("process")
+    return f"in {plain(process, 40)}: " if isinstance(process, str) else ""
+
+
 def gate0_lines(run_dir: Path, run: RunRecord) -> list[str]:
     """For a Gate-0 refusal, each differing field with its start-up and generation values
     (from post-steps/gate0/verdict.json, bounded), at most MAX_GATE0_FIELDS of them."""
     if GATE0_FIELD_DIFFERS not in run.rules:
         return []
     found = gate0_differences(run_dir)
-    lines = [f"    {plain(d['field'], 200)} ({_field(d.get('kind'))}): startup "
+    lines = [f"    {_where(d)}{plain(d['field'], 200)} ({_field(d.get('kind'))}): startup "
              f"{plain(d.get('startup'), GATE0_VALUE_CHARS)}, generation "
              f"{plain(d.get('generation'), GATE0_VALUE_CHARS)}"
              for d in found[:MAX_GATE0_FIELDS]]

@@ -112,5 +112,6 @@ os.environ.setdefault("HARNESS_TEST", "1")
 # a private cluster (`make test-slurm`); none is part of the default suite.
 collect_ignore = [name for name, switch in (("upstream", "HARNESS_UPSTREAM"),
                                             ("image_gates", "HARNESS_IMAGE_GATES"),
-                                            ("slurm", "HARNESS_SLURM"))
+                                            ("slurm", "HARNESS_SLURM"),
+                                            ("engine", "HARNESS_ENGINE"))
                   if not os.environ.get(switch)]

@@ -27,6 +27,7 @@ from harness.instrument.harness_observer.contract import (
     document_name,
 )
 
+MAX_ROLE = 64  # a process name longer than this is not one vLLM gives
 MAX_WORKERS = 64  # more workers than one host's GPUs: not a layout the harness judges
 
 
@@ -86,12 +87,17 @@ def kind_problems(process: Process, phase: str, doc: dict[str, Any]) -> list[str
     return reasons
 
 
+def _plain(text: str) -> bool:
+    """A process name fit to print inside a reason: short, one line, printable ASCII."""
+    return 0 < len(text) <= MAX_ROLE and text.isascii() and text.isprintable()
+
+
 def describe(process: Process, doc: dict[str, Any] | None) -> str:
     """`worker-0 (VllmWorker-0, pid 43)`: the process, as every reason names it."""
     got = doc.get("process") if doc and isinstance(doc.get("process"), dict) else {}
     role, pid = got.get("role"), got.get("pid")
-    inner = ", ".join(str(x) for x in (role if isinstance(role, str) else None,
-                                       f"pid {pid}" if type(pid) is int else None) if x)
+    shown = role if isinstance(role, str) and _plain(role) else None  # the workload's words
+    inner = ", ".join(x for x in (shown, f"pid {pid}" if type(pid) is int else None) if x)
     return f"{process.label} ({inner})" if inner else process.label
 
 
@@ -140,7 +146,7 @@ def judge_processes(docs: dict[Process, dict[str, dict[str, Any]]], *,
         refused_by += [r.partition(":")[0] for r in faults]
     return {
         "schema": VERDICT_SCHEMA,
-        "verdict": "refused" if reasons else "accepted",
+        "verdict": "refused" if reasons or unreadable else "accepted",
         "reasons": reasons,
         "refused_by": list(dict.fromkeys(refused_by)),
         "differences": differences,

@@ -60,16 +60,18 @@ def test_diff_names_custom_ops_and_the_status_change(project):
     assert t["rules"]["only_a"] == ["GATE0-FIELD-DIFFERS"]
     assert t["seal"]["same"] and t["seal"]["files"] == {"added": [], "removed": [],
                                                          "changed": []}
-    [field] = t["gate0"]["fields"]
-    assert field["field"] == "compilation.custom_ops" and t["gate0"]["only_a"] == [
-        "compilation.custom_ops"]
+    # named by process: the engine core's, and its uni worker's (the same config object)
+    field, worker = t["gate0"]["fields"]
+    assert [f["field"] for f in (field, worker)] == t["gate0"]["only_a"] == [
+        "engine-core: compilation.custom_ops", "worker-0: compilation.custom_ops"]
     assert field["a"]["generation"] == ["+sparse_attn_indexer", "none", "+sparse_attn_indexer"]
     assert field["b"]["startup"] == field["b"]["generation"] == ["+sparse_attn_indexer", "none"]
+    assert worker["a"]["generation"] == field["a"]["generation"] and worker["b"] is None
     assert t["image"]["same"] and t["model"]["same"] and t["engine"]["same"]
     text = project.harness("diff", str(refused), str(accepted))
     assert text.returncode == 0, text.stderr
     assert "status: refused -> accepted" in text.stdout
-    assert "compilation.custom_ops: differs in a only" in text.stdout
+    assert "engine-core: compilation.custom_ops: differs in a only" in text.stdout
     assert (snapshot(refused), snapshot(accepted)) == before  # diff writes nothing
     shown = project.harness("show", str(refused))
     assert "attempt" in shown.stdout and "Gate 0 differences:" in shown.stdout

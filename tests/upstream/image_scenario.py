@@ -14,8 +14,10 @@ What it does, in the order the engine does it:
    (KV-cache sizing needs a GPU: that one engine step is the part stood in).
 4. `--engine-core multiprocess` (the seed's layout): the second `__post_init__` the engine
    core runs after its handshake. `--engine-core in-process`: none (the paired control).
-5. The worker extension's `harness_observer_startup` (as `LLM.collective_rpc` calls it) and
-   the worker's first `execute_model`: the plug-in writes startup.json and generation.json.
+5. At that capture the plug-in asks the engine core's executor for each worker's start-up
+   (a stand-in `uni` executor: one worker sharing the config, a single-GPU host's layout);
+   the first step writes the engine core's and the worker's generation, and the front-end
+   (the driver's `observe_frontend`, on the same object) is observed around it.
 
 It never judges: the harness's post-steps do, after the container exits. It writes
 scenario.json beside the observations (which vLLM ran, from where, and that its files hash
@@ -82,13 +84,27 @@ class StandInWorker:
         return None
 
 
-def run(engine_core: str) -> dict[str, Any]:
+class StandInExecutor:
+    """The engine core's `uni` executor: its one worker in this process, sharing the config
+    (a single-GPU ROCm host's layout); what the instrument calls of it."""
+
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+
+    def collective_rpc(self, method: str, *args: Any, **kwargs: Any) -> list[Any]:
+        return [getattr(self.worker, method)()]
+
+    def execute_model(self, *args: Any, **kwargs: Any) -> Any:
+        return self.worker.execute_model(*args, **kwargs)
+
+
+def run(engine_core: str, out: str) -> dict[str, Any]:
     import vllm
     from vllm.plugins import load_general_plugins, load_plugins_by_group
 
     load_general_plugins()
     import harness_observer.plugin as plugin
-    from harness_observer import trace
+    from harness_observer import driver, trace
 
     if trace.tracer() is None:
         raise RuntimeError("load_general_plugins() did not load the observer plug-in")
@@ -96,17 +112,21 @@ def run(engine_core: str) -> dict[str, Any]:
     from vllm.platforms import current_platform
 
     cfg = VllmConfig()
-    plugin._capture_startup(types.SimpleNamespace(vllm_config=cfg))
+    worker = type("Worker", (plugin.ObserverExtension, StandInWorker), {})(cfg)
+    engine = types.SimpleNamespace(vllm_config=cfg, model_executor=StandInExecutor(worker))
+    plugin._capture_startup(engine)  # the engine core's start-up, and its worker's
     if engine_core == "multiprocess":
         cfg.__post_init__()  # what EngineCore runs after the handshake
-    worker = type("Worker", (plugin.ObserverExtension, StandInWorker), {})(cfg)
-    reply = worker.harness_observer_startup()
-    worker.execute_model()
+    llm = types.SimpleNamespace(llm_engine=types.SimpleNamespace(vllm_config=cfg))
+    driver.observe_frontend(out, llm, "startup", "LLM() returned (stand-in)")
+    engine.model_executor.execute_model()  # the first step: engine core, then the worker
+    driver.observe_frontend(out, llm, "generation", "LLM.generate() returned (stand-in)")
     platform = type(current_platform)
+    written = sorted(n for n in os.listdir(out) if n.endswith(".json"))
     return {"vllm": vllm.__version__, "vllm_file": vllm.__file__,
             "platform": f"{platform.__module__}.{platform.__qualname__}",
             "plugins": sorted(load_plugins_by_group("vllm.general_plugins")),
-            "observer_file": plugin.__file__, "startup_reply": reply,
+            "observer_file": plugin.__file__, "observations": written,
             "custom_ops": list(cfg.compilation_config.custom_ops), "engine_core": engine_core}
 
 
@@ -129,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         use_mounted_vllm(args.site)
     install_amdsmi_standin()
     try:
-        result = run(args.engine_core)
+        result = run(args.engine_core, out)
     except Exception as e:  # the scenario could not run: say why, the gate fails on exit 1
         return fail(f"{type(e).__name__}: {e}")
     result["record"] = record_check()

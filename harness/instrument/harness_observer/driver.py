@@ -101,6 +101,19 @@ def observe_frontend(directory: str, llm: Any, phase: str, hook: str) -> None:
         say(f"front-end {phase} observation failed: {type(e).__name__}: {e}")
 
 
+def process_age() -> float | None:
+    """Seconds since this process started (its start time in /proc against the uptime):
+    start-up to tokens, measured the same way with or without the observer (make bench)."""
+    try:
+        with open("/proc/self/stat") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return round(uptime - started / os.sysconf("SC_CLK_TCK"), 3)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def say(message: str) -> None:
     print(f"harness_observer: {message}", file=sys.stderr, flush=True)
 
@@ -133,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     for out in outputs:
         completion = out.outputs[0]
         print(json.dumps({"prompt": out.prompt, "text": completion.text,
-                          "tokens": len(completion.token_ids)}), flush=True)
+                          "tokens": len(completion.token_ids),
+                          "since_start_s": process_age()}), flush=True)
     others = sorted(n for n in os.listdir(directory)
                     if n.endswith(".json") and n not in (STARTUP, GENERATION))
     names = [STARTUP, GENERATION, *others]

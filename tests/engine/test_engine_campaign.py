@@ -1,0 +1,149 @@
+"""The real vLLM engine through `harness run` and `harness night`: what a reviewer of the
+engine campaign's evidence must be able to rely on.
+
+One `harness run campaigns/engine-cpu.yaml` (conftest.campaign_run) gives three sealed
+runs: vLLM's default multiprocess layout and the one-process layout, both accepted, and
+the seed's case (the test-only plug-in), refused by Gate 0 in the engine core. The night
+test runs the one-process control again as an unattended night.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from harness.finalize.attribute import attribute, read_trace
+from harness.instrument.harness_observer.contract import document_name
+from tests.engine.conftest import REPO, harness, read_json, runs_by_control
+
+KINDS = {"engine-core": "EngineCore", "frontend": "MainProcess", "worker": "VllmWorker-0"}
+PHASES = ("startup", "generation")
+
+
+def docs(run: Path) -> dict[str, dict[str, dict]]:
+    out: dict[str, dict[str, dict]] = {}
+    for kind in ("engine-core", "frontend", "worker"):
+        out[kind] = {phase: read_json(run / "observations" / document_name(kind, phase))
+                     for phase in PHASES}
+    return out
+
+
+def verdict(run: Path) -> dict:
+    return read_json(run / "post-steps" / "gate0" / "verdict.json")
+
+
+def test_the_campaign_seals_every_run_and_refuses_only_the_seed_case(campaign_run):
+    runs = campaign_run["runs"]
+    assert campaign_run["proc"].returncode == 1  # one run refused, on purpose
+    status = {name: read_json(run / "run.json")["status"] for name, run in runs.items()}
+    assert status == {"engine-cpu-mp": "accepted", "engine-cpu-inproc": "accepted",
+                      "engine-cpu-seed": "refused"}
+    for run in runs.values():
+        r = harness("verify", str(run), timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_multiprocess_layout_is_observed_in_each_of_its_processes(campaign_run):
+    run = campaign_run["runs"]["engine-cpu-mp"]
+    found = docs(run)
+    pids = {}
+    for kind, pair in found.items():
+        start, gen = pair["startup"], pair["generation"]
+        assert start["process"] == gen["process"], kind
+        assert start["process"]["kind"] == kind
+        assert start["process"]["role"] == KINDS[kind]
+        assert start["complete"] and gen["complete"]
+        assert start["source"]["engine"] == "vllm@0.32.0"
+        pids[kind] = start["process"]["pid"]
+    assert len(set(pids.values())) == 3, pids  # three processes, three configurations
+    ids = {kind: pair["startup"]["observed"]["config_id"] for kind, pair in found.items()}
+    assert found["worker"]["startup"]["fields"]["parallel.distributed_executor_backend"] == "mp"
+    assert verdict(run)["verdict"] == "accepted"
+    assert {p["process"]: p["verdict"] for p in verdict(run)["processes"]} == {
+        "engine-core": "accepted", "frontend": "accepted", "worker-0": "accepted"}, ids
+
+
+def test_the_one_process_layout_is_one_process_and_one_configuration(campaign_run):
+    run = campaign_run["runs"]["engine-cpu-inproc"]
+    found = docs(run)
+    assert {pair["startup"]["process"]["pid"] for pair in found.values()} == {
+        found["engine-core"]["startup"]["process"]["pid"]}
+    assert len({pair[phase]["observed"]["config_id"] for pair in found.values()
+                for phase in PHASES}) == 1
+    assert verdict(run)["verdict"] == "accepted"
+
+
+def test_the_seed_case_is_refused_for_the_engine_cores_custom_ops(campaign_run):
+    run = campaign_run["runs"]["engine-cpu-seed"]
+    v = verdict(run)
+    assert v["refused_by"] == ["GATE0-FIELD-DIFFERS"]
+    assert [(d["process"], d["field"], d["kind"]) for d in v["differences"]] == [
+        ("engine-core", "compilation.custom_ops", "value-changed")]
+    [d] = v["differences"]
+    assert d["startup"] == ["+sparse_attn_indexer", "all"]
+    assert d["generation"] == ["+sparse_attn_indexer", "all", "+sparse_attn_indexer"]
+    # the worker holds its own copy (pickled before the handshake): it never saw the change
+    assert {p["process"]: p["verdict"] for p in v["processes"]} == {
+        "engine-core": "refused", "frontend": "accepted", "worker-0": "accepted"}
+    assert docs(run)["worker"]["generation"]["fields"]["compilation.custom_ops"] == [
+        "+sparse_attn_indexer", "all"]
+    records, bad = read_trace(run / "observations" / "transitions.jsonl")
+    assert bad == 0
+    result = attribute(records, "compilation.custom_ops", "startup-captured", "generation-step")
+    assert result["found"]
+    [change] = result["changes"]
+    assert change["process"] == "EngineCore"
+    assert change["within"][0] == "VllmConfig.__post_init__ #2"
+    assert change["after"] == d["generation"]
+
+
+def test_its_pair_without_the_plug_in_is_accepted_and_differs_only_by_it(campaign_run):
+    seed, pair = campaign_run["runs"]["engine-cpu-seed"], campaign_run["runs"]["engine-cpu-mp"]
+    vector = {r.name: read_json(r / "docker-vector.json")["argv"] for r in (seed, pair)}
+    only_seed = set(vector[seed.name]) - set(vector[pair.name])
+    assert any("test-only-seed-plugin" in a for a in only_seed), only_seed
+    r = harness("diff", str(seed), str(pair), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "engine-core: compilation.custom_ops: differs in a only" in r.stdout
+    shown = harness("show", str(seed), timeout=120)
+    assert "in engine-core: compilation.custom_ops (value-changed)" in shown.stdout
+    assert "in engine-core (EngineCore, pid" in shown.stdout
+
+
+def test_the_native_log_and_the_memory_figures_it_gives(campaign_run):
+    for name, run in campaign_run["runs"].items():
+        log = (run / "logs" / "stdout.log").read_text()
+        assert "Initializing a V1 LLM engine (v0.32.0)" in log, name
+        assert "CPU KV cache size: 1,048,576 tokens" in log, name
+        figures = read_json(run / "metrics.json")["metrics"]
+        assert figures["kv_tokens"] == 1048576, name
+        assert figures["max_concurrency"] == 8192.0
+        assert figures["max_model_len"] == 128
+        assert isinstance(figures["engine_init_s"], float) and figures["engine_init_s"] > 0
+        assert figures["model_load_gib"] is None  # this vLLM prints no such figure on CPU
+        tokens = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        assert [t["tokens"] for t in tokens] == [8], name
+
+
+def test_a_night_runs_the_real_engine_unattended(engine_ready, tmp_path):
+    campaign = tmp_path / "night.yaml"
+    campaign.write_text(textwrap.dedent(f"""\
+        name: engine-night
+        row: ENGINE-NIGHT
+        lock: {tmp_path / "gpu.lock"}
+        lock_timeout: 10m
+        images_lock: {REPO / "images.lock"}
+        controls_dir: {REPO / "controls"}
+        mount_roots: [{REPO}]
+        controls: [engine-cpu-inproc]
+        """))
+    runs = tmp_path / "runs"
+    r = harness("night", str(campaign), "--runs-dir", str(runs), "--no-json-lines",
+                timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [run] = runs_by_control(runs).values()
+    assert read_json(run / "run.json")["status"] == "accepted"
+    nights = list((runs / "nights").iterdir())
+    assert len(nights) == 1 and (nights[0] / "summary.md").is_file()
+    assert "engine-cpu-inproc" in (nights[0] / "summary.md").read_text()
