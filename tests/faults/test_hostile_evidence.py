@@ -19,6 +19,7 @@ from harness.runfolder.layout import SUMS
 from harness.runfolder.manifest import make_read_only, verify_folder, write_manifest
 from tests.conftest import REPO, containers_with_label
 from tests.faults.test_faults import wait_for
+from tests.observations import engine_core, write_companions
 
 
 def coreutils_ok(run: Path) -> bool:
@@ -105,8 +106,10 @@ def observation(phase: str) -> dict:
 def sealed_run(tmp_path: Path) -> Path:
     run = tmp_path / "runs" / "r1"
     (run / "observations").mkdir(parents=True)
-    for phase in ("startup", "generation"):
-        (run / "observations" / f"{phase}.json").write_text(json.dumps(observation(phase)))
+    startup, generation = (engine_core(observation(phase)) for phase in ("startup", "generation"))
+    (run / "observations" / "startup.json").write_text(json.dumps(startup))
+    (run / "observations" / "generation.json").write_text(json.dumps(generation))
+    write_companions(run / "observations", startup, generation)
     (run / "run.json").write_text(json.dumps({
         "schema": "harness.run/v1", "run_id": "r1", "status": "accepted",
         "seal": "sha256:s", "image": {"name": "img", "id": "sha256:i"}}))

@@ -29,7 +29,8 @@ def verdict_of(run: Path, step: str) -> dict:
 def test_the_campaign_is_accepted_and_every_run_sealed_and_verified(gate_runs):
     proc = gate_runs["proc"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert sorted(gate_runs["runs"]) == ["image-gate-vllm", "image-gate-vllm-inproc"]
+    assert sorted(gate_runs["runs"]) == ["image-gate-engine", "image-gate-vllm",
+                                         "image-gate-vllm-inproc"]
     for run in gate_runs["runs"].values():
         assert read_json(run / "run.json")["status"] == "accepted"
         check = subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
@@ -41,6 +42,8 @@ def test_the_campaign_is_accepted_and_every_run_sealed_and_verified(gate_runs):
 
 def test_real_vllm_from_the_mount_loaded_the_observer_through_its_plugin_loader(gate_runs):
     for control, run in gate_runs["runs"].items():
+        if control == "image-gate-engine":
+            continue  # the real engine, not the scenario (test_the_real_engine_gate)
         scenario = read_json(run / "observations" / "scenario.json")
         assert scenario["vllm"] == "0.33.0", control
         assert scenario["vllm_file"].startswith("/opt/upstream-venv/"), control
@@ -102,3 +105,18 @@ def test_the_gate_fails_when_the_instrument_does_not_find_what_it_expects(upstre
     verdict = verdict_of(run, "image-gate")
     assert verdict["refused_by"] == [IMAGE_GATE_VERDICT]
     assert read_json(run / "run.json")["status"] == "refused"
+
+
+def test_the_real_engine_gate_finds_the_seed_case_in_the_engine_core(gate_runs):
+    run = gate_runs["runs"]["image-gate-engine"]
+    gate = verdict_of(run, "image-gate")
+    assert gate["verdict"] == "accepted", gate["reasons"]
+    gate0 = gate["gate0"]
+    assert gate0["refused_by"] == [GATE0_FIELD_DIFFERS]
+    assert [(d["process"], d["field"]) for d in gate0["differences"]] == [
+        ("engine-core", "compilation.custom_ops")]
+    [result] = gate["attribution"]
+    [change] = result["changes"]
+    assert change["within"][0] == SECOND and change["process"] == "EngineCore"
+    observed = read_json(run / "observations" / "startup.json")
+    assert observed["source"]["engine"] == "vllm@0.32.0"

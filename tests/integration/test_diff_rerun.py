@@ -103,7 +103,8 @@ def test_rerun_from_the_checkout_says_whether_the_seal_changed(project):
 
     d = json.loads(project.harness("diff", str(orig), str(new), "--json").stdout)
     assert d["topics"]["seal"]["files"]["changed"] == [f"input/controls/{GATE0}.yaml"]
-    assert d["topics"]["gate0"]["only_a"] == ["compilation.custom_ops"]
+    assert d["topics"]["gate0"]["only_a"] == ["engine-core: compilation.custom_ops",
+                                              "worker-0: compilation.custom_ops"]
     assert (d["topics"]["status"]["a"], d["topics"]["status"]["b"]) == ("refused", "accepted")
     # the original is untouched: byte-identical, verifies, still refused
     assert snapshot(orig) == before and verify_folder(orig) == []

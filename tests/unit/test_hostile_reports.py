@@ -17,6 +17,7 @@ from harness.atomic import dumps_json
 from harness.metrics import (
     MAX_NOTES,
     MAX_NUMBER_CHARS,
+    METRICS,
     MetricsParser,
     parse_lines,
     write_metrics,
@@ -86,7 +87,11 @@ def test_metrics_document_of_a_hostile_log_is_strict_json(tmp_path: Path) -> Non
     doc = write_metrics([log], base=tmp_path)
     text = dumps_json(doc)  # allow_nan=False: an inf here would raise
     assert doc["metrics"]["kv_cache_gib"] is None and doc["metrics"]["kv_tokens"] is None
-    assert len(doc["notes"]) == MAX_NOTES
+    # MAX_NOTES line notes, then one absence note per null metric, never dropped
+    assert len([n for n in doc["notes"] if n["at"]]) == MAX_NOTES
+    assert [n["metric"] for n in doc["notes"][MAX_NOTES:]] == list(METRICS)
+    assert doc["notes"][MAX_NOTES]["note"] == (
+        f"null: its {MAX_NOTES + 5} line(s) in the log held no usable number")
     assert doc["notes_dropped"] == 2 * (MAX_NOTES + 5) - MAX_NOTES
     assert doc["notes"][0] == {"metric": "kv_cache_gib", "at": "stdout.log:1",
                                "note": "a 400-character number, over the 32 character bound"}

@@ -46,9 +46,10 @@ def test_enginecore_prefix_with_compilation_time() -> None:
 def test_merged_kv_line_and_absent_metrics_are_none() -> None:
     got = parse_text((FIXTURES / "cpu-merged-kv-line.log").read_text())
     assert got == only(
+        kv_cache_gib=1.0,  # `Explicitly set (1.0/31.28) GiB for KV cache on node 0.`
         kv_tokens=23_296, max_model_len=4096, max_concurrency=5.69, engine_init_s=0.28
     )
-    assert got["model_load_gib"] is None and got["kv_cache_gib"] is None
+    assert got["model_load_gib"] is None and got["model_load_s"] is None
 
 
 @pytest.mark.parametrize(
