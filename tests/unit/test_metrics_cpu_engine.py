@@ -117,7 +117,8 @@ def test_auto_set_line_from_the_cpu_worker_source_gives_the_kv_size() -> None:
 def test_lookalikes_of_the_kv_line_are_not_metrics(line: str) -> None:
     parser = MetricsParser()
     assert parse_lines([line], parser) == only()
-    assert [n["note"] for n in absence_notes(parser)][0].startswith(
+    kv_note = absence_notes(parser)[0]
+    assert kv_note["metric"] == "kv_cache_gib" and kv_note["note"].startswith(
         "null: the log did not give it: no `Available KV cache memory")
 
 
