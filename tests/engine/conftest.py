@@ -10,38 +10,18 @@ engine tier would look like an engine that passed.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.campaign_runs import REPO, harness, runs_by_control
+
 ENGINE_VENV = REPO / ".engine-venv"
 MODEL = REPO / "controls" / "models" / "tiny-llama"
 CAMPAIGN = REPO / "campaigns" / "engine-cpu.yaml"
-HARNESS = [sys.executable, "-m", "harness"]
 CONTROLS = ("engine-cpu-mp", "engine-cpu-inproc", "engine-cpu-seed")
-
-
-def harness(*args: str, timeout: float = 900, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([*HARNESS, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text())
-
-
-def runs_by_control(runs_dir: Path) -> dict[str, Path]:
-    out = {}
-    for folder in sorted(runs_dir.iterdir()):
-        if (folder / "run.json").is_file():
-            out[read_json(folder / "run.json")["control"]["name"]] = folder
-    return out
 
 
 @pytest.fixture(scope="session")

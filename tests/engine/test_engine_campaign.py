@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.finalize.attribute import attribute, read_trace
 from harness.instrument.harness_observer.contract import document_name
-from tests.engine.conftest import REPO, harness, read_json, runs_by_control
+from tests.campaign_runs import REPO, harness, read_json, runs_by_control
 
 KINDS = {"engine-core": "EngineCore", "frontend": "MainProcess", "worker": "VllmWorker-0"}
 PHASES = ("startup", "generation")
@@ -121,7 +121,11 @@ def test_the_native_log_and_the_memory_figures_it_gives(campaign_run):
         assert figures["max_concurrency"] == 8192.0
         assert figures["max_model_len"] == 128
         assert isinstance(figures["engine_init_s"], float) and figures["engine_init_s"] > 0
+        assert figures["kv_cache_gib"] == 1.0  # VLLM_CPU_KVCACHE_SPACE=1, as the log says
         assert figures["model_load_gib"] is None  # this vLLM prints no such figure on CPU
+        notes = read_json(run / "metrics.json")["notes"]
+        assert any(n["metric"] == "model_load_gib" and "did not give" in n["note"]
+                   for n in notes), notes
         tokens = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
         assert [t["tokens"] for t in tokens] == [8], name
 

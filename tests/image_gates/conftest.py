@@ -10,36 +10,16 @@ the tier never skips, because a skipped gate would look like a passing one.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.campaign_runs import REPO, harness, read_json, runs_by_control
+
 VENV_SITE = REPO / ".upstream-venv" / "lib" / "python3.11" / "site-packages"
 CAMPAIGN = REPO / "campaigns" / "image-gates.yaml"
-HARNESS = [sys.executable, "-m", "harness"]
-
-
-def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([*HARNESS, *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text())
-
-
-def runs_by_control(runs_dir: Path) -> dict[str, Path]:
-    out = {}
-    for folder in sorted(runs_dir.iterdir()):
-        if (folder / "run.json").is_file():
-            out[read_json(folder / "run.json")["control"]["name"]] = folder
-    return out
 
 
 @pytest.fixture(scope="session")

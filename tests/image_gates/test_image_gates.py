@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from harness.catalogue import GATE0_FIELD_DIFFERS, IMAGE_GATE_VERDICT
-from tests.image_gates.conftest import REPO, harness, read_json, runs_by_control
+from tests.campaign_runs import REPO, harness, read_json, runs_by_control
 
 SPARSE = "+sparse_attn_indexer"
 SECOND = "VllmConfig.__post_init__ #2"
