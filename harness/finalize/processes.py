@@ -28,7 +28,10 @@ from harness.instrument.harness_observer.contract import (
 )
 
 MAX_ROLE = 64  # a process name longer than this is not one vLLM gives
-MAX_WORKERS = 64  # more workers than one host's GPUs: not a layout the harness judges
+MAX_WORKERS = 16  # more workers than one host's GPUs: not a layout the harness judges
+TENSOR = "parallel.tensor_parallel_size"
+PIPELINE = "parallel.pipeline_parallel_size"
+PREFILL_CONTEXT = "parallel.prefill_context_parallel_size"  # vLLM 0.32 counts it in world_size
 
 
 @dataclass(frozen=True, order=True)
@@ -56,23 +59,28 @@ def _size(fields: dict[str, Any], name: str) -> int | None:
 
 def expected(startup_fields: dict[str, Any]) -> tuple[list[Process], list[str]]:
     """The processes a run must have observed, from the engine core's start-up fields:
-    the engine core, the front-end, and one worker per rank of tensor x pipeline
-    parallelism (cross-checked with `parallel.world_size` when the engine records it).
-    The second value says why the worker count cannot be read (then none is trusted)."""
-    tp = _size(startup_fields, "parallel.tensor_parallel_size")
-    pp = _size(startup_fields, "parallel.pipeline_parallel_size")
+    the engine core, the front-end, and one worker per rank of tensor x pipeline (x
+    prefill-context, where the engine has it) parallelism, vLLM's own `world_size`
+    (cross-checked with `parallel.world_size` when recorded). The second value says why
+    the worker count cannot be read (then none is trusted)."""
+    sizes = [_size(startup_fields, name) for name in (TENSOR, PIPELINE)]
+    if PREFILL_CONTEXT in startup_fields:
+        sizes.append(_size(startup_fields, PREFILL_CONTEXT))
     processes = [BOUND, Process(FRONTEND)]
-    if tp is None or pp is None or tp * pp > MAX_WORKERS:
+    workers = 1
+    for size in sizes:
+        workers = workers * size if size is not None and workers <= MAX_WORKERS else 0
+    if not 1 <= workers <= MAX_WORKERS:
         return processes, [
-            "the engine core's start-up observation gives no usable parallel."
-            "tensor_parallel_size and parallel.pipeline_parallel_size (integers, at most "
-            f"{MAX_WORKERS} workers): the workers that must have been observed are unknown"]
+            f"the engine core's start-up observation gives no usable {TENSOR} and "
+            f"{PIPELINE} (integers whose product, with {PREFILL_CONTEXT} where recorded, is "
+            f"1..{MAX_WORKERS} workers): the workers that must have been observed are unknown"]
     world = startup_fields.get("parallel.world_size")
-    if world is not None and world != tp * pp:
+    if world is not None and world != workers:
         return processes, [
-            f"parallel.world_size is {world!r}, not tensor x pipeline = {tp * pp}: the "
-            "workers that must have been observed are unknown"]
-    return processes + [Process(WORKER, rank) for rank in range(tp * pp)], []
+            f"parallel.world_size is {world!r}, not the {workers} the parallel sizes make: "
+            "the workers that must have been observed are unknown"]
+    return processes + [Process(WORKER, rank) for rank in range(workers)], []
 
 
 def kind_problems(process: Process, phase: str, doc: dict[str, Any]) -> list[str]:

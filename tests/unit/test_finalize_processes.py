@@ -108,10 +108,12 @@ def test_every_rank_of_tensor_times_pipeline_parallelism_must_be_observed():
     ({}, "no usable parallel.tensor_parallel_size"),
     ({"parallel.tensor_parallel_size": True}, "no usable"),
     ({"parallel.tensor_parallel_size": 0}, "no usable"),
-    ({"parallel.tensor_parallel_size": 65}, "no usable"),
-    ({"parallel.tensor_parallel_size": 16, "parallel.pipeline_parallel_size": 8}, "no usable"),
+    ({"parallel.tensor_parallel_size": 17}, "no usable"),
+    ({"parallel.tensor_parallel_size": 8, "parallel.pipeline_parallel_size": 4}, "no usable"),
+    ({"parallel.prefill_context_parallel_size": 0}, "no usable"),
+    ({"parallel.prefill_context_parallel_size": 2, "parallel.world_size": 1}, "not the 2"),
     ({"parallel.tensor_parallel_size": "1"}, "no usable"),
-    ({"parallel.world_size": 2}, "parallel.world_size is 2, not tensor x pipeline = 1"),
+    ({"parallel.world_size": 2}, "parallel.world_size is 2, not the 1 the parallel sizes make"),
 ])
 def test_a_layout_that_cannot_be_read_trusts_no_worker_count(fields, why):
     base = {"parallel.tensor_parallel_size": 1, "parallel.pipeline_parallel_size": 1}
@@ -127,6 +129,16 @@ def test_a_layout_that_cannot_be_read_trusts_no_worker_count(fields, why):
     verdict = judged(docs)
     assert verdict["verdict"] == "refused"
     assert verdict["refused_by"][0] == "GATE0-PROCESS-MISSING"
+
+
+def test_prefill_context_parallelism_counts_in_the_workers_as_in_vllms_world_size():
+    processes, faults = expected({"parallel.tensor_parallel_size": 2,
+                                  "parallel.pipeline_parallel_size": 1,
+                                  "parallel.prefill_context_parallel_size": 2,
+                                  "parallel.world_size": 4})
+    assert not faults
+    assert [p.label for p in processes] == ["engine-core", "frontend", "worker-0", "worker-1",
+                                            "worker-2", "worker-3"]
 
 
 def test_a_document_of_another_process_is_refused_by_kind_and_rank():
