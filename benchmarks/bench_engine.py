@@ -293,6 +293,8 @@ def run_engine(cfg: Config) -> dict[str, float]:
     if len(texts) != 1:
         cfg.notes.append(f"engine: the bare and observed workloads generated different "
                          f"texts: {sorted(texts)}")
+    cfg.notes.append(f"engine: rounds since_start_s observed {observed_age}, bare {bare_age}, "
+                     f"harness {inside}")
     ratio = pair_ratio(observed_age, bare_age)
     out = {
         "engine_observer_cost_pct": round(cost_pct(ratio), 2),
