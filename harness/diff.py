@@ -228,14 +228,15 @@ def _differences(verdict: Any) -> dict[str, dict] | None:
     return out
 
 
-def _observed(side: dict, key: str, found: dict | None) -> dict | None:
-    """One run's values of a field: its Gate-0 difference, else what its engine core
-    observed (the one pair a side loads)."""
+def _observed(side: dict, key: str, found: dict | None, entry: dict) -> dict | None:
+    """One run's values of a field: its Gate-0 difference (under `key`), else what its
+    engine core observed (the one pair a side loads) when `entry`, the difference the
+    other run found, is the engine core's or names no process."""
     if found is not None and key in found:
         return found[key]
-    process, _, field = key.rpartition(": ")
-    if process not in ("", ENGINE_CORE):
+    if entry.get("process") not in (None, ENGINE_CORE):
         return None
+    field = entry["field"]
     s, g = _dict(side.get("startup")), _dict(side.get("generation"))
     if field not in s and field not in g:
         return None
@@ -247,8 +248,9 @@ def _gate0_topic(a: dict, b: dict) -> dict:
     da, db = _differences(a.get("verdict")), _differences(b.get("verdict"))
     verdict = scalar(_dict(a.get("verdict")).get("verdict"),
                      _dict(b.get("verdict")).get("verdict"), optional=True)
-    names = sorted(set(da or {}) | set(db or {}))
-    fields = [{"field": f, "a": _observed(a, f, da), "b": _observed(b, f, db)} for f in names]
+    entries = {**(db or {}), **(da or {})}
+    fields = [{"field": key, "a": _observed(a, key, da, entry), "b": _observed(b, key, db, entry)}
+              for key, entry in sorted(entries.items())]
     only_a = sorted(set(da or {}) - set(db or {}))
     only_b = sorted(set(db or {}) - set(da or {}))
     same = None if da is None or db is None else (

@@ -278,3 +278,20 @@ def test_rerun_failed_takes_each_slots_newest_attempt_that_did_not_succeed() -> 
             _row(6, 4, 1, "accepted"), _row(7, 5, 1, "planned"), _row(8, 6, 1, "deferred"),
             _row(9, 7, 1, "refused", None)]  # no folder: nothing to rerun from
     assert [r.id for r in failed_rows(rows)] == [3, 4, 5]
+
+
+def test_a_difference_is_matched_by_its_process_and_field_never_by_its_label_text() -> None:
+    """A field name holding `: ` (the workload names fields) is still the engine core's
+    field when the verdict says so; a worker's difference has no engine-core fallback."""
+    odd = "compilation.custom_ops: evil"
+    a = refused_side()
+    a["verdict"]["differences"] = [
+        {"process": "engine-core", "field": odd, "kind": "value-changed",
+         "startup": [1], "generation": [2]},
+        {"process": "worker-0", "field": CUSTOM_OPS, "kind": "value-changed",
+         "startup": [1], "generation": [2]}]
+    b = accepted_side()
+    b["startup"], b["generation"] = {odd: [1], CUSTOM_OPS: [1]}, {odd: [1], CUSTOM_OPS: [1]}
+    fields = {f["field"]: f["b"] for f in compare(a, b)["topics"]["gate0"]["fields"]}
+    assert fields == {f"engine-core: {odd}": {"kind": None, "startup": [1], "generation": [1]},
+                      f"worker-0: {CUSTOM_OPS}": None}
