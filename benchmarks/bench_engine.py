@@ -30,7 +30,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchmarks.bench_overhead import _harness_once, _replay_argv, _stage
-from benchmarks.common import REPO, Config, Project, alternate, check, median, parse_time
+from benchmarks.common import (
+    REPO,
+    Config,
+    Project,
+    alternate,
+    check,
+    median,
+    mount_options,
+    parse_time,
+)
 from harness.instrument.harness_observer.contract import (
     ENV_ENGINE_ARGS,
     INSTRUMENT_TARGET,
@@ -63,7 +72,7 @@ def image_index(argv: list[str]) -> int:
 
 
 def _mount_target(arg: str) -> str | None:
-    parts = dict(p.split("=", 1) for p in arg.split(",") if "=" in p)
+    parts = mount_options(arg)
     return parts.get("target") or parts.get("dst") or parts.get("destination")
 
 

@@ -16,7 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import Config, Project, alternate, check, events, median, parse_time
+from benchmarks.common import (
+    Config,
+    Project,
+    alternate,
+    check,
+    events,
+    median,
+    mount_options,
+    parse_time,
+)
 from harness.instrument.harness_observer.contract import OBSERVATIONS_TARGET
 
 TRIVIAL = 'command: ["true"]\ntimeout: 1m\n'
@@ -52,7 +61,7 @@ def _replay_argv(run_dir: Path, n: int) -> list[str]:
     argv = json.loads((run_dir / "docker-vector.json").read_text())["argv"]
     argv = list(argv)
     for i, arg in enumerate(argv):
-        parts = dict(p.split("=", 1) for p in arg.split(",") if "=" in p)
+        parts = mount_options(arg)
         if argv[i - 1] == "--mount" and parts.get("target") == OBSERVATIONS_TARGET:
             scratch = run_dir.parent.parent / "replay-out" / f"{time.time_ns()}-{n}"
             scratch.mkdir(mode=0o777, parents=True)

@@ -65,6 +65,12 @@ def wall(argv: list[str], **kw) -> tuple[float, subprocess.CompletedProcess]:
     return time.perf_counter() - t0, r
 
 
+def mount_options(arg: str) -> dict[str, str]:
+    """`type=bind,source=/a,target=/b,readonly` -> {"type": "bind", "source": "/a", ...}:
+    the keyed options of one `docker run --mount` value (a bare flag has no key)."""
+    return dict(p.split("=", 1) for p in arg.split(",") if "=" in p)
+
+
 def check(r: subprocess.CompletedProcess, what: str) -> None:
     if r.returncode != 0:
         err = r.stderr.decode(errors="replace") if isinstance(r.stderr, bytes) else r.stderr
