@@ -162,6 +162,16 @@ def test_plugin_filtered_out_leaves_startup_unwritten(tmp_path):
     assert "Loading general plugin harness_observer" in r.stdout
 
 
+def test_the_driver_says_which_process_documents_are_there(tmp_path):
+    r = run_driver(tmp_path)
+    assert r.returncode == 0, r.stderr
+    said = [line.removeprefix("harness_observer: ") for line in r.stderr.splitlines()
+            if line.endswith((": written", ": MISSING"))]
+    assert said == [f"{name}: written" for name in (
+        "startup.json", "generation.json", "frontend.startup.json", "frontend.generation.json",
+        "worker-0.startup.json", "worker-0.generation.json")]
+
+
 def test_driver_rejects_bad_engine_args(tmp_path):
     for bad in ("[1]", "{", '{"worker_extension_cls": "x.Y"}', '{"model": "m"}'):
         r = run_driver(tmp_path, "--engine-args-json", bad)

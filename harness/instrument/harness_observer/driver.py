@@ -18,11 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from .contract import (
+    ENGINE_CORE,
     ENGINE_SECRET_PREFIX,
     ENV_ENGINE_ARGS,
     FRONTEND,
-    GENERATION,
-    STARTUP,
+    MAX_RANK,
+    PHASES,
+    WORKER,
     document_name,
 )
 from .plugin import EXTENSION
@@ -101,6 +103,19 @@ def observe_frontend(directory: str, llm: Any, phase: str, hook: str) -> None:
         say(f"front-end {phase} observation failed: {type(e).__name__}: {e}")
 
 
+def expected_documents(llm: Any) -> list[str]:
+    """Every process's documents, for the workload's own log: the engine core's, the
+    front-end's, and one pair per worker of vLLM's `world_size` (the finalizer decides
+    for itself which it needs; this only says what is there)."""
+    try:
+        workers = int(frontend_config(llm).parallel_config.world_size)
+    except Exception:
+        workers = 1
+    ranks = range(min(workers, MAX_RANK + 1))
+    kinds = [(ENGINE_CORE, 0), (FRONTEND, 0)] + [(WORKER, rank) for rank in ranks]
+    return [document_name(kind, phase, rank) for kind, rank in kinds for phase in PHASES]
+
+
 def process_age() -> float | None:
     """Seconds since this process started (its start time in /proc against the uptime):
     start-up to tokens, measured the same way with or without the observer (make bench)."""
@@ -148,10 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"prompt": out.prompt, "text": completion.text,
                           "tokens": len(completion.token_ids),
                           "since_start_s": process_age()}), flush=True)
-    others = sorted(n for n in os.listdir(directory)
-                    if n.endswith(".json") and n not in (STARTUP, GENERATION))
-    names = [STARTUP, GENERATION, *others]
-    for name in names:
+    for name in expected_documents(llm):
         state = "written" if os.path.exists(os.path.join(directory, name)) else "MISSING"
         say(f"{name}: {state}")
     return 0
