@@ -184,3 +184,63 @@ def test_the_per_process_verdict_does_not_change_the_pair_judge():
     verdict = judged(copy.deepcopy(docs))
     assert [{k: v for k, v in d.items() if k != "process"} for d in verdict["differences"]] \
         == pair["differences"]
+
+
+def test_the_per_process_entries_say_what_was_judged_in_each():
+    docs = layout()
+    docs[Process("worker", 0)]["generation"]["fields"]["model.dtype"] = "x"
+    del docs[Process("frontend")]["generation"]
+    verdict = judged(docs)
+    assert verdict["schema"] == "harness.verdict/v1"
+    core, front, worker = verdict["processes"]
+    assert core == {"process": "engine-core", "kind": "engine-core", "rank": 0,
+                    "name": "engine-core (EngineCore, pid 30)", "verdict": "accepted",
+                    "compared": 4, "differences": [], "reasons": []}
+    assert front == {"process": "frontend", "kind": "frontend", "rank": 0,
+                     "name": "frontend (MainProcess, pid 1)", "verdict": "refused",
+                     "reasons": ["GATE0-PROCESS-MISSING: frontend (MainProcess, pid 1): "
+                                 "observations/frontend.generation.json was not written"]}
+    assert worker["verdict"] == "refused" and worker["compared"] == 4
+    assert worker["differences"] == [{"field": "model.dtype", "kind": "value-changed",
+                                      "startup": "float32", "generation": "x",
+                                      "process": "worker-0"}]
+    assert worker["reasons"] == ["GATE0-FIELD-DIFFERS: model.dtype differs (value-changed), "
+                                 "in worker-0 (VllmWorker-0, pid 43)"]
+
+
+def test_sixteen_workers_is_the_most_a_layout_may_have():
+    processes, faults = expected({"parallel.tensor_parallel_size": 16,
+                                  "parallel.pipeline_parallel_size": 1})
+    assert not faults and processes[-1] == Process("worker", 15)
+    processes, faults = expected({"parallel.tensor_parallel_size": 4,
+                                  "parallel.pipeline_parallel_size": 4,
+                                  "parallel.prefill_context_parallel_size": 2})
+    assert faults and processes == [BOUND, Process("frontend")]
+
+
+def test_a_run_folder_with_an_unreadable_worker_document_is_refused_for_it(tmp_path):
+    """judge_run over a folder: the unreadable document's fault comes first, it is not also
+    reported missing, and the other processes are still judged."""
+    import json
+
+    from harness.finalize.observed import judge_run
+
+    obs = tmp_path / "observations"
+    obs.mkdir()
+    docs = layout()
+    for process, pair in docs.items():
+        for phase, body in pair.items():
+            (obs / process.document(phase)).write_text(json.dumps(body))
+    (obs / "worker-0.startup.json").write_text("{not json")
+    verdict = judge_run(tmp_path, pins=None)
+    assert verdict["verdict"] == "refused"
+    assert verdict["refused_by"] == ["GATE0-UNREADABLE"]
+    [reason] = verdict["reasons"]
+    assert reason.startswith(f"GATE0-UNREADABLE: {obs / 'worker-0.startup.json'}: ")
+    states = {p["process"]: p["verdict"] for p in verdict["processes"]}
+    assert states == {"engine-core": "accepted", "frontend": "accepted", "worker-0": "refused"}
+    (obs / "frontend.generation.json").write_text("[]")
+    again = judge_run(tmp_path, pins=None)
+    assert again["refused_by"] == ["GATE0-UNREADABLE"]
+    assert [r.split(": ")[1] for r in again["reasons"]] == [  # in the order judged
+        str(obs / "frontend.generation.json"), str(obs / "worker-0.startup.json")]

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from harness.finalize.attribute import attribute
+from harness.finalize.attribute import attribute, describe
 from harness.instrument.harness_observer import trace
 from harness.instrument.harness_observer.contract import MAX_RANK, document_name
 
@@ -108,3 +108,49 @@ def test_a_config_that_takes_no_mark_still_runs_and_is_counted_by_the_reader(tmp
     assert s.ops == [1]
     [enter] = [r for r in records(tmp_path) if r["event"] == "enter"]
     assert enter["ordinal"] is None
+
+
+def _trace(*middle: dict, process: object = "EngineCore") -> list[dict]:
+    base = {"pid": 28, "process": process, "config_id": 7, "time": 0.0}
+    return [{**base, "event": "change", "field": "f", "hook": None, "call": None,
+             "before": 0, "after": 1},  # before the window: not counted
+            {**base, "event": "snapshot", "label": "start", "watched": {}},
+            *({**base, **r} for r in middle),
+            {**base, "event": "snapshot", "label": "end", "watched": {}},
+            {**base, "event": "change", "field": "f", "hook": None, "call": None,
+             "before": 2, "after": 3}]  # after it: not counted
+
+
+def test_each_change_in_the_window_is_reported_whole_and_nothing_outside_it():
+    recs = _trace(
+        {"event": "enter", "hook": "H", "call": 1, "ordinal": 2},
+        {"event": "change", "field": "f", "hook": "H", "call": 1, "before": [1], "after": [1, 2],
+         "stack": ["/x/core.py:10 run", "/x/vllm.py:5 __post_init__"]},
+        {"event": "change", "field": "g", "hook": "H", "call": 1, "before": 0, "after": 1},
+        {"event": "exit", "hook": "H", "call": 1},
+        {"event": "error", "where": "w", "message": "m"},
+        {"event": "error", "where": "w", "message": "m"},
+        {"event": "change", "field": "f", "hook": None, "call": None, "before": [1, 2],
+         "after": [1, 2, 3]})
+    result = attribute(recs, "f", "start", "end")
+    assert result["found"] is True and result["errors"] == 2
+    assert result["changes"] == [
+        {"field": "f", "before": [1], "after": [1, 2], "hook": "H", "pid": 28,
+         "process": "EngineCore", "within": ["H #2"], "site": "/x/vllm.py:5 __post_init__"},
+        {"field": "f", "before": [1, 2], "after": [1, 2, 3], "hook": None, "pid": 28,
+         "process": "EngineCore", "within": [], "site": None}]
+    assert describe(result) == ("f changed in H #2\n"
+                                "f changed in no hooked call (detected at a checkpoint)")
+    assert describe(attribute(recs, "h", "start", "end")) == (
+        "h: unchanged between 'start' and 'end'")
+    assert describe(attribute(recs, "f", "start", "nowhere")) == (
+        "f: the trace has no 'start' checkpoint followed by 'nowhere'")
+    assert attribute(recs, "f", "start", "nowhere")["found"] is False
+
+
+@pytest.mark.parametrize("process", ["Engine\nCore", "", "x" * 201, 7, None])
+def test_a_process_name_that_is_not_one_is_not_reported(process):
+    recs = _trace({"event": "change", "field": "f", "hook": None, "call": None,
+                   "before": 0, "after": 1}, process=process)
+    [change] = attribute(recs, "f", "start", "end")["changes"]
+    assert change["process"] is None
