@@ -153,7 +153,9 @@ test: image browser $(if $(ENGINE_TIER),engine)
 	$(BIN)/lint-imports
 	@[ -n "$(SLURM_TIER)" ] || echo "Slurm cannot be installed here (not root, no apt-get): tests/slurm are left out"
 	@[ -n "$(ENGINE_TIER)" ] || echo "no python3.11 or docker here: the real-engine tier (tests/engine) is left out"
+	@[ -n "$(MUTATION_TIER)" ] || echo "the mutation gate is left out here (CI runs it): make mutation, or make test MUTATION_TIER=1"
 	HARNESS_SLURM=$(SLURM_TIER) HARNESS_ENGINE=$(ENGINE_TIER) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(if $(MUTATION_TIER),MUTATION_FLOOR= bash scripts/mutation.sh)
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
@@ -172,6 +174,18 @@ test-slurm: image
 lint: setup
 	$(BIN)/ruff check harness tests images scripts benchmarks
 	$(BIN)/lint-imports
+
+# The mutation gate (scripts/mutation.sh, docs/approval.md): mutmut over the Gate-0 encoder
+# and finalizer, at the kv-warmup campaign's floor (95% killed; equivalent survivors only
+# as justified in scripts/mutation-equivalent.txt). It also fails when a mutated module has
+# no selected test importing it, a mutant has no test, or a justification is stale. About
+# 6 minutes on 2 shared cores, with MUTATION_JOBS mutmut children (default 2). The last step
+# of `make test` under CI=true (or MUTATION_TIER=1), at the campaign's floor whatever
+# MUTATION_FLOOR says, so the score cannot drift unseen.
+MUTATION_TIER ?=
+ifeq ($(CI),true)
+MUTATION_TIER := 1
+endif
 
 mutation: setup
 	bash scripts/mutation.sh

@@ -202,6 +202,13 @@ REFERENCE_MISSING = _rule("REFERENCE-MISSING", "a figure the control marks `refu
 REFERENCE_OPTIONS = _rule("REFERENCE-OPTIONS", "the reference post-step's options are not "
                           "valid references", REFUSED, "reference")
 
+# -- reading a sealed run: show, diff, rerun ---------------------------------------------------
+RUN_UNSEALED = _rule("RUN-UNSEALED", "the run folder was never sealed (no SHA256SUMS): nothing "
+                     "in it is vouched for, so no command acts on it as a record", REFUSED,
+                     "record")
+RUN_NOT_INTACT = _rule("RUN-NOT-INTACT", "the run folder fails verification: a file changed, "
+                       "went missing or was added after the seal", REFUSED, "record")
+
 # -- refinalize: judging a sealed run again ----------------------------------------------------
 REFINALIZE_UNSEALED = _rule("REFINALIZE-UNSEALED", "the run folder was never sealed", REFUSED,
                             "refinalize")
@@ -217,6 +224,34 @@ IMAGE_ARCHIVE_MISMATCH = _rule("IMAGE-ARCHIVE-MISMATCH", "the --archive does not
 # -- night --------------------------------------------------------------------------------------
 ENV_DOCTOR = _rule("ENV-DOCTOR", "the doctor found the host unfit, so the run was deferred",
                    ENVIRONMENT, "night")
+
+# -- bundle: who vouches for what in an evidence bundle (bundle verify, merge, collect) ------
+BUNDLE_UNSIGNED = _rule("BUNDLE-UNSIGNED", "--allowed-signers was given and the bundle has no "
+                        "signature: no listed signer vouches for the bag's bytes", REFUSED,
+                        "bundle")
+BUNDLE_SIGNATURE_STRIPPED = _rule("BUNDLE-SIGNATURE-STRIPPED", "the bundle's bag-info.txt says "
+                                  "it was signed and its signature file is gone: a stripped "
+                                  "signature is a refusal, never a downgrade to unsigned",
+                                  REFUSED, "bundle")
+BUNDLE_BAD_SIGNATURE = _rule("BUNDLE-BAD-SIGNATURE", "the bundle's signature is not a good "
+                             "signature of its tag manifest, in harness-evidence, by a signer "
+                             "--allowed-signers lists", REFUSED, "bundle")
+BUNDLE_SIGNATURE_UNCHECKED = _rule("BUNDLE-SIGNATURE-UNCHECKED", "the bundle is signed and no "
+                                   "--allowed-signers was given: an unchecked signature proves "
+                                   "nothing", REFUSED, "bundle")
+BUNDLE_APPROVAL_UNSIGNED = _rule("BUNDLE-APPROVAL-UNSIGNED", "--allowed-signers was given and "
+                                 "an approval the bundle carries has no .sig: the bundle's own "
+                                 "signature cannot vouch for the reviewer", REFUSED, "bundle")
+BUNDLE_APPROVAL_SIGNATURE = _rule("BUNDLE-APPROVAL-SIGNATURE", "a carried approval's .sig is "
+                                  "not a good signature of its bytes, in harness-approval@v1, "
+                                  "by a signer --allowed-signers lists for approvals", REFUSED,
+                                  "bundle")
+BUNDLE_DROP_NAME = _rule("BUNDLE-DROP-NAME", "a file in the drop's bundles/ is not a regular "
+                         "file named <run-id>.tar.gz: it is named for no run, so nothing of "
+                         "it is placed", REFUSED, "bundle")
+BUNDLE_DROP_OTHER_RUN = _rule("BUNDLE-DROP-OTHER-RUN", "a drop bundle named for run R holds "
+                              "anything but run R (another run, or R and more): nothing of it "
+                              "is placed", REFUSED, "bundle")
 
 # -- slurm: a night whose controls run as Slurm jobs (harness night --executor slurm) --------
 ENV_SLURM_SUBMIT = _rule("ENV-SLURM-SUBMIT", "sbatch refused the job (partition, account, "
@@ -268,6 +303,20 @@ APPROVAL_GATES_FAILED = _rule("APPROVAL-GATES-FAILED", "the gate record shows a 
                               REFUSED, "approval")
 APPROVAL_GATES_OTHER_SEAL = _rule("APPROVAL-GATES-OTHER-SEAL", "the gate record was made for "
                                   "another source seal or campaign", REFUSED, "approval")
+APPROVAL_GATES_DIRTY = _rule("APPROVAL-GATES-DIRTY", "the gate record's gates did not run "
+                             "from a checkout clean at one commit (a sealed file untracked, "
+                             "git-ignored, outside the checkout or changed, or another path "
+                             "changed), or the record predates that check", REFUSED, "approval")
+APPROVAL_GATES_OTHER_COMMIT = _rule("APPROVAL-GATES-OTHER-COMMIT", "the gate record's gates ran "
+                                    "from another commit than the one approved", REFUSED,
+                                    "approval")
+PROVENANCE_DIRTY = _rule("PROVENANCE-DIRTY", "under require_approval, the run's checkout is not "
+                         "clean at its commit (a sealed file untracked, git-ignored, outside "
+                         "the checkout or changed, or another path changed): what runs must be "
+                         "what was approved", REFUSED, "approval")
+APPROVAL_UNSEALED_MOUNT = _rule("APPROVAL-UNSEALED-MOUNT", "under require_approval, a control "
+                                "mounts a read-only folder marked `sealed: false`, whose bytes "
+                                "no approval covers", REFUSED, "approval")
 
 
 def markdown() -> str:

@@ -1,8 +1,9 @@
 """What differs between two runs, as one stable document (`harness diff`).
 
-`load_side` is the thin shell: it reads a run folder's evidence, each file bounded and
-tolerant (run.json through the one reader, strict: exit 2 when it is not a run record;
-anything else unreadable becomes a note and that topic is not compared). `compare` is pure:
+`load_side` is the thin shell: it reads a sealed run folder's evidence through the one
+verified reader (`runfolder.sealed`: exit 1 for a folder never sealed or failing
+verification, exit 2 when run.json is not a run record), each other file bounded and
+tolerant (anything unreadable becomes a note and that topic is not compared). `compare` is pure:
 two sides in, the document out, so it is tested over dict fixtures, v1 records included.
 
 Every value comes from a run folder and is hostile: it is kept as the JSON value it is
@@ -30,6 +31,7 @@ from harness.instrument.harness_observer.contract import ENGINE_CORE, ENV_ENGINE
 from harness.readfile import InputError, read_text_bounded
 from harness.runfolder import layout
 from harness.runfolder import record as run_record
+from harness.runfolder.sealed import read_record
 from harness.seal import seal_digest
 
 SCHEMA = "harness.diff/v1"
@@ -84,11 +86,13 @@ def _fields(path: Path, notes: list[str]) -> dict | None:
 
 
 def load_side(run_dir: Path) -> dict:
-    """Everything `compare` needs from one run folder. InvalidInput (exit 2) when run.json
-    is not a readable run record; every other file is optional."""
+    """Everything `compare` needs from one sealed run folder, read through the one verified
+    reader (Refused, exit 1, when the folder was never sealed or fails verification; so
+    every file read below is one the seal vouches for); InvalidInput (exit 2) when run.json
+    is not a run record. Every other file is optional."""
     run_dir = Path(run_dir)
     notes: list[str] = []
-    side = {"dir": str(run_dir), "record": run_record.load(run_dir, loads), "notes": notes}
+    side = {"dir": str(run_dir), "record": read_record(run_dir, loads).raw, "notes": notes}
     side["preflight"] = read_json(run_dir / layout.PREFLIGHT, "preflight record", notes)
     side["vector"] = read_json(run_dir / layout.VECTOR, "docker vector", notes)
     side["metrics"] = read_json(run_dir / layout.METRICS, "metrics", notes)

@@ -6,6 +6,7 @@ outcome means.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import select
@@ -22,14 +23,11 @@ from harness import engine, witness
 from harness.atomic import write_json
 from harness.logs import Pump
 from harness.runfolder import layout
+from harness.signals import Interrupted, on_second_interrupt
 from harness.timeutil import utc_now
 from harness.vector import Vector
 
 CIDFILE_WAIT_S = 60.0
-
-
-class Interrupted(BaseException):
-    """Raised in the main thread by a SIGTERM/SIGINT handler: stop the container, seal."""
 
 
 @dataclass
@@ -89,6 +87,39 @@ def stop_container(cid: str, grace: float) -> str:
     return "stopped"
 
 
+def _kill_quietly(cid: str) -> None:
+    with contextlib.suppress(Exception):  # gone, or the engine busy: the stop goes on anyway
+        engine.client().api.kill(cid)
+
+
+def stop_interrupted(cid: str | None, grace: float) -> str:
+    """Stop the container of an interrupted run; a second Ctrl-C meanwhile kills it at
+    once (from a thread: the handler must not block) instead of waiting out `grace`."""
+    if not cid:
+        return "no container"
+    hurried: list[bool] = []
+
+    def kill_now() -> None:
+        hurried.append(True)
+        threading.Thread(target=_kill_quietly, args=(cid,), daemon=True).start()
+
+    with on_second_interrupt(kill_now):
+        how = stop_container(cid, grace)
+    return how + (" (killed at once: a second interrupt)" if hurried else "")
+
+
+def _interrupted(out: Outcome, signal: str, cid: str | None, grace: float,
+                 on_interrupt: Callable[[str, str | None], None] | None) -> str | None:
+    """Record the interruption, say so, stop the container. `cid` was read again if the
+    signal came before docker had named it: a container created meanwhile is stopped too,
+    never left running beside a released lock."""
+    out.interrupted, out.container_id = True, cid
+    if on_interrupt:
+        on_interrupt(signal, cid)
+    out.notes.append(f"interrupted: {stop_interrupted(cid, grace)}")
+    return cid
+
+
 def _wait_exit(proc: subprocess.Popen, cid: str | None, out: Outcome, *, deadline: float,
                timeout: float, grace: float) -> None:
     """Wait for the launcher to exit; past the deadline stop the container. The wait wakes
@@ -122,9 +153,12 @@ def _pidfd(pid: int) -> int | None:
 
 
 def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
-        on_started: Callable[[str], None] | None = None) -> Outcome:
+        on_started: Callable[[str], None] | None = None,
+        on_interrupt: Callable[[str, str | None], None] | None = None) -> Outcome:
     """Launch, witness, stream, wait. Writes each witness's file (harness.witness) and
-    logs/; returns the measured outcome (the caller writes outcome.json)."""
+    logs/; returns the measured outcome (the caller writes outcome.json). On a stop
+    signal `on_interrupt(signal, container id)` is told before the container is stopped,
+    so a person learns at once what the harness is doing."""
     out = Outcome()
     logs = run_dir / layout.LOGS
     logs.mkdir(exist_ok=True)
@@ -157,9 +191,9 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
         else:
             out.notes.append("no container id: docker run failed before creating it")
         _wait_exit(proc, cid, out, deadline=t0 + timeout, timeout=timeout, grace=grace)
-    except Interrupted:
-        out.interrupted = True
-        out.notes.append("interrupted: " + (stop_container(cid, grace) if cid else "no container"))
+    except Interrupted as e:
+        cid = _interrupted(out, str(e), cid or _wait_cid(cidfile, proc, CIDFILE_WAIT_S),
+                           grace, on_interrupt)
     finally:
         try:
             out.launcher_exit = proc.wait(timeout=grace + 30)

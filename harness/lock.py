@@ -51,6 +51,7 @@ POLL_S = 0.5
 _SPIN_S = 0.05  # how often a waiting try_acquire retries the flock
 HOLDER_LIMIT = 64 * 1024  # a real record is ~300 bytes
 FIELD_MAX = 160  # characters of one record field shown to a person
+START_TOLERANCE_S = 0.01  # how far two readings of one process's start time may differ
 TEXT_FIELDS = ("host", "user", "run_id", "since", "kind", "campaign", "night_dir", "run_dir")
 _OPEN_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SYMLINK = "it is a symlink (never followed: it could point at anyone's file)"
@@ -117,9 +118,15 @@ def _alive(rec: dict) -> bool:
     """Both pid and start time must match: a recycled pid is not the holder."""
     if "pid" not in rec or "pid_create_time" not in rec:
         return False
+    return pid_alive(rec["pid"], rec["pid_create_time"])
+
+
+def pid_alive(pid: int, created: float) -> bool:
+    """Is `pid` still the process that started at `created` (psutil's create time), not
+    a later process that reused its number? The one answer for holder records and for
+    the launcher a container's labels name."""
     try:
-        proc = psutil.Process(rec["pid"])
-        return abs(proc.create_time() - rec["pid_create_time"]) < 0.01
+        return abs(psutil.Process(pid).create_time() - created) < START_TOLERANCE_S
     except (psutil.Error, ValueError, TypeError, OverflowError):
         return False
 

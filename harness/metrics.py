@@ -50,6 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from harness import bounds
+from harness.bounds import BadText
+
 SCHEMA = "harness.metrics/v1"
 MAX_LINE_BYTES = 64 * 1024  # the lines we want are short; a longer line is cut, not buffered
 CHUNK_BYTES = 256 * 1024
@@ -107,15 +110,12 @@ _NUM = r"(-?[0-9]+(?:\.[0-9]+)?)"
 _INT = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"
 
 
-class Unparsed(ValueError):
+class Unparsed(BadText):
     """A matched number that is not a usable metric value; the message says why."""
 
 
 def _bounded(text: str) -> str:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise Unparsed(f"a {len(text)}-character number, over the {MAX_NUMBER_CHARS} "
-                       "character bound")
-    return text
+    return bounds.short(text, "number", MAX_NUMBER_CHARS)
 
 
 def _int(text: str) -> int:
@@ -214,7 +214,7 @@ class MetricsParser:
                         value = convert(raw)
                     except (ValueError, OverflowError) as e:
                         self.occurrences[name] = self.occurrences.get(name, 0) + 1
-                        self.note(name, where, str(e) if isinstance(e, Unparsed)
+                        self.note(name, where, str(e) if isinstance(e, BadText)
                                   else f"{type(e).__name__} converting a {len(raw)}-character "
                                        "number")
                         continue

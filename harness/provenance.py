@@ -11,12 +11,14 @@ filter driver (which `git status` may run on a changed file) is not asked for it
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import selectors
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_CHANGED = 200  # paths kept in "changed"; "changed_total" counts them all
@@ -107,7 +109,10 @@ def _drain(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes, str |
 
 def _git(git: str, project_dir: Path, *args: str) -> tuple[int | None, bytes, str]:
     """(exit status or None when stopped, stdout, first line of stderr or why stopped)."""
+    # core.excludesFile=/dev/null: only the repository's committed .gitignore files may hide
+    # a path from `git status`, never the user's global excludes (info/exclude: clean_at)
     argv = [git, "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+            "-c", "core.excludesFile=/dev/null",
             "--no-optional-locks", "-C", os.fspath(project_dir), *args]
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -166,3 +171,187 @@ def _status(git: str, project_dir: Path, state: dict) -> dict:
         return state
     state.update(dirty=total > 0, changed=changed, changed_total=total)
     return state
+
+
+# ---- "clean at commit X": every sealed byte is in commit X ---------------------------------
+
+MAX_PROBLEMS = 20  # problems named in a CleanCheck; `problems_total` counts them all
+APPROVALS_PREFIX = "approvals/"  # new approvals are committed after the review: never dirty
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """One file of the HEAD tree, as `git ls-tree` lists it."""
+
+    mode: str  # "100644", "100755", "120000" (a symlink), "160000" (a submodule)
+    oid: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """One sealed file as the host has it: where it lies in the checkout (None: outside it),
+    whether the name is a symlink, and its bytes (None: unreadable, with why)."""
+
+    label: str
+    rel: str | None
+    is_link: bool = False
+    data: bytes | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class CleanCheck:
+    """Whether every sealed file is tracked in HEAD with the same bytes and nothing else in
+    the checkout is changed or untracked (approvals/ aside); `commit` is HEAD."""
+
+    commit: str | None
+    clean: bool
+    problems: tuple[str, ...]
+    problems_total: int
+
+    def as_dict(self) -> dict:
+        return {"commit": self.commit, "clean": self.clean, "problems": list(self.problems),
+                "problems_total": self.problems_total}
+
+
+def blob_id(data: bytes, object_format: str = "sha1") -> str:
+    """Pure: git's object name of a blob holding `data` (what `git hash-object` prints)."""
+    algo = hashlib.sha256 if object_format == "sha256" else hashlib.sha1
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def parse_tree(data: bytes) -> dict[str, Tracked]:
+    """Pure: `git ls-tree -r -z --full-tree HEAD` as path -> Tracked; GitOutputError for
+    anything that is not such a listing."""
+    out: dict[str, Tracked] = {}
+    entries = data.split(b"\0")
+    if entries[-1] != b"":
+        raise GitOutputError("the tree listing does not end with a NUL")
+    for entry in entries[:-1]:
+        head, tab, path = entry.partition(b"\t")
+        parts = head.split(b" ")
+        if not tab or len(parts) != 3 or not _HEX.fullmatch(parts[2]) or not path:
+            raise GitOutputError(f"not a tree entry: {entry[:80]!r}")
+        out[path.decode("utf-8", "backslashreplace")] = Tracked(parts[0].decode("ascii",
+                                                                  "replace"), parts[2].decode())
+    return out
+
+
+def file_problems(tree: dict[str, Tracked], found: list[Found],
+                  object_format: str = "sha1") -> list[str]:
+    """Pure: why each sealed file is not the same bytes in the HEAD tree ([] when all are)."""
+    out = []
+    for f in found:
+        if f.rel is None:
+            out.append(f"{f.label}: outside the checkout, so in no commit")
+        elif f.is_link:
+            out.append(f"{f.rel}: a symlink (the seal holds its target's bytes, git its link)")
+        elif f.data is None:
+            out.append(f"{f.rel}: unreadable ({f.why})")
+        elif f.rel not in tree:
+            out.append(f"{f.rel}: not tracked in HEAD (untracked or git-ignored)")
+        elif tree[f.rel].mode not in ("100644", "100755"):
+            out.append(f"{f.rel}: not a plain file in HEAD (mode {tree[f.rel].mode})")
+        elif tree[f.rel].oid != blob_id(f.data, object_format):
+            out.append(f"{f.rel}: differs from HEAD")
+    return out
+
+
+def status_problems(changed: list[str], total: int, sealed: frozenset[str] = frozenset()
+                    ) -> list[str]:
+    """Pure: the changed or untracked paths `git status` listed, approvals/ and the sealed
+    files (named by `file_problems`) aside; paths it did not list (over MAX_CHANGED) count
+    as changes too."""
+    shown = [p for p in changed if not p.startswith(APPROVALS_PREFIX) and p not in sealed]
+    out = [f"{p}: changed or untracked in the checkout" for p in shown]
+    if total > len(changed):
+        out.append(f"{total - len(changed)} more changed path(s) not listed")
+    return out
+
+
+def hidden_entries(data: bytes) -> list[str]:
+    """Pure: the paths `git ls-files -v -z` marks assume-unchanged (a lowercase tag) or
+    skip-worktree (S): `git status` never looks at their bytes, so a stubbed test there
+    reads as clean."""
+    out = []
+    for entry in data.split(b"\0"):
+        tag, _, path = entry.partition(b" ")
+        if len(tag) == 1 and (tag.islower() or tag == b"S") and path:
+            out.append(path.decode("utf-8", "backslashreplace"))
+    return sorted(out)
+
+
+def exclude_lines(data: bytes) -> list[str]:
+    """Pure: the patterns of an info/exclude file (comments and blank lines aside): paths
+    it hides from `git status` were never committed for a reviewer to see."""
+    lines = (line.strip() for line in data.decode("utf-8", "replace").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def _hidden(git: str, project_dir: Path) -> list[str]:
+    """Paths of the checkout that `git status` would not show as changed or untracked
+    although no committed .gitignore says so."""
+    rc, out, msg = _git(git, project_dir, "ls-files", "-v", "-z")
+    problems = ([f"{p}: marked assume-unchanged or skip-worktree, so git status does not "
+                 "look at it" for p in hidden_entries(out)] if rc == 0
+                else [f"git ls-files: {msg}"])
+    rc, out, _ = _git(git, project_dir, "rev-parse", "--git-path", "info/exclude")
+    path = Path(project_dir, out.decode("utf-8", "surrogateescape").strip("\n"))
+    try:
+        patterns = exclude_lines(path.read_bytes()[:MAX_OUTPUT]) if rc == 0 else []
+    except OSError:
+        patterns = []
+    return problems + [f"info/exclude hides {p!r} from git status (only a committed "
+                       ".gitignore may)" for p in patterns[:5]]
+
+
+def _found(top: Path, label: str, path: Path) -> Found:
+    real = Path(os.path.realpath(path.parent)) / path.name  # the name itself never resolved
+    if not real.is_relative_to(top):
+        return Found(label, None)
+    rel = real.relative_to(top).as_posix()
+    if os.path.islink(real):
+        return Found(label, rel, is_link=True)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        return Found(label, rel, why=e.strerror or str(e))
+    with os.fdopen(fd, "rb") as f:
+        return Found(label, rel, data=f.read())
+
+
+def _tree(git: str, project_dir: Path) -> tuple[Path, dict[str, Tracked], str] | str:
+    """(the work tree's top, HEAD's files, object format), or why git cannot tell."""
+    rc, out, msg = _git(git, project_dir, "rev-parse", "--show-toplevel")
+    if rc != 0:
+        return f"git rev-parse --show-toplevel: {msg}"
+    top = Path(os.path.realpath(out.decode("utf-8", "surrogateescape").strip("\n")))
+    rc, fmt, _ = _git(git, project_dir, "rev-parse", "--show-object-format")
+    rc_tree, listing, msg = _git(git, project_dir, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+    if rc_tree != 0:
+        return f"git ls-tree: {msg}"
+    try:
+        return top, parse_tree(listing), fmt.decode().strip() if rc == 0 else "sha1"
+    except GitOutputError as e:
+        return f"git ls-tree: {e}"
+
+
+def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
+    """Is every file in `files` (label -> path: the source seal's own list) tracked in HEAD
+    with the same bytes, and the rest of the checkout unchanged? `git status` alone never
+    lists a git-ignored file or one outside the repository; the seal's list does."""
+    state = git_state(project_dir)
+    git = shutil.which("git")
+    if state["error"] or git is None or not isinstance(state["commit"], str):
+        why = state["error"] or "no commit"
+        return CleanCheck(state["commit"], False, (f"git cannot tell: {why}",), 1)
+    listed = _tree(git, project_dir)
+    if isinstance(listed, str):
+        return CleanCheck(state["commit"], False, (f"git cannot tell: {listed}",), 1)
+    top, tree, fmt = listed
+    found = [_found(top, label, Path(os.path.abspath(p))) for label, p in sorted(files.items())]
+    sealed = frozenset(f.rel for f in found if f.rel is not None)
+    problems = status_problems(state["changed"], state["changed_total"], sealed)
+    problems += _hidden(git, project_dir) + file_problems(tree, found, fmt)
+    return CleanCheck(state["commit"], not problems, tuple(problems[:MAX_PROBLEMS]),
+                      len(problems))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.config.checkout import checkout, inside
 from harness.config.loader import Loaded, require_campaign
 from harness.diff import file_changes, read_json, seal_files
 from harness.driver.drive import run_one
@@ -29,9 +30,10 @@ from harness.errors import HarnessError, InvalidInput
 from harness.night.journal import JOURNAL_NAME, Journal, Row, latest_attempts
 from harness.night.nightlock import NightLock
 from harness.runfolder import record as run_record
-from harness.runfolder.layout import PREFLIGHT, RECORD, SUMS
+from harness.runfolder.layout import PREFLIGHT, RECORD
 from harness.runfolder.record import RunRecord
 from harness.runfolder.reruns import INDEX
+from harness.runfolder.sealed import read_record
 from harness.seal import SourceSeal, source_seal
 from harness.timeutil import utc_now
 from harness.ui import Reporter
@@ -123,12 +125,23 @@ def seal_lines(plan: RerunPlan) -> list[str]:
 
 
 def read_original(run_dir: Path) -> RunRecord:
-    record = run_record.read(run_dir)
-    if not record.run_id:
-        raise InvalidInput(f"{run_dir}/{RECORD}: not a run record")
-    if not (run_dir / SUMS).is_file():
-        raise InvalidInput(f"{run_dir} is not sealed (no {SUMS}); only a finished run is rerun")
-    return record
+    """The original's record through the one verified reader: a run folder never sealed or
+    failing verification is refused (exit 1), so an edited run.json never chooses what a
+    rerun runs."""
+    return read_record(run_dir)
+
+
+def campaign_of(run_dir: Path, original: RunRecord, root: Path) -> Path:
+    """The campaign file the original's record names, which must lie inside the checkout
+    `root` (InvalidInput otherwise): a record names files, it never widens what may run."""
+    named = (original.campaign or {}).get("file")
+    if not named:
+        raise InvalidInput(f"{run_dir}/{RECORD} names no campaign file")
+    if not inside(Path(named), root):
+        raise InvalidInput(f"{run_dir}/{RECORD} names campaign {named!r}, outside the checkout "
+                           f"{root}: a rerun runs only the checkout's campaigns (run it from "
+                           "the checkout that holds the campaign, or name one with --campaign)")
+    return Path(named)
 
 
 def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
@@ -138,10 +151,10 @@ def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
     row belong beside the real folder, never beside the link."""
     run_dir = Path(os.path.realpath(run_dir))
     original = read_original(run_dir)
-    camp_file = str(campaign) if campaign else (original.campaign or {}).get("file")
+    camp_file = campaign or campaign_of(run_dir, original, checkout())
     control_name = (original.control or {}).get("name")
-    if not camp_file or not control_name:
-        raise InvalidInput(f"{run_dir}/{RECORD} names no campaign file or control")
+    if not control_name:
+        raise InvalidInput(f"{run_dir}/{RECORD} names no control")
     loaded = require_campaign(Path(camp_file))
     if control_name not in loaded.controls:
         raise InvalidInput(f"campaign {camp_file} no longer has control {control_name!r}")

@@ -2,18 +2,25 @@
 
 Everything here only reads: the holder records beside the locks, the engine's container
 list (by the `org.harness.run-id` label) and the latest night's journal, read-only.
+
+A running harness container whose launcher (the pid, start time and host its labels name)
+is gone is using the GPU with nobody holding the lock for it: the kernel freed the flock
+when that harness died, so the lock alone would read "free". Such a container is flagged
+"GPU in use without the lock" (`orphaned`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import vector
 from harness.errors import HarnessError
-from harness.lock import FIELD_MAX, clean_text, describe_holder, is_free, read_holder
+from harness.lock import FIELD_MAX, clean_text, describe_holder, is_free, pid_alive, read_holder
 from harness.night.folders import latest_night
 from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
 from harness.night.nightlock import describe, read_night_holder
@@ -36,11 +43,15 @@ def lock_state(lock_path: Path) -> dict:
 
 # One JSON object per container, built by docker's own template (`json` quotes each value,
 # so a label holding a quote, a comma or a control character stays one value).
-LABELS = {"run_id": "run-id", "campaign": "campaign", "control": "control", "lock": "lock"}
+LABELS = {"run_id": "run-id", "campaign": "campaign", "control": "control", "lock": "lock",
+          "device": "device"}
+LAUNCHER = {vector.LAUNCHER_PID: "launcher_pid", vector.LAUNCHER_STARTED: "launcher_started",
+            vector.LAUNCHER_HOST: "launcher_host"}
 PS_FORMAT = "{" + ",".join(
     ['"id":{{json .ID}}', '"names":{{json .Names}}', '"status":{{json .Status}}']
     + [f'"{key}":{{{{json (.Label "{vector.LABEL_PREFIX}.{label}")}}}}'
-       for key, label in LABELS.items()]) + "}"
+       for key, label in LABELS.items()]
+    + [f'"{key}":{{{{json (.Label "{label}")}}}}' for label, key in LAUNCHER.items()]) + "}"
 PS_TIMEOUT_S = 20.0
 _RUN_LABEL = f"label={vector.LABEL_PREFIX}.run-id"
 
@@ -73,9 +84,28 @@ def _container(line: str) -> dict:
     if not isinstance(doc, dict):
         doc = {}
     names = str(doc.get("names") or "?")
+    launcher = vector.launcher_of({label: doc.get(key) for label, key in LAUNCHER.items()})
     return {"id": str(doc.get("id") or "?"), "name": names.split(",")[0],
             "status": doc.get("status"),
-            **{key: (doc.get(key) or None) for key in LABELS}}
+            **{key: (doc.get(key) or None) for key in LABELS},
+            "launcher": None if launcher is None else dict(zip(("pid", "started", "host"),
+                                                               launcher, strict=True))}
+
+
+def orphaned(container: dict, host: str,
+             alive: Callable[[int, float], bool] = pid_alive) -> bool:
+    """Is this running container's launcher, on this host, gone? A launcher on another
+    host, or labels that name none, cannot be judged from here: not flagged."""
+    who = container.get("launcher")
+    if not who or who["host"] != host:
+        return False
+    return not alive(who["pid"], who["started"])
+
+
+def on_lock(container: dict, lock_path: Path) -> bool:
+    """Does this container use the GPU `lock_path` guards (any rocm container does)?"""
+    return container.get("lock") == os.path.abspath(lock_path) or \
+        container.get("device") == "rocm"
 
 
 def night_state(night_dir: Path, night_holder: dict | None) -> dict:
@@ -111,9 +141,21 @@ def current_night(runs_dir: Path, night_holder: dict | None) -> Path | None:
 def gather(runs_dir: Path, lock_path: Path) -> dict:
     lock = lock_state(lock_path)
     found, engine_error = containers()
+    host = socket.gethostname()
+    for c in found:
+        c["orphaned"] = orphaned(c, host)
+        c["on_lock"] = on_lock(c, lock_path)
     night_dir = current_night(runs_dir, lock["night_holder"])
     return {"lock": lock, "containers": found, "engine_error": engine_error,
             "night": night_state(night_dir, lock["night_holder"]) if night_dir else None}
+
+
+def without_lock(c: dict) -> str:
+    """Why a flagged container runs unguarded, and what the next run will do about it."""
+    who = c["launcher"]
+    return (f"its launcher, pid {who['pid']} on {inert(who['host'])}, is gone; the next run on "
+            "its lock refuses to launch beside it (ENV-ORPHAN-CONTAINER) until it exits or "
+            f"is stopped (docker stop {inert(c['id'][:12])})")
 
 
 def render(status: dict) -> list[str]:
@@ -123,6 +165,8 @@ def render(status: dict) -> list[str]:
         state = f"unusable ({lock['problem']})"
     else:
         state = "free" if not lock["held"] else f"held by {describe_holder(lock['holder'])}"
+    if any(c.get("orphaned") and c.get("on_lock") for c in status["containers"]):
+        state += ", but the GPU is in use without the lock (a container below)"
     out = [f"GPU lock {inert(lock['path'])}: {state}"]
     if not lock["held"] and lock["holder"] and not lock["holder"].get("alive"):
         out.append(f"  (stale holder record: {describe_holder(lock['holder'])})")
@@ -135,6 +179,8 @@ def render(status: dict) -> list[str]:
     for c in status["containers"]:
         out.append(f"container {inert(c['id'])} {inert(c['name'])}: run {inert(c['run_id'])} "
                    f"({inert(c['campaign'])}/{inert(c['control'])}), {inert(c['status'])}")
+        if c.get("orphaned"):
+            out.append(f"  GPU in use without the lock: {without_lock(c)}")
     night = status["night"]
     if night is None:
         named = nh.get("night_dir") if nh and nh.get("alive") else None

@@ -1,7 +1,9 @@
 """How progress reaches a person: a live display on a terminal, JSON lines otherwise.
 
 Unattended runs (cron, systemd) get one JSON object per event on stderr, which journald
-and log shippers keep; a terminal gets readable lines and a waiting spinner. A readable
+and log shippers keep; a terminal gets readable lines and a waiting spinner. Either way
+it is written best effort (`harness.terminal`): a reader that went away or a terminal
+that hung up never reaches the run. A readable
 line is a sentence (`sentence`): no Python reprs, no `key=value`, seconds rounded; the
 exact values stay in the JSON form.
 """
@@ -13,6 +15,7 @@ import sys
 import time
 
 from harness.lock import clean_text, describe_holder
+from harness.terminal import best_effort, isatty
 from harness.timeutil import utc_now
 
 # One sentence per known event; `{name}` is the field, already made readable by `human`.
@@ -32,7 +35,7 @@ SENTENCES = {
     "mounts-sanitized": "read-write mounts cleaned after the run: {reasons}",
     "orphan-removed": "removed container {id} left by run {run_id} (exit {exit_code})",
     "error": "stage {stage} failed: {error}",
-    "interrupted": "interrupted by {signal}",
+    "interrupted": "interrupted by {signal}{doing}{again}",
     "recovered": "recovered {dir} as {status}",
     "recovery-deferred": "not recovering {dir} yet: {why}",
     "stop-policy": "stop policy {policy}: stopping after a {status} run",
@@ -46,7 +49,7 @@ SENTENCES = {
     "summary-failed": "the morning summary was not written: {error}",
 }
 # Optional parts: shown (in this form) only when the field is there and not empty or false.
-OPTIONAL = {"sealed": {"reasons": ": {}"},
+OPTIONAL = {"sealed": {"reasons": ": {}"}, "interrupted": {"doing": ": {}", "again": "; {}"},
             "night-start": {"resumed": " (resumed)", "deadline": ", until {}"}}
 
 
@@ -94,7 +97,7 @@ class Reporter:
     """Plain JSON lines: the unattended form."""
 
     def __init__(self, stream=None) -> None:
-        self.stream = stream or sys.stderr
+        self.stream = best_effort(stream or sys.stderr)
         self._last_wait = 0.0
 
     def event(self, kind: str, **fields: object) -> None:
@@ -120,7 +123,7 @@ class TerminalReporter(Reporter):
         from rich.console import Console
         from rich.markup import escape
 
-        self.console, self._escape = Console(stderr=True), escape
+        self.console, self._escape = Console(file=self.stream), escape
         self._status = None
 
     def event(self, kind: str, **fields: object) -> None:
@@ -149,5 +152,5 @@ class TerminalReporter(Reporter):
 
 def reporter(json_lines: bool | None = None) -> Reporter:
     if json_lines is None:
-        json_lines = not sys.stderr.isatty()
+        json_lines = not isatty(sys.stderr)
     return Reporter() if json_lines else TerminalReporter()

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import bounds
+from harness.bounds import BadText
 from harness.catalogue import ENV_GPU_MAP, MOUNT_UNSAFE_PATH
 from harness.config.gpumap import node_problem
 from harness.errors import InvalidInput
@@ -39,6 +41,11 @@ if TYPE_CHECKING:
 LABEL_PREFIX = "org.harness"
 RULE_UNSAFE_MOUNT = MOUNT_UNSAFE_PATH
 SLURM_JOB_LABEL = f"{LABEL_PREFIX}.slurm-job"
+# Who launched a container (`labels`: from `VectorInput.launcher`), read back by the orphan
+# reaper and by `harness status`: is the harness that holds the lock for it still there?
+LAUNCHER_PID = f"{LABEL_PREFIX}.launcher-pid"
+LAUNCHER_STARTED = f"{LABEL_PREFIX}.launcher-started"
+LAUNCHER_HOST = f"{LABEL_PREFIX}.launcher-host"
 # An engine value whose key looks secret becomes {SECRET_REF: "<env name>"}; the in-container
 # driver reads the value (JSON) from that env var, which docker gets by name only.
 SECRET_REF = "$harness_secret_env"
@@ -122,6 +129,20 @@ def labels(inp: VectorInput) -> dict[str, str]:
     if inp.slurm_job is not None:  # scripts/slurm-epilog.sh stops containers by this label
         out[SLURM_JOB_LABEL] = inp.slurm_job
     return out
+
+
+def launcher_of(container_labels: dict) -> tuple[int, float, str] | None:
+    """(pid, start time, host) of the harness that launched a container, from its labels
+    (`labels`); None when they are missing or not what a harness writes (labels are
+    anyone's who can reach the engine: bounded, ASCII, finite). Pure."""
+    try:
+        return (bounds.parse_int(container_labels[LAUNCHER_PID], "a launcher pid",
+                                 max_digits=10),
+                bounds.parse_decimal(container_labels[LAUNCHER_STARTED],
+                                     "a launcher start time"),
+                str(container_labels[LAUNCHER_HOST]))
+    except (KeyError, BadText):
+        return None
 
 
 def container_name(run_id: str) -> str:

@@ -1,4 +1,5 @@
-"""The run-time check: under `require_approval: true`, a run needs an approval of its seal.
+"""The run-time check: under `require_approval: true`, a run needs an approval of its seal,
+and what it executes must be what was approved (`what_runs`).
 
 Called by the preflight stage (before the lock), so a refused run is sealed `refused` with
 the rule. Everything read here is hostile: approval files are read bounded, never through
@@ -27,10 +28,19 @@ from harness.approval.record import (
     pins_of,
 )
 from harness.approval.sign import verify
-from harness.catalogue import APPROVAL_INVALID, APPROVAL_SIGNATURE, ENV_ERROR, SEAL_NOT_APPROVED
+from harness.catalogue import (
+    APPROVAL_INVALID,
+    APPROVAL_SIGNATURE,
+    APPROVAL_UNSEALED_MOUNT,
+    ENV_ERROR,
+    PROVENANCE_DIRTY,
+    SEAL_NOT_APPROVED,
+)
 from harness.config.loader import Loaded
 from harness.errors import EnvironmentFault, HarnessError
+from harness.provenance import clean_at
 from harness.readfile import InputError, read_bounded
+from harness.seal import source_files
 from harness.tree import printable
 from harness.verdict import Reason
 
@@ -95,8 +105,10 @@ def judge(loaded: Loaded, path: Path, pins: Pins) -> tuple[dict | None, list[Fin
                                         f"{loaded.campaign.name}"))
     record = Path(doc["gates"]["record"])
     folder = record if record.is_absolute() else loaded.project_dir / record
-    found += gates.recheck(folder, doc["gates"]["digest"], loaded.campaign.name, pins.seal,
-                           [g.name for g in loaded.gates])
+    commit = doc["git"].get("commit")
+    found += gates.recheck(folder, doc["gates"]["digest"], gates.Wanted(
+        loaded.campaign.name, tuple(g.name for g in loaded.gates), pins.seal,
+        commit if isinstance(commit, str) else None))
     named = {"file": f"{APPROVALS_DIR}/{path.name}",
              "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
              "seal": doc["source_seal"], "commit": doc["git"].get("commit")}
@@ -113,11 +125,37 @@ def _others(loaded: Loaded, pins: Pins) -> list[Finding]:
     return found
 
 
+def what_runs(loaded: Loaded) -> list[Finding]:
+    """What a run executes must be what was approved: every byte it is made of is in the
+    seal (no read-only mount left out of it with `sealed: false`), and the checkout is clean
+    at its commit over the seal's own file list (`provenance.clean_at`, the rule approve
+    applies), so neither a dirty tree nor a git-ignored or outside file runs under an
+    approval of the commit."""
+    found: list[Finding] = [
+        (APPROVAL_UNSEALED_MOUNT, f"control {name}: mount {printable(m.source)} -> {m.target} "
+                                  "is `sealed: false`: no approval covers its bytes")
+        for name, (ctl, _) in sorted(loaded.controls.items()) for m in ctl.mounts
+        if m.read_only and not m.sealed]
+    clean = clean_at(loaded.project_dir, source_files(loaded.project_dir, loaded.files()))
+    if not clean.clean:
+        shown = "; ".join(printable(p) for p in clean.problems[:10])
+        found.append((PROVENANCE_DIRTY, f"the checkout is not clean at commit "
+                      f"{printable(str(clean.commit))} ({clean.problems_total} problem(s): "
+                      f"{shown}): commit, or run from a clean checkout"))
+    return found
+
+
 def for_run(loaded: Loaded, seal: str) -> tuple[dict | None, list[Reason]]:
     """The approval a run with this seal runs under ({"file", "digest", "seal", "commit"}),
     and each reason it may not run; (None, []) when the campaign does not require one."""
     if not loaded.campaign.require_approval:
         return None, []
+    named, reasons = _approval_for(loaded, seal)
+    dirty = [Reason(rule, detail) for rule, detail in what_runs(loaded)]
+    return (None if dirty else named), reasons + dirty
+
+
+def _approval_for(loaded: Loaded, seal: str) -> tuple[dict | None, list[Reason]]:
     pins = pins_of(loaded, seal)
     folder = approvals_dir(loaded)
     if os.path.islink(folder):  # approvals live in the repo, where a reviewer sees them

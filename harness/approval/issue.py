@@ -1,5 +1,6 @@
-"""`harness approve`: write the approval of a campaign's current seal, from a clean tree,
-on a gate record that verifies, passed, and was made for the same seal.
+"""`harness approve`: write the approval of a campaign's current seal, from a checkout clean
+at its commit, on a gate record that verifies, passed, and was made for the same seal from
+the same clean commit (`approval.gates.judge_record`).
 
 The file is `approvals/<campaign>-<seal hex 12>.json` in the project (where a reviewer
 sees it in a diff; `approvals/` is not part of the source seal, so approving does not
@@ -16,31 +17,31 @@ from typing import Any
 
 from harness.approval import gates
 from harness.approval.check import SIG_SUFFIX, approvals_dir
-from harness.approval.record import APPROVALS_DIR, build, file_name, pins_of
+from harness.approval.record import build, file_name, pins_of
 from harness.approval.sign import sign
 from harness.atomic import dumps_json, write_bytes
 from harness.catalogue import APPROVAL_DIRTY_TREE
 from harness.config.loader import Loaded
 from harness.errors import InvalidInput, Refused
-from harness.seal import source_seal
+from harness.provenance import CleanCheck, clean_at
+from harness.seal import source_files, source_seal
 from harness.timeutil import utc_now
 from harness.tree import printable
 
 MAX_REVIEWER = 200
 
 
-def dirty_reason(git: dict[str, Any]) -> str | None:
-    """Pure: why this git state is not an immutable head to approve (None: it is). Changes
-    under approvals/ do not count: approvals are not sealed, and earlier ones may be new."""
-    if git.get("error") or not isinstance(git.get("commit"), str):
-        return f"no git commit to name ({printable(str(git.get('error') or 'not a git tree'))})"
-    changed = [p for p in git.get("changed") or [] if not p.startswith(APPROVALS_DIR + "/")]
-    if git.get("dirty") is not False and (changed or git.get("changed_total", 0) != len(
-            git.get("changed") or []) or git.get("dirty") is None):
-        shown = ", ".join(printable(p) for p in changed[:10])
-        return (f"the tree has uncommitted changes ({git.get('changed_total')} path(s): "
-                f"{shown}); commit them, then approve the commit")
-    return None
+def dirty_reason(clean: CleanCheck) -> str | None:
+    """Pure: why the checkout is not an immutable head to approve (None: it is). "Clean at
+    commit X" means every sealed byte is in X (each file of the seal's own list tracked in
+    HEAD with the same bytes) and nothing else is changed or untracked; `git status`
+    alone never lists a git-ignored file or one outside the repository."""
+    if clean.clean and isinstance(clean.commit, str):
+        return None
+    shown = "; ".join(printable(p) for p in clean.problems[:10])
+    more = f" (and {clean.problems_total - 10} more)" if clean.problems_total > 10 else ""
+    return (f"the checkout is not clean at commit {printable(str(clean.commit))}: {shown}{more}; "
+            "commit them, then approve the commit")
 
 
 def default_reviewer(project_dir: Path) -> str:
@@ -69,23 +70,32 @@ def _relative(path: Path, base: Path) -> Path:
     return path.relative_to(base) if path.is_relative_to(base) else path
 
 
-def approve(loaded: Loaded, gate_dir: Path, git: dict[str, Any], reviewer: str,
+def checkout_of(loaded: Loaded) -> tuple[str, CleanCheck]:
+    """The campaign's source seal now, and whether the checkout is clean at its commit,
+    over the one file list that defines a run (`Loaded.files`)."""
+    inputs = loaded.files()
+    return (source_seal(loaded.project_dir, inputs).digest,
+            clean_at(loaded.project_dir, source_files(loaded.project_dir, inputs)))
+
+
+def approve(loaded: Loaded, gate_dir: Path, reviewer: str,
             key: Path | None) -> tuple[Path, dict[str, Any]]:
     """Write the approval (and its signature); Refused naming the rule otherwise."""
     reviewer = reviewer_name(reviewer)
-    if (why := dirty_reason(git)) is not None:
+    seal, clean = checkout_of(loaded)
+    if (why := dirty_reason(clean)) is not None:
         raise Refused(why, rule=APPROVAL_DIRTY_TREE)
-    seal = source_seal(loaded.project_dir, loaded.files()).digest
-    summary, found = gates.read(gate_dir, loaded.campaign.name, seal,
-                                [g.name for g in loaded.gates])
+    want = gates.Wanted(loaded.campaign.name, tuple(g.name for g in loaded.gates), seal,
+                        clean.commit)
+    summary, found = gates.read(gate_dir, want)
     if found or summary is None:
         raise Refused("; ".join(f"{rule}: {detail}" for rule, detail in found),
                       rule=found[0][0])
     gate_path = _relative(Path(os.path.abspath(gate_dir)), loaded.project_dir)
     campaign_file = loaded.campaign_file.relative_to(loaded.project_dir).as_posix()
     doc = build({"name": loaded.campaign.name, "file": campaign_file},
-                pins_of(loaded, seal), git, {"record": gate_path.as_posix(), **summary},
-                reviewer, utc_now())
+                pins_of(loaded, seal), {"commit": clean.commit, "dirty": False},
+                {"record": gate_path.as_posix(), **summary}, reviewer, utc_now())
     path = approvals_dir(loaded) / file_name(loaded.campaign.name, seal)
     if os.path.islink(path.parent):  # a run would refuse it: approvals live in the repo
         raise InvalidInput(f"{printable(str(path.parent))} is a symlink; approvals must be a "

@@ -118,11 +118,17 @@ def match(doc: dict[str, Any], pins: Pins) -> list[Finding]:
     if not found and doc["source_seal"] != pins.seal:
         found.append((APPROVAL_OTHER_SEAL, f"approved {doc['source_seal']}, this run's seal "
                                            f"is {pins.seal}"))
+    return found + reviewed_commit(doc)
+
+
+def reviewed_commit(doc: dict[str, Any]) -> list[Finding]:
+    """Pure: an approval must say it was made from a checkout clean at a named commit; the
+    run-time check and `bundle verify` both ask it."""
     git = doc["git"]
     if git.get("dirty") is not False or not isinstance(git.get("commit"), str):
-        found.append((APPROVAL_DIRTY_TREE, f"approved at commit {printable(str(git.get('commit')))}"
-                                           f" with dirty={printable(str(git.get('dirty')))}"))
-    return found
+        return [(APPROVAL_DIRTY_TREE, f"approved at commit {printable(str(git.get('commit')))}"
+                                      f" with dirty={printable(str(git.get('dirty')))}")]
+    return []
 
 
 def invalid(where: str, why: str) -> Finding:

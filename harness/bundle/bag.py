@@ -11,6 +11,7 @@ import re
 
 from harness import __version__
 from harness.bundle.facts import RunFacts, host_name, time_span
+from harness.bundle.sign import NAMESPACE
 from harness.bundle.sums import format_sums
 
 BAGIT_TXT = "bagit.txt"
@@ -20,6 +21,9 @@ TAGMANIFEST = "tagmanifest-sha256.txt"
 SIGNATURE = TAGMANIFEST + ".sig"
 STATEMENT = "metadata/statement.intoto.json"
 PAYLOAD_DIR = "data"
+# A signed bag says so in bag-info.txt, which the tag manifest (and so the signature)
+# covers: a signature deleted later leaves this line behind (harness.bundle.trust).
+SIGNATURE_LABEL = "Bag-Signature"
 
 
 def bagit_txt() -> str:
@@ -41,8 +45,20 @@ def _distinct(values: list[object]) -> list[str]:
     return sorted({_clean(v) for v in values if v not in (None, "")})
 
 
-def bag_info(runs: list[RunFacts], oxum: str) -> str:
-    """bag-info.txt: campaign, rows, seals, image Ids, hosts, date range, Payload-Oxum."""
+def signature_claim() -> str:
+    """The `Bag-Signature` value of a signed bag: its signature file and namespace."""
+    return f"{SIGNATURE} {NAMESPACE}"
+
+
+def signature_claims(info: str) -> list[str]:
+    """The `Bag-Signature` values bag-info.txt's text holds (none: written unsigned). Pure."""
+    label = f"{SIGNATURE_LABEL}:"
+    return [line[len(label):].strip() for line in info.splitlines() if line.startswith(label)]
+
+
+def bag_info(runs: list[RunFacts], oxum: str, signed: bool = False) -> str:
+    """bag-info.txt: campaign, rows, seals, image Ids, hosts, date range, Payload-Oxum, and
+    for a bag that is signed as it is written, `Bag-Signature`."""
     runs = sorted(runs, key=lambda r: r.run_id)
     start, end = time_span(runs)
     tags: list[tuple[str, list[str]]] = [
@@ -66,6 +82,7 @@ def bag_info(runs: list[RunFacts], oxum: str) -> str:
         ("Source-Seal", _distinct([r.get("seal") for r in runs])),
         ("Host", _distinct([host_name(r) for r in runs])),
         ("Payload-Oxum", [oxum]),
+        (SIGNATURE_LABEL, [signature_claim()] if signed else []),
     ]
     return "".join(f"{label}: {value}\n" for label, values in tags for value in values)
 

@@ -6,8 +6,9 @@ A run made under `require_approval` names its approval in run.json ({"file", "di
 `metadata/gates/<folder>/` with its own SHA256SUMS; the tag manifest (and so the bundle's
 signature) covers them. Verify checks each link: the approval is the file the run names
 (its digest), approves the run's seal, and names a gate record that verifies, has that
-SHA256SUMS digest, passed, and was made for the same seal; with --allowed-signers, that the
-approval's carried `.sig` is a good signature by a listed signer.
+SHA256SUMS digest, passed, and was made for the same seal; and who vouches for the approval
+is `trust.Policy`'s to say (with --allowed-signers, its carried `.sig` must be the
+reviewer's good signature: the bundle's own signature cannot stand in for it).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any
 
 from harness.approval import gates
 from harness.approval.check import SIG_SUFFIX, read_doc
-from harness.approval.record import APPROVALS_DIR, parse
-from harness.approval.sign import verify as verify_approval
+from harness.approval.record import APPROVALS_DIR, parse, reviewed_commit
 from harness.bundle.facts import RunFacts
 from harness.bundle.records import BadMember, read_member
 from harness.bundle.sums import Problem, one_line
+from harness.bundle.trust import Policy, Vouch
 from harness.config.loader import project_of
 from harness.errors import InvalidInput
 from harness.readfile import InputError, read_bounded
@@ -76,10 +77,7 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Probl
                                                                  "ran under (digest)")]
     record_dir = Path(doc["gates"]["record"])
     folder = record_dir if record_dir.is_absolute() else project / record_dir
-    # Which gates the campaign lists was judged at approve and at run time; here the
-    # record is bound by its digest, so no gate list is asked of it again.
-    found = gates.recheck(folder, doc["gates"]["digest"], str(run.get("campaign", "name")),
-                          doc["source_seal"], [])
+    found = gates.recheck(folder, doc["gates"]["digest"], wanted(run, doc))
     if found or not _record_name(doc):
         return [Problem("gates", one_line(str(folder)), f"{rule}: {detail}")
                 for rule, detail in found] or [Problem("gates", one_line(str(folder)),
@@ -126,24 +124,17 @@ def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[Problem]]:
     return tags, problems
 
 
-def _signature_problem(root: Path, tag: str, data: bytes, hashes: dict[str, str],
-                       allowed_signers: Path | None) -> Problem | None:
-    """With --allowed-signers, an approval's carried `.sig` must be a good signature (in the
-    approvals' own namespace) by a listed signer; without it, the signature is not judged
-    (the bundle's own signature, when checked, covers the approval's bytes)."""
-    sig_tag = tag + SIG_SUFFIX
-    if allowed_signers is None or sig_tag not in hashes:
-        return None
-    try:
-        signature = read_member(root, sig_tag, 64 * 1024)
-    except BadMember as e:
-        return Problem("approval-signature", sig_tag, str(e))
-    check = verify_approval(data, signature, allowed_signers)
-    return None if check.ok else Problem("approval-signature", sig_tag, check.detail)
+def _vouched(root: Path, tag: str, data: bytes, hashes: dict[str, str], policy: Policy,
+             vouched: dict[str, Vouch]) -> list[Problem]:
+    """Who vouches for the approval `tag`, judged once however many runs name it."""
+    if tag in vouched:
+        return []
+    vouched[tag], problems = policy.approval(root, tag, data, hashes)
+    return problems
 
 
 def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str],
-               allowed_signers: Path | None) -> list[Problem]:
+               policy: Policy, vouched: dict[str, Vouch]) -> list[Problem]:
     tag = f"{APPROVALS_TAGS}/{name}"
     if tag not in hashes:
         return [Problem("approval-missing", run.folder, f"the bundle does not carry {tag}")]
@@ -156,20 +147,29 @@ def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str],
     _, doc, bad = _parse(data)
     if doc is None:
         return [Problem("approval-malformed", tag, bad)]
-    if (why := _signature_problem(root, tag, data, hashes, allowed_signers)) is not None:
-        return [why]
+    signed = _vouched(root, tag, data, hashes, policy, vouched)
     if doc["source_seal"] != run.get("seal"):
-        return [Problem("approval-seal", tag, f"approves {doc['source_seal']}, the run's seal "
-                                              f"is {one_line(str(run.get('seal')))}")]
+        return [*signed, Problem("approval-seal", tag, f"approves {doc['source_seal']}, the "
+                                 f"run's seal is {one_line(str(run.get('seal')))}")]
     if not _record_name(doc):  # '..', '/', a dotted or odd name: never a path under root
-        return [Problem("gates", tag, f"names the gate record "
-                                      f"{one_line(str(doc['gates']['record']))[:200]}, "
-                                      "whose folder name no bundle carries")]
+        return [*signed, Problem("gates", tag, f"names the gate record "
+                                 f"{one_line(str(doc['gates']['record']))[:200]}, "
+                                 "whose folder name no bundle carries")]
     folder = root / GATES_TAGS / _record_name(doc)
-    return [Problem("gates", f"{GATES_TAGS}/{_record_name(doc)}", f"{rule}: {detail}")
-            for rule, detail in gates.recheck(folder, doc["gates"]["digest"],
-                                              str(run.get("campaign", "name")),
-                                              doc["source_seal"], [])]
+    return signed + [Problem("approval-dirty", tag, f"{rule}: {detail}")
+                     for rule, detail in reviewed_commit(doc)] + [
+        Problem("gates", f"{GATES_TAGS}/{_record_name(doc)}", f"{rule}: {detail}")
+        for rule, detail in gates.recheck(folder, doc["gates"]["digest"], wanted(run, doc))]
+
+
+def wanted(run: RunFacts, doc: dict[str, Any]) -> gates.Wanted:
+    """What the carried approval needs of its gate record: the run's campaign, the approved
+    seal and the approved commit (`gates.judge_record`, the rule approve and the run-time
+    check apply). Which gates the campaign lists was judged at approve and at run time;
+    here the record is bound by its digest, so no gate list is asked of it again."""
+    commit = doc["git"].get("commit")
+    return gates.Wanted(str(run.get("campaign", "name")), (), doc["source_seal"],
+                        commit if isinstance(commit, str) else None)
 
 
 def _parse(data: bytes) -> tuple[bytes, dict[str, Any] | None, str]:
@@ -179,11 +179,18 @@ def _parse(data: bytes) -> tuple[bytes, dict[str, Any] | None, str]:
         return data, None, str(e)
 
 
+def judge(root: Path, runs: list[RunFacts], hashes: dict[str, str], policy: Policy
+          ) -> tuple[list[Problem], list[Vouch]]:
+    """Each run that names an approval: the chain run -> seal -> approval -> gates holds,
+    and the approval is signed as `policy` asks; with who vouches for each approval."""
+    problems: list[Problem] = []
+    vouched: dict[str, Vouch] = {}
+    for run, name in _approved(runs, problems):
+        problems += _check_one(root, run, name, hashes, policy, vouched)
+    return problems, [vouched[tag] for tag in sorted(vouched)]
+
+
 def check(root: Path, runs: list[RunFacts], hashes: dict[str, str],
           allowed_signers: Path | None = None) -> list[Problem]:
-    """Each run that names an approval: the chain run -> seal -> approval -> gates holds,
-    and, with `allowed_signers`, the approval's carried signature is good."""
-    problems: list[Problem] = []
-    for run, name in _approved(runs, problems):
-        problems += _check_one(root, run, name, hashes, allowed_signers)
-    return problems
+    """`judge`'s problems, under the policy of `allowed_signers`."""
+    return judge(root, runs, hashes, Policy(allowed_signers))[0]

@@ -127,9 +127,10 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementS
         subjects = {f.arcname: tar.add_file(f.arcname, f.root, f.rel, f.size)
                     for f in payload.files}
         oxum = bag.payload_oxum([f.size for f in payload.files])
+        info = bag.bag_info(runs, oxum, signed=sign_key is not None)  # signed: it says so
         tags = {
             bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
-            bag.BAG_INFO: bag.bag_info(runs, oxum).encode("utf-8"),
+            bag.BAG_INFO: info.encode("utf-8"),
             bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
             **chain_tags,  # approvals and gate records (harness.bundle.chain)
         }

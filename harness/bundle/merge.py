@@ -1,10 +1,14 @@
 """`bundle merge`: several bundles (one per host, say) -> one bundle of all their runs.
 
-Each input comes from someone else, so each is unpacked by `safe_extract` (its limits and
-refusals) and judged by `verify_tree`, exactly as `bundle verify` judges it: one input that
-fails refuses the whole merge, naming it, and nothing is written. Only then are the inputs'
-folders under `data/` put side by side and written by the export writer
-(`export.write_bundle`), so the result has its own manifests, statement and optional
+Each input comes from someone else, so each is unpacked and judged by `verify_archive`, the
+very path `bundle verify` takes (safe_extract's limits and refusals, then verify_tree): one
+input that fails refuses the whole merge, naming it, and nothing is written. A merge that
+signs its result vouches for every byte of it, so it must first have authenticated every
+input (`trust.merging`): a signing key needs allowed signers, each input must then carry a
+good signature by a listed signer (and each approval its reviewer's), and an input whose
+signature was stripped is refused with or without them, never merged as "unsigned".
+Only then are the inputs' folders under `data/` put side by side and written by the export
+writer (`export.write_bundle`), so the result has its own manifests, statement and optional
 signature, is deterministic, and verifies like any exported bundle; merging the exports of
 runs A and B gives the same bytes as exporting A and B together.
 
@@ -19,18 +23,23 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.bundle import bag, chain
 from harness.bundle.export import check_output, read_runs, write_bundle
 from harness.bundle.payload import Payload, PayloadFile
 from harness.bundle.records import read_member, read_text_member
-from harness.bundle.safe_extract import Limits, safe_extract
+from harness.bundle.safe_extract import Limits
 from harness.bundle.statement import StatementSpool
 from harness.bundle.sums import Problem, one_line, parse_sums
-from harness.bundle.verify import verify_tree
+from harness.bundle.trust import Policy, merging
+from harness.bundle.verify import verify_archive
 from harness.errors import InvalidInput, Refused
 
 CARRIED_TAGS = (f"{chain.APPROVALS_TAGS}/", f"{chain.GATES_TAGS}/")
@@ -53,6 +62,7 @@ class MergeResult:
     runs: list[str]
     signed: bool
     inputs: list[tuple[str, str]] = field(default_factory=list)  # (bundle, sha256 hex)
+    vouches: list[tuple[str, list[str]]] = field(default_factory=list)  # (bundle, who for what)
 
 
 @dataclass
@@ -60,18 +70,41 @@ class _Input:
     """One verified input: its unpacked top folder and what its manifests list."""
 
     name: str  # as given, for messages
+    sha256: str  # of the archive's bytes, as they were unpacked
+    vouches: list[str]  # who vouched for what in it (trust.Vouch, as lines)
     root: Path
     folders: dict[str, dict[str, str]]  # data/<folder> name -> {rel: sha256}
     tags: dict[str, str]  # carried tag files (approvals, gate records) -> sha256
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 hex of a whole file, read in chunks (the bundle as it arrived)."""
+def file_sha256(fh: BinaryIO) -> str:
+    """sha256 hex of a whole open file, read in chunks from its start (the bundle as it
+    arrived); the file is left at its start again."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(DIGEST_CHUNK):
-            digest.update(block)
+    fh.seek(0)
+    while block := fh.read(DIGEST_CHUNK):
+        digest.update(block)
+    fh.seek(0)
     return digest.hexdigest()
+
+
+@contextmanager
+def open_archive(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+    """The bundle file `path`, opened once (a symlink is never followed, a FIFO never waited
+    on), and the sha256 of its bytes. What is unpacked is read from this same open file, so
+    the digest said or recorded is that of the bytes judged, whatever is renamed onto `path`
+    meanwhile. InvalidInput (exit 2) for anything but a regular file."""
+    shown = one_line(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        why = "is a symlink; give the bundle itself" if os.path.islink(path) else \
+            f"cannot open: {e.strerror or e}"
+        raise InvalidInput(f"{shown}: {why}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{shown}: not a regular file")
+        yield fh, file_sha256(fh)
 
 
 def split_manifest(manifest: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -108,21 +141,21 @@ def combine(inputs: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]]
     return folders, tags, problems
 
 
-def _open_input(source: Path, dest: Path, allowed_signers: Path | None,
+def _open_input(source: Path, dest: Path, policy: Policy,
                 limits: Limits | None) -> tuple[_Input | None, list[Problem]]:
-    """Unpack and verify one input; InvalidInput (exit 2) for a hostile or unreadable one."""
+    """Unpack and verify one input as `bundle verify` does, under `policy`; InvalidInput
+    (exit 2) for a hostile or unreadable one."""
     shown = one_line(str(source))
-    if source.is_symlink():
-        raise InvalidInput(f"{shown}: is a symlink; give the bundle itself")
     dest.mkdir()
-    root = safe_extract(source, dest, limits)
-    report = verify_tree(root, allowed_signers)
+    with open_archive(source) as (fh, digest):
+        root, report = verify_archive(source, dest, policy, limits, opened=fh)
     if not report.ok:
         return None, [Problem(p.kind, f"{shown}: {p.path}", p.detail) for p in report.problems]
     manifest, _ = parse_sums(read_text_member(root, bag.MANIFEST), bag.MANIFEST)
     tagmanifest, _ = parse_sums(read_text_member(root, bag.TAGMANIFEST), bag.TAGMANIFEST)
     carried = {t: d for t, d in tagmanifest.items() if t.startswith(CARRIED_TAGS)}
-    return _Input(shown, root, split_manifest(manifest), carried), []
+    return _Input(shown, digest, [str(v) for v in report.vouches], root,
+                  split_manifest(manifest), carried), []
 
 
 def _payload(inputs: list[_Input], chosen: dict[str, int]) -> Payload:
@@ -142,23 +175,22 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
                   allowed_signers: Path | None = None, limits: Limits | None = None
                   ) -> MergeResult:
     """Verify each bundle, then write one bundle of all their folders to `output` (new,
-    written atomically). MergeRefused (exit 1) names every failing input or collision."""
+    written atomically). MergeRefused (exit 1) names every failing input or collision;
+    a signing key without `allowed_signers` is a usage error (exit 2)."""
     output = Path(output)
     compress = check_output(output, sign_key)
     if not bundles:
         raise InvalidInput("give at least one bundle to merge")
+    policy = merging(sign_key, allowed_signers)
     if allowed_signers is not None and not Path(allowed_signers).is_file():
         raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} "
                            "is not a file")
-    digests = [(one_line(str(b)), file_sha256(Path(b))) if Path(b).is_file() else None
-               for b in bundles]
     # Unpacked beside the output: a night's inputs may be far larger than /tmp.
     with tempfile.TemporaryDirectory(prefix=".harness-merge-", dir=output.parent) as tmp:
         inputs: list[_Input] = []
         problems: list[Problem] = []
         for index, source in enumerate(bundles):
-            opened, bad = _open_input(Path(source), Path(tmp) / str(index), allowed_signers,
-                                      limits)
+            opened, bad = _open_input(Path(source), Path(tmp) / str(index), policy, limits)
             problems += bad
             if opened is not None:
                 inputs.append(opened)
@@ -175,4 +207,5 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
             top = write_bundle(output, payload, runs, spool, compress=compress,
                                sign_key=sign_key, chain_tags=tags)
     return MergeResult(output, top, len(payload.files), [r.run_id for r in runs],
-                       sign_key is not None, [d for d in digests if d is not None])
+                       sign_key is not None, [(i.name, i.sha256) for i in inputs],
+                       [(i.name, i.vouches) for i in inputs])

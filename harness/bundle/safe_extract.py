@@ -9,6 +9,7 @@ by this module, never by `tarfile.extract`, so no member can place anything outs
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -311,44 +312,47 @@ def _check_end(tar: tarfile.TarFile, reader: _BoundedReader) -> None:
             raise _Hostile(f"data after the end of the archive (offset {end})")
 
 
-def _extract(archive: Path, dest: Path, limits: Limits, sink: _Sink) -> None:
+def _extract(raw: BinaryIO, limits: Limits, sink: _Sink) -> None:
     members = 0
     total = 0
-    with open(archive, "rb") as raw:
-        reader = _open_stream(raw, limits)
-        guarded = _guarded_tarinfo(_MetaBudget())
-        with tarfile.open(fileobj=reader, mode="r|", tarinfo=guarded) as tar:
-            for member in tar:
-                members += 1
-                if members > limits.max_members:
-                    raise _Hostile(f"more than {limits.max_members} members")
-                kind = _member_kind(member)
-                if kind:
-                    raise _Hostile(f"{member.name!r} is a {kind}")
-                total += member.size
-                if total > limits.max_total_bytes:
-                    raise _Hostile(
-                        f"contents pass {limits.max_total_bytes} bytes (decompression bomb?)"
-                    )
-                name = _member_name(member)
-                if name is not None:
-                    sink.write(tar, member, name)
-                tar.members.clear()  # tarfile keeps every header it read; memory stays flat
-            _check_end(tar, reader)
+    reader = _open_stream(raw, limits)
+    guarded = _guarded_tarinfo(_MetaBudget())
+    with tarfile.open(fileobj=reader, mode="r|", tarinfo=guarded) as tar:
+        for member in tar:
+            members += 1
+            if members > limits.max_members:
+                raise _Hostile(f"more than {limits.max_members} members")
+            kind = _member_kind(member)
+            if kind:
+                raise _Hostile(f"{member.name!r} is a {kind}")
+            total += member.size
+            if total > limits.max_total_bytes:
+                raise _Hostile(
+                    f"contents pass {limits.max_total_bytes} bytes (decompression bomb?)"
+                )
+            name = _member_name(member)
+            if name is not None:
+                sink.write(tar, member, name)
+            tar.members.clear()  # tarfile keeps every header it read; memory stays flat
+        _check_end(tar, reader)
 
 
 def safe_extract(archive: Path, dest: Path, limits: Limits | None = None,
-                 digests: dict[str, str] | None = None) -> Path:
+                 digests: dict[str, str] | None = None, *,
+                 opened: BinaryIO | None = None) -> Path:
     """Unpack `archive` into the empty folder `dest`; return the bundle's one top folder.
     With `digests`, fill it with {path inside the top folder: sha256 of the bytes written}
-    (hashed while writing: only for a `dest` no one else can write to)."""
+    (hashed while writing: only for a `dest` no one else can write to). `opened`: the
+    archive's file, already open (read from its start), for a caller that must unpack the
+    very bytes it hashed, whatever is renamed onto `archive` meanwhile."""
     archive = Path(archive)
     shown = one_line(str(archive))  # messages reach a terminal: names and paths escaped
-    if not archive.is_file():
+    if opened is None and not archive.is_file():
         raise InvalidInput(f"{shown}: not a file")
     try:
         written: dict[str, str] | None = {} if digests is not None else None
-        _extract(archive, dest, limits or Limits(), _Sink(dest, written))
+        with open(archive, "rb") if opened is None else contextlib.nullcontext(opened) as raw:
+            _extract(raw, limits or Limits(), _Sink(dest, written))
     except _Hostile as e:
         raise InvalidInput(f"{shown}: refused hostile archive: {one_line(str(e))}") from e
     except (tarfile.TarError, EOFError, zlib.error) as e:

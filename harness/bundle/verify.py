@@ -2,8 +2,9 @@
 
 Layers, each checked on its own so one report names everything: the bag's manifests
 against the files, each run's own SHA256SUMS (a run broken before export fails too),
-the in-toto statement's subjects against the manifest, Payload-Oxum, the signature,
-and finally the `bagit` library's own validator as a second opinion on RFC 8493's
+the in-toto statement's subjects against the manifest, Payload-Oxum, the approval chain,
+who vouches for the bag and for each approval (`trust.Policy`, from the options), and
+finally the `bagit` library's own validator as a second opinion on RFC 8493's
 structure. Each file is hashed once, and that digest serves the bag's manifest and the
 run's SHA256SUMS alike (for an archive, while it is unpacked: safe_extract).
 """
@@ -15,24 +16,24 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import bagit
 
 from harness.bundle import bag, chain
 from harness.bundle.facts import read_run_facts
-from harness.bundle.records import BadMember, read_member, read_text_member
+from harness.bundle.records import BadMember, read_text_member
 from harness.bundle.safe_extract import Limits, safe_extract
 from harness.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
-from harness.bundle.sign import verify as verify_signature
 from harness.bundle.statement import check_statement
 from harness.bundle.sums import Problem, compare, one_line, parse_sums
+from harness.bundle.trust import BAD, GOOD, STRIPPED, UNCHECKED, UNSIGNED, Policy, Vouch
 from harness.errors import InvalidInput
 from harness.hashing import sha256_beneath, sha256_tree
 from harness.tree import MAX_DEPTH, walk
 
 REQUIRED_TAGS = (bag.BAGIT_TXT, bag.BAG_INFO, bag.MANIFEST, bag.STATEMENT)
 UNMANIFESTED = (bag.TAGMANIFEST, bag.SIGNATURE)  # the tag manifest cannot list itself
-SIGNATURE_LIMIT = 64 << 10  # an SSH signature is under 2 KiB
 THREADED_BYTES = 16 << 20
 
 
@@ -41,7 +42,8 @@ class VerifyReport:
     problems: list[Problem] = field(default_factory=list)
     files: int = 0
     runs: list[str] = field(default_factory=list)
-    signature: str = "unsigned"
+    signature: str = "unsigned"  # the bag's own signature, in a word (or who made it)
+    vouches: list[Vouch] = field(default_factory=list)  # the bag's, then each approval's
 
     @property
     def ok(self) -> bool:
@@ -126,8 +128,9 @@ def _manifest(root: Path, rel: str, hashes: dict[str, str], problems: list[Probl
 
 
 def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int],
-                        problems: list[Problem]) -> None:
-    """bagit.txt must declare 1.0 / UTF-8; Payload-Oxum must match the payload."""
+                        problems: list[Problem]) -> str:
+    """bagit.txt must declare 1.0 / UTF-8; Payload-Oxum must match the payload. Returns
+    bag-info.txt's text ("" when it cannot be read)."""
     declared = _read(root, bag.BAGIT_TXT, hashes, problems)
     if declared is not None and declared != bag.bagit_txt():
         problems.append(Problem("malformed", bag.BAGIT_TXT, "not BagIt-Version 1.0, UTF-8"))
@@ -139,6 +142,7 @@ def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int
         said = ", ".join(oxums) or "nothing"
         problems.append(Problem("payload-oxum", bag.BAG_INFO,
                                 f"Payload-Oxum says {said}, the payload is {actual} (bytes.files)"))
+    return info
 
 
 def _bagit_opinion(root: Path) -> list[Problem]:
@@ -158,11 +162,13 @@ def _bagit_opinion(root: Path) -> list[Problem]:
     return []
 
 
-def verify_tree(root: Path, allowed_signers: Path | None = None,
+def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
                 digests: Mapping[str, str] | None = None) -> VerifyReport:
     """Verify an extracted bundle (its top folder) and report every problem found. Each
     file is hashed once (or not at all when `digests` came from unpacking it), and that one
-    digest is checked against both the bag's manifest and its run's SHA256SUMS."""
+    digest is checked against both the bag's manifest and its run's SHA256SUMS.
+    `allowed_signers`: the trust policy, or the allowed_signers file it is made of."""
+    policy = allowed_signers if isinstance(allowed_signers, Policy) else Policy(allowed_signers)
     report = VerifyReport()
     problems = report.problems
     hashes, sizes, unscanned = scan_tree(root, digests)
@@ -182,12 +188,16 @@ def verify_tree(root: Path, allowed_signers: Path | None = None,
     problems.extend(Problem("missing", name, "required tag file")
                     for name in REQUIRED_TAGS if name not in hashes
                     and ("missing", name) not in seen)
-    _check_declarations(root, hashes, sizes, problems)
+    info = _check_declarations(root, hashes, sizes, problems)
     _check_statement(root, hashes, manifest, problems)
     problems.extend(_check_runs(root, payload, report.runs, unscanned))
     records = [read_run_facts(r, root / r, record_only=True).slim() for r in report.runs]
-    problems.extend(chain.check(root, records, hashes, allowed_signers))
-    report.signature = _check_signature(root, hashes, allowed_signers, problems)
+    found, approvals = chain.judge(root, records, hashes, policy)
+    problems.extend(found)
+    signed, found = policy.bag(root, hashes, bag.signature_claims(info))
+    problems.extend(found)
+    report.vouches = [signed, *approvals]
+    report.signature = _in_a_word(signed)
     if not problems:
         problems.extend(_bagit_opinion(root))
     return report
@@ -215,31 +225,23 @@ def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
     return problems
 
 
-def _check_signature(root: Path, hashes: dict[str, str], allowed_signers: Path | None,
-                     problems: list[Problem]) -> str:
-    if bag.SIGNATURE not in hashes:
-        if allowed_signers is not None:
-            problems.append(Problem("unsigned", bag.SIGNATURE,
-                                    "--allowed-signers was given but the bundle is not signed"))
-        return "unsigned"
-    if allowed_signers is None:
-        problems.append(Problem("unverified-signature", bag.SIGNATURE,
-                                "the bundle is signed; give --allowed-signers to check it"))
-        return "signed, not checked"
-    if bag.TAGMANIFEST not in hashes:
-        problems.append(Problem("bad-signature", bag.SIGNATURE, "nothing to check it against"))
-        return "bad"
-    try:
-        signed = read_member(root, bag.TAGMANIFEST)
-        signature = read_member(root, bag.SIGNATURE, SIGNATURE_LIMIT)
-    except BadMember as e:
-        problems.append(Problem("bad-signature", bag.SIGNATURE, str(e)))
-        return "bad"
-    check = verify_signature(signed, signature, allowed_signers)
-    if not check.ok:
-        problems.append(Problem("bad-signature", bag.SIGNATURE, check.detail))
-        return "bad"
-    return check.detail
+def _in_a_word(signed: Vouch) -> str:
+    """`VerifyReport.signature`: the bag's own signature as `bundle verify` has always
+    summed it up."""
+    return {GOOD: f"good signature by {signed.signer}", BAD: "bad",
+            UNCHECKED: "signed, not checked", STRIPPED: "stripped"}.get(signed.state, UNSIGNED)
+
+
+def verify_archive(source: Path, dest: Path, allowed_signers: Policy | Path | None = None,
+                   limits: Limits | None = None, opened: BinaryIO | None = None
+                   ) -> tuple[Path, VerifyReport]:
+    """Unpack the archive `source` (or the file `opened` for it) safely into the private,
+    empty folder `dest` and verify it: the one path by which `bundle verify`, `merge` and
+    `collect` judge a bundle that came from someone else. Returns the top folder and the
+    report; a hostile or unreadable archive raises InvalidInput (exit 2)."""
+    digests: dict[str, str] = {}  # taken while unpacking into our own private folder
+    root = safe_extract(source, dest, limits, digests, opened=opened)
+    return root, verify_tree(root, allowed_signers, digests)
 
 
 def verify_bundle(source: Path, allowed_signers: Path | None = None,
@@ -256,6 +258,4 @@ def verify_bundle(source: Path, allowed_signers: Path | None = None,
             raise InvalidInput(f"{one_line(str(source))}: not a bundle folder (no {bag.BAGIT_TXT})")
         return verify_tree(source, allowed_signers)
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
-        digests: dict[str, str] = {}  # taken while unpacking into our own private folder
-        root = safe_extract(source, Path(tmp), limits, digests)
-        return verify_tree(root, allowed_signers, digests)
+        return verify_archive(source, Path(tmp), allowed_signers, limits)[1]

@@ -9,7 +9,6 @@ import click
 from harness.approval.issue import approve as do_approve
 from harness.approval.issue import default_reviewer
 from harness.config.loader import require_campaign
-from harness.provenance import git_state
 from harness.report.inert import inert
 
 
@@ -32,16 +31,17 @@ def approve(campaign: Path, gate_record: Path, sign_key: Path | None,
     the time. A campaign with `require_approval: true` runs only under an approval of its
     run's seal (docs/approval.md). An approval is never overwritten.
 
-    Exit codes: 0 written; 1 refused, naming its rule: the project's git tree is dirty or
-    not a git tree (APPROVAL-DIRTY-TREE; changes under approvals/ do not count), the gate
-    record is missing, fails verification, failed, or was made for another seal or
-    campaign (APPROVAL-GATES-*); 2 invalid campaign, reviewer, key, or an approval of this
-    seal exists; 3 environment (no ssh-keygen).
+    Exit codes: 0 written; 1 refused, naming its rule: the checkout is not clean at its
+    commit (APPROVAL-DIRTY-TREE: a file of the seal untracked, git-ignored, outside the
+    repository or changed, or any other path changed or untracked; approvals/ aside), the
+    gate record is missing, fails verification, failed, was made for another seal or
+    campaign, or its gates did not run from this same clean commit (APPROVAL-GATES-*);
+    2 invalid campaign, reviewer, key, or an approval of this seal exists; 3 environment
+    (no ssh-keygen).
     """
     loaded = require_campaign(campaign)
-    git = git_state(loaded.project_dir)
     who = reviewer if reviewer is not None else default_reviewer(loaded.project_dir)
-    path, doc = do_approve(loaded, gate_record, git, who, sign_key)
+    path, doc = do_approve(loaded, gate_record, who, sign_key)
     click.echo(f"approved: {inert(str(path), 500)}")
     click.echo(f"  seal {doc['source_seal']} at commit {inert(doc['git']['commit'], 80)}")
     click.echo(f"  gates {inert(doc['gates']['record'], 500)} ({doc['gates']['digest']})")

@@ -73,14 +73,17 @@ def _say_refused(problems: Iterable[object]) -> None:
 @bundle.command("verify")
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--allowed-signers", type=click.Path(path_type=Path),
-              help="OpenSSH allowed_signers file; required to accept a signed bundle.")
+              help="OpenSSH allowed_signers file; required to accept a signed bundle. Given, "
+              "the bundle must be signed by a key it lists for harness-evidence, and every "
+              "approval it carries by a key it lists for harness-approval@v1.")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
-              "exit_code, files, runs, signature, problems (or error)")
+              "exit_code, files, runs, signature, vouches, problems (or error)")
 def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) -> None:
     """Verify a bundle FILE (or an unpacked bundle folder) offline.
 
-    Exit 0 when every file matches and the signature (if any) is valid; 1 naming each
-    bad file otherwise; 2 for a hostile or unreadable archive.
+    Exit 0 when every file matches and every signature the options ask for is there and
+    valid (each `vouched:` line says which signer vouches for what); 1 naming each problem
+    otherwise; 2 for a hostile or unreadable archive.
     """
     with as_json_errors(as_json, source=str(source)):
         report = verify_bundle(source, allowed_signers)
@@ -89,6 +92,7 @@ def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) ->
         emit({"source": str(source), "ok": report.ok, "exit_code": code,
               "files": report.files, "runs": list(report.runs),
               "signature": report.signature,
+              "vouches": [v.as_dict() for v in report.vouches],
               "problems": [{"kind": p.kind, "path": p.path, "detail": p.detail}
                            for p in report.problems]})
         raise click.exceptions.Exit(code)
@@ -98,6 +102,8 @@ def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) ->
             f"OK {shown}: {report.files} payload files, {len(report.runs)} run(s), "
             f"{one_line(report.signature)}"
         )
+        for vouch in report.vouches:  # who vouches for what: the bag, then each approval
+            click.echo(f"  vouched: {vouch}")
         return
     for problem in report.problems:
         click.echo(f"FAIL {one_line(str(problem))}")
@@ -108,16 +114,20 @@ def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) ->
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path))
 @OUTPUT
 @click.option("--sign-key", type=click.Path(path_type=Path),
-              help="SSH private key: sign the merged tagmanifest-sha256.txt.")
+              help="SSH private key: sign the merged tagmanifest-sha256.txt; needs "
+              "--allowed-signers, so only authenticated inputs are signed for.")
 @click.option("--allowed-signers", type=click.Path(path_type=Path),
-              help="OpenSSH allowed_signers file; required to accept signed inputs.")
+              help="OpenSSH allowed_signers file; required to accept signed inputs, and "
+              "then every input must be signed by a listed signer.")
 def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None,
                   allowed_signers: Path | None) -> None:
     """Merge BUNDLE files (one per host, say) into one bundle of all their runs.
 
-    Each input is verified as `bundle verify` does; one that fails refuses the merge (exit
-    1, naming it), as does a run id two inputs hold with different bytes (byte-identical
-    duplicates are kept once). The result verifies like any exported bundle.
+    Each input is verified as `bundle verify --allowed-signers` does; one that fails
+    refuses the merge (exit 1, naming it), as does a run id two inputs hold with different
+    bytes (byte-identical duplicates are kept once), or an input whose signature was
+    stripped. --sign-key without --allowed-signers is a usage error (exit 2). The result
+    verifies like any exported bundle.
     """
     from harness.bundle.merge import MergeRefused, merge_bundles
 
@@ -126,8 +136,11 @@ def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None
     except MergeRefused as e:
         _say_refused(e.problems)
         raise
+    vouches = dict(result.vouches)
     for name, digest in result.inputs:
         click.echo(f"input {name}: sha256 {digest}")
+        for vouch in vouches.get(name, []):
+            click.echo(f"  vouched: {vouch}")
     _say_written(result)
 
 
@@ -138,11 +151,14 @@ def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None
 @click.option("--allowed-signers", type=click.Path(path_type=Path),
               help="OpenSSH allowed_signers file; required to accept signed bundles.")
 def collect_command(drop: Path, runs_dir: Path, allowed_signers: Path | None) -> None:
-    """Verify each new bundle in DROP/bundles and unpack its runs into RUNS.
+    """Verify each new bundle in DROP/bundles and unpack its run into RUNS.
 
-    Each bundle's sha256 is recorded in RUNS/collected.jsonl; one already collected is
-    skipped, so collect can run again (a host that could not deliver before). A run RUNS
-    already holds is left as it is. Exit 1 when a bundle fails to verify or conflicts.
+    A drop bundle is named for the one run it holds, <run-id>.tar.gz, and places that run
+    and nothing else (the night's own rule): another name, a symlink, or a bundle holding
+    another run or more is refused and places nothing. Each bundle's sha256 is recorded in
+    RUNS/collected.jsonl; one already collected is skipped, so collect can run again (a
+    host that could not deliver before). A run RUNS already holds is left as it is. Exit 1
+    when a bundle is refused, fails to verify or conflicts.
     """
     from harness.bundle.collect import collect_drop
 
@@ -151,7 +167,8 @@ def collect_command(drop: Path, runs_dir: Path, allowed_signers: Path | None) ->
     for a in arrivals:
         state = "OK" if a.ok and not a.problems else "FAIL"
         bad += state == "FAIL"
-        click.echo(f"{state} {a.bundle}: sha256 {a.sha256}, unpacked {len(a.unpacked)}, "
+        digest = f"sha256 {a.sha256}" if a.sha256 else "not read"
+        click.echo(f"{state} {a.bundle}: {digest}, unpacked {len(a.unpacked)}, "
                    f"already there {len(a.present)}")
         for problem in a.problems:
             click.echo(f"  {one_line(problem)}")

@@ -64,7 +64,10 @@ SUMMARIES: dict[str, str] = {
         "Print a systemd user service + timer (Persistent=true) that runs `harness night "
         "CAMPAIGN`, and a cron line as an alternative."
     ),
-    "show": "Print a readable summary of a run folder (or of a gate record: `harness gates`).",
+    "show": (
+        "Print a readable summary of a sealed run folder (or of a gate record: `harness "
+        "gates`)."
+    ),
     "status": (
         "Who holds the GPU lock and since when, which harness containers run, and the current "
         "or last night's progress."

@@ -42,7 +42,11 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
     """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
 
     Like `rerun`, it waits for a night on this GPU lock to finish (up to the lock
-    timeout) before each control, so it never slips between a night's controls."""
+    timeout) before each control, so it never slips between a night's controls.
+
+    SIGTERM or SIGHUP stops the container, releases the lock once it has exited and seals
+    the run `interrupted` (exit 1). Ctrl-C does the same and exits 130; a second Ctrl-C
+    kills the container at once instead of waiting out its stop_grace."""
     loaded = require_campaign(campaign)
     names = list(only)
     for n in names:

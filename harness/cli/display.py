@@ -17,6 +17,7 @@ from rich.table import Table
 
 from harness.lock import describe_holder
 from harness.report.inert import inert
+from harness.terminal import isatty
 from harness.timeutil import utc_now
 from harness.ui import Reporter, sentence
 
@@ -28,7 +29,7 @@ class NightLive(Reporter):
 
     def __init__(self, campaign: str) -> None:
         super().__init__()
-        self.console = Console(stderr=True)
+        self.console = Console(file=self.stream)
         self.campaign = campaign
         self.t0 = time.monotonic()
         self.fields = {"night": "-", "control": "-", "lock": "-", "run": "-"}
@@ -89,5 +90,5 @@ class NightLines(Reporter):
 
 def night_reporter(campaign: str, json_lines: bool | None) -> Reporter:
     if json_lines is None:
-        json_lines = not sys.stderr.isatty()
+        json_lines = not isatty(sys.stderr)
     return NightLines() if json_lines else NightLive(campaign)

@@ -37,13 +37,24 @@ def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
     gate's stdout.log, stderr.log and junit.xml, SHA256SUMS) is bound to the source seal
     and the git state; `harness verify` and `harness show` read it.
 
+    The record also says whether the checkout was clean at one commit before the first gate
+    and after the last: every sealed file tracked in HEAD with the same bytes and nothing
+    else changed or untracked (approvals/ aside). Only such a record can carry an approval.
+
     Exit codes: 0 every gate passed; 1 a gate failed (the record says why) or the source
-    seal changed while they ran (GATES-SEAL-CHANGED); 2 invalid campaign, gate list or
+    seal changed while they ran (GATES-SEAL-CHANGED, recorded as a refusal: the record
+    says FAILED); 2 invalid campaign, gate list or
     --only; 3 a gate's command could not be started (not found, not executable), an
     interrupt (the record of what ran is still sealed) or the record could not be written.
     """
     loaded = require_campaign(campaign)
     folder, doc, code = run_gates(loaded, Path(runs_dir), only, echo=_line)
+    for refusal in doc["refusals"]:
+        click.echo(f"REFUSED {refusal['rule']}: {inert(refusal['detail'], 2000)}")
     verdict = "passed" if doc["passed"] else "FAILED"
     click.echo(f"gates {verdict}: {inert(str(folder), 1000)} (seal {doc['source_seal']})")
+    if not doc["git"]["clean"]:
+        click.echo(f"note: the checkout was not clean at commit {inert(doc['git']['commit'], 80)}"
+                   f" ({inert('; '.join(doc['git']['problems'][:3]), 500)}): no approval can "
+                   "rest on this record; commit, then run the gates again")
     raise click.exceptions.Exit(code)

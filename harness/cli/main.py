@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from harness import __version__
+from harness import __version__, signals, terminal
 from harness.cli.commands import COMMANDS, SUMMARIES
 from harness.errors import ENVIRONMENT, HarnessError, InvalidInput
 from harness.iofault import io_fault_anywhere
@@ -68,7 +68,10 @@ def cli() -> None:
     """Run pinned-image GPU controls under the host GPU lock and seal their evidence.
 
     Exit codes: 0 ok/accepted, 1 refused or verification failed,
-    2 invalid input or usage, 3 environment (no engine, lock timeout, missing image).
+    2 invalid input or usage, 3 environment (no engine, lock timeout, missing image),
+    130 interrupted by Ctrl-C (SIGINT). A run stopped by SIGTERM or SIGHUP is sealed
+    `interrupted` (exit 1); a first Ctrl-C does the same and says so, a second one kills
+    the container at once.
     """
 
 
@@ -79,34 +82,55 @@ def _say(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the group and turn every failure into a message and an exit code."""
+    """Entry point: run the group and turn every failure into a message and an exit code.
+
+    Output is best effort from the first line on (`harness.terminal`: a closed pipe or
+    terminal changes nothing), and a command a Ctrl-C interrupted exits 130
+    (`harness.signals`)."""
+    terminal.install()
+    signals.install()
+    code = _run(argv)
+    gc.freeze()  # nothing left to collect: skip the teardown sweep
+    sys.exit(signals.exit_code(code))
+
+
+def _interrupted(e: BaseException) -> int:
+    """A stop signal that reached the top: Ctrl-C is 130; SIGTERM or SIGHUP (an
+    `Interrupted` no run caught) is 1, as an interrupted run is."""
+    _say(f"harness: interrupted{f' by {e}' if isinstance(e, signals.Interrupted) else ''}")
+    return 1 if isinstance(e, signals.Interrupted) else signals.SIGINT_EXIT
+
+
+def _run(argv: list[str] | None) -> int:
+    """The command's exit code; every error it raised said in one line on stderr."""
     try:
         rv = cli.main(args=argv, prog_name="harness", standalone_mode=False)
     except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.Abort:
-        click.echo("harness: aborted", err=True)
-        sys.exit(ENVIRONMENT)
+        return e.exit_code
+    except click.Abort as e:  # click's form of a KeyboardInterrupt or an EOF at a prompt
+        if isinstance(e.__context__, KeyboardInterrupt):
+            return _interrupted(e.__context__)
+        _say("harness: aborted")
+        return ENVIRONMENT
     except click.ClickException as e:
         e.show()
-        sys.exit(e.exit_code)
+        return e.exit_code
     except InvalidInput as e:
         for fault in e.faults:
             _say(fault)
         if e.message and (not e.faults or e.message not in e.faults):
             _say(f"harness: {e.message}")
-        sys.exit(e.code)
+        return e.code
     except HarnessError as e:
         prefix = f"[{e.rule}] " if e.rule else ""
         _say(f"harness: {prefix}{e.message}")
-        sys.exit(e.code)
-    except KeyboardInterrupt:
-        click.echo("harness: interrupted", err=True)
-        sys.exit(ENVIRONMENT)
+        return e.code
+    except (KeyboardInterrupt, signals.Interrupted) as e:
+        return _interrupted(e)
     except OSError as e:  # the host refused a read or write (read-only, full): not a bug
         fault = io_fault_anywhere(e)
         _say(f"harness: [{fault.rule}] {fault.message}")
-        sys.exit(fault.code)
+        return fault.code
     except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
         _say(f"harness: internal error: {type(e).__name__}: {e}")
         if os.environ.get("HARNESS_DEBUG"):
@@ -115,6 +139,5 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         else:
             click.echo("harness: set HARNESS_DEBUG=1 for the traceback", err=True)
-        sys.exit(ENVIRONMENT)
-    gc.freeze()  # nothing left to collect: skip the teardown sweep
-    sys.exit(rv if isinstance(rv, int) else 0)
+        return ENVIRONMENT
+    return rv if isinstance(rv, int) else 0

@@ -94,7 +94,8 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     interrupted, or left unrun by the deadline or stop policy, or a start outside
     --window; 2 invalid campaign or
     options; 3 environment: another night holds the lock, the doctor deferred a control,
-    GPU lock timeout, engine unreachable, a damaged journal.
+    GPU lock timeout, engine unreachable, a damaged journal; 130 stopped by Ctrl-C (SIGTERM
+    or SIGHUP: 1). Either way the control in progress is stopped and sealed `interrupted`.
     """
     loaded = require_campaign(campaign)
     executor = merged(loaded.executor, kind=executor_kind, partition=partition,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from harness.catalogue import ENV_NO_ENGINE
+from harness.catalogue import ENV_NO_ENGINE, ENV_ORPHAN_CONTAINER
 from harness.errors import EnvironmentFault
 from harness.status import gather, render
 
@@ -26,8 +26,9 @@ RUNS_DIR = "gpu-runs"
 @click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
 def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
     """Who holds the GPU lock and since when, which harness containers run, and the
-    current or last night's progress. Exit 0, or 3 when the Docker engine does not answer
-    (everything else is still printed)."""
+    current or last night's progress. A running harness container whose launcher is gone
+    is flagged "GPU in use without the lock". Exit 0; 3 when the Docker engine does not
+    answer, or when such a container uses this lock's GPU (everything is still printed)."""
     lock_path = Path(os.path.expandvars(os.path.expanduser(str(lock_path))))
     state = gather(runs_dir, lock_path)
     if as_json:
@@ -38,3 +39,8 @@ def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
     if state["engine_error"]:
         raise EnvironmentFault(f"the Docker engine did not answer: {state['engine_error']}",
                                rule=ENV_NO_ENGINE)
+    unguarded = [c["id"][:12] for c in state["containers"] if c["orphaned"] and c["on_lock"]]
+    if unguarded:
+        raise EnvironmentFault(f"GPU in use without the lock {lock_path}: container(s) "
+                               f"{', '.join(unguarded)} run with their launcher gone",
+                               rule=ENV_ORPHAN_CONTAINER)

@@ -18,6 +18,7 @@ from harness.catalogue import MODEL_UNPINNED
 from harness.config.builtins import OPTIONS
 from harness.config.executor import Executor, ExecutorBlock
 from harness.config.gates import Gate, GateList
+from harness.config.inputs import mount_inputs, mount_problems
 from harness.config.samehost import SameHostBlock
 from harness.config.samehost import faults as same_host_faults
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
@@ -126,12 +127,11 @@ class Loaded:
         return list(self.roots)
 
     def files(self) -> list[Path]:
-        """Every input file the campaign depends on (for the source seal)."""
+        """Every input file that defines a run, the one list the seal, the approval and the
+        provenance check use: campaign, controls, lock, gates, signers, sealed mounts."""
         out = [self.campaign_file, *(p for _, p in self.controls.values())]
-        if self.image_lock_file:
-            out.append(self.image_lock_file)
-        if self.gates_file:
-            out.append(self.gates_file)
+        out += mount_inputs(self.controls.values(), resolve)
+        out += [f for f in (self.image_lock_file, self.gates_file) if f]
         if self.signers_file:  # who may approve is part of what was reviewed
             out.append(self.signers_file)
         return out
@@ -234,6 +234,8 @@ def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
         elif (hit := system_hit(Path(os.path.realpath(host)), system_paths(os.environ))):
             fault((*loc, "source"), f"{host} overlaps the system path {hit} (MOUNT-SYSTEM-PATH:"
                                     " never mountable, even read-only)")
+    for i, why in mount_problems(ctl, ctl_path, resolve):
+        fault(("mounts", i, "source"), why)
     return faults
 
 

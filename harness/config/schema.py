@@ -172,10 +172,10 @@ class Strict(BaseModel):
 class Mount(Strict):
     """A host folder made visible in the container. Read-only unless it says otherwise."""
 
-    source: MountSource = Field(description="host path; relative paths are relative to the "
-                                            "control file")
+    source: MountSource = Field(description="host path, relative to the control file")
     target: MountTarget
     read_only: bool = True
+    sealed: bool = True  # in the source seal; false: an environment (config/inputs.py)
 
 
 class Model(Strict):

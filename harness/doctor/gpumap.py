@@ -5,7 +5,9 @@ map gives a job no GPU or another job's. Two lines:
 - `gpu-map`: the file is valid, each entry a character device that exists, no two entries
   the same device (after symlinks);
 - `gpu-map-gres`: each index names the device gres.conf gives that index on this node
-  (harness.slurm.gres), when gres.conf is readable and names files.
+  (harness.slurm.gres), when gres.conf is readable and names files. A gres.conf that is
+  there but cannot be parsed (past a bound of harness.bounds, not Slurm's syntax, not
+  UTF-8) fails: what Slurm hands out cannot be known, so the node is not fit.
 
 `judge_*` are pure; `gather` is the thin I/O shell. A host with no map and no reason to have
 one (not a Slurm node, the map not asked for) gets no line at all.
@@ -20,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.bounds import BadText
 from harness.config import gpumap
 from harness.config.gpumap import GpuMap
 from harness.doctor.checks import Check, DeviceNode
@@ -44,7 +47,8 @@ class MapFacts:
     node: str = ""
     gres_where: str = ""
     gres_files: list[str] | None = None
-    gres_error: str | None = None
+    gres_error: str | None = None  # not compared: absent, not ours to read, not read here
+    gres_bad: str | None = None  # there, but not parseable: a failure
 
 
 def judge_map(f: MapFacts) -> Check | None:
@@ -79,6 +83,9 @@ def judge_gres(f: MapFacts) -> Check | None:
     """The `gpu-map-gres` line: the map against gres.conf, index by index."""
     if f.gmap is None:
         return None
+    if f.gres_bad is not None:
+        return Check("gpu-map-gres", "fail", f"gres.conf at {f.gres_where} {f.gres_bad}: "
+                     "which device Slurm gives each GPU index cannot be known")
     if f.gres_files is None:
         why = f.gres_error or f"names no GPU File= for node {f.node!r}"
         return Check("gpu-map-gres", "warn",
@@ -113,12 +120,21 @@ def node_name(environ: Mapping[str, str]) -> str:
     return environ.get("SLURMD_NODENAME") or socket.gethostname().split(".", 1)[0]
 
 
-def _gres_files(where: Path, node: str) -> tuple[list[str] | None, str | None]:
+def _gres_files(where: Path, node: str) -> tuple[list[str] | None, str | None, str | None]:
+    """gres.conf's files for `node`, why they were not compared (a warning), and why
+    gres.conf cannot be used (a failure): an absent file, or one not ours to read, is the
+    first (configless clusters have none); one there but unparseable is the second."""
     try:
         text = read_text_bounded(where, MAX_GRES_BYTES, "gres.conf", follow_symlinks=True)
     except InputError as e:
-        return None, f"is not readable ({e.message.removeprefix(f'{where}: ')})"
-    return gres.gpu_files(text, node), None
+        why = f"is not readable ({e.message.removeprefix(f'{where}: ')})"
+        return (None, None, why) if os.access(where, os.R_OK) else (None, why, None)
+    try:
+        return gres.gpu_files(text, node), None, None
+    except BadText as e:
+        return None, None, f"cannot be parsed ({e.message.removeprefix('gres.conf ')})"
+    except gres.Unsupported as e:
+        return None, f"is not read by this check ({str(e).removeprefix('gres.conf ')})", None
 
 
 def gather(environ: Mapping[str, str], *, given: Path | None, required: bool,
@@ -134,9 +150,10 @@ def gather(environ: Mapping[str, str], *, given: Path | None, required: bool,
         return MapFacts(str(path), required, error="; ".join([e.message, *e.faults])[:2000])
     node = node_name(environ)
     where = gres_conf or gres.gres_conf_path(environ)
-    files, problem = _gres_files(where, node)
+    files, problem, bad = _gres_files(where, node)
     paths = {*gmap.gpus.values(), *(files or [])}
     return MapFacts(str(path), required, gmap,
                     devices={p: device_node(p) for p in gmap.gpus.values()},
                     real={p: os.path.realpath(p) for p in paths}, node=node,
-                    gres_where=str(where), gres_files=files, gres_error=problem)
+                    gres_where=str(where), gres_files=files, gres_error=problem,
+                    gres_bad=bad)

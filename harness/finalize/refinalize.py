@@ -39,7 +39,7 @@ from harness.catalogue import (
     REFINALIZE_NOT_INTACT,
     REFINALIZE_UNSEALED,
 )
-from harness.errors import EnvironmentFault, InvalidInput, Refused
+from harness.errors import EnvironmentFault, InvalidInput
 from harness.finalize.contract import rejudge_contract
 from harness.finalize.observed import (
     SealedReader,
@@ -53,7 +53,8 @@ from harness.runfolder.layout import (
     VERDICT,
     post_step_file,
 )
-from harness.runfolder.manifest import DIR_MODE, make_read_only, verify_folder, write_manifest
+from harness.runfolder.manifest import DIR_MODE, make_read_only, write_manifest
+from harness.runfolder.sealed import require_sealed
 from harness.timeutil import iso, stamp
 from harness.tree import chmod_beneath, kind_of, remove_beneath
 
@@ -87,17 +88,10 @@ def addendum_lock(run_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None
 
 
 def require_intact(run_dir: Path) -> None:
-    """Refuse a folder no seal vouches for: never sealed, or failing `verify`."""
-    problems = verify_folder(run_dir)
-    if any(p.kind == "no-manifest" for p in problems):
-        raise Refused(f"{run_dir} was never sealed (no {SUMS}); refinalize judges only sealed "
-                      "runs", rule=RULE_UNSEALED)
-    if problems:
-        shown = "; ".join(str(p) for p in problems[:10])
-        more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
-        raise Refused(f"{run_dir} fails verification ({len(problems)} problem(s): {shown}"
-                      f"{more}); refinalize judges only intact runs, nothing was written",
-                      rule=RULE_NOT_INTACT)
+    """Refuse a folder no seal vouches for: never sealed, or failing `verify` (the one
+    verified reader's check, with refinalize's own rules)."""
+    require_sealed(run_dir, (RULE_UNSEALED, "refinalize judges only sealed runs"),
+                   (RULE_NOT_INTACT, "refinalize judges only intact runs, nothing was written"))
 
 
 def _temp_pattern(run_dir: Path) -> re.Pattern[str]:

@@ -1,5 +1,12 @@
 """gates.json, the gate record: its schema, its one strict reader and its digest.
 
+Schema v2 adds what an approval needs to rest on the record: `git`, whether every sealed
+byte and the rest of the checkout were those of one commit before and after the gates ran
+(`harness.provenance.clean_at`), and `refusals`, what `harness gates` itself refused (the
+seal changed while they ran): `passed` is true only when every gate passed and nothing was
+refused, so the verdict is complete before the folder is sealed. v1 records still read (for
+`show`), but say nothing of their tree, so no approval rests on one.
+
 A gate record is a sealed folder `<runs-dir>/gates/<campaign>-<UTC stamp>/` holding
 gates.json, one folder per gate (`<name>/stdout.log`, `stderr.log`, and whatever the gate
 wrote there, such as junit.xml) and SHA256SUMS, written by `runfolder.manifest` like any
@@ -25,7 +32,8 @@ from harness.runfolder.layout import SUMS
 from harness.runfolder.manifest import MANIFEST_LIMIT, verify_folder
 
 GATE_RECORD = "gates.json"
-SCHEMA = "harness.gates/v1"
+SCHEMA = "harness.gates/v2"
+SCHEMA_V1 = "harness.gates/v1"
 GATES_DIR = "gates"  # under --runs-dir
 RECORD_LIMIT = 4 * 1024 * 1024
 MAX_DEPTH = 8  # gates.json is 4 levels deep
@@ -34,6 +42,9 @@ _SEAL = re.compile(r"sha256:[0-9a-f]{64}")
 # key -> accepted types, for each object of the record
 _TOP = {"schema": str, "campaign": dict, "source_seal": str, "git": dict, "times": dict,
         "gates": list, "passed": bool}
+_TOP_V2 = {**_TOP, "refusals": list}
+_GIT_V2 = {"commit": (str, type(None)), "clean": bool, "problems": list, "problems_total": int}
+_REFUSAL = {"rule": str, "detail": str}
 _CAMPAIGN = {"name": str, "file": str}
 _TIMES = {"started": str, "ended": str}
 _NUM = (int, float)
@@ -56,13 +67,26 @@ def _fields(obj: dict[str, Any], shape: dict[str, Any], where: str) -> list[str]
     return out
 
 
+def _v2_problems(doc: dict[str, Any]) -> list[str]:
+    out = _fields(doc["git"], _GIT_V2, "git")
+    if not out and not all(isinstance(p, str) for p in doc["git"]["problems"]):
+        out.append("git: problems holds a non-string")
+    for i, refusal in enumerate(doc["refusals"]):
+        out += (_fields(refusal, _REFUSAL, f"refusals[{i}]") if isinstance(refusal, dict)
+                else [f"refusals[{i}]: not an object"])
+    return out
+
+
 def problems(doc: dict[str, Any]) -> list[str]:
-    """Pure: why a parsed gates.json is not a v1 gate record ([] when it is one)."""
-    out = _fields(doc, _TOP, "gates.json")
+    """Pure: why a parsed gates.json is not a v2 (or v1) gate record ([] when it is one)."""
+    v1 = doc.get("schema") == SCHEMA_V1
+    out = _fields(doc, _TOP if v1 else _TOP_V2, "gates.json")
     if out:
         return out
-    if doc["schema"] != SCHEMA:
+    if doc["schema"] not in (SCHEMA, SCHEMA_V1):
         out.append(f"gates.json: schema is not {SCHEMA}")
+    if not v1:
+        out += _v2_problems(doc)
     if not _SEAL.fullmatch(doc["source_seal"]):
         out.append("gates.json: source_seal is not sha256:<64 lowercase hex>")
     out += _fields(doc["campaign"], _CAMPAIGN, "campaign")
@@ -75,14 +99,20 @@ def problems(doc: dict[str, Any]) -> list[str]:
         if isinstance(gate.get("argv"), list) and not all(isinstance(a, str)
                                                            for a in gate["argv"]):
             out.append(f"gates[{i}]: argv holds a non-string")
-    if not out and doc["passed"] != (bool(doc["gates"]) and all(g["passed"]
-                                                               for g in doc["gates"])):
-        out.append("gates.json: passed does not agree with the gates")
+    if not out and doc["passed"] != verdict(doc["gates"], doc.get("refusals", [])):
+        out.append("gates.json: passed does not agree with the gates and refusals")
     return out
 
 
+def verdict(gates: list[dict[str, Any]], refusals: list[dict[str, Any]]) -> bool:
+    """Pure: a record passed when at least one gate ran, all passed, and `harness gates`
+    refused nothing: the one rule the writer and the reader apply."""
+    return bool(gates) and all(g["passed"] for g in gates) and not refusals
+
+
 def parse(data: bytes, where: str) -> dict[str, Any]:
-    """Strict JSON (no NaN, no duplicate key, not too deep) of the v1 shape; InvalidInput."""
+    """Strict JSON (no NaN, no duplicate key, not too deep) of the v2 or v1 shape;
+    InvalidInput."""
     try:
         doc = strict_loads(data.decode("utf-8"))
     except ValueError as e:  # not UTF-8, or encode.DecodeError (its message has the place)
@@ -101,7 +131,7 @@ def parse(data: bytes, where: str) -> dict[str, Any]:
 
 def load(folder: Path) -> dict[str, Any]:
     """The gate record of a sealed folder: Refused (GATES-NOT-INTACT) when the folder fails
-    verification, InvalidInput (exit 2) when gates.json is not a v1 record."""
+    verification, InvalidInput (exit 2) when gates.json is not a gate record."""
     folder = Path(folder)
     found = verify_folder(folder)
     if found:

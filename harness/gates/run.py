@@ -12,8 +12,15 @@ writes nothing to its logs after the grace. Then gates.json and SHA256SUMS
 (harness.runfolder.manifest), read-only, unless anything but the harness wrote into the
 record folder or rewrote gates.json (GATES-TAMPERED: left unsealed).
 
-Exit: 0 every gate passed; 1 a gate failed (the record says why), or the source seal
-changed while the gates ran (GATES-SEAL-CHANGED: they did not test the sealed bytes); 3 a
+The record's verdict is decided completely before it is sealed: the source seal and the
+checkout's state at its commit (`provenance.clean_at`, over the seal's own file list) are
+taken before the first gate and after each one; a seal that changed in between is a
+refusal recorded in the record (GATES-SEAL-CHANGED: they did not test the sealed bytes), so
+`passed` is never true of a run `gates` refused. A tree that was not clean at one commit
+throughout is recorded as such (`git.clean` false): the gates still ran, but no approval can
+rest on the record.
+
+Exit: 0 every gate passed; 1 a gate failed or the record holds a refusal (both say why); 3 a
 gate's command could not be started at all (not found, not executable: the host lacks a
 tool), the operator interrupted (the running gate is killed, what ran is still sealed) or
 the record could not be written; 2 bad input (the campaign, --only, a missing cwd).
@@ -39,11 +46,11 @@ from harness.config.gates import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
 from harness.config.loader import Loaded
 from harness.errors import ENVIRONMENT, OK, REFUSED, EnvironmentFault, InvalidInput, Refused
 from harness.gates.judge import MAX_JUNIT, Outcome, Verdict, judge
-from harness.gates.record import GATE_RECORD, GATES_DIR, SCHEMA
-from harness.provenance import git_state
+from harness.gates.record import GATE_RECORD, GATES_DIR, SCHEMA, verdict
+from harness.provenance import MAX_PROBLEMS, CleanCheck, clean_at
 from harness.runfolder.layout import SUMS
 from harness.runfolder.manifest import make_read_only, write_manifest
-from harness.seal import source_seal
+from harness.seal import SourceSeal, seal_changes, source_files, source_seal
 from harness.timeutil import stamp, utc_now
 from harness.tree import NotRegular, TooMany, open_beneath, printable, walk
 
@@ -169,12 +176,41 @@ def gate_entry(gate: Gate, argv: list[str], out: Outcome, verdict: Verdict) -> d
             "why": verdict.why}
 
 
-def exit_code(entries: list[dict[str, Any]], outcomes: list[Outcome]) -> int:
-    """Pure: 3 when a gate could not start or was interrupted, else 1 when one failed,
-    else 0."""
+def exit_code(entries: list[dict[str, Any]], outcomes: list[Outcome],
+              refusals: list[dict[str, str]] = ()) -> int:
+    """Pure: 3 when a gate could not start or was interrupted, else 1 when one failed or
+    the record holds a refusal, else 0."""
     if any(o.start_error is not None or o.interrupted for o in outcomes):
         return ENVIRONMENT
-    return OK if entries and all(e["passed"] for e in entries) else REFUSED
+    return OK if verdict(entries, list(refusals)) else REFUSED
+
+
+def refusals_of(before: SourceSeal, after: list[tuple[str, SourceSeal]]) -> list[dict[str, str]]:
+    """Pure: what `harness gates` refuses of its own run: a source seal that changed while
+    the gates ran, as taken after each gate (`after`: gate name, seal), so a change made
+    and reverted between two gates is seen too; the first change is named, with its files."""
+    for name, seal in after:
+        if seal.digest != before.digest:
+            changed = seal_changes(before.files, seal.files)
+            return [{"rule": GATES_SEAL_CHANGED,
+                     "detail": f"the source seal changed while the gates ran (from "
+                               f"{before.digest} to {seal.digest} after gate {name}: "
+                               f"{', '.join(changed[:10])}); they did not test the sealed "
+                               "bytes: run the gates again"}]
+    return []
+
+
+def joined(checks: list[CleanCheck]) -> dict[str, Any]:
+    """Pure: the record's `git`: clean only when the checkout was clean at one commit
+    before the first gate and after each one."""
+    first = checks[0]
+    moved = sorted({f"HEAD moved from {first.commit} to {c.commit} while the gates ran"
+                    for c in checks if c.commit != first.commit})
+    problems = list(dict.fromkeys([*moved, *(p for c in checks for p in c.problems)]))
+    return {"commit": first.commit,
+            "clean": all(c.clean for c in checks) and not moved,
+            "problems": problems[:MAX_PROBLEMS],
+            "problems_total": max(c.problems_total for c in checks) + len(moved)}
 
 
 def _folder(runs_dir: Path, campaign: str) -> Path:
@@ -227,11 +263,12 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
     if not gates:
         raise InvalidInput(f"{loaded.campaign_file}: the campaign lists no gates")
     cwds = [_cwd(g, loaded.project_dir) for g in gates]  # every cwd checked before any runs
-    seal = source_seal(loaded.project_dir, loaded.files()).digest
-    git = git_state(loaded.project_dir)
+    seal, tree = _checked(loaded)
     folder, started = _folder(runs_dir, loaded.campaign.name), utc_now()
     entries: list[dict[str, Any]] = []
     outcomes: list[Outcome] = []
+    seals: list[tuple[str, SourceSeal]] = []  # the seal after each gate
+    trees = [tree]
     with tempfile.TemporaryDirectory(prefix=".gate-", dir=folder.parent) as tmp:
         for gate, cwd in zip(gates, cwds, strict=True):
             scratch, out_dir = Path(tmp) / gate.name, folder / gate.name
@@ -245,12 +282,17 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
             outcomes.append(out)
             echo(entries[-1])
             shutil.rmtree(scratch, ignore_errors=True)
+            seal_now, tree_now = _checked(loaded)
+            seals.append((gate.name, seal_now))
+            trees.append(tree_now)
             if out.interrupted:
                 break
+    refusals = refusals_of(seal, seals)
     doc = {"schema": SCHEMA, "campaign": {"name": loaded.campaign.name,
                                           "file": str(loaded.campaign_file)},
-           "source_seal": seal, "git": git, "times": {"started": started, "ended": utc_now()},
-           "gates": entries, "passed": all(e["passed"] for e in entries)}
+           "source_seal": seal.digest, "git": joined(trees),
+           "times": {"started": started, "ended": utc_now()},
+           "gates": entries, "refusals": refusals, "passed": verdict(entries, refusals)}
     try:
         write_json(folder / GATE_RECORD, doc, exclusive=True)
         _untouched(folder, gates, doc)
@@ -260,8 +302,11 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
     except OSError as e:
         raise EnvironmentFault(f"{folder}: cannot seal the gate record: "
                                f"{e.strerror or e}") from None
-    if source_seal(loaded.project_dir, loaded.files()).digest != seal:
-        raise Refused(f"{folder}: the source seal changed while the gates ran (it was {seal}); "
-                      "the record does not vouch for the bytes now: run the gates again",
-                      rule=GATES_SEAL_CHANGED)
-    return folder, doc, exit_code(entries, outcomes)
+    return folder, doc, exit_code(entries, outcomes, refusals)
+
+
+def _checked(loaded: Loaded) -> tuple[SourceSeal, CleanCheck]:
+    """The source seal and whether the checkout is clean at its commit, over one file list."""
+    inputs = loaded.files()
+    return (source_seal(loaded.project_dir, inputs),
+            clean_at(loaded.project_dir, source_files(loaded.project_dir, inputs)))

@@ -38,6 +38,12 @@ def read(folder: Path) -> dict[str, Any]:
 
 def _git(git: dict[str, Any], inert: Inert) -> str:
     commit = git.get("commit")
+    if "clean" in git:  # v2: the seal's files and the checkout, at one commit throughout
+        if git["clean"]:
+            return f"{inert(commit, 80)} clean (every sealed byte in that commit)"
+        return (f"{inert(commit, 80)} NOT CLEAN ({inert(git['problems_total'], 20)} "
+                f"problem(s): {inert('; '.join(git['problems'][:5]), 600)}); no approval "
+                "can rest on this record")
     if not isinstance(commit, str):
         return f"unknown ({inert(git.get('error'), 200)})"
     if git.get("dirty"):
@@ -74,4 +80,6 @@ def render(folder: Path, doc: dict[str, Any], inert: Inert) -> list[str]:
             f"  times {inert(doc['times']['started'], 40)} .. {inert(doc['times']['ended'], 40)}",
             f"  folder seal {seal}",
             f"  {verdict}: {sum(g['passed'] for g in doc['gates'])}/{len(doc['gates'])} gates",
+            *(f"  REFUSED {inert(r['rule'], 64)}: {inert(r['detail'], 2000)}"
+              for r in doc.get("refusals", [])),
             *(_gate(g, inert) for g in doc["gates"])]

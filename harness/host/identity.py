@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import engine
+from harness import bounds, engine
+from harness.bounds import BadText
 from harness.catalogue import HOST_DRIFT
 from harness.errors import Refused
 from harness.host import tools
@@ -122,6 +123,15 @@ def gpu_static(rocminfo_run: ToolRun, amd_smi_run: ToolRun) -> dict[str, Any]:
     }
 
 
+def _uptime(text: str | None) -> float:
+    """The first figure of /proc/uptime (`12345.67 23456.78`), bounded; this process's
+    monotonic clock when it is absent or not such a figure."""
+    try:
+        return bounds.parse_decimal((text or "").split(" ", 1)[0], "the uptime")
+    except BadText:
+        return time.monotonic()
+
+
 def snapshot(
     *,
     root: Path = Path("/"),
@@ -134,7 +144,7 @@ def snapshot(
     return {
         "schema": SCHEMA,
         "taken_at": utc_now(),
-        "uptime_s": float(uptime.split()[0]) if uptime else time.monotonic(),
+        "uptime_s": _uptime(uptime),
         "hostname": socket.gethostname(),
         "boot_id": _read(root / "proc/sys/kernel/random/boot_id"),
         "kernel": kernel(),

@@ -3,6 +3,11 @@
 The doctor and the host identity snapshot read the GPU's gfx target, name, VRAM and driver
 versions from these outputs. The parsers never run anything, so they are tested on real
 captured outputs (tests/fixtures/rocm/) on machines without an AMD GPU.
+
+The outputs are outside text all the same (a broken or hostile tool, a wrapper on PATH):
+every number goes through harness.bounds, and a line, a JSON document or a whole output
+past a bound is a ParseError (the tool's output is unreadable, said in words), a number
+past one leaves its field unknown (None); nothing a tool prints raises anything else.
 """
 
 from __future__ import annotations
@@ -12,12 +17,36 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness import bounds
+from harness.bounds import BadText
+
+MAX_OUTPUT = 16 * 1024 * 1024  # characters of one tool's output
+MAX_LINE = 16 * 1024  # rocminfo's lines are short; a longer one makes its patterns slow
+MAX_JSON_TRIES = 8  # lines that open a JSON document after noise, tried in turn
+MAX_VRAM = 1 << 60  # bytes: a larger size is not a GPU's
 _UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 _NA = {"", "N/A", "NA", "UNKNOWN", "NONE"}
 
 
 class ParseError(ValueError):
     """The text is not the tool output we expect; the message says what is wrong."""
+
+
+def _bounded_lines(text: str, what: str, max_len: int = MAX_LINE) -> list[str]:
+    """The output's lines, each within `max_len` and the whole within MAX_OUTPUT."""
+    try:
+        bounds.short(text, f"{what} output", MAX_OUTPUT)
+        return [line for _, line in bounds.lines(text, what, max_len=max_len, controls=True)]
+    except BadText as e:
+        raise ParseError(e.message) from None
+
+
+def _number(text: str | None, what: str) -> int | None:
+    """A whole number of ASCII digits within the shared bound, or None (unknown)."""
+    try:
+        return bounds.parse_int(text or "", what)
+    except BadText:
+        return None
 
 
 def base_gfx(target: str | None) -> str | None:
@@ -68,24 +97,33 @@ class RocminfoReport:
         }
 
 
-_KV = re.compile(r"^\s*([^:]+?):\s*(.*?)\s*$")
 _AGENT = re.compile(r"^\s*Agent\s+\d+\s*$")
 _POOL = re.compile(r"^\s*Pool\s+\d+\s*$")
 _ISA = re.compile(r"^\s*ISA\s+\d+\s*$")
-_SIZE = re.compile(r"^\s*(\d+)\s*(?:\([^)]*\))?\s*([KMGT]?B)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+)\s*(?:\([^)]*\))?\s*([KMGT]?B)\s*$", re.IGNORECASE)
 _AGENT_KEYS = {"Name", "Uuid", "Marketing Name", "Device Type", "Compute Unit", "Chip ID", "Node"}
+
+
+def _kv(line: str) -> tuple[str, str] | None:
+    """`  Key:   value  ` -> (Key, value), or None without a colon after a key. Linear in
+    the line (a lazy pattern with trailing white space was quadratic)."""
+    key, sep, value = line.partition(":")
+    return (key.strip(), value.strip()) if sep and key else None
 
 
 def _size_bytes(text: str) -> int | None:
     m = _SIZE.match(text)
-    if not m:
-        return None
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+    n = _number(m.group(1), "a size") if m else None
+    return None if n is None else _vram(n * _UNITS[m.group(2).upper()])
+
+
+def _vram(nbytes: float) -> int | None:
+    return int(nbytes) if 0 <= nbytes <= MAX_VRAM else None
 
 
 def _int_head(text: str | None) -> int | None:
-    m = re.match(r"\s*(\d+)", text or "")
-    return int(m.group(1)) if m else None
+    m = re.match(r"\s*([0-9]+)", text or "")
+    return _number(m.group(1), "a count") if m else None
 
 
 def _agent_blocks(lines: list[str]) -> list[list[str]]:
@@ -116,10 +154,10 @@ def _parse_agent(block: list[str]) -> dict[str, Any]:
             continue
         if section == "isa" and _ISA.match(line):
             continue
-        m = _KV.match(line)
-        if not m:
+        kv = _kv(line)
+        if kv is None:
             continue
-        key, value = m.group(1).strip(), m.group(2)
+        key, value = kv
         if section == "agent" and key in _AGENT_KEYS:
             top.setdefault(key, value)
         elif section == "pool" and pools and key in ("Segment", "Size"):
@@ -139,17 +177,18 @@ def _vram_from_pools(pools: list[dict[str, str]]) -> int | None:
 
 
 def parse_rocminfo(text: str) -> RocminfoReport:
-    """Parse `rocminfo` text. Raises ParseError when the text has no HSA agent list at all."""
-    lines = text.splitlines()
+    """Parse `rocminfo` text. Raises ParseError when the text has no HSA agent list at all,
+    or breaks a bound."""
+    lines = _bounded_lines(text, "rocminfo")
     if not any("HSA Agents" in line for line in lines):
         first = next((s.strip() for s in lines if s.strip()), "empty output")
         raise ParseError(f"not rocminfo output (no 'HSA Agents' section): {first[:120]}")
     runtime = None
     module = None
     for line in lines:
-        m = _KV.match(line)
-        if m and m.group(1).strip() == "Runtime Version" and runtime is None:
-            runtime = m.group(2)
+        kv = _kv(line)
+        if kv and kv[0] == "Runtime Version" and runtime is None:
+            runtime = kv[1]
         mod = re.match(r"^\s*ROCk module (?:version (\S+) )?is loaded", line)
         if mod and module is None:
             module = mod.group(1) or "loaded"
@@ -229,30 +268,52 @@ def _amount_bytes(value: Any, default_unit: str = "MB") -> int | None:
         unit = str(value.get("unit") or default_unit)
         value = _clean(value.get("value"))
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B)?\s*", value)
-        if not m:
+        m = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?i?B)?\s*", value) if len(value) < 64 else None
+        if m is None:
             return None
-        value = float(m.group(1))
+        value = _decimal(m.group(1))
         unit = (m.group(2) or unit).replace("i", "")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     factor = _UNITS.get(unit.upper().replace("I", ""))
-    return None if factor is None else int(value * factor)
+    return None if factor is None or not 0 <= value <= MAX_VRAM else _vram(value * factor)
+
+
+def _decimal(text: str) -> float | None:
+    try:
+        return bounds.parse_decimal(text, "a size")
+    except BadText:
+        return None
+
+
+def _json_int(text: str) -> int:
+    return bounds.parse_int(text.lstrip("-"), "a JSON integer") * (-1 if text[0] == "-" else 1)
+
+
+def _json(text: str) -> Any:
+    """One JSON document with its integers bounded; JSONDecodeError when it is not JSON,
+    ParseError when it breaks a bound (a 5000-digit number, nesting too deep)."""
+    try:
+        return json.loads(text, parse_int=_json_int)
+    except BadText as e:
+        raise ParseError(f"the JSON breaks a bound: {e.message}") from None
+    except RecursionError:
+        raise ParseError("the JSON breaks a bound: it nests too deeply") from None
 
 
 def _json_payload(text: str) -> Any:
     """Parse JSON, skipping noise some amd-smi builds print before it (Python warnings)."""
+    lines = _bounded_lines(text, "tool", max_len=MAX_OUTPUT)
     try:
-        return json.loads(text)
+        return _json(text)
     except json.JSONDecodeError:
         pass
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.lstrip().startswith(("{", "[")):
-            try:
-                return json.loads("\n".join(lines[i:]))
-            except json.JSONDecodeError:
-                continue
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(("{", "["))]
+    for i in starts[:MAX_JSON_TRIES]:
+        try:
+            return _json("\n".join(lines[i:]))
+        except json.JSONDecodeError:
+            continue
     first = next((s.strip() for s in lines if s.strip()), "empty output")
     raise ParseError(f"no JSON document in the output: {first[:120]}")
 
@@ -331,7 +392,7 @@ def parse_rocm_smi_json(text: str) -> list[RocmSmiCard]:
                 gfx_target=base_gfx(_clean(norm.get("gfx version"))),
                 device_id=_clean(norm.get("card model")) or _clean(norm.get("device id")),
                 sku=_clean(norm.get("card sku")),
-                vram_bytes=int(vram) if isinstance(vram, str) and vram.isdigit() else None,
+                vram_bytes=_number(vram, "a size") if isinstance(vram, str) else None,
             )
         )
     return cards

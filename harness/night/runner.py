@@ -30,7 +30,6 @@ from harness.driver.plan import Outcome
 from harness.driver.slurm import SlurmExecutor
 from harness.driver.window import drive_window
 from harness.errors import HarnessError, InvalidInput
-from harness.execute import Interrupted
 from harness.hashing import sha256_many
 from harness.night import rules
 from harness.night.folders import night_folders, night_name
@@ -39,8 +38,8 @@ from harness.night.nightlock import NightLock
 from harness.night.recover import seal_cut_off, stop_run_containers
 from harness.night.remote import Fetch, resume_rows, slurm_executor
 from harness.night.source import JournalSource, left_running
-from harness.pipeline.run import signals_interrupt
 from harness.seal import seal_digest, source_files
+from harness.signals import Interrupted, signals_interrupt
 from harness.timeutil import iso, stamp, utc_now
 from harness.ui import Reporter
 

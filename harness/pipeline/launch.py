@@ -239,6 +239,14 @@ def _started(ctx: RunContext, cid: str) -> None:
     warm.start()  # what the run needs after the container loads while it runs
 
 
+def _interrupted(ctx: RunContext, signal: str, cid: str | None) -> None:
+    """Say at once what a stop signal starts: the container's stop can take its grace."""
+    what = f"container {cid[:12]}" if cid else "the launch"
+    ctx.ui.event("interrupted", signal=signal, run_id=ctx.run_id,
+                 doing=f"stopping {what}, then sealing run {ctx.run_id} as interrupted",
+                 again="press Ctrl-C again to kill it at once" if signal == "SIGINT" else None)
+
+
 def run(ctx: RunContext) -> list[Reason]:
     """Hold the lock around the container; record the interval even if interrupted.
     Returns the reasons that refused the launch, or that the container's exit left."""
@@ -267,7 +275,8 @@ def run(ctx: RunContext) -> list[Reason]:
         launched = mounts
         out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
                           grace=ctx.control.stop_grace,
-                          on_started=lambda cid: _started(ctx, cid))
+                          on_started=lambda cid: _started(ctx, cid),
+                          on_interrupt=lambda sig, cid: _interrupted(ctx, sig, cid))
         ctx.outcome = out.as_dict()
     finally:
         try:

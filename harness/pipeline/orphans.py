@@ -16,13 +16,14 @@ from collections.abc import Callable
 import docker.errors
 import psutil
 
-from harness import engine, vector
+from harness import bounds, engine, vector
+from harness.bounds import BadText
+from harness.lock import pid_alive
 
-LABEL_PID = f"{vector.LABEL_PREFIX}.launcher-pid"
-LABEL_STARTED = f"{vector.LABEL_PREFIX}.launcher-started"
-LABEL_HOST = f"{vector.LABEL_PREFIX}.launcher-host"
+LABEL_PID = vector.LAUNCHER_PID
+LABEL_STARTED = vector.LAUNCHER_STARTED
+LABEL_HOST = vector.LAUNCHER_HOST
 RUNNING_STATES = frozenset({"running", "paused", "restarting"})
-START_TOLERANCE_S = 0.01
 
 
 def launcher_identity() -> dict[str, str]:
@@ -34,10 +35,7 @@ def launcher_identity() -> dict[str, str]:
 
 def launcher_alive(pid: int, started: float) -> bool:
     """Is `pid` still the process that started at `started` (not a reuse of its pid)?"""
-    try:
-        return abs(psutil.Process(pid).create_time() - started) < START_TOLERANCE_S
-    except psutil.Error:
-        return False
+    return pid_alive(pid, started)
 
 
 def reapable(container: dict, host: str, alive: Callable[[int, float], bool]) -> bool:
@@ -49,9 +47,10 @@ def reapable(container: dict, host: str, alive: Callable[[int, float], bool]) ->
     lab = container.get("Labels") or {}
     if lab.get(LABEL_HOST) != host:
         return False
-    try:
-        pid, started = int(lab[LABEL_PID]), float(lab[LABEL_STARTED])
-    except (KeyError, ValueError, TypeError):
+    try:  # labels are anyone's who can reach the engine: bounded, ASCII, finite
+        pid = bounds.parse_int(lab[LABEL_PID], "a launcher pid", max_digits=10)
+        started = bounds.parse_decimal(lab[LABEL_STARTED], "a launcher start time")
+    except (KeyError, BadText):
         return False
     return not alive(pid, started)
 

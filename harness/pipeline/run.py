@@ -1,17 +1,16 @@
-"""One run of one control, stage by stage, with SIGTERM/SIGINT turned into a clean stop.
+"""One run of one control, stage by stage, with a stop signal turned into a clean stop.
 
-On a signal the container is stopped, the lock released, and what exists is sealed with
-status `interrupted`. Sealing itself is never cut short by a signal: it is deferred until
-the seal is written. A SIGKILL cannot be caught; the kernel frees the lock and
-`recover.seal_orphans` seals the folder later.
+On SIGTERM, SIGHUP or SIGINT (`harness.signals`) the container is stopped, the lock
+released once it is gone, and what exists is sealed with status `interrupted`. Sealing
+itself is never cut short by a signal: it is deferred until the seal is written. A
+SIGKILL cannot be caught; the kernel frees the lock and `recover.seal_orphans` seals the
+folder later.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 from harness.catalogue import (
@@ -21,57 +20,14 @@ from harness.catalogue import (
 )
 from harness.config.loader import Loaded
 from harness.errors import EnvironmentFault, InvalidInput
-from harness.execute import Interrupted
 from harness.iofault import io_fault
 from harness.lock import GpuLock
 from harness.pipeline import launch, preflight, recover, warm
 from harness.pipeline.context import RunContext, new_run_id
 from harness.pipeline.stage import Stage, error_reason, run_stages
+from harness.signals import Interrupted, pending_signal, signals_deferred, signals_interrupt
 from harness.ui import Reporter
 from harness.verdict import Reason
-
-_state = {"defer": False, "pending": None, "raised": False}
-
-
-def _handler(signum: int, frame: object) -> None:
-    name = signal.Signals(signum).name
-    if _state["defer"] or _state["raised"]:
-        _state["pending"] = name
-        return
-    _state["raised"] = True
-    raise Interrupted(name)
-
-
-@contextlib.contextmanager
-def signals_interrupt() -> Iterator[None]:
-    """Turn SIGTERM and SIGINT into `Interrupted` in the main thread for the duration.
-
-    Only the first signal of the scope raises; a repeat is kept as pending. Under Slurm one
-    stop can arrive twice (scancel signals every process of the job, and the job script
-    forwards the TERM its shell got), and a second `Interrupted` would cut short the
-    container stop and the seal that the first one started."""
-    old = {s: signal.signal(s, _handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    raised, _state["raised"] = _state["raised"], False
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        _state["raised"] = raised
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Hold signals while sealing; a signal that came meanwhile is re-raised afterwards."""
-    _state["defer"], _state["pending"] = True, None
-    try:
-        yield
-    finally:
-        _state["defer"] = False
-
-
-def pending_signal() -> str | None:
-    return _state["pending"]
 
 
 def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter, *,
@@ -143,7 +99,8 @@ def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[
                 ctx.preflight.append(Reason(RUN_INTERRUPTED, f"harness received {e}"))
             else:
                 ctx.outcome["interrupted"] = True
-            ui.event("interrupted", signal=str(e))
+            ui.event("interrupted", signal=str(e), run_id=ctx.run_id,
+                     doing=f"sealing run {ctx.run_id} as interrupted")
         finally:
             lock.release()
         with signals_deferred():

@@ -5,9 +5,9 @@ sealed by recovery, `harness.pipeline.recover`), and both go through `write`, so
 record has one shape. Every reader (show, report, bundles, rerun, refinalize, recovery)
 goes through `read`, because a record may have been damaged or forged after sealing: it is
 read like any hostile input, a regular file only (no FIFO, no symlink), size-capped,
-strict JSON, an object, not nested deeper than a run record ever is. Anything else is
-invalid input (exit 2). Inside the object the reader is tolerant: a field of the wrong
-type reads as absent in the typed record, and `raw` keeps the file as it is for display.
+strict JSON, an object, not nested deeper than a run record ever is, of a run record's
+shape (`runfolder.shape`). Anything else is invalid input (exit 2). `raw` keeps the file
+as it is for display.
 
 Schema harness.run/v2: `reasons` are objects {"rule", "by", "detail"} (`by` is "harness"
 or the post-step that refused) and `rules` the sorted ids that refused. Records of
@@ -29,6 +29,7 @@ from harness.atomic import write_json
 from harness.errors import InvalidInput
 from harness.instrument.harness_observer.encode import deeper_than
 from harness.readfile import InputError, read_text_bounded
+from harness.runfolder import shape
 from harness.runfolder.layout import RECORD
 
 SCHEMA = "harness.run/v2"
@@ -222,6 +223,19 @@ def from_dict(doc: dict[str, Any]) -> RunRecord:
         schema=_of(doc, "schema", str, ""), raw=doc)
 
 
+def strict(doc: dict[str, Any], where: str) -> RunRecord:
+    """The typed record of a parsed run.json that has a run record's shape
+    (`runfolder.shape`); InvalidInput (exit 2) naming each fault otherwise."""
+    bad = shape.problems(doc)
+    if bad:
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        raise InvalidInput(f"{where}: not a run record: " + "; ".join(bad[:5]) + more,
+                           faults=bad)
+    return from_dict(doc)
+
+
 def read(run_dir: Path, loads: Loads = json.loads) -> RunRecord:
-    """The one reader of run.json: bounded and strict (exit 2), then tolerant (above)."""
-    return from_dict(load(run_dir, loads))
+    """The one reader of run.json: bounded, strict JSON, of a run record's shape (exit 2
+    otherwise). It does not check the folder's seal: a command acting on a sealed run
+    reads it through `runfolder.sealed.read_record`, which does."""
+    return strict(load(run_dir, loads), str(Path(run_dir) / RECORD))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from harness import bounds
+
 _JOB_ID = re.compile(r"[0-9]{1,12}")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a plain Slurm node name
 _INDEXES = re.compile(r"[0-9]{1,4}(,[0-9]{1,4}){0,63}")
@@ -35,7 +37,8 @@ def gpu_indexes(environ: Mapping[str, str]) -> tuple[int, ...] | None:
     value = _matching(environ, "SLURM_JOB_GPUS", _INDEXES)
     if value is None:
         return None
-    return tuple(dict.fromkeys(int(i) for i in value.split(",")))
+    return tuple(dict.fromkeys(bounds.parse_int(i, "a GPU index", max_digits=4)
+                               for i in value.split(",")))
 
 
 def _matching(environ: Mapping[str, str], name: str, pattern: re.Pattern) -> str | None:

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from harness import bounds
+from harness.bounds import BadText
 from harness.errors import InvalidInput
 
 SQUEUE_FORMAT = "%i|%j|%T|%N|%r"  # id, name, long state, nodes, reason
@@ -103,21 +105,15 @@ def map_state(raw: str) -> JobState:
 
 def expand_array(job: str, ranges: str) -> list[str]:
     """`123`, `1-5%2` -> 123_1 ... 123_5 (the `%2` is a throttle, not a task). Pure."""
-    spec = ranges.split("%", 1)[0]
-    if "%" in ranges and not re.fullmatch(r"[0-9]{1,6}", ranges.split("%", 1)[1]):
-        raise Unreadable(f"bad array throttle in [{ranges}]")
-    tasks: list[str] = []
-    for part in spec.split(","):
-        m = re.fullmatch(r"([0-9]{1,10})(?:-([0-9]{1,10}))?", part)
-        if not m:
-            raise Unreadable(f"bad array range {part!r} in [{ranges}]")
-        low = int(m.group(1))
-        high = int(m.group(2)) if m.group(2) is not None else low
-        if high < low or len(tasks) + (high - low + 1) > MAX_ARRAY_TASKS:
-            raise Unreadable(f"array range [{ranges}] is reversed or over "
-                             f"{MAX_ARRAY_TASKS} tasks")
-        tasks.extend(f"{job}_{i}" for i in range(low, high + 1))
-    return tasks
+    spec, pct, throttle = ranges.partition("%")
+    try:
+        if pct:
+            bounds.parse_int(throttle, "array throttle", max_digits=6)
+        spans = bounds.parse_ranges(spec, "array range", max_elements=MAX_ARRAY_TASKS,
+                                    max_digits=10)
+    except BadText as e:
+        raise Unreadable(f"[{ranges[:80]}]: {e.message}") from None
+    return [f"{job}_{n}" for span in spans for n in range(span.low, span.high + 1)]
 
 
 def split_id(text: str) -> tuple[list[str], str | None]:
@@ -157,8 +153,10 @@ def _lines(text: str, what: str, strict: bool, parsed: Parsed) -> Iterable[tuple
             return
         if not line.strip():
             continue
-        if len(line) > MAX_LINE or re.search(r"[\x00-\x08\x0b-\x1f\x7f]", line):
-            _skip(parsed, what, number, "overlong line or control characters", strict)
+        try:
+            bounds.check_line(line, "the line", max_len=MAX_LINE)
+        except BadText as e:
+            _skip(parsed, what, number, e.message, strict)
             continue
         yield number, line
 

@@ -3,9 +3,11 @@
 
 The metrics parser must be total over any text: whatever digits land in each vLLM pattern,
 `feed` returns, every value is finite, and the document dumps with allow_nan=False. `show`
-and `report` must render any JSON a run folder may hold (rich markup, ANSI escapes, wrong
-types, non-finite numbers, naive and aware times) with exit 0, or exit 2 for a run.json
-that is not an object: never a traceback, never live markup.
+and `report` must render any JSON a run folder may hold (rich markup, ANSI escapes,
+non-finite numbers, naive and aware times) with exit 0; `show` of a sealed run whose
+run.json is not of a run record's shape (`runfolder.shape`: wrong types, a status no run
+can have) ends in exit 2 naming the fault, and `report` lists it as that run's problem:
+never a traceback, never live markup.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from hypothesis import strategies as st
 
 from harness.atomic import dumps_json
 from harness.metrics import METRICS, MetricsParser, _document, parse_lines
+from harness.runfolder import shape
+from harness.runfolder.manifest import write_manifest
+from harness.runfolder.record import SCHEMA
 from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))
@@ -101,20 +106,38 @@ FIELDS = ("run_id", "status", "campaign", "control", "image", "seal", "reasons",
           "lock", "outcome", "post_steps", "rerun_of", "attempt")
 
 
+def mostly(good: st.SearchStrategy, bad: st.SearchStrategy) -> st.SearchStrategy:
+    """`good` three times in four, else `bad`."""
+    return st.integers(0, 3).flatmap(lambda i: bad if i == 0 else good)
+
+
+run_ids = mostly(st.from_regex(shape.RUN_ID, fullmatch=True), hostile_text)
+statuses = mostly(st.sampled_from(shape.STATUSES), st.one_of(hostile_text, values))
+step_names = mostly(hostile_text.map(lambda t: t or "p"), hostile_text)
+
+
 @st.composite
 def run_records(draw) -> dict:
+    """Mostly a run record's shape with hostile text in its fields; at times a wrong id,
+    status or type in some field (which the strict reader must name)."""
     record = {
-        "run_id": draw(hostile_text), "status": draw(st.one_of(hostile_text, values)),
+        "schema": SCHEMA, "run_id": draw(run_ids), "status": draw(statuses),
         "campaign": {"name": draw(hostile_text), "row": draw(hostile_text)},
+        "control": {"name": draw(hostile_text)},
         "reasons": draw(st.lists(hostile_text, max_size=3)),
         "times": {"started": draw(times), "ended": draw(times)},
         "lock": {"acquired": draw(times), "released": draw(times), "wait_s": draw(scalars)},
         "rerun_of": {"run_id": draw(hostile_text), "reason": draw(hostile_text)},
-        "post_steps": [{"name": draw(hostile_text), "verdict": draw(values)}],
+        "post_steps": [{"name": draw(step_names), "verdict": draw(values)}],
     }
-    for key in draw(st.lists(st.sampled_from(FIELDS), max_size=3)):
+    for key in draw(mostly(st.just([]), st.lists(st.sampled_from(FIELDS), max_size=3))):
         record[key] = draw(values)
     return record
+
+
+def shown_code(doc: object) -> int:
+    """The exit `show` of a sealed run owes this run.json: 0 for a record, 2 otherwise."""
+    return 0 if isinstance(doc, dict) and not shape.problems(doc) else 2
 
 
 def write(path: Path, doc: object) -> None:
@@ -136,8 +159,13 @@ def test_show_and_report_render_any_run_record(tmp_path_factory, record, metrics
         f.write(json.dumps({"original": {"run_id": "r1"}, "rerun": {"run_id": rerun_reason},
                             "reason": rerun_reason, "status": record.get("status"), "at": 1})
                 + "\n")
-    assert_clean(*invoke("show", str(run)), allowed=(0,))
-    assert_clean(*invoke("show", "--json", str(run)), allowed=(0,))
+    write_manifest(run)  # show reads only a sealed, intact run
+    code = shown_code(record)
+    for args in (("show", str(run)), ("show", "--json", str(run))):
+        shown, out = invoke(*args)
+        assert_clean(shown, out, allowed=(code,))
+        if code:
+            assert "not a run record" in out and shape.problems(record)[0] in out, out
     for fmt in ("md", "html", "json"):
         code, out = invoke("report", str(night), "--format", fmt)
         assert_clean(code, out, allowed=(0,))
@@ -152,5 +180,6 @@ def test_show_and_report_render_any_run_record(tmp_path_factory, record, metrics
 def test_show_any_json_document_is_shown_or_invalid(tmp_path_factory, doc) -> None:
     run = tmp_path_factory.mktemp("r")
     write(run / "run.json", doc)
+    write_manifest(run)
     code, out = invoke("show", str(run))
-    assert_clean(code, out, allowed=(0,) if isinstance(doc, dict) else (2,))
+    assert_clean(code, out, allowed=(shown_code(doc),))

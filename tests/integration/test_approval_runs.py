@@ -14,7 +14,7 @@ import tarfile
 
 from harness.bundle import safe_extract
 from harness.runfolder.manifest import write_manifest
-from tests.approval_helpers import commit_all, gate_record, make_keys, seal_of
+from tests.approval_helpers import commit_all, gate_record, head, make_keys, seal_of, with_harness
 from tests.conftest import REPO, containers_with_label
 from tests.unit.bundle_helpers import make_keys as signer
 
@@ -28,6 +28,7 @@ def setup(project, extra: str = ""):
     project.control("hello", HELLO)
     camp = project.campaign("camp", ["hello"], "require_approval: true\n" + extra)
     (project.root / ".gitignore").write_text("runs/\nlocks/\n")
+    with_harness(project.root)  # one checkout: the harness and the campaigns
     commit_all(project.root)
     return camp
 
@@ -41,7 +42,8 @@ def run(project, camp) -> tuple[int, dict, str]:
 
 
 def approve(project, camp, *extra: str, name: str = "g1", passed: bool = True):
-    gates = gate_record(project.runs / "gates" / name, "camp", seal_of(camp), passed=passed)
+    gates = gate_record(project.runs / "gates" / name, "camp", seal_of(camp, project.root),
+                        passed=passed, commit=head(project.root))
     return project.harness("approve", str(camp), "--gates", str(gates),
                            "--reviewer", "rev@example", *extra)
 
@@ -56,7 +58,7 @@ def test_remove_the_approval_refuses_restore_accepts(project):
     assert r.returncode == 0, r.stderr
     [path] = (project.root / "approvals").iterdir()
     doc = json.loads(path.read_text())
-    assert doc["source_seal"] == seal_of(camp) and doc["images"] == {"rehearsal":
+    assert doc["source_seal"] == seal_of(camp, project.root) and doc["images"] == {"rehearsal":
                                                                      project.image_id}
     assert doc["git"]["dirty"] is False and doc["gates"]["passed"] is True
     code, rec, err = run(project, camp)
@@ -115,11 +117,16 @@ def test_each_other_failure_names_its_own_rule(project, tmp_path):
     gates = project.runs / "gates" / "g1"
     gates.chmod(0o755)
     shutil.rmtree(gates)
-    gate_record(gates, "camp", seal_of(camp), passed=False)
+    gate_record(gates, "camp", seal_of(camp, project.root), passed=False,
+                commit=head(project.root))
     code, rec, _ = run(project, camp)
     assert code == 1 and "APPROVAL-GATES-FAILED" in rec["rules"]
     # an approval for another seal: the campaign changed since
     camp.write_text(camp.read_text() + "description: changed\n")
+    code, rec, _ = run(project, camp)  # uncommitted, too: what runs is not what was approved
+    assert code == 1 and rec["rules"] == ["APPROVAL-OTHER-SEAL", "PROVENANCE-DIRTY"]
+    assert rec["lock"] is None  # refused before the GPU lock
+    commit_all(project.root)
     code, rec, _ = run(project, camp)
     assert code == 1 and rec["rules"] == ["APPROVAL-OTHER-SEAL"]
     # a changed image pin
@@ -225,3 +232,20 @@ def test_bundle_verify_checks_the_approvals_signature_against_the_allowed_signer
     assert r.returncode == 1, r.stdout + r.stderr
     assert "approval-signature" in r.stdout and approval.name in r.stdout
     assert "bad-signature" not in r.stdout  # the bundle's own signature is the operator's, good
+
+
+def test_a_dirty_checkout_never_runs_under_the_approval_of_its_seal(project):
+    """The seal is the approved one, but the checkout holds an uncommitted file, or the
+    mounted workload is git-ignored: refused before the GPU lock, nothing launched."""
+    camp = setup(project)
+    assert approve(project, camp).returncode == 0
+    (project.root / "notes.txt").write_text("an uncommitted change\n")
+    code, rec, _ = run(project, camp)
+    assert code == 1 and rec["rules"] == ["PROVENANCE-DIRTY"] and rec["lock"] is None
+    assert "notes.txt" in rec["reasons"][0]["detail"]
+    assert rec["provenance"]["dirty"] is True and len(rec["stages"]) == 1
+    (project.root / "notes.txt").unlink()
+    code, rec, err = run(project, camp)
+    assert code == 0 and rec["status"] == "accepted", err
+    # git's own state, as recorded: only the new approval (never counted) is uncommitted
+    assert [p.split("/")[0] for p in rec["provenance"]["changed"]] == ["approvals"]

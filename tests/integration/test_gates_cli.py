@@ -224,6 +224,8 @@ def test_a_gate_that_changes_the_sealed_bytes_is_refused(tmp_path):
     campaign = make_project(tmp_path, f"  - name: edit\n    run: {json.dumps(edit)}\n"
                                       "    timeout: 60\n")
     r = harness(tmp_path, "gates", str(campaign), "--runs-dir", "runs")
-    assert r.returncode == 1 and "[GATES-SEAL-CHANGED]" in r.stderr, r.stdout + r.stderr
+    assert r.returncode == 1 and "REFUSED GATES-SEAL-CHANGED" in r.stdout, r.stdout + r.stderr
     [folder] = records(tmp_path)
-    assert load(folder)["passed"] is True  # the record is sealed; its seal is the old one
+    doc = load(folder)  # sealed with its whole verdict: the gate passed, the record did not
+    assert doc["passed"] is False and doc["gates"][0]["passed"] is True
+    assert [x["rule"] for x in doc["refusals"]] == ["GATES-SEAL-CHANGED"]

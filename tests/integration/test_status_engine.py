@@ -32,8 +32,8 @@ def test_a_running_harness_container_is_listed_with_its_labels(rehearsal_image,
     assert error is None
     [mine] = [c for c in found if c["run_id"] == run_id]
     assert mine == {"id": cid, "name": f"harness-{run_id}", "run_id": run_id,
-                    "campaign": campaign, "control": None, "lock": lock,
-                    "status": mine["status"]}
+                    "campaign": campaign, "control": None, "lock": lock, "device": None,
+                    "launcher": None, "status": mine["status"]}
     assert mine["status"].startswith("Up")
     assert all(c["run_id"] for c in found)  # only containers with the run-id label
 

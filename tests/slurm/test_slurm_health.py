@@ -3,9 +3,11 @@
 Each simulated host runs the same wrapper, as a site's would: it names the campaign and the
 host's GPU map (here one per node, chosen by $SLURMD_NODENAME, the one variable slurmd
 gives its health check). node1's map names its fake render nodes as gres.conf does; node2's
-names a device that does not exist. Slurm runs the program every few seconds: node2 must be
-drained with the doctor's reason, node1 must stay in service. The cluster is restored
-(program removed, node2 resumed) whatever happens, for the tests after this one.
+names a device that does not exist, or (second test) node2 reads a gres.conf it cannot
+parse (a range end of 5000 digits), which the wrapper names per node like the map. Slurm
+runs the program every few seconds: node2 must be drained with the doctor's reason, node1
+must stay in service. The cluster is restored (program removed, node2 resumed) whatever
+happens, for the tests after this one.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
 export SLURM_CONF HOME PATH {f'DOCKER_HOST={docker}' if docker else ''}
 mkdir -p "$HOME"
 cd {REPO}
-{HARNESS} doctor {CAMPAIGN} --slurm-health --runs-dir {tmp}/runs \\
+gres=""
+[ -f {tmp}/gres-$SLURMD_NODENAME.conf ] && gres="--gres-conf {tmp}/gres-$SLURMD_NODENAME.conf"
+{HARNESS} doctor {CAMPAIGN} --slurm-health --runs-dir {tmp}/runs $gres \\
   --gpu-map {tmp}/gpu-map-$SLURMD_NODENAME.yaml 2>{tmp}/stderr-$SLURMD_NODENAME
 code=$?
 echo $code > {tmp}/exit-$SLURMD_NODENAME
@@ -51,12 +55,9 @@ exit $code
     return script
 
 
-def test_a_broken_gpu_map_drains_its_node_only(cluster: Cluster, tmp_path) -> None:
-    dev = cluster.dir / "dev"
-    (tmp_path / "gpu-map-node1.yaml").write_text(
-        f"gpus:\n  0: {dev}/node1/renderD128\n  1: {dev}/node1/renderD129\n")
-    (tmp_path / "gpu-map-node2.yaml").write_text(
-        f"gpus:\n  0: {dev}/node2/renderD128\n  1: {dev}/node2/renderD131\n")
+def drained_reason(cluster: Cluster, tmp_path: Path) -> str:
+    """Install the wrapper as the HealthCheckProgram until node2 is drained and both nodes
+    ran it; node2's drain reason. node1 must have passed silently and stayed in service."""
     program = wrapper(tmp_path, cluster)
     original = cluster.conf.read_text()
     try:
@@ -73,19 +74,43 @@ def test_a_broken_gpu_map_drains_its_node_only(cluster: Cluster, tmp_path) -> No
             logs = {p.name: p.read_text() for p in tmp_path.glob("stderr-*")}
             pytest.fail(f"node2 not drained: {node_state(cluster, 'node2')}; {logs}")
         _, reason = node_state(cluster, "node2")
-        assert reason.startswith(f"harness doctor: gpu-map: {tmp_path}/gpu-map-node2.yaml: "
-                                 f"GPU 1: {dev}/node2/renderD131 does not exist"), reason
         assert (tmp_path / "exit-node2").read_text().strip() == "1"
         assert "drained node node2" in (tmp_path / "stderr-node2").read_text()
         assert (tmp_path / "exit-node1").read_text().strip() == "0", \
             (tmp_path / "stderr-node1").read_text()
         assert (tmp_path / "stderr-node1").read_text() == ""  # a fit node says nothing
         # in service (another test's job may still be on it): never drained, no reason
-        state, reason = node_state(cluster, "node1")
-        assert state in ("idle", "mixed", "allocated", "completing") and reason == "none", \
-            (state, reason)
+        state, node1_reason = node_state(cluster, "node1")
+        assert state in ("idle", "mixed", "allocated", "completing") \
+            and node1_reason == "none", (state, node1_reason)
+        return reason
     finally:
         cluster.conf.write_text(original)
         cluster.cli("scontrol", "reconfigure")
         cluster.cli("scontrol", "update", "NodeName=node2", "State=RESUME")
         cluster.wait_nodes_up()
+
+
+def write_maps(tmp_path: Path, dev: Path, node2_second: str) -> None:
+    (tmp_path / "gpu-map-node1.yaml").write_text(
+        f"gpus:\n  0: {dev}/node1/renderD128\n  1: {dev}/node1/renderD129\n")
+    (tmp_path / "gpu-map-node2.yaml").write_text(
+        f"gpus:\n  0: {dev}/node2/renderD128\n  1: {dev}/node2/{node2_second}\n")
+
+
+def test_a_broken_gpu_map_drains_its_node_only(cluster: Cluster, tmp_path) -> None:
+    dev = cluster.dir / "dev"
+    write_maps(tmp_path, dev, "renderD131")
+    reason = drained_reason(cluster, tmp_path)
+    assert reason.startswith(f"harness doctor: gpu-map: {tmp_path}/gpu-map-node2.yaml: "
+                             f"GPU 1: {dev}/node2/renderD131 does not exist"), reason
+
+
+def test_an_unparseable_gres_conf_drains_its_node_only(cluster: Cluster, tmp_path) -> None:
+    dev = cluster.dir / "dev"
+    write_maps(tmp_path, dev, "renderD129")  # both maps right: gres.conf is the fault
+    (tmp_path / "gres-node2.conf").write_text(
+        f"NodeName=node2 Name=gpu File={dev}/node2/renderD[128-{'9' * 5000}]\n")
+    reason = drained_reason(cluster, tmp_path)
+    assert reason.startswith(f"harness doctor: gpu-map-gres: gres.conf at {tmp_path}/"
+                             "gres-node2.conf cannot be parsed (line 1: range "), reason

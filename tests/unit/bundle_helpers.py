@@ -32,7 +32,7 @@ def make_run(parent: Path, run_id: str = "rehearsal-echo-20261130T083000Z-3fa2",
         return folder
     record = {
         "schema": "harness.run/v1", "run_id": run_id,
-        "campaign": {"name": "kv-warmup", "file": "campaigns/kv.yaml", "row": row},
+        "campaign": {"name": "kv-warmup", "file": "campaigns/kv.yaml", "row": str(row)},
         "control": {"name": "echo", "file": "controls/echo.yaml"},
         "image": {"name": "rehearsal:1", "id": "sha256:" + "a" * 64},
         "seal": "sha256:" + "b" * 64, "status": "accepted", "reasons": [],
@@ -120,3 +120,79 @@ def pack(root: Path, out: Path) -> Path:
     with tarfile.open(out, "w:gz") as tar:
         tar.add(root, arcname=root.name)
     return out
+
+
+COMMIT = "c" * 40  # the reviewed commit the approvals below name
+SEAL = "sha256:" + "b" * 64  # make_run's seal
+
+
+def make_approved_run(parent: Path, run_id: str, reviewer_key: Path | None, *,
+                      campaign: str = "camp", row: int = 0) -> Path:
+    """A sealed run folder made under an approval, in `parent/project/gpu-runs/`, with the
+    project its run.json names: `approvals/<campaign>-<seal hex 12>.json` (and its `.sig`,
+    `harness approve --sign-key`'s signature in harness-approval@v1, when `reviewer_key` is
+    given) and the passed gate record the approval rests on."""
+    import inspect
+
+    from harness.approval.sign import sign as sign_approval
+    from harness.gates.record import digest as record_digest
+    from tests.approval_helpers import gate_record
+
+    project = parent / "project"
+    record = project / "gpu-runs" / "gates" / f"{campaign}-g1"
+    if not record.exists():
+        commit = {"commit": COMMIT} if "commit" in inspect.signature(gate_record).parameters \
+            else {}
+        gate_record(record, campaign, SEAL, **commit)
+    name = f"{campaign}-{SEAL[7:19]}.json"
+    approval = project / "approvals" / name
+    if not approval.exists():
+        doc = {"schema": "harness.approval/v1",
+               "campaign": {"name": campaign, "file": f"campaigns/{campaign}.yaml"},
+               "source_seal": SEAL, "images": {"rehearsal:1": "sha256:" + "a" * 64},
+               "models": {}, "git": {"commit": COMMIT, "dirty": False},
+               "gates": {"record": f"gpu-runs/gates/{record.name}",
+                         "digest": record_digest(record), "campaign": campaign,
+                         "source_seal": SEAL, "passed": True},
+               "reviewer": "rev@example", "approved_at": "2026-11-30T12:00:00Z"}
+        approval.parent.mkdir(parents=True, exist_ok=True)
+        approval.write_text(json.dumps(doc, indent=2))
+        if reviewer_key is not None:
+            sig = sign_approval(approval.read_bytes(), reviewer_key)
+            approval.with_name(name + ".sig").write_bytes(sig)
+    run = make_run(project / "gpu-runs", run_id, row=row)
+    record_json = json.loads((run / "run.json").read_text())
+    record_json["campaign"] = {"name": campaign, "row": str(row),
+                               "file": str(project / "campaigns" / f"{campaign}.yaml")}
+    record_json["approval"] = {  # in the order the run-time check writes it
+        "file": f"approvals/{name}",
+        "digest": "sha256:" + hashlib.sha256(approval.read_bytes()).hexdigest(),
+        "seal": SEAL, "commit": COMMIT}
+    (run / "run.json").write_text(json.dumps(record_json, indent=2))
+    seal(run)
+    return run
+
+
+def retag(root: Path, key: Path | None = None, *, claim: bool | None = None) -> None:
+    """What a forger does after changing tag files (an approval's `.sig`, say): a tag
+    manifest over every tag file as it now is, signed with `key` (or left unsigned, its
+    `.sig` removed). `claim`: keep (None), add (True) or drop (False) bag-info's
+    `Bag-Signature` line, the bag's own word that it was signed."""
+    from harness.bundle.sign import sign
+    from harness.bundle.sums import format_sums
+
+    info = root / "bag-info.txt"
+    lines = [line for line in info.read_text().splitlines()
+             if claim is None or not line.startswith("Bag-Signature:")]
+    if claim:
+        lines.append("Bag-Signature: tagmanifest-sha256.txt.sig harness-evidence")
+    info.write_text("".join(f"{line}\n" for line in lines))
+    signature = root / "tagmanifest-sha256.txt.sig"
+    signature.unlink(missing_ok=True)
+    tags = {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and p.parts[len(root.parts)] != "data"
+            and p.name != "tagmanifest-sha256.txt"}
+    tagmanifest = format_sums(tags)
+    (root / "tagmanifest-sha256.txt").write_text(tagmanifest)
+    if key is not None:
+        signature.write_bytes(sign(tagmanifest.encode(), key))

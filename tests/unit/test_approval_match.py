@@ -22,13 +22,14 @@ from harness.catalogue import (
     APPROVAL_MODEL_CHANGED,
     APPROVAL_OTHER_SEAL,
     APPROVAL_SIGNATURE,
+    PROVENANCE_DIRTY,
     SEAL_NOT_APPROVED,
 )
 from harness.config.loader import require_campaign
 from harness.errors import InvalidInput, Refused
-from harness.provenance import git_state
+from harness.provenance import CleanCheck
 from harness.seal import source_files, source_seal
-from tests.approval_helpers import commit_all, gate_record, make_keys, seal_of
+from tests.approval_helpers import commit_all, gate_record, harness_of, head, make_keys, seal_of
 
 SEAL_A, SEAL_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
 IMG = "sha256:" + "1" * 64
@@ -92,23 +93,22 @@ def test_parse_reads_back_what_build_writes():
     assert parse(json.dumps(doc()).encode()) == doc()
 
 
-@pytest.mark.parametrize("git, dirty", [
-    (CLEAN, False),
-    ({**CLEAN, "dirty": True, "changed": ["harness/x.py"], "changed_total": 1}, True),
-    ({**CLEAN, "dirty": True, "changed": ["approvals/a.json"], "changed_total": 1}, False),
-    ({**CLEAN, "dirty": True, "changed": ["approvals/a.json"], "changed_total": 300}, True),
-    ({**CLEAN, "commit": None, "error": "not a git repository"}, True),
-    ({**CLEAN, "dirty": None}, True),
+@pytest.mark.parametrize("clean, dirty", [
+    (CleanCheck("c" * 40, True, (), 0), False),
+    (CleanCheck("c" * 40, False, ("harness/x.py: differs from HEAD",), 1), True),
+    (CleanCheck(None, False, ("git cannot tell: not a git work tree",), 1), True),
+    (CleanCheck(None, True, (), 0), True),  # no commit to name
 ])
-def test_only_a_clean_head_may_be_approved(git, dirty):
-    assert (issue.dirty_reason(git) is not None) is dirty
+def test_only_a_clean_head_may_be_approved(clean, dirty):
+    assert (issue.dirty_reason(clean) is not None) is dirty
 
 
 # ---- a project on disk ----------------------------------------------------------------------
 
 @pytest.fixture
-def proj(tmp_path) -> Path:
+def proj(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "proj"
+    harness_of(monkeypatch, root)
     for d in ("campaigns", "controls"):
         (root / d).mkdir(parents=True)
     (root / "images.lock").write_text(f"images:\n  rehearsal:\n    id: {IMG}\n")
@@ -116,7 +116,8 @@ def proj(tmp_path) -> Path:
         "name: ctl\nimage: rehearsal\ndevice: cpu\ncommand: [\"true\"]\n")
     (root / "campaigns" / "camp.yaml").write_text(
         "name: camp\nrow: T\ncontrols: [ctl]\nrequire_approval: true\n")
-    (root / ".gitignore").write_text("runs/\n")
+    with (root / ".gitignore").open("a") as f:
+        f.write("runs/\n")
     commit_all(root)
     return root
 
@@ -128,9 +129,9 @@ def campaign(root: Path) -> Path:
 def approve(root: Path, *, passed: bool = True, key: Path | None = None,
             name: str = "g1") -> Path:
     gates = gate_record(root / "runs" / "gates" / name, "camp", seal_of(campaign(root)),
-                        passed=passed)
+                        passed=passed, commit=head(root))
     loaded = require_campaign(campaign(root))
-    path, _ = issue.approve(loaded, gates, git_state(root), "rev@example", key)
+    path, _ = issue.approve(loaded, gates, "rev@example", key)
     return path
 
 
@@ -154,7 +155,7 @@ def test_remove_the_approval_refuses_restore_accepts(proj):
     loaded = require_campaign(campaign(proj))
     named, reasons = check.for_run(loaded, source_seal(proj, loaded.files()).digest)
     assert reasons == [] and named["file"] == f"approvals/{path.name}"
-    assert named["commit"] == git_state(proj)["commit"] and named["digest"].startswith("sha256:")
+    assert named["commit"] == head(proj) and named["digest"].startswith("sha256:")
     kept = path.read_bytes()
     path.unlink()
     assert rules(proj) == [SEAL_NOT_APPROVED]
@@ -166,12 +167,15 @@ def test_an_approval_of_another_seal_refuses(proj):
     approve(proj)
     (proj / "campaigns" / "camp.yaml").write_text(
         "name: camp\nrow: T\ncontrols: [ctl]\nrequire_approval: true\ndescription: v2\n")
+    assert rules(proj) == [APPROVAL_OTHER_SEAL, PROVENANCE_DIRTY]  # uncommitted, too
+    commit_all(proj)
     assert rules(proj) == [APPROVAL_OTHER_SEAL]
 
 
 def test_a_changed_image_pin_refuses(proj):
     approve(proj)
     (proj / "images.lock").write_text(f"images:\n  rehearsal:\n    id: sha256:{'7' * 64}\n")
+    commit_all(proj)
     assert rules(proj) == [APPROVAL_IMAGE_CHANGED]
 
 
@@ -190,9 +194,9 @@ def test_a_failed_gate_record_cannot_approve(proj):
 
 
 def test_a_gate_record_for_another_seal_cannot_approve(proj):
-    gates = gate_record(proj / "runs" / "gates" / "old", "camp", SEAL_A)
+    gates = gate_record(proj / "runs" / "gates" / "old", "camp", SEAL_A, commit=head(proj))
     with pytest.raises(Refused) as e:
-        issue.approve(require_campaign(campaign(proj)), gates, git_state(proj), "r", None)
+        issue.approve(require_campaign(campaign(proj)), gates, "r", None)
     assert e.value.rule == APPROVAL_GATES_OTHER_SEAL
 
 
@@ -219,7 +223,7 @@ def test_a_tampered_approval_refuses(proj):
 
 
 def test_signatures_when_the_campaign_names_allowed_signers(proj, tmp_path):
-    key, allowed = make_keys(tmp_path, "rev")
+    key, allowed = make_keys(tmp_path, "rev", proj)
     text = campaign(proj).read_text() + f"allowed_signers: {allowed}\n"
     campaign(proj).write_text(text)
     commit_all(proj)
@@ -244,10 +248,12 @@ def test_a_partial_gate_record_cannot_carry_an_approval(tmp_path):
     from tests.approval_helpers import gate_record
 
     seal = "sha256:" + "a" * 64
-    folder = gate_record(tmp_path / "rec", "camp", seal)
-    summary, found = approval_gates.read(folder, "camp", seal, ["unit"])
+    folder = gate_record(tmp_path / "rec", "camp", seal, commit="c" * 40)
+    summary, found = approval_gates.read(folder, approval_gates.Wanted("camp", ("unit",), seal,
+                                                                       "c" * 40))
     assert summary is not None and found == []
-    _, found = approval_gates.read(folder, "camp", seal, ["unit", "mutation"])
+    _, found = approval_gates.read(folder, approval_gates.Wanted("camp", ("unit", "mutation"),
+                                                                 seal, "c" * 40))
     assert [rule for rule, _ in found] == [APPROVAL_GATES_FAILED]
     assert "mutation did not run" in found[0][1]
 

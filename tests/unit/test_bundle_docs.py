@@ -182,3 +182,60 @@ def test_coreutils_recipe_and_harness_agree_on_a_nested_run_json(tmp_path, case)
     assert (result.returncode == 0) is ok, result.stdout + result.stderr
     assert ("bundle verified" in result.stdout) is ok
     assert (tmp_path / "review" / "runs.txt").read_text() == "data/r1\n"
+
+
+# Who vouches for what (docs/bundles.md): the recipe plays `--allowed-signers` with the
+# allowed_signers file being there, and agrees with the harness case by case.
+# (bag, the approval's .sig, allowed_signers there) -> verified
+VOUCHES = {
+    ("signed", "good", True): True,
+    ("signed", "missing", True): False,  # the operator's key cannot vouch for the reviewer
+    ("signed", "bundle-key", True): False,  # op's key, in the approvals' namespace
+    ("signed", "other-bytes", True): False,  # the reviewer's signature of another approval
+    ("unsigned", "good", True): False,  # signers given: an unsigned bag is refused
+    ("stripped", "good", True): False,
+    ("stripped", "good", False): False,  # bag-info says signed: the .sig was deleted
+    ("signed", "good", False): False,  # an unchecked signature proves nothing
+    ("unsigned", "good", False): True,
+    ("unsigned", "missing", False): True,  # nothing authenticated, nothing asked
+}
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
+@pytest.mark.parametrize("case", sorted(VOUCHES), ids=lambda c: "-".join(
+    [c[0], c[1], "listed" if c[2] else "no-signers"]))
+def test_coreutils_recipe_and_harness_agree_on_who_vouches(tmp_path, case):
+    from bundle_helpers import make_approved_run, retag
+
+    from harness.approval.sign import sign as sign_in
+    from harness.bundle import verify_tree
+
+    bag, approval, listed = case
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    op, op_line = make_keys(keys, "op")
+    rev, rev_line = make_keys(keys, "rev", "harness-approval@v1")
+    export_bundle([make_approved_run(tmp_path, "r1", rev)], tmp_path / "good.tar.gz", op)
+    root = writable_bundle(tmp_path / "good.tar.gz", tmp_path / "x")
+    [doc] = (root / "metadata" / "approvals").glob("*.json")
+    sig = doc.with_name(doc.name + ".sig")
+    if approval == "missing":
+        sig.unlink()
+    elif approval == "bundle-key":
+        sig.write_bytes(sign_in(doc.read_bytes(), op))
+    elif approval == "other-bytes":
+        sig.write_bytes(sign_in(b"{}\n", rev))
+    {"signed": lambda: retag(root, op), "unsigned": lambda: retag(root, claim=False),
+     "stripped": lambda: retag(root)}[bag]()
+    pack(root, tmp_path / "evidence.tar.gz")
+    allowed = tmp_path / "allowed_signers"
+    if listed:
+        allowed.write_text(op_line + rev_line)
+    assert verify_tree(root, allowed if listed else None).ok is VOUCHES[case]
+    result = run_script(doc_script("coreutils"), tmp_path)
+    assert (result.returncode == 0) is VOUCHES[case], result.stdout + result.stderr
+    assert ("bundle verified" in result.stdout) is VOUCHES[case]
+    if VOUCHES[case] and listed:
+        said = result.stdout + result.stderr
+        assert 'Good "harness-evidence" signature for op@example' in said
+        assert 'Good "harness-approval@v1" signature for rev@example' in said

@@ -171,12 +171,16 @@ def test_collect_takes_the_good_bundles_beside_a_hostile_one(tmp_path):
     (drop / "bundles").mkdir(parents=True)
     (a,) = _exports(tmp_path, "run-a")
     a.rename(drop / "bundles" / a.name)
-    with tarfile.open(drop / "bundles" / "evil.tar", "w") as tar:
-        tar.addfile(tarfile.TarInfo("top/../../escape"))
+    for name in ("evil.tar", "run-evil.tar.gz"):  # named for no run; named for run-evil
+        with tarfile.open(drop / "bundles" / name, "w") as tar:
+            tar.addfile(tarfile.TarInfo("top/../../escape"))
     (drop / "bundles" / "link.tar.gz").symlink_to(drop / "bundles" / a.name)
     arrivals = {x.bundle: x for x in collect_drop(drop, runs)}
-    assert set(arrivals) == {"evil.tar", a.name}  # a symlink is never followed
-    assert arrivals["evil.tar"].problems and not arrivals["evil.tar"].ok
+    assert set(arrivals) == {"evil.tar", "run-evil.tar.gz", "link.tar.gz", a.name}
+    assert "hostile" in arrivals["run-evil.tar.gz"].problems[0]
+    for name in ("evil.tar", "link.tar.gz"):  # refused by name or kind: a symlink is never
+        assert arrivals[name].problems and not arrivals[name].ok  # followed, nothing read
+        assert arrivals[name].sha256 == "" and "BUNDLE-DROP-NAME" in arrivals[name].problems[0]
     assert arrivals[a.name].unpacked == ["run-a"]
     assert sorted(p.name for p in runs.iterdir()) == [RECORD, "run-a"]  # no temp left
     assert not (tmp_path / "escape").exists()

@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from harness.catalogue import RUN_NOT_INTACT
 from harness.cli.diff import render
 from harness.cli.main import main
 from harness.diff import compare, diff_runs, engine_args, file_changes, seal_files
+from harness.errors import Refused
 from harness.night.transitions import Row
 from harness.rerun import RerunPlan, failed_rows, seal_lines
 from harness.runfolder import record
+from harness.runfolder.manifest import write_manifest
 from harness.seal import SourceSeal, seal_digest
 from harness.show import render_run
 
@@ -28,7 +31,8 @@ CUSTOM_OPS = "compilation.custom_ops"
 def rec(status: str, seal: str, **kw) -> dict:
     doc = {"schema": record.SCHEMA, "run_id": f"run-{status}", "attempt": 1, "status": status,
            "reasons": [], "rules": [], "seal": seal, "image": {"name": "r", "id": "sha256:i"},
-           "model_hashes": {"w.bin": "sha256:1"}}
+           "model_hashes": {"w.bin": "sha256:1"}, "campaign": {"name": "c"},
+           "control": {"name": "k"}}
     doc.update(kw)
     return doc
 
@@ -178,27 +182,53 @@ def test_text_is_grouped_and_every_value_inert() -> None:
     assert "note (a): \\x1b[2J\\u202eaccepted\\x0a" in lines
 
 
-def test_hostile_folder_files_become_notes_and_nothing_is_written(tmp_path: Path) -> None:
+def _sealed_pair(tmp_path: Path) -> tuple[Path, Path]:
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "run.json").write_text(json.dumps(rec("refused", "sha256:s")))
-    a = tmp_path / "a"
-    os.mkfifo(a / "metrics.json")  # would block a naive open() forever
-    (a / "preflight.json").symlink_to("/etc/passwd")
+    return tmp_path / "a", tmp_path / "b"
+
+
+def test_hostile_folder_files_become_notes_and_nothing_is_written(tmp_path: Path) -> None:
+    a, b = _sealed_pair(tmp_path)
+    (a / "metrics.json").write_text('{"metrics": {"x": 1e999}}')
+    (a / "preflight.json").write_text('{"source_seal": Infinity}')
     (a / "docker-vector.json").write_text('{"argv": [NaN]}')
     (a / "post-steps" / "gate0").mkdir(parents=True)
     (a / "post-steps" / "gate0" / "verdict.json").write_text("[" * 100_000)
     (a / "observations").mkdir()
     (a / "observations" / "startup.json").write_text('{"fields": {"x": 1' + "0" * 5000 + "}}")
-    before = sorted(p.name for p in a.rglob("*"))
-    doc = diff_runs(a, tmp_path / "b")
+    write_manifest(a)
+    write_manifest(b)
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    doc = diff_runs(a, b)
     notes = "\n".join(doc["a"]["notes"])
     for name in ("metrics.json", "preflight.json", "docker-vector.json", "verdict.json",
                  "startup.json"):
         assert name in notes, (name, notes)
-    assert "FIFO" in notes and "symlink" in notes
     assert doc["topics"]["metrics"]["same"] is None and doc["topics"]["seal"]["files"] is None
-    assert sorted(p.name for p in a.rglob("*")) == before
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+
+
+def test_a_fifo_or_symlink_planted_after_the_seal_is_refused_unread(tmp_path: Path) -> None:
+    """A FIFO (which would block a naive open() forever) or a symlink planted in a sealed
+    folder fails verification: the side is refused before any of its files is opened."""
+    a, b = _sealed_pair(tmp_path)
+    (a / "metrics.json").write_text("{}")
+    (a / "preflight.json").write_text("{}")
+    write_manifest(a)
+    write_manifest(b)
+    (a / "metrics.json").unlink()
+    os.mkfifo(a / "metrics.json")
+    (a / "preflight.json").unlink()
+    (a / "preflight.json").symlink_to("/etc/passwd")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(Refused) as e:
+        diff_runs(a, b)
+    assert e.value.rule == RUN_NOT_INTACT
+    assert "metrics.json: not-regular (a fifo)" in e.value.message
+    assert "preflight.json: not-regular (a symlink" in e.value.message
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
 def _exit(args: list[str], capsys) -> tuple[int, str]:
@@ -212,12 +242,14 @@ def test_the_command_exits_0_when_both_read_and_2_when_one_does_not(tmp_path: Pa
     for name, status in (("a", "refused"), ("b", "accepted")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "run.json").write_text(json.dumps(rec(status, "sha256:s")))
+        write_manifest(tmp_path / name)
     code, out = _exit([str(tmp_path / "a"), str(tmp_path / "b"), "--json"], capsys)
     assert code == 0 and json.loads(out)["differs"] == ["status"]
     code, out = _exit([str(tmp_path / "a"), str(tmp_path / "a")], capsys)
     assert code == 0 and "differs: nothing" in out
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "run.json").write_text("[1]")
+    write_manifest(tmp_path / "c")
     assert _exit([str(tmp_path / "a"), str(tmp_path / "c")], capsys)[0] == 2
 
 

@@ -266,10 +266,17 @@ def test_gate0_through_the_post_step_runner(tmp_path):
     assert "gate0: accepted (1 fields compared)" in r.stdout
 
 
+def record_doc(**fields) -> dict:
+    """A run.json of the record's shape (the one strict reader reads nothing less)."""
+    from harness.runfolder.record import RunRecord
+    return {**RunRecord(run_id="r", status="accepted", campaign={"name": "c"},
+                        control={"name": "k"}).as_dict(), **fields}
+
+
 def test_judge_run_binds_to_the_runs_seal_and_image(tmp_path):
     run = run_folder(tmp_path, ("a",), seal=False)
     assert judge_run(run)["verdict"] == "accepted"
-    write(run / "run.json", {"seal": "sha256:other", "image": {"id": "sha256:i"}})
+    write(run / "run.json", record_doc(seal="sha256:other", image={"id": "sha256:i"}))
     v = judge_run(run)
     assert v["refused_by"] == ["GATE0-SOURCE"]
     assert expected_source(None) == {}
@@ -496,7 +503,8 @@ def test_gate0_binds_to_preflight_before_run_json_exists(tmp_path):
     (run / "preflight.json").write_text(json.dumps(
         {"source_seal": {"seal": "sha256:aa"}, "image": {"name": "x", "id": "sha256:bb"}}))
     assert recorded_source(run) == {"seal": "sha256:aa", "image": "sha256:bb"}
-    (run / "run.json").write_text(json.dumps({"seal": "sha256:cc", "image": {"id": "sha256:dd"}}))
+    (run / "run.json").write_text(json.dumps(record_doc(seal="sha256:cc",
+                                                         image={"id": "sha256:dd"})))
     assert recorded_source(run) == {"seal": "sha256:cc", "image": "sha256:dd"}
     (run / "run.json").unlink()
     (run / "preflight.json").write_text("[]")

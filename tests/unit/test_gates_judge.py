@@ -189,8 +189,9 @@ def test_exit_code_three_when_a_gate_could_not_start():
 
 def record(**over) -> dict:
     doc = {"schema": SCHEMA, "campaign": {"name": "c", "file": "c.yaml"},
-           "source_seal": "sha256:" + "a" * 64, "git": {"commit": None},
-           "times": {"started": "t0", "ended": "t1"}, "passed": True,
+           "source_seal": "sha256:" + "a" * 64,
+           "git": {"commit": "c" * 40, "clean": True, "problems": [], "problems_total": 0},
+           "times": {"started": "t0", "ended": "t1"}, "passed": True, "refusals": [],
            "gates": [{"name": "g", "argv": ["x"], "exit_code": 0, "passed": True,
                       "duration_s": 1.5, "counts": None, "kill_score": None,
                       "min_kill_score": None, "why": None}]}
@@ -211,6 +212,12 @@ def test_record_round_trip():
     json.dumps(record(gates=[])).encode(),  # an empty record passes nothing
     json.dumps(record(gates=[{"name": "g"}])).encode(),
     json.dumps(record(extra=1)).encode(),
+    # what `gates` itself refused makes the record fail: it cannot also say passed
+    json.dumps(record(refusals=[{"rule": "GATES-SEAL-CHANGED", "detail": "x"}])).encode(),
+    json.dumps(record(refusals=["GATES-SEAL-CHANGED"])).encode(),
+    json.dumps(record(git={"commit": "c" * 40})).encode(),  # v2 says whether it was clean
+    json.dumps(record(git={"commit": "c", "clean": "yes", "problems": [],
+                           "problems_total": 0})).encode(),
     b'{"x":' * 50 + b"1" + b"}" * 50,
 ])
 def test_record_reader_refuses_malformed(data):

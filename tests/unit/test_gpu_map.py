@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.bounds import BadText
 from harness.catalogue import ENV_GPU_MAP
 from harness.config import gpumap
 from harness.config.schema import Control
@@ -129,14 +130,17 @@ def test_gres_files_per_node_in_file_order():
                                              "/dev/dri/renderD200"]
     assert gres.gpu_files("AutoDetect=rsmi\nName=gpu Type=gfx1100 Count=2\n", "n1") is None
     assert gres.gpu_files("NodeName=other Name=gpu File=/dev/x\n", "n1") is None
-    assert gres.gpu_files("NodeName=n[1-x] Name=gpu File=/dev/x\n", "n1") is None
+    with pytest.raises(BadText, match=r"^gres.conf line 1: range '1-x': its high end "):
+        gres.gpu_files("NodeName=n[1-x] Name=gpu File=/dev/x\n", "n1")
 
 
 def test_hostlist_expansion():
     assert gres.expand("gpu[01-03,7]") == ["gpu01", "gpu02", "gpu03", "gpu7"]
     assert gres.expand("a,b[1-2]") == ["a", "b1", "b2"]
-    assert gres.expand("n[3-1]") is None
-    assert gres.expand("n[0-99999]") is None  # bounded
+    with pytest.raises(BadText, match="reversed"):
+        gres.expand("n[3-1]")
+    with pytest.raises(BadText, match="more than 4096"):  # bounded
+        gres.expand("n[0-99999]")
     assert gres.gres_conf_path({"SLURM_CONF": "/opt/slurm/etc/slurm.conf"}) \
         == Path("/opt/slurm/etc/gres.conf")
     assert gres.gres_conf_path({}) == Path("/etc/slurm/gres.conf")

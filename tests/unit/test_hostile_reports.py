@@ -28,6 +28,8 @@ from harness.report.format import fmt
 from harness.report.page import render_html
 from harness.report.plots import render_plots
 from harness.report.summary import build_summary, render_markdown
+from harness.runfolder import record as run_record
+from harness.runfolder.manifest import write_manifest
 from tests.inprocess import invoke
 
 BIG_FLOAT = "9" * 400
@@ -134,28 +136,36 @@ def test_finish_metrics_never_loses_the_verdict(tmp_path: Path, monkeypatch) -> 
 MARKUP = "[/…] [bold red]x[/] [/nope] [link=http://evil]y[/link] :smile:"
 
 
-def run_folder(tmp_path: Path, record: object, name: str = "r1") -> Path:
+def run_folder(tmp_path: Path, record: object, name: str = "r1",
+               files: dict[str, str] | None = None) -> Path:
+    """A sealed run folder: show reads only a run its seal vouches for."""
     d = tmp_path / name
     d.mkdir()
     (d / "run.json").write_text(json.dumps(record) if not isinstance(record, str) else record)
+    for rel, text in (files or {}).items():
+        (d / rel).write_text(text)
+    write_manifest(d)
     return d
 
 
 def test_show_prints_markup_and_escapes_as_data(tmp_path: Path) -> None:
-    rec = {"run_id": "r1[/b]", "status": "accepted", "reasons": [MARKUP, ESC + "forged"],
+    rec = {"schema": run_record.SCHEMA, "run_id": "r1", "status": "accepted",
+           "reasons": [MARKUP, ESC + "forged"],
            "campaign": {"name": "[/c]", "row": MARKUP + "\n  • accepted"},
-           "control": {"name": "[red]c"}, "rerun_of": {"run_id": "r0", "reason": MARKUP},
+           "control": {"name": "[red]c"}, "rerun_of": {"run_id": "r0[/b]", "reason": MARKUP},
            "post_steps": [{"name": "[/p]", "verdict": "[/v]", "exit_code": 0}]}
-    d = run_folder(tmp_path, rec)
-    (d / "recovered.json").write_text('{"note": "[/recovered]"}')
-    (d / "addenda" / "[bold]a[").mkdir(parents=True)
+    d = run_folder(tmp_path, rec, files={"recovered.json": '{"note": "[/recovered]"}'})
+    addendum = d / "addenda" / "[bold]a["
+    addendum.mkdir(parents=True)
+    (addendum / "note.txt").write_text("x")
+    write_manifest(addendum)  # an addendum carries its own seal
     (tmp_path / "reruns.jsonl").write_text(
         "[" * 5000 + "\n" + json.dumps({"original": "r1", "rerun": {"run_id": "x"}}) + "\n"
         + json.dumps({"original": {"run_id": "r1"}, "rerun": {"run_id": "r2"},
                       "reason": "[/rerun reason]", "status": "accepted", "at": "t"}) + "\n")
     code, out = invoke("show", str(d))
     assert_clean(code, out)
-    for needle in ("r1[/b]", "[/c]", "[/…] [bold red]x[/]", "[red]c", "[/p]", "[/v]",
+    for needle in ("r0[/b]", "[/c]", "[/…] [bold red]x[/]", "[red]c", "[/p]", "[/v]",
                    "[/recovered]", "[/rerun reason]", "[bold]a[", ":smile:", "\\x1b[2J"):
         assert needle in out, needle
     assert "\x1b" not in out and "\\x0a  • accepted" in out
@@ -179,57 +189,97 @@ def test_show_malformed_run_json_is_invalid_input(tmp_path: Path, content: str,
 
 
 def test_show_refuses_fifo_symlink_and_non_utf8_run_json(tmp_path: Path) -> None:
-    fifo = tmp_path / "fifo"
-    fifo.mkdir()
+    """A FIFO or symlink run.json is never opened: planted after the seal it fails
+    verification (exit 1), never sealed it is refused unsealed (exit 1); a sealed run.json
+    that is not UTF-8 is bad input (exit 2). None of them hangs."""
+    fifo = run_folder(tmp_path, "{}", "fifo")
+    (fifo / "run.json").unlink()
     os.mkfifo(fifo / "run.json")
-    link = tmp_path / "link"
-    link.mkdir()
+    link = run_folder(tmp_path, "{}", "link")
+    (link / "run.json").unlink()
     (link / "run.json").symlink_to("/etc/passwd")
+    unsealed = tmp_path / "unsealed"
+    unsealed.mkdir()
+    os.mkfifo(unsealed / "run.json")
     raw = tmp_path / "raw"
     raw.mkdir()
     (raw / "run.json").write_bytes(b'{"run_id": "\xff"}')
+    write_manifest(raw)
     start = time.monotonic()
-    for d, message in ((fifo, "FIFO"), (link, "symlink"), (raw, "not UTF-8")):
+    for d, code_wanted, messages in (
+            (fifo, 1, ("[RUN-NOT-INTACT]", "run.json: not-regular (a fifo)")),
+            (link, 1, ("[RUN-NOT-INTACT]", "run.json: not-regular (a symlink")),
+            (unsealed, 1, ("[RUN-UNSEALED]", "never sealed")),
+            (raw, 2, ("not valid JSON", "utf-8"))):
         code, out = invoke("show", str(d))
-        assert_clean(code, out, (2,))
-        assert message in out, out
+        assert_clean(code, out, (code_wanted,))
+        for message in messages:
+            assert message in out, out
     assert time.monotonic() - start < 10
 
 
-def test_show_best_effort_over_wrong_types(tmp_path: Path) -> None:
+def test_show_refuses_wrong_types_naming_each_fault(tmp_path: Path) -> None:
+    """A run.json that parses but is not of a run record's shape is bad input (exit 2),
+    every fault named, never a record printed as fact."""
     rec = {"run_id": ["x"], "status": {"evil": "[/s]"}, "campaign": "c", "control": 5,
            "lock": [1], "outcome": {"exit_code": {"a": 1}, "duration_s": "NaN"},
            "post_steps": {"name": "x"}, "reasons": "not a list", "rerun_of": 3,
            "image": {"id": "\ud800"}}
     d = run_folder(tmp_path, json.dumps(rec))
     code, out = invoke("show", str(d))
-    assert_clean(code, out)
-    assert '{"evil": "[/s]"}' in out and "\\ud800" in out
+    assert_clean(code, out, (2,))
+    assert "not a run record" in out
+    for fault in ("schema is missing", "run_id has the wrong type (list)",
+                  "status has the wrong type (dict)", "campaign has the wrong type (str)",
+                  "control has the wrong type (int)", "reasons has the wrong type (str)",
+                  "lock has the wrong type (list)", "post_steps has the wrong type (dict)",
+                  "rerun_of has the wrong type (int)"):
+        assert fault in out, fault
+    assert "[/s]" not in out  # the record's values are not printed as fact
+
+
+def test_show_refuses_well_typed_values_no_run_can_have(tmp_path: Path) -> None:
+    rec = {"schema": run_record.SCHEMA, "run_id": "r1[/b]", "status": ESC + "[/s]",
+           "campaign": {"row": "x"}, "control": {"name": "c"}, "attempt": 0,
+           "post_steps": [{"verdict": "accepted"}], "stages": ["junk"]}
+    d = run_folder(tmp_path, json.dumps(rec))
+    for args in (("show", str(d)), ("show", "--json", str(d))):
+        code, out = invoke(*args)
+        assert_clean(code, out, (2,))
+        for fault in ("run_id is not a run folder's name", "is not one of accepted",
+                      "attempt is below 1", "campaign.name is missing",
+                      "post_steps[0] has no name", "stages[0] is not an object"):
+            assert fault in out, (fault, out)
+        assert "\x1b" not in out  # the status is named escaped, never live
 
 
 # --- report -----------------------------------------------------------------------------
 
 def hostile_night(tmp_path: Path) -> Path:
     night = tmp_path / "nights" / "camp-20260101T000000Z"
-    records = {
-        "a-status-object": {"run_id": "a", "status": {"x": 1}, "reasons": [MARKUP],
+    shaped = {"schema": run_record.SCHEMA, "campaign": {"name": "camp"}}
+    records = {  # a record of the wrong shape is a problem of its run, never read as one
+        "a-status-object": {**shaped, "run_id": "a", "status": {"x": 1}, "reasons": [MARKUP],
                             "control": {"name": "a"}},
-        "b-mixed-times": {"run_id": "b", "status": "accepted", "control": {"name": "b"},
+        "b-mixed-times": {**shaped, "run_id": "b", "status": "accepted", "control": {"name": "b"},
                           "times": {"started": "2026-01-01T00:00:00",
                                     "ended": "2026-01-01T00:01:00+00:00"},
                           "lock": {"acquired": "2026-01-01T00:00:00Z",
                                    "released": "2026-01-01T00:00:30", "wait_s": "Infinity"}},
-        "c-infinite": {"run_id": "c", "status": "accepted", "control": {"name": "c"},
-                       "lock": {"wait_s": 1e999}, "reasons": 7, "post_steps": 5},
+        "c-infinite": {**shaped, "run_id": "c", "status": "accepted", "control": {"name": "c"},
+                       "lock": {"wait_s": 1e999}},
         "d-wrong-types": {"run_id": {"id": 1}, "status": ["refused"], "control": "x",
-                          "reasons": [ESC + "<script>alert(1)</script>", "[x](javascript:1)"],
-                          "rerun_of": {"run_id": ["r"], "reason": "`code` | pipe"}},
+                          "reasons": 7, "post_steps": 5},
+        "f-hostile-text": {**shaped, "run_id": "f", "status": "refused", "control": {"name": "f"},
+                           "reasons": [ESC + "<script>alert(1)</script>", "[x](javascript:1)"],
+                           "rerun_of": {"run_id": ["r"], "reason": "`code` | pipe"}},
     }
     metrics = {
         "a-status-object": '{"metrics": {"kv_cache_gib": Infinity, "kv_tokens": NaN}}',
         "b-mixed-times": '{"metrics": {"kv_cache_gib": 1e999, "kv_tokens": -Infinity}}',
         "c-infinite": '{"metrics": {"kv_tokens": ' + "9" * 4000 + "}}",
         "d-wrong-types": '{"metrics": ' + "[" * 5000 + "]" * 5000 + "}",
+        "f-hostile-text": '{"metrics": {"kv_cache_gib": 1.5}}',
     }
     for name, rec in records.items():
         d = night / name
@@ -253,9 +303,20 @@ def test_report_over_hostile_run_folders(tmp_path: Path, fmt: str) -> None:
     if fmt == "json":
         summary = no_nan(out)
         runs = {r["run_id"]: r for r in summary["runs"] if isinstance(r["run_id"], str)}
-        assert runs["a"]["status"] == "unknown"
-        assert any("status is not a string" in r for r in runs["a"]["reasons"])
-        assert set(runs["a"]["metrics"].values()) == {None}
+
+        def unread(folder: str) -> dict:  # a run whose run.json is not a record
+            [entry] = [r for r in summary["runs"]
+                       if any(f"{folder}/run.json: not a run record" in x for x in r["reasons"])]
+            return entry
+        bad_status = unread("a-status-object")
+        assert bad_status["run_id"] is None and bad_status["status"] == "unknown"
+        assert any("status has the wrong type (dict)" in r for r in bad_status["reasons"])
+        assert set(bad_status["metrics"].values()) == {None}
+        wrong = " ".join(unread("d-wrong-types")["reasons"])
+        for fault in ("run_id has the wrong type (dict)", "status has the wrong type (list)",
+                      "control has the wrong type (str)"):
+            assert fault in wrong, fault
+        assert "a" not in runs and "f" in runs
         assert runs["b"]["duration_s"] == 60.0 and runs["b"]["lock_hold_s"] == 30.0
         assert runs["b"]["lock_wait_s"] is None and runs["c"]["lock_wait_s"] is None
         assert runs["c"]["metrics"]["kv_tokens"] is None
@@ -296,8 +357,9 @@ def test_report_over_a_journal_row_with_hostile_values(tmp_path: Path) -> None:
     run = tmp_path / "run-1"
     run.mkdir()
     (run / "run.json").write_text(json.dumps(
-        {"run_id": "run-1", "status": {"s": 1}, "times": {"started": "2026-01-01T00:00:00Z",
-                                                          "ended": "2026-01-01T00:00:05"}}))
+        {"schema": run_record.SCHEMA, "run_id": "run-1", "status": "refused",
+         "campaign": {"name": "camp"}, "control": {"name": "kv"},
+         "times": {"started": "2026-01-01T00:00:00Z", "ended": "2026-01-01T00:00:05"}}))
     r = j.mark_running(row, "run-1", str(run))
     j.mark_refused(r, ESC + "[/x] | <b>")
     j.close()

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from harness.approval import check, issue
-from harness.catalogue import APPROVAL_INVALID, APPROVAL_SIGNATURE, ENV_ERROR
+from harness.catalogue import APPROVAL_INVALID, APPROVAL_SIGNATURE, ENV_ERROR, PROVENANCE_DIRTY
 from harness.config.gates import Gate
 from harness.config.loader import require_campaign
 from harness.gates import run as gates_run
-from harness.provenance import git_state
 from harness.seal import source_seal
-from tests.approval_helpers import commit_all, gate_record, make_keys, seal_of
+from tests.approval_helpers import commit_all, gate_record, harness_of, head, make_keys, seal_of
 
 IMG = "sha256:" + "1" * 64
 
@@ -30,13 +29,15 @@ def _project(root: Path, name: str = "camp", extra: str = "") -> Path:
         "name: ctl\nimage: rehearsal\ndevice: cpu\ncommand: [\"true\"]\n")
     camp = root / "campaigns" / f"{name}.yaml"
     camp.write_text(f"name: {name}\nrow: T\ncontrols: [ctl]\nrequire_approval: true\n{extra}")
-    (root / ".gitignore").write_text("runs/\n")
+    with (root / ".gitignore").open("a") as f:
+        f.write("runs/\n")
     return camp
 
 
 @pytest.fixture
-def proj(tmp_path) -> Path:
+def proj(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "proj"
+    harness_of(monkeypatch, root)
     _project(root)
     commit_all(root)
     return root
@@ -47,9 +48,9 @@ def campaign(root: Path, name: str = "camp") -> Path:
 
 
 def approve(root: Path, name: str = "camp", key: Path | None = None) -> Path:
-    gates = gate_record(root / "runs" / "gates" / f"{name}-g", name, seal_of(campaign(root, name)))
-    path, _ = issue.approve(require_campaign(campaign(root, name)), gates, git_state(root),
-                            "rev@example", key)
+    gates = gate_record(root / "runs" / "gates" / f"{name}-g", name, seal_of(campaign(root, name)),
+                        commit=head(root))
+    path, _ = issue.approve(require_campaign(campaign(root, name)), gates, "rev@example", key)
     return path
 
 
@@ -97,8 +98,9 @@ def test_an_approvals_folder_that_is_a_symlink_is_refused(proj, tmp_path):
     outside = tmp_path / "outside-approvals"
     shutil.move(proj / "approvals", outside)
     (proj / "approvals").symlink_to(outside)
-    found = reasons(proj)
-    assert [r.rule for r in found] == [APPROVAL_INVALID] and "symlink" in found[0].detail
+    found = reasons(proj)  # the link is also an untracked path of the checkout
+    assert [r.rule for r in found] == [APPROVAL_INVALID, PROVENANCE_DIRTY]
+    assert "symlink" in found[0].detail
 
 
 def test_another_campaigns_approval_renamed_is_refused(proj):
@@ -122,7 +124,7 @@ def test_a_gate_record_outside_the_project_or_at_root_is_refused_not_a_traceback
 
 
 def _signed(proj: Path, tmp_path: Path, allowed_line: str | None = None) -> Path:
-    key, allowed = make_keys(tmp_path, "rev")
+    key, allowed = make_keys(tmp_path, "rev", proj)  # sealed: inside the checkout
     if allowed_line is not None:
         kind_blob = allowed.read_text().split(" ", 2)[2]
         allowed.write_text(allowed_line + " " + kind_blob)
@@ -149,7 +151,9 @@ def test_a_signature_of_other_bytes_is_refused(proj, tmp_path):
 def test_ssh_keygen_missing_is_an_environment_fault_not_a_bad_approval(proj, tmp_path,
                                                                          monkeypatch):
     _signed(proj, tmp_path)
-    monkeypatch.setattr("harness.approval.sign.shutil.which", lambda _name: None)
+    which = shutil.which  # git stays: only OpenSSH is missing
+    monkeypatch.setattr("harness.approval.sign.shutil.which",
+                        lambda name: None if name == "ssh-keygen" else which(name))
     found = reasons(proj)
     assert [r.rule for r in found] == [ENV_ERROR] and "ssh-keygen" in found[0].detail
 
@@ -225,15 +229,18 @@ def test_a_bundle_approval_naming_a_traversal_record_is_refused_precisely(tmp_pa
     assert "no bundle carries" in str(found[0])
 
 
-def test_two_gate_records_of_one_folder_name_are_never_merged_in_a_bundle(tmp_path):
+def test_two_gate_records_of_one_folder_name_are_never_merged_in_a_bundle(tmp_path,
+                                                                         monkeypatch):
     from harness.bundle import chain
 
     one, two = tmp_path / "one", tmp_path / "two"
-    _project(one)
-    _project(two, extra="description: the other one\n")
-    commit_all(one)
-    commit_all(two)
-    runs = [_run_facts(one, approve(one)), _run_facts(two, approve(two))]
+    approved = []
+    for root, extra in ((one, ""), (two, "description: the other one\n")):
+        harness_of(monkeypatch, root)
+        _project(root, extra=extra)
+        commit_all(root)
+        approved.append(approve(root))
+    runs = [_run_facts(one, approved[0]), _run_facts(two, approved[1])]
     _tags, problems = chain.collect(runs)
     assert len(problems) == 1 and "same folder name camp-g" in str(problems[0])
     assert chain.collect(runs[:1])[1] == []

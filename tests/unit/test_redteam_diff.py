@@ -12,10 +12,11 @@ import pytest
 from harness import diff as diff_module
 from harness.cli.main import main
 from harness.diff import diff_runs, engine_args
+from harness.runfolder.manifest import write_manifest
 
 RECORD = {"schema": "harness.run/v2", "run_id": "run-x", "attempt": 1, "status": "refused",
           "reasons": [], "rules": [], "seal": "sha256:s", "image": {"name": "r", "id": "i"},
-          "model_hashes": {}}
+          "model_hashes": {}, "campaign": {"name": "camp"}, "control": {"name": "k"}}
 
 
 def _strict(text: str) -> object:
@@ -25,10 +26,12 @@ def _strict(text: str) -> object:
 
 
 def _run(path: Path, record_text: str | None = None, files: dict | None = None) -> Path:
+    """A sealed run folder (diff reads only what a seal vouches for)."""
     path.mkdir(parents=True)
     (path / "run.json").write_text(record_text or json.dumps(RECORD))
     for name, text in (files or {}).items():
         (path / name).write_text(text)
+    write_manifest(path)
     return path
 
 

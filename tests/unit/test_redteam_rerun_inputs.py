@@ -128,30 +128,96 @@ def test_check_reason_names_the_byte() -> None:
     check_reason("fixed the control \u00e9")
 
 
-@pytest.mark.parametrize("campaign", ["/dev/zero", "{tmp}/fifo.yaml", "/etc",
-                                      "{tmp}/missing.yaml"])
-def test_a_hostile_recorded_campaign_path_is_bad_input(tmp_path: Path, campaign: str,
-                                                       capsys) -> None:
-    """The original's run.json names its campaign file; a forged one may name a device, a
-    FIFO (which a naive open would block on) or a folder: exit 2, nothing written."""
+def _original(tmp_path: Path, campaign_file: str) -> Path:
+    """A sealed, intact original under tmp_path/runs whose record names `campaign_file`."""
     import json
 
-    from harness.cli.main import main
-    from harness.runfolder import record
+    from harness.runfolder.manifest import write_manifest
+    from harness.runfolder.record import RunRecord
 
-    os.mkfifo(tmp_path / "fifo.yaml")
     run = tmp_path / "runs" / "r1"
     run.mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({
-        "schema": record.SCHEMA, "run_id": "r1", "attempt": 1, "status": "refused",
-        "reasons": [], "rules": [], "seal": "sha256:s", "image": {}, "model_hashes": {},
-        "campaign": {"file": campaign.format(tmp=tmp_path), "name": "c"},
-        "control": {"name": "echo"}}))
-    (run / "SHA256SUMS").write_text("")
-    before = sorted(tmp_path.rglob("*"))
+    (run / "run.json").write_text(json.dumps(RunRecord(
+        run_id="r1", status="refused", attempt=1, seal="sha256:s",
+        campaign={"file": campaign_file, "name": "c"}, control={"name": "echo"}).as_dict()))
+    write_manifest(run)
+    return run
+
+
+def _rerun(argv: list[str], capsys) -> tuple[int, str]:
+    from harness.cli.main import main
+
     with pytest.raises(SystemExit) as e:
-        main(["rerun", str(run), "--reason", "again"])
+        main(["rerun", *argv])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and "Traceback" not in err
-    assert "campaign" in err or "missing.yaml" in err, err  # refused for the path, not the record
+    assert "Traceback" not in err
+    return e.value.code, err
+
+
+@pytest.mark.parametrize(("campaign", "why"), [
+    ("/dev/zero", "outside the checkout"),
+    ("/etc", "outside the checkout"),
+    ("{tmp}/zero.yaml", "outside the checkout"),  # a link in the checkout to /dev/zero
+    ("{tmp}/fifo.yaml", "fifo.yaml:1:1: the YAML file is a FIFO, not a regular file"),
+    ("{tmp}/folder.yaml", "folder.yaml:1:1: the YAML file is a folder, not a regular file"),
+    ("{tmp}/missing.yaml", "missing.yaml:1:1: cannot read the YAML file"),
+])
+def test_a_hostile_recorded_campaign_path_is_bad_input(tmp_path: Path, campaign: str,
+                                                       why: str, capsys,
+                                                       monkeypatch) -> None:
+    """The original's run.json names its campaign file; a forged one (sealed, so the
+    record is read) may name a device, a FIFO (which a naive open would block on) or a
+    folder: exit 2, nothing written. Outside the checkout it is refused for where it is;
+    inside, the campaign loader refuses it for what it is."""
+    monkeypatch.chdir(tmp_path)  # the checkout: tmp_path (no git work tree holds it)
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "folder.yaml").mkdir()
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    run = _original(tmp_path, campaign.format(tmp=tmp_path))
+    before = sorted(tmp_path.rglob("*"))
+    code, err = _rerun([str(run), "--reason", "again"], capsys)
+    assert code == 2 and why in err, err  # refused for the path, not the record
+    if why != "outside the checkout":
+        assert "outside the checkout" not in err and "campaign" in err, err
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def _project(root: Path, control: str) -> Path:
+    """A valid campaign (with one control) in root/campaigns."""
+    (root / "controls").mkdir(parents=True)
+    (root / "campaigns").mkdir()
+    (root / "images.lock").write_text("images:\n  rehearsal:\n    id: sha256:" + "a" * 64
+                                      + "\n")
+    (root / "controls" / f"{control}.yaml").write_text(
+        f"name: {control}\nimage: rehearsal\ndevice: cpu\ncommand: [\"true\"]\n")
+    camp = root / "campaigns" / "c.yaml"
+    camp.write_text(f"name: c\nrow: R\ncontrols: [{control}]\n")
+    return camp
+
+
+def test_a_sealed_record_naming_a_campaign_outside_the_checkout_is_bad_input(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    """A sealed, intact record naming a valid campaign outside the checkout: exit 2, nothing
+    written; with --campaign the operator's own file is the one read, never the record's."""
+    from harness.rerun import plan_rerun
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / ".git").mkdir()
+    monkeypatch.chdir(checkout)
+    elsewhere = _project(tmp_path / "elsewhere", "echo")
+    run = _original(checkout, str(elsewhere))
+    before = sorted(tmp_path.rglob("*"))
+    code, err = _rerun([str(run), "--reason", "again"], capsys)
+    assert code == 2 and "outside the checkout" in err and str(elsewhere) in err, err
+    assert sorted(tmp_path.rglob("*")) == before
+
+    own = _project(checkout / "mine", "echo")
+    plan = plan_rerun(run, campaign=own)
+    assert plan.loaded.campaign_file == own and plan.control == "echo"
+    other = _project(checkout / "other", "sleep")  # the operator's file, without the control
+    code, err = _rerun([str(run), "--reason", "again", "--campaign", str(other)], capsys)
+    assert code == 2 and f"campaign {other} no longer has control 'echo'" in err, err
+    assert "outside the checkout" not in err
+    assert sorted(p for p in tmp_path.rglob("*") if "mine" not in p.parts
+                  and "other" not in p.parts) == before

@@ -10,20 +10,24 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.runfolder import record
+from harness.runfolder.manifest import write_manifest
+from harness.runfolder.record import RunRecord
+from harness.runfolder.sealed import read_record
 from harness.show import render_run
 
 COMMIT = "a" * 40
 
 
 def _shown(tmp_path: Path, **kw) -> str:
-    doc = {"schema": record.SCHEMA, "run_id": "run-x", "attempt": 2, "status": "accepted",
-           "reasons": [], "rules": [], "seal": "sha256:s", "image": {"name": "r", "id": "i"},
-           "model_hashes": {}, **kw}
+    """Show a sealed run whose record is well shaped, the forged values in its fields."""
+    doc = RunRecord(run_id="run-x", status="accepted", attempt=2, seal="sha256:s",
+                    campaign={"name": "c"}, control={"name": "k"},
+                    image={"name": "r", "id": "i"}).as_dict() | kw
     (tmp_path / "run.json").write_text(json.dumps(doc))
+    write_manifest(tmp_path)
     console = Console(record=True, width=400, color_system=None)
     before = sorted(tmp_path.rglob("*"))
-    render_run(tmp_path, record.read(tmp_path), console)
+    render_run(tmp_path, read_record(tmp_path), console)
     assert sorted(tmp_path.rglob("*")) == before  # show writes nothing
     return console.export_text()
 

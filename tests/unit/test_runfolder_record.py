@@ -86,15 +86,50 @@ def test_a_v2_record_round_trips_and_is_never_replaced(tmp_path):
         record.write(run_dir, rec)
 
 
-def test_wrong_types_read_as_absent_but_stay_visible_in_raw(tmp_path):
-    odd = {"run_id": ["x"], "status": {"evil": 1}, "attempt": True, "campaign": "c",
-           "reasons": "not a list", "rules": [1], "post_steps": [5, {"name": "p"}],
-           "image": 7}
-    rec = record.read(write_raw(tmp_path / "r", odd))
-    assert (rec.run_id, rec.status, rec.attempt, rec.campaign) == (None, None, None, None)
-    assert rec.reasons == [] and rec.rules == [] and rec.post_steps == [{"name": "p"}]
-    assert rec.image == {"name": None, "id": None}
-    assert rec.view()["status"] == {"evil": 1} and rec.view()["reasons"] == "not a list"
+def good() -> dict:
+    return RunRecord(run_id="r1", status="refused", attempt=1,
+                     campaign={"name": "c", "file": "/p/campaigns/c.yaml", "row": "T"},
+                     control={"name": "k", "file": "/p/controls/k.yaml", "device": "cpu"},
+                     reasons=[{"rule": "GATE0-MISSING", "by": "harness", "detail": "d"}],
+                     rules=["GATE0-MISSING"],
+                     post_steps=[{"name": "exit-code", "verdict": "accepted"}]).as_dict()
+
+
+@pytest.mark.parametrize("change, fault", [
+    ({"run_id": ["x"]}, "run_id has the wrong type"),
+    ({"run_id": "../x"}, "run_id is not a run folder's name"),
+    ({"status": {"evil": 1}}, "status has the wrong type"),
+    ({"status": "approved"}, "is not one of"),
+    ({"attempt": True}, "attempt has the wrong type"),
+    ({"attempt": 0}, "attempt is below 1"),
+    ({"campaign": "c"}, "campaign has the wrong type"),
+    ({"campaign": {"file": "x.yaml"}}, "campaign.name is missing"),
+    ({"campaign": {"name": "c", "file": 3}}, "campaign.file has the wrong type"),
+    ({"control": {"name": 1}}, "control.name has the wrong type"),
+    ({"reasons": "not a list"}, "reasons has the wrong type"),
+    ({"reasons": [{"rule": "X-Y"}]}, "reasons[0].by is missing"),
+    ({"reasons": [5]}, "reasons[0] is neither"),
+    ({"rules": [1]}, "rules[0] is not a rule id"),
+    ({"post_steps": [5]}, "post_steps[0] is not an object"),
+    ({"post_steps": [{"verdict": "accepted"}]}, "post_steps[0] has no name"),
+    ({"post_steps": [{"name": ""}]}, "post_steps[0] has no name"),
+    ({"stages": [{"result": "ok"}]}, "stages[0] has no name"),
+    ({"image": 7}, "image has the wrong type"),
+    ({"approval": "yes"}, "approval has the wrong type"),
+    ({"schema": None}, "schema has the wrong type"),
+])
+def test_a_document_that_is_not_a_run_record_is_bad_input(tmp_path, change, fault):
+    """Every reader shares the one strict reader: a record of the wrong shape is exit 2,
+    never a record printed as fact with some fields silently absent."""
+    with pytest.raises(InvalidInput) as e:
+        record.read(write_raw(tmp_path / "r", {**good(), **change}))
+    assert fault in e.value.message and e.value.code == INVALID
+
+
+def test_a_record_of_the_right_shape_reads_and_keeps_unknown_keys(tmp_path):
+    rec = record.read(write_raw(tmp_path / "r", {**good(), "later": {"x": 1}}))
+    assert rec.run_id == "r1" and rec.rules == ["GATE0-MISSING"]
+    assert rec.view()["later"] == {"x": 1}
 
 
 @pytest.mark.parametrize(("content", "message"), [

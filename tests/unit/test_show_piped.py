@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from harness.runfolder import record
+from harness.runfolder.manifest import write_manifest
 
 IMAGE = "sha256:" + "ab12" * 16
 SEAL = "sha256:" + "9f" * 32
@@ -23,7 +24,7 @@ def _run_folder(tmp_path: Path) -> Path:
     run = tmp_path / ("gpu-runs-with-a-long-folder-name-" + "x" * 40) / RUN_ID
     run.mkdir(parents=True)
     doc = {"schema": record.SCHEMA, "run_id": RUN_ID, "status": "refused",
-           "campaign": {"name": "rehearsal", "row": 2}, "control": {"name": "rehearsal-gate0"},
+           "campaign": {"name": "rehearsal", "row": "2"}, "control": {"name": "rehearsal-gate0"},
            "attempt": 1, "image": {"id": IMAGE}, "seal": SEAL,
            "outcome": {"exit_code": 0, "duration_s": 2.490031047000002},
            "lock": {"path": str(tmp_path / "locks" / "gpu.lock"), "acquired": "a",
@@ -32,6 +33,7 @@ def _run_folder(tmp_path: Path) -> Path:
                         "detail": "compilation.custom_ops differs " + "y" * 120}],
            "rules": ["GATE0-FIELD-DIFFERS"]}
     (run / "run.json").write_text(json.dumps(doc))
+    write_manifest(run)  # show reads only a sealed, intact run
     return run
 
 

@@ -140,7 +140,8 @@ def test_sacct_garbage_is_counted_or_raised_precisely() -> None:
     assert sorted(parsed.jobs) == ["12", "13"]
     assert len(parsed.skipped) == len([g for g in GARBAGE if g]) == 10
     assert parsed.skipped[0] == "line 3: 1 fields, expected 5"
-    assert any("reversed or over" in s for s in parsed.skipped)
+    assert any("array range '5-1' is reversed" in s for s in parsed.skipped)
+    assert any("stands for more than 100000 elements" in s for s in parsed.skipped)
     with pytest.raises(InvalidInput, match=r"^sacct line 3: 1 fields, expected 5$"):
         query.parse_sacct(text, strict=True)
 

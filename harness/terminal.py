@@ -1,0 +1,150 @@
+"""The one owner of the process's terminal output: stdout and stderr, written best effort.
+
+Progress and command output are for a person; the run is the evidence. A reader that
+went away (`harness night … | head -1`), a closed descriptor (`>&-`, `2>&-`) or a
+terminal that hung up (an ssh drop: EIO) must change nothing about a run, its seal or
+its exit code. So `install()`, called once when the command starts:
+
+- opens /dev/null onto any of descriptors 0, 1 and 2 that is closed, so no file the
+  harness opens later (a journal, a lock, a log) can land on 1 or 2 and receive
+  progress lines, and a child never inherits a closed standard descriptor;
+- replaces `sys.stdout` and `sys.stderr` with `BestEffort` writers. click's echo, rich's
+  consoles, `print` and tracebacks all write through them.
+
+A `BestEffort` writer never raises an I/O error: after its first failed write or flush
+it drops everything silently, and it puts /dev/null onto the failed descriptor, so the
+bytes still buffered below it, which Python flushes at exit, go nowhere instead of
+printing "Exception ignored … BrokenPipeError" and turning the exit code into 120.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import threading
+
+STANDARD_FDS = (0, 1, 2)
+
+
+class BestEffort(io.TextIOBase):
+    """A text stream over another one that swallows every error of writing to it."""
+
+    def __init__(self, inner: io.TextIOBase | None) -> None:
+        super().__init__()
+        self._inner = inner
+        self._dead = inner is None
+        self._lock = threading.Lock()
+
+    @property
+    def dead(self) -> bool:
+        """Whether a write failed (or there was no stream): everything is dropped now."""
+        return self._dead
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._inner, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str:
+        return getattr(self._inner, "errors", None) or "strict"
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self._inner, "name", "<best-effort>"))
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        """A dead stream is no terminal: nothing should wait for a person on it."""
+        if self._dead:
+            return False
+        try:
+            return bool(self._inner.isatty())
+        except (OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        if self._inner is None:
+            raise io.UnsupportedOperation("no stream behind this writer")
+        return self._inner.fileno()
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # as a text stream does (click probes with b"")
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self._dead:
+            return len(text)
+        try:
+            self._inner.write(text)
+        except UnicodeEncodeError:  # a character the terminal's encoding lacks: not a failure
+            self._write_replaced(text)
+        except (OSError, ValueError):
+            self._die()
+        return len(text)
+
+    def _write_replaced(self, text: str) -> None:
+        safe = text.encode(self.encoding, "replace").decode(self.encoding, "replace")
+        try:
+            self._inner.write(safe)
+        except (OSError, ValueError):
+            self._die()
+
+    def flush(self) -> None:
+        if self._dead:
+            return
+        try:
+            self._inner.flush()
+        except (OSError, ValueError):
+            self._die()
+
+    def close(self) -> None:
+        """Flush only: the stream below belongs to the interpreter, not to this writer."""
+        self.flush()
+
+    def _die(self) -> None:
+        """Drop everything from now on; point the failed descriptor at /dev/null."""
+        with self._lock:
+            if self._dead:
+                return
+            self._dead = True
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                _null_onto(self._inner.fileno())
+
+
+def best_effort(stream: io.TextIOBase | None) -> BestEffort:
+    """`stream` as a BestEffort writer (itself when it already is one)."""
+    return stream if isinstance(stream, BestEffort) else BestEffort(stream)
+
+
+def _null_onto(fd: int) -> None:
+    """Make `fd` a descriptor on /dev/null (it may be open or closed)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    if null != fd:  # a closed `fd` may be the very number os.open returned
+        os.dup2(null, fd)
+        os.close(null)
+
+
+def open_standard_fds() -> None:
+    """Put /dev/null onto each of descriptors 0, 1, 2 that is closed."""
+    for fd in STANDARD_FDS:
+        try:
+            os.fstat(fd)
+        except OSError:
+            _null_onto(fd)
+
+
+def install() -> None:
+    """Make this process's stdout and stderr best effort (see the module's docstring)."""
+    open_standard_fds()
+    sys.stdout = best_effort(sys.stdout)
+    sys.stderr = best_effort(sys.stderr)
+
+
+def isatty(stream: io.TextIOBase | None) -> bool:
+    """Is `stream` a live terminal? False for None, a closed or a dead stream."""
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (OSError, ValueError):
+        return False
