@@ -41,7 +41,8 @@ def dirty_reason(clean: CleanCheck) -> str | None:
     shown = "; ".join(printable(p) for p in clean.problems[:10])
     more = f" (and {clean.problems_total - 10} more)" if clean.problems_total > 10 else ""
     return (f"the checkout is not clean at commit {printable(str(clean.commit))}: {shown}{more}; "
-            "commit them, then approve the commit")
+            "commit every input inside the checkout (none git-ignored or outside it), then "
+            "approve the commit")
 
 
 def default_reviewer(project_dir: Path) -> str:
@@ -89,8 +90,9 @@ def approve(loaded: Loaded, gate_dir: Path, reviewer: str,
                         clean.commit)
     summary, found = gates.read(gate_dir, want)
     if found or summary is None:
-        raise Refused("; ".join(f"{rule}: {detail}" for rule, detail in found),
-                      rule=found[0][0])
+        first, *more = found  # the first rule is the refusal's own (the CLI prints it)
+        raise Refused("; ".join([first[1], *(f"{rule}: {detail}" for rule, detail in more)]),
+                      rule=first[0])
     gate_path = _relative(Path(os.path.abspath(gate_dir)), loaded.project_dir)
     campaign_file = loaded.campaign_file.relative_to(loaded.project_dir).as_posix()
     doc = build({"name": loaded.campaign.name, "file": campaign_file},

@@ -43,9 +43,9 @@ def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
 
     Exit codes: 0 every gate passed; 1 a gate failed (the record says why) or the source
     seal changed while they ran (GATES-SEAL-CHANGED, recorded as a refusal: the record
-    says FAILED); 2 invalid campaign, gate list or
-    --only; 3 a gate's command could not be started (not found, not executable), an
-    interrupt (the record of what ran is still sealed) or the record could not be written.
+    says FAILED); 2 invalid campaign, gate list or --only; 3 a gate's command could not be
+    started (not found, not executable) or the record could not be written; 130 Ctrl-C (the
+    running gate is killed, the record of what ran is still sealed, as FAILED).
     """
     loaded = require_campaign(campaign)
     folder, doc, code = run_gates(loaded, Path(runs_dir), only, echo=_line)

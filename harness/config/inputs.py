@@ -16,6 +16,7 @@ imports the same folder, and the container's Python checks them against their so
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -32,18 +33,36 @@ def _bytecode(name: str) -> bool:
     return name.endswith(".pyc")
 
 
-def mounted_files(source: Path, limit: int = MAX_SEALED_FILES) -> list[Path]:
-    """Every file under a mount source (the source itself when it is a file), as the
+Allowed = Callable[[Path], bool]  # may this real path be mounted (roots, system paths)?
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, or a link to one: never a FIFO, socket or device, which hashing
+    could block on or read from."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def mounted_files(source: Path, allowed: Allowed, limit: int = MAX_SEALED_FILES
+                  ) -> list[Path]:
+    """Every regular file under a mount source (the source itself when it is one), as the
     container sees it: the source's real path, walked without following linked folders,
-    bytecode caches left out; sorted. TooManyFiles past `limit`; [] when it is absent (the
-    launch refuses a missing source with its own rule)."""
+    bytecode caches left out; sorted. TooManyFiles past `limit`; [] when it is absent or
+    now resolves where no mount may go (`allowed`: outside the mount roots, a system path):
+    the launch refuses either with its own rule, and nothing there is ever read, not even
+    to be hashed."""
     real = Path(os.path.realpath(source))
-    if real.is_file():
+    if not allowed(real):
+        return []
+    if _regular(real):
         return [real]
     out: list[Path] = []
     for root, dirs, files in os.walk(real):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        out += [Path(root, f) for f in sorted(files) if not _bytecode(f)]
+        out += [Path(root, f) for f in sorted(files)
+                if not _bytecode(f) and _regular(Path(root, f))]
         if len(out) > limit:
             raise TooManyFiles(f"{source} holds over {limit} files: if it is an environment, "
                                "not the workload, mark the mount `sealed: false`")
@@ -53,19 +72,21 @@ def mounted_files(source: Path, limit: int = MAX_SEALED_FILES) -> list[Path]:
 Resolve = Callable[[str, Path], Path]  # a mount source as written, the control's folder
 
 
-def mount_inputs(controls: Iterable[tuple[Control, Path]], resolve: Resolve) -> list[Path]:
+def mount_inputs(controls: Iterable[tuple[Control, Path]], resolve: Resolve,
+                 allowed: Allowed) -> list[Path]:
     """Every file of each sealed read-only mount of these (control, control file) pairs."""
     return [p for ctl, ctl_path in controls for m in ctl.mounts if m.read_only and m.sealed
-            for p in mounted_files(resolve(m.source, ctl_path.parent))]
+            for p in mounted_files(resolve(m.source, ctl_path.parent), allowed)]
 
 
-def mount_problems(ctl: Control, ctl_path: Path, resolve: Resolve) -> list[tuple[int, str]]:
+def mount_problems(ctl: Control, ctl_path: Path, resolve: Resolve, allowed: Allowed
+                   ) -> list[tuple[int, str]]:
     """(mount index, why) for each sealed mount that cannot be walked as a workload's files."""
     out = []
     for i, m in enumerate(ctl.mounts):
         try:
             if m.read_only and m.sealed:
-                mounted_files(resolve(m.source, ctl_path.parent))
+                mounted_files(resolve(m.source, ctl_path.parent), allowed)
         except (TooManyFiles, OSError) as e:
             out.append((i, str(e)))
     return out

@@ -7,7 +7,6 @@ exactly a file that runs. Faults are GCC style: FILE:LINE:COL: message.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +18,7 @@ from harness.config.builtins import OPTIONS
 from harness.config.executor import Executor, ExecutorBlock
 from harness.config.gates import Gate, GateList
 from harness.config.inputs import mount_inputs, mount_problems
+from harness.config.mountable import mountable, system_hit, system_paths, within
 from harness.config.samehost import SameHostBlock
 from harness.config.samehost import faults as same_host_faults
 from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
@@ -130,11 +130,14 @@ class Loaded:
         """Every input file that defines a run, the one list the seal, the approval and the
         provenance check use: campaign, controls, lock, gates, signers, sealed mounts."""
         out = [self.campaign_file, *(p for _, p in self.controls.values())]
-        out += mount_inputs(self.controls.values(), resolve)
+        out += mount_inputs(self.controls.values(), resolve, self.mountable)
         out += [f for f in (self.image_lock_file, self.gates_file) if f]
         if self.signers_file:  # who may approve is part of what was reviewed
             out.append(self.signers_file)
         return out
+
+    def mountable(self, real: Path) -> bool:
+        return mountable(real, list(self.roots))
 
     @property
     def signers_file(self) -> Path | None:
@@ -155,39 +158,6 @@ def canonical_lock(path: Path) -> Path:
     return Path(os.path.realpath(path.parent)) / path.name
 
 
-# Host paths no mount may be, contain or lie inside, even read-only: a read-only bind of a
-# folder holding a Unix socket still lets the workload connect to it (docker.sock = root).
-SYSTEM_PATHS = ("/proc", "/sys", "/dev", "/run", "/var/run", "/boot", "/etc")
-DOCKER_SOCKET = "/var/run/docker.sock"
-
-
-def system_paths(env: Mapping[str, str]) -> list[Path]:
-    """The system paths, as written and resolved, plus the Docker socket (the default one and
-    `DOCKER_HOST=unix://...`) and its folder."""
-    spots = [Path(p) for p in SYSTEM_PATHS]
-    sockets = [DOCKER_SOCKET]
-    host = env.get("DOCKER_HOST", "")
-    if host.startswith("unix://") and host[len("unix://"):]:
-        sockets.append(os.path.abspath(host[len("unix://"):]))
-    for sock in map(Path, sockets):
-        spots += [sock, sock.parent]
-    out = {Path(os.path.normpath(p)) for p in spots} | {Path(os.path.realpath(p)) for p in spots}
-    return sorted(out)
-
-
-def overlaps(a: Path, b: Path) -> bool:
-    """Pure: is `a` equal to `b`, inside it, or an ancestor of it?"""
-    return a == b or a in b.parents or b in a.parents
-
-
-def system_hit(real: Path, system: list[Path]) -> Path | None:
-    """Pure: the system path that the (already resolved) `real` is, contains or lies inside;
-    `/` itself always hits."""
-    if real == Path("/"):
-        return real
-    return next((s for s in system if overlaps(real, s)), None)
-
-
 def kind_of(path: Path, data: Any) -> str:
     if path.name.endswith(".lock") or (isinstance(data, dict) and "images" in data):
         return "lock"
@@ -196,11 +166,6 @@ def kind_of(path: Path, data: Any) -> str:
     if isinstance(data, dict) and "gates" in data:
         return "gates"  # a gates_file
     return "control"
-
-
-def within(real: Path, roots: list[Path]) -> bool:
-    """Pure: is the (already resolved) `real` one of `roots` or inside one?"""
-    return any(real == r or r in real.parents for r in roots)
 
 
 def under_roots(path: Path, roots: list[Path]) -> bool:
@@ -234,7 +199,7 @@ def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
         elif (hit := system_hit(Path(os.path.realpath(host)), system_paths(os.environ))):
             fault((*loc, "source"), f"{host} overlaps the system path {hit} (MOUNT-SYSTEM-PATH:"
                                     " never mountable, even read-only)")
-    for i, why in mount_problems(ctl, ctl_path, resolve):
+    for i, why in mount_problems(ctl, ctl_path, resolve, lambda real: mountable(real, roots)):
         fault(("mounts", i, "source"), why)
     return faults
 

@@ -22,8 +22,9 @@ rest on the record.
 
 Exit: 0 every gate passed; 1 a gate failed or the record holds a refusal (both say why); 3 a
 gate's command could not be started at all (not found, not executable: the host lacks a
-tool), the operator interrupted (the running gate is killed, what ran is still sealed) or
-the record could not be written; 2 bad input (the campaign, --only, a missing cwd).
+tool), or the record could not be written; 2 bad input (the campaign, --only, a missing
+cwd). An interrupt kills the running gate and still seals what ran (as FAILED); the command
+then exits 130, as every command a Ctrl-C stopped does (`harness.signals`).
 """
 
 from __future__ import annotations

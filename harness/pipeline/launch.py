@@ -48,7 +48,8 @@ from harness.catalogue import (
     MOUNT_SOURCE_KIND,
     MOUNT_SYSTEM_PATH,
 )
-from harness.config.loader import overlaps, resolve, system_hit, system_paths, within
+from harness.config.loader import resolve
+from harness.config.mountable import overlaps, system_hit, system_paths, within
 from harness.instrument.harness_observer import contract
 from harness.lock import GpuLock
 from harness.pipeline import orphans, sanitize, warm
@@ -83,7 +84,7 @@ def judge_source(src: Source, roots: list[Path], protected: list[Path],
                  system: list[Path]) -> list[Reason]:
     """Pure: may `src` be mounted? `protected` are real paths no read-write mount may
     contain or lie inside (evidence, lock, code, the campaign's inputs); `system` are host
-    paths no mount at all may be, contain or lie inside (`loader.system_paths`)."""
+    paths no mount at all may be, contain or lie inside (`mountable.system_paths`)."""
     shown = f"{src.what}: {src.declared}" + (f" (resolves to {src.real})"
                                              if src.real != src.declared else "")
     if not within(src.real, roots):

@@ -56,7 +56,10 @@ def test_check_refuses_every_injection_at_its_position(project):
         assert f"{ctl}:{line}:" in out, (ctl, out)
 
 
-def _planted_run(project, plant: str, reader: str, tmp_outside: Path) -> tuple[dict, Path]:
+def _planted_run(project, plant: str, reader: str, tmp_outside: Path,
+                 planter_rules: tuple[str, ...] = ()) -> tuple[dict, Path]:
+    """The planter's run is accepted unless it changed a file the campaign's seal holds
+    (a read-only mount of the reader's is an input: then SEAL-CHANGED, naming it)."""
     data = project.root / "data"
     data.mkdir(exist_ok=True)
     data.chmod(0o777)
@@ -71,7 +74,9 @@ def _planted_run(project, plant: str, reader: str, tmp_outside: Path) -> tuple[d
     r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
     assert r.returncode == 1, r.stderr
     runs = sorted(project.run_dirs(), key=lambda d: project.record(d)["times"]["created"])
-    assert project.record(runs[0])["status"] == "accepted"
+    planter = project.record(runs[0])
+    assert planter["rules"] == list(planter_rules), planter
+    assert planter["status"] == ("refused" if planter_rules else "accepted")
     for p in project.runs.rglob("*"):
         if p.is_file() and not p.is_symlink():
             assert b"host-only-secret" not in p.read_bytes(), p
@@ -115,9 +120,13 @@ def test_a_file_mount_swapped_for_a_symlink_to_a_host_file_is_refused(project, o
     (project.root / "data").mkdir()
     (project.root / "data/f.txt").write_text("fine\n")
     plant = f"import os; os.remove('/d/f.txt'); os.symlink('{outside}/secret.txt', '/d/f.txt')"
+    # the reader's read-only file mount is an input of the campaign (it is in the seal), so
+    # the planter's read-write mount over its folder is refused before anything is planted
     rec, _ = _planted_run(project, plant, READ.format(path="/m")
-                          + "mounts:\n  - {source: ../data/f.txt, target: /m}\n", outside)
-    assert rec["status"] == "refused" and rec["rules"] == ["MOUNT-OUTSIDE-ROOTS"], rec
+                          + "mounts:\n  - {source: ../data/f.txt, target: /m}\n", outside,
+                          planter_rules=("MOUNT-OVER-HARNESS",))
+    assert rec["status"] == "accepted", rec
+    assert not (project.root / "data/f.txt").is_symlink()
 
 
 def test_a_read_write_mount_over_the_runs_folder_is_refused(project, cleanup_containers):

@@ -397,3 +397,26 @@ def test_a_change_made_and_reverted_between_two_gates_is_refused(tmp_path, monke
     assert seal_of(camp(root)) == before  # reverted by the second gate
     assert code == 1 and doc["passed"] is False
     assert "after gate edit" in doc["refusals"][0]["detail"]
+
+
+def test_a_mount_that_now_leads_outside_the_roots_is_never_read(tmp_path):
+    """A workload may swap a mounted folder for a link out of the roots, or to a system
+    path: the seal never walks (nor hashes) what lies there; the launch refuses the mount
+    itself. FIFOs and sockets inside a mount are never opened."""
+    from harness.config.inputs import mounted_files
+    from harness.config.mountable import mountable
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    _write(root, "w/a.py", "a")
+    os.mkfifo(root / "w" / "pipe")
+    _write(outside, "secret.txt", "host-only")
+    roots = [root.resolve(), Path("/run")]
+
+    def allowed(real: Path) -> bool:
+        return mountable(real, roots)
+
+    assert mounted_files(root / "w", allowed) == [(root / "w" / "a.py").resolve()]
+    (root / "link").symlink_to(outside)
+    (root / "sys").symlink_to("/run")
+    assert mounted_files(root / "link", allowed) == []
+    assert mounted_files(root / "sys", allowed) == []  # a root, but a system path

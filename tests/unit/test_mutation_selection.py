@@ -193,8 +193,11 @@ def test_the_default_floor_is_the_campaigns(gate) -> None:
 
 def make_test_commands(**env: str) -> list[str]:
     """The commands `make test` would run, printed and not run (`make -n`)."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "MUTATION_TIER")}
-    out = subprocess.run(["make", "-n", "test", *(f"{k}={v}" for k, v in env.items())],
+    # under `make test` itself (CI), a nested make would print "Entering directory" lines
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("CI", "MUTATION_TIER", "MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    out = subprocess.run(["make", "--no-print-directory", "-n", "test",
+                          *(f"{k}={v}" for k, v in env.items())],
                          cwd=ROOT, env=clean, capture_output=True, text=True, check=True)
     return out.stdout.splitlines()
 

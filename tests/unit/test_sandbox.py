@@ -15,7 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from harness import tree
-from harness.config.loader import check_files, load_campaign, system_paths
+from harness.config.loader import check_files, load_campaign
+from harness.config.mountable import system_paths
 from harness.config.schema import Control, plain_path_problem
 from harness.errors import InvalidInput
 from harness.instrument.harness_observer.driver import engine_args
