@@ -41,7 +41,8 @@ def wait_for(cluster: Cluster, token: str, job_id: str, done, timeout: float = 6
         found = answer.jobs.get(job_id)
         if found is not None and done(found):
             return answer, found
-        assert time.monotonic() < deadline, f"{job_id}: {found}"
+        assert time.monotonic() < deadline, (f"{job_id}: {found}; errors {answer.errors}, "
+                                             f"skipped {answer.skipped}, live {answer.live}")
         time.sleep(0.3)
 
 
