@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.tree import printable
+
 MAX_CHANGED = 200  # paths kept in "changed"; "changed_total" counts them all
 MAX_OUTPUT = 4 * 1024 * 1024  # bytes read from one git command's stdout
 MAX_STDERR = 4096
@@ -212,6 +214,15 @@ class CleanCheck:
     def as_dict(self) -> dict:
         return {"commit": self.commit, "clean": self.clean, "problems": list(self.problems),
                 "problems_total": self.problems_total}
+
+    def why(self, shown: int = 10) -> str:
+        """One line for a refusal: the commit and the first `shown` problems, escaped (paths
+        come from the checkout), and how many more there are."""
+        listed = "; ".join(printable(p) for p in self.problems[:shown])
+        more = (f" (and {self.problems_total - shown} more)"
+                if self.problems_total > shown else "")
+        return (f"the checkout is not clean at commit {printable(str(self.commit))}: "
+                f"{listed}{more}")
 
 
 def blob_id(data: bytes, object_format: str = "sha1") -> str:

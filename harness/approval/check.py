@@ -125,33 +125,35 @@ def _others(loaded: Loaded, pins: Pins) -> list[Finding]:
     return found
 
 
-def what_runs(loaded: Loaded) -> list[Finding]:
+def what_runs(loaded: Loaded, inputs: list[Path]) -> list[Finding]:
     """What a run executes must be what was approved: every byte it is made of is in the
     seal (no read-only mount left out of it with `sealed: false`), and the checkout is clean
     at its commit over the seal's own file list (`provenance.clean_at`, the rule approve
     applies), so neither a dirty tree nor a git-ignored or outside file runs under an
-    approval of the commit."""
+    approval of the commit. `inputs`: the list the run's seal was taken over, so the check
+    reads the same files the seal hashed, walked once."""
     found: list[Finding] = [
         (APPROVAL_UNSEALED_MOUNT, f"control {name}: mount {printable(m.source)} -> {m.target} "
                                   "is `sealed: false`: no approval covers its bytes")
         for name, (ctl, _) in sorted(loaded.controls.items()) for m in ctl.mounts
         if m.read_only and not m.sealed]
-    clean = clean_at(loaded.project_dir, source_files(loaded.project_dir, loaded.files()))
+    clean = clean_at(loaded.project_dir, source_files(loaded.project_dir, inputs))
     if not clean.clean:
-        shown = "; ".join(printable(p) for p in clean.problems[:10])
-        found.append((PROVENANCE_DIRTY, f"the checkout is not clean at commit "
-                      f"{printable(str(clean.commit))} ({clean.problems_total} problem(s): "
-                      f"{shown}): commit, or run from a clean checkout"))
+        found.append((PROVENANCE_DIRTY, f"{clean.why()}: commit, or run from a clean "
+                                        "checkout"))
     return found
 
 
-def for_run(loaded: Loaded, seal: str) -> tuple[dict | None, list[Reason]]:
+def for_run(loaded: Loaded, seal: str, inputs: list[Path] | None = None
+            ) -> tuple[dict | None, list[Reason]]:
     """The approval a run with this seal runs under ({"file", "digest", "seal", "commit"}),
-    and each reason it may not run; (None, []) when the campaign does not require one."""
+    and each reason it may not run; (None, []) when the campaign does not require one.
+    `inputs`: the files the seal was taken over (default: `loaded.files()` now)."""
     if not loaded.campaign.require_approval:
         return None, []
     named, reasons = _approval_for(loaded, seal)
-    dirty = [Reason(rule, detail) for rule, detail in what_runs(loaded)]
+    found = what_runs(loaded, loaded.files() if inputs is None else inputs)
+    dirty = [Reason(rule, detail) for rule, detail in found]
     return (None if dirty else named), reasons + dirty
 
 

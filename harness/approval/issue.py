@@ -38,11 +38,8 @@ def dirty_reason(clean: CleanCheck) -> str | None:
     alone never lists a git-ignored file or one outside the repository."""
     if clean.clean and isinstance(clean.commit, str):
         return None
-    shown = "; ".join(printable(p) for p in clean.problems[:10])
-    more = f" (and {clean.problems_total - 10} more)" if clean.problems_total > 10 else ""
-    return (f"the checkout is not clean at commit {printable(str(clean.commit))}: {shown}{more}; "
-            "commit every input inside the checkout (none git-ignored or outside it), then "
-            "approve the commit")
+    return (f"{clean.why()}; commit every input inside the checkout (none git-ignored or "
+            "outside it), then approve the commit")
 
 
 def default_reviewer(project_dir: Path) -> str:

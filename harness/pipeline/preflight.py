@@ -174,7 +174,7 @@ def run(ctx: RunContext) -> list[Reason]:
     ctx.seal = (carried.seal if carried is not None and carried.seal is not None
                 else source_seal(ctx.loaded.project_dir, inputs))
     ctx.provenance = git_state(ctx.loaded.project_dir)
-    ctx.approval, reasons = approval.for_run(ctx.loaded, ctx.seal.digest)
+    ctx.approval, reasons = approval.for_run(ctx.loaded, ctx.seal.digest, inputs)
     reasons += check_lock_fs(ctx) + check_image(ctx) + check_model(ctx) + check_device(ctx)
     reasons += check_gpu_map(ctx)
     if not reasons:
