@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.common import GB, MB, Config, Project, RssPoller, check, fill, median, rmtree
-from harness.runfolder.manifest import make_read_only, write_manifest
+from harness.measure.runfolder.manifest import make_read_only, write_manifest
 
 TRIVIAL = 'command: ["true"]\ntimeout: 1m\n'
 HARNESS = [sys.executable, "-m", "harness"]
@@ -180,8 +180,8 @@ def _nights(cfg: Config, runs: list[Path], nights: int) -> tuple[Path, Path]:
     """`nights` night folders of one campaign, a night a day, each journal holding one row
     per run folder (accepted; every fifth night one row refused), as `harness night` leaves
     them. Returns (the campaign file, the runs folder)."""
-    from harness.night.folders import night_name
-    from harness.night.journal import JOURNAL_NAME, Journal
+    from harness.driver.night.folders import night_name
+    from harness.driver.night.journal import JOURNAL_NAME, Journal
 
     proj = Project(cfg.work / "report365", cfg.image_id)
     camp = proj.campaign("report365", ["trivial"])

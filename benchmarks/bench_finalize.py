@@ -53,9 +53,9 @@ def _size_name(n: int) -> str:
 
 
 def run_finalize(cfg: Config) -> dict[str, float]:
-    from harness.finalize.documents import MAX_BYTES, read_document
-    from harness.finalize.pins import load_pins
-    from harness.finalize.rules import judge
+    from harness.judge.finalize.documents import MAX_BYTES, read_document
+    from harness.judge.finalize.pins import load_pins
+    from harness.judge.finalize.rules import judge
 
     sizes = [10_000, 100_000] if cfg.quick else [10_000, 100_000, 1_000_000]
     folder = cfg.work / "finalize"

@@ -20,7 +20,7 @@ from benchmarks.common import GB, MB, Config, alternate, check, fill, median, sp
 CHILD = """
 import json, sys, time
 from pathlib import Path
-from harness.hashing import sha256_file, sha256_many
+from harness.base.hashing import sha256_file, sha256_many
 mode, paths = sys.argv[1], [Path(p) for p in sys.argv[2:]]
 t0 = time.perf_counter()
 if mode == "one":
@@ -76,7 +76,7 @@ def run_hash(cfg: Config) -> dict[str, float]:
 
     h, c = alternate(3, [harness, coreutils])
     if seen["harness"] != seen["sha256sum"]:
-        raise RuntimeError("sha256sum and harness.hashing disagree")
+        raise RuntimeError("sha256sum and harness.base.hashing disagree")
 
     def one_worker() -> float:
         return _child("1", paths, None)[0]
@@ -96,7 +96,7 @@ def run_hash(cfg: Config) -> dict[str, float]:
 
 
 def run_model(cfg: Config) -> dict[str, float]:
-    from harness.modelcache import RACY_NS, hash_files
+    from harness.measure.modelcache import RACY_NS, hash_files
 
     folder = cfg.work / "model"
     folder.mkdir(parents=True)

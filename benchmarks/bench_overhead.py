@@ -131,13 +131,13 @@ def _timeit(fn, n: int) -> float:
 def _in_process(cfg: Config, proj: Project, camp: Path) -> dict[str, float]:
     """The pipeline's pieces timed in this process (the engine client warmed first)."""
     from benchmarks.common import rmtree
-    from harness import engine
-    from harness.host import identity
-    from harness.lock import GpuLock
-    from harness.runfolder.manifest import make_read_only, write_manifest
-    from harness.seal import source_seal
-    from harness.witness import container as container_witness
-    from harness.witness import launcher as launcher_witness
+    from harness.measure import engine
+    from harness.measure.host import identity
+    from harness.measure.lock import GpuLock
+    from harness.measure.runfolder.manifest import make_read_only, write_manifest
+    from harness.measure.seal import source_seal
+    from harness.measure.witness import container as container_witness
+    from harness.measure.witness import launcher as launcher_witness
 
     engine.client()
     lock = GpuLock(proj.root / "locks" / "micro.lock", run_id="bench", timeout=10)
@@ -176,7 +176,7 @@ def _in_process(cfg: Config, proj: Project, camp: Path) -> dict[str, float]:
             "stage_host_snapshot_ms": _timeit(identity.snapshot, 10),
             "stage_source_seal_ms": _timeit(lambda: source_seal(proj.root, inputs), 10),
             "stage_poststep_process_ms": _timeit(lambda: subprocess.run(
-                [sys.executable, "-c", "import harness.poststeps.exitcode"], check=True), 5),
+                [sys.executable, "-c", "import harness.judge.poststeps.exitcode"], check=True), 5),
             "stage_cli_import_ms": _timeit(lambda: subprocess.run(
                 [sys.executable, "-c", "import harness.cli.commands"], check=True), 5),
             "stage_python_start_ms": _timeit(lambda: subprocess.run(
@@ -276,7 +276,7 @@ def _bare_night(image_id: str, n: int, flags: tuple[str, ...] = ()) -> list[floa
 
 def run_handoff(cfg: Config) -> dict[str, float]:
     from benchmarks.common import GB, MB, sparse
-    from harness.hashing import sha256_many
+    from harness.base.hashing import sha256_many
 
     n = 4 if cfg.quick else 5
     proj = Project(cfg.work / "handoff", cfg.image_id)

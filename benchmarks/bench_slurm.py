@@ -236,8 +236,8 @@ def run_flock_gap(cfg: Config, env: dict[str, str]) -> dict[str, float]:
 
 def _queue(cfg: Config, env: dict[str, str], n: int):
     """A DOWN partition that queues and never starts, and what to submit into it."""
-    from harness.slurm.job import ControlTime, JobSpec, Site
-    from harness.timeutil import stamp
+    from harness.base.timeutil import stamp
+    from harness.measure.slurm.job import ControlTime, JobSpec, Site
 
     r = subprocess.run(["scontrol", "create", f"PartitionName={HOLD_PARTITION}", "Nodes=ALL",
                         "State=DOWN", "MaxTime=INFINITE"], capture_output=True, text=True,
@@ -258,7 +258,7 @@ def _queue(cfg: Config, env: dict[str, str], n: int):
 def write_scripts(specs, site) -> list[Path]:
     """Each job's script where sbatch expects it, as the harness builds it (no fsync: the
     bare side of the submit figure)."""
-    from harness.slurm import job, script
+    from harness.measure.slurm import job, script
 
     paths = []
     for spec in specs:
@@ -272,7 +272,7 @@ def write_scripts(specs, site) -> list[Path]:
 def _submit_both(specs, site, env: dict[str, str], chunk: int) -> tuple[dict, list[str]]:
     """calls.submit of every spec and the bare sbatch of the same argv (another job name),
     chunk by chunk, each side first in turn. Returns per-side seconds and the harness's ids."""
-    from harness.slurm import calls, job
+    from harness.measure.slurm import calls, job
 
     times: dict[str, float] = {"harness": 0.0, "bare": 0.0}
     write_scripts(specs, site)  # the bare side's (calls.submit writes its own again)
@@ -306,7 +306,7 @@ def _submit_both(specs, site, env: dict[str, str], chunk: int) -> tuple[dict, li
 
 
 def run_queue(cfg: Config, env: dict[str, str]) -> dict[str, float]:
-    from harness.slurm import calls, job, query
+    from harness.measure.slurm import calls, job, query
 
     n = cfg.size(1000, 200)
     site, specs = _queue(cfg, env, n)

@@ -20,7 +20,7 @@ def _drop(cfg: Config, work: Path, n: int) -> list[Path]:
     """N per-run bundles, as the jobs of a night leave them in `<drop>/bundles`: copies of
     one real sealed run, each with a log of its own, each exported on its own."""
     from benchmarks.bench_evidence import _copies, _real_run
-    from harness.bundle.export import export_bundle
+    from harness.readers.bundle.export import export_bundle
 
     runs = _copies(_real_run(cfg, "merge-src"), work / "runs", n)
     (work / "drop").mkdir()

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.common import OUT, Config, build_image, compile_harness, rmtree
     from benchmarks.envinfo import environment
-    from harness.atomic import write_json
+    from harness.base.atomic import write_json
 
     benches = _benchmarks()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -12,7 +12,7 @@ equivalent (no behaviour can tell it from the original) and listed, with its rea
 justification file; it then leaves the denominator, and the kill line says how many did.
 A listed mutant that no longer exists or no longer survives fails the run, so the list
 cannot outlive the code it speaks for. The kill line keeps the exact prefix
-`mutation: killed K/T = S%` that the gate judge (harness/gates/judge.py) parses.
+`mutation: killed K/T = S%` that the gate judge (harness/judge/gates/judge.py) parses.
 
 Standard library only: it runs before anything else is trusted.
 """
@@ -95,7 +95,7 @@ def selected_test_files(root: Path, config: dict) -> list[Path]:
 def imported_modules(path: Path) -> set[str]:
     """Every module a test file imports, at any depth (a function-level import counts):
     `import a.b` gives `a.b`; `from a.b import c` gives `a.b` and `a.b.c`, since `c` may
-    be a submodule (`from harness.finalize import observed`)."""
+    be a submodule (`from harness.judge.finalize import observed`)."""
     tree = ast.parse(path.read_text("utf-8"), str(path))
     names: set[str] = set()
     for node in ast.walk(tree):

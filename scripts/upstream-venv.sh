@@ -49,7 +49,7 @@ VLLM_LIGHT_DEPS=(packaging pydantic regex numpy cbor2 psutil pyzmq urllib3
                  pybase64 cachetools msgspec cloudpickle uvloop py-cpuinfo prometheus_client
                  "fastapi<0.137" partial-json-parser "llguidance<1.8"
                  "apache-tvm-ffi==$TVM_FFI_VERSION")
-# What the tests need to import harness.finalize, harness.cli.finalize and run pytest.
+# What the tests need to import harness.judge.finalize, harness.cli.finalize and run pytest.
 HARNESS_TEST_DEPS=(pytest pytest-timeout pyyaml click)
 
 say() { printf 'upstream-venv: %s\n' "$*"; }

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import seal as seal_module
-from harness.approval.sign import NAMESPACE
 from harness.config.loader import require_campaign
-from harness.runfolder.manifest import write_manifest
-from harness.seal import PACKAGE_DIR, source_seal
+from harness.judge.approval.sign import NAMESPACE
+from harness.measure import seal as seal_module
+from harness.measure.runfolder.manifest import write_manifest
+from harness.measure.seal import PACKAGE_DIR, source_seal
 from tests.unit.bundle_helpers import make_keys as signer
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "Rev", "GIT_AUTHOR_EMAIL": "rev@example",
@@ -39,7 +39,7 @@ def seal_of(campaign: Path, root: Path | None = None) -> str:
     `root` makes it (with the project's copy of the harness, `with_harness`)."""
     if root is not None:
         code = ("import sys; from pathlib import Path; from harness.config.loader import "
-                "require_campaign as r; from harness.seal import source_seal as s; "
+                "require_campaign as r; from harness.measure.seal import source_seal as s; "
                 "l = r(Path(sys.argv[1])); print(s(l.project_dir, l.files()).digest)")
         return subprocess.run([sys.executable, "-c", code, str(campaign)], cwd=root,
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -49,7 +49,7 @@ def seal_of(campaign: Path, root: Path | None = None) -> str:
 
 def gate_record(folder: Path, campaign: str, seal: str, *, passed: bool = True,
                 commit: str | None = None, clean: bool = True, v1: bool = False) -> Path:
-    """A minimal sealed gate record (the shape harness.gates.record reads): v2, its gates
+    """A minimal sealed gate record (the shape harness.judge.gates.record reads): v2, its gates
     run from `commit` (clean or not), or a v1 record, which says nothing of its tree."""
     folder.mkdir(parents=True)
     gate = {"name": "unit", "argv": ["true"], "exit_code": 0 if passed else 1,

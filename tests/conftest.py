@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.perflog import PERFLOG_DIR
+from harness.measure.perflog import PERFLOG_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "images" / "rehearsal" / "build.py"

@@ -1,7 +1,7 @@
 """Observation documents for tests that build run folders by hand.
 
 A real run's instrument observes every process that holds the engine configuration (the
-engine core, the front-end, each worker: harness.finalize.processes). A test that writes
+engine core, the front-end, each worker: harness.judge.finalize.processes). A test that writes
 only the engine core's pair gets it refused for the processes it left out; these helpers
 write the rest as a one-process engine would (every process the same configuration), so
 the test judges what it means to.

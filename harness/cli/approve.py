@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from harness.approval.issue import approve as do_approve
-from harness.approval.issue import default_reviewer
 from harness.config.loader import require_campaign
-from harness.report.inert import inert
+from harness.judge.approval.issue import approve as do_approve
+from harness.judge.approval.issue import default_reviewer
+from harness.readers.report.inert import inert
 
 
 @click.command("approve")

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.bundle import export_bundle, verify_bundle
-from harness.bundle.export import ExportRefused
-from harness.bundle.sums import one_line
+from harness.base.errors import REFUSED, Refused
 from harness.cli.jsonout import as_json_errors, emit
-from harness.errors import REFUSED, Refused
+from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.export import ExportRefused
+from harness.readers.bundle.sums import one_line
 
 if TYPE_CHECKING:  # merge is imported by its command only (a lazy CLI)
-    from harness.bundle.export import ExportResult
-    from harness.bundle.merge import MergeResult
+    from harness.readers.bundle.export import ExportResult
+    from harness.readers.bundle.merge import MergeResult
 
 
 @click.group("bundle")
@@ -129,7 +129,7 @@ def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None
     stripped. --sign-key without --allowed-signers is a usage error (exit 2). The result
     verifies like any exported bundle.
     """
-    from harness.bundle.merge import MergeRefused, merge_bundles
+    from harness.readers.bundle.merge import MergeRefused, merge_bundles
 
     try:
         result = merge_bundles(list(bundles), output, sign_key, allowed_signers)
@@ -160,7 +160,7 @@ def collect_command(drop: Path, runs_dir: Path, allowed_signers: Path | None) ->
     host that could not deliver before). A run RUNS already holds is left as it is. Exit 1
     when a bundle is refused, fails to verify or conflicts.
     """
-    from harness.bundle.collect import collect_drop
+    from harness.readers.bundle.collect import collect_drop
 
     arrivals = collect_drop(drop, runs_dir, allowed_signers)
     bad = 0

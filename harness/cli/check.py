@@ -10,10 +10,10 @@ from pathlib import Path
 
 import click
 
+from harness.base.errors import INVALID, InvalidInput
 from harness.cli.jsonout import as_json_errors, emit
 from harness.config.loader import check as check_all
-from harness.errors import INVALID, InvalidInput
-from harness.report.inert import inert
+from harness.readers.report.inert import inert
 
 
 @click.command()

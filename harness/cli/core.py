@@ -8,18 +8,18 @@ from pathlib import Path
 
 import click
 
-from harness.catalogue import ENV_MISSING_IMAGE
+from harness.base.catalogue import ENV_MISSING_IMAGE
+from harness.base.errors import ENVIRONMENT, EnvironmentFault, InvalidInput
 from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
 from harness.config.loader import Loaded, require_campaign
 from harness.config.suggest import hint
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
+from harness.driver.night.nightlock import NightLock
 from harness.driver.plan import LaunchRequest, Outcome, PlanSource
-from harness.errors import ENVIRONMENT, EnvironmentFault, InvalidInput
-from harness.night.nightlock import NightLock
+from harness.measure.ui import Reporter, reporter
 from harness.pipeline import orphans, recover
-from harness.ui import Reporter, reporter
 
 RUNS_DIR = "gpu-runs"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -71,7 +71,7 @@ class AfterNight:
     nothing launched): a `run` never slips between a night's controls. The night lock is
     not kept during the control, so two operators' runs still take turns control by
     control at the GPU lock, and a night that starts meanwhile waits only for the
-    control in progress (harness/night/nightlock.py)."""
+    control in progress (harness/driver/night/nightlock.py)."""
 
     def __init__(self, inner: LocalExecutor, loaded: Loaded, ui: Reporter,
                  timeout: float) -> None:
@@ -166,7 +166,7 @@ def images_verify(names: tuple[str, ...], lock_file: Path, as_json: bool) -> Non
     Exit 3 if any is absent or has another Id; each such line says how to obtain the
     pinned image (its archive, repo digest or build), never to re-pin. Exit 2 for a bad
     images.lock or a NAME it does not pin."""
-    from harness import images as image_lock
+    from harness.measure import images as image_lock
 
     with as_json_errors(as_json, lock_file=str(lock_file)):
         lock = image_lock.read(lock_file)
@@ -198,9 +198,9 @@ def model() -> None:
 @click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
 def model_pin(folder: Path) -> None:
     """Print the `sha256:` mapping of every file under FOLDER, to paste into a control."""
-    from harness.hashing import sha256_many
-    from harness.seal import files_under
-    from harness.tree import NotRegular, kind_of
+    from harness.base.hashing import sha256_many
+    from harness.base.tree import NotRegular, kind_of
+    from harness.measure.seal import files_under
 
     names = files_under(folder)
     if not names:

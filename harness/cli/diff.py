@@ -1,6 +1,6 @@
 """`harness diff RUN_A RUN_B [--json]`: what differs between two runs.
 
-The comparison is `harness.diff` (pure); this module prints it. Every value comes from a
+The comparison is `harness.judge.diff` (pure); this module prints it. Every value comes from a
 run folder, so each one goes out through `inert` (one line, controls escaped, bounded);
 the --json document is written with ensure_ascii, so no control character reaches a
 terminal either.
@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from harness.diff import diff_runs
-from harness.report.inert import inert
+from harness.judge.diff import diff_runs
+from harness.readers.report.inert import inert
 
 VALUE_CHARS = 300
 MAX_ITEMS = 20

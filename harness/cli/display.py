@@ -15,11 +15,11 @@ from rich.markup import escape
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from harness.lock import describe_holder
-from harness.report.inert import inert
-from harness.terminal import isatty
-from harness.timeutil import utc_now
-from harness.ui import Reporter, sentence
+from harness.base.terminal import isatty
+from harness.base.timeutil import utc_now
+from harness.measure.lock import describe_holder
+from harness.measure.ui import Reporter, sentence
+from harness.readers.report.inert import inert
 
 QUIET = {"lock-wait"}
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import click
 
-from harness.doctor import Check, any_failed, run_checks
-from harness.doctor.checks import GIB
-from harness.doctor.report import render_json, render_plain, render_table
-from harness.errors import InvalidInput
+from harness.base.errors import InvalidInput
+from harness.judge.doctor import Check, any_failed, run_checks
+from harness.judge.doctor.checks import GIB
+from harness.judge.doctor.report import render_json, render_plain, render_table
 
 
 def default_lock() -> Path:
@@ -174,8 +174,8 @@ def doctor(
 def _drain_and_exit(checks: list[Check], code: int) -> None:
     """Say what failed on stderr, drain this node with that as the reason, exit `code`
     (3 when Slurm did not take the drain)."""
-    from harness.doctor.gpumap import node_name
-    from harness.slurm import calls
+    from harness.judge.doctor.gpumap import node_name
+    from harness.measure.slurm import calls
 
     failing = [c for c in checks if c.status == "fail"]
     click.echo(render_plain(failing), nl=False, err=True)

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import click
 
-from harness.atomic import dumps_json, write_json
+from harness.base.atomic import dumps_json, write_json
+from harness.base.errors import InvalidInput
 from harness.config.contract import ALL, resolve
-from harness.errors import InvalidInput
-from harness.finalize.contract import ContractError, load_contract
-from harness.finalize.documents import DocumentError, read_document
-from harness.finalize.refinalize import refinalize as refinalize_run
-from harness.finalize.refinalize import standing
-from harness.finalize.report import render
-from harness.finalize.rules import exit_code, judge
+from harness.judge.finalize.contract import ContractError, load_contract
+from harness.judge.finalize.documents import DocumentError, read_document
+from harness.judge.finalize.refinalize import refinalize as refinalize_run
+from harness.judge.finalize.refinalize import standing
+from harness.judge.finalize.report import render
+from harness.judge.finalize.rules import exit_code, judge
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 

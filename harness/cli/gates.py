@@ -9,8 +9,8 @@ import click
 
 from harness.cli.core import RUNS_DIR
 from harness.config.loader import require_campaign
-from harness.gates.run import run_gates
-from harness.report.inert import inert
+from harness.judge.gates.run import run_gates
+from harness.readers.report.inert import inert
 
 
 def _line(entry: dict[str, Any]) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
-from harness.errors import HarnessError, InvalidInput
-from harness.iofault import io_fault_anywhere
+from harness.base.errors import HarnessError, InvalidInput
+from harness.base.iofault import io_fault_anywhere
 
 
 def emit(doc: dict[str, Any]) -> None:

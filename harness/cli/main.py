@@ -9,11 +9,12 @@ import sys
 
 import click
 
-from harness import __version__, signals, terminal
+from harness import __version__
+from harness.base import signals, terminal
+from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput
+from harness.base.iofault import io_fault_anywhere
 from harness.cli.commands import COMMANDS, SUMMARIES
-from harness.errors import ENVIRONMENT, HarnessError, InvalidInput
-from harness.iofault import io_fault_anywhere
-from harness.report.inert import inert
+from harness.readers.report.inert import inert
 
 
 class LazyGroup(click.Group):
@@ -84,9 +85,9 @@ def _say(line: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the group and turn every failure into a message and an exit code.
 
-    Output is best effort from the first line on (`harness.terminal`: a closed pipe or
+    Output is best effort from the first line on (`harness.base.terminal`: a closed pipe or
     terminal changes nothing), and a command a Ctrl-C interrupted exits 130
-    (`harness.signals`)."""
+    (`harness.base.signals`)."""
     terminal.install()
     signals.install()
     code = _run(argv)

@@ -7,15 +7,13 @@ from pathlib import Path
 
 import click
 
+from harness.base.errors import ENVIRONMENT, HarnessError
 from harness.cli.display import night_reporter
 from harness.cli.params import DURATION, HOURS
 from harness.config.executor import KINDS, merged
 from harness.config.loader import require_campaign
-from harness.errors import ENVIRONMENT, HarnessError
-from harness.night.runner import run_night
-from harness.report.inert import inert
-from harness.report.morning import write_night_summary
-from harness.rerun import (
+from harness.driver.night.runner import run_night
+from harness.driver.rerun import (
     RerunPlan,
     check_reason,
     execute,
@@ -24,7 +22,9 @@ from harness.rerun import (
     seal_lines,
     sealed_with,
 )
-from harness.ui import Reporter, reporter
+from harness.measure.ui import Reporter, reporter
+from harness.readers.report.inert import inert
+from harness.readers.report.morning import write_night_summary
 
 RUNS_DIR = "gpu-runs"
 
@@ -120,7 +120,7 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
 
 def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
     """A run sealed on a host's own disk, home from the drop as its job ends."""
-    from harness.bundle.collect import collect_run
+    from harness.readers.bundle.collect import collect_run
 
     arrival = collect_run(drop, runs_dir, run_id)
     return None if arrival is None else arrival.record()

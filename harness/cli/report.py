@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.report.morning import FORMATS, render, summary_for_campaign, summary_for_night
+from harness.readers.report.morning import FORMATS, render, summary_for_campaign, summary_for_night
 
 
 @click.command("report")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from harness.atomic import write_text
+from harness.base.atomic import write_text
+from harness.base.errors import InvalidInput
 from harness.cli.params import HOURS
-from harness.errors import InvalidInput
-from harness.report.nights import campaign_name
-from harness.schedule import Units, check_calendar, default_harness, render_units
+from harness.driver.schedule import Units, check_calendar, default_harness, render_units
+from harness.readers.report.nights import campaign_name
 
 RUNS_DIR = "gpu-runs"  # as `harness night`'s default, but made absolute for the unit
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from harness.gates import show as gate_show
-from harness.report.inert import inert
-from harness.runfolder.sealed import read_record
-from harness.show import render_run
+from harness.judge.gates import show as gate_show
+from harness.measure.runfolder.sealed import read_record
+from harness.readers.report.inert import inert
+from harness.readers.show import render_run
 
 
 @click.command()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
-from harness.catalogue import ENV_NO_ENGINE, ENV_ORPHAN_CONTAINER
-from harness.errors import EnvironmentFault
-from harness.status import gather, render
+from harness.base.catalogue import ENV_NO_ENGINE, ENV_ORPHAN_CONTAINER
+from harness.base.errors import EnvironmentFault
+from harness.readers.status import gather, render
 
 RUNS_DIR = "gpu-runs"
 

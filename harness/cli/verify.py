@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
+from harness.base.errors import InvalidInput
 from harness.cli.jsonout import as_json_errors, emit
-from harness.errors import InvalidInput
-from harness.gates.record import GATE_RECORD
-from harness.runfolder.layout import RECORD, SUMS
-from harness.runfolder.manifest import Problem, verify_folder
+from harness.judge.gates.record import GATE_RECORD
+from harness.measure.runfolder.layout import RECORD, SUMS
+from harness.measure.runfolder.manifest import Problem, verify_folder
 
 
 def sealed_folder(run_dir: Path) -> Path:

@@ -1,7 +1,7 @@
 """The names of the built-in post-steps, and the check of each one's options.
 
 Config sits below the judges (docs/architecture.md): it validates a campaign's post-step
-names and options without importing harness.poststeps, which maps each name to its module,
+names and options without importing harness.judge.poststeps, which maps each name to its module,
 so `harness check` refuses a bad option before the GPU is spent.
 """
 

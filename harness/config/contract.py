@@ -16,7 +16,7 @@ from typing import Any
 
 Where = tuple[str | int, ...]
 
-# The kinds of difference Gate 0 classifies (harness.finalize.compare), named here so that a
+# The kinds of difference Gate 0 classifies (harness.judge.finalize.compare), named here so that a
 # config (an image gate's expected differences) can be checked without the finalizer.
 VALUE_CHANGED = "value-changed"
 ENCODING_MISMATCH = "encoding-mismatch"
@@ -64,7 +64,7 @@ VLLM_IDENTITY: tuple[str, ...] = (
 # also list `block_size`: VLLM_IDENTITY compares cache.block_size deliberately, as both
 # shipped campaigns do (the KV layout the run measured); a model whose block size vLLM
 # changes needs a campaign contract without it. kv_cache_size_tokens and
-# kv_cache_max_concurrency are log measurements (harness.metrics), not config fields.
+# kv_cache_max_concurrency are log measurements (harness.measure.metrics), not config fields.
 SETTLED_AFTER_STARTUP: dict[str, str] = {
     "cache.num_gpu_blocks": "set by the engine when it sizes the KV cache, just after the "
                             "start-up observation (the profile run decides it)",

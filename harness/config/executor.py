@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from harness.base.errors import InvalidInput
 from harness.config.schema import Duration, SafeName, Strict
-from harness.errors import InvalidInput
 
 KINDS = ("local", "slurm")
 WINDOW = 4  # small: --until or a stop-on-refusal has at most this many pending jobs to cancel

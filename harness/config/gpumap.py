@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.base.errors import InvalidInput
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
-from harness.errors import InvalidInput
 
 DEFAULT_PATH = Path("/etc/harness/gpu-map.yaml")
 ENV_VAR = "HARNESS_GPU_MAP"

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.catalogue import MODEL_UNPINNED
+from harness.base.catalogue import MODEL_UNPINNED
+from harness.base.errors import InvalidInput
 from harness.config.builtins import OPTIONS
 from harness.config.executor import Executor, ExecutorBlock
 from harness.config.gates import Gate, GateList
@@ -25,7 +26,6 @@ from harness.config.schema import Campaign, Control, ImageLock, plain_path_probl
 from harness.config.suggest import did_you_mean, hint
 from harness.config.words import expected, where
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
-from harness.errors import InvalidInput
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -154,7 +154,7 @@ def resolve(value: str, base: Path) -> Path:
 def canonical_lock(path: Path) -> Path:
     """Pure but for realpath: the lock's FOLDER resolved, its file name kept as written. The
     file itself is never resolved: a planted `gpu.lock -> victim` must not move the lock
-    (and its holder records) onto the victim; `harness/lock.py` refuses such a link."""
+    (and its holder records) onto the victim; `harness/measure/lock.py` refuses such a link."""
     return Path(os.path.realpath(path.parent)) / path.name
 
 

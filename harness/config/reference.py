@@ -14,7 +14,7 @@ after the container exits, so its verdict is sealed like any other; the harness 
 step to a control that has a `reference:` and does not list it.
 
 The figure names are the ones every run has (FIGURES) and vLLM's (VLLM_METRICS, the same
-tuple as harness.metrics.METRICS: config sits below measure and cannot import it, and a unit
+tuple as harness.measure.metrics.METRICS: config sits below measure and cannot import it, and a unit
 test keeps the two equal). Pure: no I/O.
 """
 

@@ -6,7 +6,7 @@
 Why: a control and its paired control (the same workload with one thing changed) are
 compared; on a cluster they must share a host, or the difference could be the host's. Under
 `--executor slurm` each group is ONE job that runs `harness run` once per member, in the
-group's order, on the node Slurm gave it (harness.slurm.job); each member keeps its own run
+group's order, on the node Slurm gave it (harness.measure.slurm.job); each member keeps its own run
 id, journal row and seal. Under the local executor every control runs on this host anyway:
 a group only makes its members run one after another, in its order.
 

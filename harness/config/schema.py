@@ -344,7 +344,7 @@ class Campaign(Strict):
     gates_file: str | None = Field(default=None, min_length=1, max_length=1024)
     executor: dict[str, Any] | None = None  # checked with positions by harness.config.executor
     same_host: list[Any] | None = None  # checked with positions by harness.config.samehost
-    require_approval: bool = False  # runs need an approval of their seal (harness.approval)
+    require_approval: bool = False  # runs need an approval of their seal (harness.judge.approval)
     allowed_signers: str | None = Field(default=None, min_length=1, max_length=4096)
 
 

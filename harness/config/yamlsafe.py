@@ -9,7 +9,7 @@ YAML 1.1 reads some plain scalars in ways nobody means (`1:30` is 90, `017` is 1
 true, `1_000` is 1000) and some never belong in a setting (`.nan`, `.inf`, a 5000-digit
 number, a lone surrogate from `"\\ud800"`); each is refused here, at its position, so no
 field behind this loader can be switched off by one. Files are read only through
-`harness.readfile`, so a FIFO or `/dev/zero` is refused instead of hanging.
+`harness.base.readfile`, so a FIFO or `/dev/zero` is refused instead of hanging.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from harness.readfile import InputError, read_text_bounded
+from harness.base.readfile import InputError, read_text_bounded
 
 MAX_BYTES = 1 << 20  # a campaign or control is a few KiB; 1 MiB is generous
 MAX_NODES = 100_000  # counted with aliases expanded, so expansion bombs stop here

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.catalogue import HARNESS_ERROR
+from harness.base.catalogue import HARNESS_ERROR
+from harness.base.errors import HarnessError
 from harness.driver.plan import Executor, LaunchRequest, Outcome, Recorder, Source
 from harness.driver.policy import STOP_POLICY, stop_reason
-from harness.errors import HarnessError
-from harness.ui import Reporter
+from harness.measure.ui import Reporter
 
 
 def crashed(request: LaunchRequest, e: Exception) -> Outcome:

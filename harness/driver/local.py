@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from harness.base.errors import HarnessError
 from harness.config.loader import Loaded
 from harness.driver.drive import crashed
 from harness.driver.plan import LaunchRequest, Outcome
-from harness.errors import HarnessError
+from harness.judge.verdict import exit_code, lines
+from harness.measure.ui import Reporter
 from harness.pipeline.context import Carried
 from harness.pipeline.run import make_context, run_control
-from harness.ui import Reporter
-from harness.verdict import exit_code, lines
 
 
 class LocalExecutor:

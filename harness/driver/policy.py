@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.errors import InvalidInput
+from harness.base.errors import InvalidInput
 
 STOP_POLICIES = ("continue", "stop-on-refusal", "stop-on-failure")
 STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")

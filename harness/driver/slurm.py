@@ -3,12 +3,12 @@
 `launch(request)` is the local executor's contract: one request in, one Outcome out, so the
 plan, the stop policy and the night journal never learn where a control ran. In between:
 
-- the job (harness.slurm.job) `exec`s `harness run --control C --run-id R --attempt N`, so
+- the job (harness.measure.slurm.job) `exec`s `harness run --control C --run-id R --attempt N`, so
   the run folder is exactly the one the journal committed before the job existed, and the
   host's flock, the SIGTERM -> stop -> seal path and all evidence are as on one host;
-- sbatch once (harness.slurm.calls); a failure that may have been accepted anyway
+- sbatch once (harness.measure.slurm.calls); a failure that may have been accepted anyway
   (transient) is looked up by the job's token (its name) before anything is sent again;
-- one batched status query per cycle, its pace from harness.slurm.follow.next_poll_s;
+- one batched status query per cycle, its pace from harness.measure.slurm.follow.next_poll_s;
 - the outcome comes from the sealed, verified run.json, never from Slurm's word alone.
   Slurm's end only starts a grace period for the seal (a node set DOWN went on running its
   job and sealed 11 s after Slurm's NODE_FAIL); with no seal by then the attempt is
@@ -16,7 +16,7 @@ plan, the stop policy and the night journal never learn where a control ran. In 
   A job that ended on its own without any run folder never started `harness run`
   (environment, ENV-SLURM-NO-EVIDENCE: the night stops, as for a host fault at home).
 - a `same_host` group (harness.config.samehost) is one job whose script runs each member's
-  own `harness run --run-id R --attempt N` in order (harness.slurm.script); the Watch
+  own `harness run --run-id R --attempt N` in order (harness.measure.slurm.script); the Watch
   follows the job and gives each member's outcome from its own seal, in order (`settle`).
 
 Where the evidence is read: RUNS_DIR/<run id>, as the controller sees it. Either the
@@ -31,25 +31,25 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from harness.catalogue import (
+from harness.base.catalogue import (
     ENV_SLURM_NO_EVIDENCE,
     ENV_SLURM_SUBMIT,
     SLURM_NO_SEAL,
     SLURM_NOT_INTACT,
 )
+from harness.base.errors import EnvironmentFault, HarnessError
 from harness.config.loader import Loaded
 from harness.driver.drive import crashed
 from harness.driver.plan import LaunchRequest, Outcome
 from harness.driver.watch import Members, Settings, Watch, members
-from harness.errors import EnvironmentFault, HarnessError
 from harness.instrument.harness_observer.encode import loads
+from harness.judge.verdict import Reason, exit_code, lines
+from harness.measure.runfolder import layout, record
+from harness.measure.runfolder.manifest import verify_folder
+from harness.measure.slurm import calls, follow, job, query
+from harness.measure.slurm.query import ENDED, Job, JobState
+from harness.measure.ui import Reporter
 from harness.pipeline.recover import seal_interrupted
-from harness.runfolder import layout, record
-from harness.runfolder.manifest import verify_folder
-from harness.slurm import calls, follow, job, query
-from harness.slurm.query import ENDED, Job, JobState
-from harness.ui import Reporter
-from harness.verdict import Reason, exit_code, lines
 
 SUBMIT_TRIES = 5
 SETTLE_S = 5.0  # how long an sbatch a killed controller had started may take to land

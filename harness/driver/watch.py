@@ -9,8 +9,8 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.driver.plan import LaunchRequest
-from harness.slurm import job
-from harness.slurm.query import Job, JobState
+from harness.measure.slurm import job
+from harness.measure.slurm.query import Job, JobState
 
 
 @dataclass(frozen=True)

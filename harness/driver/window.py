@@ -27,7 +27,7 @@ from typing import Protocol, TypeVar
 from harness.driver.drive import Driven, crashed
 from harness.driver.plan import LaunchRequest, Outcome, Recorder
 from harness.driver.policy import STOP_POLICY, stop_reason
-from harness.ui import Reporter
+from harness.measure.ui import Reporter
 
 
 class InFlight(Protocol):

@@ -35,25 +35,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.atomic import write_json
-from harness.catalogue import (
+from harness.base.atomic import write_json
+from harness.base.catalogue import (
     EVIDENCE_BAD_NAME,
     EVIDENCE_NOT_REGULAR,
     EVIDENCE_TOO_BIG,
     EVIDENCE_TOO_DEEP,
     EVIDENCE_TOO_MANY,
 )
-from harness.hashing import sha256_beneath
-from harness.readfile import InputError, read_bounded
-from harness.runfolder import layout
-from harness.runfolder.manifest import (
-    MAX_ENTRIES,
-    MAX_WORKLOAD_FILE,
-    WORKLOAD_DIR,
-    empty_folders,
-    too_big,
-)
-from harness.tree import (
+from harness.base.hashing import sha256_beneath
+from harness.base.readfile import InputError, read_bounded
+from harness.base.tree import (
     Entry,
     TooMany,
     open_dir_beneath,
@@ -62,7 +54,15 @@ from harness.tree import (
     too_long,
     walk,
 )
-from harness.verdict import Reason
+from harness.judge.verdict import Reason
+from harness.measure.runfolder import layout
+from harness.measure.runfolder.manifest import (
+    MAX_ENTRIES,
+    MAX_WORKLOAD_FILE,
+    WORKLOAD_DIR,
+    empty_folders,
+    too_big,
+)
 
 RECORD = layout.REMOVED
 RULES = {"not-regular": EVIDENCE_NOT_REGULAR, "bad-name": EVIDENCE_BAD_NAME,

@@ -11,13 +11,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.base.timeutil import stamp, utc_now
 from harness.config.loader import Loaded, resolve
 from harness.config.schema import Control
-from harness.lock import GpuLock, Held
-from harness.seal import SourceSeal
-from harness.timeutil import stamp, utc_now
-from harness.ui import Reporter
-from harness.verdict import PostResult, Reason
+from harness.judge.verdict import PostResult, Reason
+from harness.measure.lock import GpuLock, Held
+from harness.measure.seal import SourceSeal
+from harness.measure.ui import Reporter
 
 
 def new_run_id(control: str) -> str:
@@ -76,8 +76,8 @@ class RunContext:
     created: str = field(default_factory=utc_now)
     image_id: str | None = None
     seal: SourceSeal | None = None
-    approval: dict | None = None  # the approval it runs under (harness.approval.check)
-    provenance: dict | None = None  # the project's git state (harness.provenance.git_state)
+    approval: dict | None = None  # the approval it runs under (harness.judge.approval.check)
+    provenance: dict | None = None  # the project's git state (harness.measure.provenance.git_state)
     model_hashes: dict[str, str] = field(default_factory=dict)
     preflight: list[Reason] = field(default_factory=list)
     held: Held | None = None

@@ -11,21 +11,22 @@ import json
 import os
 import time
 
-from harness import engine, faultpoint, perflog
-from harness.atomic import write_json
-from harness.catalogue import EVIDENCE_LOG, MODEL_CHANGED, SEAL_CHANGED
-from harness.host import identity
-from harness.metrics import failed_metrics, write_metrics
+from harness.base import faultpoint
+from harness.base.atomic import write_json
+from harness.base.catalogue import EVIDENCE_LOG, MODEL_CHANGED, SEAL_CHANGED
+from harness.base.timeutil import utc_now
+from harness.judge.verdict import Reason, decide, record_reasons
+from harness.measure import engine, perflog
+from harness.measure.host import identity
+from harness.measure.metrics import failed_metrics, write_metrics
+from harness.measure.runfolder import layout, record
+from harness.measure.runfolder.manifest import make_read_only, write_manifest
+from harness.measure.runfolder.record import RunRecord
+from harness.measure.seal import seal_changes, source_seal
+from harness.measure.slurm import identity as slurm_identity
 from harness.pipeline.clean import clean
 from harness.pipeline.context import Carried, RunContext
 from harness.pipeline.preflight import hash_model
-from harness.runfolder import layout, record
-from harness.runfolder.manifest import make_read_only, write_manifest
-from harness.runfolder.record import RunRecord
-from harness.seal import seal_changes, source_seal
-from harness.slurm import identity as slurm_identity
-from harness.timeutil import utc_now
-from harness.verdict import Reason, decide, record_reasons
 
 
 def recheck(ctx: RunContext) -> list[Reason]:
@@ -118,7 +119,7 @@ def run(ctx: RunContext) -> tuple[str, list[Reason]]:
 
 
 def perf_log(ctx: RunContext) -> None:
-    """One line per figure in the campaign's performance log (harness.perflog), beside the
+    """One line per figure in the campaign's performance log (harness.measure.perflog), beside the
     run folders. A convenience derived from the sealed folder: a failure is a note."""
     try:
         perflog.append_sealed(ctx.run_dir)

@@ -37,9 +37,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import execute, faultpoint, vector
-from harness.atomic import write_json
-from harness.catalogue import (
+from harness.base import faultpoint
+from harness.base.atomic import write_json
+from harness.base.catalogue import (
     ENV_MOUNT_SOURCE,
     ENV_ORPHAN_CONTAINER,
     MODEL_PATH_CHANGED,
@@ -51,12 +51,13 @@ from harness.catalogue import (
 from harness.config.loader import resolve
 from harness.config.mountable import overlaps, system_hit, system_paths, within
 from harness.instrument.harness_observer import contract
-from harness.lock import GpuLock
+from harness.judge.verdict import Reason
+from harness.measure import execute, vector
+from harness.measure.lock import GpuLock
+from harness.measure.runfolder import layout
+from harness.measure.slurm import identity as slurm_identity
 from harness.pipeline import orphans, sanitize, warm
 from harness.pipeline.context import RunContext
-from harness.runfolder import layout
-from harness.slurm import identity as slurm_identity
-from harness.verdict import Reason
 
 INSTRUMENT_DIR = Path(__file__).resolve().parent.parent / "instrument"
 HARNESS_DIR = INSTRUMENT_DIR.parent

@@ -16,9 +16,10 @@ from collections.abc import Callable
 import docker.errors
 import psutil
 
-from harness import bounds, engine, vector
-from harness.bounds import BadText
-from harness.lock import pid_alive
+from harness.base import bounds
+from harness.base.bounds import BadText
+from harness.measure import engine, vector
+from harness.measure.lock import pid_alive
 
 LABEL_PID = vector.LAUNCHER_PID
 LABEL_STARTED = vector.LAUNCHER_STARTED

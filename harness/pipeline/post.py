@@ -8,7 +8,7 @@ the run from being sealed. So does an entry where the harness keeps its own reco
 step (`result.json`, `POST-RESULT-TAKEN`) or a step folder that already exists, and a
 step killed at its timeout (`POST-TIMEOUT`), whatever verdict it wrote before.
 
-The built-ins in harness.poststeps.IN_PROCESS (exit-code) run inside the harness instead:
+The built-ins in harness.judge.poststeps.IN_PROCESS (exit-code) run inside the harness instead:
 they read only files the harness wrote, bounded, so they need no process of their own; their
 record (result.json, verdict.json, stdout.log, stderr.log) is the same as a child's.
 """
@@ -24,22 +24,22 @@ import time
 import traceback
 from pathlib import Path
 
-from harness.atomic import write_json
-from harness.catalogue import (
+from harness.base.atomic import write_json
+from harness.base.catalogue import (
     POST_DIR_TAKEN,
     POST_RESULT_TAKEN,
     POST_RESULT_UNWRITTEN,
     POST_TIMEOUT,
     POST_VERDICT_UNREADABLE,
 )
+from harness.base.readfile import InputError, read_bounded
+from harness.base.tree import printable
 from harness.config.schema import Control, PostStep
 from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.judge.poststeps import BUILTINS, IN_PROCESS
+from harness.judge.verdict import PostResult, Reason, post_reasons
+from harness.measure.runfolder import layout
 from harness.pipeline.context import RunContext
-from harness.poststeps import BUILTINS, IN_PROCESS
-from harness.readfile import InputError, read_bounded
-from harness.runfolder import layout
-from harness.tree import printable
-from harness.verdict import PostResult, Reason, post_reasons
 
 VERDICT = layout.VERDICT
 RESULT = layout.RESULT
@@ -65,7 +65,7 @@ def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
         options.setdefault("contract", contract)
     if step.name == "reference" and reference is not None:
         options = {**reference, **options}
-    return [sys.executable, "-m", "harness.poststeps", step.name, str(run_dir), str(out_dir),
+    return [sys.executable, "-m", "harness.judge.poststeps", step.name, str(run_dir), str(out_dir),
             "--options", json.dumps(options, sort_keys=True)]
 
 

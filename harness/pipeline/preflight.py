@@ -11,10 +11,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness import engine, modelcache
-from harness.approval import check as approval
-from harness.atomic import write_json
-from harness.catalogue import (
+from harness.base.atomic import write_json
+from harness.base.catalogue import (
     ENV_DEVICE,
     ENV_GPU_MAP,
     ENV_LOCK_NETWORK_FS,
@@ -27,16 +25,18 @@ from harness.catalogue import (
     MODEL_MISSING,
     MODEL_UNPINNED,
 )
+from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.config import gpumap
-from harness.errors import EnvironmentFault, InvalidInput
-from harness.host import fstype, identity
-from harness.imagepin import how_to_obtain
+from harness.judge.approval import check as approval
+from harness.judge.verdict import Reason
+from harness.measure import engine, modelcache
+from harness.measure.host import fstype, identity
+from harness.measure.imagepin import how_to_obtain
+from harness.measure.provenance import git_state
+from harness.measure.runfolder import layout
+from harness.measure.seal import source_seal
+from harness.measure.slurm import identity as slurm_identity
 from harness.pipeline.context import RunContext
-from harness.provenance import git_state
-from harness.runfolder import layout
-from harness.seal import source_seal
-from harness.slurm import identity as slurm_identity
-from harness.verdict import Reason
 
 DEVICE_PATHS = {"rocm": ("/dev/kfd", "/dev/dri"), "cpu": ()}
 

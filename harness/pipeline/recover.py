@@ -26,16 +26,16 @@ from pathlib import Path
 import psutil
 
 from harness import __version__
-from harness.atomic import write_json
-from harness.catalogue import RUN_INTERRUPTED
-from harness.errors import InvalidInput
+from harness.base.atomic import write_json
+from harness.base.catalogue import RUN_INTERRUPTED
+from harness.base.errors import InvalidInput
+from harness.base.readfile import InputError, read_bounded
+from harness.base.timeutil import utc_now
+from harness.measure.runfolder import layout, record
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import make_read_only, write_manifest
+from harness.measure.runfolder.record import RunRecord
 from harness.pipeline.clean import clean
-from harness.readfile import InputError, read_bounded
-from harness.runfolder import layout, record
-from harness.runfolder.layout import SUMS
-from harness.runfolder.manifest import make_read_only, write_manifest
-from harness.runfolder.record import RunRecord
-from harness.timeutil import utc_now
 
 OWNER = layout.OWNER
 RECOVERED = layout.RECOVERED

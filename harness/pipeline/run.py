@@ -1,6 +1,6 @@
 """One run of one control, stage by stage, with a stop signal turned into a clean stop.
 
-On SIGTERM, SIGHUP or SIGINT (`harness.signals`) the container is stopped, the lock
+On SIGTERM, SIGHUP or SIGINT (`harness.base.signals`) the container is stopped, the lock
 released once it is gone, and what exists is sealed with status `interrupted`. Sealing
 itself is never cut short by a signal: it is deferred until the seal is written. A
 SIGKILL cannot be caught; the kernel frees the lock and `recover.seal_orphans` seals the
@@ -13,21 +13,21 @@ import contextlib
 import os
 from pathlib import Path
 
-from harness.catalogue import (
+from harness.base.catalogue import (
     ENV_RUN_EXISTS,
     ENV_SEAL,
     RUN_INTERRUPTED,
 )
+from harness.base.errors import EnvironmentFault, InvalidInput
+from harness.base.iofault import io_fault
+from harness.base.signals import Interrupted, pending_signal, signals_deferred, signals_interrupt
 from harness.config.loader import Loaded
-from harness.errors import EnvironmentFault, InvalidInput
-from harness.iofault import io_fault
-from harness.lock import GpuLock
+from harness.judge.verdict import Reason
+from harness.measure.lock import GpuLock
+from harness.measure.ui import Reporter
 from harness.pipeline import launch, preflight, recover, warm
 from harness.pipeline.context import RunContext, new_run_id
 from harness.pipeline.stage import Stage, error_reason, run_stages
-from harness.signals import Interrupted, pending_signal, signals_deferred, signals_interrupt
-from harness.ui import Reporter
-from harness.verdict import Reason
 
 
 def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter, *,

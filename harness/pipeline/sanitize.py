@@ -5,7 +5,7 @@ and may `chmod 4755` it without any capability; bind mounts are not `nosuid`, so
 user could then run that file with euid 0. In the `rocm` profile it may also `mknod` a
 device node that opens a host disk. So, right after the container has exited (under the
 lock, before the next control can start), every read-write mount's real source is walked
-with `harness.tree.walk` (no symlink followed), and, by construction, whatever it holds:
+with `harness.base.tree.walk` (no symlink followed), and, by construction, whatever it holds:
 
 - a regular file or folder with a setuid or setgid bit loses those bits (its other bits
   are kept), through a descriptor pinned by `tree.chmod_beneath`;
@@ -27,11 +27,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import tree
-from harness.atomic import write_json
-from harness.catalogue import MOUNT_DEVICE_PLANTED, MOUNT_SANITIZE_INCOMPLETE, MOUNT_SETUID_PLANTED
-from harness.runfolder import layout
-from harness.verdict import Reason
+from harness.base import tree
+from harness.base.atomic import write_json
+from harness.base.catalogue import (
+    MOUNT_DEVICE_PLANTED,
+    MOUNT_SANITIZE_INCOMPLETE,
+    MOUNT_SETUID_PLANTED,
+)
+from harness.judge.verdict import Reason
+from harness.measure.runfolder import layout
 
 MAX_ENTRIES = 1_000_000  # per mount; a bigger tree is reported, not finished
 SETID_BITS = stat.S_ISUID | stat.S_ISGID

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.catalogue import ENV_DISK_FULL, ENV_ERROR, ENV_IO, HARNESS_ERROR
-from harness.errors import EnvironmentFault, HarnessError
+from harness.base.catalogue import ENV_DISK_FULL, ENV_ERROR, ENV_IO, HARNESS_ERROR
+from harness.base.errors import EnvironmentFault, HarnessError
+from harness.judge.verdict import Reason
 from harness.pipeline.context import RunContext
-from harness.verdict import Reason
 
 OK, REFUSED, ERROR, INTERRUPTED = "ok", "refused", "error", "interrupted"
 

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
-from harness.report.morning import write_night_summary
+from harness.readers.report.morning import write_night_summary
 from tests.unit.test_summary_report import make_night
 
 ROOT = Path(__file__).resolve().parents[2]

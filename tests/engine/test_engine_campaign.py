@@ -13,8 +13,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from harness.finalize.attribute import attribute, read_trace
 from harness.instrument.harness_observer.contract import document_name
+from harness.judge.finalize.attribute import attribute, read_trace
 from tests.campaign_runs import REPO, harness, read_json, runs_by_control
 
 KINDS = {"engine-core": "EngineCore", "frontend": "MainProcess", "worker": "VllmWorker-0"}

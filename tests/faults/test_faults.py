@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.lock import GpuLock, is_free
-from harness.perflog import PERFLOG_DIR
-from harness.runfolder.manifest import verify_folder
-from harness.timeutil import parse
+from harness.base.timeutil import parse
+from harness.measure.lock import GpuLock, is_free
+from harness.measure.perflog import PERFLOG_DIR
+from harness.measure.runfolder.manifest import verify_folder
 from tests.conftest import containers_with_label
 
 SHORT = 'command: [python3, -c, "print(1)"]\n'

@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.runfolder.layout import SUMS
-from harness.runfolder.manifest import make_read_only, verify_folder, write_manifest
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import make_read_only, verify_folder, write_manifest
 from tests.conftest import REPO, containers_with_label
 from tests.faults.test_faults import wait_for
 from tests.observations import engine_core, write_companions

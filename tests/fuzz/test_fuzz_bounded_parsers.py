@@ -1,4 +1,4 @@
-"""The range grammar fuzzed (harness.bounds; bounded by HARNESS_FUZZ_EXAMPLES).
+"""The range grammar fuzzed (harness.base.bounds; bounded by HARNESS_FUZZ_EXAMPLES).
 
 Any text as a range list, a gres.conf hostlist, a whole gres.conf, a Slurm array range or a
 job's GPU list is either read within its bound or refused with the one typed error its
@@ -15,9 +15,9 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import bounds
-from harness.bounds import BadText
-from harness.slurm import gres, identity, query
+from harness.base import bounds
+from harness.base.bounds import BadText
+from harness.measure.slurm import gres, identity, query
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=5000,

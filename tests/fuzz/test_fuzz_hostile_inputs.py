@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from harness.config.loader import validate
 from harness.config.schema import MAX_CPUS, MAX_DURATION, Campaign, Control
 from harness.config.yamlsafe import YamlFaults, loads
-from harness.finalize.contract import ContractError, load_contract_text
+from harness.judge.finalize.contract import ContractError, load_contract_text
 from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))

@@ -21,11 +21,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.atomic import dumps_json
-from harness.metrics import METRICS, MetricsParser, _document, parse_lines
-from harness.runfolder import shape
-from harness.runfolder.manifest import write_manifest
-from harness.runfolder.record import SCHEMA
+from harness.base.atomic import dumps_json
+from harness.measure.metrics import METRICS, MetricsParser, _document, parse_lines
+from harness.measure.runfolder import shape
+from harness.measure.runfolder.manifest import write_manifest
+from harness.measure.runfolder.record import SCHEMA
 from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))

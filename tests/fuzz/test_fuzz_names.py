@@ -17,9 +17,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import make_read_only, verify_folder, write_manifest
 from harness.pipeline.clean import clean
-from harness.runfolder.layout import SUMS
-from harness.runfolder.manifest import make_read_only, verify_folder, write_manifest
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,

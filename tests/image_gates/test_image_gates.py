@@ -14,7 +14,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness.catalogue import GATE0_FIELD_DIFFERS, IMAGE_GATE_VERDICT
+from harness.base.catalogue import GATE0_FIELD_DIFFERS, IMAGE_GATE_VERDICT
 from tests.campaign_runs import REPO, harness, read_json, runs_by_control
 
 SPARSE = "+sparse_attn_indexer"

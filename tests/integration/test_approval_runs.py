@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import tarfile
 
-from harness.bundle import safe_extract
-from harness.runfolder.manifest import write_manifest
+from harness.measure.runfolder.manifest import write_manifest
+from harness.readers.bundle import safe_extract
 from tests.approval_helpers import commit_all, gate_record, head, make_keys, seal_of, with_harness
 from tests.conftest import REPO, containers_with_label
 from tests.unit.bundle_helpers import make_keys as signer
@@ -139,7 +139,7 @@ def test_each_other_failure_names_its_own_rule(project, tmp_path):
 
 def _retag(root) -> None:
     """A forger's fix-up: a tag manifest over every tag file as it now is (unsigned)."""
-    from harness.bundle.sums import format_sums
+    from harness.readers.bundle.sums import format_sums
 
     (root / "tagmanifest-sha256.txt.sig").unlink(missing_ok=True)
     tags = {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -8,8 +8,8 @@ import signal
 import subprocess
 import time
 
-from harness.lock import is_free
-from harness.timeutil import parse
+from harness.base.timeutil import parse
+from harness.measure.lock import is_free
 from tests.conftest import containers_with_label
 
 SLEEPER = """\

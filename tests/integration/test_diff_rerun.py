@@ -9,9 +9,9 @@ import json
 import shutil
 from pathlib import Path
 
-from harness.night.journal import JOURNAL_NAME, Journal
-from harness.runfolder.manifest import verify_folder
-from harness.runfolder.reruns import reruns_of
+from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.runfolder.manifest import verify_folder
+from harness.measure.runfolder.reruns import reruns_of
 from tests.conftest import REPO
 
 CONTRACT = ["compilation.custom_ops", "compilation.mode", "model.dtype",

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from harness.night.journal import JOURNAL_NAME, Journal
+from harness.driver.night.journal import JOURNAL_NAME, Journal
 
 OK = 'command: [python3, -c, "print(1)"]\n'
 BOOM = 'command: [python3, -c, "import sys; sys.exit(7)"]\n'

@@ -12,8 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.runfolder.layout import SUMS
-from harness.runfolder.manifest import verify_folder
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import verify_folder
 from tests.conftest import REPO
 
 NAMER = """\

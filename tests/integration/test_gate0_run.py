@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from harness.runfolder.manifest import verify_folder
+from harness.measure.runfolder.manifest import verify_folder
 from tests.conftest import REPO
 
 CONTRACT = ["compilation.custom_ops", "compilation.mode", "model.dtype",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import GATES_NOT_INTACT
-from harness.errors import Refused
-from harness.gates.record import GATE_RECORD, digest, load
+from harness.base.catalogue import GATES_NOT_INTACT
+from harness.base.errors import Refused
+from harness.judge.gates.record import GATE_RECORD, digest, load
 
 PY = sys.executable
 JUNIT = ("import sys; open(sys.argv[1], 'w').write('<testsuite><testcase name=\"a\"/>"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.night.journal import JOURNAL_NAME, Journal
+from harness.driver.night.journal import JOURNAL_NAME, Journal
 
 
 def summary_runs(night: Path) -> dict[str, str]:

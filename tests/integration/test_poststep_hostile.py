@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from harness.config.schema import PostStep
+from harness.judge.verdict import decide
+from harness.measure.runfolder.manifest import verify_folder
 from harness.pipeline.post import VERDICT_LIMIT, read_verdict, run_one
-from harness.runfolder.manifest import verify_folder
-from harness.verdict import decide
 
 OUTCOME = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": False}
 

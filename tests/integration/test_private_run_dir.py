@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.perflog import PERFLOG_DIR
+from harness.measure.perflog import PERFLOG_DIR
 from tests.conftest import containers_with_label
 
 pytestmark = pytest.mark.docker

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from harness.report.nights import load_run
-from harness.report.summary import build_summary, render_markdown
+from harness.readers.report.nights import load_run
+from harness.readers.report.summary import build_summary, render_markdown
 
 QUICK = """\
 command: [python3, -c, "print('ok')"]

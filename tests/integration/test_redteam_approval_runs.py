@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from harness.catalogue import GATES_TAMPERED
-from harness.gates.record import load
+from harness.base.catalogue import GATES_TAMPERED
+from harness.judge.gates.record import load
 from tests.integration.test_gates_cli import harness, make_project, records
 
 PY = sys.executable
@@ -101,8 +101,8 @@ def test_a_process_outliving_its_gate_fails_it_and_never_writes_after_the_grace(
     import time
 
     from harness.config.gates import Gate
-    from harness.gates import run as gates_run
-    from harness.gates.judge import judge
+    from harness.judge.gates import run as gates_run
+    from harness.judge.gates.judge import judge
 
     monkeypatch.setattr(gates_run, "GRACE_S", 0.5)
     late = "import time; time.sleep(2); print('late', flush=True)"

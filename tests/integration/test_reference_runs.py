@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from harness.runfolder.manifest import verify_folder
+from harness.measure.runfolder.manifest import verify_folder
 
 
 @pytest.mark.docker

@@ -11,7 +11,7 @@ CODE = """
 import atexit, json, sys, threading
 seen = {}
 def audit(event, args):
-    if event == "import" and args[0] in ("harness.metrics", "harness.pipeline.launch"):
+    if event == "import" and args[0] in ("harness.measure.metrics", "harness.pipeline.launch"):
         seen[args[0]] = threading.current_thread().name
 sys.addaudithook(audit)
 atexit.register(lambda: print(json.dumps(seen), file=sys.stderr))
@@ -28,7 +28,7 @@ def test_the_after_container_modules_load_in_the_warm_thread(project):
                        cwd=project.root)
     assert r.returncode == 0, r.stderr
     seen = json.loads(r.stderr.strip().splitlines()[-1])
-    assert seen == {"harness.pipeline.launch": "MainThread", "harness.metrics": "harness-warm"}
+    assert seen == {"harness.pipeline.launch": "MainThread", "harness.measure.metrics": "harness-warm"}
     [run] = project.run_dirs()
     assert project.record(run)["status"] == "accepted"
     assert project.harness("verify", str(run)).returncode == 0

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from harness import status
+from harness.readers import status
 
 pytestmark = pytest.mark.docker
 

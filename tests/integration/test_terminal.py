@@ -18,9 +18,9 @@ from datetime import datetime
 
 import pytest
 
-from harness.lock import is_free
-from harness.night.journal import JOURNAL_NAME, Journal
-from harness.runfolder.manifest import verify_folder
+from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.lock import is_free
+from harness.measure.runfolder.manifest import verify_folder
 from tests.conftest import containers_with_label
 
 pytestmark = pytest.mark.docker

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.slurm import query
-from harness.slurm.job import SUBMIT_ENV
-from harness.slurm.query import ENDED, Job
+from harness.measure.slurm import query
+from harness.measure.slurm.job import SUBMIT_ENV
+from harness.measure.slurm.query import ENDED, Job
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "slurm-cluster.sh"

@@ -14,12 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.base.timeutil import stamp
+from harness.measure.slurm import job
+from harness.measure.slurm import script as jobscript
+from harness.measure.slurm.job import ControlTime, JobSpec, Site
+from harness.measure.slurm.query import JobState
 from harness.pipeline.context import new_run_id
-from harness.slurm import job
-from harness.slurm import script as jobscript
-from harness.slurm.job import ControlTime, JobSpec, Site
-from harness.slurm.query import JobState
-from harness.timeutil import stamp
 
 from .conftest import Cluster
 

@@ -18,7 +18,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from harness.slurm.query import JobState
+from harness.measure.slurm.query import JobState
 
 from .conftest import Cluster
 from .test_slurm_jobs import HARNESS

@@ -14,8 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from harness.catalogue import SLURM_NO_SEAL
-from harness.slurm.query import JobState
+from harness.base.catalogue import SLURM_NO_SEAL
+from harness.measure.slurm.query import JobState
 
 from .conftest import Cluster
 from .test_night_window import (

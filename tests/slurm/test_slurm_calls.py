@@ -1,4 +1,4 @@
-"""harness.slurm.calls against the real cluster: submit, poll by token, cancel, refusals.
+"""harness.measure.slurm.calls against the real cluster: submit, poll by token, cancel, refusals.
 
 These jobs exec a stand-in for `harness` (a small script in tmp), so the shell's own
 behaviour is tested in seconds; test_slurm_jobs.py runs the real harness."""
@@ -11,11 +11,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from harness.slurm import calls, job
-from harness.slurm import script as jobscript
-from harness.slurm.job import ControlTime, JobSpec, Site
-from harness.slurm.query import JobState
-from harness.timeutil import stamp
+from harness.base.timeutil import stamp
+from harness.measure.slurm import calls, job
+from harness.measure.slurm import script as jobscript
+from harness.measure.slurm.job import ControlTime, JobSpec, Site
+from harness.measure.slurm.query import JobState
 
 from .conftest import Cluster
 

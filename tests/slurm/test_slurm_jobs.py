@@ -1,4 +1,4 @@
-"""Jobs built by harness.slurm.job run on a real (private) Slurm cluster.
+"""Jobs built by harness.measure.slurm.job run on a real (private) Slurm cluster.
 
 The cluster has two simulated hosts with two fake GPUs each (conftest.py). The harness
 job exec's the real `harness run` on the rehearsal campaign, with one HOME (and so one
@@ -14,12 +14,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness.perflog import PERFLOG_DIR
-from harness.slurm import follow, job, query
-from harness.slurm import script as jobscript
-from harness.slurm.job import SCRIPT_PATH_ENV, ControlTime, JobSpec, Site, submit_env
-from harness.slurm.query import JobState
-from harness.timeutil import stamp
+from harness.base.timeutil import stamp
+from harness.measure.perflog import PERFLOG_DIR
+from harness.measure.slurm import follow, job, query
+from harness.measure.slurm import script as jobscript
+from harness.measure.slurm.job import SCRIPT_PATH_ENV, ControlTime, JobSpec, Site, submit_env
+from harness.measure.slurm.query import JobState
 from tests.conftest import containers_with_label
 
 from .conftest import REPO, Cluster

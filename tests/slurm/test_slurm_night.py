@@ -16,8 +16,8 @@ import threading
 import time
 from pathlib import Path
 
-from harness.catalogue import ENV_SLURM_NO_EVIDENCE, ENV_SLURM_SUBMIT, SLURM_NO_SEAL
-from harness.slurm.query import JobState
+from harness.base.catalogue import ENV_SLURM_NO_EVIDENCE, ENV_SLURM_SUBMIT, SLURM_NO_SEAL
+from harness.measure.slurm.query import JobState
 from tests.conftest import containers_with_label
 
 from .conftest import REPO, Cluster

@@ -70,7 +70,7 @@ def make_keys(tmp: Path, name: str, namespace: str = "harness-evidence") -> tupl
 
 def writable_bundle(archive: Path, dest: Path) -> Path:
     """Unpack a bundle (safely) and make it writable, so a test can play the forger."""
-    from harness.bundle import safe_extract
+    from harness.readers.bundle import safe_extract
 
     dest.mkdir(parents=True, exist_ok=True)
     root = safe_extract(archive, dest)
@@ -84,9 +84,9 @@ def rebag(root: Path, key: Path | None = None, *, statement: bool = True) -> Non
     changing the payload: make every bag-level record agree with it again (manifest,
     statement subjects, Payload-Oxum, tag manifest) and sign it. Only the runs' own seals
     and the bundle's rules are left to notice."""
-    from harness.atomic import dumps_json
-    from harness.bundle.sign import sign
-    from harness.bundle.sums import format_sums
+    from harness.base.atomic import dumps_json
+    from harness.readers.bundle.sign import sign
+    from harness.readers.bundle.sums import format_sums
 
     def digest(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -134,8 +134,8 @@ def make_approved_run(parent: Path, run_id: str, reviewer_key: Path | None, *,
     given) and the passed gate record the approval rests on."""
     import inspect
 
-    from harness.approval.sign import sign as sign_approval
-    from harness.gates.record import digest as record_digest
+    from harness.judge.approval.sign import sign as sign_approval
+    from harness.judge.gates.record import digest as record_digest
     from tests.approval_helpers import gate_record
 
     project = parent / "project"
@@ -178,8 +178,8 @@ def retag(root: Path, key: Path | None = None, *, claim: bool | None = None) -> 
     manifest over every tag file as it now is, signed with `key` (or left unsigned, its
     `.sig` removed). `claim`: keep (None), add (True) or drop (False) bag-info's
     `Bag-Signature` line, the bag's own word that it was signed."""
-    from harness.bundle.sign import sign
-    from harness.bundle.sums import format_sums
+    from harness.readers.bundle.sign import sign
+    from harness.readers.bundle.sums import format_sums
 
     info = root / "bag-info.txt"
     lines = [line for line in info.read_text().splitlines()

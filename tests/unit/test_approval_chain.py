@@ -12,12 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.approval import check, issue
-from harness.approval import gates as approval_gates
-from harness.approval.record import Pins, build, file_name
-from harness.bundle import chain
-from harness.bundle.facts import RunFacts
-from harness.catalogue import (
+from harness.base.catalogue import (
     APPROVAL_DIRTY_TREE,
     APPROVAL_GATES_DIRTY,
     APPROVAL_GATES_FAILED,
@@ -27,12 +22,17 @@ from harness.catalogue import (
     GATES_SEAL_CHANGED,
     PROVENANCE_DIRTY,
 )
+from harness.base.errors import InvalidInput, Refused
 from harness.config.loader import require_campaign
-from harness.errors import InvalidInput, Refused
-from harness.gates import record as gate_doc
-from harness.gates.run import run_gates
-from harness.provenance import Found, Tracked, blob_id, clean_at, file_problems, parse_tree
-from harness.seal import source_files, source_seal
+from harness.judge.approval import check, issue
+from harness.judge.approval import gates as approval_gates
+from harness.judge.approval.record import Pins, build, file_name
+from harness.judge.gates import record as gate_doc
+from harness.judge.gates.run import run_gates
+from harness.measure.provenance import Found, Tracked, blob_id, clean_at, file_problems, parse_tree
+from harness.measure.seal import source_files, source_seal
+from harness.readers.bundle import chain
+from harness.readers.bundle.facts import RunFacts
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, seal_of
 
 IMG = "sha256:" + "1" * 64
@@ -138,7 +138,7 @@ def _dirty_by(root: Path, how: str, tmp: Path) -> None:
         _write(root, "workload/extra.py", "print('not in any commit')\n")
         commit_all(root)
     elif how == "harness edited":
-        path = root / "harness" / "verdict.py"
+        path = root / "harness" / "judge" / "verdict.py"
         path.write_text(path.read_text() + "\n# edited\n")
     elif how == "untracked note":
         _write(root, "notes.txt", "uncommitted\n")

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.approval import check, issue
-from harness.approval.record import SCHEMA, Pins, build, file_name, match, parse
-from harness.catalogue import (
+from harness.base.catalogue import (
     APPROVAL_DIRTY_TREE,
     APPROVAL_GATES_FAILED,
     APPROVAL_GATES_MISSING,
@@ -25,10 +23,12 @@ from harness.catalogue import (
     PROVENANCE_DIRTY,
     SEAL_NOT_APPROVED,
 )
+from harness.base.errors import InvalidInput, Refused
 from harness.config.loader import require_campaign
-from harness.errors import InvalidInput, Refused
-from harness.provenance import CleanCheck
-from harness.seal import source_files, source_seal
+from harness.judge.approval import check, issue
+from harness.judge.approval.record import SCHEMA, Pins, build, file_name, match, parse
+from harness.measure.provenance import CleanCheck
+from harness.measure.seal import source_files, source_seal
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, make_keys, seal_of
 
 SEAL_A, SEAL_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
@@ -243,8 +243,8 @@ def test_signatures_when_the_campaign_names_allowed_signers(proj, tmp_path):
 def test_a_partial_gate_record_cannot_carry_an_approval(tmp_path):
     """A record made with `gates --only` passed only what ran: every gate the campaign
     lists must be in it, or the approval (and a run under it) is refused."""
-    from harness.approval import gates as approval_gates
-    from harness.catalogue import APPROVAL_GATES_FAILED
+    from harness.base.catalogue import APPROVAL_GATES_FAILED
+    from harness.judge.approval import gates as approval_gates
     from tests.approval_helpers import gate_record
 
     seal = "sha256:" + "a" * 64

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from harness.config.builtins import POSTSTEPS
-from harness.poststeps import BUILTINS
+from harness.judge.poststeps import BUILTINS
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harness"
@@ -22,12 +22,12 @@ MAX_LINES = 400
 # Modules allowed over MAX_LINES for now; each is a debt to split, named in the lead's list.
 OVERSIZED: frozenset[str] = frozenset()
 # The only module that may create a Docker client.
-ENGINE = HARNESS / "engine.py"
+ENGINE = HARNESS / "measure" / "engine.py"
 CLIENT_CALL = re.compile(r"\bfrom_env\s*\(|\bDockerClient\s*\(|\bAPIClient\s*\(")
-# Time stamps are formatted only by harness/timeutil.py (utc_now, iso, stamp). The
+# Time stamps are formatted only by harness/base/timeutil.py (utc_now, iso, stamp). The
 # instrument runs in the container on the standard library alone, so it is not checked.
 TIME_FORMAT = re.compile(r"\.strftime\(|\.isoformat\(|\btime\.time\(\)")
-TIMEUTIL = HARNESS / "timeutil.py"
+TIMEUTIL = HARNESS / "base" / "timeutil.py"
 INSTRUMENT = HARNESS / "instrument"
 # Still formatting their own stamps; owned by other work in progress, to move to timeutil.
 OWN_TIME_FORMAT: frozenset[str] = frozenset()
@@ -64,7 +64,7 @@ def test_only_the_engine_module_creates_a_docker_client() -> None:
         for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
         if CLIENT_CALL.search(line)
     ]
-    assert not offenders, "create Docker clients only in harness/engine.py:\n" + "\n".join(
+    assert not offenders, "create Docker clients only in harness/measure/engine.py:\n" + "\n".join(
         offenders
     )
 
@@ -103,6 +103,6 @@ def test_time_stamps_are_formatted_only_by_timeutil() -> None:
             if TIME_FORMAT.search(line):
                 found.setdefault(str(p.relative_to(ROOT)), []).append(f"{n}: {line.strip()}")
     new = {name: lines for name, lines in found.items() if name not in OWN_TIME_FORMAT}
-    assert not new, f"use harness.timeutil (utc_now, iso) for time stamps: {new}"
+    assert not new, f"use harness.base.timeutil (utc_now, iso) for time stamps: {new}"
     stale = sorted(OWN_TIME_FORMAT - set(found))
     assert not stale, f"these use timeutil now, drop them from OWN_TIME_FORMAT: {stale}"

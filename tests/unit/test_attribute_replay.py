@@ -1,4 +1,4 @@
-"""The attribution's replay of a hostile trace, at its edges (harness.finalize.attribute).
+"""The attribution's replay of a hostile trace, at its edges (harness.judge.finalize.attribute).
 
 The trace comes out of the workload: a record may name a pid with no open call, an exit
 may close calls left open inside it, an ordinal may sit on a bound, an id may be reused
@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from harness.finalize.attribute import MAX_NAME, MAX_ORDINAL, attribute, read_trace
-from harness.readfile import InputError
+from harness.base.readfile import InputError
+from harness.judge.finalize.attribute import MAX_NAME, MAX_ORDINAL, attribute, read_trace
 
 BASE = {"pid": 28, "process": "EngineCore", "config_id": 7, "time": 0.0}
 

@@ -91,8 +91,8 @@ def test_slurm_split_divides_each_gap_into_its_pieces_and_skips_unmarked_pairs()
 def test_the_bare_side_writes_each_jobs_script_as_the_harness_builds_it(tmp_path) -> None:
     """The submit figure's bare side writes the harness's own scripts (a merge once left
     it calling a builder that had moved, and only `make bench` found it)."""
-    from harness.slurm import job, script
-    from harness.slurm.job import ControlTime, JobSpec, Site
+    from harness.measure.slurm import job, script
+    from harness.measure.slurm.job import ControlTime, JobSpec, Site
 
     site = Site(harness="/opt/h/bin/harness", workdir=str(tmp_path), runs_dir="runs",
                 drop=str(tmp_path / "drop"), partition="benchhold", gfx="gfx1100")

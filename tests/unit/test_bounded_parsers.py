@@ -1,4 +1,4 @@
-"""Every parser of outside text against the same hostile inputs (harness.bounds).
+"""Every parser of outside text against the same hostile inputs (harness.base.bounds).
 
 A 5000-digit number, a range of 10^8 (or 10^6) elements, a reversed or negative range, a
 NUL byte, a 10 MB line and text that is not UTF-8, each in the grammar of each parser:
@@ -24,16 +24,16 @@ from typing import Any
 
 import pytest
 
-from harness import bounds
-from harness.bounds import BadText
-from harness.doctor import gpumap as dmap
-from harness.errors import InvalidInput
-from harness.host import parsers
-from harness.host.identity import _uptime
-from harness.host.tools import ToolRun, read_amd_smi, read_rocminfo
-from harness.metrics import MetricsParser
+from harness.base import bounds
+from harness.base.bounds import BadText
+from harness.base.errors import InvalidInput
+from harness.judge.doctor import gpumap as dmap
+from harness.measure.host import parsers
+from harness.measure.host.identity import _uptime
+from harness.measure.host.tools import ToolRun, read_amd_smi, read_rocminfo
+from harness.measure.metrics import MetricsParser
+from harness.measure.slurm import gres, identity, query
 from harness.pipeline import orphans
-from harness.slurm import gres, identity, query
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 TEN_MB = 10 * 1024 * 1024

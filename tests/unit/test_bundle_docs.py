@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from bundle_helpers import make_keys, make_run, pack, rebag, seal, writable_bundle
 
-from harness.bundle import export_bundle, verify_bundle
+from harness.readers.bundle import export_bundle, verify_bundle
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "bundles.md"
 
@@ -207,8 +207,8 @@ VOUCHES = {
 def test_coreutils_recipe_and_harness_agree_on_who_vouches(tmp_path, case):
     from bundle_helpers import make_approved_run, retag
 
-    from harness.approval.sign import sign as sign_in
-    from harness.bundle import verify_tree
+    from harness.judge.approval.sign import sign as sign_in
+    from harness.readers.bundle import verify_tree
 
     bag, approval, listed = case
     keys = tmp_path / "keys"

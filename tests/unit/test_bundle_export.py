@@ -10,11 +10,11 @@ import pytest
 from bundle_helpers import make_run, rebag, seal, writable_bundle
 from click.testing import CliRunner
 
-from harness.bundle import export_bundle, safe_extract, verify_bundle
-from harness.bundle.export import ExportRefused
+from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
-from harness.errors import InvalidInput
-from harness.night.journal import Journal
+from harness.driver.night.journal import Journal
+from harness.readers.bundle import export_bundle, safe_extract, verify_bundle
+from harness.readers.bundle.export import ExportRefused
 
 
 def test_two_exports_are_byte_identical(tmp_path):

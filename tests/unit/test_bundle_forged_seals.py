@@ -18,11 +18,11 @@ import pytest
 from bundle_helpers import make_keys, make_run, pack, rebag, seal, writable_bundle
 from test_bundle_docs import doc_script, run_script
 
-from harness.bundle import export_bundle, verify_bundle
-from harness.bundle.export import ExportRefused
 from harness.cli.bundle import bundle
 from harness.cli.main import cli, main
-from harness.runfolder.manifest import verify_folder
+from harness.measure.runfolder.manifest import verify_folder
+from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.export import ExportRefused
 
 ADDENDUM = "addenda/20261201T000000Z-refinalize"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle import Limits, safe_extract, verify_bundle
-from harness.errors import INVALID, InvalidInput
+from harness.base.errors import INVALID, InvalidInput
+from harness.readers.bundle import Limits, safe_extract, verify_bundle
 
 TOP = "evidence-x"
 

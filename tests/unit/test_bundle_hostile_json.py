@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from bundle_helpers import make_run, rebag, seal, writable_bundle
 
-from harness.bundle import export_bundle, verify_bundle
-from harness.bundle.records import BadMember, parse_json
 from harness.cli.bundle import bundle
 from harness.cli.main import cli, main
+from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.records import BadMember, parse_json
 
 STATEMENT = "metadata/statement.intoto.json"
 
@@ -115,7 +115,7 @@ def test_hostile_run_record_is_noted_not_a_crash(tmp_path, record, capsys):
 
 
 def test_oversized_tag_file_is_malformed_not_read(tmp_path, monkeypatch):
-    import harness.bundle.records as records
+    import harness.readers.bundle.records as records
 
     run = make_run(tmp_path / "gpu-runs", "r", full=False)
     export_bundle([run], tmp_path / "b.tar")

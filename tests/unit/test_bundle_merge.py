@@ -8,11 +8,11 @@ import tarfile
 import pytest
 from bundle_helpers import make_keys, make_run, pack, writable_bundle
 
-from harness.bundle import export_bundle, verify_bundle
-from harness.bundle.collect import RECORD, collect_drop, collect_run, collected_digests
-from harness.bundle.merge import MergeRefused, combine, merge_bundles, split_manifest
+from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
-from harness.errors import InvalidInput
+from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.collect import RECORD, collect_drop, collect_run, collected_digests
+from harness.readers.bundle.merge import MergeRefused, combine, merge_bundles, split_manifest
 
 
 def _exports(tmp_path, *ids, compress="tar.gz"):

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from bundle_helpers import make_run
 
-from harness.bundle import export_bundle, verify_bundle
-from harness.bundle.nightruns import journal_runs, left_out
-from harness.errors import InvalidInput
-from harness.night.journal import Journal, Row
+from harness.base.errors import InvalidInput
+from harness.driver.night.journal import Journal, Row
+from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.nightruns import journal_runs, left_out
 
 STAMP = "20261130T080000Z"
 

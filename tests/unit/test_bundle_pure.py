@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.bag import bag_info, bagit_txt, payload_oxum
-from harness.bundle.export import archive_mtime, compression_for, top_folder
-from harness.bundle.facts import RunFacts, time_span
-from harness.bundle.payload import find_run_dirs
-from harness.bundle.seals import bag_runs, layout_problems
-from harness.bundle.statement import build_statement, check_statement
-from harness.bundle.sums import compare, format_sums, parse_sums, unsafe_name_reason
-from harness.errors import InvalidInput
+from harness.base.errors import InvalidInput
+from harness.readers.bundle.bag import bag_info, bagit_txt, payload_oxum
+from harness.readers.bundle.export import archive_mtime, compression_for, top_folder
+from harness.readers.bundle.facts import RunFacts, time_span
+from harness.readers.bundle.payload import find_run_dirs
+from harness.readers.bundle.seals import bag_runs, layout_problems
+from harness.readers.bundle.statement import build_statement, check_statement
+from harness.readers.bundle.sums import compare, format_sums, parse_sums, unsafe_name_reason
 
 H1, H2, H3 = "1" * 64, "2" * 64, "3" * 64
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from bundle_helpers import make_keys, make_run
 
-from harness.bundle import Limits, export_bundle, safe_extract, verify_bundle
-from harness.errors import INVALID, InvalidInput
+from harness.base.errors import INVALID, InvalidInput
+from harness.readers.bundle import Limits, export_bundle, safe_extract, verify_bundle
 
 TOP = "evidence-x"
 
@@ -120,8 +120,8 @@ def _header(name: str, size: int, kind: bytes) -> bytes:
 RSS_PROBE = """
 import resource, sys
 from pathlib import Path
-from harness.bundle import safe_extract
-from harness.errors import InvalidInput
+from harness.readers.bundle import safe_extract
+from harness.base.errors import InvalidInput
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     safe_extract(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -7,8 +7,8 @@ import shutil
 import pytest
 from bundle_helpers import make_keys, make_run
 
-from harness.bundle import export_bundle, safe_extract, verify_bundle, verify_tree
-from harness.errors import InvalidInput
+from harness.base.errors import InvalidInput
+from harness.readers.bundle import export_bundle, safe_extract, verify_bundle, verify_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from bundle_helpers import make_run
 
-from harness.bundle import export_bundle, safe_extract, verify_tree
 from harness.cli.bundle import bundle
 from harness.cli.main import cli, main
+from harness.readers.bundle import export_bundle, safe_extract, verify_tree
 
 TAGMANIFEST = "tagmanifest-sha256.txt"
 

@@ -29,12 +29,12 @@ from bundle_helpers import (
     writable_bundle,
 )
 
-from harness.approval.sign import sign as sign_in
-from harness.bundle import export_bundle, verify_bundle, verify_tree
-from harness.bundle.collect import RECORD, admits, collect_drop, collect_run, drop_run
-from harness.bundle.merge import MergeRefused, merge_bundles
+from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
-from harness.errors import InvalidInput
+from harness.judge.approval.sign import sign as sign_in
+from harness.readers.bundle import export_bundle, verify_bundle, verify_tree
+from harness.readers.bundle.collect import RECORD, admits, collect_drop, collect_run, drop_run
+from harness.readers.bundle.merge import MergeRefused, merge_bundles
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
 

@@ -1,4 +1,4 @@
-"""Bundles walk evidence with `harness.tree`: nothing followed, nothing but regular files
+"""Bundles walk evidence with `harness.base.tree`: nothing followed, nothing but regular files
 opened, so a symlink or a FIFO (even one swapped in after the folder was listed) never
 leaks a file from elsewhere into a bundle and never hangs export or verify."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from bundle_helpers import make_run, seal
 
-from harness.bundle import export_bundle, verify_bundle
-from harness.errors import InvalidInput
+from harness.base.errors import InvalidInput
+from harness.readers.bundle import export_bundle, verify_bundle
 
 HELPERS = str(Path(__file__).resolve().parent)
 TIMEOUT = 60  # a blocked open() of a FIFO would never return
@@ -28,7 +28,7 @@ def _export_in_child(tmp_path: Path, swap: str) -> subprocess.CompletedProcess:
         from pathlib import Path
         sys.path.insert(0, {HELPERS!r})
         from bundle_helpers import make_run
-        import harness.bundle.export as export
+        import harness.readers.bundle.export as export
         from harness.cli.bundle import bundle
         from harness.cli.main import cli, main
         run = make_run(Path({str(tmp_path)!r}) / "gpu-runs", "r", full=False)
@@ -91,7 +91,7 @@ def test_export_refuses_what_no_seal_can_hold_inside_a_run(tmp_path, plant, monk
                                   "c1\u0085"])
 def test_export_refuses_names_no_seal_can_carry(tmp_path, name):
     """Bidi overrides, line separators, zero-width and C1 characters: a manifest line that
-    reads differently in different tools. The sealable-name policy of harness.tree."""
+    reads differently in different tools. The sealable-name policy of harness.base.tree."""
     run = make_run(tmp_path / "gpu-runs", "r", full=False)
     (run / name).write_text("x\n")
     seal(run)
@@ -124,7 +124,7 @@ def test_verify_of_a_folder_with_fifo_and_symlinks_names_them_and_returns(tmp_pa
     (root / "bag-info.txt").rename(root / "bag-info.real")
     (root / "bag-info.txt").symlink_to(root / "bag-info.real")
     script = textwrap.dedent(f"""
-        from harness.bundle import verify_bundle
+        from harness.readers.bundle import verify_bundle
         for p in verify_bundle({str(root)!r}).problems:
             print(p.kind, p.path)
     """)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.measure.seal import SourceSeal
 from harness.pipeline.context import CARRY_MAX_S, Carried
-from harness.seal import SourceSeal
 
 INPUTS = [Path("/p/campaigns/c.yaml"), Path("/p/controls/a.yaml")]
 

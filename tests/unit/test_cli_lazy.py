@@ -63,10 +63,10 @@ def test_help_lists_every_command_and_imports_none_of_their_modules() -> None:
 
 
 @pytest.mark.parametrize(("argv", "never"), [
-    (["check", "--help"], {"docker", "harness.engine", "harness.driver.drive"}),
-    (["status", "--help"], {"docker", "pydantic", "harness.night.runner",
+    (["check", "--help"], {"docker", "harness.measure.engine", "harness.driver.drive"}),
+    (["status", "--help"], {"docker", "pydantic", "harness.driver.night.runner",
                             "harness.driver.drive"}),
-    (["show", "--help"], {"docker", "pydantic", "harness.rerun", "harness.driver.drive"}),
+    (["show", "--help"], {"docker", "pydantic", "harness.driver.rerun", "harness.driver.drive"}),
 ])
 def test_an_interactive_command_loads_neither_the_engine_client_nor_the_driver(
         argv: list[str], never: set[str]) -> None:

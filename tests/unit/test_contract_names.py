@@ -11,7 +11,7 @@ from harness.instrument.harness_observer import contract
 ROOT = Path(__file__).resolve().parents[2] / "harness"
 CONTRACT = ROOT / "instrument" / "harness_observer" / "contract.py"
 # The same word used for something else (checked by hand, kept short).
-ELSEWHERE = {("harness/vector.py", "observations"): "the mount's role label in the vector"}
+ELSEWHERE = {("harness/measure/vector.py", "observations"): "the mount's role label in the vector"}
 
 
 def _names() -> dict[str, str]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.runfolder.manifest import parse as parse_sums
-from harness.runfolder.manifest import render as render_sums
-from harness.runfolder.manifest import verify_folder, write_manifest
-from harness.seal import seal_changes, seal_digest, source_seal
+from harness.measure.runfolder.manifest import parse as parse_sums
+from harness.measure.runfolder.manifest import render as render_sums
+from harness.measure.runfolder.manifest import verify_folder, write_manifest
+from harness.measure.seal import seal_changes, seal_digest, source_seal
 
 
 def make_run(tmp_path: Path) -> Path:
@@ -97,7 +97,7 @@ def test_source_seal_covers_harness_and_inputs(tmp_path):
     f.write_text("name: c\n")
     s1 = source_seal(tmp_path, [f])
     assert "input/campaigns/c.yaml" in s1.files
-    assert "harness/vector.py" in s1.files
+    assert "harness/measure/vector.py" in s1.files
     f.write_text("name: d\n")
     s2 = source_seal(tmp_path, [f])
     assert s1.digest != s2.digest

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.config.schema import Control
-from harness.vector import Vector, VectorInput, build, looks_secret
+from harness.measure.vector import Vector, VectorInput, build, looks_secret
 
 IMAGE = "sha256:" + "ab" * 32
 

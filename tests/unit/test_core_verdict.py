@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.verdict import PostResult, Reason, decide, exit_code
+from harness.judge.verdict import PostResult, Reason, decide, exit_code
 
 OK = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": False}
 

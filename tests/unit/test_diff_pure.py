@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.catalogue import RUN_NOT_INTACT
+from harness.base.catalogue import RUN_NOT_INTACT
+from harness.base.errors import Refused
 from harness.cli.diff import render
 from harness.cli.main import main
-from harness.diff import compare, diff_runs, engine_args, file_changes, seal_files
-from harness.errors import Refused
-from harness.night.transitions import Row
-from harness.rerun import RerunPlan, failed_rows, seal_lines
-from harness.runfolder import record
-from harness.runfolder.manifest import write_manifest
-from harness.seal import SourceSeal, seal_digest
-from harness.show import render_run
+from harness.driver.night.transitions import Row
+from harness.driver.rerun import RerunPlan, failed_rows, seal_lines
+from harness.judge.diff import compare, diff_runs, engine_args, file_changes, seal_files
+from harness.measure.runfolder import record
+from harness.measure.runfolder.manifest import write_manifest
+from harness.measure.seal import SourceSeal, seal_digest
+from harness.readers.show import render_run
 
 FILES_A = {"harness/a.py": "11", "input/controls/c.yaml": "22", "input/old.yaml": "33"}
 FILES_B = {"harness/a.py": "11", "input/controls/c.yaml": "99", "input/new.yaml": "44"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.doctor.checks import (
+from harness.judge.doctor.checks import (
     GIB,
     Check,
     DeviceNode,
@@ -22,8 +22,8 @@ from harness.doctor.checks import (
     judge_render,
     soften,
 )
-from harness.engine import image_store
-from harness.host.tools import ToolRun
+from harness.measure.engine import image_store
+from harness.measure.host.tools import ToolRun
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"
 ROCMINFO_7900 = (FIX / "rocminfo-gfx1100-rx7900xtx.txt").read_text()

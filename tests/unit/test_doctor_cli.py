@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
+from harness.base.errors import InvalidInput
 from harness.cli.doctor import doctor, load_expected_images
-from harness.errors import InvalidInput
 
 GHOST = "sha256:" + "0" * 64
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.doctor import gpumap as dmap
-from harness.doctor.checks import DeviceNode
-from harness.errors import InvalidInput
+from harness.base.errors import InvalidInput
+from harness.judge.doctor import gpumap as dmap
+from harness.judge.doctor.checks import DeviceNode
+from harness.measure.slurm.calls import DRAIN_REASON_MAX, drain_argv
 from harness.pipeline.preflight import job_render_nodes
-from harness.slurm.calls import DRAIN_REASON_MAX, drain_argv
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
@@ -203,7 +203,7 @@ def test_drain_argv_is_one_node_and_a_one_line_bounded_reason():
 def test_preflight_sets_the_nodes_only_for_a_rocm_control_in_a_job(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from harness.catalogue import ENV_GPU_MAP
+    from harness.base.catalogue import ENV_GPU_MAP
     from harness.pipeline.preflight import check_gpu_map
 
     devs = fake_gpus(tmp_path / "dev", 128, 129)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.host.parsers import (
+from harness.measure.host.parsers import (
     ParseError,
     base_gfx,
     gib,

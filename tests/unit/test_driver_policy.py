@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.driver.drive import crashed, drive, run_one
 from harness.driver.plan import LaunchRequest, Outcome, PlanSource
 from harness.driver.policy import (
@@ -18,9 +19,8 @@ from harness.driver.policy import (
     retry_allowed,
     stop_reason,
 )
-from harness.errors import EnvironmentFault, InvalidInput
 
-# status -> (exit code `harness.verdict.exit_code` gives it, stops under each policy)
+# status -> (exit code `harness.judge.verdict.exit_code` gives it, stops under each policy)
 CODES = {"accepted": 0, "refused": 1, "failed": 1, "timed-out": 1, "interrupted": 1}
 STOPS = {  # policy -> the statuses after which it stops the campaign (by itself)
     "continue": set(),

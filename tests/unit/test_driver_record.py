@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.base.errors import EnvironmentFault
 from harness.driver.drive import crashed, run_one
+from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy
+from harness.driver.night.source import JournalSource
 from harness.driver.plan import LaunchRequest, Outcome
-from harness.errors import EnvironmentFault
-from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
-from harness.night.source import JournalSource
-from harness.rerun import INDEX, RerunRecorder
+from harness.driver.rerun import INDEX, RerunRecorder
 
 SEAL_FAILED = EnvironmentFault("could not seal /runs/x: disk full", rule="ENV-SEAL")
 

@@ -2,7 +2,7 @@
 batched answer means for the job being followed, and what a missing seal becomes.
 
 The real loop (sbatch, squeue, the sealed run) is tested on a real cluster in tests/slurm;
-here each decision is fed answers as Slurm's parsers give them (harness.slurm.query.Job).
+here each decision is fed answers as Slurm's parsers give them (harness.measure.slurm.query.Job).
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import ENV_SLURM_NO_EVIDENCE, SLURM_NO_SEAL
+from harness.base.catalogue import ENV_SLURM_NO_EVIDENCE, SLURM_NO_SEAL
 from harness.config.loader import require_campaign
 from harness.driver.plan import LaunchRequest
 from harness.driver.slurm import SlurmExecutor
 from harness.driver.watch import Settings, Watch
+from harness.measure.slurm import job
+from harness.measure.slurm.calls import Poll
+from harness.measure.slurm.query import Job, JobState
+from harness.measure.ui import Reporter
 from harness.pipeline.recover import seal_interrupted
-from harness.slurm import job
-from harness.slurm.calls import Poll
-from harness.slurm.query import Job, JobState
-from harness.ui import Reporter
 
 REPO = Path(__file__).resolve().parents[2]
 NIGHT = "rehearsal-night-20261130T192354Z"
@@ -164,7 +164,7 @@ def test_a_stop_cancels_only_jobs_never_seen_running_and_those_are_not_run(tmp_p
     after all waits for its seal like any other."""
     ex, out = executor(tmp_path, seal_grace_s=60)
     sent: list[list[str]] = []
-    monkeypatch.setattr("harness.slurm.calls.cancel_pending",
+    monkeypatch.setattr("harness.measure.slurm.calls.cancel_pending",
                         lambda ids, **_: sent.append(sorted(ids)))
     running = Watch("7", request(tmp_path), "t")
     ex.observe(running, answer(JobState.RUNNING), 0.0)

@@ -13,7 +13,7 @@ import pytest
 
 from harness.driver.plan import LaunchRequest, Outcome
 from harness.driver.window import drive_window
-from harness.ui import Reporter
+from harness.measure.ui import Reporter
 
 
 @dataclass

@@ -14,10 +14,10 @@ import uuid
 import docker
 import pytest
 
-from harness import engine, images
-from harness.doctor import run_checks
-from harness.doctor.checks import judge_images
-from harness.host import identity
+from harness.judge.doctor import run_checks
+from harness.judge.doctor.checks import judge_images
+from harness.measure import engine, images
+from harness.measure.host import identity
 
 ID_A = "sha256:" + "a" * 64
 

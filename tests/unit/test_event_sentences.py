@@ -11,7 +11,7 @@ import json
 from rich.console import Console
 
 from harness.cli.display import NightLines
-from harness.ui import Reporter, TerminalReporter, sentence
+from harness.measure.ui import Reporter, TerminalReporter, sentence
 
 DIGEST = "sha256:" + "c0ffee" * 10 + "abcd"
 

@@ -19,11 +19,16 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.tree import Entry, NotRegular, chmod_beneath, name_problem, remove_beneath
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import (
+    Unsealable,
+    make_read_only,
+    verify_folder,
+    write_manifest,
+)
 from harness.pipeline import clean as cleaner
 from harness.pipeline.recover import seal_orphans
-from harness.runfolder.layout import SUMS
-from harness.runfolder.manifest import Unsealable, make_read_only, verify_folder, write_manifest
-from harness.tree import Entry, NotRegular, chmod_beneath, name_problem, remove_beneath
 
 BAD_NAMES = ["a\rb", "a\nb", "a\u0085b", "a\u2028b", "a\\b", "a\u202eb"]
 

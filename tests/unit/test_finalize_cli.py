@@ -18,20 +18,20 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from harness.atomic import dumps_json
+from harness.base.atomic import dumps_json
+from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.cli.finalize import finalize, refinalize
 from harness.cli.main import cli, main
 from harness.config.contract import VLLM_IDENTITY
-from harness.errors import EnvironmentFault, InvalidInput, Refused
-from harness.finalize.contract import ContractError, load_contract_text, parse_contract
-from harness.finalize.documents import DocumentError, read_document
-from harness.finalize.observed import expected_source, judge_run, read_run
-from harness.finalize.refinalize import (
+from harness.judge.finalize.contract import ContractError, load_contract_text, parse_contract
+from harness.judge.finalize.documents import DocumentError, read_document
+from harness.judge.finalize.observed import expected_source, judge_run, read_run
+from harness.judge.finalize.refinalize import (
     refinalize as refinalize_run,
 )
-from harness.finalize.refinalize import stamp, standing, write_addendum
-from harness.poststeps import gate0
-from harness.runfolder.manifest import write_manifest
+from harness.judge.finalize.refinalize import stamp, standing, write_addendum
+from harness.judge.poststeps import gate0
+from harness.measure.runfolder.manifest import write_manifest
 from tests.observations import engine_core, write_companions
 
 MODE = {"$enum": "vllm.config.compilation.CompilationMode", "name": "VLLM_COMPILE", "value": 3}
@@ -259,7 +259,8 @@ def test_gate0_missing_and_bad_options(tmp_path, capsys):
 def test_gate0_through_the_post_step_runner(tmp_path):
     run = run_folder(tmp_path, ("a",), seal=False)
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "harness.poststeps", "gate0", str(run), str(out),
+    r = subprocess.run([sys.executable, "-m", "harness.judge.poststeps", "gate0",
+                        str(run), str(out),
                         "--options", '{"contract": ["compilation.custom_ops"]}'],
                        cwd=REPO, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -268,7 +269,7 @@ def test_gate0_through_the_post_step_runner(tmp_path):
 
 def record_doc(**fields) -> dict:
     """A run.json of the record's shape (the one strict reader reads nothing less)."""
-    from harness.runfolder.record import RunRecord
+    from harness.measure.runfolder.record import RunRecord
     return {**RunRecord(run_id="r", status="accepted", campaign={"name": "c"},
                         control={"name": "k"}).as_dict(), **fields}
 
@@ -468,7 +469,7 @@ def test_refinalize_ignores_a_malformed_original_verdict(tmp_path):
 
 
 def test_too_deep_observation_is_an_invalid_document(tmp_path):
-    from harness.finalize.documents import DocumentError, read_document
+    from harness.judge.finalize.documents import DocumentError, read_document
 
     p = tmp_path / "deep.json"
     p.write_text("[" * 200_000 + "]" * 200_000)
@@ -479,7 +480,7 @@ def test_too_deep_observation_is_an_invalid_document(tmp_path):
 
 def test_values_too_deep_to_compare_are_an_invalid_document(tmp_path):
     """JSON that parses but whose values nest past what the reader can walk."""
-    from harness.finalize.documents import DocumentError, read_document
+    from harness.judge.finalize.documents import DocumentError, read_document
 
     doc = {"schema": "harness.observation/v1", "phase": "startup",
            "process": {"role": "EngineCore", "rank": 0, "pid": 1},
@@ -495,7 +496,7 @@ def test_values_too_deep_to_compare_are_an_invalid_document(tmp_path):
 def test_gate0_binds_to_preflight_before_run_json_exists(tmp_path):
     """The post-step runs before run.json is written: the seal and image the harness took
     at preflight are what both observations must carry."""
-    from harness.finalize.observed import recorded_source
+    from harness.judge.finalize.observed import recorded_source
 
     run = tmp_path / "r"
     run.mkdir()

@@ -19,26 +19,26 @@ from pathlib import Path
 
 import pytest
 
-from harness import faultpoint
-from harness.catalogue import (
+from harness.base import faultpoint
+from harness.base.catalogue import (
     GATE0_MISSING,
     GATE0_SOURCE,
     GATE0_UNREADABLE,
     REFINALIZE_NOT_INTACT,
     REFINALIZE_UNSEALED,
 )
+from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.config.contract import contract_faults
 from harness.config.yamlsafe import Fault
-from harness.errors import EnvironmentFault, InvalidInput, Refused
-from harness.finalize import observed as observed_module
-from harness.finalize import refinalize as refinalize_module
-from harness.finalize.contract import ContractError, _loader_faults, load_contract_text
-from harness.finalize.documents import DocumentError, read_document
-from harness.finalize.observed import SealedReader, judge_run
-from harness.finalize.refinalize import read_run_verdict, refinalize, require_intact
 from harness.instrument.harness_observer.encode import DecodeError, loads
-from harness.runfolder import record as run_record
-from harness.runfolder.manifest import write_manifest
+from harness.judge.finalize import observed as observed_module
+from harness.judge.finalize import refinalize as refinalize_module
+from harness.judge.finalize.contract import ContractError, _loader_faults, load_contract_text
+from harness.judge.finalize.documents import DocumentError, read_document
+from harness.judge.finalize.observed import SealedReader, judge_run
+from harness.judge.finalize.refinalize import read_run_verdict, refinalize, require_intact
+from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder.manifest import write_manifest
 from tests.observations import companions, engine_core
 
 NOW = datetime(2026, 11, 30, 8, 30, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Gate 0 over every process that holds the engine configuration (harness.finalize.processes).
+"""Gate 0 over every process that holds the engine configuration (harness.judge.finalize.processes).
 
 Documents are built here as the instrument writes them; each test removes or changes one
 thing and asserts the refusal names its rule and the process."""
@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from harness.finalize.processes import BOUND, Process, describe, expected, judge_processes
+from harness.judge.finalize.processes import BOUND, Process, describe, expected, judge_processes
 
 SOURCE = {"seal": "sha256:s", "engine": "vllm@0.32.0", "image": "sha256:i"}
 ROLES = {"engine-core": "EngineCore", "frontend": "MainProcess", "worker": "VllmWorker-{}"}
@@ -175,7 +175,7 @@ def test_a_hostile_process_name_never_reaches_a_reason(role):
 
 def test_the_per_process_verdict_does_not_change_the_pair_judge():
     """The engine core's pair is judged by rules.judge exactly as before: same differences."""
-    from harness.finalize.rules import judge
+    from harness.judge.finalize.rules import judge
 
     docs = layout()
     docs[BOUND]["generation"]["fields"]["compilation.custom_ops"] = ["all", "+y"]
@@ -223,7 +223,7 @@ def test_a_run_folder_with_an_unreadable_worker_document_is_refused_for_it(tmp_p
     reported missing, and the other processes are still judged."""
     import json
 
-    from harness.finalize.observed import judge_run
+    from harness.judge.finalize.observed import judge_run
 
     obs = tmp_path / "observations"
     obs.mkdir()

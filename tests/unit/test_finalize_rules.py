@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from harness.finalize.compare import (
+from harness.judge.finalize.compare import (
     ENCODING_MISMATCH,
     MISSING,
     MISSING_IN_GENERATION,
@@ -15,9 +15,9 @@ from harness.finalize.compare import (
     classify,
     compare_fields,
 )
-from harness.finalize.pins import Member, load_pins, member_of
-from harness.finalize.report import render
-from harness.finalize.rules import RULES, exit_code, judge
+from harness.judge.finalize.pins import Member, load_pins, member_of
+from harness.judge.finalize.report import render
+from harness.judge.finalize.rules import RULES, exit_code, judge
 
 PINS = load_pins()
 MODE = "vllm.config.compilation.CompilationMode"

@@ -22,8 +22,8 @@ from harness.config.contract import (
 from harness.config.loader import load_campaign, validate
 from harness.config.schema import Campaign, Control
 from harness.config.yamlsafe import loads
-from harness.finalize.contract import rejudge_contract
-from harness.finalize.rules import judge
+from harness.judge.finalize.contract import rejudge_contract
+from harness.judge.finalize.rules import judge
 from harness.pipeline.post import argv_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,11 +8,11 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from harness.base.errors import InvalidInput
 from harness.config.gates import Gate, GateList
-from harness.errors import InvalidInput
-from harness.gates.judge import MAX_JUNIT, Outcome, judge, junit_counts, kill_score
-from harness.gates.record import SCHEMA, parse
-from harness.gates.run import exit_code, select
+from harness.judge.gates.judge import MAX_JUNIT, Outcome, judge, junit_counts, kill_score
+from harness.judge.gates.record import SCHEMA, parse
+from harness.judge.gates.run import exit_code, select
 
 JUNIT_OK = b"""<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="0" skipped="1" tests="3">

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.bounds import BadText
-from harness.catalogue import ENV_GPU_MAP
+from harness.base.bounds import BadText
+from harness.base.catalogue import ENV_GPU_MAP
+from harness.base.errors import InvalidInput
 from harness.config import gpumap
 from harness.config.schema import Control
 from harness.config.yamlsafe import loads
-from harness.errors import InvalidInput
-from harness.slurm import gres, identity
-from harness.vector import ROCM_FLAGS, VectorInput, build
+from harness.measure.slurm import gres, identity
+from harness.measure.vector import ROCM_FLAGS, VectorInput, build
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "vector"
 REGEN = os.environ.get("HARNESS_REGEN_GOLDEN") == "1"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.hashing import BIG, sha256_many
+from harness.base.hashing import BIG, sha256_many
 
 
 def _files(tmp_path: Path, sizes: list[int]) -> list[Path]:

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from harness.errors import REFUSED, Refused
-from harness.host.identity import RULE_HOST_DRIFT, drift, refuse_on_drift
+from harness.base.errors import REFUSED, Refused
+from harness.measure.host.identity import RULE_HOST_DRIFT, drift, refuse_on_drift
 
 BEFORE = {
     "schema": "harness.host/v1",

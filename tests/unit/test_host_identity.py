@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.atomic import dumps_json
-from harness.host.identity import drift, firmware, parse_os_release, snapshot
+from harness.base.atomic import dumps_json
+from harness.measure.host.identity import drift, firmware, parse_os_release, snapshot
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"
 

@@ -20,12 +20,19 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness import atomic
-from harness.errors import EnvironmentFault
-from harness.lock import GpuLock, HeldFile, describe_holder, holder_path, is_free, read_holder
-from harness.night.nightlock import NightLock, describe, night_lock_path, read_night_holder
-from harness.status import lock_state, render
-from harness.ui import TerminalReporter
+from harness.base import atomic
+from harness.base.errors import EnvironmentFault
+from harness.driver.night.nightlock import NightLock, describe, night_lock_path, read_night_holder
+from harness.measure.lock import (
+    GpuLock,
+    HeldFile,
+    describe_holder,
+    holder_path,
+    is_free,
+    read_holder,
+)
+from harness.measure.ui import TerminalReporter
+from harness.readers.status import lock_state, render
 
 NO_PID = 2**31 - 2  # a valid pid number that no process has
 MARKUP = "[bold red]boom[/] [/nope]"
@@ -242,8 +249,9 @@ def test_lock_folder_not_writable_for_the_user_fails_at_once(tmp_path):
     folder = tmp_path / "locks"
     folder.mkdir(mode=0o755)
     tmp_path.chmod(0o755)
-    code = ("import sys, time; from harness.lock import GpuLock; from harness.errors import "
-            "EnvironmentFault\nt = time.monotonic()\ntry:\n GpuLock(sys.argv[1], run_id='r', "
+    code = ("import sys, time; from harness.measure.lock import GpuLock; "
+            "from harness.base.errors import EnvironmentFault\nt = time.monotonic()\n"
+            "try:\n GpuLock(sys.argv[1], run_id='r', "
             "timeout=5).acquire()\nexcept EnvironmentFault as e:\n print(e.rule, "
             "round(time.monotonic() - t, 2)); print(e.message)")
     argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,

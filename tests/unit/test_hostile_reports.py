@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.atomic import dumps_json
-from harness.metrics import (
+from harness.base.atomic import dumps_json
+from harness.driver.night.journal import Journal
+from harness.measure.metrics import (
     MAX_NOTES,
     MAX_NUMBER_CHARS,
     METRICS,
@@ -22,14 +23,13 @@ from harness.metrics import (
     parse_lines,
     write_metrics,
 )
-from harness.night.journal import Journal
+from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder.manifest import write_manifest
 from harness.pipeline import finish
-from harness.report.format import fmt
-from harness.report.page import render_html
-from harness.report.plots import render_plots
-from harness.report.summary import build_summary, render_markdown
-from harness.runfolder import record as run_record
-from harness.runfolder.manifest import write_manifest
+from harness.readers.report.format import fmt
+from harness.readers.report.page import render_html
+from harness.readers.report.plots import render_plots
+from harness.readers.report.summary import build_summary, render_markdown
 from tests.inprocess import invoke
 
 BIG_FLOAT = "9" * 400
@@ -377,7 +377,7 @@ def test_report_over_a_journal_row_with_hostile_values(tmp_path: Path) -> None:
     [("a", float("inf")), ("b", float("nan")), ("c", 10**400), ("d", True), ("e", "7")],
 ])
 def test_plots_survive_extreme_values(points: list) -> None:
-    from harness.perflog import number
+    from harness.measure.perflog import number
 
     trends = {"c": [{"kv_cache_gib": number(v), "status": "accepted"} for _, v in points]}
     plots = render_plots([n for n, _ in points], trends, [("kv_cache_gib", "KV", "GiB")])

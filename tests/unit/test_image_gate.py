@@ -17,13 +17,13 @@ import types
 
 import pytest
 
-from harness.catalogue import GATE0_FIELD_DIFFERS, GATE0_MISSING
+from harness.base.catalogue import GATE0_FIELD_DIFFERS, GATE0_MISSING
+from harness.base.readfile import InputError
 from harness.config.imagegate import CHECKPOINTS, parse_expectation
 from harness.config.loader import check_files
-from harness.finalize.attribute import attribute, describe, read_trace
 from harness.instrument.harness_observer import snapshot, trace
-from harness.poststeps import imagegate
-from harness.readfile import InputError
+from harness.judge.finalize.attribute import attribute, describe, read_trace
+from harness.judge.poststeps import imagegate
 from tests.observations import engine_core, write_companions
 
 CALL2 = "Config.__post_init__ #2"

@@ -1,4 +1,4 @@
-"""The pin rules (harness.imagepin), the archive reader and the lock schema, without Docker."""
+"""The pin rules (measure.imagepin), the archive reader and the lock schema, without Docker."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import images
+from harness.base.errors import InvalidInput, Refused
 from harness.config.loader import load_model
 from harness.config.schema import ImageLock, LockedImage
-from harness.doctor.checks import judge_images
-from harness.errors import InvalidInput, Refused
-from harness.imagearchive import image_ids, inspect_archive
-from harness.imagepin import check_name, check_ref, decide_pin, how_to_obtain
+from harness.judge.doctor.checks import judge_images
+from harness.measure import images
+from harness.measure.imagearchive import image_ids, inspect_archive
+from harness.measure.imagepin import check_name, check_ref, decide_pin, how_to_obtain
 
 A, B, C = ("sha256:" + c * 64 for c in "abc")
 AT = "2026-11-30T08:30:00.000000Z"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from harness.base.errors import EnvironmentFault
 from harness.cli.display import NightLive
-from harness.errors import EnvironmentFault
-from harness.night.journal import JOURNAL_NAME, Journal
-from harness.status import night_state, render
+from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.readers.status import night_state, render
 from tests.inprocess import invoke
 
 OSC8 = "\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import EnvironmentFault
-from harness.night import schema
-from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy, next_action
-from harness.night.migrate import upgrade_event, upgrade_state
+from harness.base.errors import EnvironmentFault
+from harness.driver.night import schema
+from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, next_action
+from harness.driver.night.migrate import upgrade_event, upgrade_state
 
-# Schema version 1, exactly as harness/night/journal.py created it.
+# Schema version 1, exactly as harness/driver/night/journal.py created it.
 V1_SCHEMA = """
 PRAGMA application_id = 1213090353;
 PRAGMA user_version = 1;

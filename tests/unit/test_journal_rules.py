@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from harness.night.transitions import (
+from harness.driver.night.transitions import (
     EVENTS,
     STATES,
     TERMINAL,

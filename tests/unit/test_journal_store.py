@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import EnvironmentFault, InvalidInput
-from harness.night.journal import (
+from harness.base.errors import EnvironmentFault, InvalidInput
+from harness.driver.night.journal import (
     IllegalTransition,
     Journal,
     RetryPolicy,
@@ -110,7 +110,7 @@ CRASHER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from harness.night.journal import Journal
+    from harness.driver.night.journal import Journal
     j = Journal.open(Path(sys.argv[1]))
     row = j.rows()[1]
     j.mark_accepted(j.mark_running(j.rows()[0], "run-0", "/r0"))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.doctor.checks import judge_lock_fs
-from harness.host import fstype
+from harness.judge.doctor.checks import judge_lock_fs
+from harness.measure.host import fstype
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.atomic import dumps_json
-from harness.metrics import (
+from harness.base.atomic import dumps_json
+from harness.measure.metrics import (
     CHUNK_BYTES,
     MAX_LINE_BYTES,
     MAX_NOTES,

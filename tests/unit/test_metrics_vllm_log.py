@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.metrics import (
+from harness.measure.metrics import (
     MAX_LINE_BYTES,
     METRICS,
     SCHEMA,

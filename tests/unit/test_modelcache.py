@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import modelcache
-from harness.modelcache import SCHEMA, cacheable, hash_files, load, lookup, stat_key
+from harness.measure import modelcache
+from harness.measure.modelcache import SCHEMA, cacheable, hash_files, load, lookup, stat_key
 
 KEY = (2049, 1234, 10, 1_000_000_000_000, 1_000_000_000_500)
 HEX = "a" * 64

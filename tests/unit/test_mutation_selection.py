@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.gates.judge import kill_score
+from harness.judge.gates.judge import kill_score
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "mutation_gate.py"
@@ -57,7 +57,8 @@ def test_the_real_selection_covers_every_mutated_module(gate) -> None:
     assert result.problems == []
     mutated = {gate.module_name(rel) for rel in gate.mutated_files(ROOT, gate.mutmut_config(
         ROOT / "pyproject.toml")) if gate.has_functions(ROOT / rel)}
-    assert "harness.finalize.attribute" in mutated and "harness.finalize.rules" in mutated
+    assert "harness.judge.finalize.attribute" in mutated
+    assert "harness.judge.finalize.rules" in mutated
     assert set(result.covered) == mutated
     assert all(result.covered.values())
 
@@ -66,7 +67,7 @@ def test_a_mutated_module_without_a_selected_test_fails_naming_it(gate, tmp_path
     # The real sources and tests, with every test file that imports the per-process judge
     # left out of the selection.
     config = gate.mutmut_config(ROOT / "pyproject.toml")
-    importers = gate.check_selection(ROOT).covered["harness.finalize.processes"]
+    importers = gate.check_selection(ROOT).covered["harness.judge.finalize.processes"]
     selection = [t for t in config["pytest_add_cli_args_test_selection"] if t not in importers]
     assert len(selection) < len(config["pytest_add_cli_args_test_selection"])
     pyproject = tmp_path / "pyproject.toml"
@@ -76,9 +77,10 @@ def test_a_mutated_module_without_a_selected_test_fails_naming_it(gate, tmp_path
         f"pytest_add_cli_args_test_selection = {selection!r}\n".replace("'", '"'))
     result = gate.check_selection(ROOT, pyproject)
     assert len(result.problems) == 1
-    assert "harness/finalize/processes.py (harness.finalize.processes)" in result.problems[0]
+    assert ("harness/judge/finalize/processes.py (harness.judge.finalize.processes)"
+            in result.problems[0])
     assert gate.main(["--pyproject", str(pyproject), "selection"]) == 1
-    assert "harness.finalize.processes" in capsys.readouterr().err
+    assert "harness.judge.finalize.processes" in capsys.readouterr().err
     assert gate.main(["selection"]) == 0
 
 

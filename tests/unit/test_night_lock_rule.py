@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import status
-from harness.errors import EnvironmentFault
-from harness.night.journal import JOURNAL_NAME, Journal
-from harness.night.nightlock import NightLock
+from harness.base.errors import EnvironmentFault
+from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.driver.night.nightlock import NightLock
+from harness.readers import status
 
 REPO = Path(__file__).resolve().parents[2]
 

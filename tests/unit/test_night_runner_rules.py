@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from harness.errors import InvalidInput
-from harness.night.rules import (
+from harness.base.errors import InvalidInput
+from harness.driver.night.rules import (
     deadline_from,
     environment_reason,
     night_exit_code,
@@ -16,8 +16,8 @@ from harness.night.rules import (
     progress,
     unfinished,
 )
-from harness.night.transitions import RetryPolicy, Row
-from harness.runfolder.reruns import fold_index
+from harness.driver.night.transitions import RetryPolicy, Row
+from harness.measure.runfolder.reruns import fold_index
 
 NOW = datetime(2026, 11, 30, 22, 15, tzinfo=timezone(timedelta(hours=1)))
 
@@ -105,7 +105,7 @@ def test_a_rule_inside_a_reason_never_makes_a_refusal_an_environment_fault(reaso
 
 
 def test_lines_put_the_harness_environment_reasons_first():
-    from harness.verdict import Reason, exit_code, lines
+    from harness.judge.verdict import Reason, exit_code, lines
 
     reasons = [Reason("MODEL-HASH", "w"), Reason("ENV-NO-ENGINE", "x", by="gate0"),
                Reason("ENV-DEVICE", "no /dev/kfd")]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InvalidInput, Refused
-from harness.night.rules import in_window, night_deadline, parse_window
+from harness.base.errors import InvalidInput, Refused
+from harness.driver.night.rules import in_window, night_deadline, parse_window
 
 REPO = Path(__file__).resolve().parents[2]
 TZ = timezone(timedelta(hours=1))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.config.contract import VLLM_IDENTITY
-from harness.poststeps import gate0
+from harness.judge.poststeps import gate0
 
 REPO = Path(__file__).resolve().parents[2]
 INSTRUMENT = REPO / "harness" / "instrument"

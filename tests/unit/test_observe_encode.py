@@ -10,8 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.finalize.compare import classify
-from harness.finalize.pins import load_pins
 from harness.instrument.harness_observer.encode import (
     SCHEMA,
     DecodeError,
@@ -25,6 +23,8 @@ from harness.instrument.harness_observer.encode import (
     read_observation,
     type_name,
 )
+from harness.judge.finalize.compare import classify
+from harness.judge.finalize.pins import load_pins
 
 
 class CompilationMode(enum.IntEnum):

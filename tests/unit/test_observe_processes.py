@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 
-from harness.finalize.attribute import attribute, describe
 from harness.instrument.harness_observer import trace
 from harness.instrument.harness_observer.contract import MAX_RANK, document_name
+from harness.judge.finalize.attribute import attribute, describe
 
 
 def test_each_process_has_its_own_documents_and_the_engine_core_keeps_the_plain_names():

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness.errors import EnvironmentFault
-from harness.execute import Interrupted
+from harness.base.errors import EnvironmentFault
+from harness.judge.verdict import Reason, decide, exit_code
+from harness.measure.execute import Interrupted
 from harness.pipeline.stage import Stage, error_reason, run_stages
-from harness.verdict import Reason, decide, exit_code
 
 
 class Events:

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 import pytest
 
 from harness.config.schema import PostStep
+from harness.judge.poststeps import IN_PROCESS, exitcode
+from harness.measure.runfolder import layout
 from harness.pipeline import post
 from harness.pipeline.post import run_one
-from harness.poststeps import IN_PROCESS, exitcode
-from harness.runfolder import layout
 
 ACCEPTED = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": False}
 
@@ -33,7 +33,7 @@ def _ctx(tmp_path: Path, outcome: object) -> SimpleNamespace:
 
 def _child(run_dir: Path, out_dir: Path) -> tuple[int, str]:
     """The same step as its own process, as the pipeline ran it before."""
-    r = subprocess.run([sys.executable, "-m", "harness.poststeps", "exit-code", str(run_dir),
+    r = subprocess.run([sys.executable, "-m", "harness.judge.poststeps", "exit-code", str(run_dir),
                         str(out_dir), "--options", "{}"], capture_output=True, text=True,
                        timeout=60)
     return r.returncode, r.stdout
@@ -71,7 +71,7 @@ def test_the_record_is_the_one_a_child_process_leaves(tmp_path, outcome) -> None
     assert (out / layout.STDERR_LOG).read_text() == ""
     record = json.loads((out / layout.RESULT).read_text())
     assert set(record) == {"name", "argv", "exit_code", "verdict", "duration_s", "note"}
-    assert record["argv"][1:5] == ["-m", "harness.poststeps", "exit-code", str(ctx.run_dir)]
+    assert record["argv"][1:5] == ["-m", "harness.judge.poststeps", "exit-code", str(ctx.run_dir)]
     assert (record["exit_code"], record["note"]) == (code, None)
 
 

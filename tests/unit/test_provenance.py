@@ -9,14 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from harness import provenance
-from harness.bundle.facts import RunFacts
-from harness.bundle.statement import build_statement
-from harness.provenance import GitOutputError, git_state, parse_head, parse_status, unsafe_filters
-from harness.report.gitline import git_line
-from harness.report.page import render_html
-from harness.report.summary import build_summary, render_markdown
-from harness.runfolder.record import RunRecord, from_dict, provenance_of
+from harness.measure import provenance
+from harness.measure.provenance import (
+    GitOutputError,
+    git_state,
+    parse_head,
+    parse_status,
+    unsafe_filters,
+)
+from harness.measure.runfolder.record import RunRecord, from_dict, provenance_of
+from harness.readers.bundle.facts import RunFacts
+from harness.readers.bundle.statement import build_statement
+from harness.readers.report.gitline import git_line
+from harness.readers.report.page import render_html
+from harness.readers.report.summary import build_summary, render_markdown
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from harness.readfile import InputError, read_bounded, read_text_bounded
+from harness.base.readfile import InputError, read_bounded, read_text_bounded
 
 
 def test_reads_a_regular_file(tmp_path):

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.approval import check, issue
-from harness.catalogue import APPROVAL_INVALID, APPROVAL_SIGNATURE, ENV_ERROR, PROVENANCE_DIRTY
+from harness.base.catalogue import APPROVAL_INVALID, APPROVAL_SIGNATURE, ENV_ERROR, PROVENANCE_DIRTY
 from harness.config.gates import Gate
 from harness.config.loader import require_campaign
-from harness.gates import run as gates_run
-from harness.seal import source_seal
+from harness.judge.approval import check, issue
+from harness.judge.gates import run as gates_run
+from harness.measure.seal import source_seal
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, make_keys, seal_of
 
 IMG = "sha256:" + "1" * 64
@@ -152,7 +152,7 @@ def test_ssh_keygen_missing_is_an_environment_fault_not_a_bad_approval(proj, tmp
                                                                          monkeypatch):
     _signed(proj, tmp_path)
     which = shutil.which  # git stays: only OpenSSH is missing
-    monkeypatch.setattr("harness.approval.sign.shutil.which",
+    monkeypatch.setattr("harness.judge.approval.sign.shutil.which",
                         lambda name: None if name == "ssh-keygen" else which(name))
     found = reasons(proj)
     assert [r.rule for r in found] == [ENV_ERROR] and "ssh-keygen" in found[0].detail
@@ -189,7 +189,7 @@ def test_a_gate_junit_that_is_a_fifo_or_symlink_is_named_not_read(tmp_path):
 def _run_facts(root: Path, approval: Path, name: str = "camp"):
     import hashlib
 
-    from harness.bundle.facts import RunFacts
+    from harness.readers.bundle.facts import RunFacts
 
     digest = "sha256:" + hashlib.sha256(approval.read_bytes()).hexdigest()
     return RunFacts(folder=f"data/{root.name}", record={
@@ -203,12 +203,12 @@ def test_a_bundle_approval_naming_a_traversal_record_is_refused_precisely(tmp_pa
     metadata/gates): verify names the uncarriable name instead of checking another folder."""
     import hashlib
 
-    from harness.bundle import chain
+    from harness.readers.bundle import chain
 
     seal = "sha256:" + "a" * 64
     root = tmp_path / "bag"
     record = gate_record(root / "metadata" / "gates", "camp", seal)
-    from harness.gates.record import digest as record_digest
+    from harness.judge.gates.record import digest as record_digest
     doc = {"schema": "harness.approval/v1", "campaign": {"name": "camp", "file": "c.yaml"},
            "source_seal": seal, "images": {}, "models": {},
            "git": {"commit": "c" * 40, "dirty": False},
@@ -220,7 +220,7 @@ def test_a_bundle_approval_naming_a_traversal_record_is_refused_precisely(tmp_pa
     (root / "metadata" / "approvals" / name).write_bytes(data)
     tag = f"metadata/approvals/{name}"
     digest = hashlib.sha256(data).hexdigest()
-    from harness.bundle.facts import RunFacts
+    from harness.readers.bundle.facts import RunFacts
     run = RunFacts(folder="data/r", record={
         "campaign": {"name": "camp"}, "seal": seal,
         "approval": {"file": f"approvals/{name}", "digest": "sha256:" + digest}})
@@ -231,7 +231,7 @@ def test_a_bundle_approval_naming_a_traversal_record_is_refused_precisely(tmp_pa
 
 def test_two_gate_records_of_one_folder_name_are_never_merged_in_a_bundle(tmp_path,
                                                                          monkeypatch):
-    from harness.bundle import chain
+    from harness.readers.bundle import chain
 
     one, two = tmp_path / "one", tmp_path / "two"
     approved = []
@@ -249,9 +249,9 @@ def test_two_gate_records_of_one_folder_name_are_never_merged_in_a_bundle(tmp_pa
 def test_a_gates_json_rewritten_before_the_seal_leaves_the_record_unsealed(tmp_path):
     """A gate's leftover process rewriting gates.json (passed: true) between the harness
     writing it and hashing it: the record is refused and never sealed."""
-    from harness.atomic import write_json
-    from harness.catalogue import GATES_TAMPERED
-    from harness.errors import Refused
+    from harness.base.atomic import write_json
+    from harness.base.catalogue import GATES_TAMPERED
+    from harness.base.errors import Refused
 
     folder = tmp_path / "rec"
     (folder / "unit").mkdir(parents=True)
@@ -271,7 +271,7 @@ def test_a_gates_json_rewritten_before_the_seal_leaves_the_record_unsealed(tmp_p
 
 @pytest.mark.parametrize("record", ["x" * 100_000, "runs/a\x00b"])
 def test_a_gate_record_path_too_long_or_with_a_nul_is_a_refusal_not_a_traceback(proj, record):
-    from harness.catalogue import APPROVAL_GATES_MISSING
+    from harness.base.catalogue import APPROVAL_GATES_MISSING
 
     path = approve(proj)
     doc = json.loads(path.read_text())
@@ -283,7 +283,7 @@ def test_a_gate_record_path_too_long_or_with_a_nul_is_a_refusal_not_a_traceback(
 
 
 def test_approve_refuses_an_approvals_folder_that_is_a_symlink(proj, tmp_path):
-    from harness.errors import InvalidInput
+    from harness.base.errors import InvalidInput
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import diff as diff_module
 from harness.cli.main import main
-from harness.diff import diff_runs, engine_args
-from harness.runfolder.manifest import write_manifest
+from harness.judge import diff as diff_module
+from harness.judge.diff import diff_runs, engine_args
+from harness.measure.runfolder.manifest import write_manifest
 
 RECORD = {"schema": "harness.run/v2", "run_id": "run-x", "attempt": 1, "status": "refused",
           "reasons": [], "rules": [], "seal": "sha256:s", "image": {"name": "r", "id": "i"},

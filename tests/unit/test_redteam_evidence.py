@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import Refused
-from harness.finalize.observed import SealedReader, judge_run
-from harness.pipeline import clean as cleaner
-from harness.pipeline.recover import seal_orphans
-from harness.runfolder.manifest import (
+from harness.base.errors import Refused
+from harness.base.tree import path_problem, walk
+from harness.judge.finalize.observed import SealedReader, judge_run
+from harness.measure.runfolder.manifest import (
     MAX_WORKLOAD_FILE,
     Unsealable,
     make_read_only,
     verify_folder,
     write_manifest,
 )
-from harness.tree import path_problem, walk
+from harness.pipeline import clean as cleaner
+from harness.pipeline.recover import seal_orphans
 
 
 def observation(phase: str, ops: list[str]) -> dict:
@@ -142,7 +142,7 @@ def flood(run: Path, n: int) -> None:
 
 def test_a_flood_of_workload_files_is_removed_whole_and_sealing_stays_bounded(
         tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.runfolder.manifest.MAX_ENTRIES", 50)
+    monkeypatch.setattr("harness.measure.runfolder.manifest.MAX_ENTRIES", 50)
     monkeypatch.setattr("harness.pipeline.clean.MAX_ENTRIES", 50)
     run = tmp_path / "run"
     flood(run, 200)
@@ -165,12 +165,12 @@ def test_verify_of_a_tree_with_too_many_entries_is_one_problem_not_a_stall(
     run = tmp_path / "run"
     flood(run, 30)
     write_manifest(run)
-    monkeypatch.setattr("harness.runfolder.manifest.MAX_ENTRIES", 10)
+    monkeypatch.setattr("harness.measure.runfolder.manifest.MAX_ENTRIES", 10)
     assert [p.kind for p in verify_folder(run)] == ["too-many"]
 
 
 def test_a_walk_with_a_bound_stops_at_it(tmp_path):
-    from harness.tree import TooMany
+    from harness.base.tree import TooMany
 
     flood(tmp_path, 30)
     assert len(walk(tmp_path, 100)) == 33  # 2 folders, 30 files, run.json

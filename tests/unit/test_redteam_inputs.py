@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from harness.config.loader import validate
 from harness.config.schema import Control, size_bytes
 from harness.config.yamlsafe import YamlFaults, loads
-from harness.vector import looks_secret
+from harness.measure.vector import looks_secret
 
 CONTROL = 'name: c1\nimage: img\ndevice: cpu\ncommand: ["true"]\n'
 

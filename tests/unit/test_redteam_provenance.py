@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.provenance import git_state
-from harness.report.gitline import git_line
-from harness.report.inert import inert
+from harness.measure.provenance import git_state
+from harness.readers.report.gitline import git_line
+from harness.readers.report.inert import inert
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InvalidInput
-from harness.night.journal import JOURNAL_NAME, Journal
-from harness.rerun import INDEX, append_index, night_failures
+from harness.base.errors import InvalidInput
+from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.driver.rerun import INDEX, append_index, night_failures
 
 PLAN = [("echo", 0), ("sleep", 0)]
 
@@ -121,7 +121,7 @@ def test_a_reason_utf8_cannot_hold_is_refused_before_anything_runs(
 
 
 def test_check_reason_names_the_byte() -> None:
-    from harness.rerun import check_reason
+    from harness.driver.rerun import check_reason
 
     with pytest.raises(InvalidInput, match=r"byte '\\udcff' at character 6"):
         check_reason("fixed \udcff")
@@ -132,8 +132,8 @@ def _original(tmp_path: Path, campaign_file: str) -> Path:
     """A sealed, intact original under tmp_path/runs whose record names `campaign_file`."""
     import json
 
-    from harness.runfolder.manifest import write_manifest
-    from harness.runfolder.record import RunRecord
+    from harness.measure.runfolder.manifest import write_manifest
+    from harness.measure.runfolder.record import RunRecord
 
     run = tmp_path / "runs" / "r1"
     run.mkdir(parents=True)
@@ -199,7 +199,7 @@ def test_a_sealed_record_naming_a_campaign_outside_the_checkout_is_bad_input(
         tmp_path: Path, capsys, monkeypatch) -> None:
     """A sealed, intact record naming a valid campaign outside the checkout: exit 2, nothing
     written; with --campaign the operator's own file is the one read, never the record's."""
-    from harness.rerun import plan_rerun
+    from harness.driver.rerun import plan_rerun
 
     checkout = tmp_path / "checkout"
     checkout.mkdir()

@@ -14,12 +14,12 @@ import pytest
 from click.testing import CliRunner
 from pydantic import TypeAdapter, ValidationError
 
-from harness import metrics, perflog
-from harness.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFERENCE_OUTSIDE
+from harness.base.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFERENCE_OUTSIDE
 from harness.config.reference import VLLM_METRICS, Bound, References, within
 from harness.config.schema import Control, PostStep
+from harness.judge.poststeps import reference
+from harness.measure import metrics, perflog
 from harness.pipeline.post import run_one, steps
-from harness.poststeps import reference
 
 REFS = TypeAdapter(References)
 CONTROL = {"name": "c", "image": "rehearsal", "device": "cpu", "command": ["true"]}
@@ -237,7 +237,8 @@ def test_matplotlib_is_imported_only_when_a_page_is_drawn() -> None:
     """It takes most of a second: the CLI, a run's seal and Markdown reports never pay it."""
     import subprocess
 
-    code = ("import sys, harness.cli.main, harness.report.morning, harness.pipeline.finish; "
+    code = ("import sys, harness.cli.main, harness.readers.report.morning, "
+            "harness.pipeline.finish; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

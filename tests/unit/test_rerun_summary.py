@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import InvalidInput
-from harness.rerun import rewrite_summary
+from harness.base.errors import InvalidInput
+from harness.driver.rerun import rewrite_summary
 
 
 class Events:

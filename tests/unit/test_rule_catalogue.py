@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import catalogue
-from harness.errors import ENVIRONMENT, REFUSED
-from harness.poststeps import exitcode
-from harness.verdict import PostResult, Reason, decide, exit_code, judge_exit, post_reasons
+from harness.base import catalogue
+from harness.base.errors import ENVIRONMENT, REFUSED
+from harness.judge.poststeps import exitcode
+from harness.judge.verdict import PostResult, Reason, decide, exit_code, judge_exit, post_reasons
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"
-REGENERATE = ".venv/bin/python -m harness.catalogue --markdown > docs/rules.md"
+REGENERATE = ".venv/bin/python -m harness.base.catalogue --markdown > docs/rules.md"
 # Upper-case, hyphenated words that are not rules.
 NOT_RULES = frozenset({"SHA-256", "ISO-8601", "UTF-8"})
 RULE_TEXT = re.compile(rf"^({catalogue.RULE_SHAPE})(?:$|: )")
@@ -66,12 +66,12 @@ def test_no_module_spells_a_rule_id_outside_the_catalogue():
     found = []
     for path in sorted(HARNESS.rglob("*.py")):
         rel = path.relative_to(REPO)
-        if path.name == "catalogue.py" and path.parent == HARNESS:
+        if path.name == "catalogue.py" and path.parent == HARNESS / "base":
             continue
         if rel.parts[:2] == ("harness", "instrument"):  # stdlib-only, runs in the container
             continue
         found += [f"{rel}:{line}: {text!r}" for line, text in rule_literals(path.read_text())]
-    assert found == [], "use the harness.catalogue constant instead:\n" + "\n".join(found)
+    assert found == [], "use the harness.base.catalogue constant instead:\n" + "\n".join(found)
 
 
 def test_every_rule_is_well_formed_and_exported_under_its_own_name():

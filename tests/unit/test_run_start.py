@@ -22,9 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Used only once the container has exited (or only inside a Slurm job, or only by
 # `harness images`): none of them is time before the launch.
-AFTER_CONTAINER = {"harness.pipeline.finish", "harness.pipeline.post", "harness.perflog",
-                   "filelock", "harness.metrics", "harness.slurm.job", "harness.images",
-                   "harness.imagearchive"}
+AFTER_CONTAINER = {"harness.pipeline.finish", "harness.pipeline.post", "harness.measure.perflog",
+                   "filelock", "harness.measure.metrics", "harness.measure.slurm.job",
+                   "harness.measure.images",
+                   "harness.measure.imagearchive"}
 
 
 def _fresh(code: str) -> dict:
@@ -47,7 +48,7 @@ def test_warm_imports_in_a_daemon_thread_and_wait_joins_it() -> None:
         "from harness.pipeline import warm\n"
         "seen = {}\n"
         "def audit(event, args):\n"
-        "    if event == 'import' and args[0] == 'harness.metrics':  # finish's\n"
+        "    if event == 'import' and args[0] == 'harness.measure.metrics':  # finish's\n"
         "        seen['thread'] = threading.current_thread().name\n"
         "sys.addaudithook(audit)\n"
         "t = warm.start()\n"

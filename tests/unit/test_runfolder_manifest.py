@@ -1,4 +1,4 @@
-"""SHA256SUMS has one format, one parser and one checker (harness.runfolder.manifest).
+"""SHA256SUMS has one format, one parser and one checker (harness.measure.runfolder.manifest).
 
 What the writer writes, `sha256sum -c --strict` accepts; what `sha256sum` writes, the
 parser reads; every other line is refused, and no other module parses such lines.
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.sums import compare as bundle_compare
-from harness.bundle.sums import parse_sums as bundle_parse
-from harness.runfolder import manifest
-from harness.runfolder.layout import SUMS
+from harness.measure.runfolder import manifest
+from harness.measure.runfolder.layout import SUMS
+from harness.readers.bundle.sums import compare as bundle_compare
+from harness.readers.bundle.sums import parse_sums as bundle_parse
 
-HARNESS_DIR = Path(manifest.__file__).resolve().parents[1]
+HARNESS_DIR = Path(manifest.__file__).resolve().parents[2]
 H = "ab" * 32
 FILES = {"run.json": b"{}\n", "logs/stdout.log": b"hello\n", "a b/c d.txt": b"spaces\n",
          "observations/\u00e9t\u00e9.json": b"[]\n"}
@@ -131,7 +131,7 @@ def test_exactly_one_function_parses_sha256sum_lines():
                 text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
                 if "{64}" in text and SUMS_LINE.search(text):
                     holders.append(rel)
-    assert holders == ["runfolder/manifest.py"]
+    assert holders == ["measure/runfolder/manifest.py"]
     tree = ast.parse(Path(manifest.__file__).read_text())
     users = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
              and any(isinstance(n, ast.Name) and n.id == "_LINE" for n in ast.walk(f))]

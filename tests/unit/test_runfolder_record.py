@@ -1,4 +1,4 @@
-"""run.json has one shape, one writer and one reader (harness.runfolder.record).
+"""run.json has one shape, one writer and one reader (harness.measure.runfolder.record).
 
 Older harness.run/v1 records (reasons as "RULE: detail" strings) read in the v2 shape; a
 hostile record is invalid input (exit 2), never a hang or a crash; and no module but the
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import INVALID, InvalidInput
-from harness.runfolder import layout, record
-from harness.runfolder.record import SCHEMA, SCHEMA_V1, RunRecord
+from harness.base.errors import INVALID, InvalidInput
+from harness.measure.runfolder import layout, record
+from harness.measure.runfolder.record import SCHEMA, SCHEMA_V1, RunRecord
 
-HARNESS_DIR = Path(record.__file__).resolve().parents[1]
+HARNESS_DIR = Path(record.__file__).resolve().parents[2]
 
 
 def v1_record() -> dict:
@@ -163,7 +163,8 @@ def test_a_fifo_or_symlink_record_is_refused_without_blocking(tmp_path):
 
 
 def _imports_record_name(tree: ast.Module) -> bool:
-    return any(isinstance(node, ast.ImportFrom) and node.module == "harness.runfolder.layout"
+    return any(isinstance(node, ast.ImportFrom)
+               and node.module == "harness.measure.runfolder.layout"
                and any(alias.name == "RECORD" for alias in node.names)
                for node in ast.walk(tree))
 
@@ -203,19 +204,19 @@ def record_writes(source: str) -> list[int]:
 def test_the_scan_finds_a_record_write_and_only_that():
     assert record_writes('write_json(d / "run.json", x, exclusive=True)') == [1]
     assert record_writes("write_json(ctx.run_dir / layout.RECORD, doc)") == [1]
-    assert record_writes("from harness.runfolder.layout import RECORD\n"
+    assert record_writes("from harness.measure.runfolder.layout import RECORD\n"
                          "p = open(run_dir / RECORD, 'w')") == [2]
     assert record_writes('write_json(d / RECOVERED, {"why": f"{layout.RECORD} was"})') == []
     assert record_writes("RECORD = 'x.json'\nwrite_json(d / RECORD, x)") == []
 
 
 def test_only_the_record_module_writes_run_json():
-    """No write call outside harness/runfolder/record.py has run.json (a literal or the
+    """No write call outside harness/measure/runfolder/record.py has run.json (a literal or the
     layout constant) in the path it writes: every record goes through `record.write`."""
     offenders = []
     for path in sorted(HARNESS_DIR.rglob("*.py")):
         rel = path.relative_to(HARNESS_DIR).as_posix()
-        if rel == "runfolder/record.py" or rel.startswith("instrument/"):
+        if rel == "measure/runfolder/record.py" or rel.startswith("instrument/"):
             continue
         offenders += [f"{rel}:{line}" for line in record_writes(path.read_text())]
     assert offenders == []

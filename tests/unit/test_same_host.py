@@ -14,11 +14,11 @@ import pytest
 
 from harness.config.loader import load_campaign
 from harness.config.samehost import instances
+from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy
+from harness.driver.night.source import JournalSource, group_busy, group_rows, left_running
+from harness.driver.night.transitions import Row
 from harness.driver.plan import Outcome
-from harness.night.journal import JOURNAL_NAME, Journal, RetryPolicy
-from harness.night.source import JournalSource, group_busy, group_rows, left_running
-from harness.night.transitions import Row
-from harness.ui import Reporter
+from harness.measure.ui import Reporter
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = str(Path(sys.executable).parent / "harness")

@@ -14,22 +14,22 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness import tree
+from harness.base import tree
+from harness.base.errors import InvalidInput
 from harness.config.loader import check_files, load_campaign
 from harness.config.mountable import system_paths
 from harness.config.schema import Control, plain_path_problem
-from harness.errors import InvalidInput
 from harness.instrument.harness_observer.driver import engine_args
-from harness.pipeline import launch, orphans, sanitize
-from harness.pipeline.context import RunContext
-from harness.ui import Reporter
-from harness.vector import (
+from harness.measure.ui import Reporter
+from harness.measure.vector import (
     BindMount,
     VectorInput,
     build,
     mount_arg,
     split_engine_secrets,
 )
+from harness.pipeline import launch, orphans, sanitize
+from harness.pipeline.context import RunContext
 
 IMAGE = "sha256:" + "ab" * 32
 # Each of these, in a path, could change what docker reads in `--mount`, or hide a path.

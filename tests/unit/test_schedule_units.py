@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.base.errors import InvalidInput
 from harness.cli.schedule import schedule
-from harness.errors import InvalidInput
-from harness.schedule import (
+from harness.driver.schedule import (
     calendar_start,
     check_calendar,
     cron_schedule,

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.runfolder import record
-from harness.runfolder.manifest import write_manifest
+from harness.measure.runfolder import record
+from harness.measure.runfolder.manifest import write_manifest
 
 IMAGE = "sha256:" + "ab12" * 16
 SEAL = "sha256:" + "9f" * 32

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.errors import InvalidInput
-from harness.runfolder.manifest import write_manifest
-from harness.runfolder.record import RunRecord
-from harness.runfolder.sealed import read_record
-from harness.show import render_run
+from harness.base.errors import InvalidInput
+from harness.measure.runfolder.manifest import write_manifest
+from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.sealed import read_record
+from harness.readers.show import render_run
 
 
 def _shown(tmp_path: Path, stages: object) -> str:

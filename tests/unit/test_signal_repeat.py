@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from harness.signals import (
+from harness.base.signals import (
     Interrupted,
     exit_code,
     install,

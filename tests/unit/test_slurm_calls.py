@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import InvalidInput
-from harness.slurm import calls
+from harness.base.errors import InvalidInput
+from harness.measure.slurm import calls
 
 
 @pytest.mark.parametrize("out,job_id", [("123\n", "123"), ("  77;cluster-a \n", "77")])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import InvalidInput
-from harness.slurm import follow
-from harness.slurm.query import JobState
+from harness.base.errors import InvalidInput
+from harness.measure.slurm import follow
+from harness.measure.slurm.query import JobState
 
 
 def test_grace_and_lost() -> None:

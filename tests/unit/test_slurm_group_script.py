@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InvalidInput
-from harness.slurm import job
-from harness.slurm import script as jobscript
-from harness.slurm.job import ControlTime, JobSpec, Site
+from harness.base.errors import InvalidInput
+from harness.measure.slurm import job
+from harness.measure.slurm import script as jobscript
+from harness.measure.slurm.job import ControlTime, JobSpec, Site
 
 RUNS = (("ctl-20261130T021501Z-0a1b2c3d", 1), ("ref-20261130T021502Z-4e5f6a7b", 2))
 SPEC = JobSpec(night="n-20261130T021500Z", campaign_file="c.yaml", slot=3, attempt=2,

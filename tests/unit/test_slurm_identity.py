@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.errors import InvalidInput
 from harness.config.executor import Executor, ExecutorBlock, merged
 from harness.config.schema import Control
-from harness.errors import InvalidInput
-from harness.slurm import identity
-from harness.vector import SLURM_JOB_LABEL, VectorInput, build, labels
+from harness.measure.slurm import identity
+from harness.measure.vector import SLURM_JOB_LABEL, VectorInput, build, labels
 
 
 def control(**kw) -> Control:

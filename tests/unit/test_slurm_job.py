@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InvalidInput
-from harness.slurm import job
-from harness.slurm import script as jobscript
-from harness.slurm.job import ControlTime, JobSpec, Site, Token
+from harness.base.errors import InvalidInput
+from harness.measure.slurm import job
+from harness.measure.slurm import script as jobscript
+from harness.measure.slurm.job import ControlTime, JobSpec, Site, Token
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 REGEN = os.environ.get("HARNESS_REGEN_GOLDEN") == "1"
@@ -218,7 +218,7 @@ def test_run_id_names_one_controls_run_only() -> None:
 
 
 def test_a_slurm_command_is_found_on_the_callers_path_and_sees_only_the_clean_env(tmp_path):
-    from harness.slurm import calls
+    from harness.measure.slurm import calls
 
     tool = tmp_path / "bin" / "fake-sbatch"
     tool.parent.mkdir()

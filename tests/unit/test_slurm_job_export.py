@@ -13,8 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness.slurm import script as jobscript
-from harness.slurm.job import ControlTime, JobSpec, Site
+from harness.measure.slurm import script as jobscript
+from harness.measure.slurm.job import ControlTime, JobSpec, Site
 
 RUN_ID = "ctl-20261130T021501Z-0a1b2c3d"
 SPEC = JobSpec(night="n-20261130T021500Z", campaign_file="c.yaml",

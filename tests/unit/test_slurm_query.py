@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InvalidInput
-from harness.slurm import query
-from harness.slurm.query import Job, JobState
+from harness.base.errors import InvalidInput
+from harness.measure.slurm import query
+from harness.measure.slurm.query import Job, JobState
 
 TOKEN = "harness+rehearsal-20261130T021500Z+0+1+rehearsal-compute"
 

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from harness.atomic import dumps_json, iter_json_spliced
-from harness.bundle.bag import bag_info
-from harness.bundle.facts import RunFacts
-from harness.bundle.statement import StatementSpool, build_statement
+from harness.base.atomic import dumps_json, iter_json_spliced
+from harness.readers.bundle.bag import bag_info
+from harness.readers.bundle.facts import RunFacts
+from harness.readers.bundle.statement import StatementSpool, build_statement
 
 H = "ab" * 32
 
@@ -97,8 +97,8 @@ def _statement_text(predicate: str) -> str:
 
 
 def test_check_statement_keeps_only_what_it_reads_and_still_judges_the_whole_text():
-    from harness.bundle.records import BadMember, Pruned, parse_json
-    from harness.bundle.statement import _read_by_check, check_statement
+    from harness.readers.bundle.records import BadMember, Pruned, parse_json
+    from harness.readers.bundle.statement import _read_by_check, check_statement
 
     text = _statement_text(json.dumps({"runs": [{"run_id": "r", "argv": ["a"]}] * 3}))
     parsed = parse_json(text, keep=_read_by_check)

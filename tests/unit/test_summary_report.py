@@ -12,14 +12,14 @@ from urllib.parse import unquote
 import pytest
 from click.testing import CliRunner
 
+from harness.base.errors import InvalidInput
 from harness.cli.report import report
-from harness.errors import InvalidInput
-from harness.metrics import write_metrics
-from harness.night.journal import Journal
-from harness.report.morning import summary_for_campaign, write_night_summary
-from harness.report.page import render_html
-from harness.report.plots import render_plots, y_limits
-from harness.report.summary import build_summary, render_markdown, trend_points
+from harness.driver.night.journal import Journal
+from harness.measure.metrics import write_metrics
+from harness.readers.report.morning import summary_for_campaign, write_night_summary
+from harness.readers.report.page import render_html
+from harness.readers.report.plots import render_plots, y_limits
+from harness.readers.report.summary import build_summary, render_markdown, trend_points
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-logs"
 EVIL = 'finalizer said <script>alert("x")</script> | & done'

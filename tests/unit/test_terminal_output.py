@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from harness import terminal
-from harness.terminal import BestEffort
-from harness.ui import Reporter
+from harness.base import terminal
+from harness.base.terminal import BestEffort
+from harness.measure.ui import Reporter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -118,7 +118,7 @@ def test_a_command_whose_stdout_reader_is_gone_exits_as_it_would_have() -> None:
 def test_closed_standard_descriptors_are_reopened_on_dev_null(tmp_path: Path) -> None:
     """`>&- 2>&-`: a file the harness opens must not become its stdout or stderr."""
     probe = tmp_path / "fds.json"
-    code = ("from harness import terminal; terminal.install(); import json, os, sys; "
+    code = ("from harness.base import terminal; terminal.install(); import json, os, sys; "
             f"fd = os.open({str(tmp_path / 'x')!r}, os.O_CREAT | os.O_WRONLY); "
             "print('dropped'); print('dropped', file=sys.stderr); "
             f"open({str(probe)!r}, 'w').write(json.dumps([fd, os.readlink('/proc/self/fd/1'),"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from harness import timeutil
+from harness.base import timeutil
 
 EVIDENCE = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z"
 
@@ -48,7 +48,7 @@ def test_parse_refuses_what_is_not_an_evidence_stamp(bad):
 def test_parse_or_none_reads_evidence_times_leniently_and_never_raises():
     from datetime import UTC, datetime
 
-    from harness.timeutil import parse_or_none
+    from harness.base.timeutil import parse_or_none
 
     assert parse_or_none("2026-01-01T00:00:05Z") == datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     assert parse_or_none("2026-01-01T01:00:05+01:00") == datetime(2026, 1, 1, 0, 0, 5,

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import RUN_NOT_INTACT, RUN_UNSEALED
-from harness.errors import Refused
-from harness.runfolder.manifest import write_manifest
-from harness.runfolder.record import RunRecord
-from harness.runfolder.sealed import read_record
+from harness.base.catalogue import RUN_NOT_INTACT, RUN_UNSEALED
+from harness.base.errors import Refused
+from harness.measure.runfolder.manifest import write_manifest
+from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.sealed import read_record
 from tests.inprocess import invoke
 
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.runfolder.layout import SUMS
-from harness.runfolder.manifest import write_manifest
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import write_manifest
 
 
 def _harness(*args: str) -> subprocess.CompletedProcess:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.runfolder.layout import SUMS
-from harness.runfolder.manifest import make_read_only, verify_folder, write_manifest
-from harness.runfolder.manifest import parse as parse_sums
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import make_read_only, verify_folder, write_manifest
+from harness.measure.runfolder.manifest import parse as parse_sums
 
 RUN_JSON = b'{"status": "accepted"}\n'
 
@@ -201,7 +201,7 @@ def test_a_fifo_as_the_manifest_never_blocks(tmp_path):
     (run / SUMS).unlink()
     os.mkfifo(run / SUMS)
     code = ("import sys; from pathlib import Path; "
-            "from harness.runfolder.manifest import verify_folder; "
+            "from harness.measure.runfolder.manifest import verify_folder; "
             "print(sorted({p.kind for p in verify_folder(Path(sys.argv[1]))}))")
     r = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True,
                        text=True, timeout=60)

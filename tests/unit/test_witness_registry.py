@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import witness
-from harness.atomic import write_json
-from harness.witness.base import MOMENTS, Subject
+from harness.base.atomic import write_json
+from harness.measure import witness
+from harness.measure.witness.base import MOMENTS, Subject
 
 
 def test_registry_names_and_files_are_unique_and_moments_known() -> None:
@@ -26,7 +26,7 @@ def test_take_writes_only_the_witnesses_of_that_moment(tmp_path: Path) -> None:
     taken = witness.take(witness.LAUNCHED, Subject(os.getpid()), tmp_path, write_json)
     assert set(taken) == {w.name for w in witness.WITNESSES if w.moment == witness.LAUNCHED}
     doc = json.loads((tmp_path / "launcher-witness.json").read_text())
-    assert doc["pid"] == os.getpid() and doc["schema"] == "harness.witness.launcher/v1"
+    assert doc["pid"] == os.getpid() and doc["schema"] == "harness.measure.witness.launcher/v1"
     assert not (tmp_path / "container-inspect.json").exists()
 
 

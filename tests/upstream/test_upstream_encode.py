@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.finalize.pins import load_pins, member_of
 from harness.instrument.harness_observer import snapshot, trace
 from harness.instrument.harness_observer.encode import (
     EnumRef,
@@ -20,6 +19,7 @@ from harness.instrument.harness_observer.encode import (
     read_observation,
     type_name,
 )
+from harness.judge.finalize.pins import load_pins, member_of
 
 MODE_TYPE = "vllm.config.compilation.CompilationMode"
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.cli.finalize import finalize
-from harness.finalize.documents import read_document
-from harness.finalize.rules import RULES, judge
+from harness.judge.finalize.documents import read_document
+from harness.judge.finalize.rules import RULES, judge
 from tests.upstream.conftest import line_of, source_of
 
 SPARSE = "+sparse_attn_indexer"

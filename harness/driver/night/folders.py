@@ -1,0 +1,49 @@
+"""Night folder names, `<campaign>-<UTC stamp>`: made here, parsed here, for every reader.
+
+The night runner makes them; reports, `harness status` and `harness rerun` find nights by
+them. One owner, so a change of form cannot leave a reader looking for the old one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+STAMP = r"\d{8}T\d{6}Z"  # harness.base.timeutil.stamp(): 20261130T021500Z
+_NAME = re.compile(r"(.+)-(" + STAMP + ")")
+
+
+def night_name(campaign: str, stamp: str) -> str:
+    """The folder name of `campaign`'s night started at `stamp`. Pure."""
+    if not re.fullmatch(STAMP, stamp):
+        raise ValueError(f"not a UTC stamp: {stamp!r}")
+    return f"{campaign}-{stamp}"
+
+
+def parse_night_name(name: str) -> tuple[str, str] | None:
+    """(campaign, stamp) of a night folder's name, or None when it is not one. Pure."""
+    match = _NAME.fullmatch(name)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def campaign_of_night_name(name: str) -> str | None:
+    parsed = parse_night_name(name)
+    return parsed[0] if parsed else None
+
+
+def night_folders(nights_dir: Path, campaign: str) -> list[Path]:
+    """The campaign's night folders under `nights_dir`, oldest first (UTC stamps sort)."""
+    if not nights_dir.is_dir():
+        return []
+    found = [p for p in nights_dir.iterdir()
+             if p.is_dir() and campaign_of_night_name(p.name) == campaign]
+    return sorted(found, key=lambda p: p.name)
+
+
+def latest_night(nights_dir: Path) -> Path | None:
+    """The newest night folder of any campaign (by the UTC stamp its name ends with)."""
+    if not nights_dir.is_dir():
+        return None
+    found = [(parsed[1], p) for p in nights_dir.iterdir()
+             if p.is_dir() and (parsed := parse_night_name(p.name))]
+    return max(found)[1] if found else None

@@ -1,0 +1,398 @@
+"""The night journal: a durable record of every planned run and its state, in SQLite.
+
+A night must survive `kill -9`, a reboot or a power cut and resume without repeating a
+finished run. So every state change is its own transaction, committed (WAL,
+synchronous=FULL) before the caller starts the action it announces: `mark_running`
+returns only once the journal says `running`, and only then does the caller launch.
+
+The rules (which moves are legal, what to do next, what to do on resume) are pure
+functions over rows (transitions.py), so they are tested without a database; the file's
+schema and its checks are in schema.py, older files' upgrade in migrate.py. `Journal` is
+the thin shell. This module never deletes or rewrites a file it did not create.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.errors import EnvironmentFault, InvalidInput
+from harness.base.timeutil import utc_now
+from harness.driver.night import schema
+from harness.driver.night.migrate import migrate, upgrade_event, upgrade_row
+from harness.driver.night.schema import JOURNAL_NAME, SCHEMA_VERSION, clamp, damaged, typed
+from harness.driver.night.transitions import (
+    EVENTS,
+    STATES,
+    TERMINAL,
+    TRANSITIONS,
+    Action,
+    IllegalTransition,
+    RetryPolicy,
+    Row,
+    chain_of,
+    latest_attempts,
+    next_action,
+    outcome_event,
+    resume_steps,
+    transition,
+)
+
+__all__ = [
+    "EVENTS", "JOURNAL_NAME", "STATES", "TERMINAL", "TRANSITIONS", "Action",
+    "IllegalTransition", "Journal", "Night", "RetryPolicy", "Row", "latest_attempts",
+    "next_action", "resume_steps", "transition",
+]
+
+
+@dataclass(frozen=True)
+class Night:
+    """The night's identity: which campaign, from which file, under which source seal."""
+
+    campaign: str
+    campaign_file: str
+    seal: str | None
+    created: str
+    deadline: str | None
+
+
+def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:  # reports: never write, not even the WAL mode switch
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+        schema.harden(conn)
+        return conn
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+    schema.harden(conn)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class Journal:
+    """The durable journal of one night. Use `create`, `open` or `open_or_create`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, now: Callable[[], str],
+                 version: int = SCHEMA_VERSION) -> None:
+        self.path = path
+        self._conn = conn
+        self._now = now
+        self._version = version  # 1 only for a read-only open of a file not yet migrated
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, path: Path, *, now: Callable[[], str] = utc_now, readonly: bool = False
+    ) -> Journal:
+        """Open an existing journal; a missing, foreign or damaged file is a clear error.
+        A writable open migrates a journal an older harness wrote (one transaction)."""
+        path = Path(path)
+        if not path.is_file():
+            raise InvalidInput(f"no night journal at {path}")
+        version = None if readonly else schema.check_file(path)
+        if version is not None and version != SCHEMA_VERSION:
+            migrate(path)
+            version = SCHEMA_VERSION
+        try:
+            conn = _connect(path, readonly)
+        except sqlite3.Error as e:
+            raise damaged(path, e) from None
+        journal = cls(path, conn, now, version or SCHEMA_VERSION)
+        try:  # again, on the connection used: the file may have changed. Read-only: the
+            # whole check once, on the one connection that reads (a report opens hundreds)
+            if version is None:
+                journal._version = schema.check_connection(path, conn)
+            else:
+                schema.check_schema(path, conn, version)
+            journal.night()
+        except (sqlite3.Error, EnvironmentFault, InvalidInput) as e:
+            conn.close()
+            if not isinstance(e, sqlite3.Error):
+                raise
+            raise damaged(path, e) from None
+        return journal
+
+    @classmethod
+    def create(
+        cls, path: Path, *, campaign: str, campaign_file: str, plan: Sequence[tuple[str, int]],
+        seal: str | None = None, deadline: str | None = None,
+        now: Callable[[], str] = utc_now,
+    ) -> Journal:
+        """Create a new journal holding `plan` (control name, repeat index) as planned rows."""
+        path = Path(path)
+        if path.exists():
+            raise InvalidInput(f"{path} exists; a journal is never overwritten")
+        created = now()
+        try:
+            conn = _connect(path)
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in schema.statements_of(SCHEMA_VERSION):
+                conn.execute(statement)
+            conn.execute("INSERT INTO night VALUES (1, ?, ?, ?, ?, ?)",
+                         (campaign, campaign_file, seal, created, deadline))
+            for index, (control, repeat) in enumerate(plan):
+                cur = conn.execute(
+                    "INSERT INTO runs (plan_index, control, repeat_index, attempt, state, "
+                    "origin, updated) VALUES (?, ?, ?, 1, 'planned', 'plan', ?)",
+                    (index, control, repeat, created),
+                )
+                conn.execute(
+                    "INSERT INTO events (run, event, from_state, to_state, at) "
+                    "VALUES (?, 'plan', NULL, 'planned', ?)",
+                    (cur.lastrowid, created),
+                )
+            conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise EnvironmentFault(f"cannot create night journal {path}: {e}") from None
+        return cls(path, conn, now)
+
+    @classmethod
+    def open_or_create(
+        cls, path: Path, *, campaign: str, campaign_file: str, plan: Sequence[tuple[str, int]],
+        seal: str | None = None, deadline: str | None = None,
+        now: Callable[[], str] = utc_now,
+    ) -> Journal:
+        """Resume the night at `path` if it exists and matches this campaign, else start it."""
+        path = Path(path)
+        if not path.exists():
+            return cls.create(
+                path, campaign=campaign, campaign_file=campaign_file, plan=plan, seal=seal,
+                deadline=deadline, now=now,
+            )
+        journal = cls.open(path, now=now)
+        faults = journal.mismatches(campaign=campaign, plan=plan, seal=seal)
+        if faults:
+            journal.close()
+            raise InvalidInput(f"journal {path} belongs to another night", faults=faults)
+        return journal
+
+    def mismatches(
+        self, *, campaign: str, plan: Sequence[tuple[str, int]], seal: str | None
+    ) -> list[str]:
+        """Why this journal is not the night described, one line each (empty: it is)."""
+        night = self.night()
+        faults = []
+        if night.campaign != campaign:
+            faults.append(f"journal campaign is {night.campaign!r}, not {campaign!r}")
+        if seal is not None and night.seal is not None and night.seal != seal:
+            faults.append(f"journal source seal is {night.seal}, now {seal}: sources changed")
+        planned = sorted({(r.plan_index, r.control, r.repeat_index) for r in self.rows()})
+        if planned != [(i, c, rep) for i, (c, rep) in enumerate(plan)]:
+            faults.append("journal plan differs from the campaign's plan")
+        return faults
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """Every row `sql` returns; any SQLite error reading a journal means it is damaged."""
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as e:
+            raise damaged(self.path, e) from None
+
+    def _row(self, values: Sequence) -> Row:
+        values = typed(self.path, "runs row", values, schema.ROW_TYPES)
+        if self._version == 1:
+            values = upgrade_row(values)
+        row = Row(*values)
+        if row.state not in STATES or row.origin not in schema.ORIGINS:
+            raise damaged(self.path, ValueError(
+                f"runs row {row.id} has state {row.state[:40]!r}, origin {row.origin[:40]!r}"))
+        return row
+
+    def night(self) -> Night:
+        found = self._read(
+            "SELECT campaign, campaign_file, seal, created, deadline FROM night WHERE id = 1"
+        )
+        if not found:
+            raise damaged(self.path, ValueError("no night record"))
+        return Night(*typed(self.path, "night record", found[0], schema.NIGHT_TYPES))
+
+    def rows(self) -> list[Row]:
+        found = self._read(f"SELECT {schema.ROW_COLUMNS} FROM runs ORDER BY plan_index, attempt")
+        return [self._row(r) for r in found]
+
+    def row(self, row_id: int) -> Row:
+        found = self._read(f"SELECT {schema.ROW_COLUMNS} FROM runs WHERE id = ?", (row_id,))
+        if not found:
+            raise InvalidInput(f"journal {self.path} has no run row {row_id}")
+        return self._row(found[0])
+
+    def by_run_id(self, run_id: str) -> Row | None:
+        found = self._read(f"SELECT {schema.ROW_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        return self._row(found[0]) if found else None
+
+    def events(self, row_id: int | None = None) -> list[dict]:
+        sql = f"SELECT {', '.join(schema.EVENT_COLUMNS)} FROM events"
+        args: tuple = ()
+        if row_id is not None:
+            sql += " WHERE run = ?"
+            args = (row_id,)
+        out = []
+        for r in self._read(sql + " ORDER BY id", args):
+            values = typed(self.path, "event", r, schema.EVENT_TYPES)
+            if self._version == 1:
+                values = upgrade_event(values)
+            out.append(dict(zip(schema.EVENT_COLUMNS, values, strict=True)))
+        return out
+
+    def chain(self, run_id: str) -> list[Row]:
+        """Every attempt linked to `run_id` by rerun_of, both ways, oldest first."""
+        return chain_of(self.rows(), run_id)
+
+    # -- writing: each method is one committed transaction --------------------------------
+
+    def _transaction(self, work: Callable[[sqlite3.Connection, str], int]) -> Row:
+        """Run `work(conn, now)` in one immediate transaction; return the row it names."""
+        if self._version != SCHEMA_VERSION:
+            raise InvalidInput(f"journal {self.path} was opened read-only")
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row_id = work(conn, self._now())
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return self.row(row_id)
+
+    def _move(self, row: Row | int, event: str, detail: str | None = None, **sets: object) -> Row:
+        """Apply `event` to the row if it is still in the state the caller saw; commit."""
+        row_id = row if isinstance(row, int) else row.id
+
+        def work(conn: sqlite3.Connection, at: str) -> int:
+            found = conn.execute("SELECT state FROM runs WHERE id = ?", (row_id,)).fetchone()
+            if found is None:
+                raise InvalidInput(f"journal {self.path} has no run row {row_id}")
+            current = found[0]
+            if not isinstance(row, int) and row.state != current:
+                raise IllegalTransition(
+                    f"journal: run row {row_id} is {current!r}, not {row.state!r} as expected "
+                    "(is another harness writing this night?)"
+                )
+            new = transition(current, event)
+            values = {k: clamp(v) for k, v in sets.items()}
+            assignments = "".join(f", {k} = ?" for k in values)
+            conn.execute(f"UPDATE runs SET state = ?, updated = ?{assignments} WHERE id = ?",
+                         (new, at, *values.values(), row_id))
+            conn.execute(
+                "INSERT INTO events (run, event, from_state, to_state, detail, at) "
+                "VALUES (?, ?, ?, ?, ?, ?)", (row_id, event, current, new, clamp(detail), at))
+            return row_id
+
+        return self._transaction(work)
+
+    def mark_running(self, row: Row | int, run_id: str, run_dir: str) -> Row:
+        """Commit `running` with the run's id and folder; only then may the caller launch."""
+        return self._move(row, "start", run_id, run_id=run_id, run_dir=str(run_dir),
+                          reason=None)  # a withdrawn row's "not run" is history now
+
+    def record_job(self, row: Row | int, token: str, job_id: str) -> Row:
+        """Commit the Slurm job that runs this row (`<job id> <token>`, event `slurm-job`)."""
+        return self._move(row, "slurm-job", f"{job_id} {token}")
+
+    def job_of(self, row_id: int) -> str | None:
+        """The newest Slurm job id recorded for the row, or None (a local run)."""
+        found = [e["detail"] for e in self.events(row_id) if e["event"] == "slurm-job"]
+        return found[-1].split(" ", 1)[0] if found and found[-1] else None
+
+    def withdraw(self, row: Row | int, reason: str) -> Row:
+        """Commit a row whose job was cancelled while pending: not run (planned again)."""
+        return self._move(row, "withdraw", reason, reason=reason, run_id=None, run_dir=None)
+
+    def finish(self, row: Row | int, status: str, text: str = "") -> Row:
+        """Commit how the run ended: its state is the sealed folder's `status`."""
+        event, reason = outcome_event(status, text)
+        if reason is None:
+            return self._move(row, event)
+        return self._move(row, event, reason, reason=reason)
+
+    def mark_accepted(self, row: Row | int) -> Row:
+        return self.finish(row, "accepted")
+
+    def mark_refused(self, row: Row | int, reason: str) -> Row:
+        return self.finish(row, "refused", reason)
+
+    def mark_failed(self, row: Row | int, reason: str) -> Row:
+        return self.finish(row, "failed", reason)
+
+    def mark_timed_out(self, row: Row | int, reason: str) -> Row:
+        return self.finish(row, "timed-out", reason)
+
+    def mark_interrupted(self, row: Row | int, reason: str) -> Row:
+        return self.finish(row, "interrupted", reason)
+
+    def mark_deferred(self, row: Row | int, reason: str) -> Row:
+        return self._move(row, "defer", reason, reason=reason)
+
+    def requeue(self, row: Row | int) -> Row:
+        return self._move(row, "requeue", reason=None)
+
+    def _add_attempt(self, prior: Row, origin: str, link_reason: str) -> Row:
+        link_reason = str(clamp(link_reason))
+
+        def work(conn: sqlite3.Connection, at: str) -> int:
+            attempt = conn.execute("SELECT MAX(attempt) FROM runs WHERE plan_index = ?",
+                                   (prior.plan_index,)).fetchone()[0]
+            cur = conn.execute(
+                "INSERT INTO runs (plan_index, control, repeat_index, attempt, state, rerun_of, "
+                "origin, link_reason, updated) VALUES (?, ?, ?, ?, 'planned', ?, ?, ?, ?)",
+                (prior.plan_index, prior.control, prior.repeat_index, attempt + 1, prior.id,
+                 origin, link_reason, at),
+            )
+            conn.execute(
+                "INSERT INTO events (run, event, from_state, to_state, detail, at) "
+                "VALUES (?, ?, NULL, 'planned', ?, ?)", (cur.lastrowid, origin, link_reason, at))
+            return int(cur.lastrowid)
+
+        return self._transaction(work)
+
+    def add_retry(self, interrupted: Row) -> Row:
+        """A new attempt for an interrupted slot, linked to it (the caller checked the policy)."""
+        current = self.row(interrupted.id)
+        if current.state != "interrupted":
+            raise IllegalTransition(f"journal: cannot retry a run that is {current.state!r}")
+        return self._add_attempt(current, "retry", "retry after interrupted")
+
+    def add_rerun(self, run_id: str, reason: str) -> Row:
+        """An operator rerun of a finished run: a new attempt naming the original and why.
+
+        The original row is not touched, so a refused run stays refused.
+        """
+        if not reason.strip():
+            raise InvalidInput("a rerun needs a reason")
+        original = self.by_run_id(run_id)
+        if original is None:
+            raise InvalidInput(f"run {run_id} is not in journal {self.path}")
+        if original.state not in TERMINAL | {"interrupted"}:
+            raise InvalidInput(f"run {run_id} is {original.state}; only a finished run is rerun")
+        return self._add_attempt(original, "rerun", reason)
+
+    def apply(self, action: Action, reason: str = "harness stopped during the run") -> Row | None:
+        """Carry out a bookkeeping action from `next_action`/`resume_steps` (not `launch`)."""
+        if action.row is None or action.kind in ("done", "launch"):
+            return action.row
+        if action.kind == "interrupt":
+            return self.mark_interrupted(action.row, reason)
+        if action.kind == "requeue":
+            return self.requeue(action.row)
+        if action.kind == "retry":
+            return self.add_retry(action.row)
+        raise InvalidInput(f"journal: unknown action {action.kind!r}")
+
+    def resume(self) -> list[Row]:
+        """Start-of-night recovery (see `resume_steps`): returns the rows it changed."""
+        return [r for r in (self.apply(s) for s in resume_steps(self.rows())) if r is not None]

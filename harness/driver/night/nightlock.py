@@ -1,0 +1,92 @@
+"""The night lock: one night (or operator rerun) at a time per GPU lock.
+
+The GPU lock serialises single runs; a night also owns its journal and decides which of
+its runs died, so two nights must never drive one GPU lock together. The night lock is a
+kernel flock on `<gpu lock>.night` (freed by the kernel however its holder dies) with a
+holder record beside it that says who holds it, for the refusal message and `status`.
+
+Policy, one rule for what an operator starts by hand: neither `harness run` nor
+`harness rerun` launches a control while a night holds this lock; each waits for it (up
+to the lock timeout, then exit 3 `ENV-LOCK-TIMEOUT`), so neither slips in between a
+night's controls. A rerun holds the lock throughout (it writes the night's journal); a
+run takes it only for a moment before each control (harness/cli/core.py `AfterNight`),
+so runs still take turns control by control at the GPU lock. A night that finds another
+night holding the lock refuses at once (exit 3, `ENV-NIGHT-BUSY`); a night that finds an
+operator's `run` or `rerun` holding it waits for it (up to the lock timeout).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.base.catalogue import ENV_LOCK_TIMEOUT, ENV_NIGHT_BUSY
+from harness.base.errors import EnvironmentFault
+from harness.base.timeutil import utc_now
+from harness.measure.lock import HeldFile, describe_holder, read_holder
+
+POLL_S = 0.5
+BY_HAND = ("run", "rerun")  # kinds an operator starts; a night waits for them
+
+
+def night_lock_path(gpu_lock: Path) -> Path:
+    return gpu_lock.with_name(gpu_lock.name + ".night")
+
+
+def read_night_holder(gpu_lock: Path) -> dict | None:
+    """Who holds the night lock (with `alive`), or None."""
+    return read_holder(night_lock_path(gpu_lock))
+
+
+def describe(holder: dict | None) -> str:
+    """One bounded, printable line (fields were cleaned by `read_holder`)."""
+    if not holder:
+        return "an unknown process (no holder record yet)"
+    if "unreadable" in holder:
+        return describe_holder(holder)
+    state = "" if holder.get("alive") else ", not running any more"
+    what = holder.get("kind", "night")
+    where = holder.get("night_dir") or holder.get("run_dir") or "-"
+    return (f"{what} of campaign {holder.get('campaign', '?')} (pid {holder.get('pid', '?')}, "
+            f"{holder.get('user', '?')}@{holder.get('host', '?')}, "
+            f"since {holder.get('since', '?')}, "
+            f"{where}{state})")
+
+
+class NightLock:
+    """Hold `<gpu lock>.night` for a night or a rerun; write who holds it beside it."""
+
+    def __init__(self, gpu_lock: Path, *, kind: str, campaign: str) -> None:
+        self.path = night_lock_path(Path(gpu_lock))
+        self.kind = kind
+        self.campaign = campaign
+        self._file = HeldFile(self.path, "night lock")
+
+    def acquire(self, *, timeout: float,
+                on_wait: Callable[[dict | None, float], None] | None = None) -> None:
+        """Take the lock; a night refuses beside another night, anything else waits."""
+        self._file.prepare()
+        t0 = time.monotonic()
+        while not self._file.try_acquire(0):
+            holder = read_holder(self.path)
+            waited = time.monotonic() - t0
+            if self.kind == "night" and (holder is None or holder.get("kind") not in BY_HAND):
+                raise EnvironmentFault(
+                    f"another night is driving this GPU lock: {describe(holder)}; this night "
+                    "refuses to start beside it", rule=ENV_NIGHT_BUSY)
+            if waited >= timeout:
+                raise EnvironmentFault(
+                    f"timed out after {waited:.0f}s waiting for the night lock {self.path} "
+                    f"(held by {describe(holder)})", rule=ENV_LOCK_TIMEOUT)
+            if on_wait:
+                on_wait(holder, waited)
+            time.sleep(POLL_S)
+        self._file.announce(kind=self.kind, campaign=self.campaign, since=utc_now())
+
+    def describe_as(self, **fields: str) -> None:
+        """Add what the holder is working on (night folder, run folder) to the record."""
+        self._file.update(**fields)
+
+    def release(self) -> None:
+        self._file.release()

@@ -1,0 +1,89 @@
+"""A night's Slurm side: the executor its loop uses, and the resume of rows left `running`.
+
+Kept out of runner.py so the local night reads as before. Why the doctor is not run by the
+controller here: the controller is not a GPU host; each host runs `harness doctor
+CAMPAIGN` as Slurm's HealthCheckProgram, which drains a host that is unfit (docs/slurm.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+
+from harness.base.errors import InvalidInput
+from harness.config.executor import Executor
+from harness.config.loader import Loaded, resolve
+from harness.driver.night.journal import Journal, Row
+from harness.driver.plan import LaunchRequest, Outcome
+from harness.driver.slurm import SlurmExecutor
+from harness.driver.watch import Settings
+from harness.measure.slurm import calls
+from harness.measure.slurm.job import Site
+from harness.measure.ui import Reporter
+
+# (drop, runs_dir, run id) -> the arrival's record, or None when nothing new came.
+Fetch = Callable[[Path, Path, str], "Mapping[str, object] | None"]
+
+
+def harness_path(configured: str | None) -> str:
+    """The `harness` the jobs exec: the configured one, else the one running now."""
+    if configured is not None:
+        return os.path.abspath(os.path.expanduser(configured))
+    beside = Path(sys.executable).parent / "harness"
+    found = str(beside) if beside.is_file() else shutil.which("harness")
+    if found is None:
+        raise InvalidInput("executor: cannot tell where `harness` is; set executor.harness")
+    return os.path.abspath(found)
+
+
+def site_of(loaded: Loaded, config: Executor, runs_dir: Path) -> Site:
+    drop = (resolve(config.drop, loaded.campaign_file.parent) if config.drop
+            else runs_dir / "slurm")
+    home = (str(resolve(config.home_root, loaded.campaign_file.parent))
+            if config.home_root else None)
+    runs = config.host_runs_dir or str(runs_dir)
+    if not os.path.isabs(runs):
+        raise InvalidInput(f"executor.host_runs_dir must be absolute (a path on every host): "
+                           f"{runs[:200]!r}")
+    return Site(harness=harness_path(config.harness), workdir=str(loaded.project_dir),
+                runs_dir=runs, drop=str(drop), partition=config.partition,
+                account=config.account, gfx=loaded.campaign.host.gfx, home_root=home)
+
+
+def slurm_executor(loaded: Loaded, config: Executor, ui: Reporter, *, night_dir: Path,
+                   runs_dir: Path, lock_timeout: float | None, until: datetime | None,
+                   on_submitted: Callable[[LaunchRequest, str, str], None] | None,
+                   fetch: Fetch | None = None) -> SlurmExecutor:
+    """`fetch(drop, runs_dir, run_id)` brings a run home from the drop (the command line's
+    bundle collect); bound here to this night's drop and runs folder."""
+    found = calls.history()  # sacct or the jobcomp file, where the cluster keeps them
+    site = site_of(loaded, config, runs_dir)
+    # Only where hosts keep runs on their own disks: with a shared RUNS_DIR the host's own
+    # folder is the evidence, and nothing from the drop may stand in for it.
+    bound = (functools.partial(fetch, Path(site.drop), runs_dir)
+             if fetch is not None and config.host_runs_dir else None)
+    settings = Settings(
+        night=night_dir.name, campaign_file=str(loaded.campaign_file),
+        site=site, fetch=bound,
+        lock_wait_s=lock_timeout or loaded.campaign.lock_timeout, until=until,
+        seal_grace_s=config.seal_grace, use_sacct=found.use_sacct, jobcomp=found.jobcomp)
+    return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted)
+
+
+def resume_rows(executor: SlurmExecutor, journal: Journal, rows: list[Row],
+                ) -> list[tuple[Row, Outcome | None]]:
+    """Follow the one job of rows a dead controller left `running` (one row, or a
+    same_host group's members): each row's outcome (None: no job and no seal for it)."""
+    if not all(r.run_dir for r in rows):
+        return [(r, None) for r in rows]
+    requests = [LaunchRequest(r.control, Path(r.run_dir), attempt=r.attempt,
+                              plan_index=r.plan_index) for r in rows]
+    job_id = next((j for r in rows if (j := journal.job_of(r.id)) is not None), None)
+    found = executor.resume(requests, job_id)
+    by_run = {req.run_id: outcome for req, outcome in found}
+    return [(r, by_run.get(Path(r.run_dir).name)) for r in rows]

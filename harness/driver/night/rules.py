@@ -1,0 +1,135 @@
+"""The night runner's decisions, as pure functions: deadline, what counts as finished,
+which journal event a run's status is, and the night's exit code.
+
+Kept apart from the loop so each rule is tested without Docker, SQLite or a clock.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from harness.base.errors import InvalidInput, Refused
+from harness.driver.night.transitions import TERMINAL, RetryPolicy, Row, latest_attempts
+from harness.driver.policy import retry_allowed
+
+MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
+_UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+
+def parse_until(until: str, what: str = "--until") -> tuple[int, int]:
+    m = _UNTIL.match(until.strip())
+    if not m:
+        raise InvalidInput(f"{what} {until!r}: expected a local time HH:MM, e.g. 06:30")
+    return int(m.group(1)), int(m.group(2))
+
+
+def parse_window(window: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """`--window START-END` (local HH:MM-HH:MM, may wrap midnight) -> (start, end)."""
+    parts = window.split("-")
+    if len(parts) != 2:
+        raise InvalidInput(f"--window {window!r}: expected START-END local times, e.g. "
+                           "22:00-06:30")
+    start, end = (parse_until(p, "--window") for p in parts)
+    if start == end:
+        raise InvalidInput(f"--window {window!r}: the window opens and closes at the same time")
+    return start, end
+
+
+def in_window(now: datetime, start: tuple[int, int], end: tuple[int, int]) -> bool:
+    """Whether the local time of `now` is inside [start, end), which may wrap midnight."""
+    at = (now.hour, now.minute)
+    return start <= at < end if start < end else (at >= start or at < end)
+
+
+def night_deadline(now: datetime, until: str | None, max_hours: float | None,
+                   window: str | None) -> datetime | None:
+    """The deadline of a night started at `now`: the earliest of --until, --max-hours and
+    the end of --window. A start outside --window is refused (Refused, exit 1): a timer
+    that catches up a missed night at boot must not hold the GPU through the day."""
+    deadline = deadline_from(now, until, max_hours)
+    if window is None:
+        return deadline
+    start, end = parse_window(window)
+    if not in_window(now, start, end):
+        raise Refused(f"--window {window}: it is {now:%H:%M} local time, outside the night's "
+                      "window; nothing was started (a night the timer missed while the host "
+                      "was off waits for its next window)")
+    closes = deadline_from(now, f"{end[0]:02d}:{end[1]:02d}", None)
+    return min(d for d in (deadline, closes) if d is not None)
+
+
+def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> datetime | None:
+    """The earliest of `--until` (the next such local wall-clock time after `now`) and
+    `now + --max-hours`; None when neither is given. `now` must be timezone-aware."""
+    candidates = []
+    if until is not None:
+        hour, minute = parse_until(until)
+        at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if at <= now:
+            at += timedelta(days=1)
+        candidates.append(at)
+    if max_hours is not None:
+        # NaN, inf or 1e308 hours would mean "no deadline" or overflow the clock.
+        if not math.isfinite(max_hours) or max_hours <= 0:
+            raise InvalidInput(f"--max-hours {max_hours:g}: must be a positive, finite number")
+        if max_hours > MAX_HOURS:
+            raise InvalidInput(f"--max-hours {max_hours:g}: at most {MAX_HOURS:g} hours")
+        candidates.append(now + timedelta(hours=max_hours))
+    return min(candidates) if candidates else None
+
+
+def past(deadline: datetime | None, now: datetime) -> bool:
+    return deadline is not None and now >= deadline
+
+
+def slot_final(row: Row, policy: RetryPolicy) -> bool:
+    """True when this newest attempt of a slot will not run again on its own."""
+    if row.state in TERMINAL:
+        return True
+    return row.state == "interrupted" and not retry_allowed(policy, row.state, row.attempt)
+
+
+def unfinished(rows: Sequence[Row], policy: RetryPolicy, *, ended: bool) -> bool:
+    """Should a start of this campaign continue this night? Not once it ended on purpose
+    (done, deadline, stop policy); otherwise while some slot can still run."""
+    if ended:
+        return False
+    return any(not slot_final(r, policy) for r in latest_attempts(rows).values())
+
+
+def progress(rows: Sequence[Row], policy: RetryPolicy) -> dict:
+    """{"done", "total", "states": {state: count}} over the newest attempt of each slot."""
+    latest = latest_attempts(rows).values()
+    states: dict[str, int] = {}
+    for r in latest:
+        states[r.state] = states.get(r.state, 0) + 1
+    return {"done": sum(slot_final(r, policy) for r in latest), "total": len(latest),
+            "states": dict(sorted(states.items()))}
+
+
+def environment_reason(reason: str | None) -> bool:
+    """Whether a journal reason says the host was at fault: it begins with an `ENV-` rule.
+
+    Only the start counts: `verdict.lines` puts the harness's environment reasons first,
+    and a post-step's reasons begin `[name]`, so a rule id inside a detail (a workload's
+    file name, a post-step's text) can never turn a refusal into an environment fault."""
+    return bool(reason) and reason.startswith("ENV-")
+
+
+def night_exit_code(rows: Sequence[Row]) -> int:
+    """0 when every slot's newest attempt is accepted; 3 when any was deferred by
+    the doctor or stopped by an environment fault; else 1 (refused, failed, timed out,
+    interrupted, or left unrun by the deadline or the stop policy)."""
+    latest = list(latest_attempts(rows).values())
+    if any(r.state == "deferred" or environment_reason(r.reason) for r in latest):
+        return 3
+    if all(r.state == "accepted" for r in latest):
+        return 0
+    return 1
+
+
+def reason_text(reasons: Sequence[object]) -> str:
+    return "; ".join(str(r) for r in reasons)

@@ -1,0 +1,202 @@
+"""The journal file itself: its schema, and the checks that refuse any file but our own.
+
+A file that is not a harness journal, or is damaged, is refused with a clear message and
+left exactly where it is. Nothing here writes: `Journal` (journal.py) opens and writes,
+`migrate` upgrades a file an older harness wrote.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.base.errors import EnvironmentFault, InvalidInput
+from harness.driver.night.transitions import STATES
+
+APPLICATION_ID = 0x484E4A31  # "HNJ1": marks the file as ours, so a foreign SQLite file is refused
+SCHEMA_VERSION = 2  # 1: states `sealed`, timed-out runs `failed` with a "timed-out: " reason
+READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 is migrated on a writable open, read as 2 else
+JOURNAL_NAME = "journal.sqlite"
+
+NIGHT_TABLE = """CREATE TABLE night (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    campaign TEXT NOT NULL,
+    campaign_file TEXT NOT NULL,
+    seal TEXT,
+    created TEXT NOT NULL,
+    deadline TEXT
+)"""
+_RUNS_TABLE = """CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    plan_index INTEGER NOT NULL,
+    control TEXT NOT NULL,
+    repeat_index INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ({states})),
+    run_id TEXT UNIQUE,
+    run_dir TEXT,
+    reason TEXT,
+    rerun_of INTEGER REFERENCES runs(id),
+    origin TEXT NOT NULL CHECK (origin IN ('plan', 'retry', 'rerun')),
+    link_reason TEXT,
+    updated TEXT NOT NULL,
+    UNIQUE (plan_index, attempt)
+)"""
+EVENTS_TABLE = """CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run INTEGER NOT NULL REFERENCES runs(id),
+    event TEXT NOT NULL,
+    from_state TEXT,
+    to_state TEXT NOT NULL,
+    detail TEXT,
+    at TEXT NOT NULL
+)"""
+
+
+def runs_table(states: Sequence[str]) -> str:
+    return _RUNS_TABLE.format(states=", ".join(repr(s) for s in states))
+
+
+RUNS_TABLE = runs_table(STATES)
+
+
+# Version 1 (before the journal spoke the run's language): kept to recognise its files.
+V1_STATES = ("planned", "running", "sealed", "refused", "failed", "interrupted", "deferred")
+
+
+def statements_of(version: int) -> list[str]:
+    """The statements that create an empty journal of `version` (1 or today's)."""
+    states = {1: V1_STATES, SCHEMA_VERSION: STATES}.get(version)
+    if states is None:
+        raise ValueError(f"no journal schema version {version}")
+    return [f"PRAGMA application_id = {APPLICATION_ID}", f"PRAGMA user_version = {version}",
+            NIGHT_TABLE, runs_table(states), EVENTS_TABLE]
+
+
+ROW_COLUMNS = (
+    "id, plan_index, control, repeat_index, attempt, state, run_id, run_dir, reason, "
+    "rerun_of, origin, link_reason, updated"
+)
+EVENT_COLUMNS = ("id", "run", "event", "from_state", "to_state", "detail", "at")
+# What each column read may hold, as the schema says: a value of any other type (a BLOB, a
+# REAL, NULL in a NOT NULL column) means the file was edited outside the harness.
+ROW_TYPES: tuple[tuple[type, ...], ...] = (
+    (int,), (int,), (str,), (int,), (int,), (str,), (str, type(None)), (str, type(None)),
+    (str, type(None)), (int, type(None)), (str,), (str, type(None)), (str,),
+)
+NIGHT_TYPES: tuple[tuple[type, ...], ...] = (
+    (str,), (str,), (str, type(None)), (str,), (str, type(None)),
+)
+EVENT_TYPES: tuple[tuple[type, ...], ...] = (
+    (int,), (int,), (str,), (str, type(None)), (str,), (str, type(None)), (str,),
+)
+ORIGINS = ("plan", "retry", "rerun")
+# Bounds on one value: a read of anything longer fails in SQLite itself ("string or blob too
+# big") instead of filling memory; the harness clamps what it writes far below that bound.
+MAX_VALUE_BYTES = 4_000_000
+MAX_TEXT_CHARS = 50_000
+
+
+def damaged(path: Path, err: Exception) -> EnvironmentFault:
+    return EnvironmentFault(
+        f"journal {path} is damaged or unreadable ({err}); it was left untouched. "
+        "Move it aside to start a new night there, or restore it from a backup."
+    )
+
+
+@functools.cache
+@functools.cache
+def expected_schema(version: int = SCHEMA_VERSION) -> tuple[tuple, ...]:
+    """sqlite_master as `create` (or the harness that wrote `version`) leaves it. Made
+    once per version (an immutable tuple): a report over a year of nights opens 365
+    journals and checked each against an in-memory database built twice per open."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in statements_of(version):
+            conn.execute(statement)
+        return schema_of(conn)
+    finally:
+        conn.close()
+
+
+def schema_of(conn: sqlite3.Connection) -> tuple[tuple, ...]:
+    return tuple(sorted(
+        conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(),
+        key=repr,
+    ))
+
+
+def harden(conn: sqlite3.Connection) -> None:
+    """Bound what one read may return and never run SQL functions named by the file."""
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.execute("PRAGMA trusted_schema=OFF")
+
+
+def check_schema(path: Path, conn: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
+    """Refuse any schema but the harness's own, exactly: no view posing as a table, no
+    generated column, trigger, extra index or altered column can run code on a read."""
+    found, wanted = schema_of(conn), expected_schema(version)
+    if found != wanted:
+        extra = sorted({r[1] for r in set(found) ^ set(wanted)})
+        raise damaged(path, ValueError(
+            f"schema is not the harness journal schema (differs in {extra[:8]})"))
+
+
+def typed(path: Path, what: str, values: Sequence, types: Sequence[tuple[type, ...]]) -> tuple:
+    """`values` as read, once each has the type the schema says; anything else is damage."""
+    if len(values) != len(types):
+        raise damaged(path, ValueError(f"{what} has {len(values)} columns"))
+    for i, (v, allowed) in enumerate(zip(values, types, strict=True)):
+        if type(v) not in allowed:
+            raise damaged(path, ValueError(
+                f"{what} column {i + 1} holds a {type(v).__name__} value"))
+    return tuple(values)
+
+
+def clamp(value: object) -> object:
+    """Text the harness writes, kept far below the read bound so its own journal reads back."""
+    if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+        return f"{value[:MAX_TEXT_CHARS]}... ({len(value) - MAX_TEXT_CHARS} more characters)"
+    return value
+
+
+def check_file(path: Path) -> int:
+    """Validate an existing journal read-only, before anything may write to it; return
+    its schema version (one this harness reads)."""
+    try:
+        ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        raise damaged(path, e) from None
+    try:
+        return check_connection(path, ro)
+    finally:
+        ro.close()
+
+
+def check_connection(path: Path, conn: sqlite3.Connection) -> int:
+    """`check_file` on a connection the caller holds (a read-only open checks the very
+    connection it then reads through); InvalidInput for a foreign or damaged file."""
+    try:
+        harden(conn)
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id == APPLICATION_ID and version in READABLE_VERSIONS:
+            check_schema(path, conn, version)
+        check = conn.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.Error as e:
+        raise damaged(path, e) from None
+    if app_id != APPLICATION_ID:
+        raise InvalidInput(
+            f"{path} is not a harness night journal (SQLite application_id {app_id:#x}); "
+            "it was left untouched"
+        )
+    if version not in READABLE_VERSIONS:
+        raise InvalidInput(
+            f"journal {path} has schema version {version}; this harness reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}. Use the harness version that wrote it."
+        )
+    if check != "ok":
+        raise damaged(path, ValueError(f"integrity check: {check}"))
+    return version

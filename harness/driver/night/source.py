@@ -1,0 +1,165 @@
+"""The night's plan as the driver walks it: the journal says what runs next, and records
+each launch (committed before it happens) and each outcome.
+
+`same_host` groups (harness.config.samehost): when the next row belongs to a group's
+instance, its launch is that instance's unfinished members, in the group's order
+(`group_rows`): under Slurm all of them at once (one job, `next_launches`), on one host
+one after another (`next_launch` hands out the rest before anything else). A slot of an
+instance with a member in flight is busy as a whole, so no member ever runs in a second
+job beside its partners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from harness.base.catalogue import ENV_DOCTOR
+from harness.base.timeutil import iso
+from harness.driver.night import rules
+from harness.driver.night.journal import Journal, RetryPolicy, Row, latest_attempts, next_action
+from harness.driver.plan import LaunchRequest, Outcome, new_request
+from harness.measure.ui import Reporter
+
+
+class NightSide(Protocol):
+    """What the source needs of the night (harness.driver.night.runner.Night)."""
+
+    ui: Reporter
+    policy: RetryPolicy
+    deadline: datetime | None
+    runs_dir: Path
+    instances: Mapping[int, tuple[int, ...]]  # plan slot -> its same_host instance's slots
+
+    def doctor(self, row: Row) -> list[str]: ...
+
+
+def group_busy(busy: frozenset[int], instances: Mapping[int, tuple[int, ...]]) -> frozenset[int]:
+    """`busy` grown to whole same_host instances: a partner of a slot in flight waits. Pure."""
+    return busy | {s for b in busy for s in instances.get(b, ())}
+
+
+def group_rows(row: Row, rows: Sequence[Row],
+               instances: Mapping[int, tuple[int, ...]]) -> list[Row]:
+    """The rows to launch with `row`: its instance's members whose newest attempt is
+    planned, in the group's order (`row` among them); `[row]` outside a group. Pure."""
+    slots = instances.get(row.plan_index)
+    if not slots:
+        return [row]
+    latest = latest_attempts(rows)
+    return [latest[s] for s in slots if s in latest and latest[s].state == "planned"]
+
+
+def left_running(row: Row, rows: Sequence[Row],
+                 instances: Mapping[int, tuple[int, ...]]) -> list[Row]:
+    """The rows a dead controller left `running` in the one job of `row`: its same_host
+    instance's running rows, in the group's order (a group's members are submitted
+    together and an instance never has two jobs in flight); `[row]` outside a group. Pure."""
+    slots = instances.get(row.plan_index)
+    if not slots:
+        return [row]
+    running = {r.plan_index: r for r in rows if r.state == "running"}
+    return [running[s] for s in slots if s in running]
+
+
+class JournalSource:
+    """The night's plan, walked by the driver (drive: one launch at a time; drive_window:
+    several launches, a group's members as one)."""
+
+    def __init__(self, night: NightSide, journal: Journal) -> None:
+        self.night = night
+        self.journal = journal
+        self.deferred_now: set[int] = set()
+        self._rows: dict[str, Row] = {}  # run id -> its journal row, while it runs
+        self._queue: list[int] = []  # one host: a group's next members' slots, in order
+
+    def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str:
+        """The next row to launch (one host: a group's members one after another, in the
+        group's order, before anything else); or why the night ends."""
+        found = self._next(busy)
+        if isinstance(found, str):
+            return found
+        self._queue = [r.plan_index for r in found[1:]]
+        return self._request(found[0])
+
+    def next_launches(self, busy: frozenset[int] = frozenset(),
+                      ) -> tuple[LaunchRequest, ...] | str:
+        """The next launch for the Slurm window: one row, or a same_host group's
+        unfinished members in order (one job); or why the night ends. `busy`: plan slots
+        whose launch is in flight, left alone with their whole group."""
+        found = self._next(group_busy(busy, self.night.instances))
+        if isinstance(found, str):
+            return found
+        return tuple(self._request(r) for r in found)
+
+    def _queued(self, rows: list[Row]) -> Row | None:
+        """The next member of a group a one-host walk is in the middle of, if still planned."""
+        latest = latest_attempts(rows)
+        while self._queue:
+            slot = self._queue.pop(0)
+            if slot in latest and latest[slot].state == "planned":
+                return latest[slot]
+        return None
+
+    def _next(self, busy: frozenset[int]) -> list[Row] | str:
+        """The rows of the next launch, after the bookkeeping before it; or why the night
+        ends. `busy`: plan slots whose launch is in flight (the Slurm window)."""
+        night, journal = self.night, self.journal
+        while True:
+            rows = [r for r in journal.rows() if r.plan_index not in busy]
+            p = rules.progress(rows, night.policy)
+            if hasattr(night.ui, "set_progress"):
+                night.ui.set_progress(p["done"], p["total"])
+            action = next_action(rows, night.policy)
+            if action.kind in ("interrupt", "retry"):
+                journal.apply(action)
+                continue
+            if action.kind == "done":
+                return "environment" if self.deferred_now else "done"
+            queued = self._queued(rows)
+            group = [queued] if queued else group_rows(action.row, rows, night.instances)
+            if rules.past(night.deadline, datetime.now(UTC)):
+                night.ui.event("deadline", deadline=iso(night.deadline),
+                               left=sum(r.state == "planned" for r in rows))
+                return "deadline"
+            failing = night.doctor(group[0])
+            if failing:
+                journal.mark_deferred(group[0], f"{ENV_DOCTOR}: " + "; ".join(failing))
+                self.deferred_now.add(group[0].id)
+                night.ui.event("deferred", control=group[0].control, reasons=failing)
+                continue
+            return group
+
+    def _request(self, row: Row) -> LaunchRequest:
+        night = self.night
+        night.ui.event("control-start", control=row.control, attempt=row.attempt,
+                       plan_index=row.plan_index)
+        request = new_request(row.control, night.runs_dir, attempt=row.attempt,
+                              plan_index=row.plan_index)
+        self._rows[request.run_id] = row
+        return request
+
+    def started(self, request: LaunchRequest) -> None:
+        row = self._rows[request.run_id]
+        self._rows[request.run_id] = self.journal.mark_running(
+            row, request.run_id, str(request.run_dir))  # committed before the folder exists
+
+    def submitted(self, request: LaunchRequest, token: str, job_id: str) -> None:
+        """A Slurm job now runs this launch: its id goes into the journal at once."""
+        self._rows[request.run_id] = self.journal.record_job(
+            self._rows[request.run_id], token, job_id)
+
+    def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
+        row = self._rows.pop(request.run_id)
+        self.journal.finish(row, outcome.status, outcome.reason_text)
+
+    def past_deadline(self) -> bool:
+        return rules.past(self.night.deadline, datetime.now(UTC))
+
+    def withdrawn(self, request: LaunchRequest, reason: str) -> None:
+        """Its job was cancelled before it started: the row is planned again, not run."""
+        row = self._rows.pop(request.run_id)
+        self.journal.withdraw(row, f"{reason}; run {request.run_id} never started")
+        self.night.ui.event("not-run", control=request.control, run_id=request.run_id)

@@ -1,0 +1,327 @@
+"""Operator reruns: the same control again as a new attempt, linked both ways.
+
+A rerun reads the control from the campaign file as it is on disk now (`plan_rerun`), so
+a fix runs; the plan says which files and which source seal it uses and how that seal
+differs from the original's (the original's preflight.json file list). `--failed` takes
+each slot of a night whose newest attempt did not succeed (`failed_rows`, pure).
+
+The original folder is sealed and read-only, so the backward link lives in the new run's
+run.json (`rerun_of`) and the forward link ("rerun by") lives outside run folders: in the
+night's journal when the original belongs to a night, and always in `reruns.jsonl` beside
+the run folders, appended (O_APPEND, one line per write, fsync) and never rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.base.errors import HarnessError, InvalidInput
+from harness.base.timeutil import utc_now
+from harness.config.checkout import checkout, inside
+from harness.config.loader import Loaded, require_campaign
+from harness.driver.drive import run_one
+from harness.driver.local import LocalExecutor
+from harness.driver.night.journal import JOURNAL_NAME, Journal, Row, latest_attempts
+from harness.driver.night.nightlock import NightLock
+from harness.driver.plan import LaunchRequest, Outcome, new_request
+from harness.judge.diff import file_changes, read_json, seal_files
+from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder.layout import PREFLIGHT, RECORD
+from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.reruns import INDEX
+from harness.measure.runfolder.sealed import read_record
+from harness.measure.seal import SourceSeal, source_seal
+from harness.measure.ui import Reporter
+
+
+def append_index(runs_dir: Path, entry: dict) -> None:
+    """Append one JSON line to `runs_dir/reruns.jsonl`, durably, never rewriting it."""
+    line = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    path = runs_dir / INDEX
+    try:  # never through a planted link, never blocked on a FIFO
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot append to the rerun index: "
+                           f"{e.strerror or e} (is it a link or a FIFO?)") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{path}: the rerun index is not a regular file")
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def night_of(run_id: str, nights_dirs: list[Path]) -> Path | None:
+    """The night folder whose journal holds `run_id`, if any (damaged journals skipped)."""
+    for nights in nights_dirs:
+        if not nights.is_dir():
+            continue
+        for night in sorted(nights.iterdir(), reverse=True):
+            journal_path = night / JOURNAL_NAME
+            if not journal_path.is_file():
+                continue
+            try:
+                with Journal.open(journal_path, readonly=True) as j:
+                    if j.by_run_id(run_id) is not None:
+                        return night
+            except HarnessError:
+                continue
+    return None
+
+
+Summarize = Callable[[Path], list[Path]]  # the morning summary's writer (the caller's)
+
+
+@dataclass
+class RerunResult:
+    run_dir: Path
+    status: str
+    exit_code: int
+    night: Path | None
+    summary: list[Path] = field(default_factory=list)  # the night's rewritten summary files
+
+
+@dataclass
+class RerunPlan:
+    """What a rerun will use: the campaign and control as they are on disk now, the source
+    seal they make, and how that seal differs from the original's (`changes`: the seal's
+    files added/removed/changed; None when the original's file list is unreadable)."""
+
+    run_dir: Path
+    original: RunRecord
+    loaded: Loaded
+    control: str
+    seal: SourceSeal
+    changes: dict[str, list[str]] | None
+    why_unknown: str | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        return self.seal.digest == self.original.seal
+
+    def files(self) -> list[Path]:
+        """The input files the rerun reads (campaign, control, images.lock)."""
+        control_file = self.loaded.controls[self.control][1]
+        out = [self.loaded.campaign_file, control_file]
+        return out + ([self.loaded.image_lock_file] if self.loaded.image_lock_file else [])
+
+
+def seal_lines(plan: RerunPlan) -> list[str]:
+    """Pure: say plainly whether the seal changed against the original, and how."""
+    if plan.unchanged:
+        return ["plain repeat: seal unchanged"]
+    if plan.changes is None:
+        return [f"seal changed: the original's file list is unreadable ({plan.why_unknown})"]
+    names = [f"  {kind} {name}" for kind in ("added", "removed", "changed")
+             for name in plan.changes[kind]]
+    return [f"seal changed: {len(names)} files", *names]
+
+
+def read_original(run_dir: Path) -> RunRecord:
+    """The original's record through the one verified reader: a run folder never sealed or
+    failing verification is refused (exit 1), so an edited run.json never chooses what a
+    rerun runs."""
+    return read_record(run_dir)
+
+
+def campaign_of(run_dir: Path, original: RunRecord, root: Path) -> Path:
+    """The campaign file the original's record names, which must lie inside the checkout
+    `root` (InvalidInput otherwise): a record names files, it never widens what may run."""
+    named = (original.campaign or {}).get("file")
+    if not named:
+        raise InvalidInput(f"{run_dir}/{RECORD} names no campaign file")
+    if not inside(Path(named), root):
+        raise InvalidInput(f"{run_dir}/{RECORD} names campaign {named!r}, outside the checkout "
+                           f"{root}: a rerun runs only the checkout's campaigns (run it from "
+                           "the checkout that holds the campaign, or name one with --campaign)")
+    return Path(named)
+
+
+def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
+    """The original's control from the campaign file as it is on disk now (the recorded
+    path, or `campaign`), and the seal it gives against the original's. Reads only. A
+    symlink to a run (`latest`) is followed once, here: the rerun, its link and its journal
+    row belong beside the real folder, never beside the link."""
+    run_dir = Path(os.path.realpath(run_dir))
+    original = read_original(run_dir)
+    camp_file = campaign or campaign_of(run_dir, original, checkout())
+    control_name = (original.control or {}).get("name")
+    if not control_name:
+        raise InvalidInput(f"{run_dir}/{RECORD} names no control")
+    loaded = require_campaign(Path(camp_file))
+    if control_name not in loaded.controls:
+        raise InvalidInput(f"campaign {camp_file} no longer has control {control_name!r}")
+    new_seal = source_seal(loaded.project_dir, loaded.files())
+    files, why = seal_files(read_json(run_dir / PREFLIGHT, "preflight record", []),
+                            original.seal)
+    changes = file_changes(files, new_seal.files) if files is not None else None
+    return RerunPlan(run_dir, original, loaded, control_name, new_seal, changes, why)
+
+
+def check_reason(reason: str) -> None:
+    """A rerun reason is recorded in run.json, the journal and reruns.jsonl: it must say
+    something, and be text UTF-8 can hold (a non-UTF-8 argv byte arrives as a lone
+    surrogate, which would fail those writes half-way through a rerun)."""
+    if not reason.strip():
+        raise InvalidInput("--reason must say why the run is repeated")
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidInput(f"--reason is not UTF-8 text (byte {reason[e.start]!a} at "
+                           f"character {e.start})") from None
+
+
+def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
+          lock_timeout: float | None = None, campaign: Path | None = None) -> RerunResult:
+    """Run the original's control again from its campaign file, as a new linked attempt."""
+    check_reason(reason)
+    return execute(plan_rerun(run_dir, campaign=campaign), reason, ui=ui, runs_dir=runs_dir,
+                   lock_timeout=lock_timeout)
+
+
+def rewrite_summary(night: Path, summarize: Summarize | None, ui: Reporter) -> list[Path]:
+    """Rewrite the night's summary files after its rows changed, so the morning report
+    shows the rerun, not only the refusal. A failure is an event: the rerun stands."""
+    if summarize is None:
+        return []
+    try:
+        return summarize(night)
+    except (HarnessError, OSError, ValueError) as e:
+        ui.event("summary-failed", night=str(night), error=f"{type(e).__name__}: {e}")
+        return []
+
+
+def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
+            lock_timeout: float | None = None, night: Path | None = None,
+            summarize: Summarize | None = None) -> RerunResult:
+    """Launch a planned rerun under the night lock, linked both ways (`night`: the
+    original's night folder, when the caller knows it). When the original belongs to a
+    night, `summarize(night)` rewrites its summary files once the journal changed, whether
+    the rerun ended or failed on the way (still under the night lock)."""
+    check_reason(reason)
+    run_dir, loaded, run_id = plan.run_dir, plan.loaded, plan.original.run_id
+    runs_dir = Path(os.path.abspath(runs_dir or run_dir.parent))
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    night = night or night_of(run_id, [runs_dir / "nights", run_dir.parent / "nights"])
+
+    lock = NightLock(loaded.lock_path, kind="rerun", campaign=loaded.campaign.name)
+    lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
+    journal: Journal | None = None
+    recorder: RerunRecorder | None = None
+    written: list[Path] = []
+    try:
+        journal = Journal.open(night / JOURNAL_NAME) if night else None
+        link = {"run_id": run_id, "path": str(run_dir), "reason": reason}
+        request = new_request(plan.control, runs_dir,
+                              attempt=(plan.original.attempt or 1) + 1, rerun_of=link)
+        lock.describe_as(run_dir=str(request.run_dir))
+        recorder = RerunRecorder(runs_dir, journal, night, link)
+        request = recorder.plan(request)
+        outcome = run_one(request, LocalExecutor(loaded, ui, lock_timeout=lock_timeout),
+                          recorder)
+        if outcome.error is not None:  # recorded failed; the operator sees the error itself
+            raise outcome.error
+        result = RerunResult(outcome.run_dir, outcome.status, outcome.exit_code, night)
+    finally:
+        try:
+            if journal is not None:
+                journal.close()
+            if night is not None and recorder is not None and recorder.row is not None:
+                written = rewrite_summary(night, summarize, ui)  # its rows changed
+        finally:
+            lock.release()
+    result.summary = written
+    return result
+
+
+def sealed_with(run_dir: Path) -> str | None:
+    """The source seal a (new) run recorded, or None when its record is unreadable."""
+    try:
+        return run_record.read(run_dir).seal
+    except HarnessError:
+        return None
+
+
+RERUN_STATES = ("refused", "failed", "timed-out", "interrupted")
+
+
+def failed_rows(rows: list[Row]) -> list[Row]:
+    """Pure: the newest attempt of each slot of a night when it did not succeed (refused,
+    failed, timed out or interrupted) and has a run folder, in plan order."""
+    latest = latest_attempts(rows)
+    return [latest[i] for i in sorted(latest)
+            if latest[i].state in RERUN_STATES and latest[i].run_dir]
+
+
+def night_failures(night_dir: Path) -> list[Path]:
+    """The run folders `rerun --failed` repeats, from the night's journal (read-only).
+
+    A journal is evidence like any other and may be forged: each row's folder must be the
+    folder named for its run id directly in the night's runs folder (a night folder is
+    RUNS/nights/NIGHT), and no folder may be named twice; else nothing is rerun (exit 2),
+    so a forged row cannot make a rerun write beside a folder outside the runs folder."""
+    night_dir = Path(os.path.abspath(night_dir))
+    path = night_dir / JOURNAL_NAME
+    if not path.is_file():
+        raise InvalidInput(f"{night_dir}: not a night folder (no {JOURNAL_NAME})")
+    with Journal.open(path, readonly=True) as j:
+        rows = failed_rows(j.rows())
+    runs_dir = os.path.realpath(night_dir.parent.parent)
+    out: list[Path] = []
+    for r in rows:
+        where = os.path.realpath(str(r.run_dir))
+        if (not r.run_id or os.path.dirname(where) != runs_dir
+                or os.path.basename(where) != r.run_id):
+            raise InvalidInput(  # repr: the journal's text with every control escaped
+                f"{path}: row {r.id} names run folder {r.run_dir!r} for run {r.run_id!r}, "
+                f"not a folder named for it in {runs_dir}: a night's runs live there")
+        if Path(where) in out:
+            raise InvalidInput(f"{path}: run folder {r.run_dir!r} is named by more than "
+                               "one slot")
+        out.append(Path(where))
+    return out
+
+
+class RerunRecorder:
+    """Records a rerun where its forward link lives: the original's night journal (if it
+    has one) and always reruns.jsonl beside the run folders."""
+
+    def __init__(self, runs_dir: Path, journal: Journal | None, night: Path | None,
+                 link: dict) -> None:
+        self.runs_dir = runs_dir
+        self.journal = journal
+        self.night = night
+        self.link = link
+        self.row: Row | None = None
+
+    def plan(self, request: LaunchRequest) -> LaunchRequest:
+        """Add the rerun to the journal as a new attempt; it numbers the attempt."""
+        if self.journal is None:
+            return request
+        self.row = self.journal.add_rerun(self.link["run_id"], self.link["reason"])
+        return replace(request, attempt=self.row.attempt)
+
+    def _entry(self, request: LaunchRequest, status: str) -> dict:
+        return {"original": {"run_id": self.link["run_id"], "path": self.link["path"]},
+                "rerun": {"run_id": request.run_id, "path": str(request.run_dir)},
+                "reason": self.link["reason"],
+                "night": str(self.night) if self.night else None,
+                "at": utc_now(), "status": status}
+
+    def started(self, request: LaunchRequest) -> None:
+        if self.journal is not None and self.row is not None:
+            self.row = self.journal.mark_running(self.row, request.run_id,
+                                                 str(request.run_dir))
+        append_index(self.runs_dir, self._entry(request, "running"))
+
+    def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
+        if self.journal is not None and self.row is not None:
+            self.journal.finish(self.row, outcome.status, outcome.reason_text)
+        append_index(self.runs_dir, self._entry(request, outcome.status))

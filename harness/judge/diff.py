@@ -1,0 +1,316 @@
+"""What differs between two runs, as one stable document (`harness diff`).
+
+`load_side` is the thin shell: it reads a sealed run folder's evidence through the one
+verified reader (`runfolder.sealed`: exit 1 for a folder never sealed or failing
+verification, exit 2 when run.json is not a run record), each other file bounded and
+tolerant (anything unreadable becomes a note and that topic is not compared). `compare` is pure:
+two sides in, the document out, so it is tested over dict fixtures, v1 records included.
+
+Every value comes from a run folder and is hostile: it is kept as the JSON value it is
+(never evaluated), compared by its canonical JSON text (so `1` and `true`, or two NaNs,
+compare as they are written), and made inert only by whoever displays it.
+
+The document (schema harness.diff/v1): `a` and `b` (run id, folder, attempt, schema,
+status, notes), `differs` (the topics that differ, in TOPICS order) and `topics`, one
+entry per topic with `same` (true, false, or null when one side did not record it):
+status, rules, seal (with the seal's files added/removed/changed, from preflight.json),
+git (provenance), approval (and whether the commit it reviewed is the one each run ran
+at), image, model (model_hashes), engine (the engine args as launched),
+gate0 (each field either run's Gate 0 found differing, with both runs' start-up and
+generation values) and metrics (metrics.json figures).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.base.readfile import InputError, read_text_bounded
+from harness.instrument.harness_observer.contract import ENGINE_CORE, ENV_ENGINE_ARGS
+from harness.judge.finalize.documents import DocumentError, read_document
+from harness.measure.runfolder import layout
+from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder.sealed import read_record
+from harness.measure.seal import seal_digest
+
+SCHEMA = "harness.diff/v1"
+FILE_LIMIT = 16 * 1024 * 1024
+TOPICS = ("status", "rules", "seal", "git", "approval", "image", "model", "engine", "gate0",
+          "metrics")
+APPROVAL_KEYS = ("file", "digest", "seal", "commit")
+GATE0_STEP = "gate0"
+ENV_FLAGS = ("--env", "-e")
+
+
+# ---- reading a side (I/O, bounded, tolerant) ------------------------------------------------
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e999: JSON text, but no JSON value
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: NaN, Infinity and numbers that overflow to them are refused (the diff
+    document must itself be JSON that strict readers accept)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
+def read_json(path: Path, what: str, notes: list[str]) -> Any:
+    """A JSON file from a run folder, bounded; None (and a note) if absent or unreadable."""
+    try:
+        text = read_text_bounded(path, FILE_LIMIT, what=what)
+        return loads(text)
+    except InputError as e:
+        if path.exists() or path.is_symlink():
+            notes.append(e.message)
+    except (ValueError, RecursionError) as e:
+        notes.append(f"{path}: the {what} is not valid JSON ({type(e).__name__})")
+    return None
+
+
+def _fields(path: Path, notes: list[str]) -> dict | None:
+    try:
+        fields = read_document(path).get("fields")
+    except DocumentError as e:
+        if path.exists() or path.is_symlink():
+            notes.append("; ".join(e.faults)[:2000])
+        return None
+    return fields if isinstance(fields, dict) else None
+
+
+def load_side(run_dir: Path) -> dict:
+    """Everything `compare` needs from one sealed run folder, read through the one verified
+    reader (Refused, exit 1, when the folder was never sealed or fails verification; so
+    every file read below is one the seal vouches for); InvalidInput (exit 2) when run.json
+    is not a run record. Every other file is optional."""
+    run_dir = Path(run_dir)
+    notes: list[str] = []
+    side = {"dir": str(run_dir), "record": read_record(run_dir, loads).raw, "notes": notes}
+    side["preflight"] = read_json(run_dir / layout.PREFLIGHT, "preflight record", notes)
+    side["vector"] = read_json(run_dir / layout.VECTOR, "docker vector", notes)
+    side["metrics"] = read_json(run_dir / layout.METRICS, "metrics", notes)
+    side["verdict"] = read_json(run_dir / layout.post_step_file(GATE0_STEP, layout.VERDICT),
+                                "Gate-0 verdict", notes)
+    obs = run_dir / layout.OBSERVATIONS
+    side["startup"] = _fields(obs / layout.STARTUP, notes)
+    side["generation"] = _fields(obs / layout.GENERATION, notes)
+    return side
+
+
+# ---- pure helpers ---------------------------------------------------------------------------
+
+def canon(value: Any) -> str:
+    """The canonical JSON text of a value: what two values are compared by."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def scalar(a: Any, b: Any, *, optional: bool = False) -> dict:
+    """{"a", "b", "same"}; with `optional`, a side that recorded nothing is not compared."""
+    if optional and (a is None or b is None):
+        return {"a": a, "b": b, "same": None}
+    return {"a": a, "b": b, "same": canon(a) == canon(b)}
+
+
+def mapping(a: Any, b: Any) -> dict:
+    """Two name -> value maps: `added` (only in b), `removed` (only in a), `changed`."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return {"a": a, "b": b, "same": None, "added": {}, "removed": {}, "changed": {}}
+    added = {k: b[k] for k in sorted(set(b) - set(a))}
+    removed = {k: a[k] for k in sorted(set(a) - set(b))}
+    changed = {k: {"a": a[k], "b": b[k]} for k in sorted(set(a) & set(b))
+               if canon(a[k]) != canon(b[k])}
+    return {"a": a, "b": b, "same": not (added or removed or changed),
+            "added": added, "removed": removed, "changed": changed}
+
+
+def file_changes(before: dict, after: dict) -> dict[str, list[str]]:
+    """Pure: the seal's files added, removed and changed between two file lists."""
+    return {"added": sorted(set(after) - set(before)),
+            "removed": sorted(set(before) - set(after)),
+            "changed": sorted(k for k in set(before) & set(after)
+                              if canon(before[k]) != canon(after[k]))}
+
+
+def seal_files(preflight: Any, seal: Any) -> tuple[dict | None, str | None]:
+    """The source seal's file list from a preflight record, or None and why not. A list
+    that does not hash to the run's seal is not trusted."""
+    files = _dict(_dict(preflight).get("source_seal")).get("files")
+    if not isinstance(files, dict):
+        return None, "no source seal file list in preflight.json"
+    if not all(isinstance(v, str) for v in files.values()):
+        return None, "preflight.json's seal file list has values that are not digests"
+    if seal is not None and seal_digest(files) != seal:
+        return None, "preflight.json's file list does not hash to the run's seal"
+    return files, None
+
+
+def engine_args(vector: Any) -> Any:
+    """The engine args as launched: the JSON of the HARNESS_ENGINE_ARGS env in the docker
+    vector's argv (the raw text when it is not JSON); None when not recorded."""
+    argv = _dict(vector).get("argv")
+    if not isinstance(argv, list):
+        return None
+    prefix = f"{ENV_ENGINE_ARGS}="
+    for i, arg in enumerate(argv):
+        value = None
+        if arg in ENV_FLAGS and i + 1 < len(argv) and isinstance(argv[i + 1], str):
+            value = argv[i + 1]
+        elif isinstance(arg, str) and arg.startswith("--env="):
+            value = arg[len("--env="):]
+        if value is not None and value.startswith(prefix):
+            try:
+                return loads(value[len(prefix):])
+            except (ValueError, RecursionError):
+                return value[len(prefix):]
+    return None
+
+
+# ---- the topics -----------------------------------------------------------------------------
+
+def _seal_topic(a: dict, b: dict, ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
+    out = scalar(ra.seal, rb.seal)
+    fa, why_a = seal_files(a.get("preflight"), ra.seal)
+    fb, why_b = seal_files(b.get("preflight"), rb.seal)
+    out["files"] = file_changes(fa, fb) if fa is not None and fb is not None else None
+    out["note"] = None if out["files"] is not None else "; ".join(
+        f"{s}: {w}" for s, w in (("a", why_a), ("b", why_b)) if w)
+    return out
+
+
+def _git_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
+    pa, pb = ra.raw.get("provenance"), rb.raw.get("provenance")
+    if not isinstance(pa, dict) or not isinstance(pb, dict):
+        return {"a": pa if isinstance(pa, dict) else None,
+                "b": pb if isinstance(pb, dict) else None, "same": None}
+    keys = ("commit", "dirty", "changed", "error")
+    return scalar({k: pa.get(k) for k in keys}, {k: pb.get(k) for k in keys})
+
+
+def _approval_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
+    """The approval each run ran under (when recorded), and for each run whether the
+    commit the approval reviewed is the commit the run ran at."""
+    pa, pb = (r.raw.get("approval") for r in (ra, rb))
+    out = scalar(*({k: p.get(k) for k in APPROVAL_KEYS} if isinstance(p, dict) else None
+                   for p in (pa, pb)), optional=True)
+    for key, r in (("commit_differs_a", ra), ("commit_differs_b", rb)):
+        reviewed = _dict(r.raw.get("approval")).get("commit")
+        ran = _dict(r.raw.get("provenance")).get("commit")
+        out[key] = None if reviewed is None or ran is None else canon(reviewed) != canon(ran)
+    return out
+
+
+def _difference_key(d: dict) -> str:
+    """`engine-core: compilation.custom_ops`: a difference named by the process it was
+    found in (verdicts before per-process judging name only the field)."""
+    process = d.get("process")
+    return f"{process}: {d['field']}" if isinstance(process, str) else d["field"]
+
+
+def _differences(verdict: Any) -> dict[str, dict] | None:
+    diffs = _dict(verdict).get("differences")
+    if not isinstance(diffs, list):
+        return None
+    out: dict[str, dict] = {}
+    for d in diffs:
+        if isinstance(d, dict) and isinstance(d.get("field"), str):
+            out.setdefault(_difference_key(d), {k: d.get(k) for k in (
+                "field", "process", "kind", "startup", "generation")})
+    return out
+
+
+def _observed(side: dict, key: str, found: dict | None, entry: dict) -> dict | None:
+    """One run's values of a field: its Gate-0 difference (under `key`), else what its
+    engine core observed (the one pair a side loads) when `entry`, the difference the
+    other run found, is the engine core's or names no process."""
+    if found is not None and key in found:
+        return found[key]
+    if entry.get("process") not in (None, ENGINE_CORE):
+        return None
+    field = entry["field"]
+    s, g = _dict(side.get("startup")), _dict(side.get("generation"))
+    if field not in s and field not in g:
+        return None
+    return {"kind": None, **({"startup": s[field]} if field in s else {}),
+            **({"generation": g[field]} if field in g else {})}
+
+
+def _gate0_topic(a: dict, b: dict) -> dict:
+    da, db = _differences(a.get("verdict")), _differences(b.get("verdict"))
+    verdict = scalar(_dict(a.get("verdict")).get("verdict"),
+                     _dict(b.get("verdict")).get("verdict"), optional=True)
+    entries = {**(db or {}), **(da or {})}
+    fields = [{"field": key, "a": _observed(a, key, da, entry), "b": _observed(b, key, db, entry)}
+              for key, entry in sorted(entries.items())]
+    only_a = sorted(set(da or {}) - set(db or {}))
+    only_b = sorted(set(db or {}) - set(da or {}))
+    same = None if da is None or db is None else (
+        not only_a and not only_b and all(canon(x["a"]) == canon(x["b"]) for x in fields))
+    return {"verdict": verdict, "fields": fields, "only_a": only_a, "only_b": only_b,
+            "both": sorted(set(da or {}) & set(db or {})), "recorded": {
+                "a": da is not None, "b": db is not None}, "same": same}
+
+
+def _rules_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
+    out = scalar(ra.rules, rb.rules)
+    out["only_a"] = sorted(set(ra.rules) - set(rb.rules))
+    out["only_b"] = sorted(set(rb.rules) - set(ra.rules))
+    return out
+
+
+def _head(side: dict, rec: run_record.RunRecord) -> dict:
+    return {"dir": side.get("dir"), "run_id": rec.run_id, "attempt": rec.attempt,
+            "schema": rec.schema or None, "status": rec.status,
+            "rerun_of": _dict(rec.rerun_of).get("run_id"),
+            "notes": [n for n in side.get("notes", []) if isinstance(n, str)]}
+
+
+def compare(a: dict, b: dict) -> dict:
+    """Pure: the diff document of two sides (see `load_side` for a side's keys; only
+    `record`, the run.json object, is required)."""
+    ra, rb = run_record.from_dict(_dict(a.get("record"))), run_record.from_dict(
+        _dict(b.get("record")))
+    metrics_a = _dict(a.get("metrics")).get("metrics") if a.get("metrics") is not None else None
+    metrics_b = _dict(b.get("metrics")).get("metrics") if b.get("metrics") is not None else None
+    topics = {
+        "status": scalar(ra.status, rb.status),
+        "rules": _rules_topic(ra, rb),
+        "seal": _seal_topic(a, b, ra, rb),
+        "git": _git_topic(ra, rb),
+        "approval": _approval_topic(ra, rb),
+        "image": scalar(ra.image.get("id"), rb.image.get("id")),
+        "model": mapping(ra.model_hashes, rb.model_hashes),
+        "engine": scalar(engine_args(a.get("vector")), engine_args(b.get("vector")),
+                         optional=True),
+        "gate0": _gate0_topic(a, b),
+        "metrics": mapping(metrics_a, metrics_b),
+    }
+    return {"schema": SCHEMA, "a": _head(a, ra), "b": _head(b, rb),
+            "differs": [t for t in TOPICS if topics[t]["same"] is False], "topics": topics}
+
+
+def gate0_differences(run_dir: Path) -> list[dict]:
+    """The fields a run's Gate 0 found differing, from post-steps/gate0/verdict.json (read
+    bounded): [{"field", "process", "kind", "startup", "generation"}] ("process" None in
+    verdicts that name none); [] when none or unreadable."""
+    path = Path(run_dir) / layout.post_step_file(GATE0_STEP, layout.VERDICT)
+    found = _differences(read_json(path, "Gate-0 verdict", []))
+    return list((found or {}).values())
+
+
+def diff_runs(run_a: Path, run_b: Path) -> dict:
+    """Read both run folders (nothing is written) and compare them."""
+    return compare(load_side(run_a), load_side(run_b))

@@ -1,0 +1,159 @@
+"""The doctor's lines for the host's GPU map (harness.config.gpumap): is it what Slurm hands out?
+
+A job's container gets only the render nodes the map names for its GPU indexes, so a wrong
+map gives a job no GPU or another job's. Two lines:
+- `gpu-map`: the file is valid, each entry a character device that exists, no two entries
+  the same device (after symlinks);
+- `gpu-map-gres`: each index names the device gres.conf gives that index on this node
+  (harness.measure.slurm.gres), when gres.conf is readable and names files. A gres.conf that is
+  there but cannot be parsed (past a bound of harness.base.bounds, not Slurm's syntax, not
+  UTF-8) fails: what Slurm hands out cannot be known, so the node is not fit.
+
+`judge_*` are pure; `gather` is the thin I/O shell. A host with no map and no reason to have
+one (not a Slurm node, the map not asked for) gets no line at all.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.base.bounds import BadText
+from harness.base.errors import InvalidInput
+from harness.base.readfile import InputError, read_text_bounded
+from harness.config import gpumap
+from harness.config.gpumap import GpuMap
+from harness.judge.doctor.checks import Check, DeviceNode
+from harness.judge.doctor.probes import device_node
+from harness.measure.slurm import gres
+
+MAX_GRES_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MapFacts:
+    """What the probes found: the map (or why none), its devices, gres.conf's files."""
+
+    path: str
+    required: bool  # a Slurm GPU node, or the map was named: absence fails
+    gmap: GpuMap | None = None
+    error: str | None = None  # the map exists but is invalid (file:line:col)
+    devices: dict[str, DeviceNode] = field(default_factory=dict)
+    real: dict[str, str] = field(default_factory=dict)  # path -> its real path
+    node: str = ""
+    gres_where: str = ""
+    gres_files: list[str] | None = None
+    gres_error: str | None = None  # not compared: absent, not ours to read, not read here
+    gres_bad: str | None = None  # there, but not parseable: a failure
+
+
+def judge_map(f: MapFacts) -> Check | None:
+    """The `gpu-map` line, or None for a host with no map that needs none."""
+    if f.error is not None:
+        return Check("gpu-map", "fail", f.error)
+    if f.gmap is None:
+        if not f.required:
+            return None
+        return Check("gpu-map", "fail", f"no GPU map at {f.path}: a Slurm job's container "
+                     "could get no GPU (docs/slurm.md, 'The GPU map')")
+    bad = []
+    for index in sorted(f.gmap.gpus):
+        path = f.gmap.gpus[index]
+        node = f.devices.get(path) or DeviceNode(path, False)
+        if not node.exists:
+            bad.append(f"GPU {index}: {path} does not exist")
+        elif not stat.S_ISCHR(node.mode):
+            bad.append(f"GPU {index}: {path} is not a character device")
+    owners: dict[str, int] = {}
+    for index in sorted(f.gmap.gpus):
+        real = f.real.get(f.gmap.gpus[index], f.gmap.gpus[index])
+        if real in owners:
+            bad.append(f"GPU {index} and GPU {owners[real]} are the same device {real}")
+        owners.setdefault(real, index)
+    if bad:
+        return Check("gpu-map", "fail", f"{f.path}: {'; '.join(bad)}")
+    return Check("gpu-map", "ok", f"{f.path}: {len(f.gmap.gpus)} GPU(s): {f.gmap.describe()}")
+
+
+def judge_gres(f: MapFacts) -> Check | None:
+    """The `gpu-map-gres` line: the map against gres.conf, index by index."""
+    if f.gmap is None:
+        return None
+    if f.gres_bad is not None:
+        return Check("gpu-map-gres", "fail", f"gres.conf at {f.gres_where} {f.gres_bad}: "
+                     "which device Slurm gives each GPU index cannot be known")
+    if f.gres_files is None:
+        why = f.gres_error or f"names no GPU File= for node {f.node!r}"
+        return Check("gpu-map-gres", "warn",
+                     f"gres.conf at {f.gres_where} {why}: indexes not compared")
+    slurm = {i: path for i, path in enumerate(f.gres_files)}
+    wrong = []
+    for index in sorted(set(slurm) | set(f.gmap.gpus)):
+        mine, theirs = f.gmap.gpus.get(index), slurm.get(index)
+        if mine is None:
+            wrong.append(f"GPU {index} ({theirs}) is missing from the map")
+        elif theirs is None:
+            wrong.append(f"GPU {index}: node {f.node} has only {len(slurm)} GPU(s) in gres.conf")
+        elif f.real.get(mine, mine) != f.real.get(theirs, theirs):
+            wrong.append(f"GPU {index}: the map says {mine}, gres.conf says {theirs}")
+    if wrong:
+        return Check("gpu-map-gres", "fail", f"{f.gres_where} (node {f.node}): "
+                     + "; ".join(wrong))
+    return Check("gpu-map-gres", "ok", f"matches {f.gres_where}: node {f.node}'s "
+                 f"{len(slurm)} GPU(s), index by index")
+
+
+def judge(f: MapFacts) -> list[Check]:
+    return [c for c in (judge_map(f), judge_gres(f)) if c is not None]
+
+
+# --------------------------------------------------------------------------- I/O
+
+
+def node_name(environ: Mapping[str, str]) -> str:
+    """This node's Slurm name: slurmd sets SLURMD_NODENAME for its programs; else the short
+    host name (Slurm's default NodeName)."""
+    return environ.get("SLURMD_NODENAME") or socket.gethostname().split(".", 1)[0]
+
+
+def _gres_files(where: Path, node: str) -> tuple[list[str] | None, str | None, str | None]:
+    """gres.conf's files for `node`, why they were not compared (a warning), and why
+    gres.conf cannot be used (a failure): an absent file, or one not ours to read, is the
+    first (configless clusters have none); one there but unparseable is the second."""
+    try:
+        text = read_text_bounded(where, MAX_GRES_BYTES, "gres.conf", follow_symlinks=True)
+    except InputError as e:
+        why = f"is not readable ({e.message.removeprefix(f'{where}: ')})"
+        return (None, None, why) if os.access(where, os.R_OK) else (None, why, None)
+    try:
+        return gres.gpu_files(text, node), None, None
+    except BadText as e:
+        return None, None, f"cannot be parsed ({e.message.removeprefix('gres.conf ')})"
+    except gres.Unsupported as e:
+        return None, f"is not read by this check ({str(e).removeprefix('gres.conf ')})", None
+
+
+def gather(environ: Mapping[str, str], *, given: Path | None, required: bool,
+           gres_conf: Path | None = None) -> MapFacts:
+    """Read the map, stat its devices, read gres.conf: every fault becomes data."""
+    path = gpumap.map_path(environ, given)
+    required = required or given is not None or bool(environ.get(gpumap.ENV_VAR))
+    if not os.path.lexists(path):
+        return MapFacts(str(path), required)
+    try:
+        gmap = gpumap.load_map(path)
+    except InvalidInput as e:
+        return MapFacts(str(path), required, error="; ".join([e.message, *e.faults])[:2000])
+    node = node_name(environ)
+    where = gres_conf or gres.gres_conf_path(environ)
+    files, problem, bad = _gres_files(where, node)
+    paths = {*gmap.gpus.values(), *(files or [])}
+    return MapFacts(str(path), required, gmap,
+                    devices={p: device_node(p) for p in gmap.gpus.values()},
+                    real={p: os.path.realpath(p) for p in paths}, node=node,
+                    gres_where=str(where), gres_files=files, gres_error=problem,
+                    gres_bad=bad)

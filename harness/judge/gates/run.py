@@ -1,0 +1,313 @@
+"""`harness gates`: run a campaign's gates in order and seal what they showed.
+
+The thin shell around `harness.judge.gates.judge`. Each gate's command runs without a shell, in
+its own process group (killed whole at its timeout), stdin closed, its stdout and stderr
+kept (each up to MAX_LOG bytes) in `<record>/<name>/stdout.log` and `stderr.log`. The
+gate writes into a scratch folder (HARNESS_GATE_DIR, and the `{gate_dir}` token in its
+argv); of that folder only the JUnit file its `expect` names is copied into the record,
+read bounded and never through a symlink, so nothing a gate leaves behind can make the
+record unsealable. A gate never gets the operator's ssh-agent (AGENT_ENV is removed: code
+under test must not sign an approval); a process it leaves holding its output fails it, and
+writes nothing to its logs after the grace. Then gates.json and SHA256SUMS
+(harness.measure.runfolder.manifest), read-only, unless anything but the harness wrote into the
+record folder or rewrote gates.json (GATES-TAMPERED: left unsealed).
+
+The record's verdict is decided completely before it is sealed: the source seal and the
+checkout's state at its commit (`provenance.clean_at`, over the seal's own file list) are
+taken before the first gate and after each one; a seal that changed in between is a
+refusal recorded in the record (GATES-SEAL-CHANGED: they did not test the sealed bytes), so
+`passed` is never true of a run `gates` refused. A tree that was not clean at one commit
+throughout is recorded as such (`git.clean` false): the gates still ran, but no approval can
+rest on the record.
+
+Exit: 0 every gate passed; 1 a gate failed or the record holds a refusal (both say why); 3 a
+gate's command could not be started at all (not found, not executable: the host lacks a
+tool), or the record could not be written; 2 bad input (the campaign, --only, a missing
+cwd). An interrupt kills the running gate and still seals what ran (as FAILED); the command
+then exits 130, as every command a Ctrl-C stopped does (`harness.base.signals`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from harness.base.atomic import dumps_json, write_json
+from harness.base.catalogue import GATES_SEAL_CHANGED, GATES_TAMPERED
+from harness.base.errors import ENVIRONMENT, OK, REFUSED, EnvironmentFault, InvalidInput, Refused
+from harness.base.timeutil import stamp, utc_now
+from harness.base.tree import NotRegular, TooMany, open_beneath, printable, walk
+from harness.config.gates import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
+from harness.config.loader import Loaded
+from harness.judge.gates.judge import MAX_JUNIT, Outcome, Verdict, judge
+from harness.judge.gates.record import GATE_RECORD, GATES_DIR, SCHEMA, verdict
+from harness.measure.provenance import MAX_PROBLEMS, CleanCheck, clean_at
+from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.manifest import make_read_only, write_manifest
+from harness.measure.seal import SourceSeal, seal_changes, source_files, source_seal
+
+MAX_LOG = 64 * 1024 * 1024
+KILL_TAIL = 1024 * 1024  # the kill score line is looked for in the last MiB of stdout
+AGENT_ENV = frozenset({"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO"})
+GRACE_S = 10.0  # after a kill, how long the copiers may take to see the pipes close
+
+
+def select(gates: list[Gate], only: tuple[str, ...]) -> list[Gate]:
+    """Pure: the gates to run, in campaign order; InvalidInput naming an unknown --only."""
+    names = {g.name for g in gates}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise InvalidInput(f"--only {', '.join(unknown)}: no such gate (the campaign lists "
+                           f"{', '.join(sorted(names)) or 'none'})")
+    return [g for g in gates if not only or g.name in only]
+
+
+def _copy(src: BinaryIO, dest: Path, stop: threading.Event | None = None) -> None:
+    """Copy a pipe into `dest`, keeping at most MAX_LOG bytes, draining the rest; once
+    `stop` is set (the record is being sealed) nothing more is written."""
+    kept = dropped = 0
+    stop = stop or threading.Event()
+    with open(dest, "xb", buffering=0) as out:  # unbuffered: the log is live
+        while chunk := src.read1(1 << 16):  # what is there, not a full 64 KiB
+            if stop.is_set():
+                continue  # drained, never written: the log may be sealed by now
+            room = MAX_LOG - kept
+            out.write(chunk[:room])
+            kept += min(room, len(chunk))
+            dropped += max(0, len(chunk) - room)
+        if dropped and not stop.is_set():
+            out.write(f"\n[harness: {dropped} more bytes not kept]\n".encode())
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _tail(path: Path) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - KILL_TAIL))
+        return f.read().decode("utf-8", "replace")
+
+
+def _junit(gate: Gate, scratch: Path, dest: Path) -> tuple[bytes | None, str | None]:
+    """The JUnit bytes the gate wrote (copied to `dest`), or why there are none."""
+    if gate.expect.junit is None:
+        return None, None
+    try:
+        fd = open_beneath(scratch, gate.expect.junit)
+    except FileNotFoundError:
+        return None, "not written"
+    except (NotRegular, OSError) as e:
+        return None, f"not a readable regular file ({e.strerror or e})"
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_JUNIT + 1)
+    if len(data) > MAX_JUNIT:
+        return None, f"over the {MAX_JUNIT} byte limit"
+    try:  # exclusive: never through a name a gate planted in the record folder
+        with open(dest, "xb") as out:
+            out.write(data)
+    except FileExistsError:
+        return None, f"{dest.name} already in the record folder (a gate may not write there)"
+    return data, None
+
+
+def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
+    """Run one gate's command; what it did, as an Outcome for the judge."""
+    argv = [a.replace(GATE_DIR_TOKEN, str(scratch)) for a in gate.run]
+    # never the reviewer's ssh-agent: code under test must not sign an approval with it
+    env = {**{k: v for k, v in os.environ.items() if k not in AGENT_ENV},
+           GATE_DIR_ENV: str(scratch)}
+    began = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as e:
+        for log in ("stdout.log", "stderr.log"):
+            (out_dir / log).write_bytes(b"")
+        return Outcome(None, 0.0, start_error=f"{argv[0]}: {e.strerror or e}")
+    stop = threading.Event()
+    copiers = [threading.Thread(target=_copy, args=(pipe, out_dir / name, stop), daemon=True)
+               for pipe, name in ((proc.stdout, "stdout.log"), (proc.stderr, "stderr.log"))]
+    for t in copiers:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=gate.timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:  # also on Ctrl-C: never leave a gate running
+        _kill(proc)
+        proc.wait()
+    for t in copiers:
+        t.join(GRACE_S)
+    lingering = any(t.is_alive() for t in copiers)  # a process it started holds a pipe
+    stop.set()
+    junit, problem = _junit(gate, scratch, out_dir / "junit.xml")
+    return Outcome(None if timed_out else proc.returncode, round(time.monotonic() - began, 3),
+                   timed_out=timed_out, stdout=_tail(out_dir / "stdout.log"),
+                   junit=junit, junit_problem=problem, lingering=lingering)
+
+
+def _cwd(gate: Gate, project_dir: Path) -> Path:
+    """The gate's folder: the project, or a folder inside it (InvalidInput otherwise)."""
+    real_project = Path(os.path.realpath(project_dir))
+    cwd = Path(os.path.realpath(real_project / (gate.cwd or ".")))
+    if not (cwd == real_project or real_project in cwd.parents) or not cwd.is_dir():
+        raise InvalidInput(f"gate {gate.name}: cwd {gate.cwd!r} is not a folder inside the "
+                           f"project {project_dir}")
+    return cwd
+
+
+def gate_entry(gate: Gate, argv: list[str], out: Outcome, verdict: Verdict) -> dict[str, Any]:
+    """Pure: one gate's entry in gates.json."""
+    return {"name": gate.name, "argv": argv, "exit_code": out.exit_code,
+            "passed": verdict.passed, "duration_s": out.duration_s, "counts": verdict.counts,
+            "kill_score": verdict.kill_score, "min_kill_score": gate.expect.min_kill_score,
+            "why": verdict.why}
+
+
+def exit_code(entries: list[dict[str, Any]], outcomes: list[Outcome],
+              refusals: list[dict[str, str]] = ()) -> int:
+    """Pure: 3 when a gate could not start or was interrupted, else 1 when one failed or
+    the record holds a refusal, else 0."""
+    if any(o.start_error is not None or o.interrupted for o in outcomes):
+        return ENVIRONMENT
+    return OK if verdict(entries, list(refusals)) else REFUSED
+
+
+def refusals_of(before: SourceSeal, after: list[tuple[str, SourceSeal]]) -> list[dict[str, str]]:
+    """Pure: what `harness gates` refuses of its own run: a source seal that changed while
+    the gates ran, as taken after each gate (`after`: gate name, seal), so a change made
+    and reverted between two gates is seen too; the first change is named, with its files."""
+    for name, seal in after:
+        if seal.digest != before.digest:
+            changed = seal_changes(before.files, seal.files)
+            return [{"rule": GATES_SEAL_CHANGED,
+                     "detail": f"the source seal changed while the gates ran (from "
+                               f"{before.digest} to {seal.digest} after gate {name}: "
+                               f"{', '.join(changed[:10])}); they did not test the sealed "
+                               "bytes: run the gates again"}]
+    return []
+
+
+def joined(checks: list[CleanCheck]) -> dict[str, Any]:
+    """Pure: the record's `git`: clean only when the checkout was clean at one commit
+    before the first gate and after each one."""
+    first = checks[0]
+    moved = sorted({f"HEAD moved from {first.commit} to {c.commit} while the gates ran"
+                    for c in checks if c.commit != first.commit})
+    problems = list(dict.fromkeys([*moved, *(p for c in checks for p in c.problems)]))
+    return {"commit": first.commit,
+            "clean": all(c.clean for c in checks) and not moved,
+            "problems": problems[:MAX_PROBLEMS],
+            "problems_total": max(c.problems_total for c in checks) + len(moved)}
+
+
+def _folder(runs_dir: Path, campaign: str) -> Path:
+    parent = runs_dir / GATES_DIR
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(100):
+            folder = parent / (f"{campaign}-{stamp()}" + (f"-{n}" if n else ""))
+            try:
+                folder.mkdir()
+                return folder
+            except FileExistsError:
+                continue
+    except OSError as e:
+        raise EnvironmentFault(f"{parent}: cannot create the gate record folder: "
+                               f"{e.strerror or e}") from None
+    raise EnvironmentFault(f"{parent}: no free name for a gate record")
+
+
+def _untouched(folder: Path, gates: list[Gate], doc: dict[str, Any]) -> None:
+    """Refuse (GATES-TAMPERED, the record left unsealed or its SHA256SUMS removed, so no
+    approval can rest on it) a record folder holding anything the harness did not write,
+    or a gates.json that is not the one it wrote: a gate's process may find the folder."""
+    wanted = {GATE_RECORD, SUMS} | {g.name for g in gates} | {
+        f"{g.name}/{f}" for g in gates for f in ("stdout.log", "stderr.log", "junit.xml")}
+    try:
+        entries = walk(folder, 4 * len(wanted))
+        stray = sorted(e.rel for e in entries if e.rel not in wanted or e.name_problem
+                       or not (e.is_file or e.is_dir))
+        with os.fdopen(open_beneath(folder, GATE_RECORD), "rb") as f:
+            same = f.read(len(dumps_json(doc).encode()) + 1) == dumps_json(doc).encode()
+    except (OSError, TooMany) as e:
+        stray, same = [f"({getattr(e, 'strerror', None) or e})"], False
+    if stray or not same:
+        with contextlib.suppress(OSError):
+            (folder / SUMS).unlink()
+        shown = ", ".join(printable(s) for s in stray[:10]) or f"{GATE_RECORD} was rewritten"
+        raise Refused(f"{folder}: something other than the harness wrote into the gate record "
+                      f"while the gates ran ({shown}); it is left unsealed: run the gates "
+                      "again", rule=GATES_TAMPERED)
+
+
+Echo = Callable[[dict[str, Any]], None]
+
+
+def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
+              echo: Echo = lambda entry: None) -> tuple[Path, dict[str, Any], int]:
+    """Run the selected gates in order, seal the record; (folder, gates.json doc, exit)."""
+    gates = select(loaded.gates, only)
+    if not gates:
+        raise InvalidInput(f"{loaded.campaign_file}: the campaign lists no gates")
+    cwds = [_cwd(g, loaded.project_dir) for g in gates]  # every cwd checked before any runs
+    seal, tree = _checked(loaded)
+    folder, started = _folder(runs_dir, loaded.campaign.name), utc_now()
+    entries: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
+    seals: list[tuple[str, SourceSeal]] = []  # the seal after each gate
+    trees = [tree]
+    with tempfile.TemporaryDirectory(prefix=".gate-", dir=folder.parent) as tmp:
+        for gate, cwd in zip(gates, cwds, strict=True):
+            scratch, out_dir = Path(tmp) / gate.name, folder / gate.name
+            scratch.mkdir()
+            out_dir.mkdir()
+            try:
+                out = _execute(gate, cwd, scratch, out_dir)
+            except KeyboardInterrupt:  # the gate is killed (_execute); seal what ran
+                out = Outcome(None, 0.0, interrupted=True)
+            entries.append(gate_entry(gate, list(gate.run), out, judge(gate, out)))
+            outcomes.append(out)
+            echo(entries[-1])
+            shutil.rmtree(scratch, ignore_errors=True)
+            seal_now, tree_now = _checked(loaded)
+            seals.append((gate.name, seal_now))
+            trees.append(tree_now)
+            if out.interrupted:
+                break
+    refusals = refusals_of(seal, seals)
+    doc = {"schema": SCHEMA, "campaign": {"name": loaded.campaign.name,
+                                          "file": str(loaded.campaign_file)},
+           "source_seal": seal.digest, "git": joined(trees),
+           "times": {"started": started, "ended": utc_now()},
+           "gates": entries, "refusals": refusals, "passed": verdict(entries, refusals)}
+    try:
+        write_json(folder / GATE_RECORD, doc, exclusive=True)
+        _untouched(folder, gates, doc)
+        write_manifest(folder)
+        _untouched(folder, gates, doc)  # nothing swapped in while it was hashed
+        make_read_only(folder)
+    except OSError as e:
+        raise EnvironmentFault(f"{folder}: cannot seal the gate record: "
+                               f"{e.strerror or e}") from None
+    return folder, doc, exit_code(entries, outcomes, refusals)
+
+
+def _checked(loaded: Loaded) -> tuple[SourceSeal, CleanCheck]:
+    """The source seal and whether the checkout is clean at its commit, over one file list."""
+    inputs = loaded.files()
+    return (source_seal(loaded.project_dir, inputs),
+            clean_at(loaded.project_dir, source_files(loaded.project_dir, inputs)))

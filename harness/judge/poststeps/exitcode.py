@@ -1,0 +1,76 @@
+"""The simplest judge: the container must have exited 0, not OOM-killed, not timed out.
+
+`judge_exit` is the one judge of a container's exit: the harness's own status
+(`verdict.decide`) asks it too, so the post-step and run.json can never disagree about the
+same exit. It imports nothing heavy, and it reads only `outcome.json`, which the harness
+wrote: the pipeline runs it in its own process (harness.pipeline.post, IN_PROCESS), saving
+a second interpreter per run; `python -m harness.judge.poststeps exit-code` runs it alone.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from harness.base.atomic import write_json
+from harness.base.catalogue import RUN_EXIT, RUN_INTERRUPTED, RUN_OOM, RUN_TIMEOUT
+from harness.base.readfile import InputError, read_bounded
+from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.measure.runfolder import layout
+
+OUTCOME_LIMIT = 1 << 20  # the harness writes a few hundred bytes
+
+
+def judge_exit(outcome: dict) -> tuple[str, list[tuple[str, str]]]:
+    """(the status an exit implies, [(rule, detail)]). Pure; precedence as the status's."""
+    if outcome.get("interrupted"):
+        return "interrupted", [(RUN_INTERRUPTED, "the harness was stopped during the run")]
+    if outcome.get("timed_out"):
+        return "timed-out", [(RUN_TIMEOUT, "the container ran past its timeout")]
+    if outcome.get("oom_killed"):
+        return "failed", [(RUN_OOM, "the container was killed for memory")]
+    code = outcome.get("exit_code")
+    if code is None:
+        return "failed", [(RUN_EXIT, "no exit code was recorded")]
+    if code != 0:
+        return "failed", [(RUN_EXIT, f"the container exited {code}")]
+    return "accepted", []
+
+
+def judge(outcome: dict) -> tuple[str, list[str]]:
+    """Pure verdict from the recorded container outcome. Returns (verdict, reasons)."""
+    _, found = judge_exit(outcome)
+    reasons = [f"{rule}: {detail}" for rule, detail in found]
+    return ("refused" if reasons else "accepted"), reasons
+
+
+def read_outcome(run_dir: Path) -> tuple[dict, str | None]:
+    """(the recorded outcome, why it could not be read). Bounded, a regular file only, never
+    through a symlink, strict JSON: whatever stands at that name cannot hang or flood the
+    harness process that runs this step. Anything unreadable is an empty outcome, which
+    `judge` refuses (no exit code was recorded)."""
+    path = run_dir / layout.OUTCOME
+    try:
+        doc = strict_loads(read_bounded(path, OUTCOME_LIMIT, "outcome").decode("utf-8"))
+    except InputError as e:
+        return {}, e.message
+    except (ValueError, RecursionError) as e:  # not UTF-8, not strict JSON, too deep
+        return {}, f"{path}: {e}"
+    return (doc, None) if isinstance(doc, dict) else ({}, f"{path}: not a JSON object")
+
+
+def run(run_dir: Path, out_dir: Path, options: dict, out: TextIO | None = None) -> int:
+    """Write the verdict; the lines a person reads go to `out` (stdout when run alone)."""
+    out = out or sys.stdout
+    outcome, problem = read_outcome(run_dir)
+    if problem:
+        print(f"exit-code: cannot read the outcome: {problem}", file=out)
+    verdict, reasons = judge(outcome)
+    write_json(out_dir / layout.VERDICT, {
+        "schema": "harness.verdict/v1", "verdict": verdict, "reasons": reasons,
+    })
+    for r in reasons:
+        print(r, file=out)
+    print(f"exit-code: {verdict}", file=out)
+    return 0 if verdict == "accepted" else 1

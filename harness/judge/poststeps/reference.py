@@ -1,0 +1,99 @@
+"""The `reference` post-step: the run's figures against the control's reference values.
+
+Options: {"reference": {figure: bound}} (harness.config.reference's shape) and "measured":
+the lock's wait and hold, which only the harness knows while the run is open. Duration and
+exit code come from outcome.json, vLLM's figures from the native logs (parsed as
+metrics.json will be). Every figure is judged and kept in `verdict.json` ("findings"), so
+the report marks a value outside even where the control does not refuse on it; the run is
+refused only for a figure marked `refuse: true` that is outside (REFERENCE-OUTSIDE) or
+absent (REFERENCE-MISSING).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from harness.base.atomic import write_json
+from harness.base.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFERENCE_OUTSIDE
+from harness.base.readfile import InputError, read_bounded
+from harness.config.reference import FIGURE_UNITS, Bound, References, finding, range_text
+from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.measure.metrics import UNITS, write_metrics
+from harness.measure.runfolder import layout
+
+SCHEMA = "harness.verdict/v1"
+OUTCOME_LIMIT = 1 << 20
+
+
+def _number(value: Any) -> float | int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def figures(run_dir: Path, measured: dict) -> dict[str, float | int | None]:
+    """Every figure a reference may name, from the open run folder; absent ones are None."""
+    try:
+        outcome = strict_loads(read_bounded(run_dir / layout.OUTCOME, OUTCOME_LIMIT,
+                                            "outcome").decode("utf-8"))
+    except (InputError, ValueError):  # no outcome (nothing launched) or a damaged one
+        outcome = {}
+    outcome = outcome if isinstance(outcome, dict) else {}
+    logs = run_dir / layout.LOGS
+    doc = write_metrics([logs / layout.STDOUT_LOG, logs / layout.STDERR_LOG], base=run_dir)
+    found = {"duration_s": _number(outcome.get("duration_s")),
+             "exit_code": _number(outcome.get("exit_code")),
+             "lock_wait_s": _number(measured.get("lock_wait_s")),
+             "lock_hold_s": _number(measured.get("lock_hold_s"))}
+    return {**found, **{k: _number(v) for k, v in doc["metrics"].items()}}
+
+
+def judge(refs: dict[str, Bound], values: dict) -> tuple[str, list[str], list[dict]]:
+    """(verdict, reasons, findings). Pure."""
+    findings = [finding(name, bound, values.get(name)) for name, bound in sorted(refs.items())]
+    reasons = []
+    for f in findings:
+        if not f["refuse"]:
+            continue
+        expected = range_text(f["lower"], f["upper"])
+        unit = FIGURE_UNITS.get(f["metric"]) or UNITS.get(f["metric"], "")
+        unit = f" {unit}" if unit else ""
+        if f["outside"] is None:
+            reasons.append(f"{REFERENCE_MISSING}: {f['metric']} has no value in this run "
+                           f"(expected {expected}{unit})")
+        elif f["outside"]:
+            reasons.append(f"{REFERENCE_OUTSIDE}: {f['metric']} = {f['value']:.6g}{unit}, "
+                           f"expected {expected}")
+    return ("refused" if reasons else "accepted"), reasons, findings
+
+
+def run(run_dir: Path, out_dir: Path, options: dict) -> int:
+    try:
+        if not isinstance(options, dict):
+            raise ValueError("the options must be a JSON object")
+        refs = _parse(options.get("reference"))
+        measured = options.get("measured") or {}
+        if not isinstance(measured, dict):
+            raise ValueError("measured must be an object")
+    except ValueError as e:
+        verdict, reasons, findings = "refused", [f"{REFERENCE_OPTIONS}: {e}"], []
+    else:
+        verdict, reasons, findings = judge(refs, figures(Path(run_dir), measured))
+    write_json(Path(out_dir) / layout.VERDICT, {"schema": SCHEMA, "verdict": verdict,
+                                               "reasons": reasons, "findings": findings})
+    for f in findings:
+        state = {None: "no value", True: "OUTSIDE", False: "inside"}[f["outside"]]
+        print(f"{f['metric']}: {f['value']} {range_text(f['lower'], f['upper'])} {state}")
+    print(f"reference: {verdict}")
+    return 0 if verdict == "accepted" else 1
+
+
+def _parse(raw: Any) -> dict[str, Bound]:
+    try:
+        return TypeAdapter(References).validate_python(raw)
+    except ValidationError as e:
+        raise ValueError("; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}"
+                                   for x in e.errors()[:5])) from None

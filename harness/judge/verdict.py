@@ -1,0 +1,116 @@
+"""Where a run's status is decided: a pure function of what was measured and judged.
+
+Every reason names its rule (MLPerf's checker) and who found it (`by`: the harness, or the
+post-step by name), so a refusal can be traced to one check. A post-step's own rule ids
+(`GATE0-FIELD-DIFFERS`) are kept as its reasons' rules, never folded into `POST-<name>`.
+Status precedence: a preflight refusal, then interrupted, timed-out, failed (the
+container itself), then refused (a judge, or a seal that changed), else accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.base.catalogue import (
+    NOT_LAUNCHED,
+    POST_REFUSED,
+    RUN_INTERRUPTED,
+    exit_class,
+    split,
+)
+from harness.base.errors import ENVIRONMENT
+from harness.judge.poststeps import exitcode
+from harness.measure.runfolder.record import HARNESS, reason_text
+
+STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")
+
+
+@dataclass(frozen=True)
+class Reason:
+    rule: str
+    detail: str
+    by: str = HARNESS
+
+    def __str__(self) -> str:
+        """`RULE: detail`; a post-step's reason leads with its name, `[gate0] RULE: ...`,
+        so no text a post-step writes can begin like one of the harness's own reasons."""
+        return reason_text(self.as_dict())
+
+    def as_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "by": self.by, "detail": self.detail}
+
+    @property
+    def environment(self) -> bool:
+        """Only the harness's own catalogued environment rules make a run exit 3: a
+        post-step cannot claim the host was at fault."""
+        return self.by == HARNESS and exit_class(self.rule) == ENVIRONMENT
+
+
+@dataclass(frozen=True)
+class PostResult:
+    name: str
+    exit_code: int | None
+    verdict: str | None
+    reasons: tuple[str, ...] = ()
+
+
+def split_reason(text: str, *, by: str, default_rule: str) -> Reason:
+    """`RULE-ID: detail` -> Reason(RULE-ID, detail, by); other text keeps `default_rule`."""
+    rule, detail = split(text)
+    return Reason(rule or default_rule, detail, by)
+
+
+def judge_exit(outcome: dict) -> tuple[str, list[Reason]]:
+    """The one judge of a container's exit (`poststeps.exitcode.judge_exit`, which the
+    `exit-code` post-step runs too), as (status it implies, reasons)."""
+    status, found = exitcode.judge_exit(outcome)
+    return status, [Reason(rule, detail) for rule, detail in found]
+
+
+def post_reasons(p: PostResult) -> list[Reason]:
+    """A refusing post-step's reasons, each under the rule id the step named."""
+    if p.exit_code == 0 and p.verdict != "refused":
+        return []
+    found = [split_reason(text, by=p.name, default_rule=POST_REFUSED)
+             for text in p.reasons]
+    return found or [Reason(POST_REFUSED, f"exited {p.exit_code}", p.name)]
+
+
+def decide(*, preflight: list[Reason], outcome: dict | None, post: list[PostResult],
+           after: list[Reason]) -> tuple[str, list[Reason]]:
+    """(status, reasons) for one run. `outcome` is None when nothing was launched."""
+    reasons = list(preflight)
+    if preflight or outcome is None:
+        stopped = any(r.rule == RUN_INTERRUPTED for r in preflight)
+        return ("interrupted" if stopped else "refused"), (
+            reasons or [Reason(NOT_LAUNCHED, "no container was started")])
+    status, found = judge_exit(outcome)
+    reasons += found
+    for p in post:  # a judge refuses by its exit code, or by saying so in its verdict
+        reasons += post_reasons(p)
+    reasons += after
+    if status == "accepted" and len(reasons) > 0:
+        status = "refused"
+    return status, reasons
+
+
+def record_reasons(reasons: list[Reason]) -> tuple[list[dict[str, str]], list[str]]:
+    """run.json's `reasons` (structured) and `rules` (the ids that refused, sorted)."""
+    return [r.as_dict() for r in reasons], sorted({r.rule for r in reasons})
+
+
+def exit_code(status: str, reasons: list[Reason]) -> int:
+    """0 accepted; 3 when the host was at fault (engine, lock, image, device); else 1."""
+    if status == "accepted":
+        return 0
+    if any(r.environment for r in reasons):
+        return 3
+    return 1
+
+
+def lines(reasons: list[Reason]) -> tuple[str, ...]:
+    """The reasons as text for a journal or a screen, the harness's environment reasons
+    first: a journal line begins with `ENV-` exactly when the run exited 3 (see
+    `night.rules.environment_reason`), whatever the other reasons' details say."""
+    ordered = sorted(reasons, key=lambda r: not r.environment)
+    return tuple(str(r) for r in ordered)

@@ -1,0 +1,102 @@
+"""The one place the harness talks to the Docker engine through the SDK.
+
+Only this module creates a Docker client (tests/unit/test_architecture.py greps for it): one
+place decides timeouts, and what "no engine" means for a run (exit 3) and for a report
+(a reason, in words).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import docker
+import docker.errors
+
+from harness.base.catalogue import ENV_NO_ENGINE
+from harness.base.errors import EnvironmentFault, InvalidInput
+
+
+@functools.lru_cache(maxsize=1)
+def client() -> docker.DockerClient:
+    """A pinged client, or exit 3 with a clear message: nothing is locked or launched first."""
+    try:
+        c = docker.from_env(timeout=60)
+        c.ping()
+    except Exception as e:  # the SDK raises many kinds here: all mean "no engine"
+        raise EnvironmentFault(
+            f"cannot reach the Docker engine ({type(e).__name__}: {e}); is dockerd running "
+            "and is DOCKER_HOST right?", rule=ENV_NO_ENGINE) from None
+    return c
+
+
+def try_client(timeout: int = 10) -> tuple[docker.DockerClient | None, str | None]:
+    """A client for questions about the host (doctor, host snapshot), or why there is none.
+
+    Unlike client() it neither pings nor raises: a sick engine is a fact to report there.
+    """
+    try:
+        return docker.from_env(timeout=timeout), None
+    except (docker.errors.DockerException, OSError) as e:
+        return None, short_error(e)
+
+
+def short_error(e: BaseException) -> str:
+    """The first line of an SDK error, at most 200 characters: fit for one report line."""
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:200]
+
+
+def image_store(info: Mapping[str, Any]) -> str:
+    """'containerd' when `docker info` shows the containerd image store, else 'graph-driver'.
+
+    With the containerd store an image Id is the manifest digest, not the config digest,
+    so the same image has different Ids on the two kinds of daemon.
+    """
+    for pair in info.get("DriverStatus") or []:
+        if (
+            len(pair) == 2
+            and str(pair[0]).lower() == "driver-type"
+            and "containerd" in str(pair[1])
+        ):
+            return "containerd"
+    driver = str(info.get("Driver", "")).lower()
+    if "containerd" in driver and "snapshotter" in driver:
+        return "containerd"
+    return "graph-driver"
+
+
+def store_kind(recorded: str | None) -> str | None:
+    """A store recorded in images.lock, in image_store()'s words; None when not recorded.
+
+    Pins made before image_store() had one answer recorded the storage driver's name
+    (overlay2, fuse-overlayfs) for a graph-driver daemon, and 'containerd' otherwise.
+    """
+    if not recorded:
+        return None
+    return "containerd" if "containerd" in recorded else "graph-driver"
+
+
+def local_image(ref: str) -> dict[str, Any] | None:
+    """`docker image inspect` of `ref`, or None when the engine has no such image."""
+    if not ref or not ref.strip():  # the SDK raises NullResource, not a lookup miss
+        raise InvalidInput("an image reference must not be empty")
+    try:
+        return client().api.inspect_image(ref)
+    except docker.errors.ImageNotFound:
+        return None
+    except docker.errors.APIError as e:
+        if e.status_code == 404:
+            return None
+        raise EnvironmentFault(f"docker image inspect {ref}: {e}") from None
+
+
+def facts(c: Any | None) -> tuple[dict | None, dict | None, str | None]:
+    """(`docker version`, `docker info`, error): error is set when the engine does not answer."""
+    if c is None:
+        return None, None, "no Docker client"
+    try:
+        return c.version(), c.info(), None
+    except (docker.errors.DockerException, OSError) as e:
+        return None, None, short_error(e)

@@ -1,0 +1,232 @@
+"""Run one docker vector and measure it: witnesses, native logs, timeout, exit and OOM.
+
+This module measures; it never judges (BenchExec's split). The pipeline decides what the
+outcome means.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import select
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import docker.errors
+
+from harness.base.atomic import write_json
+from harness.base.signals import Interrupted, on_second_interrupt
+from harness.base.timeutil import utc_now
+from harness.measure import engine, witness
+from harness.measure.logs import Pump
+from harness.measure.runfolder import layout
+from harness.measure.vector import Vector
+
+CIDFILE_WAIT_S = 60.0
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None = None
+    oom_killed: bool = False
+    timed_out: bool = False
+    interrupted: bool = False
+    launcher_exit: int | None = None
+    container_id: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    duration_s: float | None = None
+    container_started_at: str | None = None
+    container_finished_at: str | None = None
+    log_bytes: dict[str, int] = field(default_factory=dict)
+    log_errors: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"schema": "harness.outcome/v1", **asdict(self)}
+
+
+def _wait_cid(cidfile: Path, proc: subprocess.Popen, limit: float) -> str | None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        try:
+            cid = cidfile.read_text().strip()
+            if cid:
+                return cid
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            try:
+                return cidfile.read_text().strip() or None
+            except OSError:
+                return None
+        time.sleep(0.01)
+    return None
+
+
+def stop_container(cid: str, grace: float) -> str:
+    """SIGTERM, then SIGKILL after `grace` seconds (docker stop), then make sure."""
+    api = engine.client().api
+    try:
+        api.stop(cid, timeout=int(max(1, grace)))
+    except docker.errors.NotFound:
+        return "gone"
+    except docker.errors.APIError:
+        pass
+    try:
+        if api.inspect_container(cid)["State"]["Running"]:
+            api.kill(cid)
+            return "killed"
+    except docker.errors.NotFound:
+        return "gone"
+    return "stopped"
+
+
+def _kill_quietly(cid: str) -> None:
+    with contextlib.suppress(Exception):  # gone, or the engine busy: the stop goes on anyway
+        engine.client().api.kill(cid)
+
+
+def stop_interrupted(cid: str | None, grace: float) -> str:
+    """Stop the container of an interrupted run; a second Ctrl-C meanwhile kills it at
+    once (from a thread: the handler must not block) instead of waiting out `grace`."""
+    if not cid:
+        return "no container"
+    hurried: list[bool] = []
+
+    def kill_now() -> None:
+        hurried.append(True)
+        threading.Thread(target=_kill_quietly, args=(cid,), daemon=True).start()
+
+    with on_second_interrupt(kill_now):
+        how = stop_container(cid, grace)
+    return how + (" (killed at once: a second interrupt)" if hurried else "")
+
+
+def _interrupted(out: Outcome, signal: str, cid: str | None, grace: float,
+                 on_interrupt: Callable[[str, str | None], None] | None) -> str | None:
+    """Record the interruption, say so, stop the container. `cid` was read again if the
+    signal came before docker had named it: a container created meanwhile is stopped too,
+    never left running beside a released lock."""
+    out.interrupted, out.container_id = True, cid
+    if on_interrupt:
+        on_interrupt(signal, cid)
+    out.notes.append(f"interrupted: {stop_interrupted(cid, grace)}")
+    return cid
+
+
+def _wait_exit(proc: subprocess.Popen, cid: str | None, out: Outcome, *, deadline: float,
+               timeout: float, grace: float) -> None:
+    """Wait for the launcher to exit; past the deadline stop the container. The wait wakes
+    when the launcher exits (its pidfd becomes readable), not at the next 50 ms poll: on a
+    short control that poll was a visible part of the harness's own time."""
+    pidfd = _pidfd(proc.pid)
+    try:
+        while proc.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                out.timed_out = True
+                out.notes.append(f"timeout after {timeout:g}s: "
+                                 f"{stop_container(cid, grace) if cid else 'no container'}")
+                return
+            if pidfd is None:
+                time.sleep(min(left, 0.05))
+            else:  # a signal still interrupts this wait (the handler raises Interrupted)
+                select.select([pidfd], [], [], min(left, 1.0))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when `pid` exits; None where the kernel (before
+    Linux 5.3) or the platform has none, and the wait polls instead."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
+        on_started: Callable[[str], None] | None = None,
+        on_interrupt: Callable[[str, str | None], None] | None = None) -> Outcome:
+    """Launch, witness, stream, wait. Writes each witness's file (harness.measure.witness) and
+    logs/; returns the measured outcome (the caller writes outcome.json). On a stop
+    signal `on_interrupt(signal, container id)` is told before the container is stopped,
+    so a person learns at once what the harness is doing."""
+    out = Outcome()
+    logs = run_dir / layout.LOGS
+    logs.mkdir(exist_ok=True)
+    cidfile = Path(vector.argv[vector.argv.index("--cidfile") + 1])
+    env = {**os.environ, **vector.passed_env}
+    out.started = utc_now()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(vector.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    # Witness first, before anything else can happen to the launcher.
+    subject = witness.Subject(proc.pid, secret_names=frozenset(vector.passed_env))
+    witness.take(witness.LAUNCHED, subject, run_dir, write_json)
+    stamp_lock = threading.Lock()
+    pumps = [Pump(name, os.dup(stream.fileno()), str(logs / f"{name}.log"),
+                  str(logs / layout.STAMPS), stamp_lock)
+             for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    proc.stdout.close()
+    proc.stderr.close()
+    for p in pumps:
+        p.start()
+    cid = None
+    try:
+        cid = _wait_cid(cidfile, proc, CIDFILE_WAIT_S)
+        out.container_id = cid
+        if cid:
+            started = dataclasses.replace(subject, container_id=cid)
+            witness.take(witness.STARTED, started, run_dir, write_json)
+            if on_started:
+                on_started(cid)
+        else:
+            out.notes.append("no container id: docker run failed before creating it")
+        _wait_exit(proc, cid, out, deadline=t0 + timeout, timeout=timeout, grace=grace)
+    except Interrupted as e:
+        cid = _interrupted(out, str(e), cid or _wait_cid(cidfile, proc, CIDFILE_WAIT_S),
+                           grace, on_interrupt)
+    finally:
+        try:
+            out.launcher_exit = proc.wait(timeout=grace + 30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out.launcher_exit = proc.wait()
+            out.notes.append("the docker CLI did not exit after the container stopped; killed")
+        for p in pumps:
+            p.join(timeout=60)
+        out.ended = utc_now()
+        out.duration_s = round(time.monotonic() - t0, 3)
+        out.log_bytes = {p.stream: p.bytes for p in pumps}
+        out.log_errors = {p.stream: p.error for p in pumps if p.error}
+        if cid:
+            _final_state(cid, out)
+    return out
+
+
+def _final_state(cid: str, out: Outcome) -> None:
+    api = engine.client().api
+    try:
+        state = api.inspect_container(cid)["State"]
+    except docker.errors.NotFound:
+        out.notes.append("container vanished before its exit state was read")
+        return
+    out.exit_code = state.get("ExitCode")
+    out.oom_killed = bool(state.get("OOMKilled"))
+    out.container_started_at = state.get("StartedAt")
+    out.container_finished_at = state.get("FinishedAt")
+    if state.get("Running"):
+        out.notes.append("container still running after the launcher exited")
+        return
+    try:
+        api.remove_container(cid)
+    except docker.errors.APIError as e:
+        out.notes.append(f"could not remove the container: {e}")

@@ -1,0 +1,207 @@
+"""The performance log: one line per figure of every sealed run, per campaign, for months.
+
+`RUNS_DIR/perflog/<campaign>.csv` and `.jsonl` grow by one line per figure each time a run
+is sealed (harness.pipeline.finish), so a lab can chart its nights with its own tools
+(`harness report --format csv` prints the same columns for one night). The log lives
+outside the sealed run folders: it is a convenience derived from them, never evidence, and
+can be rebuilt from them. Its writing never changes a run's status.
+
+Both files are appended under a lock (`<campaign>.lock`), each run's lines in one write to
+a file opened O_APPEND without following a symlink, so two runs sealing at once cannot
+interleave half lines. Every text cell is hostile (a campaign or control name, a status):
+CSV quoting is the csv module's, and a text cell that a spreadsheet would read as a formula
+(leading `=`, `+`, `-`, `@`, tab, CR) is prefixed with `'`. Numbers are written by us.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from harness.base.readfile import InputError, read_bounded
+from harness.base.timeutil import parse_or_none
+from harness.config.reference import FIGURE_UNITS, FIGURES
+from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.measure.metrics import METRICS, UNITS
+from harness.measure.runfolder import layout
+from harness.measure.runfolder import record as run_record
+
+PERFLOG_DIR = "perflog"
+SCHEMA = "harness.perflog/v1"
+COLUMNS = ("sealed", "campaign", "control", "run_id", "attempt", "status", "metric", "value",
+           "unit", "lower", "upper", "outside")
+MAX_INT = 10**18
+MAX_JSON_BYTES = 16 * 1024 * 1024
+LOCK_TIMEOUT_S = 60.0
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def number(value: Any) -> float | int | None:
+    """A finite number of sane size, or None (never NaN, Infinity, a bool or 10**400)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return value if abs(value) <= MAX_INT else None
+    return value if math.isfinite(value) else None
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    a, b = parse_or_none(start), parse_or_none(end)
+    return round((b - a).total_seconds(), 3) if a and b else None
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def figures(run: Mapping[str, Any], metrics_doc: Mapping[str, Any] | None) -> dict:
+    """Every figure of a sealed run from run.json and metrics.json (None where absent): the
+    one definition the report, the perf log and `harness report --format csv` share."""
+    times, lock, outcome = _dict(run.get("times")), _dict(run.get("lock")), \
+        _dict(run.get("outcome"))
+    doc = _dict(metrics_doc)
+    metrics = _dict(doc.get("metrics", doc))
+    hold = number(lock.get("hold_s"))
+    found = {
+        "duration_s": _seconds(times.get("started"), times.get("ended")),
+        "lock_wait_s": number(lock.get("wait_s")),
+        "lock_hold_s": hold if hold is not None else _seconds(lock.get("acquired"),
+                                                              lock.get("released")),
+        "exit_code": number(outcome.get("exit_code")),
+    }
+    return {**found, **{m: number(metrics.get(m)) for m in METRICS}}
+
+
+def unit(metric: str) -> str:
+    return FIGURE_UNITS.get(metric) or UNITS.get(metric, "")
+
+
+def rows(entry: Mapping[str, Any]) -> list[dict]:
+    """The log's lines for one run. `entry` holds sealed, campaign, control, run_id, attempt,
+    status, figures ({metric: value}) and findings ({metric: finding}); the figures every
+    run has get a line even without a value, vLLM's only when the run has one."""
+    findings = _dict(entry.get("findings"))
+    out = []
+    for metric, value in _dict(entry.get("figures")).items():
+        if value is None and metric not in FIGURES:
+            continue
+        f = _dict(findings.get(metric))
+        out.append({
+            "sealed": entry.get("sealed"), "campaign": entry.get("campaign"),
+            "control": entry.get("control"), "run_id": entry.get("run_id"),
+            "attempt": entry.get("attempt"), "status": entry.get("status"), "metric": metric,
+            "value": number(value), "unit": unit(metric), "lower": number(f.get("lower")),
+            "upper": number(f.get("upper")),
+            "outside": f.get("outside") if isinstance(f.get("outside"), bool) else None,
+        })
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, float) else str(value)
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+def csv_text(lines: Iterable[Mapping[str, Any]], header: bool = True) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    if header:
+        writer.writerow(COLUMNS)
+    for line in lines:
+        writer.writerow([_cell(line.get(c)) for c in COLUMNS])
+    return buf.getvalue()
+
+
+def jsonl_text(lines: Iterable[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps({"schema": SCHEMA, **{c: line.get(c) for c in COLUMNS}},
+                              ensure_ascii=True, allow_nan=False, sort_keys=True) + "\n"
+                   for line in lines)
+
+
+def file_stem(campaign: Any) -> str:
+    """The log's file name for a campaign: its name when that is a plain name, otherwise a
+    digest of it (a hostile name never becomes a path)."""
+    text = str(campaign)
+    if _SAFE_FILE.fullmatch(text) and text not in (".", ".."):
+        return text
+    return "campaign-" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
+
+
+def _append(path: Path, text: str, header: str = "") -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = ((header if os.fstat(fd).st_size == 0 else "") + text).encode("utf-8")
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append(runs_dir: Path, campaign: Any, lines: list[dict]) -> Path:
+    """Append `lines` to RUNS_DIR/perflog/<campaign>.csv and .jsonl; returns the CSV's path."""
+    folder = Path(runs_dir) / PERFLOG_DIR
+    folder.mkdir(exist_ok=True)
+    if folder.is_symlink() or not folder.is_dir():
+        raise OSError(f"{folder} is not a folder")
+    stem = file_stem(campaign)
+    with FileLock(str(folder / f"{stem}.lock"), timeout=LOCK_TIMEOUT_S):
+        _append(folder / f"{stem}.csv", csv_text(lines, header=False),
+                header=",".join(COLUMNS) + "\n")
+        _append(folder / f"{stem}.jsonl", jsonl_text(lines))
+    return folder / f"{stem}.csv"
+
+
+def read_doc(path: Path) -> Any:
+    """A JSON document of the run folder, bounded and strict; None when absent or broken."""
+    try:
+        return strict_loads(read_bounded(path, MAX_JSON_BYTES, path.name).decode("utf-8"))
+    except (InputError, ValueError):
+        return None
+
+
+def findings_of(verdict: Any) -> dict[str, dict]:
+    """The `reference` post-step's findings by figure name ({} without a valid list)."""
+    found = _dict(verdict).get("findings")
+    return {f["metric"]: f for f in found if isinstance(f, dict) and isinstance(
+        f.get("metric"), str)} if isinstance(found, list) else {}
+
+
+def sealed_entry(run_dir: Path) -> dict:
+    """What the log keeps of a sealed run folder (harness.pipeline.finish calls this)."""
+    run = run_record.read(run_dir).view()
+    verdict = read_doc(run_dir / layout.POST_STEPS / "reference" / layout.VERDICT)
+    return {"sealed": _dict(run.get("times")).get("sealed"),
+            "campaign": _dict(run.get("campaign")).get("name"),
+            "control": _dict(run.get("control")).get("name"), "run_id": run.get("run_id"),
+            "attempt": run.get("attempt"), "status": run.get("status"),
+            "figures": figures(run, read_doc(run_dir / layout.METRICS)),
+            "findings": findings_of(verdict)}
+
+
+def append_sealed(run_dir: Path) -> Path:
+    """Append a just-sealed run's lines to its campaign's log beside the run folders."""
+    entry = sealed_entry(Path(run_dir))
+    return append(Path(run_dir).parent, entry["campaign"], rows(entry))

@@ -1,0 +1,368 @@
+"""The provenance of the project itself: which git commit ran, and whether its tree was clean.
+
+`git_state(project_dir)` is what a run records; `parse_status` and `parse_head` are the pure
+parsers over git's bytes, tested without git. A project repository is hostile like every
+other input: its own config can name commands git would run (`core.fsmonitor`, hooks,
+filter drivers), so git runs with the fsmonitor and hooks switched off, without optional
+locks (status never writes the index, so no index hook), without the caller's GIT_*
+variables, with a timeout and with its output bounded; a repository whose own config sets a
+filter driver (which `git status` may run on a changed file) is not asked for its status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import selectors
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.tree import printable
+
+MAX_CHANGED = 200  # paths kept in "changed"; "changed_total" counts them all
+MAX_OUTPUT = 4 * 1024 * 1024  # bytes read from one git command's stdout
+MAX_STDERR = 4096
+TIMEOUT_S = 5.0
+_HEX = re.compile(rb"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1 or SHA-256 object names
+_CODES = set(b" MTADRCU?!")
+_SAFE_SCOPES = {"system", "global"}  # the operator's own config, not the repository's
+
+
+class GitOutputError(ValueError):
+    """Bytes that are not what the git command prints."""
+
+
+def parse_head(data: bytes) -> str:
+    """The commit id `git rev-parse` printed (one object name and a newline)."""
+    text = data.strip(b"\n")
+    if not _HEX.fullmatch(text):
+        raise GitOutputError(f"not a commit id: {text[:80]!r}")
+    return text.decode("ascii")
+
+
+def parse_status(data: bytes, limit: int = MAX_CHANGED) -> tuple[list[str], int]:
+    """The changed paths in `git status --porcelain=v1 -z` output: (at most `limit` of them,
+    sorted; how many in all). A rename or copy counts once, by its new path. Bytes that are
+    not UTF-8 read as `\\xNN` (a lone surrogate could not be written to run.json)."""
+    paths: set[str] = set()
+    fields = data.split(b"\0")
+    if fields[-1] != b"":
+        raise GitOutputError("the status output does not end with a NUL")
+    fields.pop()
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        if len(entry) < 4 or entry[2:3] != b" " or not set(entry[:2]) <= _CODES:
+            raise GitOutputError(f"not a status entry: {entry[:80]!r}")
+        paths.add(entry[3:].decode("utf-8", "backslashreplace"))  # JSON-writable text
+        i += 1
+        if b"R" in entry[:2] or b"C" in entry[:2]:
+            if i >= len(fields) or not fields[i]:
+                raise GitOutputError(f"a rename without its source path: {entry[:80]!r}")
+            i += 1
+    return sorted(paths)[:limit], len(paths)
+
+
+def unsafe_filters(data: bytes) -> list[str]:
+    """The filter-driver keys set outside the system and global config, from
+    `git config -z --show-scope --get-regexp ^filter\\.` (entries `scope NUL key LF value NUL`)."""
+    fields = data.split(b"\0")
+    keys = []
+    for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key = entry.split(b"\n", 1)[0].decode("utf-8", "replace")
+        if scope.decode("utf-8", "replace") not in _SAFE_SCOPES:
+            keys.append(key)
+    return sorted(set(keys))
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    return env
+
+
+def _drain(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes, str | None]:
+    """stdout and stderr of `proc`, bounded; the reason it was stopped, if it was."""
+    out, err = bytearray(), bytearray()
+    why = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map() and why is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = f"git took over {TIMEOUT_S:g}s"
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if len(out) > MAX_OUTPUT:
+                    why = f"git printed over {MAX_OUTPUT} bytes"
+            del err[MAX_STDERR:]
+    return bytes(out[:MAX_OUTPUT]), bytes(err), why
+
+
+def _git(git: str, project_dir: Path, *args: str) -> tuple[int | None, bytes, str]:
+    """(exit status or None when stopped, stdout, first line of stderr or why stopped)."""
+    # core.excludesFile=/dev/null: only the repository's committed .gitignore files may hide
+    # a path from `git status`, never the user's global excludes (info/exclude: clean_at)
+    argv = [git, "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+            "-c", "core.excludesFile=/dev/null",
+            "--no-optional-locks", "-C", os.fspath(project_dir), *args]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_env(), start_new_session=True)
+    except OSError as e:
+        return None, b"", f"cannot run git: {e.strerror or e}"
+    with proc:
+        out, err, why = _drain(proc, time.monotonic() + TIMEOUT_S)
+        if why is not None:
+            proc.kill()
+        rc = proc.wait()
+    first = err.decode("utf-8", "replace").strip().splitlines()[:1]
+    return (None if why else rc), out, why or (first[0] if first else f"git exited {rc}")
+
+
+def git_state(project_dir: Path) -> dict:
+    """{"commit", "dirty", "changed", "changed_total", "error"} of the repository holding
+    `project_dir`; commit/dirty None (and `error` says why) when git cannot tell."""
+    state: dict = {"commit": None, "dirty": None, "changed": [], "changed_total": 0,
+                   "error": None}
+    git = shutil.which("git")
+    if git is None:
+        state["error"] = "git not found on PATH"
+        return state
+    rc, out, msg = _git(git, project_dir, "rev-parse", "--is-inside-work-tree")
+    if rc != 0 or out.strip() != b"true":
+        state["error"] = f"not a git work tree: {msg}" if rc != 0 else "not a git work tree"
+        return state
+    rc, out, msg = _git(git, project_dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    try:
+        state["commit"] = parse_head(out) if rc == 0 else None
+    except GitOutputError as e:
+        state["error"] = f"git rev-parse: {e}"
+    if rc != 0:
+        state["error"] = "the repository has no commit yet" if rc == 1 else msg
+    rc, out, msg = _git(git, project_dir, "config", "-z", "--show-scope", "--get-regexp",
+                        r"^filter\.")
+    keys = unsafe_filters(out) if rc == 0 else []
+    if rc not in (0, 1) or keys:
+        state["error"] = (f"the repository's own config sets filter drivers, which git status "
+                          f"would run: {', '.join(keys[:5])}" if keys else f"git config: {msg}")
+        return state
+    return _status(git, project_dir, state)
+
+
+def _status(git: str, project_dir: Path, state: dict) -> dict:
+    rc, out, msg = _git(git, project_dir, "status", "--porcelain=v1", "-z",
+                        "--untracked-files=normal", "--ignore-submodules=dirty")
+    if rc != 0:
+        state["error"] = f"git status: {msg}"
+        return state
+    try:
+        changed, total = parse_status(out)
+    except GitOutputError as e:
+        state["error"] = f"git status: {e}"
+        return state
+    state.update(dirty=total > 0, changed=changed, changed_total=total)
+    return state
+
+
+# ---- "clean at commit X": every sealed byte is in commit X ---------------------------------
+
+MAX_PROBLEMS = 20  # problems named in a CleanCheck; `problems_total` counts them all
+APPROVALS_PREFIX = "approvals/"  # new approvals are committed after the review: never dirty
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """One file of the HEAD tree, as `git ls-tree` lists it."""
+
+    mode: str  # "100644", "100755", "120000" (a symlink), "160000" (a submodule)
+    oid: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """One sealed file as the host has it: where it lies in the checkout (None: outside it),
+    whether the name is a symlink, and its bytes (None: unreadable, with why)."""
+
+    label: str
+    rel: str | None
+    is_link: bool = False
+    data: bytes | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class CleanCheck:
+    """Whether every sealed file is tracked in HEAD with the same bytes and nothing else in
+    the checkout is changed or untracked (approvals/ aside); `commit` is HEAD."""
+
+    commit: str | None
+    clean: bool
+    problems: tuple[str, ...]
+    problems_total: int
+
+    def as_dict(self) -> dict:
+        return {"commit": self.commit, "clean": self.clean, "problems": list(self.problems),
+                "problems_total": self.problems_total}
+
+    def why(self, shown: int = 10) -> str:
+        """One line for a refusal: the commit and the first `shown` problems, escaped (paths
+        come from the checkout), and how many more there are."""
+        listed = "; ".join(printable(p) for p in self.problems[:shown])
+        more = (f" (and {self.problems_total - shown} more)"
+                if self.problems_total > shown else "")
+        return (f"the checkout is not clean at commit {printable(str(self.commit))}: "
+                f"{listed}{more}")
+
+
+def blob_id(data: bytes, object_format: str = "sha1") -> str:
+    """Pure: git's object name of a blob holding `data` (what `git hash-object` prints)."""
+    algo = hashlib.sha256 if object_format == "sha256" else hashlib.sha1
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def parse_tree(data: bytes) -> dict[str, Tracked]:
+    """Pure: `git ls-tree -r -z --full-tree HEAD` as path -> Tracked; GitOutputError for
+    anything that is not such a listing."""
+    out: dict[str, Tracked] = {}
+    entries = data.split(b"\0")
+    if entries[-1] != b"":
+        raise GitOutputError("the tree listing does not end with a NUL")
+    for entry in entries[:-1]:
+        head, tab, path = entry.partition(b"\t")
+        parts = head.split(b" ")
+        if not tab or len(parts) != 3 or not _HEX.fullmatch(parts[2]) or not path:
+            raise GitOutputError(f"not a tree entry: {entry[:80]!r}")
+        out[path.decode("utf-8", "backslashreplace")] = Tracked(parts[0].decode("ascii",
+                                                                  "replace"), parts[2].decode())
+    return out
+
+
+def file_problems(tree: dict[str, Tracked], found: list[Found],
+                  object_format: str = "sha1") -> list[str]:
+    """Pure: why each sealed file is not the same bytes in the HEAD tree ([] when all are)."""
+    out = []
+    for f in found:
+        if f.rel is None:
+            out.append(f"{f.label}: outside the checkout, so in no commit")
+        elif f.is_link:
+            out.append(f"{f.rel}: a symlink (the seal holds its target's bytes, git its link)")
+        elif f.data is None:
+            out.append(f"{f.rel}: unreadable ({f.why})")
+        elif f.rel not in tree:
+            out.append(f"{f.rel}: not tracked in HEAD (untracked or git-ignored)")
+        elif tree[f.rel].mode not in ("100644", "100755"):
+            out.append(f"{f.rel}: not a plain file in HEAD (mode {tree[f.rel].mode})")
+        elif tree[f.rel].oid != blob_id(f.data, object_format):
+            out.append(f"{f.rel}: differs from HEAD")
+    return out
+
+
+def status_problems(changed: list[str], total: int, sealed: frozenset[str] = frozenset()
+                    ) -> list[str]:
+    """Pure: the changed or untracked paths `git status` listed, approvals/ and the sealed
+    files (named by `file_problems`) aside; paths it did not list (over MAX_CHANGED) count
+    as changes too."""
+    shown = [p for p in changed if not p.startswith(APPROVALS_PREFIX) and p not in sealed]
+    out = [f"{p}: changed or untracked in the checkout" for p in shown]
+    if total > len(changed):
+        out.append(f"{total - len(changed)} more changed path(s) not listed")
+    return out
+
+
+def hidden_entries(data: bytes) -> list[str]:
+    """Pure: the paths `git ls-files -v -z` marks assume-unchanged (a lowercase tag) or
+    skip-worktree (S): `git status` never looks at their bytes, so a stubbed test there
+    reads as clean."""
+    out = []
+    for entry in data.split(b"\0"):
+        tag, _, path = entry.partition(b" ")
+        if len(tag) == 1 and (tag.islower() or tag == b"S") and path:
+            out.append(path.decode("utf-8", "backslashreplace"))
+    return sorted(out)
+
+
+def exclude_lines(data: bytes) -> list[str]:
+    """Pure: the patterns of an info/exclude file (comments and blank lines aside): paths
+    it hides from `git status` were never committed for a reviewer to see."""
+    lines = (line.strip() for line in data.decode("utf-8", "replace").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def _hidden(git: str, project_dir: Path) -> list[str]:
+    """Paths of the checkout that `git status` would not show as changed or untracked
+    although no committed .gitignore says so."""
+    rc, out, msg = _git(git, project_dir, "ls-files", "-v", "-z")
+    problems = ([f"{p}: marked assume-unchanged or skip-worktree, so git status does not "
+                 "look at it" for p in hidden_entries(out)] if rc == 0
+                else [f"git ls-files: {msg}"])
+    rc, out, _ = _git(git, project_dir, "rev-parse", "--git-path", "info/exclude")
+    path = Path(project_dir, out.decode("utf-8", "surrogateescape").strip("\n"))
+    try:
+        patterns = exclude_lines(path.read_bytes()[:MAX_OUTPUT]) if rc == 0 else []
+    except OSError:
+        patterns = []
+    return problems + [f"info/exclude hides {p!r} from git status (only a committed "
+                       ".gitignore may)" for p in patterns[:5]]
+
+
+def _found(top: Path, label: str, path: Path) -> Found:
+    real = Path(os.path.realpath(path.parent)) / path.name  # the name itself never resolved
+    if not real.is_relative_to(top):
+        return Found(label, None)
+    rel = real.relative_to(top).as_posix()
+    if os.path.islink(real):
+        return Found(label, rel, is_link=True)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        return Found(label, rel, why=e.strerror or str(e))
+    with os.fdopen(fd, "rb") as f:
+        return Found(label, rel, data=f.read())
+
+
+def _tree(git: str, project_dir: Path) -> tuple[Path, dict[str, Tracked], str] | str:
+    """(the work tree's top, HEAD's files, object format), or why git cannot tell."""
+    rc, out, msg = _git(git, project_dir, "rev-parse", "--show-toplevel")
+    if rc != 0:
+        return f"git rev-parse --show-toplevel: {msg}"
+    top = Path(os.path.realpath(out.decode("utf-8", "surrogateescape").strip("\n")))
+    rc, fmt, _ = _git(git, project_dir, "rev-parse", "--show-object-format")
+    rc_tree, listing, msg = _git(git, project_dir, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+    if rc_tree != 0:
+        return f"git ls-tree: {msg}"
+    try:
+        return top, parse_tree(listing), fmt.decode().strip() if rc == 0 else "sha1"
+    except GitOutputError as e:
+        return f"git ls-tree: {e}"
+
+
+def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
+    """Is every file in `files` (label -> path: the source seal's own list) tracked in HEAD
+    with the same bytes, and the rest of the checkout unchanged? `git status` alone never
+    lists a git-ignored file or one outside the repository; the seal's list does."""
+    state = git_state(project_dir)
+    git = shutil.which("git")
+    if state["error"] or git is None or not isinstance(state["commit"], str):
+        why = state["error"] or "no commit"
+        return CleanCheck(state["commit"], False, (f"git cannot tell: {why}",), 1)
+    listed = _tree(git, project_dir)
+    if isinstance(listed, str):
+        return CleanCheck(state["commit"], False, (f"git cannot tell: {listed}",), 1)
+    top, tree, fmt = listed
+    found = [_found(top, label, Path(os.path.abspath(p))) for label, p in sorted(files.items())]
+    sealed = frozenset(f.rel for f in found if f.rel is not None)
+    problems = status_problems(state["changed"], state["changed_total"], sealed)
+    problems += _hidden(git, project_dir) + file_problems(tree, found, fmt)
+    return CleanCheck(state["commit"], not problems, tuple(problems[:MAX_PROBLEMS]),
+                      len(problems))

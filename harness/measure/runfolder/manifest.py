@@ -1,0 +1,338 @@
+"""SHA256SUMS: the one manifest format of a run folder, its one parser and its one checker.
+
+The format is `sha256sum` output, so a reviewer needs only coreutils: one line per file,
+64 lowercase hex digits, two spaces, a relative name, a newline. The writer (`render`)
+and the parser (`parse`) accept exactly the same lines, and `sha256sum -c --strict`
+accepts both: a name that coreutils would have to escape (`tree.path_problem`) is refused
+by the writer, so no line ever starts with a backslash. Run seals, addenda and bundle
+manifests (`harness.readers.bundle.sums`) all read through `parse` and compare through `compare`.
+
+Evidence trees are hostile (the workload writes into them), so sealing and verifying walk
+with `harness.base.tree`: nothing is followed through a symlink, nothing but a regular file is
+opened. `write_manifest` refuses (`Unsealable`) a tree holding anything a seal cannot
+vouch for (the cleaner, `harness.pipeline.clean`, removes and records such entries
+first), and `verify_folder` is at least as strict as `sha256sum -c --strict` plus
+"exactly these files, nothing else".
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.atomic import write_text
+from harness.base.hashing import sha256_tree, sha256_tree_each
+from harness.base.readfile import InputError, read_bounded
+from harness.base.tree import (
+    Entry,
+    NotRegular,
+    TooMany,
+    chmod_beneath,
+    path_problem,
+    printable,
+    too_long,
+    walk,
+)
+from harness.measure.runfolder.layout import ADDENDA, HARNESS_MADE_DIRS, OBSERVATIONS, SUMS
+
+MANIFEST_LIMIT = 256 * 1024 * 1024  # ~2.5 million lines: far beyond any run
+# The workload's own folder costs it nothing to fill with a huge (sparse) file, and hashing
+# one would hold up sealing for hours, so beyond this size it is removed, not sealed.
+WORKLOAD_DIR = OBSERVATIONS
+MAX_WORKLOAD_FILE = 8 * 1024**3
+# Entries a run folder may hold: far beyond any real run, small enough that sealing and
+# verifying stay within seconds.
+MAX_ENTRIES = 100_000
+FILE_MODE = 0o444  # fixed modes, never remembered ones: no write, exec, setuid or sticky bit
+DIR_MODE = 0o555
+# Strict on purpose: lowercase hex and two spaces, exactly as sha256sum writes them, so no
+# edit of a manifest (not even a case change) reads as the same manifest.
+_LINE = re.compile(rb"([0-9a-f]{64})  (.+)", re.S)
+
+Entries = list[tuple[str, str]]  # (name, hex) in file order, duplicates kept
+BadLines = list[tuple[int, str]]  # (line number, why)
+
+
+class Unsealable(OSError):
+    """The tree holds something no seal may vouch for; nothing was written."""
+
+
+# ---- the format ----------------------------------------------------------------------------
+
+def render(digests: Mapping[str, str]) -> str:
+    """`sha256sum` lines sorted by name; a name that would need escaping is refused
+    (ValueError), so coreutils and `parse` read every line the same way."""
+    lines = []
+    for name in sorted(digests):
+        problem = path_problem(name)
+        if problem:
+            raise ValueError(f"{printable(name)}: {problem}; it cannot be sealed")
+        lines.append(f"{digests[name]}  {name}\n")
+    return "".join(lines)
+
+
+def parse(data: bytes) -> tuple[Entries, BadLines]:
+    """The one parser, pure and strict: ([(name, hex)] in file order, duplicates kept;
+    [(line number, why)]).
+
+    Lines end at b"\\n" only (never \\r, U+0085 or U+2028), the last one too; each is 64
+    lowercase hex, two spaces and a sealable relative name: no `*` binary marker, no `./`,
+    no backslash escaping, no empty line."""
+    entries: Entries = []
+    bad: BadLines = []
+    lines = data.split(b"\n")
+    unterminated = lines.pop()  # b"" when the data ends with a newline, as it must
+    if unterminated:
+        lines.append(unterminated)
+    for number, raw in enumerate(lines, 1):
+        m = _LINE.fullmatch(raw)
+        if m is None:
+            bad.append((number, "not a `<64 lowercase hex>  <name>` line"))
+            continue
+        try:
+            name = m.group(2).decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append((number, "the name is not UTF-8"))
+            continue
+        problem = path_problem(name)
+        if problem:
+            bad.append((number, f"{printable(name)}: {problem}"))
+            continue
+        entries.append((name, m.group(1).decode("ascii")))
+    if unterminated:
+        bad.append((len(lines), "the last line has no newline"))
+    return entries, bad
+
+
+def load(path: Path) -> tuple[Entries, BadLines]:
+    """Read a manifest bounded (regular file only, never a FIFO or symlink) and parse it;
+    InputError when it cannot be read."""
+    return parse(read_bounded(path, MANIFEST_LIMIT, "manifest"))
+
+
+def compare(claims: Mapping[str, str],
+            found: Mapping[str, str | OSError | None]) -> list[tuple[str, str]]:
+    """The one checker of coverage and hashes: (name, kind) for every difference, sorted.
+
+    kind: missing (claimed, not found) | extra (found, not claimed) | unreadable (found,
+    could not be hashed: an OSError) | changed (another hash). A found value of None
+    means "present, not hashed", which only an unclaimed file may be."""
+    out = []
+    for name in sorted(set(claims) | set(found)):
+        if name not in found:
+            out.append((name, "missing"))
+        elif name not in claims:
+            out.append((name, "extra"))
+        elif isinstance(found[name], OSError):
+            out.append((name, "unreadable"))
+        elif found[name] != claims[name]:
+            out.append((name, "changed"))
+    return out
+
+
+# ---- sealing -------------------------------------------------------------------------------
+
+def empty_folders(entries: list[Entry]) -> list[str]:
+    """Pure: the folders among `entries` with no regular file anywhere below them."""
+    holding: set[str] = set()
+    for e in entries:
+        if e.is_file:
+            parts = e.rel.split("/")[:-1]
+            holding.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return [e.rel for e in entries if e.is_dir and e.rel not in holding]
+
+
+def too_big(e: Entry) -> bool:
+    """Pure: a workload-written file too large to hash (see MAX_WORKLOAD_FILE)."""
+    return (e.is_file and e.rel.startswith(WORKLOAD_DIR + "/")
+            and e.size > MAX_WORKLOAD_FILE)
+
+
+def unsealable(entries: list[Entry]) -> list[str]:
+    """Pure: why each entry of a tree could not be sealed, as one line each."""
+    out = []
+    for e in entries:
+        if e.name_problem:
+            out.append(f"{printable(e.rel)}: {e.name_problem}")
+        elif not (e.is_file or e.is_dir):
+            out.append(f"{printable(e.rel)}: a {e.kind}, not a regular file")
+        elif e.too_deep or too_long(e.rel):
+            out.append(f"{printable(e.rel)[:200]}: nested too deep or too long a path")
+        elif too_big(e):
+            out.append(f"{printable(e.rel)}: {e.size} bytes written by the workload, over "
+                       f"the {MAX_WORKLOAD_FILE} byte limit")
+    out += [f"{printable(rel)}: an empty folder (a seal cannot list it)"
+            for rel in empty_folders(entries)]
+    return out
+
+
+def write_manifest(folder: Path) -> dict[str, str]:
+    """Hash every file below `folder` and write SHA256SUMS last. Returns the digests.
+
+    Refuses (`Unsealable`, writing nothing) a tree that still holds anything a seal cannot
+    vouch for, so no code path can seal a folder that would not verify."""
+    try:
+        entries = [e for e in walk(folder, MAX_ENTRIES) if e.rel != SUMS]
+    except TooMany:
+        raise Unsealable(errno.EFBIG, f"cannot seal: more than {MAX_ENTRIES} entries",
+                         os.fspath(folder)) from None
+    problems = unsealable(entries)
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise Unsealable(errno.EINVAL, "cannot seal: " + "; ".join(problems[:5]) + more,
+                         os.fspath(folder))
+    sums = sha256_tree(folder, [e.rel for e in entries if e.is_file])
+    text = render(sums)
+    if len(text.encode("utf-8")) > MANIFEST_LIMIT:  # verify would refuse to read it
+        raise Unsealable(errno.EFBIG, f"cannot seal: the manifest would be over "
+                         f"{MANIFEST_LIMIT} bytes", os.fspath(folder))
+    write_text(folder / SUMS, text, exclusive=True, mode=FILE_MODE)
+    return sums
+
+
+def make_read_only(folder: Path) -> None:
+    """Files 0444, folders 0555, the folder itself last; a symlink or device is never
+    chmodded (that would change whatever it points to), and there should be none.
+
+    A harness running as root also takes ownership of everything it seals: a workload
+    that is root in its container can give its files to any host uid, and that user could
+    then make them writable again and change sealed evidence."""
+    owner = (os.getuid(), os.getgid())
+    for e in reversed(walk(folder)):
+        if e.is_file or e.is_dir:
+            chmod_beneath(folder, e.rel, FILE_MODE if e.is_file else DIR_MODE, owner)
+    chmod_beneath(folder, "", DIR_MODE, owner)
+
+
+# ---- verification ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a sealed folder is not intact. `path` is ASCII-safe (`tree.printable`).
+
+    kind: no-manifest | unreadable | bad-line | duplicate | claimed-twice | claims-a-manifest
+    | changed | missing | extra | extra-folder | stray-manifest | not-regular | bad-name
+    | too-deep | not-a-folder | too-many"""
+
+    path: str
+    kind: str
+    detail: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.kind}" + (f" ({self.detail})" if self.detail else "")
+
+
+def _manifest_paths(entries: list[Entry]) -> list[str]:
+    """The root SHA256SUMS and each `addenda/<name>/SHA256SUMS`, exactly one level down."""
+    out = []
+    for e in entries:
+        parts = e.rel.split("/")
+        if e.is_file and not e.name_problem and (
+                e.rel == SUMS or (len(parts) == 3 and parts[0] == ADDENDA and parts[2] == SUMS)):
+            out.append(e.rel)
+    return out
+
+
+def _tree_problems(entries: list[Entry]) -> list[Problem]:
+    """Entries no seal can vouch for, each named once (the topmost bad name only)."""
+    out: list[Problem] = []
+    for e in entries:
+        parent = e.rel.rpartition("/")[0]
+        if e.name_problem:
+            if not parent or path_problem(parent) is None:
+                out.append(Problem(printable(e.rel), "bad-name", e.name_problem))
+        elif e.rel == ADDENDA and not e.is_dir:
+            out.append(Problem(ADDENDA, "not-a-folder", f"a {e.kind}; addenda must be a "
+                               "real folder"))
+        elif not (e.is_file or e.is_dir):
+            to = f" -> {printable(e.target)}" if e.target is not None else ""
+            out.append(Problem(printable(e.rel), "not-regular", f"a {e.kind}{to}"))
+        elif e.too_deep or too_long(e.rel):
+            out.append(Problem(printable(e.rel), "too-deep", "nested below the walker's depth "
+                               "limit, or a path too long to seal"))
+    return out
+
+
+def _claims(folder: Path, manifests: list[str],
+            problems: list[Problem]) -> dict[str, str]:
+    """Full relative path -> expected hex, over every manifest; conflicts are problems."""
+    claims: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for m in manifests:
+        base = m[: -len(SUMS)]
+        try:
+            lines, bad = load(folder / m)
+        except InputError as e:
+            problems.append(Problem(m, "unreadable", e.message))
+            continue
+        problems += [Problem(m, "bad-line", f"line {n}: {why}") for n, why in bad]
+        seen: set[str] = set()
+        for name, digest in lines:
+            full = base + name
+            if name in seen:
+                problems.append(Problem(full, "duplicate", f"listed more than once in {m}"))
+                continue
+            seen.add(name)
+            if full in manifests:
+                problems.append(Problem(full, "claims-a-manifest", f"listed in {m}"))
+            elif full in claims:
+                problems.append(Problem(full, "claimed-twice", f"by {owner[full]} and {m}"))
+            else:
+                claims[full], owner[full] = digest, m
+    return claims
+
+
+def _walk_sealed(folder: Path) -> list[Entry] | Problem:
+    """The sealed tree's entries, or the one problem that stops it being walked at all."""
+    try:
+        return walk(folder, 2 * MAX_ENTRIES)  # a run and its addenda, with room
+    except TooMany:
+        return Problem(".", "too-many", f"more than {2 * MAX_ENTRIES} entries: no seal "
+                       "holds that many")
+    except NotRegular:
+        return Problem(".", "not-a-folder", "the run folder must be a real folder, not a "
+                       "symlink")
+    except OSError as e:
+        return Problem(".", "unreadable", e.strerror or str(e))
+
+
+def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> list[Problem]:
+    """Re-hash a sealed folder: its SHA256SUMS plus every addendum's own SHA256SUMS.
+
+    Every regular file must be claimed by exactly one manifest and match it; nothing else
+    may be there: no other entry kind, no unclaimed file or folder, no unsealable name.
+    `digests` ({relpath: hex}) are hashes the caller took of these very files in the same
+    pass that read them for another purpose (a bundle writing or unpacking them), so each
+    file is read once; any present file they do not cover is hashed here."""
+    entries = _walk_sealed(folder)
+    if isinstance(entries, Problem):
+        return [entries]
+    by_rel = {e.rel: e for e in entries}
+    if SUMS not in by_rel:
+        return [Problem(SUMS, "no-manifest")]
+    problems = _tree_problems(entries)
+    manifests = _manifest_paths(entries)
+    claims = _claims(folder, manifests, problems)
+    present = {e.rel for e in entries if e.is_file and not e.name_problem} - set(manifests)
+    known = digests or {}
+    hashed: Mapping[str, str | OSError] = sha256_tree_each(
+        folder, sorted(n for n in claims if n in present and n not in known))
+    found = {name: known.get(name) or hashed.get(name) for name in present}
+    for name, kind in compare(claims, found):
+        if kind == "missing" and name in by_rel:
+            continue  # a non-regular entry there is named above already
+        if kind == "extra" and name.rpartition("/")[2] == SUMS:
+            kind = "stray-manifest"
+        err = found.get(name)
+        detail = (getattr(err, "strerror", None) or str(err)) if kind == "unreadable" else None
+        problems.append(Problem(name, kind, detail))
+    sealed_dirs = {"/".join(p.split("/")[:i]) for p in [*claims, *manifests]
+                   for i in range(1, p.count("/") + 1)}
+    problems += [Problem(e.rel, "extra-folder", "holds no sealed file") for e in entries
+                 if e.is_dir and not e.name_problem and not e.too_deep
+                 and e.rel not in sealed_dirs and e.rel not in HARNESS_MADE_DIRS]
+    return problems

@@ -1,0 +1,95 @@
+"""The source seal: one digest over every byte that defines a run (harness source, inputs).
+
+A run folder's own seal, its SHA256SUMS, is `harness.measure.runfolder.manifest`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.hashing import sha256_many
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+# ---- source seal -------------------------------------------------------------------------
+
+def source_files(project_dir: Path, inputs: list[Path]) -> dict[str, Path]:
+    """Label -> path for every byte that defines a run: harness + instrument source, inputs."""
+    out: dict[str, Path] = {}
+    for p in sorted(_package_files()):
+        out["harness/" + p.relative_to(PACKAGE_DIR).as_posix()] = p
+    for p in inputs:
+        p = Path(os.path.abspath(p))
+        try:
+            label = "input/" + p.relative_to(project_dir).as_posix()
+        except ValueError:
+            label = "input-abs" + p.as_posix()
+        out[label] = p
+    return out
+
+
+def _package_files() -> list[Path]:
+    """The package's files, no bytecode: os.walk, not rglob, so that the __pycache__ folders
+    (as many files again as the sources) are never listed. Like rglob it does not descend
+    into a linked folder, and a linked file counts when it leads to a regular file."""
+    found = []
+    for root, dirs, files in os.walk(PACKAGE_DIR):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            p = Path(root, name)
+            if p.suffix != ".pyc" and p.is_file():
+                found.append(p)
+    return found
+
+
+@dataclass(frozen=True)
+class SourceSeal:
+    digest: str  # "sha256:<hex>"
+    files: dict[str, str]  # label -> hex
+
+    def as_dict(self) -> dict:
+        return {"seal": self.digest, "files": self.files}
+
+
+def seal_digest(files: dict[str, str]) -> str:
+    """Pure: one digest over sorted `<hex>  <label>` lines."""
+    text = "".join(f"{files[k]}  {k}\n" for k in sorted(files))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def source_seal(project_dir: Path, inputs: list[Path]) -> SourceSeal:
+    labelled = source_files(project_dir, inputs)
+    digests = sha256_many(labelled.values(), follow_symlinks=True)  # operator's own files
+    files = {label: digests[path] for label, path in labelled.items()}
+    return SourceSeal(seal_digest(files), files)
+
+
+def seal_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Pure: name each source file that changed, appeared or vanished between two seals."""
+    out = []
+    for k in sorted(set(before) | set(after)):
+        if k not in after:
+            out.append(f"{k}: removed")
+        elif k not in before:
+            out.append(f"{k}: added")
+        elif before[k] != after[k]:
+            out.append(f"{k}: changed")
+    return out
+
+
+# ---- model folders ------------------------------------------------------------------------
+
+def files_under(folder: Path) -> list[str]:
+    """Every regular file below `folder`, as sorted relative POSIX paths.
+
+    Follows symlinks (a model folder may be a symlink farm); never use it for evidence."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for f in files:
+            out.append((Path(root) / f).relative_to(folder).as_posix())
+    return sorted(out)

@@ -1,0 +1,266 @@
+"""The thin shell between the Slurm executor and the Slurm commands: submit, poll, cancel.
+
+Everything that decides is elsewhere and pure (job.py builds, query.py reads, follow.py
+paces); this module only writes the job script, runs the Slurm commands (sbatch, squeue,
+sacct, scancel, scontrol) once each with a timeout, and classifies what came back. Why a
+timeout on every call: a Slurm client whose configuration or controller is missing retries
+for up to a minute before it fails.
+
+A submission that failed *transiently* (controller unreachable, timed out) may still have
+been accepted by Slurm: the executor looks the job's token up (SlurmExecutor.submit and
+.resume) before sending it again. Only a *refused* submission (bad partition,
+no node can ever satisfy it, a deadline already past) is final.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.base import atomic
+from harness.base.errors import InvalidInput
+from harness.measure.slurm import job, query
+from harness.measure.slurm import script as jobscript
+from harness.measure.slurm.identity import NODE_NAME
+from harness.measure.slurm.query import Job, Parsed
+
+# Messages after which the same sbatch may well succeed later (or did succeed already).
+TRANSIENT = ("unable to contact slurm controller", "socket timed out", "temporarily unable",
+             "resource temporarily unavailable", "zero bytes were transmitted",
+             "connection refused", "connection reset", "transport endpoint",
+             "communication connection failure", "slurm_persist_conn", "retrying")
+MAX_JOBCOMP_BYTES = 64 * 1024 * 1024  # read the newest part of a larger file only
+MAX_OUTPUT = 16 * 1024 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What one sbatch gave: `submitted` (job_id set), `transient` or `refused`."""
+
+    kind: str
+    job_id: str | None = None
+    message: str = ""
+
+
+@dataclass
+class Poll:
+    """One batched status query: the jobs seen, whether the controller answered (squeue:
+    without it a job's absence means nothing), whether ended jobs would show even after
+    leaving squeue (sacct or jobcomp answered), and each failed source's message."""
+
+    jobs: dict[str, Job] = field(default_factory=dict)
+    live: bool = True
+    history_complete: bool = False
+    errors: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+
+def parse_job_id(stdout: str) -> str:
+    """`sbatch --parsable` prints `<job id>` or `<job id>;<cluster>`. Pure."""
+    text = stdout.strip()
+    m = re.fullmatch(r"([0-9]{1,12})(?:;[A-Za-z0-9._-]{1,64})?", text)
+    if not m:
+        raise InvalidInput(f"sbatch: not a job id: {text[:80]!r}")
+    return m.group(1)
+
+
+def classify(returncode: int, stderr: str) -> str:
+    """`transient` or `refused` for a failed sbatch, from its message. Pure.
+
+    Unknown failures count as transient: the token lookup before any resubmission keeps
+    that safe, while calling a possibly-accepted job refused could lose a run."""
+    text = stderr.lower()
+    if returncode != 0 and not any(t in text for t in TRANSIENT) \
+            and ("batch job submission failed" in text or "invalid" in text):
+        return "refused"
+    return "transient"
+
+
+def _run(argv: list[str], env: Mapping[str, str] | None, timeout_s: float,
+         ) -> subprocess.CompletedProcess | str:
+    """The finished process, or why it could not run (missing command, timeout). The
+    command is found on the caller's PATH and runs with `job.submit_env` alone."""
+    environ = os.environ if env is None else env
+    command = shutil.which(argv[0], path=environ.get("PATH", os.defpath))
+    if command is None:
+        return f"{argv[0]}: command not found"
+    try:
+        return subprocess.run([command, *argv[1:]], capture_output=True, text=True,
+                              env=job.submit_env(environ), timeout=timeout_s, check=False)
+    except FileNotFoundError:
+        return f"{argv[0]}: command not found"
+    except subprocess.TimeoutExpired:
+        return f"{argv[0]}: no answer within {timeout_s:g} s"
+
+
+def submit(spec: job.JobSpec, site: job.Site, *, env: Mapping[str, str] | None = None,
+           timeout_s: float = 30.0, sbatch: str = "sbatch") -> Submitted:
+    """Write the job's script into the drop (atomically) and sbatch it once."""
+    token = job.token_of(spec)
+    argv = job.sbatch_argv(spec, site, sbatch)  # checks every value before any write
+    script = Path(job.script_path(site, token))
+    script.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(script, jobscript.job_script(spec, site), mode=0o644)
+    r = _run(argv, env, timeout_s)
+    if isinstance(r, str):
+        return Submitted("transient", message=r)
+    message = r.stderr.strip()[-2000:]
+    if r.returncode != 0:
+        return Submitted(classify(r.returncode, r.stderr), message=message)
+    try:
+        return Submitted("submitted", parse_job_id(r.stdout), message)
+    except InvalidInput as e:  # accepted, we cannot tell as what: the token will say
+        return Submitted("transient", message=e.message)
+
+
+def _parsed(r: subprocess.CompletedProcess | str, what: str,
+            reader: Callable[[str], Parsed], poll: Poll) -> Parsed | None:
+    if isinstance(r, str) or r.returncode != 0:
+        poll.errors.append(r if isinstance(r, str) else f"{what}: {r.stderr.strip()[:500]}")
+        return None
+    parsed = reader(r.stdout[:MAX_OUTPUT])
+    poll.skipped += len(parsed.skipped)
+    return parsed
+
+
+def read_jobcomp(path: Path) -> str:
+    """The jobcomp file's text (its newest MAX_JOBCOMP_BYTES when larger)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_JOBCOMP_BYTES:
+            f.seek(size - MAX_JOBCOMP_BYTES)
+            f.readline()  # drop the partial first line
+        return f.read(MAX_JOBCOMP_BYTES).decode("utf-8", errors="replace")
+
+
+def poll(names: Iterable[str], job_ids: Iterable[str], *, use_sacct: bool = False,
+         jobcomp: Path | None = None, env: Mapping[str, str] | None = None,
+         timeout_s: float = 30.0) -> Poll:
+    """One squeue call (by token), plus one sacct call (by id) or the jobcomp file.
+
+    A failed source is an error in the answer, never a state: its jobs are just absent,
+    and absent means unknown (query.states_of)."""
+    out = Poll()
+    live = _parsed(_run(query.squeue_argv(names), env, timeout_s), "squeue",
+                   query.parse_squeue, out)
+    history = []
+    ids = list(job_ids)
+    if use_sacct and ids:
+        history.append(_parsed(_run(query.sacct_argv(ids), env, timeout_s), "sacct",
+                               query.parse_sacct, out))
+    if jobcomp is not None:
+        try:
+            history.append(query.parse_jobcomp(read_jobcomp(jobcomp)))
+            out.skipped += len(history[-1].skipped)
+        except OSError as e:
+            out.errors.append(f"jobcomp: {jobcomp}: {e.strerror or e}")
+    out.live = live is not None
+    out.history_complete = any(h is not None for h in history)
+    out.jobs = query.combine(live, *history)
+    return out
+
+
+def cancel(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
+           timeout_s: float = 30.0) -> str | None:
+    """scancel the jobs in one call, whatever their state; None when Slurm took it, else
+    its message. For duplicates of a token (the controller's own jobs), never for a stop."""
+    ids = _checked(job_ids)
+    if not ids:
+        return None
+    return _answer(_run(["scancel", *ids], env, timeout_s), "scancel")
+
+
+def cancel_pending(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
+                   timeout_s: float = 30.0) -> str | None:
+    """Cancel those of the jobs that have not started, and only those; None when Slurm
+    took it, else its message.
+
+    Why three calls: the controller's "not yet running" is a poll old, and Slurm starts a
+    pending job the moment a slot frees, so a plain scancel (or scancel's own --state,
+    which filters before it signals) can kill a job that began a moment ago. A user hold
+    (`scontrol uhold`) is taken under the controller's lock and stops a pending job from
+    starting; once held, `scancel --state=PENDING` cancels exactly the jobs that never
+    started. The release then lifts the hold from the jobs that were running (harmless to
+    them, but a requeued job would otherwise wait forever); it fails for the cancelled
+    ones, which is expected."""
+    ids = _checked(job_ids)
+    if not ids:
+        return None
+    _run(["scontrol", "uhold", *ids], env, timeout_s)  # a running job: no effect
+    problem = _answer(_run(["scancel", "--state=PENDING", *ids], env, timeout_s), "scancel")
+    _run(["scontrol", "release", *ids], env, timeout_s)
+    return problem
+
+
+DRAIN_REASON_MAX = 200
+
+
+def drain_argv(node: str, reason: str) -> list[str]:
+    """`scontrol update NodeName=N State=DRAIN Reason=...`, each value one argv element. Pure.
+
+    The node name must be a plain Slurm name (a list or a pattern would drain other nodes);
+    the reason is cut to printable ASCII on one line, at most DRAIN_REASON_MAX characters."""
+    if not isinstance(node, str) or not NODE_NAME.fullmatch(node):
+        raise InvalidInput(f"scontrol: not a node name: {str(node)[:80]!r}")
+    text = " ".join("".join(c if " " <= c <= "~" else " " for c in reason).split())
+    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN",
+            f"Reason={text[:DRAIN_REASON_MAX] or 'harness doctor'}"]
+
+
+def drain(node: str, reason: str, *, env: Mapping[str, str] | None = None,
+          timeout_s: float = 30.0) -> str | None:
+    """Drain the node (Slurm's HealthCheckProgram way); None when Slurm took it, else why."""
+    return _answer(_run(drain_argv(node, reason), env, timeout_s), "scontrol update")
+
+
+def _checked(job_ids: Iterable[str]) -> list[str]:
+    ids = sorted(set(job_ids))
+    if ids:
+        query.sacct_argv(ids)  # the same check of every id
+    return ids
+
+
+def _answer(r: subprocess.CompletedProcess | str, what: str) -> str | None:
+    if isinstance(r, str):
+        return r
+    return None if r.returncode == 0 else f"{what}: {r.stderr.strip()[:500]}"
+
+
+@dataclass(frozen=True)
+class History:
+    """Where ended jobs can still be read after squeue forgets them (MinJobAge)."""
+
+    use_sacct: bool = False  # accounting storage (slurmdbd) is configured
+    jobcomp: Path | None = None  # a jobcomp/filetxt file this host can read
+
+
+def parse_config(text: str) -> History:
+    """`scontrol show config` (`Key = value` lines) -> the history sources. Pure."""
+    values = {}
+    for line in text.splitlines()[:10_000]:
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    accounting = values.get("AccountingStorageType", "accounting_storage/none")
+    loc = values.get("JobCompLoc", "")
+    filetxt = values.get("JobCompType") == "jobcomp/filetxt" and loc.startswith("/") \
+        and not _CONTROL.search(loc)
+    return History(use_sacct=accounting not in ("", "accounting_storage/none", "(null)"),
+                   jobcomp=Path(loc) if filetxt else None)
+
+
+def history(*, env: Mapping[str, str] | None = None, timeout_s: float = 30.0) -> History:
+    """The cluster's history sources (none when scontrol fails: squeue and time decide)."""
+    r = _run(["scontrol", "show", "config"], env, timeout_s)
+    if isinstance(r, str) or r.returncode != 0:
+        return History()
+    found = parse_config(r.stdout[:MAX_OUTPUT])
+    if found.jobcomp is not None and not found.jobcomp.is_file():
+        found = History(found.use_sacct, None)  # on another host's disk: not readable here
+    return found

@@ -1,0 +1,347 @@
+"""The sbatch argv and the job script of one control attempt (or one `same_host` group). Pure.
+
+Why pure: the argv and the script are what a site admin reads and what Slurm obeys, so they
+are built from plain values only, checked against golden files (like the docker vector),
+and reproducible from the journal: a controller restarted after `kill -9` rebuilds the very
+same job from the same row.
+
+Why these options:
+- `--job-name` is an idempotency token (`make_token`): the night, plan slot and attempt,
+  which a restarted controller finds in squeue/sacct to adopt a job instead of submitting
+  it twice; `parse_token` reads it back.
+- `--time` covers the whole attempt: lock wait, preflight, each control's timeout, its
+  docker stop grace, post-steps and the seal, plus the signal lead, in whole minutes.
+- `--signal=B:TERM@N` sends SIGTERM to the batch shell (which *is* `harness run`, through
+  `exec`, or forwards it to the harness: `job_script`) N seconds before the time limit, N
+  covering the stop grace, post-steps, seal and export: the harness stops its container
+  and seals the run `interrupted` instead of being killed.
+- `--no-requeue`: a run is sealed once; a retry is a new attempt with a new token.
+- `--export=ALL` of a clean environment: every Slurm command runs with `submit_env` alone
+  (TZ=UTC, a fixed PATH, and the controller's SLURM_CONF), so nothing else of the
+  controller's environment (a stray ROCR_VISIBLE_DEVICES, HARNESS_* settings, sbatch's
+  own SBATCH_* inputs) reaches sbatch or the job; the script sets what it needs. Not
+  `--export=NIL` or `NONE`: with those, slurmd builds the job's environment from a login
+  shell of the user on the node (`--get-user-env`): whatever the node's profile sets, and
+  0.3 to 1.5 s more per job than this (docs/slurm.md).
+- `--deadline` from `--until`: Slurm itself drops a job that could not end in time.
+  The time is written in UTC, so sbatch must run with TZ=UTC (`submit_env`).
+
+Every value is hostile: names match narrow patterns, paths are absolute, bounded and free
+of control characters, and everything in the script goes through `shlex.quote`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from harness.base.errors import InvalidInput
+from harness.base.timeutil import iso
+from harness.config.samehost import MAX_GROUP
+
+TOKEN_PREFIX = "harness"
+SEP = "+"  # token fields: never in a name, safe for the shell and for `--name=` filters
+GROUP_SEP = ":"  # control names within a same_host group's token
+SIGNAL_SLACK_S = 60  # Slurm may deliver --signal up to a minute early (its event resolution)
+MAX_TIME_S = 30 * 24 * 3600  # no single attempt may ask for more than 30 days
+MAX_SIGNAL_S = 65535  # Slurm's bound on --signal's @time
+MAX_EXCLUDE = 256
+MAX_PATH = 1024
+TOKEN_MAX = 240  # job names are stored in 255-character columns by slurmdbd
+DROP_BUNDLES = "bundles"  # hosts export sealed runs to <drop>/bundles/<run-id>.tar.gz
+SCRIPT_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# sbatch parses --deadline in its own local time; PATH is the job script's own.
+SUBMIT_ENV = {"TZ": "UTC", "PATH": SCRIPT_PATH_ENV}
+SUBMIT_PASSED = ("SLURM_CONF",)  # which cluster: the only setting taken from the controller
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # SAFE_NAME: controls, partitions
+_NIGHT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_GFX = re.compile(r"gfx[0-9a-f]{3,6}")
+_COUNT = re.compile(r"0|[1-9][0-9]{0,5}")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+@dataclass(frozen=True)
+class ControlTime:
+    """One control's share of the job's time: its timeout, stop grace and post-steps."""
+
+    name: str
+    timeout_s: float
+    stop_grace_s: float
+    post_steps_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What one job runs: which night, slot and attempt, which controls, how long."""
+
+    night: str  # the night's id (its folder name, `<campaign>-<UTC stamp>`)
+    campaign_file: str  # as `harness run` takes it, relative to Site.workdir or absolute
+    controls: tuple[ControlTime, ...]  # one, or a same_host group run in this order
+    slot: int  # the plan slot (index) of the first control
+    attempt: int
+    preflight_s: float = 120.0  # image and device checks before the first control
+    seal_s: float = 60.0  # seal, verify and export after each control
+    lock_wait_s: float = 600.0  # passed to `harness run --lock-timeout`, and budgeted
+    until: datetime | None = None  # the night's --until: becomes --deadline
+    exclude: tuple[str, ...] = ()  # nodes this attempt must avoid (earlier node failures)
+    run_id: str | None = None  # the run folder's name the controller journaled (one control)
+    runs: tuple[tuple[str, int], ...] = ()  # a group's members: (run id, attempt) per control
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where things are on the hosts, and which slice of the cluster the night uses."""
+
+    harness: str  # absolute path of the `harness` executable on every host
+    workdir: str  # absolute: the checkout the campaign's relative paths start from
+    runs_dir: str  # run folders, on the host's local disk
+    drop: str  # shared folder: job scripts and logs land in <drop>/jobs
+    partition: str | None = None
+    account: str | None = None
+    gfx: str | None = None  # e.g. gfx1100: ask for a typed GPU
+    home_root: str | None = None  # HOME=<home_root>/<node>: simulated hosts, NFS homes
+
+
+@dataclass(frozen=True)
+class Token:
+    """A job name read back: which night, slot, attempt and controls it runs."""
+
+    night: str
+    slot: int
+    attempt: int
+    controls: tuple[str, ...]
+
+
+def _text(label: str, value: object, limit: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"slurm job: {label} must be text, not {type(value).__name__}")
+    if not value or len(value) > limit:
+        raise InvalidInput(f"slurm job: {label} must be 1..{limit} characters, "
+                           f"not {len(value)}")
+    if _UNSAFE.search(value):
+        raise InvalidInput(f"slurm job: {label} contains a control character: {value!r}")
+    return value
+
+
+def _name(label: str, value: object, pattern: re.Pattern = _NAME) -> str:
+    text = _text(label, value, 100)
+    if not pattern.fullmatch(text):
+        raise InvalidInput(f"slurm job: {label} {text!r} must match {pattern.pattern}")
+    return text
+
+
+def _path(label: str, value: object, *, relative_ok: bool = False) -> str:
+    text = _text(label, value, MAX_PATH)
+    if not relative_ok and not text.startswith("/"):
+        raise InvalidInput(f"slurm job: {label} must be an absolute path: {text!r}")
+    if ".." in text.split("/"):
+        raise InvalidInput(f"slurm job: {label} must not contain '..': {text!r}")
+    return text
+
+
+def _count(label: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"slurm job: {label} must be an integer {low}..{high}: {value!r}")
+    return value
+
+
+def _seconds(label: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or not 0 <= value <= MAX_TIME_S:
+        raise InvalidInput(f"slurm job: {label} must be 0..{MAX_TIME_S} seconds: {value!r}")
+    return float(value)
+
+
+def make_token(night: str, slot: int, attempt: int, controls: tuple[str, ...]) -> str:
+    """The job name: `harness+<night>+<slot>+<attempt>+<control>[:<control>...]`. Pure.
+
+    Deterministic, so resubmitting the same row after a crash gives the same name, and a
+    query by name finds the job the dead controller may already have submitted."""
+    night = _name("night", night, _NIGHT)
+    _count("slot", slot, 0, 999_999)
+    _count("attempt", attempt, 1, 999)
+    if not controls or len(controls) > MAX_GROUP:
+        raise InvalidInput(f"slurm job: a job runs 1..{MAX_GROUP} controls, not {len(controls)}")
+    names = [_name("control", c) for c in controls]
+    token = SEP.join([TOKEN_PREFIX, night, str(slot), str(attempt), GROUP_SEP.join(names)])
+    if len(token) > TOKEN_MAX:
+        raise InvalidInput(f"slurm job: the job name would be {len(token)} characters "
+                           f"(at most {TOKEN_MAX}); shorten the night or control names")
+    return token
+
+
+def parse_token(name: str) -> Token | None:
+    """The token's fields, or None when `name` is not a token this module made. Pure."""
+    if not isinstance(name, str) or len(name) > TOKEN_MAX or _UNSAFE.search(name):
+        return None
+    parts = name.split(SEP)
+    if len(parts) != 5 or parts[0] != TOKEN_PREFIX:
+        return None
+    _, night, slot, attempt, group = parts
+    controls = tuple(group.split(GROUP_SEP))
+    if not _NIGHT.fullmatch(night) or not _COUNT.fullmatch(slot) \
+            or not _COUNT.fullmatch(attempt) or int(attempt) < 1 or int(attempt) > 999 \
+            or not 1 <= len(controls) <= MAX_GROUP \
+            or not all(_NAME.fullmatch(c) for c in controls):
+        return None
+    return Token(night, int(slot), int(attempt), controls)
+
+
+def token_of(spec: JobSpec) -> str:
+    return make_token(spec.night, spec.slot, spec.attempt, tuple(c.name for c in spec.controls))
+
+
+def signal_lead_s(spec: JobSpec) -> int:
+    """Seconds before the time limit that SIGTERM is sent: enough to stop and seal. Pure."""
+    grace = max(_seconds("stop_grace", c.stop_grace_s) for c in spec.controls)
+    post = max(_seconds("post_steps", c.post_steps_s) for c in spec.controls)
+    lead = math.ceil(grace + post + _seconds("seal", spec.seal_s)) + SIGNAL_SLACK_S
+    if lead > MAX_SIGNAL_S:
+        raise InvalidInput(f"slurm job: the stop grace, post-steps and seal need {lead} s, "
+                           f"more than Slurm's --signal allows ({MAX_SIGNAL_S} s)")
+    return lead
+
+
+def time_limit_s(spec: JobSpec) -> int:
+    """The job's --time in seconds, rounded up to whole minutes. Pure.
+
+    Lock wait + preflight, then per control its timeout, stop grace, post-steps and seal,
+    and on top the whole signal lead: Slurm's SIGTERM comes only once the harness has had
+    every second it may use, so its own timeout (`timed-out`) always fires first, and the
+    lead is a second chance to stop and seal (`interrupted`) if something overran. A group
+    with its members' runs starts `harness run` once per member: a lock wait and a
+    preflight each."""
+    starts = len(spec.runs) or 1
+    total = starts * (_seconds("lock_wait", spec.lock_wait_s)
+                      + _seconds("preflight", spec.preflight_s))
+    for c in spec.controls:
+        total += sum(_seconds(label, v) for label, v in (
+            ("timeout", c.timeout_s), ("stop_grace", c.stop_grace_s),
+            ("post_steps", c.post_steps_s), ("seal", spec.seal_s)))
+    total += signal_lead_s(spec)
+    limit = math.ceil(total / 60) * 60
+    if limit > MAX_TIME_S:
+        raise InvalidInput(f"slurm job: the attempt needs {limit} s, more than {MAX_TIME_S}")
+    return max(limit, 60)
+
+
+def slurm_duration(seconds: int) -> str:
+    """Slurm's `[D-]HH:MM:SS` for whole minutes (sbatch reads a bare number as minutes)."""
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    text = f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def slurm_deadline(until: datetime) -> str:
+    """--deadline's value, in UTC (sbatch must parse it with TZ=UTC: SUBMIT_ENV). Pure."""
+    if not isinstance(until, datetime) or until.tzinfo is None:
+        raise InvalidInput("slurm job: --until must be a time with a zone")
+    return iso(until)[:19]  # whole seconds, no zone: Slurm's form (cut, so never later)
+
+
+def gres(gfx: str | None) -> str:
+    """One GPU, typed by gfx target when the campaign names one (gres.conf `Type=`)."""
+    return "gpu:1" if gfx is None else f"gpu:{_name('gfx target', gfx, _GFX)}:1"
+
+
+def script_path(site: Site, token: str) -> str:
+    """Where the job's script is written: in the shared drop, named by its token."""
+    return f"{_drop(site)}/jobs/{token}.sh"
+
+
+def log_path(site: Site, token: str) -> str:
+    """The job's stdout and stderr (`%j`: Slurm puts the job id in)."""
+    return f"{_drop(site)}/jobs/{token}.%j.log"
+
+
+def _drop(site: Site) -> str:
+    drop = _path("drop", site.drop).rstrip("/") or "/"
+    if "%" in drop or "\\" in drop:  # sbatch would expand them as filename patterns
+        raise InvalidInput(f"slurm job: drop must not contain '%' or '\\': {drop!r}")
+    return drop
+
+
+def _excludes(nodes: tuple[str, ...]) -> list[str]:
+    if len(nodes) > MAX_EXCLUDE:
+        raise InvalidInput(f"slurm job: at most {MAX_EXCLUDE} excluded nodes, not {len(nodes)}")
+    return sorted({_name("excluded node", n) for n in nodes})
+
+
+def submit_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment of every Slurm command the controller runs, and so (through
+    `--export=ALL`) of each job: SUBMIT_ENV and the SUBMIT_PASSED variables of `environ`,
+    nothing else. Pure."""
+    passed = {k: environ[k] for k in SUBMIT_PASSED if environ.get(k)}
+    return {**passed, **SUBMIT_ENV}
+
+
+def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
+    """The submit command: options in a fixed order, the script path last. Pure.
+
+    `--parsable` makes sbatch print `<job id>[;cluster]` alone, which the shell parses.
+    The script's values are checked here too: a job that could not be scripted is never
+    submitted."""
+    token = token_of(spec)
+    run_argv(spec, site)
+    group_runs(spec)
+    argv = [sbatch, "--parsable", f"--job-name={token}", f"--gres={gres(site.gfx)}",
+            "--nodes=1", "--ntasks=1", f"--time={slurm_duration(time_limit_s(spec))}",
+            f"--signal=B:TERM@{signal_lead_s(spec)}", "--no-requeue", "--export=ALL",
+            f"--output={log_path(site, token)}"]
+    if site.partition is not None:
+        argv.append(f"--partition={_name('partition', site.partition)}")
+    if site.account is not None:
+        argv.append(f"--account={_name('account', site.account)}")
+    if spec.until is not None:
+        argv.append(f"--deadline={slurm_deadline(spec.until)}")
+    if spec.exclude:
+        argv.append(f"--exclude={','.join(_excludes(spec.exclude))}")
+    argv.append(script_path(site, token))
+    return argv
+
+
+def run_argv(spec: JobSpec, site: Site, member: int | None = None) -> list[str]:
+    """The `harness run` command the job becomes: one or more `--control`, in order; or,
+    for a group with its members' runs, member `member`'s own run (`group_runs`)."""
+    argv = [_path("harness", site.harness), "run",
+            _path("campaign file", spec.campaign_file, relative_ok=True)]
+    if member is not None:
+        run_id, attempt = group_runs(spec)[member]
+        argv += ["--control", spec.controls[member].name, "--run-id", run_id,
+                 "--attempt", str(attempt)]
+    else:
+        for c in spec.controls:
+            argv += ["--control", c.name]
+    if member is None and spec.run_id is not None:  # the controller finds the sealed run
+        if len(spec.controls) != 1:
+            raise InvalidInput("slurm job: a run id names one control's run, not a group's")
+        argv += ["--run-id", _name("run id", spec.run_id, _NIGHT),
+                 "--attempt", str(_count("attempt", spec.attempt, 1, 999))]
+    argv += ["--runs-dir", _path("runs_dir", site.runs_dir, relative_ok=True),
+             "--lock-timeout", f"{math.ceil(_seconds('lock_wait', spec.lock_wait_s))}s",
+             "--json-lines"]
+    return argv
+
+
+def group_runs(spec: JobSpec) -> tuple[tuple[str, int], ...]:
+    """A group's (run id, attempt) per member, checked: one per control, each run id the
+    control's own (`<control>-...`), no run id twice, no single `run_id` beside them."""
+    if not spec.runs:
+        return ()
+    if spec.run_id is not None or len(spec.runs) != len(spec.controls):
+        raise InvalidInput(f"slurm job: a group needs one run per control ({len(spec.controls)})"
+                           f", not {len(spec.runs)}, and no single run id")
+    checked = []
+    for c, (run_id, attempt) in zip(spec.controls, spec.runs, strict=True):
+        run_id = _name("run id", run_id, _NIGHT)
+        if not run_id.startswith(f"{c.name}-"):
+            raise InvalidInput(f"slurm job: run id {run_id!r} is not control {c.name!r}'s")
+        checked.append((run_id, _count("attempt", attempt, 1, 999)))
+    if len({r for r, _ in checked}) != len(checked):
+        raise InvalidInput("slurm job: a group names one run id twice")
+    return tuple(checked)

@@ -1,0 +1,141 @@
+"""The batch script of one job: a clean environment, `harness run`, the export. Pure.
+
+Kept apart from the sbatch argv (harness.measure.slurm.job), whose values it checks the same way;
+the golden tests read both. Every value goes through `shlex.quote`.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from harness.measure.slurm.job import (
+    _NIGHT,
+    DROP_BUNDLES,
+    SCRIPT_PATH_ENV,
+    JobSpec,
+    Site,
+    _drop,
+    _name,
+    _path,
+    group_runs,
+    run_argv,
+    token_of,
+)
+
+
+def _home_lines(site: Site) -> list[str]:
+    if site.home_root is None:
+        return []
+    root = shlex.quote(_path("home_root", site.home_root).rstrip("/") or "/")
+    return [
+        "# One HOME per host: the GPU lock (~/gpu.lock) must be the host's, never shared.",
+        'case "${SLURMD_NODENAME:-}" in',
+        "  ''|.|..|*/*) echo 'harness job: no usable SLURMD_NODENAME' >&2; exit 3 ;;",
+        "esac",
+        f'HOME={root}/"$SLURMD_NODENAME"',
+        "export HOME",
+        'mkdir -p -- "$HOME"',
+    ]
+
+
+def _export_lines(spec: JobSpec, site: Site, run_id: str | None = None,
+                  indent: str = "") -> list[str]:
+    """After the run: export its sealed folder as a bundle into `<drop>/bundles/`."""
+    run_id = _name("run id", run_id or spec.run_id, _NIGHT)
+    run_dir = f"{_path('runs_dir', site.runs_dir, relative_ok=True).rstrip('/')}/{run_id}"
+    bundles = f"{_drop(site)}/{DROP_BUNDLES}"
+    export = [_path("harness", site.harness), "bundle", "export", run_dir,
+              "-o", f"{bundles}/{run_id}.tar.gz"]
+    return [indent + line for line in (
+        "# Evidence comes home as a bundle. Export writes a temporary name and links it into",
+        "# place, so a bundle in the drop is whole; a host that cannot reach the drop keeps",
+        "# its sealed run (export it later, then `harness bundle collect` again).",
+        f"if [ -f {shlex.quote(run_dir + '/SHA256SUMS')} ]; then",
+        f"  mkdir -p -- {shlex.quote(bundles)} && {shlex.join(export)} \\",
+        "    || echo 'harness job: the sealed run was not exported to the drop' >&2",
+        "fi",
+    )]
+
+
+def job_script(spec: JobSpec, site: Site) -> str:
+    """The batch script: set a clean environment, run `harness run`, export its run. Pure.
+
+    The harness must get Slurm's SIGTERM (scancel, --signal, the time limit) so that it
+    stops its container and seals the run; a shell that died in between would leave the
+    container running. Without a run id to export (a same_host group), the shell `exec`s
+    the harness and so *is* it. With one, the shell must outlive the harness to export the
+    sealed run, so it runs the harness as its child and forwards TERM to it: `--signal=B:`
+    signals the batch shell alone, while scancel and the time limit signal every process
+    of the job (the harness takes the repeat as the same stop, harness.pipeline.run). The
+    shell waits again until the harness has sealed and exited, exports, and exits with the
+    harness's own code; a failed export is said in the job log, and changes no status."""
+    token = token_of(spec)
+    names = " ".join(c.name for c in spec.controls)
+    lines = [
+        "#!/bin/sh",
+        f"# harness Slurm job {token}",
+        f"# night {spec.night}, slot {spec.slot}, attempt {spec.attempt}: {names}",
+        "# Built by harness.measure.slurm.job from the night's journal; rebuilt, never edited.",
+        "set -eu",
+        f"PATH={SCRIPT_PATH_ENV}",
+        "export PATH",
+        *_home_lines(site),
+        f"HARNESS_SLURM_TOKEN={shlex.quote(token)}",
+        "export HARNESS_SLURM_TOKEN",
+        f"cd -- {shlex.quote(_path('workdir', site.workdir))}",
+    ]
+    if spec.runs:
+        return "\n".join([*lines, *_group_lines(spec, site)]) + "\n"
+    run = shlex.join(run_argv(spec, site))
+    if spec.run_id is None:
+        return "\n".join([*lines, "exec " + run]) + "\n"
+    lines += [
+        "# Not exec: the run is exported after it is sealed. TERM is forwarded to the harness.",
+        "harness_pid= stop=",
+        "trap 'stop=1; [ -z \"$harness_pid\" ] || kill -TERM \"$harness_pid\" 2>/dev/null"
+        " || :' TERM",
+        f"{run} &",
+        "harness_pid=$!",
+        '[ -z "$stop" ] || kill -TERM "$harness_pid" 2>/dev/null || :',
+        "set +e",
+        'wait "$harness_pid"',
+        "code=$?",
+        'while kill -0 "$harness_pid" 2>/dev/null; do wait "$harness_pid"; code=$?; done',
+        "trap - TERM",
+        *_export_lines(spec, site),
+        'exit "$code"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _group_lines(spec: JobSpec, site: Site) -> list[str]:
+    """A same_host group with its members' runs: each member's own `harness run`, one
+    after another in the group's order on this node, each exported once sealed. TERM is
+    forwarded to the harness running then, and no later member starts after it (the
+    controller records those as interrupted; the retry policy decides). A member's
+    refusal or failure does not stop the next: its sealed run says what it was. The job
+    exits with the worst member's code."""
+    lines = [
+        "# A same_host group: each member's own run, in this order, on this node.",
+        "# TERM is forwarded to the harness running then; no member starts after it.",
+        "harness_pid= stop= code=0",
+        "trap 'stop=1; [ -z \"$harness_pid\" ] || kill -TERM \"$harness_pid\" 2>/dev/null"
+        " || :' TERM",
+        "set +e",
+    ]
+    for i, (run_id, _) in enumerate(group_runs(spec)):
+        lines += [
+            f"# member {i + 1} of {len(spec.runs)}: {spec.controls[i].name}, run {run_id}",
+            'if [ -z "$stop" ]; then',
+            f"  {shlex.join(run_argv(spec, site, i))} &",
+            "  harness_pid=$!",
+            '  [ -z "$stop" ] || kill -TERM "$harness_pid" 2>/dev/null || :',
+            '  wait "$harness_pid"',
+            "  rc=$?",
+            '  while kill -0 "$harness_pid" 2>/dev/null; do wait "$harness_pid"; rc=$?; done',
+            "  harness_pid=",
+            '  [ "$rc" -le "$code" ] || code=$rc',
+            *_export_lines(spec, site, run_id, "  "),
+            "fi",
+        ]
+    return [*lines, "trap - TERM", 'exit "$code"']

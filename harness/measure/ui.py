@@ -1,0 +1,156 @@
+"""How progress reaches a person: a live display on a terminal, JSON lines otherwise.
+
+Unattended runs (cron, systemd) get one JSON object per event on stderr, which journald
+and log shippers keep; a terminal gets readable lines and a waiting spinner. Either way
+it is written best effort (`harness.base.terminal`): a reader that went away or a terminal
+that hung up never reaches the run. A readable
+line is a sentence (`sentence`): no Python reprs, no `key=value`, seconds rounded; the
+exact values stay in the JSON form.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from harness.base.terminal import best_effort, isatty
+from harness.base.timeutil import utc_now
+from harness.measure.lock import clean_text, describe_holder
+
+# One sentence per known event; `{name}` is the field, already made readable by `human`.
+# An event without a template, or missing a field its template names, reads as
+# "kind: field value, field value".
+SENTENCES = {
+    "run": "run {run_id} of control {control} in {dir}",
+    "launch": "launching run {run_id} in image {image}",
+    "lock-acquired": "took the GPU lock {lock} after waiting {wait_s}",
+    "lock-released": "released the GPU lock after holding it {hold_s}",
+    "lock-wait": "waiting for the GPU lock ({waited_s} so far), held by {holder}",
+    "container": "container {id} started",
+    "post-step": "post-step {name} started",
+    "post-step-done": "post-step {name} done: {verdict} (exit {exit_code})",
+    "sealed": "run {run_id} sealed as {status} in {dir}{reasons}",
+    "mounts-refused": "mounts refused: {reasons}",
+    "mounts-sanitized": "read-write mounts cleaned after the run: {reasons}",
+    "orphan-removed": "removed container {id} left by run {run_id} (exit {exit_code})",
+    "error": "stage {stage} failed: {error}",
+    "interrupted": "interrupted by {signal}{doing}{again}",
+    "recovered": "recovered {dir} as {status}",
+    "recovery-deferred": "not recovering {dir} yet: {why}",
+    "stop-policy": "stop policy {policy}: stopping after a {status} run",
+    "night-start": "night of campaign {campaign} started in {dir}{resumed}{deadline}",
+    "night-end": "night ended ({why}), exit code {exit_code}: {progress}",
+    "control-start": "control {control}, attempt {attempt}",
+    "deferred": "control {control} deferred: {reasons}",
+    "deadline": "deadline {deadline} reached with {left} control(s) not started",
+    "progress": "{done}/{total} done",
+    "metrics-not-written": "metrics not written: {error}",
+    "summary-failed": "the morning summary was not written: {error}",
+}
+# Optional parts: shown (in this form) only when the field is there and not empty or false.
+OPTIONAL = {"sealed": {"reasons": ": {}"}, "interrupted": {"doing": ": {}", "again": "; {}"},
+            "night-start": {"resumed": " (resumed)", "deadline": ", until {}"}}
+
+
+def human(key: str, value: object) -> str:
+    """One value as words: seconds rounded with a unit, lists joined, mappings as
+    "name value" pairs, a night's progress as "N/M done; state count"; one line."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and key.endswith("_s") and value == value:
+        return f"{value:.3g} s" if abs(value) < 100 else f"{value:.0f} s"
+    if isinstance(value, int) and not isinstance(value, bool) and key.endswith("_s"):
+        return f"{value} s"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if key == "holder" and (value is None or isinstance(value, dict)):
+        return describe_holder(value)
+    if isinstance(value, dict) and {"done", "total"} <= value.keys():
+        states = value.get("states")
+        rest = f"; {human('states', states)}" if isinstance(states, dict) and states else ""
+        return f"{value['done']}/{value['total']} done{rest}"
+    if isinstance(value, dict):
+        return ", ".join(f"{human('', k)} {human(str(k), v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "; ".join(human(key, v) for v in value) or "none"
+    return clean_text(str(value), 4000)
+
+
+def sentence(kind: str, fields: dict[str, object]) -> str:
+    """The readable line for one event (pure; the JSON form keeps the exact values)."""
+    shown = {k: human(k, v) for k, v in fields.items() if v is not None or k == "holder"}
+    for k, form in OPTIONAL.get(kind, {}).items():
+        shown[k] = form.format(shown[k]) if fields.get(k) not in (None, "", [], False) else ""
+    template = SENTENCES.get(kind)
+    if template is not None:
+        try:
+            return template.format(**shown)
+        except (KeyError, IndexError, ValueError):
+            pass
+    detail = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in shown.items()
+                       if fields.get(k) not in ("", []))
+    return f"{clean_text(kind)}: {detail}" if detail else clean_text(kind)
+
+
+class Reporter:
+    """Plain JSON lines: the unattended form."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = best_effort(stream or sys.stderr)
+        self._last_wait = 0.0
+
+    def event(self, kind: str, **fields: object) -> None:
+        rec = {"at": utc_now(), "event": kind, **fields}
+        print(json.dumps(rec, default=str), file=self.stream, flush=True)
+
+    def waiting(self, holder: dict | None, waited: float) -> None:
+        if time.monotonic() - self._last_wait >= 30 or self._last_wait == 0.0:
+            self._last_wait = time.monotonic()
+            self.event("lock-wait", waited_s=round(waited, 1), holder=holder)
+
+    def close(self) -> None:
+        pass
+
+
+class TerminalReporter(Reporter):
+    """Readable lines and a live status line while waiting for the lock."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # rich is imported here, not with the module: JSON lines (a night, a script, the
+        # benchmarks) never load it, and it is a noticeable part of a run's start
+        from rich.console import Console
+        from rich.markup import escape
+
+        self.console, self._escape = Console(file=self.stream), escape
+        self._status = None
+
+    def event(self, kind: str, **fields: object) -> None:
+        self._stop_status()
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(sentence(kind, fields))}",
+                           highlight=False, markup=True, soft_wrap=True)
+
+    def waiting(self, holder: dict | None, waited: float) -> None:
+        # The holder record is written by whoever holds the lock: never rich markup.
+        text = self._escape(f"waiting {waited:.0f}s for the GPU lock, held by "
+                      f"{describe_holder(holder)}")
+        if self._status is None:
+            self._status = self.console.status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def _stop_status(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def close(self) -> None:
+        self._stop_status()
+
+
+def reporter(json_lines: bool | None = None) -> Reporter:
+    if json_lines is None:
+        json_lines = not isatty(sys.stderr)
+    return Reporter() if json_lines else TerminalReporter()

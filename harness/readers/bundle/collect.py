@@ -1,0 +1,290 @@
+"""`bundle collect`: the controller's side of the drop, where hosts leave their runs.
+
+Under Slurm each host seals a run on its own disk, then its job exports the run as a bundle
+to `<drop>/bundles/<run-id>.tar.gz` (written to a dot-name, then linked into place: a
+bundle in the drop is whole). Collect takes each bundle there that it has not collected
+yet (by its sha256), verifies it as `bundle verify` does, records the digest in
+`RUNS/collected.jsonl` (one JSON object a line, appended and fsynced: what arrived, when,
+and what was done with it), and moves its run into RUNS when RUNS does not hold it yet.
+A host that could not reach the drop keeps its sealed runs; once their bundles appear, a
+later collect picks them up.
+
+One rule decides what a drop bundle may place, for `harness bundle collect` and for the
+night's own collect as each job ends alike (`drop_run`, `admits`): a bundle is named for
+the one run it carries, `<run-id>.tar.gz`, and places that run and nothing else. A file
+with any other name, or that is not a regular file, is named for no run and refused
+unread; a bundle named for R that holds another run, or R and more, is refused whole and
+places nothing. So a forged copy of R in another file never takes R's place in RUNS ahead
+of the genuine `R.tar.gz`, and a refusal changes nothing for the bundle that comes after.
+
+A bundle is hostile: it is opened once (never through a symlink) and hashed, then unpacked
+from that same open file by `safe_extract` into a dot-folder inside RUNS, and must verify
+before its run takes its place; the run is then renamed into place, so RUNS never holds
+half a run. A run RUNS already holds is left as it is (evidence is append-only), and one
+whose seal differs from the bundle's is a conflict.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.base.atomic import dumps_json, fsync_dir
+from harness.base.catalogue import BUNDLE_DROP_NAME, BUNDLE_DROP_OTHER_RUN
+from harness.base.errors import InvalidInput
+from harness.base.timeutil import utc_now
+from harness.measure.runfolder import layout
+from harness.readers.bundle import bag
+from harness.readers.bundle.export import compression_for
+from harness.readers.bundle.facts import read_run_facts
+from harness.readers.bundle.merge import open_archive
+from harness.readers.bundle.records import parse_json
+from harness.readers.bundle.safe_extract import Limits
+from harness.readers.bundle.sums import one_line
+from harness.readers.bundle.verify import verify_archive
+
+BUNDLES = "bundles"  # <drop>/bundles/<run-id>.tar.gz
+RECORD = "collected.jsonl"  # in RUNS
+RECORD_LIMIT = 64 << 20
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # one path component, no dot-name
+DROP_SUFFIX = ".tar.gz"  # what a host's job exports: <drop>/bundles/<run-id>.tar.gz
+
+
+@dataclass
+class Arrival:
+    """One bundle found in the drop, and what collect did with it."""
+
+    bundle: str
+    sha256: str
+    ok: bool = False
+    runs: list[str] = field(default_factory=list)
+    unpacked: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)  # already in RUNS, same seal
+    problems: list[str] = field(default_factory=list)
+
+    def record(self) -> dict:
+        return {"bundle": self.bundle, "sha256": self.sha256, "ok": self.ok,
+                "runs": self.runs, "unpacked": self.unpacked, "present": self.present,
+                "problems": self.problems, "collected": utc_now()}
+
+
+def collected_digests(text: str) -> set[str]:
+    """The sha256 of each bundle a collect took whole (ok, no problem). Pure; a line that
+    is not such a record is ignored, so a damaged line only means collecting again."""
+    return {e["sha256"] for e in _entries(text) if e.get("ok") is True and not e.get("problems")}
+
+
+def _entries(text: str) -> list[dict]:
+    """The record's lines that name a bundle digest. Pure."""
+    found = []
+    for line in text.splitlines():
+        try:
+            entry = parse_json(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("sha256"), str):
+            found.append(entry)
+    return found
+
+
+def drop_run(name: str) -> str | None:
+    """The run a file in the drop's bundles/ is named for: R for `R.tar.gz` (R a plain run
+    id), None for any other name. The one name a host's job exports a run under, so no two
+    files of the drop claim one run. Pure."""
+    run_id = name.removesuffix(DROP_SUFFIX)
+    return run_id if name.endswith(DROP_SUFFIX) and RUN_NAME.fullmatch(run_id) else None
+
+
+def admits(run_id: str, runs: list[str], folders: list[str], recorded: object) -> str | None:
+    """Why the verified bundle named for `run_id` may place nothing, or None when it holds
+    that run and nothing else: `runs`, its run folders (data/...); `folders`, the folders at
+    the top of its data/; `recorded`, the run id its run's run.json gives (None: it gives
+    none). The one rule of what a drop bundle places, night or command. Pure."""
+    alone = runs == [f"{bag.PAYLOAD_DIR}/{run_id}"] and folders == [run_id]
+    if alone and recorded in (None, run_id):
+        return None
+    if alone:
+        held = f"a run whose run.json calls it {one_line(str(recorded))[:120]}"
+    else:  # its runs, and any other folder it would bring (a night's, say)
+        named = runs + [f"{bag.PAYLOAD_DIR}/{f}" for f in folders
+                        if f"{bag.PAYLOAD_DIR}/{f}" not in runs]
+        held = ", ".join(one_line(r) for r in named[:5]) or "no run"
+    return (f"{BUNDLE_DROP_OTHER_RUN}: the bundle named after run {run_id} holds {held}; "
+            "nothing unpacked")
+
+
+def drop_bundles(drop: Path) -> list[Path]:
+    """What may be a finished bundle in `<drop>/bundles`, by name: each entry with a bundle
+    suffix that is not a dot-name (a bundle still being written). A symlink or anything
+    but a regular file is listed too, so that it is refused by name, never followed."""
+    folder = drop / BUNDLES
+    if not folder.is_dir():
+        raise InvalidInput(f"{one_line(str(folder))}: no such folder (the drop's bundles)")
+    found = []
+    for name in sorted(os.listdir(folder)):
+        path = folder / name
+        if name.startswith("."):
+            continue
+        try:
+            compression_for(path)
+        except InvalidInput:
+            continue
+        found.append(path)
+    return found
+
+
+def _read_record(runs_dir: Path) -> str:
+    path = runs_dir / RECORD
+    if not path.exists():
+        return ""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > RECORD_LIMIT:
+        raise InvalidInput(f"{one_line(str(path))}: not a collect record (a regular file)")
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _append(runs_dir: Path, arrival: Arrival) -> None:
+    line = dumps_json(arrival.record()).replace("\n", "") + "\n"
+    fd = os.open(runs_dir / RECORD, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _place(run: Path, runs_dir: Path, run_id: str) -> None:
+    """Move the verified run (unpacked inside RUNS, so this is one rename) into place."""
+    os.rename(run, runs_dir / run_id)
+    fsync_dir(runs_dir)
+
+
+def _unpack_runs(root: Path, runs: list[str], runs_dir: Path, arrival: Arrival) -> None:
+    for run in runs:
+        run_id = run.removeprefix(f"{bag.PAYLOAD_DIR}/")
+        arrival.runs.append(run_id)
+        if "/" in run_id:  # a night's run nested in its folder: collect takes plain runs
+            arrival.problems.append(f"{run}: not a run at the top of the bundle; not unpacked")
+            continue
+        there = runs_dir / run_id
+        if os.path.lexists(there):
+            mine = (root / run / layout.SUMS).read_bytes()
+            same = there.is_dir() and not there.is_symlink() \
+                and (there / layout.SUMS).is_file() and (there / layout.SUMS).read_bytes() == mine
+            if same:
+                arrival.present.append(run_id)
+            else:
+                arrival.problems.append(f"{run_id}: RUNS holds a different run of this id")
+            continue
+        _place(root / run, runs_dir, run_id)
+        arrival.unpacked.append(run_id)
+
+
+def _refusal(root: Path, run_id: str, runs: list[str]) -> str | None:
+    """`admits`, over what the unpacked, verified bundle at `root` holds."""
+    data = root / bag.PAYLOAD_DIR
+    folders = sorted(os.listdir(data)) if data.is_dir() else []
+    recorded = None
+    if runs == [f"{bag.PAYLOAD_DIR}/{run_id}"]:
+        recorded = read_run_facts(runs[0], root / runs[0], record_only=True).record.get(
+            "run_id")
+    return admits(run_id, runs, folders, recorded)
+
+
+def _collect_one(path: Path, opened: BinaryIO, digest: str, runs_dir: Path,
+                 allowed_signers: Path | None, limits: Limits | None, run_id: str) -> Arrival:
+    """Unpack the open bundle file into a dot-folder inside RUNS (never a run: no owner file
+    at its top, and removed on the way out), verify it, and rename its run into place when
+    it holds the run `run_id` it is named for and nothing else (refused whole otherwise)."""
+    arrival = Arrival(one_line(path.name), digest)
+    with tempfile.TemporaryDirectory(prefix=".harness-collect-", dir=runs_dir) as tmp:
+        try:
+            root, report = verify_archive(path, Path(tmp), allowed_signers, limits, opened)
+            if not report.ok:
+                arrival.problems += [one_line(str(p)) for p in report.problems]
+                return arrival
+            if (why := _refusal(root, run_id, report.runs)) is not None:
+                arrival.problems.append(why)
+                return arrival
+            arrival.ok = True
+            _unpack_runs(root, report.runs, runs_dir, arrival)
+        except InvalidInput as e:
+            arrival.problems.append(str(e))
+        except OSError as e:  # a full disk, a folder that appeared meanwhile
+            arrival.problems.append(one_line(f"{type(e).__name__}: {e}"))
+    return arrival
+
+
+def _unnamed(path: Path, why: str) -> Arrival:
+    """A drop entry refused by its name or kind, unread (so with no digest, not recorded)."""
+    return Arrival(one_line(path.name), "", problems=[f"{BUNDLE_DROP_NAME}: {one_line(why)}"])
+
+
+def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None,
+                 limits: Limits | None = None) -> list[Arrival]:
+    """Collect every bundle in the drop not collected before; one Arrival for each, each
+    appended to RUNS/collected.jsonl as it is done (so a crash loses no record)."""
+    drop, runs_dir = Path(drop), Path(runs_dir)
+    if allowed_signers is not None and not Path(allowed_signers).is_file():
+        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} "
+                           "is not a file")
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    done = collected_digests(_read_record(runs_dir))
+    arrivals = []
+    for path in drop_bundles(drop):
+        run_id = drop_run(path.name)
+        if run_id is None:
+            arrivals.append(_unnamed(path, f"not named <run-id>{DROP_SUFFIX}, so named for "
+                                           "no run; not read"))
+            continue
+        try:
+            with open_archive(path) as (fh, digest):
+                if digest in done:
+                    continue
+                arrival = _collect_one(path, fh, digest, runs_dir, allowed_signers, limits,
+                                       run_id)
+        except InvalidInput as e:  # a symlink, a FIFO, a folder: never followed nor read
+            arrivals.append(_unnamed(path, e.message))
+            continue
+        _append(runs_dir, arrival)
+        done.add(digest)
+        arrivals.append(arrival)
+    return arrivals
+
+
+def collect_run(drop: Path, runs_dir: Path, run_id: str,
+                allowed_signers: Path | None = None,
+                limits: Limits | None = None) -> Arrival | None:
+    """The controller's collect of one run as its job ends: `<drop>/bundles/<run id>.tar.gz`,
+    verified, and taken only when it holds that run and nothing else (`admits`, the rule
+    `collect_drop` applies too: a host's bundle never plants another host's run). None
+    while no such bundle is there, or when this very bundle was collected or refused
+    before (RUNS/collected.jsonl says so)."""
+    name = f"{run_id}{DROP_SUFFIX}"
+    if drop_run(name) != run_id:
+        raise InvalidInput(f"not a run id: {one_line(run_id)[:120]!r}")
+    path = Path(drop) / BUNDLES / name
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # as drop_bundles: never followed
+            return None
+    except FileNotFoundError:
+        return None
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    seen = {e["sha256"] for e in _entries(_read_record(runs_dir))}
+    try:
+        with open_archive(path) as (fh, digest):
+            if digest in seen:
+                return None
+            arrival = _collect_one(path, fh, digest, runs_dir, allowed_signers, limits,
+                                   run_id)
+    except InvalidInput:  # swapped for a symlink or a FIFO since: not arrived
+        return None
+    _append(runs_dir, arrival)
+    return arrival
+

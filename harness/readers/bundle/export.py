@@ -1,0 +1,231 @@
+"""`bundle export`: run and night folders -> one BagIt bag in a deterministic tar.
+
+The archive holds a single top folder (named from the bundled folders, never from the
+output file name or the clock) containing:
+  bagit.txt, bag-info.txt, manifest-sha256.txt, metadata/statement.intoto.json,
+  tagmanifest-sha256.txt, and with a signing key tagmanifest-sha256.txt.sig;
+  data/<folder>/... each given folder unchanged (but a night journal's SQLite side files);
+  a night folder brings the run folders its journal names, as data/<run-id>/
+  (harness.readers.bundle.nightruns).
+Payload entries come first so each file is hashed while it is written; the tag files
+that describe them follow. The folders are judged exactly as `bundle verify` will judge
+the bag (each run by `manifest.verify_folder`, as `harness verify`): their shape before
+anything is written, their seals on the digests of the bytes written (each file is read
+once), and only then is the bundle linked into place: a bundle, and above all a signed
+one, never vouches for a run that does not verify, nor for bytes other than those checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.atomic import fsync_dir
+from harness.base.errors import EnvironmentFault, InvalidInput, Refused
+from harness.base.timeutil import parse_or_none
+from harness.base.tree import NotRegular
+from harness.readers.bundle import bag, chain
+from harness.readers.bundle.archive import DeterministicTar
+from harness.readers.bundle.facts import RunFacts, read_run_facts, time_span
+from harness.readers.bundle.payload import Payload, collect_payload
+from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
+from harness.readers.bundle.sign import sign
+from harness.readers.bundle.statement import StatementSpool
+from harness.readers.bundle.sums import Problem, one_line
+
+
+@dataclass
+class ExportResult:
+    output: Path
+    top: str
+    files: int
+    runs: list[str]
+    signed: bool
+
+
+def compression_for(output: Path) -> bool:
+    """True for gzip (.tar.gz/.tgz), False for plain .tar; anything else is a usage error."""
+    name = output.name
+    if name.endswith((".tar.gz", ".tgz")):
+        return True
+    if name.endswith(".tar"):
+        return False
+    raise InvalidInput(
+        f"{one_line(str(output))}: the output name must end in .tar, .tar.gz or .tgz"
+    )
+
+
+def top_folder(names: list[str]) -> str:
+    """The archive's top folder: from the names of the folders given (a night's runs come
+    with its name), so the output name and the order of arguments do not change the bytes."""
+    if len(names) == 1:
+        return f"evidence-{names[0]}"
+    joined = "\n".join(sorted(names)).encode("utf-8")
+    return f"evidence-{hashlib.sha256(joined).hexdigest()[:16]}"
+
+
+def archive_mtime(runs: list[RunFacts]) -> int:
+    """One fixed mtime for every entry: the newest run's end, else the epoch."""
+    _, end = time_span(runs)
+    when = parse_or_none(end)
+    return max(int(when.timestamp()), 0) if when else 0
+
+
+class ExportRefused(Refused):
+    """The folders do not verify as they are; `problems` names each one (exit 1)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(f"not bundled: {len(problems)} problem(s) in the given folders; "
+                         "a bundle only vouches for runs that `harness verify` accepts")
+        self.problems = problems
+
+
+def _sources(payload: Payload) -> dict[str, Path]:
+    """{bag folder data/<name>/<rel>: where it is on disk} for each run of the payload."""
+    roots = dict(payload.roots)
+    out = {}
+    for run in bag_runs([f.arcname for f in payload.files]):
+        name, _, rel = run.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
+        out[run] = roots[name] / rel if rel else roots[name]
+    return out
+
+
+def judge(payload: Payload, subjects: dict[str, str] | None = None) -> list[Problem]:
+    """Everything `bundle verify` would say about the runs of this payload, said now: the
+    payload's shape, and `harness verify`'s verdict on each source run folder. `subjects`:
+    the digests of the very bytes written into the bag ({arcname: hex}), so each file is
+    read once and the bag vouches for exactly the bytes its runs' seals were checked on."""
+    sources = _sources(payload)
+    problems = layout_problems([f.arcname for f in payload.files], list(sources))
+    digests = run_digests(subjects or {}, list(sources))
+    for run, source in sources.items():
+        problems.extend(run_problems(source, run, digests[run] if subjects else None))
+    return problems
+
+
+def read_runs(payload: Payload, spool: StatementSpool) -> list[RunFacts]:
+    """The facts of each run of the payload, each read once, in folder order: the
+    statement's share goes into `spool`, the rest is kept slim (`RunFacts.slim`)."""
+    sources = _sources(payload)
+    runs = []
+    for folder in sorted(sources):
+        facts = read_run_facts(folder, sources[folder])
+        spool.add(facts)
+        runs.append(facts.slim())
+    return runs
+
+
+def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementSpool,
+                   top: str, compress: bool, sign_key: Path | None,
+                   chain_tags: dict[str, bytes]) -> dict[str, str]:
+    with DeterministicTar(fh, top=top, mtime=archive_mtime(runs), compress=compress) as tar, \
+            tempfile.TemporaryFile() as statement:
+        subjects = {f.arcname: tar.add_file(f.arcname, f.root, f.rel, f.size)
+                    for f in payload.files}
+        oxum = bag.payload_oxum([f.size for f in payload.files])
+        info = bag.bag_info(runs, oxum, signed=sign_key is not None)  # signed: it says so
+        tags = {
+            bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
+            bag.BAG_INFO: info.encode("utf-8"),
+            bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
+            **chain_tags,  # approvals and gate records (harness.readers.bundle.chain)
+        }
+        # The statement grows with the runs (~10 KiB each): spooled to a file, not held.
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
+        digests[bag.STATEMENT] = spool.write(statement, runs, subjects)
+        tagmanifest = bag.manifest_text(digests).encode("utf-8")
+        tags[bag.TAGMANIFEST] = tagmanifest
+        if sign_key is not None:
+            tags[bag.SIGNATURE] = sign(tagmanifest, sign_key)
+        for name in sorted([*tags, bag.STATEMENT]):
+            if name == bag.STATEMENT:
+                size = statement.tell()
+                statement.seek(0)
+                tar.add_stream(name, statement, size)
+            else:
+                tar.add_bytes(name, tags[name])
+    return subjects
+
+
+def check_output(output: Path, sign_key: Path | None) -> bool:
+    """The output may be written (a new file in a folder, a known suffix) and the key is a
+    file; returns whether to gzip. InvalidInput (exit 2) otherwise."""
+    compress = compression_for(output)
+    if output.exists() or output.is_symlink():
+        raise InvalidInput(f"{one_line(str(output))} exists; bundles are never overwritten")
+    if not output.parent.is_dir():
+        raise InvalidInput(f"{one_line(str(output.parent))} is not a folder")
+    if sign_key is not None and not Path(sign_key).is_file():
+        raise InvalidInput(f"signing key {one_line(str(sign_key))} is not a file")
+    return compress
+
+
+def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], spool: StatementSpool,
+                 *, compress: bool,
+                 sign_key: Path | None, chain_tags: dict[str, bytes],
+                 check: Callable[[dict[str, str]], list[Problem]] | None = None) -> str:
+    """Write the bag of `payload` to the new file `output`, atomically (a temp name, fsync,
+    then a link that fails if `output` appeared meanwhile); returns the top folder. Shared
+    by export and merge, so a merged bundle is written exactly as an exported one. `runs`
+    and `spool`: what `read_runs` made of the payload's runs.
+    `check` judges the digests of the bytes written ({arcname: hex}) before the bundle is
+    linked into place: any problem refuses it (ExportRefused) and nothing is left."""
+    top = top_folder(payload.named)
+    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "xb") as fh:
+            subjects = _write_archive(fh, payload, runs, spool, top, compress, sign_key,
+                                      chain_tags)
+            problems = check(subjects) if check is not None else []
+            if problems:
+                raise ExportRefused(problems)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, output)  # fails if someone created `output` meanwhile
+    except FileExistsError as e:
+        raise InvalidInput(
+            f"{one_line(str(output))} appeared while exporting; not overwritten"
+        ) from e
+    except NotRegular as e:  # swapped for a symlink or a FIFO after it was judged
+        raise InvalidInput(
+            f"{one_line(str(e.filename))}: {e.strerror} (changed while exporting)"
+        ) from None
+    except OSError as e:  # disk full, or a run file changed size while it was read
+        raise EnvironmentFault(f"cannot write {output}: {e}") from e
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(output.parent)
+    return top
+
+
+def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = None
+                  ) -> ExportResult:
+    """Write the bundle for `folders` to `output` (new file, written atomically)."""
+    output = Path(output)
+    compress = check_output(output, sign_key)
+    payload = collect_payload(folders)
+    real_parent = output.parent.resolve()
+    for name, source in payload.roots:
+        if real_parent == source or real_parent.is_relative_to(source):
+            raise InvalidInput(
+                f"{one_line(str(output))}: would be written inside the bundled folder {name}"
+            )
+    problems = layout_problems([f.arcname for f in payload.files])
+    if problems:
+        raise ExportRefused(judge(payload))
+    with StatementSpool() as spool:
+        runs = read_runs(payload, spool)
+        chain_tags, problems = chain.collect(runs)
+        if problems:  # the runs' own verdict first, as `bundle verify` would give it
+            raise ExportRefused(judge(payload) or problems)
+        # Each run is judged on the digests of the bytes written into the bag (one read of
+        # each file), before the bag is linked into place: a broken run leaves no bundle.
+        top = write_bundle(output, payload, runs, spool, compress=compress,
+                           sign_key=sign_key, chain_tags=chain_tags,
+                           check=lambda subjects: judge(payload, subjects))
+    return ExportResult(output, top, len(payload.files), [r.run_id for r in runs],
+                        sign_key is not None)

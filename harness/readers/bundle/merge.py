@@ -1,0 +1,211 @@
+"""`bundle merge`: several bundles (one per host, say) -> one bundle of all their runs.
+
+Each input comes from someone else, so each is unpacked and judged by `verify_archive`, the
+very path `bundle verify` takes (safe_extract's limits and refusals, then verify_tree): one
+input that fails refuses the whole merge, naming it, and nothing is written. A merge that
+signs its result vouches for every byte of it, so it must first have authenticated every
+input (`trust.merging`): a signing key needs allowed signers, each input must then carry a
+good signature by a listed signer (and each approval its reviewer's), and an input whose
+signature was stripped is refused with or without them, never merged as "unsigned".
+Only then are the inputs' folders under `data/` put side by side and written by the export
+writer (`export.write_bundle`), so the result has its own manifests, statement and optional
+signature, is deterministic, and verifies like any exported bundle; merging the exports of
+runs A and B gives the same bytes as exporting A and B together.
+
+Collisions: a folder name (a run id, a night) in two inputs must hold the same files with
+the same bytes, and is then kept once (a run exported by its host and again in a night's
+bundle); anything else is refused, as is a carried approval or gate record (tag files
+under `metadata/`) that two inputs hold with different bytes. The inputs' own manifests
+are used for the comparison: after `verify_tree` passed they describe the files exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.base.errors import InvalidInput, Refused
+from harness.readers.bundle import bag, chain
+from harness.readers.bundle.export import check_output, read_runs, write_bundle
+from harness.readers.bundle.payload import Payload, PayloadFile
+from harness.readers.bundle.records import read_member, read_text_member
+from harness.readers.bundle.safe_extract import Limits
+from harness.readers.bundle.statement import StatementSpool
+from harness.readers.bundle.sums import Problem, one_line, parse_sums
+from harness.readers.bundle.trust import Policy, merging
+from harness.readers.bundle.verify import verify_archive
+
+CARRIED_TAGS = (f"{chain.APPROVALS_TAGS}/", f"{chain.GATES_TAGS}/")
+DIGEST_CHUNK = 1 << 20
+
+
+class MergeRefused(Refused):
+    """An input does not verify, or two inputs disagree; `problems` names each (exit 1)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(f"not merged: {len(problems)} problem(s) in the given bundles")
+        self.problems = problems
+
+
+@dataclass
+class MergeResult:
+    output: Path
+    top: str
+    files: int
+    runs: list[str]
+    signed: bool
+    inputs: list[tuple[str, str]] = field(default_factory=list)  # (bundle, sha256 hex)
+    vouches: list[tuple[str, list[str]]] = field(default_factory=list)  # (bundle, who for what)
+
+
+@dataclass
+class _Input:
+    """One verified input: its unpacked top folder and what its manifests list."""
+
+    name: str  # as given, for messages
+    sha256: str  # of the archive's bytes, as they were unpacked
+    vouches: list[str]  # who vouched for what in it (trust.Vouch, as lines)
+    root: Path
+    folders: dict[str, dict[str, str]]  # data/<folder> name -> {rel: sha256}
+    tags: dict[str, str]  # carried tag files (approvals, gate records) -> sha256
+
+
+def file_sha256(fh: BinaryIO) -> str:
+    """sha256 hex of a whole open file, read in chunks from its start (the bundle as it
+    arrived); the file is left at its start again."""
+    digest = hashlib.sha256()
+    fh.seek(0)
+    while block := fh.read(DIGEST_CHUNK):
+        digest.update(block)
+    fh.seek(0)
+    return digest.hexdigest()
+
+
+@contextmanager
+def open_archive(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+    """The bundle file `path`, opened once (a symlink is never followed, a FIFO never waited
+    on), and the sha256 of its bytes. What is unpacked is read from this same open file, so
+    the digest said or recorded is that of the bytes judged, whatever is renamed onto `path`
+    meanwhile. InvalidInput (exit 2) for anything but a regular file."""
+    shown = one_line(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        why = "is a symlink; give the bundle itself" if os.path.islink(path) else \
+            f"cannot open: {e.strerror or e}"
+        raise InvalidInput(f"{shown}: {why}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{shown}: not a regular file")
+        yield fh, file_sha256(fh)
+
+
+def split_manifest(manifest: dict[str, str]) -> dict[str, dict[str, str]]:
+    """{data/<folder>/<rel>: sha} -> {folder: {rel: sha}}. Pure."""
+    folders: dict[str, dict[str, str]] = {}
+    for path, digest in manifest.items():
+        folder, _, rel = path.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
+        folders.setdefault(folder, {})[rel] = digest
+    return folders
+
+
+def combine(inputs: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]]
+            ) -> tuple[dict[str, int], dict[str, int], list[Problem]]:
+    """Which input each folder and carried tag file is taken from (by index), and a problem
+    for each name two inputs hold with different bytes. Pure.
+
+    `inputs`: (name, {folder: {rel: sha}}, {tag: sha}) per input, in the order given; a
+    byte-identical duplicate is taken from the first input holding it."""
+    folders: dict[str, int] = {}
+    tags: dict[str, int] = {}
+    problems: list[Problem] = []
+    for index, (name, held, carried) in enumerate(inputs):
+        for folder, files in sorted(held.items()):
+            first = folders.setdefault(folder, index)
+            if first != index and inputs[first][1][folder] != files:
+                problems.append(Problem(
+                    "collision", f"{bag.PAYLOAD_DIR}/{folder}",
+                    f"{inputs[first][0]} and {name} hold different files under this name"))
+        for tag, digest in sorted(carried.items()):
+            first = tags.setdefault(tag, index)
+            if first != index and inputs[first][2][tag] != digest:
+                problems.append(Problem(
+                    "collision", tag, f"{inputs[first][0]} and {name} carry different bytes"))
+    return folders, tags, problems
+
+
+def _open_input(source: Path, dest: Path, policy: Policy,
+                limits: Limits | None) -> tuple[_Input | None, list[Problem]]:
+    """Unpack and verify one input as `bundle verify` does, under `policy`; InvalidInput
+    (exit 2) for a hostile or unreadable one."""
+    shown = one_line(str(source))
+    dest.mkdir()
+    with open_archive(source) as (fh, digest):
+        root, report = verify_archive(source, dest, policy, limits, opened=fh)
+    if not report.ok:
+        return None, [Problem(p.kind, f"{shown}: {p.path}", p.detail) for p in report.problems]
+    manifest, _ = parse_sums(read_text_member(root, bag.MANIFEST), bag.MANIFEST)
+    tagmanifest, _ = parse_sums(read_text_member(root, bag.TAGMANIFEST), bag.TAGMANIFEST)
+    carried = {t: d for t, d in tagmanifest.items() if t.startswith(CARRIED_TAGS)}
+    return _Input(shown, digest, [str(v) for v in report.vouches], root,
+                  split_manifest(manifest), carried), []
+
+
+def _payload(inputs: list[_Input], chosen: dict[str, int]) -> Payload:
+    files: list[PayloadFile] = []
+    roots: list[tuple[str, Path]] = []
+    for folder, index in sorted(chosen.items()):
+        source = inputs[index].root / bag.PAYLOAD_DIR / folder
+        roots.append((folder, source))
+        files.extend(PayloadFile(f"{bag.PAYLOAD_DIR}/{folder}/{rel}", source, rel,
+                                 os.lstat(source / rel).st_size)
+                     for rel in inputs[index].folders[folder])
+    files.sort(key=lambda f: f.arcname)
+    return Payload(files=files, roots=roots, named=[name for name, _ in roots])
+
+
+def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = None,
+                  allowed_signers: Path | None = None, limits: Limits | None = None
+                  ) -> MergeResult:
+    """Verify each bundle, then write one bundle of all their folders to `output` (new,
+    written atomically). MergeRefused (exit 1) names every failing input or collision;
+    a signing key without `allowed_signers` is a usage error (exit 2)."""
+    output = Path(output)
+    compress = check_output(output, sign_key)
+    if not bundles:
+        raise InvalidInput("give at least one bundle to merge")
+    policy = merging(sign_key, allowed_signers)
+    if allowed_signers is not None and not Path(allowed_signers).is_file():
+        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} "
+                           "is not a file")
+    # Unpacked beside the output: a night's inputs may be far larger than /tmp.
+    with tempfile.TemporaryDirectory(prefix=".harness-merge-", dir=output.parent) as tmp:
+        inputs: list[_Input] = []
+        problems: list[Problem] = []
+        for index, source in enumerate(bundles):
+            opened, bad = _open_input(Path(source), Path(tmp) / str(index), policy, limits)
+            problems += bad
+            if opened is not None:
+                inputs.append(opened)
+        if problems:
+            raise MergeRefused(problems)
+        chosen, tag_from, problems = combine([(i.name, i.folders, i.tags) for i in inputs])
+        if problems:
+            raise MergeRefused(problems)
+        payload = _payload(inputs, chosen)
+        tags = {tag: read_member(inputs[index].root, tag)
+                for tag, index in sorted(tag_from.items())}
+        with StatementSpool() as spool:
+            runs = read_runs(payload, spool)
+            top = write_bundle(output, payload, runs, spool, compress=compress,
+                               sign_key=sign_key, chain_tags=tags)
+    return MergeResult(output, top, len(payload.files), [r.run_id for r in runs],
+                       sign_key is not None, [(i.name, i.sha256) for i in inputs],
+                       [(i.name, i.vouches) for i in inputs])

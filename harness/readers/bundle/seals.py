@@ -1,0 +1,110 @@
+"""Which seals a bundle may hold, and whether each run in it is sealed and intact.
+
+Whether a run folder is sealed and intact has one owner,
+`harness.measure.runfolder.manifest.verify_folder`, the function behind `harness verify`: export
+judges each source run with it, and verify judges each unpacked run with it, so a bundle
+never vouches for a run `harness verify` refuses. This module adds only what a bundle has
+beyond run folders: where a SHA256SUMS may be (a run's folder; its `addenda/<name>/`,
+judged by verify_folder), and that the payload is made of bundled folders holding runs.
+A SHA256SUMS anywhere else would read, to a reviewer running `sha256sum -c`, as a seal
+over files no run ever sealed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from harness.measure.runfolder.layout import ADDENDA
+from harness.measure.runfolder.manifest import verify_folder
+from harness.readers.bundle.payload import (
+    NIGHT_RECORD,
+    RUN_RECORD,
+    SEAL_FILE,
+    ancestors,
+    find_run_dirs,
+)
+from harness.readers.bundle.sums import Problem
+
+PAYLOAD = "data"
+_DETAIL = {
+    "changed": f"differs from its run's {SEAL_FILE}",
+    "missing": f"listed in its run's {SEAL_FILE}, not present",
+    "extra": f"not listed in any {SEAL_FILE} of its run",
+}
+
+
+def _in_bundled_folder(path: str) -> bool:
+    return path.startswith(PAYLOAD + "/") and path.count("/") >= 2
+
+
+def bag_runs(payload: list[str]) -> list[str]:
+    """The run folders of a payload: folders holding run.json, inside a bundled folder
+    `data/<name>/` (never data/ itself), not nested in another run. Pure."""
+    return find_run_dirs(p for p in payload if _in_bundled_folder(p))
+
+
+def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[Problem]:
+    """Problems with the shape of a payload ({data/...} file paths). Pure.
+
+    Every file sits in a bundled folder `data/<name>/`, each bundled folder is a night (its
+    journal at the top) or holds at least one run (a folder with run.json), and outside
+    runs (a night's journal and summaries) no SHA256SUMS appears. Inside a run,
+    verify_folder decides. `runs`: `bag_runs(payload)` when the caller has it already.
+    Paths are as the tree walker gives them ("/"-separated names, none empty).
+    """
+    in_runs = set(bag_runs(payload) if runs is None else runs)
+    problems: list[Problem] = []
+    bundled: dict[str, bool] = {}
+    for path in sorted(payload):
+        parts = path.split("/")
+        if not _in_bundled_folder(path):
+            problems.append(Problem("stray", path, "a payload file outside any bundled folder"))
+            continue
+        folder = f"{PAYLOAD}/{parts[1]}"
+        in_run = any(a in in_runs for a in ancestors(path))
+        night = len(parts) == 3 and parts[2] == NIGHT_RECORD
+        bundled[folder] = bundled.get(folder, False) or in_run or night
+        if not in_run and parts[-1] == SEAL_FILE:
+            problems.append(Problem(
+                "misplaced-seal", path,
+                f"not in a run folder; only a run ({RUN_RECORD} beside it) and its "
+                f"{ADDENDA}/<name>/ may hold a {SEAL_FILE}"))
+    problems.extend(Problem("not-a-run", folder,
+                            f"no {RUN_RECORD} or {NIGHT_RECORD} in it: not a run or night")
+                    for folder, has_run in sorted(bundled.items()) if not has_run)
+    return problems
+
+
+def run_digests(hashes: Mapping[str, str], runs: list[str]) -> dict[str, dict[str, str]]:
+    """{run: {path inside the run: hex}} from a bag's {path: hex}, each path given to the
+    run holding it (runs are never nested: `bag_runs`). Pure."""
+    index = set(runs)
+    out: dict[str, dict[str, str]] = {r: {} for r in runs}
+    for path, digest in hashes.items():
+        for a in ancestors(path):
+            if a in index:
+                out[a][path[len(a) + 1:]] = digest
+                break
+    return out
+
+
+def run_problems(folder: Path, label: str,
+                 digests: Mapping[str, str] | None = None) -> list[Problem]:
+    """`harness verify`'s verdict on one run folder, as bundle problems under `label`
+    (the run's path in the bag, e.g. data/<run-id>). `digests`: hashes of its files taken
+    in the same pass that wrote or unpacked them (see `verify_folder`)."""
+    try:
+        found = verify_folder(folder, digests)
+    except OSError as e:
+        return [Problem("unreadable", label, e.strerror or str(e))]
+    problems = []
+    for p in found:
+        kind = str(p.kind)
+        if kind == "no-manifest":
+            problems.append(Problem("unsealed", label, f"run folder has no {SEAL_FILE}"))
+            continue
+        detail = str(getattr(p, "detail", "") or _DETAIL.get(kind, ""))
+        rel = str(p.path).strip("/")
+        problems.append(Problem(kind, f"{label}/{rel}" if rel else label, detail))
+    return problems

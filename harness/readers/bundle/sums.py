@@ -1,0 +1,79 @@
+"""Bundle problems over the one `sha256sum` format: BagIt manifests are read and compared
+by `harness.measure.runfolder.manifest` (the parser and checker of every run's SHA256SUMS), so a
+reviewer can check every layer with `sha256sum -c`. This module only words what it finds
+as bundle problems. Pure; files are hashed by `harness.base.hashing`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.base.tree import path_problem, printable
+from harness.measure.runfolder import manifest
+
+MAX_DETAIL = 300  # a hostile value quoted in a message stays one short line
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the evidence: `kind` is changed, missing, extra, or a short label."""
+
+    kind: str
+    path: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        """One printable line, whatever hostile name or value the problem quotes."""
+        detail = one_line(self.detail)
+        if len(detail) > MAX_DETAIL:
+            detail = detail[:MAX_DETAIL] + "..."
+        tail = f": {detail}" if detail else ""
+        return f"{self.kind}: {one_line(self.path)}{tail}"
+
+
+def one_line(text: str) -> str:
+    """`tree.printable` that leaves backslashes alone, so a path `manifest.verify_folder`
+    already rendered printable is shown as it is, not escaped twice. Idempotent."""
+    return "\\".join(printable(part) for part in text.split("\\"))
+
+
+def unsafe_name_reason(relpath: str) -> str | None:
+    """Why a relative path cannot appear in a manifest or an archive, or None if it can:
+    the sealable-name policy of `harness.base.tree`, so a bundle holds exactly what a seal can."""
+    return path_problem(relpath)
+
+
+def format_sums(entries: dict[str, str]) -> str:
+    """`sha256sum` output for {relpath: hex}, sorted by path so the bytes are reproducible."""
+    return manifest.render(entries)
+
+
+def parse_sums(text: str, source: str) -> tuple[dict[str, str], list[Problem]]:
+    """{relpath: hex} from `manifest.parse`; every malformed, unsafe or repeated line is a
+    `malformed` Problem of `source`."""
+    lines, bad = manifest.parse(text.encode("utf-8", "surrogatepass"))
+    problems = [Problem("malformed", source, f"line {n}: {why}") for n, why in bad]
+    entries: dict[str, str] = {}
+    for path, digest in lines:
+        if path in entries:
+            problems.append(Problem("malformed", source, f"{path} listed twice"))
+        else:
+            entries[path] = digest
+    return entries, problems
+
+
+_SAYS = {"missing": "listed in {m}, not present", "extra": "present, not listed in {m}",
+         "unreadable": "listed in {m}, could not be read"}
+
+
+def compare(expected: dict[str, str], found: dict[str, str], manifest_name: str) -> list[Problem]:
+    """Changed, missing and extra files between a manifest's entries and what is present
+    (`manifest.compare`, the one checker), worded for a bundle report."""
+    problems = []
+    for path, kind in manifest.compare(expected, found):
+        if kind == "changed":
+            detail = f"sha256 is {found[path]}, {manifest_name} says {expected[path]}"
+        else:
+            detail = _SAYS[kind].format(m=manifest_name)
+        problems.append(Problem(kind, path, detail))
+    return problems

@@ -1,0 +1,171 @@
+"""Who vouches for what in a bundle, decided once from the verifier's options.
+
+Two signatures, two claims, two signers:
+- the bundle's own signature (`tagmanifest-sha256.txt.sig`, namespace harness-evidence)
+  vouches for the bag's bytes: whoever exported or merged it says "these are the bytes I
+  bundled". It covers the approvals the bag carries too, but only as bytes it carried;
+- each carried approval's `.sig` (namespace harness-approval@v1) vouches for the reviewer's
+  approval. The bundle's key cannot stand in for it: an approval without its reviewer's
+  signature is not an approval, whatever signed the bag around it.
+
+`Policy` is what the verifier's options ask for. Without `--allowed-signers` nothing is
+authenticated: an unsigned bundle is checked for consistency only and says that nobody
+vouches for it, a signed one fails (an unchecked signature proves nothing), and the
+approvals' signatures are not judged (the report says so). With it, the bag must carry a
+good signature by a signer listed for harness-evidence, and every approval it carries a good
+signature by one listed for harness-approval@v1 (one allowed_signers file, each key trusted
+for its own namespace): what the policy asks for and the bundle lacks is a refusal naming
+its rule. A merge that signs its result must verify every input under such a policy first,
+or its signature would vouch for bytes nobody authenticated (`merging`).
+
+A signed bundle says so in bag-info.txt (`Bag-Signature`), inside what the tag manifest
+and so the signature cover: deleting the signature leaves that line behind, and is refused
+whatever the options (`BUNDLE-SIGNATURE-STRIPPED`), never read as "unsigned". Removing the
+line as well means rewriting the tag manifest, which leaves an unsigned bundle, one that
+--allowed-signers refuses and a merge that signs never takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.catalogue import (
+    BUNDLE_APPROVAL_SIGNATURE,
+    BUNDLE_APPROVAL_UNSIGNED,
+    BUNDLE_BAD_SIGNATURE,
+    BUNDLE_SIGNATURE_STRIPPED,
+    BUNDLE_SIGNATURE_UNCHECKED,
+    BUNDLE_UNSIGNED,
+)
+from harness.base.errors import InvalidInput
+from harness.judge.approval.check import SIG_SUFFIX
+from harness.judge.approval.sign import NAMESPACE as APPROVAL_NAMESPACE
+from harness.judge.approval.sign import SignatureCheck
+from harness.judge.approval.sign import verify as verify_approval
+from harness.readers.bundle import bag
+from harness.readers.bundle.records import BadMember, read_member
+from harness.readers.bundle.sign import NAMESPACE as BAG_NAMESPACE
+from harness.readers.bundle.sign import verify as verify_bag
+from harness.readers.bundle.sums import Problem, one_line
+
+SIGNATURE_LIMIT = 64 << 10  # an SSH signature is under 2 KiB
+
+BAG, APPROVAL = "bag", "approval"  # what a signature vouches for
+GOOD, BAD, UNSIGNED, UNCHECKED, STRIPPED = "good", "bad", "unsigned", "not checked", "stripped"
+_GOOD_BY = "good signature by "
+
+
+@dataclass(frozen=True)
+class Vouch:
+    """Who vouches for one thing the bundle holds: the bag's bytes, or one approval."""
+
+    subject: str  # BAG or APPROVAL
+    path: str  # what is vouched for: the tag manifest, or the approval's tag file
+    namespace: str
+    state: str  # GOOD, BAD, UNSIGNED, UNCHECKED or STRIPPED
+    signer: str = ""  # the allowed_signers principal, for a good signature
+
+    def __str__(self) -> str:
+        what = "the bag's bytes" if self.subject == BAG else "the reviewer's approval"
+        said = {GOOD: f"good signature by {self.signer} ({self.namespace})",
+                UNSIGNED: "unsigned: nobody vouches for it",
+                UNCHECKED: "signed, not checked (no --allowed-signers)",
+                BAD: "a signature that does not verify", STRIPPED: "its signature is gone",
+                }[self.state]
+        return one_line(f"{what} {self.path}: {said}")
+
+    def as_dict(self) -> dict[str, str]:
+        return {"for": self.subject, "path": self.path, "namespace": self.namespace,
+                "state": self.state, "signer": self.signer}
+
+
+def _signer(check: SignatureCheck) -> str:
+    return check.detail.removeprefix(_GOOD_BY)
+
+
+def _read_signature(root: Path, rel: str) -> bytes:
+    return read_member(root, rel, SIGNATURE_LIMIT)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What must be signed, by whom: `allowed_signers` (an OpenSSH allowed_signers file)
+    given means the bag and every approval it carries must be signed by a signer listed
+    there for that namespace; None means nothing is authenticated, and nothing signed is
+    taken on trust."""
+
+    allowed_signers: Path | None = None
+
+    def bag(self, root: Path, hashes: dict[str, str], claims: list[str]
+            ) -> tuple[Vouch, list[Problem]]:
+        """The bag's own signature: `claims`, the bag-info `Bag-Signature` values, say
+        whether the bag was signed when it was written."""
+        sig = bag.SIGNATURE
+        problems = [Problem("malformed", bag.BAG_INFO, f"{bag.SIGNATURE_LABEL} says "
+                            f"{one_line(str(claims))[:120]}, not {bag.signature_claim()!r}")
+                    ] if claims and claims != [bag.signature_claim()] else []
+
+        def vouch(state: str, signer: str = "") -> Vouch:
+            return Vouch(BAG, bag.TAGMANIFEST, BAG_NAMESPACE, state, signer)
+
+        if sig not in hashes:
+            if claims:
+                return vouch(STRIPPED), [*problems, Problem(
+                    "signature-stripped", sig, f"{BUNDLE_SIGNATURE_STRIPPED}: {bag.BAG_INFO} "
+                    f"says the bag was signed ({bag.SIGNATURE_LABEL}) and it has no {sig}")]
+            if self.allowed_signers is not None:
+                return vouch(UNSIGNED), [*problems, Problem(
+                    "unsigned", sig, f"{BUNDLE_UNSIGNED}: --allowed-signers was given but the "
+                    "bundle is not signed")]
+            return vouch(UNSIGNED), problems
+        if self.allowed_signers is None:
+            return vouch(UNCHECKED), [*problems, Problem(
+                "unverified-signature", sig, f"{BUNDLE_SIGNATURE_UNCHECKED}: the bundle is "
+                "signed; give --allowed-signers to check it")]
+        try:
+            check = (verify_bag(read_member(root, bag.TAGMANIFEST), _read_signature(root, sig),
+                                self.allowed_signers) if bag.TAGMANIFEST in hashes
+                     else SignatureCheck(False, "nothing to check it against"))
+        except BadMember as e:
+            check = SignatureCheck(False, str(e))
+        if not check.ok:
+            return vouch(BAD), [*problems, Problem("bad-signature", sig,
+                                                   f"{BUNDLE_BAD_SIGNATURE}: {check.detail}")]
+        return vouch(GOOD, _signer(check)), problems
+
+    def approval(self, root: Path, tag: str, data: bytes, hashes: dict[str, str]
+                 ) -> tuple[Vouch, list[Problem]]:
+        """One carried approval (`tag`, its bytes `data`): its `.sig` beside it must be the
+        reviewer's good signature of exactly these bytes when signers are given."""
+        sig = tag + SIG_SUFFIX
+
+        def vouch(state: str, signer: str = "") -> Vouch:
+            return Vouch(APPROVAL, tag, APPROVAL_NAMESPACE, state, signer)
+
+        if self.allowed_signers is None:
+            return vouch(UNCHECKED if sig in hashes else UNSIGNED), []
+        if sig not in hashes:
+            return vouch(UNSIGNED), [Problem(
+                "approval-unsigned", sig, f"{BUNDLE_APPROVAL_UNSIGNED}: --allowed-signers asks "
+                f"for the reviewer's signature of {tag} ({APPROVAL_NAMESPACE}) and the bundle "
+                "carries none")]
+        try:
+            check = verify_approval(data, _read_signature(root, sig), self.allowed_signers)
+        except BadMember as e:
+            check = SignatureCheck(False, str(e))
+        if not check.ok:
+            return vouch(BAD), [Problem("approval-signature", sig,
+                                        f"{BUNDLE_APPROVAL_SIGNATURE}: {check.detail}")]
+        return vouch(GOOD, _signer(check)), []
+
+
+def merging(sign_key: Path | None, allowed_signers: Path | None) -> Policy:
+    """The policy a merge verifies its inputs under. A merge that signs vouches for every
+    byte it writes, so it must have authenticated every input first: a signing key without
+    allowed signers is a usage error (exit 2), and with them each input must be signed by a
+    listed signer, as must each approval it carries."""
+    if sign_key is not None and allowed_signers is None:
+        raise InvalidInput("--sign-key needs --allowed-signers: a merge signs only bundles "
+                           "whose signatures it checked (give the signers you trust)")
+    return Policy(allowed_signers)

@@ -1,0 +1,261 @@
+"""`bundle verify`: check a bundle offline and name every file that is wrong.
+
+Layers, each checked on its own so one report names everything: the bag's manifests
+against the files, each run's own SHA256SUMS (a run broken before export fails too),
+the in-toto statement's subjects against the manifest, Payload-Oxum, the approval chain,
+who vouches for the bag and for each approval (`trust.Policy`, from the options), and
+finally the `bagit` library's own validator as a second opinion on RFC 8493's
+structure. Each file is hashed once, and that digest serves the bag's manifest and the
+run's SHA256SUMS alike (for an archive, while it is unpacked: safe_extract).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import bagit
+
+from harness.base.errors import InvalidInput
+from harness.base.hashing import sha256_beneath, sha256_tree
+from harness.base.tree import MAX_DEPTH, walk
+from harness.readers.bundle import bag, chain
+from harness.readers.bundle.facts import read_run_facts
+from harness.readers.bundle.records import BadMember, read_text_member
+from harness.readers.bundle.safe_extract import Limits, safe_extract
+from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
+from harness.readers.bundle.statement import check_statement
+from harness.readers.bundle.sums import Problem, compare, one_line, parse_sums
+from harness.readers.bundle.trust import BAD, GOOD, STRIPPED, UNCHECKED, UNSIGNED, Policy, Vouch
+
+REQUIRED_TAGS = (bag.BAGIT_TXT, bag.BAG_INFO, bag.MANIFEST, bag.STATEMENT)
+UNMANIFESTED = (bag.TAGMANIFEST, bag.SIGNATURE)  # the tag manifest cannot list itself
+THREADED_BYTES = 16 << 20
+
+
+@dataclass
+class VerifyReport:
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+    runs: list[str] = field(default_factory=list)
+    signature: str = "unsigned"  # the bag's own signature, in a word (or who made it)
+    vouches: list[Vouch] = field(default_factory=list)  # the bag's, then each approval's
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _hash_all(root: Path, sizes: dict[str, int], problems: list[Problem]) -> dict[str, str]:
+    """sha256 of each file beneath `root` (no symlink followed, no FIFO opened); a file that
+    cannot be hashed is a problem, and the others are still hashed. Threads only pay for
+    themselves on large payloads."""
+    rels = sorted(sizes)
+    workers = 1 if sum(sizes.values()) < THREADED_BYTES else None
+    try:
+        return sha256_tree(root, rels, workers)
+    except OSError:
+        pass
+    hashes: dict[str, str] = {}
+    for rel in rels:
+        try:
+            hashes[rel] = sha256_beneath(root, rel)
+        except OSError as e:
+            problems.append(Problem("unreadable", rel, e.strerror or str(e)))
+    return hashes
+
+
+def scan_tree(root: Path, known: Mapping[str, str] | None = None
+              ) -> tuple[dict[str, str], dict[str, int], list[Problem]]:
+    """Hash every regular file under `root` ({relpath: hex}, {relpath: size}), walked by
+    `harness.base.tree`; anything else (symlink, FIFO, device, unsealable name, too deep) is a
+    problem and is never opened. `known`: digests taken as the files were unpacked (only
+    the files the walk finds are taken from it; any other is hashed here)."""
+    problems: list[Problem] = []
+    try:
+        entries = walk(root)
+    except OSError as e:
+        raise InvalidInput(
+            f"{one_line(str(root))}: cannot read the bundle folder: {e.strerror or e}"
+        ) from None
+    sizes: dict[str, int] = {}
+    for entry in entries:
+        if entry.name_problem:
+            problems.append(Problem("bad-name", entry.rel, entry.name_problem))
+        elif entry.too_deep:
+            problems.append(Problem("too-deep", entry.rel, f"deeper than {MAX_DEPTH} folders"))
+        elif entry.is_file:
+            sizes[entry.rel] = entry.size
+        elif not entry.is_dir:
+            target = f" to {entry.target!r}" if entry.target is not None else ""
+            problems.append(Problem("not-a-file", entry.rel, f"{entry.kind}{target}"))
+    known = known or {}
+    hashes = {p: known[p] for p in sizes if p in known}
+    hashes.update(_hash_all(root, {p: s for p, s in sizes.items() if p not in known}, problems))
+    return hashes, {p: sizes[p] for p in sorted(hashes)}, problems
+
+
+def _read(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem]) -> str | None:
+    """A tag file's text, or None (with a problem) when it is absent, too big or not UTF-8."""
+    if rel not in hashes:
+        return None
+    try:
+        return read_text_member(root, rel)
+    except BadMember as e:
+        problems.append(Problem("malformed", rel, str(e)))
+        return None
+
+
+def _manifest(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem],
+              payload: bool) -> dict[str, str]:
+    text = _read(root, rel, hashes, problems)
+    if text is None:
+        if rel in hashes:
+            return {}
+        problems.append(Problem("missing", rel, "the bag has no such manifest"))
+        return {}
+    entries, bad = parse_sums(text, rel)
+    problems.extend(bad)
+    for path in sorted(entries):
+        if path.startswith(f"{bag.PAYLOAD_DIR}/") != payload:
+            problems.append(Problem("malformed", rel, f"lists {path}, which it may not cover"))
+            del entries[path]
+    return entries
+
+
+def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int],
+                        problems: list[Problem]) -> str:
+    """bagit.txt must declare 1.0 / UTF-8; Payload-Oxum must match the payload. Returns
+    bag-info.txt's text ("" when it cannot be read)."""
+    declared = _read(root, bag.BAGIT_TXT, hashes, problems)
+    if declared is not None and declared != bag.bagit_txt():
+        problems.append(Problem("malformed", bag.BAGIT_TXT, "not BagIt-Version 1.0, UTF-8"))
+    info = _read(root, bag.BAG_INFO, hashes, problems) or ""
+    oxums = [line.split(":", 1)[1].strip() for line in info.splitlines()
+             if line.startswith("Payload-Oxum:")]
+    actual = bag.payload_oxum([s for p, s in sizes.items() if p.startswith("data/")])
+    if bag.BAG_INFO in hashes and oxums != [actual]:
+        said = ", ".join(oxums) or "nothing"
+        problems.append(Problem("payload-oxum", bag.BAG_INFO,
+                                f"Payload-Oxum says {said}, the payload is {actual} (bytes.files)"))
+    return info
+
+
+def _bagit_opinion(root: Path) -> list[Problem]:
+    """The reference implementation's verdict on the bag's structure (bagit.txt, bag-info,
+    manifests' syntax and paths, Payload-Oxum, every listed file present and no other);
+    only consulted when ours found nothing. Its fixity pass is left out: it would hash
+    every file a second time to compare the same bytes against the same manifest our own
+    check has just compared them against."""
+    logging.getLogger("bagit").setLevel(logging.CRITICAL)
+    try:
+        bagit.Bag(str(root)).validate(completeness_only=True)
+    except bagit.BagValidationError as e:
+        details = "; ".join(str(d) for d in e.details) or e.message
+        return [Problem("bagit", str(root.name), details)]
+    except bagit.BagError as e:
+        return [Problem("bagit", str(root.name), str(e))]
+    return []
+
+
+def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
+                digests: Mapping[str, str] | None = None) -> VerifyReport:
+    """Verify an extracted bundle (its top folder) and report every problem found. Each
+    file is hashed once (or not at all when `digests` came from unpacking it), and that one
+    digest is checked against both the bag's manifest and its run's SHA256SUMS.
+    `allowed_signers`: the trust policy, or the allowed_signers file it is made of."""
+    policy = allowed_signers if isinstance(allowed_signers, Policy) else Policy(allowed_signers)
+    report = VerifyReport()
+    problems = report.problems
+    hashes, sizes, unscanned = scan_tree(root, digests)
+    problems.extend(unscanned)
+    payload = {p: h for p, h in hashes.items() if p.startswith(f"{bag.PAYLOAD_DIR}/")}
+    tags = {p: h for p, h in hashes.items() if p not in payload and p not in UNMANIFESTED}
+    report.files = len(payload)
+    report.runs = bag_runs(list(payload))
+
+    manifest = _manifest(root, bag.MANIFEST, hashes, problems, payload=True)
+    tagmanifest = _manifest(root, bag.TAGMANIFEST, hashes, problems, payload=False)
+    if bag.MANIFEST in hashes:
+        problems.extend(compare(manifest, payload, bag.MANIFEST))
+    if bag.TAGMANIFEST in hashes:
+        problems.extend(compare(tagmanifest, tags, bag.TAGMANIFEST))
+    seen = {(p.kind, p.path) for p in problems}
+    problems.extend(Problem("missing", name, "required tag file")
+                    for name in REQUIRED_TAGS if name not in hashes
+                    and ("missing", name) not in seen)
+    info = _check_declarations(root, hashes, sizes, problems)
+    _check_statement(root, hashes, manifest, problems)
+    problems.extend(_check_runs(root, payload, report.runs, unscanned))
+    records = [read_run_facts(r, root / r, record_only=True).slim() for r in report.runs]
+    found, approvals = chain.judge(root, records, hashes, policy)
+    problems.extend(found)
+    signed, found = policy.bag(root, hashes, bag.signature_claims(info))
+    problems.extend(found)
+    report.vouches = [signed, *approvals]
+    report.signature = _in_a_word(signed)
+    if not problems:
+        problems.extend(_bagit_opinion(root))
+    return report
+
+
+def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str],
+                     problems: list[Problem]) -> None:
+    """The statement's subjects against the manifest; its text (about 10 KiB a run) is
+    not held beyond this check."""
+    statement = _read(root, bag.STATEMENT, hashes, problems)
+    if statement is not None and bag.MANIFEST in hashes:
+        problems.extend(check_statement(statement, manifest, bag.STATEMENT))
+
+
+def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
+                found: list[Problem]) -> list[Problem]:
+    """The payload's shape, then `harness verify`'s verdict on each run folder, from the
+    digests the bag check used. A path already named (a symlink, an unreadable file) is not
+    named again."""
+    problems = layout_problems(sorted(payload), runs)
+    named = {one_line(p.path) for p in found}  # verify_folder's paths are printable already
+    for run, digests in run_digests(payload, runs).items():
+        problems.extend(p for p in run_problems(root / run, run, digests)
+                        if one_line(p.path) not in named)
+    return problems
+
+
+def _in_a_word(signed: Vouch) -> str:
+    """`VerifyReport.signature`: the bag's own signature as `bundle verify` has always
+    summed it up."""
+    return {GOOD: f"good signature by {signed.signer}", BAD: "bad",
+            UNCHECKED: "signed, not checked", STRIPPED: "stripped"}.get(signed.state, UNSIGNED)
+
+
+def verify_archive(source: Path, dest: Path, allowed_signers: Policy | Path | None = None,
+                   limits: Limits | None = None, opened: BinaryIO | None = None
+                   ) -> tuple[Path, VerifyReport]:
+    """Unpack the archive `source` (or the file `opened` for it) safely into the private,
+    empty folder `dest` and verify it: the one path by which `bundle verify`, `merge` and
+    `collect` judge a bundle that came from someone else. Returns the top folder and the
+    report; a hostile or unreadable archive raises InvalidInput (exit 2)."""
+    digests: dict[str, str] = {}  # taken while unpacking into our own private folder
+    root = safe_extract(source, dest, limits, digests, opened=opened)
+    return root, verify_tree(root, allowed_signers, digests)
+
+
+def verify_bundle(source: Path, allowed_signers: Path | None = None,
+                  limits: Limits | None = None) -> VerifyReport:
+    """Verify a bundle archive (extracted safely into a temporary folder) or an extracted
+    bundle folder. Hostile or unreadable archives raise InvalidInput (exit 2)."""
+    source = Path(source)
+    if allowed_signers is not None and not Path(allowed_signers).is_file():
+        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} is not a file")
+    if source.is_symlink():
+        raise InvalidInput(f"{one_line(str(source))}: is a symlink; give the bundle itself")
+    if source.is_dir():
+        if not (source / bag.BAGIT_TXT).exists() and not (source / bag.TAGMANIFEST).exists():
+            raise InvalidInput(f"{one_line(str(source))}: not a bundle folder (no {bag.BAGIT_TXT})")
+        return verify_tree(source, allowed_signers)
+    with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
+        return verify_archive(source, Path(tmp), allowed_signers, limits)[1]

@@ -1,0 +1,86 @@
+"""Assembling a night's report (with its campaign's earlier nights) and writing it to disk.
+
+The night pipeline calls `write_night_summary` once the last control is done; `harness
+report` calls `summary_for_night` / `summary_for_campaign` and prints. Both read only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.base.atomic import dumps_json, write_text
+from harness.base.errors import HarnessError, InvalidInput
+from harness.driver.night.folders import night_folders
+from harness.measure import perflog
+from harness.readers.report.nights import campaign_name, load_night
+from harness.readers.report.page import render_html
+from harness.readers.report.summary import build_summary, csv_rows, render_markdown, trend_points
+
+FORMATS = ("md", "html", "json", "csv")
+
+
+def _history(nights: list[Path], current: Path, current_records: list[dict]) -> dict:
+    """Trend points across `nights` (oldest first); unreadable nights are left out. Nights
+    are loaded one at a time and reduced to their trend points before the next is read,
+    so a year of nights costs the memory of one."""
+    current_real = current.resolve()
+
+    def loaded() -> Iterator[tuple[str, list[dict]]]:
+        for night in nights:
+            if night.resolve() == current_real:
+                yield night.name, current_records
+                continue
+            try:
+                yield night.name, load_night(night)[1]
+            except HarnessError:
+                continue
+
+    return trend_points(loaded())
+
+
+def summary_for_night(night_dir: Path) -> dict:
+    """The summary of one night, with trends over its campaign's nights up to it."""
+    night_dir = Path(night_dir)
+    info, records = load_night(night_dir)
+    siblings = night_folders(night_dir.parent, info["campaign"]) if info.get("campaign") else []
+    names = [p.name for p in siblings]
+    if night_dir.name in names:
+        siblings = siblings[: names.index(night_dir.name) + 1]
+    else:
+        siblings = [night_dir]
+    return build_summary(info, records, _history(siblings, night_dir, records))
+
+
+def summary_for_campaign(campaign_file: Path, runs_dir: Path) -> dict:
+    """The summary of the campaign's latest night under `runs_dir/nights`, trends over all."""
+    name = campaign_name(campaign_file)
+    nights = night_folders(Path(runs_dir) / "nights", name)
+    if not nights:
+        raise InvalidInput(f"no nights of campaign {name!r} under {Path(runs_dir) / 'nights'}")
+    latest = nights[-1]
+    info, records = load_night(latest)
+    return build_summary(info, records, _history(nights, latest, records))
+
+
+def render(summary: dict, fmt: str) -> str:
+    if fmt == "md":
+        return render_markdown(summary)
+    if fmt == "html":
+        return render_html(summary)
+    if fmt == "json":
+        return dumps_json(summary)
+    if fmt == "csv":
+        return perflog.csv_text(csv_rows(summary))
+    raise InvalidInput(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def write_night_summary(night_dir: Path) -> list[Path]:
+    """Write summary.md, summary.html and summary.json into the night folder (atomically)."""
+    summary = summary_for_night(night_dir)
+    written = []
+    for fmt, name in (("md", "summary.md"), ("html", "summary.html"), ("json", "summary.json")):
+        path = Path(night_dir) / name
+        write_text(path, render(summary, fmt))
+        written.append(path)
+    return written

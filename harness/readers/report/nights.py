@@ -1,0 +1,132 @@
+"""Finding a campaign's nights and reading what each night left behind, for reports.
+
+Night folders live at `<runs-dir>/nights/<campaign>-<UTCstamp>/` (named and parsed by
+`harness.driver.night.folders`) and hold the journal;
+run folders live wherever the journal's `run_dir` says (normally `<runs-dir>/<run-id>/`).
+Everything read here is evidence from disk: it is opened read-only, size-capped, and a
+damaged file becomes a line in the report rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import InvalidInput
+from harness.base.readfile import InputError, read_bounded
+from harness.driver.night.folders import campaign_of_night_name
+from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder.layout import METRICS, POST_STEPS, RECORD, VERDICT
+
+MAX_JSON_BYTES = 16 * 1024 * 1024
+REFERENCE_STEP = "reference"  # the post-step whose verdict holds the reference findings
+
+
+def campaign_name(campaign_file: Path) -> str:
+    """The campaign's `name`, validated by the project's campaign schema."""
+    from harness.config.loader import load_model
+    from harness.config.schema import Campaign
+
+    campaign, _, faults = load_model(Path(campaign_file), Campaign)
+    if campaign is None:
+        faults_text = [str(f) for f in faults]
+        raise InvalidInput(f"{campaign_file}: not a valid campaign", faults=faults_text)
+    return campaign.name
+
+
+def read_json(path: Path | str) -> tuple[Any, str | None]:
+    """(document, None) or (None, a one-line problem). Never raises, never blocks: a FIFO,
+    a symlink, an oversized file, broken or too deeply nested JSON are each a problem."""
+    name = os.path.basename(path)
+    if not os.path.lexists(path):
+        return None, f"{name} missing"
+    try:
+        return json.loads(read_bounded(path, MAX_JSON_BYTES, what=name)), None
+    except InputError as e:
+        return None, f"{name} unreadable: {e.message}"
+    except RecursionError:
+        return None, f"{name} unreadable: nested too deeply"
+    except ValueError as e:  # not JSON, not UTF-8, an integer past Python's digit limit
+        return None, f"{name} unreadable: {e}"
+
+
+def read_run(run_dir: Path | str) -> tuple[dict | None, str | None]:
+    """(run.json as the one reader sees it, for display; None) or (None, a problem)."""
+    if not os.path.lexists(os.path.join(run_dir, RECORD)):
+        return None, f"{RECORD} missing"
+    try:
+        return run_record.read(run_dir).view(), None
+    except InvalidInput as e:
+        return None, f"{RECORD} unreadable: {e.message}"
+
+
+def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
+    """Where a journal's run_dir points: absolute, or relative to the night, the runs dir, cwd."""
+    path = Path(run_dir)
+    if path.is_absolute():
+        return path if path.is_dir() else None
+    for base in (night_dir, night_dir.parent.parent, Path.cwd()):
+        if (base / path).is_dir():
+            return base / path
+    return None
+
+
+def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
+    """One record for the summary: the journal row, run.json, metrics.json, problems."""
+    record: dict[str, Any] = {"row": row, "run": None, "metrics": None, "problems": [],
+                              "reference": None, "path": None}
+    if run_dir is None:
+        if row and row.get("run_dir"):
+            record["problems"].append(f"run folder {row['run_dir']} not found")
+        return record
+    # plain strings, not Paths: a year of nights reads ~7,000 run folders through here
+    record["path"] = base = os.path.abspath(run_dir)
+    verdict, _ = read_json(os.path.join(base, POST_STEPS, REFERENCE_STEP, VERDICT))
+    record["reference"] = verdict if isinstance(verdict, dict) else None
+    run, problem = read_run(base)
+    if run is not None:
+        record["run"] = run
+    elif problem:
+        record["problems"].append(problem)
+    metrics = os.path.join(base, METRICS)
+    doc, problem = read_json(metrics)
+    if isinstance(doc, dict):
+        record["metrics"] = doc
+    elif problem and os.path.exists(metrics):
+        record["problems"].append(problem)
+    elif doc is not None:
+        record["problems"].append(f"{METRICS} is not a JSON object")
+    return record
+
+
+def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
+    """The night's identity and its run records, from its journal or, lacking one, its folders."""
+    night_dir = Path(night_dir)
+    if not night_dir.is_dir():
+        raise InvalidInput(f"{night_dir} is not a folder")
+    info: dict[str, Any] = {"name": night_dir.name, "dir": str(night_dir)}
+    journal_path = night_dir / JOURNAL_NAME
+    if os.path.lexists(journal_path):
+        mode = journal_path.lstat().st_mode
+        if not stat.S_ISREG(mode):  # a FIFO would hang SQLite's open, a symlink lead anywhere
+            raise InvalidInput(f"{journal_path}: the journal is not a regular file")
+        with Journal.open(journal_path, readonly=True) as journal:
+            night = journal.night()
+            rows = [r.as_dict() for r in journal.rows()]
+        info.update(campaign=night.campaign, campaign_file=night.campaign_file,
+                    seal=night.seal, created=night.created, deadline=night.deadline)
+        records = [
+            load_run(resolve_run_dir(r["run_dir"], night_dir)
+                     if isinstance(r["run_dir"], str) and r["run_dir"] else None, r)
+            for r in rows
+        ]
+        return info, records
+    run_dirs = sorted(p for p in night_dir.iterdir() if (p / RECORD).is_file())
+    if not run_dirs:
+        raise InvalidInput(f"{night_dir} holds no {JOURNAL_NAME} and no run folders")
+    info["campaign"] = campaign_of_night_name(night_dir.name)
+    return info, [load_run(p) for p in run_dirs]

@@ -1,0 +1,190 @@
+"""The morning summary as one self-contained HTML page: inline CSS and SVG, no scripts, no
+external loads, readable from 800 px up (rows become cards below 760 px, long ids wrap).
+
+Each row links to its run folder, its record (run.json, what `harness show` reads; the
+command is printed beside it) and its logs, by paths relative to the night folder where
+summary.html is written. Status keeps its colour and always says itself in words, with a
+symbol, for readers who do not see the colour.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from harness.measure import perflog
+from harness.measure.runfolder import layout
+from harness.readers.report.format import figure_text
+from harness.readers.report.inert import inert
+from harness.readers.report.summary import (
+    LABELS,
+    TIME_FIGURES,
+    UNCAPPED,
+    counts_text,
+    link_text,
+    night_facts,
+    reference_note,
+    shown_metrics,
+)
+
+SYMBOLS = {"accepted": "✓", "refused": "✗", "failed": "!", "timed-out": "⏱",
+           "interrupted": "■", "deferred": "…"}
+_STAMP = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$")
+
+_CSS = """
+*{box-sizing:border-box}
+body{font-family:system-ui,sans-serif;margin:1rem auto;padding:0 1rem;max-width:1400px;
+color:#222;background:#fafafa;overflow-wrap:break-word}
+h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}
+table{border-collapse:collapse;background:#fff;font-size:.85rem;width:100%}
+th,td{border:1px solid #ddd;padding:.3rem .45rem;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.name{white-space:nowrap}
+.status{font-weight:600;padding:.1rem .4rem;border-radius:.3rem;white-space:nowrap}
+.accepted{background:#d7f5dd;color:#135d22}.refused{background:#fde0e0;color:#8a1111}
+.failed,.timed-out{background:#fde9d7;color:#7a410c}
+.interrupted,.deferred,.planned,.running,.unknown{background:#eee;color:#444}
+.meta{color:#555;font-size:.8rem}.links a{margin-right:.6rem}
+dl.figs{margin:0;display:grid;grid-template-columns:auto auto;gap:0 .5rem;justify-content:start}
+dl.figs dt{color:#555;white-space:nowrap}
+dl.figs dd{margin:0;font-variant-numeric:tabular-nums;white-space:nowrap}
+.ref{font-size:.75rem;display:block;white-space:normal}
+.ref.outside{color:#8a1111;font-weight:600}.ref.within{color:#135d22}
+code{font-size:.78rem;word-break:break-all}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,600px),1fr));
+gap:.75rem}
+figure{margin:0;background:#fff;border:1px solid #ddd;padding:.5rem;min-width:0}
+figure svg{max-width:100%;height:auto;display:block}
+figcaption{font-size:.8rem;color:#555}
+@media (max-width:900px){
+table,thead,tbody,tr,td{display:block;width:100%}thead{display:none}
+tr{border:1px solid #ccc;margin-bottom:.6rem;background:#fff}
+td{border:none;border-bottom:1px solid #eee}td.num{text-align:left}
+td[data-label]::before{content:attr(data-label) ": ";font-weight:600;color:#555}}
+"""
+
+
+def _h(text: Any) -> str:
+    return html.escape(inert(text, UNCAPPED), quote=True)
+
+
+def night_labels(names: Sequence[str]) -> list[str]:
+    """`11-30 02:15` from each night folder's UTC stamp (with seconds when two nights share
+    a minute; the name itself where it has no stamp)."""
+    def label(name: str, seconds: bool) -> str:
+        m = _STAMP.search(name)
+        if not m:
+            return inert(name, 24)
+        return f"{m[2]}-{m[3]} {m[4]}:{m[5]}" + (f":{m[6]}" if seconds else "")
+
+    short = [label(n, False) for n in names]
+    return short if len(set(short)) == len(short) else [label(n, True) for n in names]
+
+
+def _href(path: str | None, night_dir: str | None, *parts: str) -> str | None:
+    """A link to a file of the run, relative to the night folder (where summary.html is)."""
+    if not path:
+        return None
+    target = os.path.join(path, *parts)
+    if night_dir and os.path.isabs(path):
+        target = os.path.relpath(target, os.path.abspath(night_dir))
+    return quote(target)
+
+
+def _links(e: Mapping[str, Any], night_dir: str | None) -> str:
+    links = [("run folder", ()), ("run.json", (layout.RECORD,)),
+             ("stdout log", (layout.LOGS, layout.STDOUT_LOG)),
+             ("stderr log", (layout.LOGS, layout.STDERR_LOG))]
+    out = [f'<a href="{_h(href)}">{_h(text)}</a>' for text, parts in links
+           if (href := _href(e["path"], night_dir, *parts)) is not None]
+    if not out:
+        return ""
+    show = f"<code>harness show {_h(e['path'])}</code>"
+    return f'<div class="meta links">{"".join(out)}</div><div class="meta">{show}</div>'
+
+
+def _figures_cell(e: Mapping[str, Any], names: Sequence[str]) -> str:
+    rows = []
+    for name in names:
+        value = e["metrics"].get(name) if name in e["metrics"] else e.get(name)
+        note = reference_note(e, name)
+        mark = ""
+        if note:
+            kind = "within" if note.startswith("within") else "outside"
+            mark = f'<span class="ref {kind}">{"✓" if kind == "within" else "⚠"} {_h(note)}</span>'
+        rows.append(f"<dt>{_h(LABELS[name])}</dt><dd>{_h(figure_text(name, value))}{mark}</dd>")
+    return f'<dl class="figs">{"".join(rows)}</dl>' if rows else "—"
+
+
+def _row(e: Mapping[str, Any], metrics: Sequence[str], night_dir: str | None) -> str:
+    status = str(e["status"])
+    css = status if status.replace("-", "").isalpha() else "unknown"
+    reasons = "".join(f"<div>{_h(r)}</div>" for r in e["reasons"])
+    if link := link_text(e):
+        reasons += f'<div class="meta">{_h(link)}</div>'
+    if e["run_id"]:
+        reasons += f'<div class="meta"><code>{_h(e["run_id"])}</code></div>'
+    if e.get("git"):
+        reasons += f'<div class="meta">git {_h(e["git"])}</div>'
+    reasons += _links(e, night_dir)
+    attempt = f'<div class="meta">attempt {_h(e["attempt"])}</div>' if e["attempt"] else ""
+    symbol = SYMBOLS.get(status, "•")
+    cells = [
+        f'<td class="num" data-label="#">'
+        f'{_h(e["plan_index"] if e["plan_index"] is not None else "")}</td>',
+        f'<td class="name" data-label="control">{_h(e["control"])}{attempt}</td>',
+        f'<td data-label="status"><span class="status {_h(css)}">{symbol} {_h(status)}</span>'
+        "</td>",
+        f'<td data-label="reasons and links">{reasons or "—"}</td>',
+        f'<td data-label="times">{_figures_cell(e, TIME_FIGURES)}</td>',
+    ]
+    if metrics:
+        cells.append(f'<td data-label="vLLM">{_figures_cell(e, metrics)}</td>')
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _plots(summary: Mapping[str, Any]) -> list[str]:
+    from harness.readers.report.plots import render_plots
+    from harness.readers.report.summary import SHOWN_METRICS
+
+    trends = summary["trends"]
+    if not trends:
+        return []
+    names = [name for name, _ in next(iter(trends.values()))]
+    series = {c: [values for _, values in pts] for c, pts in trends.items()}
+    shown = [(m, LABELS[m], perflog.unit(m)) for m in ("duration_s", "lock_wait_s",
+                                                        *SHOWN_METRICS)]
+    plots = render_plots(night_labels(names), series, shown)
+    out = [f"<h2>Across nights ({len(names)} night{'s' if len(names) != 1 else ''})</h2>",
+           '<div class="plots">']
+    for title, svg in plots:
+        out.append(f"<figure>{svg}<figcaption>{_h(title)}</figcaption></figure>")
+    return [*out, "</div>"]
+
+
+def render_html(summary: Mapping[str, Any]) -> str:
+    """A single self-contained page: inline CSS and SVG, no scripts, no external assets."""
+    night = summary["night"]
+    out = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Night {_h(night.get('name', '?'))}</title>", f"<style>{_CSS}</style>",
+        "</head><body>", f"<h1>Night {_h(night.get('name', '?'))}</h1>", '<ul class="meta">',
+    ]
+    out += [f"<li>{_h(label)}: <code>{_h(value)}</code></li>"
+            for label, value in night_facts(night)]
+    out += [f"<li>runs: {_h(counts_text(summary))}</li>", "</ul>"]
+    metrics = shown_metrics(summary["runs"])
+    head = ["#", "control", "status", "reasons and links", "times"] + (["vLLM"] if metrics
+                                                                       else [])
+    out.append("<table><thead><tr>" + "".join(f"<th>{_h(c)}</th>" for c in head)
+               + "</tr></thead><tbody>")
+    out += [_row(e, metrics, night.get("dir")) for e in summary["runs"]]
+    out.append("</tbody></table>")
+    out += _plots(summary)
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

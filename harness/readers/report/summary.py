@@ -1,0 +1,327 @@
+"""The morning summary of a night: one entry per run, as JSON, Markdown and CSV (the HTML
+page is harness.readers.report.page).
+
+Everything here is pure: the caller gathers the journal rows, each run's `run.json`,
+`metrics.json` and reference findings (see harness.readers.report.nights) and gets text back.
+Evidence files are read as untrusted input: a missing or odd field shows as "—", never as
+a crash, and every string is escaped for the format it lands in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.config.reference import range_text
+from harness.measure import perflog
+from harness.measure.metrics import METRICS
+from harness.measure.runfolder.layout import RECORD
+from harness.measure.runfolder.record import provenance_of, reason_of, reason_text
+from harness.readers.report.format import figure_text
+from harness.readers.report.gitline import git_line
+from harness.readers.report.inert import inert
+
+SCHEMA = "harness.summary/v1"
+UNCAPPED = 10**9  # the renderers only escape; the length was capped when the entry was built
+MAX_INT = 10**18  # larger "metrics" are not figures: float() of them could overflow
+# Night-level trend: per control, a list of (night name, {figure: value, "status": text}).
+Trends = Mapping[str, Sequence[tuple[str, Mapping[str, Any]]]]
+# vLLM's figures a night shows (a column only where some run of the night has a value)
+SHOWN_METRICS = (
+    "kv_cache_gib", "kv_tokens", "model_load_gib", "model_load_s",
+    "graph_capture_gib", "graph_capture_s", "engine_init_s",
+)
+LABELS = {
+    "duration_s": "duration", "lock_wait_s": "lock wait", "lock_hold_s": "lock hold",
+    "exit_code": "exit code",
+    "kv_cache_gib": "KV cache", "kv_tokens": "KV tokens", "max_concurrency": "max concurrency",
+    "max_model_len": "max model len", "model_load_gib": "model load",
+    "model_load_s": "model load time", "graph_capture_gib": "graph capture",
+    "graph_capture_s": "graph capture time", "engine_init_s": "engine init",
+    "compilation_s": "compilation",
+}
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+_number = perflog.number
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) \
+        and abs(value) <= MAX_INT else None
+
+
+def _text(value: Any) -> str | None:
+    """A string field as inert text; None when absent. A non-string (an object where a
+    name belongs) is shown as its JSON, so it is visible rather than silently dropped."""
+    if value is None or value == "":
+        return None
+    return inert(value)
+
+
+def trend_entry(record: Mapping[str, Any]) -> dict:
+    """What a trend needs of a run (control, attempt, status, run id, figures), normalised as
+    in `run_entry`, without the reasons, git line and post-steps no plot shows: the history
+    of a year of nights reads thousands of runs through it."""
+    row, run = _dict(record.get("row")), _dict(record.get("run"))
+    status = run.get("status")
+    return {
+        "control": _text(row.get("control")) or _text(_dict(run.get("control")).get("name"))
+        or "?",
+        "attempt": _int(row.get("attempt")),
+        "status": (_text(status) if isinstance(status, str) else None)
+        or _text(row.get("state")) or "unknown",
+        "run_id": _text(run.get("run_id")) or _text(row.get("run_id")),
+        **_figures(record, run),
+    }
+
+
+def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None) -> dict:
+    """One summary row from {"row": journal row, "run": run.json, "metrics": metrics.json}.
+
+    Every field is normalised to its type (inert text, a finite number, or None), so a
+    hostile run.json can change what a row says but not whether the report renders."""
+    row, run = _dict(record.get("row")), _dict(record.get("run"))
+    metrics_doc = _dict(record.get("metrics"))
+    _dict(metrics_doc.get("metrics", metrics_doc))
+    times, _lock = _dict(run.get("times")), _dict(run.get("lock"))
+    raw_reasons = run.get("reasons")
+    reasons = [inert(reason_text(reason_of(r))) for r in _list(raw_reasons) if r]
+    if raw_reasons is not None and not isinstance(raw_reasons, list):
+        reasons.append(f"{RECORD}: reasons is not a list: " + inert(raw_reasons, 200))
+    # the journal's reason is usually the run's own reasons joined: show it only when new
+    journal_reason = _text(row.get("reason"))
+    if journal_reason and journal_reason not in reasons and journal_reason != "; ".join(reasons):
+        reasons.append(journal_reason)
+    reasons += [inert(p) for p in _list(record.get("problems"))]
+    status = run.get("status")
+    if status is not None and not isinstance(status, str):
+        reasons.append(f"{RECORD}: status is not a string: " + inert(status, 200))
+        status = None
+    rerun = _dict(run.get("rerun_of"))
+    link = row.get("rerun_of")
+    linked = (links or {}).get(link) if isinstance(link, int) else None
+    provenance = provenance_of(run.get("provenance"))
+    return {
+        **trend_entry(record),
+        "plan_index": _int(row.get("plan_index")),
+        "origin": _text(row.get("origin")),
+        "state": _text(row.get("state")),
+        "run_dir": _text(row.get("run_dir")),
+        "reasons": reasons,
+        "rerun_of": _text(rerun.get("run_id")) or _text(linked),
+        "rerun_reason": _text(rerun.get("reason")) or _text(row.get("link_reason")),
+        "reruns": [],
+        "git": git_line(provenance) if provenance is not None else None,
+        "git_dirty": provenance["dirty"] if provenance is not None else None,
+        "post_steps": [
+            {"name": inert(p.get("name")), "verdict": _text(p.get("verdict")),
+             "exit_code": _int(p.get("exit_code"))}
+            for p in _list(run.get("post_steps")) if isinstance(p, dict)
+        ],
+        "started": _text(times.get("started")),
+    }
+
+
+def _findings(verdict: Any) -> dict[str, dict]:
+    """The reference step's findings, each reduced to numbers and a flag."""
+    return {inert(name, 64): {
+        "lower": _number(f.get("lower")), "upper": _number(f.get("upper")),
+        "outside": f["outside"] if isinstance(f.get("outside"), bool) else None,
+        "refuse": f.get("refuse") is True,
+    } for name, f in perflog.findings_of(verdict).items()}
+
+
+def _figures(record: Mapping[str, Any], run: dict) -> dict:
+    """The run's figures (harness.measure.perflog.figures, the one definition), its reference
+    findings, where its folder is, and what the perf log's columns need."""
+    found = perflog.figures(run, _dict(record.get("metrics")))
+    return {
+        "lock_wait_s": found["lock_wait_s"], "lock_hold_s": found["lock_hold_s"],
+        "duration_s": found["duration_s"], "exit_code": _int(found["exit_code"]),
+        "metrics": {name: found[name] for name in METRICS},
+        "findings": _findings(record.get("reference")),
+        "path": _text(record.get("path")),
+        "sealed": _text(_dict(run.get("times")).get("sealed")),
+        "campaign": _text(_dict(run.get("campaign")).get("name")),
+    }
+
+
+def build_summary(
+    night: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trends: Trends | None = None
+) -> dict:
+    """The JSON form of the summary; `render_markdown` and `render_html` draw from it."""
+    links = {r["row"]["id"]: r["row"].get("run_id") for r in records
+             if isinstance(r.get("row"), dict) and _int(r["row"].get("id")) is not None}
+    runs = [run_entry(r, links) for r in records]
+    for entry in runs:  # the other direction of the rerun link
+        if entry["rerun_of"]:
+            for other in runs:
+                if other["run_id"] == entry["rerun_of"] and entry["run_id"]:
+                    other["reruns"].append(entry["run_id"])
+    counts: dict[str, int] = {}
+    for entry in runs:
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    return {
+        "schema": SCHEMA,
+        "night": {inert(k, 200): _text(v) for k, v in night.items()},
+        "counts": dict(sorted(counts.items())),
+        "runs": runs,
+        "trends": {
+            control: [[name, _trend_values(values)] for name, values in pts]
+            for control, pts in sorted((trends or {}).items())
+        },
+    }
+
+
+def _trend_values(values: Mapping[str, Any]) -> dict:
+    return {k: (_text(v) if k == "status" else _number(v)) for k, v in values.items()}
+
+
+def shown_metrics(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """vLLM's figures with a value in some run of the night: no column is always empty."""
+    return [m for m in SHOWN_METRICS if any(e["metrics"].get(m) is not None for e in runs)]
+
+
+def csv_rows(summary: Mapping[str, Any]) -> list[dict]:
+    """The night's perf-log lines (harness.measure.perflog's columns), for `--format csv`."""
+    out = []
+    for e in summary["runs"]:
+        figures = {k: e[k] for k in ("duration_s", "lock_wait_s", "lock_hold_s", "exit_code")}
+        out += perflog.rows({**e, "figures": {**figures, **e["metrics"]}})
+    return out
+
+
+def link_text(entry: dict) -> str:
+    parts = []
+    if entry["rerun_of"]:
+        reason = f" ({entry['rerun_reason']})" if entry["rerun_reason"] else ""
+        parts.append(f"rerun of {entry['rerun_of']}{reason}")
+    if entry["reruns"]:
+        parts.append("rerun as " + ", ".join(entry["reruns"]))
+    return "; ".join(parts)
+
+
+_MD_SPECIAL = "\\`*_[]<>#!|~&"
+_MD_ESCAPE = {ord(ch): "\\" + ch for ch in _MD_SPECIAL}
+
+
+def _md(text: Any) -> str:
+    """Inert Markdown text: controls escaped (no line breaks), and every character that can
+    start markup (emphasis, links, images, HTML, entities, code, table pipes) backslash-
+    escaped, as CommonMark allows for any ASCII punctuation. Never used inside a code span,
+    where backslashes do not escape."""
+    return inert(text, UNCAPPED).translate(_MD_ESCAPE)
+
+
+def reference_note(entry: Mapping[str, Any], name: str) -> str | None:
+    """`outside, expected [2.4, 4]`, `within [2.4, 4]`, `no value, expected ≤ 600`,
+    or None when the control names no reference for this figure."""
+    f = entry["findings"].get(name)
+    if f is None:
+        return None
+    expected = range_text(f["lower"], f["upper"]) if (f["lower"], f["upper"]) != (None, None) \
+        else "?"
+    state = {None: "no value, expected", True: "outside, expected", False: "within"}[
+        f["outside"]]
+    return f"{state} {expected}" + (" (refuses)" if f["refuse"] and f["outside"] is not False
+                                    else "")
+
+
+def figure_cell(entry: Mapping[str, Any], name: str) -> str:
+    value = entry["metrics"].get(name) if name in METRICS else entry.get(name)
+    note = reference_note(entry, name)
+    text = figure_text(name, value)
+    return f"{text} ⚠ {note}" if note and not note.startswith("within") else text
+
+
+TIME_FIGURES = ("lock_wait_s", "lock_hold_s", "duration_s", "exit_code")
+
+
+NIGHT_FACTS = ("campaign", "campaign_file", "seal", "created", "deadline", "dir")
+
+
+def night_facts(night: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(label, value) of each fact of the night it recorded, for every rendering's header."""
+    return [(key.replace("_", " "), night[key]) for key in NIGHT_FACTS if night.get(key)]
+
+
+def counts_text(summary: Mapping[str, Any]) -> str:
+    return ", ".join(f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
+
+
+def render_markdown(summary: Mapping[str, Any]) -> str:
+    night = summary["night"]
+    lines = [f"# Night {_md(night.get('name', '?'))}", ""]
+    lines += [f"- {label}: {_md(value)}" for label, value in night_facts(night)]
+    lines += [f"- runs: {_md(counts_text(summary))}", ""]
+    shown = shown_metrics(summary["runs"])
+    head = ["#", "control", "attempt", "status", "reasons"]
+    head += [LABELS[m] for m in (*TIME_FIGURES, *shown)]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for e in summary["runs"]:
+        reasons = "; ".join(e["reasons"]) or ""
+        link = link_text(e)
+        cells = [_md(c) for c in (
+            e["plan_index"] if e["plan_index"] is not None else "", e["control"],
+            e["attempt"] or "", e["status"], reasons + (f" ({link})" if link else ""),
+            *(figure_cell(e, m) for m in (*TIME_FIGURES, *shown)),
+        )]
+        cells[3] = f"**{cells[3]}**"  # the only markup in a row, around escaped text
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for e in summary["runs"]:
+        if e["run_id"]:
+            git = f" (git {_md(e['git'])})" if e.get("git") else ""
+            lines.append(f"- {_md(e['run_id'])}: {_md(e['path'] or e['run_dir'] or '')}{git}")
+    if summary["trends"]:
+        lines += ["", "## Across nights", "", *_trend_tables(summary["trends"])]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _trend_tables(trends: Mapping[str, Any]) -> list[str]:
+    names = ["duration_s", "lock_wait_s", "exit_code"]
+    names += [m for m in SHOWN_METRICS
+              if any(v.get(m) is not None for pts in trends.values() for _, v in pts)]
+    lines = []
+    for control, points in trends.items():
+        lines += [f"### {_md(control)}", "",
+                  "| night | status | " + " | ".join(LABELS[m] for m in names) + " |",
+                  "|---|---|" + "---|" * len(names)]
+        for name, values in points:
+            cells = [values.get("status") or "—"]
+            cells += [figure_text(m, values.get(m)) for m in names]
+            lines.append(f"| {_md(name)} | " + " | ".join(_md(c) for c in cells) + " |")
+        lines.append("")
+    return lines
+
+
+def trend_points(
+    nights: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
+) -> dict[str, list[tuple[str, dict]]]:
+    """Per control, its figures and status in every night, oldest first; {} where it did
+    not run that night. Within a night its newest attempt speaks for the control. `nights`
+    is read once, in order: a generator lets each night's records go once reduced."""
+    per_night: list[tuple[str, dict[str, dict]]] = []
+    controls: set[str] = set()
+    for name, records in nights:
+        best: dict[str, tuple[int, dict]] = {}
+        for record in records:
+            entry = trend_entry(record)
+            if entry["status"] in ("planned", "running") and not entry["run_id"]:
+                continue  # never started: nothing to plot
+            attempt = entry["attempt"] or 0
+            if entry["control"] not in best or attempt >= best[entry["control"]][0]:
+                values = {k: entry[k] for k in TIME_FIGURES}
+                best[entry["control"]] = (attempt, {**values, **entry["metrics"],
+                                                    "status": entry["status"]})
+        per_night.append((name, {c: m for c, (_, m) in best.items()}))
+        controls |= set(best)
+    return {c: [(name, found.get(c, {})) for name, found in per_night] for c in sorted(controls)}
