@@ -40,7 +40,7 @@ from benchmarks.common import (
     mount_options,
     parse_time,
 )
-from harness.instrument.harness_observer.contract import (
+from harness.instrument.harness_observer.interface import (
     ENV_ENGINE_ARGS,
     INSTRUMENT_TARGET,
     OBSERVATIONS_TARGET,

@@ -26,7 +26,7 @@ from benchmarks.common import (
     mount_options,
     parse_time,
 )
-from harness.instrument.harness_observer.contract import OBSERVATIONS_TARGET
+from harness.instrument.harness_observer.interface import OBSERVATIONS_TARGET
 
 TRIVIAL = 'command: ["true"]\ntimeout: 1m\n'
 

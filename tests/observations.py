@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.instrument.harness_observer.contract import (
+from harness.instrument.harness_observer.interface import (
     ENGINE_CORE,
     FRONTEND,
     WORKER,

@@ -9,13 +9,11 @@ code refuses with. The exit class says what a run stopped by this rule exits wit
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from harness.base.errors import ENVIRONMENT, INVALID, REFUSED
 
 RULE_SHAPE = r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+"
-_PREFIXED = re.compile(rf"^({RULE_SHAPE}): (.*)$", re.S)
 
 
 class Rule(NamedTuple):  # not a dataclass: post-steps import this at every start
@@ -33,12 +31,6 @@ def _rule(rule_id: str, meaning: str, exit: int, area: str) -> str:
         raise ValueError(f"rule {rule_id} is defined twice")
     RULES[rule_id] = Rule(rule_id, meaning, exit, area)
     return rule_id
-
-
-def split(text: str) -> tuple[str | None, str]:
-    """`RULE-ID: detail` -> (RULE-ID, detail); text without such a prefix -> (None, text)."""
-    m = _PREFIXED.match(text)
-    return (m.group(1), m.group(2)) if m else (None, text)
 
 
 def exit_class(rule_id: str) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.base.errors import InvalidInput
-from harness.config.schema import Duration, SafeName, Strict
+from harness.config.schema import Duration, NameField, Strict
 
 KINDS = ("local", "slurm")
 WINDOW = 4  # small: --until or a stop-on-refusal has at most this many pending jobs to cancel
@@ -29,8 +29,8 @@ WINDOW = 4  # small: --until or a stop-on-refusal has at most this many pending 
 
 class Executor(Strict):
     kind: Literal["local", "slurm"] = "local"
-    partition: SafeName | None = None
-    account: SafeName | None = None
+    partition: NameField | None = None
+    account: NameField | None = None
     drop: str | None = Field(default=None, min_length=1, max_length=1024,
                              description="relative to the campaign file, or absolute")
     harness: str | None = Field(default=None, min_length=1, max_length=1024,

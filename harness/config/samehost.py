@@ -25,14 +25,14 @@ from typing import Annotated
 
 from pydantic import Field
 
-from harness.config.schema import SafeName, Strict
+from harness.config.schema import NameField, Strict
 from harness.config.suggest import hint
 from harness.config.yamlsafe import Document, Fault
 
 MAX_GROUP = 8  # controls in one same_host job: its --time is the sum of theirs
 MAX_GROUPS = 1000
 
-Group = Annotated[list[SafeName], Field(min_length=2, max_length=MAX_GROUP)]
+Group = Annotated[list[NameField], Field(min_length=2, max_length=MAX_GROUP)]
 
 
 class SameHostBlock(Strict):

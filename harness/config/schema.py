@@ -24,13 +24,14 @@ from pydantic import (
     model_validator,
 )
 
+from harness.base import names
 from harness.config.builtins import POSTSTEPS, check_options
 from harness.config.contract import parse_choice
 from harness.config.reference import References
-from harness.instrument.harness_observer.contract import INSTRUMENT_TARGET, OBSERVATIONS_TARGET
+from harness.instrument.harness_observer.interface import INSTRUMENT_TARGET, OBSERVATIONS_TARGET
 
-SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-SafeName = Annotated[str, StringConstraints(pattern=SAFE_NAME)]
+SAFE_NAME = names.SAFE_NAME  # the one alphabet of names (harness.base.names)
+NameField = Annotated[str, StringConstraints(pattern=SAFE_NAME)]
 ImageId = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^(sha256:)?[0-9a-f]{64}$")]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -105,7 +106,7 @@ def _abs_path(value: str) -> str:
     return value
 
 
-# Where the vector mounts the instrument and observations (the host/container contract's)
+# Where the vector mounts the instrument and observations (the host/container interface's)
 RESERVED_TARGETS = (INSTRUMENT_TARGET, OBSERVATIONS_TARGET)
 
 
@@ -234,7 +235,7 @@ class Resources(Strict):
 class PostStep(Strict):
     """A judge run after the container exits: a built-in by name, or a command."""
 
-    name: SafeName
+    name: NameField
     run: list[str] | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     timeout: Duration = 600.0
@@ -260,9 +261,9 @@ def _post_step(value: Any) -> Any:
 class Control(Strict):
     """One prepared run."""
 
-    name: SafeName
+    name: NameField
     description: str = ""
-    image: SafeName = Field(description="a name in images.lock")
+    image: NameField = Field(description="a name in images.lock")
     device: Literal["rocm", "cpu"]
     gpus: str | None = Field(default=None, pattern=r"^[0-9]{1,3}(,[0-9]{1,3}){0,63}$")
     command: list[str] = Field(min_length=1)
@@ -302,7 +303,7 @@ class Control(Strict):
 
 
 class ControlRef(Strict):
-    control: SafeName
+    control: NameField
     repeat: int = Field(default=1, ge=1, le=1000)
 
 
@@ -326,7 +327,7 @@ def _mount_root(value: str) -> str:
 
 
 class Campaign(Strict):
-    name: SafeName
+    name: NameField
     row: str = Field(min_length=1, max_length=200)
     description: str = ""
     lock: str = "~/gpu.lock"
@@ -397,4 +398,4 @@ class LockedImage(Strict):
 
 
 class ImageLock(Strict):
-    images: dict[SafeName, LockedImage] = Field(default_factory=dict)
+    images: dict[NameField, LockedImage] = Field(default_factory=dict)

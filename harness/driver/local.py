@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from harness.base.errors import HarnessError
+from harness.base.states import exit_code
 from harness.config.loader import Loaded
 from harness.driver.drive import crashed
 from harness.driver.plan import LaunchRequest, Outcome
-from harness.judge.verdict import exit_code, lines
+from harness.judge.verdict import lines
 from harness.measure.ui import Reporter
 from harness.pipeline.context import Carried
 from harness.pipeline.run import make_context, run_control

@@ -38,12 +38,14 @@ from harness.base.catalogue import (
     SLURM_NOT_INTACT,
 )
 from harness.base.errors import EnvironmentFault, HarnessError
+from harness.base.reason import Reason
+from harness.base.states import exit_code
 from harness.config.loader import Loaded
 from harness.driver.drive import crashed
 from harness.driver.plan import LaunchRequest, Outcome
 from harness.driver.watch import Members, Settings, Watch, members
 from harness.instrument.harness_observer.encode import loads
-from harness.judge.verdict import Reason, exit_code, lines
+from harness.judge.verdict import lines
 from harness.measure.runfolder import layout, record
 from harness.measure.runfolder.manifest import verify_folder
 from harness.measure.slurm import calls, follow, job, query

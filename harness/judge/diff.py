@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.readfile import InputError, read_text_bounded
-from harness.instrument.harness_observer.contract import ENGINE_CORE, ENV_ENGINE_ARGS
+from harness.instrument.harness_observer.interface import ENGINE_CORE, ENV_ENGINE_ARGS
 from harness.judge.finalize.documents import DocumentError, read_document
 from harness.measure.runfolder import layout
 from harness.measure.runfolder import record as run_record

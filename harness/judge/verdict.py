@@ -11,39 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.base.catalogue import (
-    NOT_LAUNCHED,
-    POST_REFUSED,
-    RUN_INTERRUPTED,
-    exit_class,
-    split,
-)
-from harness.base.errors import ENVIRONMENT
+from harness.base.catalogue import NOT_LAUNCHED, POST_REFUSED, RUN_INTERRUPTED
+from harness.base.reason import Reason
 from harness.judge.poststeps import exitcode
-from harness.measure.runfolder.record import HARNESS, reason_text
-
-STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")
-
-
-@dataclass(frozen=True)
-class Reason:
-    rule: str
-    detail: str
-    by: str = HARNESS
-
-    def __str__(self) -> str:
-        """`RULE: detail`; a post-step's reason leads with its name, `[gate0] RULE: ...`,
-        so no text a post-step writes can begin like one of the harness's own reasons."""
-        return reason_text(self.as_dict())
-
-    def as_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "by": self.by, "detail": self.detail}
-
-    @property
-    def environment(self) -> bool:
-        """Only the harness's own catalogued environment rules make a run exit 3: a
-        post-step cannot claim the host was at fault."""
-        return self.by == HARNESS and exit_class(self.rule) == ENVIRONMENT
 
 
 @dataclass(frozen=True)
@@ -52,12 +22,6 @@ class PostResult:
     exit_code: int | None
     verdict: str | None
     reasons: tuple[str, ...] = ()
-
-
-def split_reason(text: str, *, by: str, default_rule: str) -> Reason:
-    """`RULE-ID: detail` -> Reason(RULE-ID, detail, by); other text keeps `default_rule`."""
-    rule, detail = split(text)
-    return Reason(rule or default_rule, detail, by)
 
 
 def judge_exit(outcome: dict) -> tuple[str, list[Reason]]:
@@ -71,8 +35,7 @@ def post_reasons(p: PostResult) -> list[Reason]:
     """A refusing post-step's reasons, each under the rule id the step named."""
     if p.exit_code == 0 and p.verdict != "refused":
         return []
-    found = [split_reason(text, by=p.name, default_rule=POST_REFUSED)
-             for text in p.reasons]
+    found = [Reason.of(item, by=p.name, default_rule=POST_REFUSED) for item in p.reasons]
     return found or [Reason(POST_REFUSED, f"exited {p.exit_code}", p.name)]
 
 
@@ -97,15 +60,6 @@ def decide(*, preflight: list[Reason], outcome: dict | None, post: list[PostResu
 def record_reasons(reasons: list[Reason]) -> tuple[list[dict[str, str]], list[str]]:
     """run.json's `reasons` (structured) and `rules` (the ids that refused, sorted)."""
     return [r.as_dict() for r in reasons], sorted({r.rule for r in reasons})
-
-
-def exit_code(status: str, reasons: list[Reason]) -> int:
-    """0 accepted; 3 when the host was at fault (engine, lock, image, device); else 1."""
-    if status == "accepted":
-        return 0
-    if any(r.environment for r in reasons):
-        return 3
-    return 1
 
 
 def lines(reasons: list[Reason]) -> tuple[str, ...]:

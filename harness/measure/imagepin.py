@@ -23,9 +23,9 @@ from harness.config.schema import (
     SAFE_NAME,
     ImageRef,
     LockedImage,
+    NameField,
     OneLine,
     PinChange,
-    SafeName,
 )
 
 Action = Literal["new", "same", "replace"]
@@ -52,7 +52,7 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
 
 def check_name(name: str) -> None:
     """NAME exactly as images.lock will validate it (exit 2 before anything is looked up)."""
-    _valid(SafeName, name, "image name", "must be 1 to 64 letters, digits, '.', '_' or '-', "
+    _valid(NameField, name, "image name", "must be 1 to 64 letters, digits, '.', '_' or '-', "
            f"starting with a letter or digit ({SAFE_NAME})")
 
 

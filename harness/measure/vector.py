@@ -26,8 +26,8 @@ from harness.base.bounds import BadText
 from harness.base.catalogue import ENV_GPU_MAP, MOUNT_UNSAFE_PATH
 from harness.base.errors import InvalidInput
 from harness.config.gpumap import node_problem
-from harness.instrument.harness_observer import contract
-from harness.instrument.harness_observer.contract import (
+from harness.instrument.harness_observer import interface
+from harness.instrument.harness_observer.interface import (
     ENGINE_SECRET_PREFIX,
     INSTRUMENT_TARGET,
     OBSERVATIONS_TARGET,
@@ -268,12 +268,12 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
     env: dict[str, str] = {k: _env_value(v) for k, v in ctl.env.items()}
     if ctl.device == "rocm" and ctl.gpus is not None:
         env["HIP_VISIBLE_DEVICES"] = ctl.gpus
-    env[contract.ENV_RUN_ID] = inp.run_id
-    env[contract.ENV_IMAGE_ID] = inp.image_id
-    env[contract.ENV_OBSERVATIONS_DIR] = OBSERVATIONS_TARGET
+    env[interface.ENV_RUN_ID] = inp.run_id
+    env[interface.ENV_IMAGE_ID] = inp.image_id
+    env[interface.ENV_OBSERVATIONS_DIR] = OBSERVATIONS_TARGET
     if ctl.engine:
         shown, engine_secrets = split_engine_secrets(ctl.engine)
-        env[contract.ENV_ENGINE_ARGS] = json.dumps(shown, sort_keys=True)
+        env[interface.ENV_ENGINE_ARGS] = json.dumps(shown, sort_keys=True)
         env.update(engine_secrets)
     if ctl.instrument:
         # The instrument first: a mounted venv the control adds (the engine's) is searched

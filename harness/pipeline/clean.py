@@ -45,6 +45,7 @@ from harness.base.catalogue import (
 )
 from harness.base.hashing import sha256_beneath
 from harness.base.readfile import InputError, read_bounded
+from harness.base.reason import Reason
 from harness.base.tree import (
     Entry,
     TooMany,
@@ -54,7 +55,6 @@ from harness.base.tree import (
     too_long,
     walk,
 )
-from harness.judge.verdict import Reason
 from harness.measure.runfolder import layout
 from harness.measure.runfolder.manifest import (
     MAX_ENTRIES,

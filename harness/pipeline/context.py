@@ -11,10 +11,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.base.reason import Reason
 from harness.base.timeutil import stamp, utc_now
 from harness.config.loader import Loaded, resolve
 from harness.config.schema import Control
-from harness.judge.verdict import PostResult, Reason
+from harness.judge.verdict import PostResult
 from harness.measure.lock import GpuLock, Held
 from harness.measure.seal import SourceSeal
 from harness.measure.ui import Reporter

@@ -14,8 +14,9 @@ import time
 from harness.base import faultpoint
 from harness.base.atomic import write_json
 from harness.base.catalogue import EVIDENCE_LOG, MODEL_CHANGED, SEAL_CHANGED
+from harness.base.reason import Reason
 from harness.base.timeutil import utc_now
-from harness.judge.verdict import Reason, decide, record_reasons
+from harness.judge.verdict import decide, record_reasons
 from harness.measure import engine, perflog
 from harness.measure.host import identity
 from harness.measure.metrics import failed_metrics, write_metrics

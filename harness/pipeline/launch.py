@@ -48,10 +48,10 @@ from harness.base.catalogue import (
     MOUNT_SOURCE_KIND,
     MOUNT_SYSTEM_PATH,
 )
+from harness.base.reason import Reason
 from harness.config.loader import resolve
 from harness.config.mountable import overlaps, system_hit, system_paths, within
-from harness.instrument.harness_observer import contract
-from harness.judge.verdict import Reason
+from harness.instrument.harness_observer import interface
 from harness.measure import execute, vector
 from harness.measure.lock import GpuLock
 from harness.measure.runfolder import layout
@@ -189,12 +189,12 @@ def build_vector(ctx: RunContext, mounts: list[Source], model: Source | None) ->
         control=ctl, image_id=ctx.image_id or "", run_id=ctx.run_id,
         campaign=ctx.loaded.campaign.name, lock_path=ctx.loaded.lock_path,
         cidfile=ctx.run_dir / layout.CONTAINER_CID,
-        observations_dir=ctx.run_dir / contract.OBSERVATIONS_DIR, instrument_dir=INSTRUMENT_DIR,
+        observations_dir=ctx.run_dir / interface.OBSERVATIONS_DIR, instrument_dir=INSTRUMENT_DIR,
         mount_sources=tuple(s.real for s in mounts),
         declared_sources=tuple(str(s.declared) for s in mounts),
         model_source=model.real if model else None,
         model_declared=str(model.declared) if model else None,
-        extra_env={contract.ENV_SEAL: ctx.seal.digest if ctx.seal else ""},
+        extra_env={interface.ENV_SEAL: ctx.seal.digest if ctx.seal else ""},
         launcher=orphans.launcher_identity(),
         slurm_job=slurm_identity.job_id(os.environ),
         render_nodes=ctx.render_nodes,
@@ -269,7 +269,7 @@ def run(ctx: RunContext) -> list[Reason]:
             ctx.ui.event("mounts-refused", reasons=[str(r) for r in found])
             return found
         vec = build_vector(ctx, mounts, model)
-        obs = ctx.run_dir / contract.OBSERVATIONS_DIR
+        obs = ctx.run_dir / interface.OBSERVATIONS_DIR
         obs.mkdir()
         obs.chmod(0o777)  # the container may run as a non-root user
         write_json(ctx.run_dir / layout.VECTOR, vec.evidence())

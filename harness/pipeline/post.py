@@ -33,11 +33,12 @@ from harness.base.catalogue import (
     POST_VERDICT_UNREADABLE,
 )
 from harness.base.readfile import InputError, read_bounded
+from harness.base.reason import Reason
 from harness.base.tree import printable
 from harness.config.schema import Control, PostStep
 from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.judge.poststeps import BUILTINS, IN_PROCESS
-from harness.judge.verdict import PostResult, Reason, post_reasons
+from harness.judge.verdict import PostResult, post_reasons
 from harness.measure.runfolder import layout
 from harness.pipeline.context import RunContext
 

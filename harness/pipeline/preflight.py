@@ -26,9 +26,9 @@ from harness.base.catalogue import (
     MODEL_UNPINNED,
 )
 from harness.base.errors import EnvironmentFault, InvalidInput
+from harness.base.reason import Reason
 from harness.config import gpumap
 from harness.judge.approval import check as approval
-from harness.judge.verdict import Reason
 from harness.measure import engine, modelcache
 from harness.measure.host import fstype, identity
 from harness.measure.imagepin import how_to_obtain

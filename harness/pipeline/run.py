@@ -20,9 +20,9 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.base.iofault import io_fault
+from harness.base.reason import Reason
 from harness.base.signals import Interrupted, pending_signal, signals_deferred, signals_interrupt
 from harness.config.loader import Loaded
-from harness.judge.verdict import Reason
 from harness.measure.lock import GpuLock
 from harness.measure.ui import Reporter
 from harness.pipeline import launch, preflight, recover, warm

@@ -34,7 +34,7 @@ from harness.base.catalogue import (
     MOUNT_SANITIZE_INCOMPLETE,
     MOUNT_SETUID_PLANTED,
 )
-from harness.judge.verdict import Reason
+from harness.base.reason import Reason
 from harness.measure.runfolder import layout
 
 MAX_ENTRIES = 1_000_000  # per mount; a bigger tree is reported, not finished

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from harness.base.catalogue import ENV_DISK_FULL, ENV_ERROR, ENV_IO, HARNESS_ERROR
 from harness.base.errors import EnvironmentFault, HarnessError
-from harness.judge.verdict import Reason
+from harness.base.reason import Reason
 from harness.pipeline.context import RunContext
 
 OK, REFUSED, ERROR, INTERRUPTED = "ok", "refused", "error", "interrupted"

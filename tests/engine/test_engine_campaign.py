@@ -13,7 +13,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from harness.instrument.harness_observer.contract import document_name
+from harness.instrument.harness_observer.interface import document_name
 from harness.judge.finalize.attribute import attribute, read_trace
 from tests.campaign_runs import REPO, harness, read_json, runs_by_control
 

@@ -1,7 +1,8 @@
-"""The shape the code is kept in: modules under ~400 lines, functions under ~60.
+"""The shape the code is kept in: functions under ~60 lines.
 
-Small units are what lets a newcomer read one stage, one rule, one writer on its own; a
-module or function that outgrows the bound is split, not exempted.
+A small function is what lets a newcomer read one stage, one rule, one writer on its own.
+Modules have no line bound: a module holds one idea and is split where ideas split
+(docs/architecture.md), never at a count.
 """
 
 from __future__ import annotations
@@ -10,18 +11,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "harness"
-MODULE_LINES = 400
 FUNCTION_LINES = 60
 
 
 def _sources() -> list[Path]:
     return sorted(p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
-
-
-def test_no_module_over_the_bound() -> None:
-    long = [f"{p.relative_to(ROOT.parent)}: {n} lines" for p in _sources()
-            if (n := len(p.read_text().splitlines())) > MODULE_LINES]
-    assert long == [], "\n".join(long)
 
 
 def test_no_function_over_the_bound() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harness.judge.verdict import PostResult, Reason, decide, exit_code
+from harness.base.reason import Reason
+from harness.base.states import exit_code
+from harness.judge.verdict import PostResult, decide
 
 OK = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": False}
 

@@ -105,7 +105,9 @@ def test_a_rule_inside_a_reason_never_makes_a_refusal_an_environment_fault(reaso
 
 
 def test_lines_put_the_harness_environment_reasons_first():
-    from harness.judge.verdict import Reason, exit_code, lines
+    from harness.base.reason import Reason
+    from harness.base.states import exit_code
+    from harness.judge.verdict import lines
 
     reasons = [Reason("MODEL-HASH", "w"), Reason("ENV-NO-ENGINE", "x", by="gate0"),
                Reason("ENV-DEVICE", "no /dev/kfd")]

@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from harness.instrument.harness_observer import trace
-from harness.instrument.harness_observer.contract import MAX_RANK, document_name
+from harness.instrument.harness_observer.interface import MAX_RANK, document_name
 from harness.judge.finalize.attribute import attribute, describe
 
 

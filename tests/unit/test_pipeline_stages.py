@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from harness.base.errors import EnvironmentFault
-from harness.judge.verdict import Reason, decide, exit_code
+from harness.base.reason import Reason
+from harness.base.states import exit_code
+from harness.judge.verdict import decide
 from harness.measure.execute import Interrupted
 from harness.pipeline.stage import Stage, error_reason, run_stages
 

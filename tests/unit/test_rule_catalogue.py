@@ -13,8 +13,10 @@ import pytest
 
 from harness.base import catalogue
 from harness.base.errors import ENVIRONMENT, REFUSED
+from harness.base.reason import Reason
+from harness.base.states import exit_code
 from harness.judge.poststeps import exitcode
-from harness.judge.verdict import PostResult, Reason, decide, exit_code, judge_exit, post_reasons
+from harness.judge.verdict import PostResult, decide, judge_exit, post_reasons
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"
@@ -92,9 +94,9 @@ def test_every_environment_rule_exits_3_and_only_those():
 
 
 def test_split_reads_only_a_leading_rule_id():
-    assert catalogue.split("GATE0-FIELD-DIFFERS: a: b") == ("GATE0-FIELD-DIFFERS", "a: b")
-    assert catalogue.split("no rule: here") == (None, "no rule: here")
-    assert catalogue.split("ENV-X:no space") == (None, "ENV-X:no space")
+    assert Reason.of("GATE0-FIELD-DIFFERS: a: b") == Reason("GATE0-FIELD-DIFFERS", "a: b")
+    assert Reason.of("no rule: here") == Reason("", "no rule: here")
+    assert Reason.of("ENV-X:no space") == Reason("", "ENV-X:no space")
 
 
 def test_a_refused_gate0_step_keeps_its_own_rule():

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .contract import (
+from .interface import (
     ENGINE_CORE,
     ENGINE_SECRET_PREFIX,
     ENV_ENGINE_ARGS,

@@ -25,10 +25,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from . import contract
+from . import interface
 
 SCHEMA = "harness.observation/v1"
-PHASES = contract.PHASES
+PHASES = interface.PHASES
 
 
 def type_name(tp: type) -> str:

@@ -1,7 +1,7 @@
 """The engine hooks: a `vllm.general_plugins` entry point and a worker extension class.
 
 Every process that holds the engine configuration is observed twice, each writing its own
-documents (contract.document_name), each naming its kind, process name, rank and pid:
+documents (interface.document_name), each naming its kind, process name, rank and pid:
 
 - the **engine core**: start-up when `EngineCore._initialize_kv_caches` returns (model
   loaded, memory profiled, KV cache sized, warmed up: the configuration the start-up
@@ -30,7 +30,7 @@ import functools
 from typing import Any
 
 from . import trace
-from .contract import ENGINE_CORE, WORKER, document_name
+from .interface import ENGINE_CORE, WORKER, document_name
 from .snapshot import observation, out_dir, write_document
 
 EXTENSION = "harness_observer.plugin.ObserverExtension"

@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from . import VERSION
-from .contract import ENV_IMAGE_ID, ENV_OBSERVATIONS_DIR, ENV_RUN_ID, ENV_SEAL
 from .encode import SCHEMA, canonical, encode
+from .interface import ENV_IMAGE_ID, ENV_OBSERVATIONS_DIR, ENV_RUN_ID, ENV_SEAL
 
 MAX_DEPTH = 3
 ENV_OUT = ENV_OBSERVATIONS_DIR

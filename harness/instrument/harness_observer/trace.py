@@ -31,8 +31,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from .contract import TRANSITIONS
 from .encode import canonical, encode
+from .interface import TRANSITIONS
 from .snapshot import resolve
 
 WATCHED = ("compilation.custom_ops", "compilation.mode")

@@ -25,6 +25,7 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import EnvironmentFault, HarnessError
 from harness.base.readfile import InputError, read_bounded
+from harness.base.reason import Reason
 from harness.base.tree import printable
 from harness.config.loader import Loaded
 from harness.judge.approval import gates
@@ -40,7 +41,6 @@ from harness.judge.approval.record import (
     pins_of,
 )
 from harness.judge.approval.sign import verify
-from harness.judge.verdict import Reason
 from harness.measure.provenance import clean_at
 from harness.measure.seal import source_files
 

@@ -19,7 +19,7 @@ from harness.base.catalogue import GATE0_MISSING, GATE0_UNREADABLE, REFINALIZE_N
 from harness.base.errors import InvalidInput, Refused
 from harness.base.readfile import InputError
 from harness.base.tree import open_beneath
-from harness.instrument.harness_observer.contract import PHASES
+from harness.instrument.harness_observer.interface import PHASES
 from harness.judge.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
 from harness.judge.finalize.documents import DocumentError, parse_document, read_document
 from harness.judge.finalize.processes import BOUND, Process, expected, judge_processes

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.base.catalogue import GATE0_PROCESS_KIND, GATE0_PROCESS_MISSING
-from harness.instrument.harness_observer.contract import (
+from harness.instrument.harness_observer.interface import (
     ENGINE_CORE,
     FRONTEND,
     PHASES,

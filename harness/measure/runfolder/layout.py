@@ -36,12 +36,12 @@ drift apart. A run folder, as `harness run` leaves it:
       addenda/<stamp>-<name>/  ADDENDA: later judgements, each with its own SHA256SUMS
 
 Names shared with the container (the observations folder and its files) are spelled once,
-in the stdlib-only `harness.instrument.harness_observer.contract`, and only named here.
+in the stdlib-only `harness.instrument.harness_observer.interface`, and only named here.
 """
 
 from __future__ import annotations
 
-from harness.instrument.harness_observer import contract
+from harness.instrument.harness_observer import interface
 
 # -- the record and the seal ----------------------------------------------------------------
 RECORD = "run.json"
@@ -72,10 +72,10 @@ STDERR_LOG = "stderr.log"
 STAMPS = "stamps.jsonl"
 
 # -- the workload's own folder (shared with the container) -----------------------------------
-OBSERVATIONS = contract.OBSERVATIONS_DIR
-STARTUP = contract.STARTUP
-GENERATION = contract.GENERATION
-TRANSITIONS = contract.TRANSITIONS
+OBSERVATIONS = interface.OBSERVATIONS_DIR
+STARTUP = interface.STARTUP
+GENERATION = interface.GENERATION
+TRANSITIONS = interface.TRANSITIONS
 
 # -- post-steps: post-steps/<name>/{stdout.log, stderr.log, result.json, verdict.json} -------
 POST_STEPS = "post-steps"

@@ -18,16 +18,15 @@ harness.run/v1 (reasons as "RULE: detail" strings, a post-step's as
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.base import catalogue
 from harness.base.atomic import write_json
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_text_bounded
+from harness.base.reason import Reason as TypedReason
 from harness.instrument.harness_observer.encode import deeper_than
 from harness.measure.runfolder import shape
 from harness.measure.runfolder.layout import RECORD
@@ -36,8 +35,6 @@ SCHEMA = "harness.run/v2"
 SCHEMA_V1 = "harness.run/v1"
 RECORD_LIMIT = 16 * 1024 * 1024
 MAX_DEPTH = 32  # run.json is 3 levels deep; deeper is not a run record
-HARNESS = "harness"  # `by` of the harness's own reasons (verdict.Reason uses this one)
-_V1_POST = re.compile(r"^POST-(.+?): (.*)$", re.S)
 
 Reason = dict[str, str]  # {"rule", "by", "detail"}
 Loads = Callable[[Any], Any]
@@ -118,27 +115,13 @@ def _text(value: Any) -> str:
 
 
 def reason_of(item: Any) -> Reason:
-    """One reason in the v2 shape, from a v2 object or a v1 string ("RULE: detail"; a
-    post-step's "POST-<name>: detail" is by=<name>, its rule the one it named)."""
-    if isinstance(item, dict):
-        return {"rule": _text(item.get("rule")), "by": _text(item.get("by")) or HARNESS,
-                "detail": _text(item.get("detail"))}
-    if not isinstance(item, str):
-        return {"rule": "", "by": HARNESS, "detail": _text(item)}
-    post = _V1_POST.match(item)
-    if post and f"POST-{post.group(1)}" not in catalogue.RULES:
-        rule, detail = catalogue.split(post.group(2))
-        return {"rule": rule or catalogue.POST_REFUSED, "by": post.group(1), "detail": detail}
-    rule, detail = catalogue.split(item)
-    return {"rule": rule or "", "by": HARNESS, "detail": detail}
+    """One reason in the v2 shape, from a v2 object or a v1 string (`Reason.of`)."""
+    return TypedReason.of(item).as_dict()
 
 
 def reason_text(reason: Reason) -> str:
-    """One reason as a line: "RULE: detail", and "[step] RULE: detail" when a post-step
-    found it. The one format: `str(verdict.Reason)` (a night's journal, the screen), show
-    and the report all use it, and no post-step's text can begin like a harness rule."""
-    text = f"{reason['rule']}: {reason['detail']}" if reason["rule"] else reason["detail"]
-    return text if reason["by"] == HARNESS else f"[{reason['by']}] {text}"
+    """One reason as a line (`Reason.text`): show, the report and the journal's screens."""
+    return TypedReason.of(reason).text()
 
 
 def write(run_dir: Path, record: RunRecord) -> None:

@@ -2,8 +2,8 @@
 
 The harness (host side) sets these environment variables and mounts these folders; the
 instrument (container side) reads them and writes these files. Both import this module:
-the host as `harness.instrument.harness_observer.contract`, the container as
-`harness_observer.contract`. Standard library only (nothing at all, in fact), so it
+the host as `harness.instrument.harness_observer.interface`, the container as
+`harness_observer.interface`. Standard library only (nothing at all, in fact), so it
 imports under the image's Python.
 """
 

@@ -1,22 +1,22 @@
-"""The host/container contract: every name both sides use is spelled once, in
-`harness/instrument/harness_observer/contract.py`, which imports nothing at all."""
+"""The host/container interface: every name both sides use is spelled once, in
+`harness/instrument/harness_observer/interface.py`, which imports nothing at all."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from harness.instrument.harness_observer import contract
+from harness.instrument.harness_observer import interface
 
 ROOT = Path(__file__).resolve().parents[2] / "harness"
-CONTRACT = ROOT / "instrument" / "harness_observer" / "contract.py"
+CONTRACT = ROOT / "instrument" / "harness_observer" / "interface.py"
 # The same word used for something else (checked by hand, kept short).
 ELSEWHERE = {("harness/measure/vector.py", "observations"): "the mount's role label in the vector"}
 
 
 def _names() -> dict[str, str]:
     out: dict[str, str] = {}
-    for key, value in vars(contract).items():
+    for key, value in vars(interface).items():
         if key.isupper() and isinstance(value, str):
             out[value] = key
     return out
