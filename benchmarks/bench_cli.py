@@ -1,7 +1,7 @@
 """The interactive commands' wall time: `harness --help`, `check`, `status` and `show`, each
 a fresh process as an operator starts it, against a bare `python -c pass` in the same run,
 and against the floors: an interpreter that only imports the libraries `check` (click,
-yaml, pydantic) or `run` (those, the docker SDK, filelock and psutil) load before any
+yaml, pydantic) or `run` (those, the docker SDK and psutil) load before any
 harness code.
 
 An operator waits for these; each should answer within 150 ms on the bench machine. The
@@ -19,7 +19,7 @@ from benchmarks.common import REPO, Config, Project, alternate, check, median, w
 
 TRIVIAL = 'command: ["true"]\ntimeout: 1m\n'
 FLOOR_CHECK = "import click, yaml; from pydantic import BaseModel"  # `check`'s libraries
-FLOOR_RUN = FLOOR_CHECK + "; import docker, filelock, psutil"  # and a `run`'s
+FLOOR_RUN = FLOOR_CHECK + "; import docker, psutil"  # and a `run`'s
 
 
 def _argvs(proj: Project, run_dir: Path) -> dict[str, list[str]]:

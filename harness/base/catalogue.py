@@ -9,11 +9,14 @@ code refuses with. The exit class says what a run stopped by this rule exits wit
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from harness.base.errors import ENVIRONMENT, INVALID, REFUSED
 
 RULE_SHAPE = r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+"
+_RULE_ID = re.compile(RULE_SHAPE)
+RULE_ID_MAX = 100  # the longest catalogued id is under 40 characters
 
 
 class Rule(NamedTuple):  # not a dataclass: post-steps import this at every start
@@ -37,6 +40,13 @@ def exit_class(rule_id: str) -> int:
     """The exit class of a catalogued rule; an unknown id (a custom post-step's) refuses."""
     rule = RULES.get(rule_id)
     return rule.exit if rule else REFUSED
+
+
+def is_rule_id(text: object) -> bool:
+    """Whether `text` is shaped like a rule id (`GATE0-FIELD-DIFFERS`): the rules a
+    post-step names of its own must be, as the catalogue's are."""
+    return (isinstance(text, str) and len(text) <= RULE_ID_MAX
+            and _RULE_ID.fullmatch(text) is not None)
 
 
 # -- the run's own outcome ------------------------------------------------------------------

@@ -5,6 +5,13 @@ a symlink can point anywhere, and a 10 GB "campaign" exhausts memory. So an inpu
 opened without following a final symlink and without blocking, must be a regular file
 (checked on the open descriptor, not on the path), and is read up to `limit` bytes: one
 more byte means the file is refused, never silently cut.
+
+`read_fd` is the one loop that reads "at most `limit` bytes" of an open descriptor; the
+readers that open files their own way (beneath an evidence tree's descriptor, through a
+seal) call it too, so every bounded read stops one byte past its limit, the same way.
+Copying or hashing a stream of any length (`measure.logs`, `base.hashing`) and draining a
+child's pipes against a deadline (`measure.provenance`) are other ideas: they keep their
+own loops.
 """
 
 from __future__ import annotations
@@ -23,6 +30,32 @@ class InputError(ValueError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class TooLarge(ValueError):
+    """More than `limit` bytes: `size` is what fstat said, None when the file grew past
+    the limit while it was read."""
+
+    def __init__(self, limit: int, size: int | None = None) -> None:
+        super().__init__(f"over the {limit} byte limit")
+        self.limit = limit
+        self.size = size
+
+
+def read_fd(fd: int, limit: int) -> bytes:
+    """Every byte from the open descriptor `fd` to its end, at most `limit` of them:
+    TooLarge when fstat already says more, or once one byte past the limit has been read
+    (a file that grows while it is read). OSError as the reads raise it."""
+    size = os.fstat(fd).st_size
+    if size > limit:
+        raise TooLarge(limit, size)
+    chunks, total = [], 0
+    while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise TooLarge(limit)
+    return b"".join(chunks)
 
 
 def _kind(mode: int) -> str:
@@ -54,19 +87,10 @@ def read_bounded(path: Path | str, limit: int = DEFAULT_LIMIT, what: str = "file
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{name}: the {what} is {_kind(st.st_mode)}, not a regular file")
-        if st.st_size > limit:
-            raise InputError(f"{name}: the {what} is {st.st_size} bytes, over the {limit} "
-                             "byte limit")
-        chunks, total = [], 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:  # it grew while we read it
-                raise InputError(f"{name}: the {what} is over the {limit} byte limit")
-        return b"".join(chunks)
+        return read_fd(fd, limit)
+    except TooLarge as e:
+        size = "" if e.size is None else f" {e.size} bytes,"
+        raise InputError(f"{name}: the {what} is{size} over the {limit} byte limit") from None
     except OSError as e:
         raise InputError(f"{name}: cannot read the {what}: {e.strerror or e}") from None
     finally:

@@ -17,6 +17,16 @@ happens and the lock is still released.
 What the command received decides its exit code (`exit_code`): 130 after a SIGINT, the
 shell's convention for Ctrl-C, whatever the interrupted run's status says; a SIGTERM or
 SIGHUP leaves the code to the run's status (`interrupted` is exit 1).
+
+Why the state is the module's (`_STOPS`), not an object a caller owns: a signal handler is
+process-wide. `signal.signal` installs one handler per signal for the whole process, and
+it runs wherever the main thread happens to be, with no caller in reach. What it must
+know (whether a scope defers, whether this scope raised already, the hurry actions a wait
+registered, what the command received for its exit code) therefore lives beside it, once
+per process. Callers own their scopes instead (`signals_interrupt`, `signals_deferred`,
+`on_second_interrupt`), which save and restore what they change. A caller-owned object
+would have to be handed from the CLI through the driver and the pipeline down into
+`measure.execute`, and two such objects would still share the one set of handlers.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 SIGINT_EXIT = 130
 STOPS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -33,45 +44,57 @@ class Interrupted(BaseException):
     """Raised in the main thread by a stop signal: stop the container, seal."""
 
 
-_state: dict = {"defer": False, "pending": None, "raised": False, "received": None,
-                "hurry": False, "on_hurry": []}
+@dataclass
+class _Stops:
+    """What the stop handlers share, once per process (see the module's docstring)."""
+
+    defer: bool = False  # inside `signals_deferred`: keep a signal pending, raise nothing
+    pending: str | None = None  # a signal kept, not raised
+    raised: bool = False  # this `signals_interrupt` scope raised already
+    received: str | None = None  # the command's first stop signal: its exit code
+    hurry: bool = False  # a second Ctrl-C came
+    on_hurry: list[Callable[[], None]] = field(default_factory=list)
+
+
+_STOPS = _Stops()
 
 
 def _handler(signum: int, frame: object) -> None:
     name = signal.Signals(signum).name
-    _state["received"] = _state["received"] or name
-    if _state["defer"] or _state["raised"]:
-        _state["pending"] = name
-        if signum == signal.SIGINT and _state["raised"]:
+    _STOPS.received = _STOPS.received or name
+    if _STOPS.defer or _STOPS.raised:
+        _STOPS.pending = name
+        if signum == signal.SIGINT and _STOPS.raised:
             _hurry()
         return
-    _state["raised"] = True
+    _STOPS.raised = True
     raise Interrupted(name)
 
 
 def _hurry() -> None:
-    _state["hurry"] = True
-    for action in list(_state["on_hurry"]):
+    _STOPS.hurry = True
+    for action in list(_STOPS.on_hurry):
         action()
 
 
 def _base_sigint(signum: int, frame: object) -> None:
     """Outside a run: Python's own KeyboardInterrupt, remembered for the exit code."""
-    _state["received"] = _state["received"] or "SIGINT"
+    _STOPS.received = _STOPS.received or "SIGINT"
     raise KeyboardInterrupt
 
 
 def install() -> None:
     """At a command's start: forget what an earlier command in this process received,
     and remember a Ctrl-C that lands outside any run (unless SIGINT is ignored)."""
-    _state.update(received=None, pending=None, raised=False, hurry=False)
+    _STOPS.received = _STOPS.pending = None
+    _STOPS.raised = _STOPS.hurry = False
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _base_sigint)
 
 
 def received() -> str | None:
     """The first stop signal this command received, by name, or None."""
-    return _state["received"]
+    return _STOPS.received
 
 
 def exit_code(code: int) -> int:
@@ -89,28 +112,29 @@ def signals_interrupt() -> Iterator[None]:
     duration. Only the first signal of the scope raises; a repeat is kept as pending (a
     repeated SIGINT also hurries, see `on_second_interrupt`)."""
     old = {s: signal.signal(s, _handler) for s in STOPS if _caught(s)}
-    saved = _state["raised"], _state["hurry"]
-    _state["raised"] = _state["hurry"] = False
+    saved = _STOPS.raised, _STOPS.hurry
+    _STOPS.raised = _STOPS.hurry = False
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        _state["raised"], _state["hurry"] = saved
+        _STOPS.raised, _STOPS.hurry = saved
 
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold signals while sealing; a signal that came meanwhile is re-raised afterwards."""
-    _state["defer"], _state["pending"] = True, None
+    """Hold signals while sealing; a signal that came meanwhile is kept (`pending_signal`)
+    for the caller to act on once the seal is written."""
+    _STOPS.defer, _STOPS.pending = True, None
     try:
         yield
     finally:
-        _state["defer"] = False
+        _STOPS.defer = False
 
 
 def pending_signal() -> str | None:
-    return _state["pending"]
+    return _STOPS.pending
 
 
 @contextlib.contextmanager
@@ -118,10 +142,10 @@ def on_second_interrupt(action: Callable[[], None]) -> Iterator[None]:
     """While a stop waits (a container's stop grace), a second Ctrl-C runs `action` at
     once, in the signal handler: keep it short and non-blocking (start a thread). A
     second Ctrl-C that came before the wait began runs it on entry."""
-    if _state["hurry"]:
+    if _STOPS.hurry:
         action()
-    _state["on_hurry"].append(action)
+    _STOPS.on_hurry.append(action)
     try:
         yield
     finally:
-        _state["on_hurry"].remove(action)
+        _STOPS.on_hurry.remove(action)

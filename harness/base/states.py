@@ -1,6 +1,7 @@
 """The words runs, post-steps, stages and journal rows end in, each spelled once.
 
-Four vocabularies that used to share the word "refused" are four types here:
+"Refused" is a run's status, a post-step's verdict and a stage's result; each is its own
+type here, so the code (and a type checker) says which one it means:
 - `Status`: what a sealed run is (`run.json`'s `status`), and what its journal row says;
 - `Verdict`: what one post-step (or Gate 0) decided (`verdict.json`'s `verdict`);
 - `StageResult`: how one stage of a run ended (`stages` in `run.json`);

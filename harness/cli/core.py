@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import click
 
 from harness.base.catalogue import ENV_MISSING_IMAGE
 from harness.base.errors import ENVIRONMENT, EnvironmentFault, InvalidInput
+from harness.base.names import RUN_ID_MAX, RunId
+from harness.base.states import Status
 from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import DURATION
 from harness.config.loader import Loaded, require_campaign
@@ -17,12 +18,11 @@ from harness.config.suggest import hint
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.night.nightlock import NightLock
-from harness.driver.plan import LaunchRequest, Outcome, PlanSource
+from harness.driver.plan import PlanSource
 from harness.measure.ui import Reporter, reporter
 from harness.pipeline import orphans, recover
 
 RUNS_DIR = "gpu-runs"
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 @click.command()
@@ -54,63 +54,61 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
             raise InvalidInput(f"{campaign}: no control {n!r}{hint(n, set(loaded.controls))} "
                                f"(it has: {', '.join(loaded.controls)})")
     plan = loaded.plan(names)
-    if run_id is not None:
-        plan = _one_run(plan, run_id)
+    chosen = None if run_id is None else _one_run(plan, run_id)
     ui = reporter(json_lines)
     try:
         worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui,
-                          run_id=run_id, attempt=attempt)
+                          run_id=chosen, attempt=attempt)
     finally:
         ui.close()
     raise click.exceptions.Exit(worst)
 
 
 class AfterNight:
-    """Launch each control only once no night (or operator rerun) holds this GPU lock's
-    night lock, waiting for it as `rerun` does (up to the lock timeout, then exit 3,
-    nothing launched): a `run` never slips between a night's controls. The night lock is
-    not kept during the control, so two operators' runs still take turns control by
-    control at the GPU lock, and a night that starts meanwhile waits only for the
-    control in progress (harness/driver/night/nightlock.py)."""
+    """Before each control, wait until no night (or operator rerun) holds this GPU lock's
+    night lock, as `rerun` does (up to the lock timeout, then exit 3, nothing launched):
+    a `run` never slips between a night's controls. The night lock is not kept during
+    the control, so two operators' runs still take turns control by control at the GPU
+    lock, and a night that starts meanwhile waits only for the control in progress
+    (harness/driver/night/nightlock.py)."""
 
-    def __init__(self, inner: LocalExecutor, loaded: Loaded, ui: Reporter,
-                 timeout: float) -> None:
-        self.inner, self.loaded, self.ui, self.timeout = inner, loaded, ui, timeout
+    def __init__(self, loaded: Loaded, ui: Reporter, timeout: float) -> None:
+        self.loaded, self.ui, self.timeout = loaded, ui, timeout
 
-    def launch(self, request: LaunchRequest) -> Outcome:
+    def __call__(self) -> None:
         gate = NightLock(self.loaded.lock_path, kind="run", campaign=self.loaded.campaign.name)
         try:
             gate.acquire(timeout=self.timeout, on_wait=self.ui.waiting)
         finally:
             gate.release()
-        return self.inner.launch(request)
 
 
-def _one_run(plan: list, run_id: str) -> list:
-    """--run-id names one run folder: the plan must be one control, and the id plain."""
+def _one_run(plan: list, run_id: str) -> RunId:
+    """--run-id names one run folder: the plan must be one control, and the id one of
+    its run ids."""
     if len(plan) != 1:
         raise InvalidInput(f"--run-id names one run, but the plan has {len(plan)}: "
                            "give exactly one --control (and a campaign without repeats)")
-    if not RUN_ID.fullmatch(run_id) or not run_id.startswith(f"{plan[0][0]}-"):
+    if not RunId.valid(run_id) or not RunId(run_id).of_control(plan[0][0]):
         raise InvalidInput(f"--run-id {run_id[:120]!r} must be <control>-<letters, digits, . "
-                           "_ ->, at most 100 characters")
-    return plan
+                           f"_ ->, at most {RUN_ID_MAX} characters")
+    return RunId.parse(run_id)
 
 
 def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | None,
-              ui: Reporter, *, run_id: str | None = None, attempt: int = 1) -> int:
+              ui: Reporter, *, run_id: RunId | None = None, attempt: int = 1) -> int:
     """Recover what a killed harness left in RUNS_DIR, then drive the plan; the worst code."""
     sealed = recover.seal_orphans(
         Path(runs_dir), still_running=orphans.running_run_ids(),
         on_deferred=lambda d: ui.event("recovery-deferred", dir=str(d),
                                        why="its container still runs; sealed once it exits"))
     for d in sealed:
-        ui.event("recovered", dir=str(d), status="interrupted")
-    local = LocalExecutor(loaded, ui, lock_timeout=lock_timeout)
+        ui.event("recovered", dir=str(d), status=Status.INTERRUPTED)
     # A run whose id a controller chose is that night's own launch (a Slurm job): it must
     # not wait for the night that is waiting for it.
-    executor = local if run_id is not None else AfterNight(
-        local, loaded, ui, lock_timeout or loaded.campaign.lock_timeout)
+    wait = None if run_id is not None else AfterNight(
+        loaded, ui, lock_timeout or loaded.campaign.lock_timeout)
+    executor = LocalExecutor(loaded, ui, lock_timeout=lock_timeout, before_launch=wait)
     driven = drive(PlanSource(plan, runs_dir, run_id=run_id, attempt=attempt), executor,
                    stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
                    on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
@@ -146,7 +144,7 @@ def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str 
     that does not hold that Id: exit 1, nothing recorded. Bad NAME, REF or option text:
     exit 2; REF not in the local engine: exit 3 (no registry is used).
     """
-    from harness import images as image_lock  # here: `run` does not load the pin writer
+    from harness.measure import images as image_lock  # here: `run` does not load the pin writer
 
     decision = image_lock.pin(lock_file, name, ref, replace=replace, reason=reason,
                               archive=archive, build=build)

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import click
 
-from harness.base.errors import ENVIRONMENT, HarnessError
+from harness.base.errors import HarnessError
 from harness.cli.display import night_reporter
 from harness.cli.params import DURATION, HOURS
 from harness.config.executor import KINDS, merged
 from harness.config.loader import require_campaign
 from harness.driver.night.runner import run_night
+from harness.driver.policy import environment_stops
 from harness.driver.rerun import (
     RerunPlan,
     check_reason,
@@ -167,7 +168,7 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
         except HarnessError as e:  # this one is recorded (or never started); go on
             click.echo(inert(f"error: {run_dir}: {e.message}", 2000))
             worst = max(worst, e.code)
-            if e.code == ENVIRONMENT:  # the host is not fit: the next ones would fail too
+            if environment_stops(e.code):  # the host is not fit: the next would fail too
                 break
     return worst  # each rerun rewrote the night's summary files as its row changed
 

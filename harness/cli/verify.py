@@ -11,7 +11,7 @@ from harness.base.errors import InvalidInput
 from harness.cli.jsonout import as_json_errors, emit
 from harness.judge.gates.record import GATE_RECORD
 from harness.measure.runfolder.layout import RECORD, SUMS
-from harness.measure.runfolder.manifest import Problem, verify_folder
+from harness.measure.runfolder.manifest import SealFault, verify_folder
 
 
 def sealed_folder(run_dir: Path) -> Path:
@@ -27,7 +27,7 @@ def sealed_folder(run_dir: Path) -> Path:
     return real
 
 
-def problem_doc(p: Problem) -> dict[str, str | None]:
+def problem_doc(p: SealFault) -> dict[str, str | None]:
     return {"path": p.path, "kind": p.kind, "detail": p.detail}
 
 

@@ -1,4 +1,4 @@
-"""A campaign's `executor:` block: where `harness night` runs its controls (issue 13).
+"""A campaign's `executor:` block: where `harness night` runs its controls.
 
     executor:
       kind: slurm          # local (default): here, one after another; slurm: one job each
@@ -27,7 +27,9 @@ KINDS = ("local", "slurm")
 WINDOW = 4  # small: --until or a stop-on-refusal has at most this many pending jobs to cancel
 
 
-class Executor(Strict):
+class ExecutorConfig(Strict):
+    """The `executor:` block as written (the driver's executors are what runs)."""
+
     kind: Literal["local", "slurm"] = "local"
     partition: NameField | None = None
     account: NameField | None = None
@@ -52,13 +54,13 @@ class Executor(Strict):
 class ExecutorBlock(Strict):
     """The wrapper the loader validates `{"executor": ...}` with, for positions."""
 
-    executor: Executor = Executor()
+    executor: ExecutorConfig = ExecutorConfig()
 
 
-def merged(base: Executor, **given: Any) -> Executor:
+def merged(base: ExecutorConfig, **given: Any) -> ExecutorConfig:
     """`base` with the command line's values (None: not given) on top, validated again."""
     values = {**base.model_dump(), **{k: v for k, v in given.items() if v is not None}}
     try:
-        return Executor.model_validate(values)
+        return ExecutorConfig.model_validate(values)
     except ValueError as e:
         raise InvalidInput(f"--executor options: {e}") from None

@@ -1,4 +1,4 @@
-"""The host's GPU map: which render node each of Slurm's GPU indexes is (issue 13).
+"""The host's GPU map: which render node each of Slurm's GPU indexes is.
 
 A site admin writes one file per GPU host, next to gres.conf in spirit:
 

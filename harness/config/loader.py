@@ -16,13 +16,13 @@ from pydantic import BaseModel, ValidationError
 from harness.base.catalogue import MODEL_UNPINNED
 from harness.base.errors import InvalidInput
 from harness.config.builtins import OPTIONS
-from harness.config.executor import Executor, ExecutorBlock
+from harness.config.executor import ExecutorBlock, ExecutorConfig
 from harness.config.gates import Gate, GateList
 from harness.config.inputs import mount_inputs, mount_problems
-from harness.config.mountable import mountable, system_hit, system_paths, within
+from harness.config.mountable import declared_problem, mountable, system_paths
 from harness.config.samehost import SameHostBlock
 from harness.config.samehost import faults as same_host_faults
-from harness.config.schema import Campaign, Control, ImageLock, plain_path_problem
+from harness.config.schema import Campaign, Control, ImageLock
 from harness.config.suggest import did_you_mean, hint
 from harness.config.words import expected, where
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load
@@ -93,7 +93,7 @@ class Loaded:
     image_lock_file: Path | None = None
     gates: list[Gate] = field(default_factory=list)  # inline or from gates_file
     gates_file: Path | None = None
-    executor: Executor = field(default_factory=Executor)  # the `executor:` block, checked
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # `executor:`, checked
     same_host: tuple[tuple[str, ...], ...] = ()  # paired controls run on one host, in order
     roots: tuple[Path, ...] = field(init=False)
     lock_file: Path = field(init=False)
@@ -130,14 +130,23 @@ class Loaded:
         """Every input file that defines a run, the one list the seal, the approval and the
         provenance check use: campaign, controls, lock, gates, signers, sealed mounts."""
         out = [self.campaign_file, *(p for _, p in self.controls.values())]
-        out += mount_inputs(self.controls.values(), resolve, self.mountable)
+        out += mount_inputs(self.controls.values(), resolve, self.may_mount)
         out += [f for f in (self.image_lock_file, self.gates_file) if f]
         if self.signers_file:  # who may approve is part of what was reviewed
             out.append(self.signers_file)
         return out
 
-    def mountable(self, real: Path) -> bool:
+    def may_mount(self, real: Path) -> bool:
+        """Under the roots fixed at load, and no system path (`mountable.mountable`)."""
         return mountable(real, list(self.roots))
+
+    def next_run_inputs(self) -> list[Path]:
+        """What the next run reads, which no read-write mount may reach
+        (`mountable.protected_paths`): the campaign, the controls folder and each control,
+        images.lock and every input the seal covers."""
+        out = [self.campaign_file, self.controls_dir, *(p for _, p in self.controls.values()),
+               *self.files()]
+        return out if self.image_lock_file is None else [*out, self.image_lock_file]
 
     @property
     def signers_file(self) -> Path | None:
@@ -168,16 +177,11 @@ def kind_of(path: Path, data: Any) -> str:
     return "control"
 
 
-def under_roots(path: Path, roots: list[Path]) -> bool:
-    """Is `path`, with every symlink resolved now, under a root? The answer holds only as
-    long as nobody swaps a folder on the way, so the launch checks again under the lock."""
-    return within(Path(os.path.realpath(path)), roots)
-
-
 def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
                   roots: list[Path]) -> list[Fault]:
-    """Each mount source, resolved against the control's folder, must be a plain path (it
-    goes into docker's `--mount` CSV) under the mount roots (targets: the schema)."""
+    """Each mount source, resolved against the control's folder, must be one the mount
+    policy allows (`mountable.declared_problem`: a plain path under the mount roots, no
+    system path; targets: the schema)."""
     faults: list[Fault] = []
 
     def fault(loc: tuple, msg: str) -> None:
@@ -188,17 +192,10 @@ def _check_mounts(ctl: Control, ctl_path: Path, doc: Document | None,
                                         for i, m in enumerate(ctl.mounts)]
     if ctl.model:
         entries.append((("model",), ctl.model.source))
+    system = system_paths(os.environ)
     for loc, source in entries:
-        host = resolve(source, ctl_path.parent)
-        if (why := plain_path_problem(str(host))) is not None:
-            fault((*loc, "source"), f"resolves to {str(host)!r}, which {why}")
-        elif not under_roots(host, roots):
-            fault((*loc, "source"), f"{host} is outside the allowed mount roots "
-                                    f"({', '.join(map(str, roots))}); add its folder to the "
-                                    "campaign's mount_roots")
-        elif (hit := system_hit(Path(os.path.realpath(host)), system_paths(os.environ))):
-            fault((*loc, "source"), f"{host} overlaps the system path {hit} (MOUNT-SYSTEM-PATH:"
-                                    " never mountable, even read-only)")
+        if (why := declared_problem(resolve(source, ctl_path.parent), roots, system)):
+            fault((*loc, "source"), why)
     for i, why in mount_problems(ctl, ctl_path, resolve, lambda real: mountable(real, roots)):
         fault(("mounts", i, "source"), why)
     return faults
@@ -248,7 +245,7 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
         block, executor_faults = validate(replace(doc, data={"executor": campaign.executor}),
                                           ExecutorBlock)
         faults += executor_faults
-        loaded.executor = block.executor if block else Executor()
+        loaded.executor = block.executor if block else ExecutorConfig()
     if campaign.same_host is not None:
         groups, group_faults = validate(replace(doc, data={"same_host": campaign.same_host}),
                                         SameHostBlock)

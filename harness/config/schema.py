@@ -8,9 +8,7 @@ parsed once here so the rest of the harness sees plain numbers.
 from __future__ import annotations
 
 import math
-import posixpath
 import re
-import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,8 +25,8 @@ from pydantic import (
 from harness.base import names
 from harness.config.builtins import POSTSTEPS, check_options
 from harness.config.contract import parse_choice
+from harness.config.mountable import path_text_problem, plain_path_problem, target_problem
 from harness.config.reference import References
-from harness.instrument.harness_observer.interface import INSTRUMENT_TARGET, OBSERVATIONS_TARGET
 
 SAFE_NAME = names.SAFE_NAME  # the one alphabet of names (harness.base.names)
 NameField = Annotated[str, StringConstraints(pattern=SAFE_NAME)]
@@ -72,54 +70,10 @@ def parse_duration(value: Any) -> float:
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
-# What means something in docker's `--mount` CSV (`,` `=` quotes) or hides a path (`\`).
-MOUNT_SPECIALS = frozenset(',"\'=\\')
-
-
-def path_text_problem(value: str) -> str | None:
-    """Why `value` cannot appear in a mount argument (None: it can). Pure, shared by the
-    schema (`harness check`) and the vector (every `--mount` it emits)."""
-    if not value:
-        return "must not be empty"
-    for ch in value:
-        if ch in MOUNT_SPECIALS:
-            return f"must not contain {ch!r} (it would change the meaning of a docker argument)"
-        if unicodedata.category(ch)[0] in "CZ":
-            return f"must not contain whitespace or control characters (found {ch!r})"
-    return None
-
-
-def plain_path_problem(value: str) -> str | None:
-    """Why `value` is not a plain, normalised absolute path (None: it is)."""
-    if (why := path_text_problem(value)) is not None:
-        return why
-    if not value.startswith("/"):
-        return "must be an absolute path"
-    if value.startswith("//") or posixpath.normpath(value) != value:
-        return "must be normalised (no '//', '/./', '..', or trailing '/')"
-    return None
-
-
 def _abs_path(value: str) -> str:
     if (why := plain_path_problem(value)) is not None:
         raise ValueError(f"{why}: {value!r}")
     return value
-
-
-# Where the vector mounts the instrument and observations (the host/container interface's)
-RESERVED_TARGETS = (INSTRUMENT_TARGET, OBSERVATIONS_TARGET)
-
-
-def target_problem(target: str) -> str | None:
-    """Why a control's or model's mount target is unusable (None: it is fine)."""
-    if (why := plain_path_problem(target)) is not None:
-        return why
-    if target == "/":
-        return "must not be '/'"
-    for reserved in RESERVED_TARGETS:
-        if target == reserved or target.startswith(reserved + "/"):
-            return f"is reserved by the harness ({reserved})"
-    return None
 
 
 def _mount_target(value: str) -> str:
@@ -138,7 +92,7 @@ def _mount_source(value: str) -> str:
 
 AbsPath = Annotated[str, AfterValidator(_abs_path)]
 MountTarget = Annotated[str, AfterValidator(_mount_target)]
-MountSource = Annotated[str, AfterValidator(_mount_source)]
+SourcePath = Annotated[str, AfterValidator(_mount_source)]  # as the control writes it
 
 
 def _no_nul(data: Any) -> Any:
@@ -173,7 +127,7 @@ class Strict(BaseModel):
 class Mount(Strict):
     """A host folder made visible in the container. Read-only unless it says otherwise."""
 
-    source: MountSource = Field(description="host path, relative to the control file")
+    source: SourcePath = Field(description="host path, relative to the control file")
     target: MountTarget
     read_only: bool = True
     sealed: bool = True  # in the source seal; false: an environment (config/inputs.py)
@@ -182,7 +136,7 @@ class Mount(Strict):
 class Model(Strict):
     """The model folder: always mounted read-only, its files' sha256 pinned."""
 
-    source: MountSource
+    source: SourcePath
     target: MountTarget = "/models/model"
     sha256: dict[str, Sha256] = Field(default_factory=dict)
 

@@ -1,24 +1,43 @@
-"""The campaign loop and the one way a control is launched and its outcome recorded."""
+"""The one campaign loop, and the one way a launch is recorded around the executor.
+
+`drive` walks a plan with any executor: up to `executor.window` launches in flight (1 on
+this host, where `start` waits for the outcome; a Slurm submit window elsewhere). Each
+outcome is recorded (journal first) as it arrives, in the order launches end, and the
+stop policy (`policy.stop_reason`) is asked after each one; the deadline is asked each
+cycle while launches fly. Once the walk stops nothing more is started, the launches
+still pending are cancelled (recorded as not run: a journal plans them again), and the
+running ones finish and seal.
+
+Why the source is told which slots are `busy`: a slot in flight is `running` in the
+journal, which the walk would otherwise take for a run a dead harness left behind.
+
+A launch is one request, or a `same_host` group's members where the executor runs a
+group as one (`together`): each member is recorded `started` before the one job that
+runs them all is submitted, and each gets its own outcome as the executor finds it; the
+launch leaves the window once every member's outcome is recorded.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.base.catalogue import HARNESS_ERROR
-from harness.base.errors import HarnessError
-from harness.driver.plan import Executor, LaunchRequest, Outcome, Recorder, Source
-from harness.driver.policy import STOP_POLICY, stop_reason
+from harness.base.errors import REFUSED, HarnessError
+from harness.base.reason import Reason
+from harness.base.states import Status
+from harness.driver.plan import Executor, InFlight, LaunchRequest, LaunchSource, Outcome, Recorder
+from harness.driver.policy import Why, stop_reason
 from harness.measure.ui import Reporter
 
 
 def crashed(request: LaunchRequest, e: Exception) -> Outcome:
     """The outcome recorded for a launch that raised: failed, naming the error's rule."""
     if isinstance(e, HarnessError):
-        return Outcome(request.run_dir, "failed", e.code,
-                       (f"{e.rule or HARNESS_ERROR}: {e.message}",), True, e)
-    return Outcome(request.run_dir, "failed", 1,
-                   (f"{HARNESS_ERROR}: {type(e).__name__}: {e}",), True, e)
+        return Outcome(request.run_dir, Status.FAILED, e.code,
+                       (Reason(e.rule or HARNESS_ERROR, e.message),), True, e)
+    return Outcome(request.run_dir, Status.FAILED, REFUSED,
+                   (Reason(HARNESS_ERROR, f"{type(e).__name__}: {e}"),), True, e)
 
 
 def run_one(request: LaunchRequest, executor: Executor, recorder: Recorder) -> Outcome:
@@ -40,7 +59,7 @@ def run_one(request: LaunchRequest, executor: Executor, recorder: Recorder) -> O
 class Driven:
     """How a walk of the plan ended: why it stopped and every outcome, in order."""
 
-    why: str
+    why: Why | str
     outcomes: list[Outcome] = field(default_factory=list)
 
     @property
@@ -48,28 +67,98 @@ class Driven:
         return max((o.exit_code for o in self.outcomes), default=0)
 
 
-def drive(source: Source, executor: Executor, *, stop_policy: str, ui: Reporter,
-          raise_errors: bool, on_outcome: Callable[[Outcome], None] | None = None) -> Driven:
-    """Launch the source's controls one by one until it is done or the stop policy stops it.
+class _Walk:
+    """One walk's state: what flies, why it stops, every outcome."""
 
-    `raise_errors`: a control the harness could not run raises its error (after it is
-    recorded) instead of stopping the walk as `interrupted`."""
-    driven = Driven("done")
-    while True:
-        request = source.next_launch()
-        if isinstance(request, str):
-            driven.why = request
-            return driven
-        outcome = run_one(request, executor, source)
-        if outcome.error is not None and raise_errors:
+    def __init__(self, source: LaunchSource, stop_policy: str, ui: Reporter,
+                 on_outcome: Callable[[Outcome], None] | None, raise_errors: bool) -> None:
+        self.source, self.stop_policy, self.ui = source, stop_policy, ui
+        self.on_outcome, self.raise_errors = on_outcome, raise_errors
+        self.driven = Driven(Why.DONE)
+        self.stop: Why | str | None = None  # set once: nothing more is started
+        self.flying: list[InFlight] = []
+        self.given: dict[int, int] = {}  # id of a launch in flight -> members given so far
+
+    def busy(self) -> frozenset[int]:
+        return frozenset(r.plan_index for w in self.flying for r in w.requests
+                         if r.plan_index is not None)
+
+    def keep_open(self, given: list[InFlight]) -> None:
+        """Keep in flight the launches that still owe a member's outcome (a group's job
+        stays until its last member is given)."""
+        for w in given:
+            self.given[id(w)] = self.given.get(id(w), 0) + 1
+        ended = [w for w in self.flying if self.given.get(id(w), 0) >= len(w.requests)]
+        for w in ended:
+            del self.given[id(w)]
+        self.flying = [w for w in self.flying if not any(w is e for e in ended)]
+
+    def record(self, request: LaunchRequest, outcome: Outcome) -> None:
+        """Record the outcome (journal first), then ask the stop policy. With
+        `raise_errors`, an outcome the harness could not seal past raises its error once
+        it is recorded."""
+        self.source.finished(request, outcome)
+        if outcome.error is not None and self.raise_errors:
             raise outcome.error
-        driven.outcomes.append(outcome)
-        if on_outcome is not None:
-            on_outcome(outcome)
-        why = stop_reason(stop_policy, outcome.status, outcome.exit_code,
-                          outcome.stop_requested, remote=outcome.remote)
-        if why == STOP_POLICY:
-            ui.event("stop-policy", policy=stop_policy, status=outcome.status)
-        if why is not None:
-            driven.why = why
-            return driven
+        self.driven.outcomes.append(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+        why = stop_reason(self.stop_policy, outcome)
+        if why is not None and self.stop is None:
+            if why == Why.STOP_POLICY:
+                self.ui.event("stop-policy", policy=self.stop_policy, status=outcome.status)
+            self.stop = why
+
+    def start(self, executor: Executor, requests: tuple[LaunchRequest, ...]) -> None:
+        """Record every member `started` (committed before the launch exists), then start
+        it; an outcome at once (this host's run, or a submission that failed) is every
+        member's."""
+        for request in requests:
+            self.source.started(request)
+        try:
+            started = executor.start(requests)
+        except Exception as e:
+            for request in requests:
+                self.source.finished(request, crashed(request, e))
+            raise
+        if isinstance(started, Outcome):
+            for request in requests:
+                self.record(request, replace(started, run_dir=request.run_dir))
+        else:
+            self.flying.append(started)
+
+
+def drive(source: LaunchSource, executor: Executor, *, stop_policy: str, ui: Reporter,
+          raise_errors: bool = False,
+          on_outcome: Callable[[Outcome], None] | None = None) -> Driven:
+    """Keep up to `executor.window` launches in flight until the plan is done or the walk
+    stops. `raise_errors`: a control the harness could not run raises its error (after it
+    is recorded) instead of stopping the walk as interrupted."""
+    walk = _Walk(source, stop_policy, ui, on_outcome, raise_errors)
+    last: Why | str = Why.DONE
+    changed = True
+    while True:
+        if walk.stop is None and walk.flying and source.past_deadline():
+            walk.stop = Why.DEADLINE  # a full window waits no longer for a slot to free
+        while walk.stop is None and len(walk.flying) < max(1, executor.window):
+            requests = source.next_launches(walk.busy(), together=executor.together)
+            if isinstance(requests, str):
+                last = requests
+                if requests != Why.DONE:  # deadline, environment: stop, cancel what waits
+                    walk.stop = requests
+                break
+            walk.start(executor, requests)
+        if walk.stop is not None and walk.flying:
+            executor.cancel_pending(walk.flying)  # only those never started; once each
+        if not walk.flying:
+            walk.driven.why = walk.stop or last
+            return walk.driven
+        executor.pause(changed, max(w.failures for w in walk.flying))
+        done, changed = executor.poll(walk.flying)
+        for _, request, outcome in done:
+            if outcome is None:
+                source.withdrawn(request, f"not run: its job was cancelled while pending "
+                                 f"({walk.stop or 'Slurm: its --deadline passed'})")
+            else:
+                walk.record(request, outcome)
+        walk.keep_open([w for w, _, _ in done])

@@ -1,15 +1,22 @@
-"""The executor that runs a control on this host: its folder, the GPU lock, Docker, the seal."""
+"""The executor that runs a control on this host: its folder, the GPU lock, Docker, the seal.
+
+A window of one: `start` waits for the sealed outcome, so nothing is ever in flight and
+the one campaign loop asks the stop policy before the next control starts.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from harness.base.errors import HarnessError
-from harness.base.states import exit_code
+from harness.base.states import Status
 from harness.config.loader import Loaded
+from harness.driver.cutoff import seal_left
 from harness.driver.drive import crashed
-from harness.driver.plan import LaunchRequest, Outcome
-from harness.judge.verdict import lines
+from harness.driver.plan import InFlight, LaunchRequest, Outcome
 from harness.measure.ui import Reporter
-from harness.pipeline.context import Carried
+from harness.pipeline.carried import Carried
 from harness.pipeline.run import make_context, run_control
 
 
@@ -17,26 +24,76 @@ class LocalExecutor:
     """`launch` = make the run folder, `run_control`, and say how it ended.
 
     What a run's after-run checks measured is offered to the next run it launches
-    (`pipeline.context.Carried`), unless the run was interrupted or a stop was asked."""
+    (`pipeline.carried.Carried`), unless the run was interrupted or a stop was asked.
+    `before_launch`, when given, is called before each launch (`harness run` waits there
+    for a night holding this GPU)."""
 
-    def __init__(self, loaded: Loaded, ui: Reporter, *, lock_timeout: float | None) -> None:
+    window = 1  # one GPU: one control at a time
+    together = False  # a same_host group's members run here one after another
+
+    def __init__(self, loaded: Loaded, ui: Reporter, *, lock_timeout: float | None,
+                 before_launch: Callable[[], None] | None = None) -> None:
         self.loaded = loaded
         self.ui = ui
         self.lock_timeout = lock_timeout
+        self.before_launch = before_launch
         self._carry: Carried | None = None
 
     def launch(self, request: LaunchRequest) -> Outcome:
         """The sealed outcome; an error the pipeline could not seal past becomes `failed`."""
+        if self.before_launch is not None:
+            self.before_launch()
         carry, self._carry = self._carry, None  # offered to this launch only
         try:
             ctx = make_context(self.loaded, request.control, request.run_dir.parent, self.ui,
                                rerun_of=request.rerun_of, attempt=request.attempt,
-                               run_id=request.run_id)
-            ctx.carried = carry
-            status, reasons = run_control(ctx, lock_timeout=self.lock_timeout)
+                               run_id=request.run_id, carried=carry)
+            sealed = run_control(ctx, lock_timeout=self.lock_timeout)
         except HarnessError as e:  # no folder, or it could not be sealed (disk full, say)
             return crashed(request, e)
-        if status != "interrupted" and not ctx.stop_requested:
-            self._carry = ctx.handover
-        return Outcome(ctx.run_dir, status, exit_code(status, reasons),
-                       lines(reasons), bool(ctx.stop_requested))
+        if sealed.status != Status.INTERRUPTED and not sealed.stop_requested:
+            self._carry = sealed.handover
+        return Outcome.of(ctx.run_dir, sealed.status, sealed.reasons,
+                          stop_requested=sealed.stop_requested)
+
+    def start(self, requests: tuple[LaunchRequest, ...]) -> Outcome:
+        """Run the one request to its sealed outcome (this host launches one at a time)."""
+        [request] = requests
+        return self.launch(request)
+
+    def poll(self, flying: list[InFlight]) -> tuple[list, bool]:
+        """Nothing is ever in flight here: `start` waited."""
+        return [], False
+
+    def pause(self, changed: bool, failures: int) -> None:
+        """Nothing to wait for between polls."""
+
+    def cancel_pending(self, flying: list[InFlight]) -> list[InFlight]:
+        return []
+
+    def preflight(self, control: str, runs_dir: Path) -> list[str]:
+        """The doctor's failing lines for this control's profile (empty: the host is fit)."""
+        from harness.judge.doctor import run_checks  # a night's check, not `harness run`'s
+        from harness.judge.doctor.checks import GIB
+
+        ctl, _ = self.loaded.controls[control]
+        lock = self.loaded.image_lock
+        pinned = lock.images.get(ctl.image) if lock else None
+        images = {ctl.image: pinned.model_dump()} if pinned else None
+        fail_bytes = int(self.loaded.campaign.host.min_free_gib * GIB)
+        checks = run_checks(lock_path=self.loaded.lock_path, runs_dir=runs_dir,
+                            images=images, profile=ctl.device,
+                            required_gfx=self.loaded.campaign.host.gfx,
+                            fail_free_bytes=fail_bytes,
+                            warn_free_bytes=max(10 * GIB, fail_bytes))
+        return [f"{c.name}: {c.detail}" for c in checks if c.status == "fail"]
+
+    def recover(self, requests: tuple[LaunchRequest, ...], job_id: str | None,
+                ) -> list[tuple[LaunchRequest, Outcome | None]]:
+        """Launches a dead harness left `running` here: stop their containers, seal their
+        folders as found (`interrupted`)."""
+        return [(r, seal_left(r, self.stop_grace(r.control), self.ui)) for r in requests]
+
+    def stop_grace(self, control: str) -> float:
+        found = self.loaded.controls.get(control)
+        return found[0].stop_grace if found else 10.0

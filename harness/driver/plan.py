@@ -1,19 +1,24 @@
-"""What one launch is, what came of it, and who launches and records it.
+"""What one launch is, what came of it, and the shapes the one campaign loop walks.
 
-`LaunchRequest` and `Outcome` are plain data, so an executor that runs a control somewhere
-else (a Slurm job, say) takes the same request and answers with the same outcome; the plan,
-the stop policy and the journal never learn where the control ran.
+`LaunchRequest` and `Outcome` are plain, typed data: an executor that runs a control
+somewhere else (a Slurm job) takes the same request and answers with the same outcome, so
+the plan, the stop policy and the journal never learn where a control ran. An outcome's
+reasons are `harness.base.reason.Reason`s, its status a `Status`: what decides (the stop
+policy, the night's exit code) reads their fields, never their text.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from harness.pipeline.context import new_run_id
+from harness.base.names import RunId
+from harness.base.reason import Reason
+from harness.base.states import Status, exit_code
+from harness.driver.policy import Why
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class LaunchRequest:
 def new_request(control: str, runs_dir: Path, *, attempt: int = 1,
                 rerun_of: dict | None = None, plan_index: int | None = None) -> LaunchRequest:
     """A request with a fresh run id under `runs_dir` (the folder is not made here)."""
-    return LaunchRequest(control, Path(runs_dir) / new_run_id(control), attempt=attempt,
+    return LaunchRequest(control, RunId.mint(control).folder(runs_dir), attempt=attempt,
                          rerun_of=rerun_of, plan_index=plan_index)
 
 
@@ -46,22 +51,20 @@ class Outcome:
     could not be made or sealed); such an outcome is `failed` with the error's rule."""
 
     run_dir: Path
-    status: str
+    status: Status
     exit_code: int
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[Reason, ...] = ()
     stop_requested: bool = False
     error: Exception | None = field(default=None, compare=False)
     remote: bool = False  # it ran elsewhere (a Slurm job): see policy.stop_reason
 
-    @property
-    def reason_text(self) -> str:
-        return "; ".join(self.reasons)
-
-
-class Executor(Protocol):
-    """Launches one control and waits for its sealed outcome (here: Docker; later: Slurm)."""
-
-    def launch(self, request: LaunchRequest) -> Outcome: ...
+    @classmethod
+    def of(cls, run_dir: Path, status: Status | str, reasons: Iterable[Reason] = (),
+           **kw: object) -> Outcome:
+        """The outcome of a sealed `status` with `reasons`; its exit code by the one rule
+        (`harness.base.states.exit_code`)."""
+        got = tuple(reasons)
+        return cls(run_dir, Status(status), exit_code(Status(status), got), got, **kw)
 
 
 class Recorder(Protocol):
@@ -72,10 +75,61 @@ class Recorder(Protocol):
     def finished(self, request: LaunchRequest, outcome: Outcome) -> None: ...
 
 
-class Source(Recorder, Protocol):
-    """A plan being walked: the next launch, or why there is none (done, deadline, ...)."""
+class LaunchSource(Recorder, Protocol):
+    """A plan being walked: the next launch, or why there is none (done, deadline, ...).
 
-    def next_launch(self) -> LaunchRequest | str: ...
+    A launch is one request, or a `same_host` group's members when the executor runs a
+    group as one (`together`); `busy` are the plan slots of launches still in flight."""
+
+    def next_launches(self, busy: frozenset[int] = frozenset(), *, together: bool = False,
+                      ) -> tuple[LaunchRequest, ...] | str: ...
+
+    def withdrawn(self, request: LaunchRequest, reason: str) -> None: ...
+
+    def past_deadline(self) -> bool: ...
+
+
+class InFlight(Protocol):
+    """A launch an executor started and follows: its members, and its failed queries."""
+
+    requests: tuple[LaunchRequest, ...]
+    failures: int
+
+
+W = TypeVar("W", bound=InFlight)
+
+
+class Executor(Protocol[W]):
+    """Where controls run; the one campaign loop (`drive.drive`) walks every executor.
+
+    What differs between executors is theirs to answer: how many launches may be in
+    flight (`window`: 1 on this host, where `start` waits for the outcome), whether a
+    `same_host` group is one launch (`together`), and how a launch is followed."""
+
+    window: int
+    together: bool
+
+    def launch(self, request: LaunchRequest) -> Outcome: ...
+
+    def start(self, requests: tuple[LaunchRequest, ...]) -> W | Outcome: ...
+
+    def poll(self, flying: list[W],
+             ) -> tuple[list[tuple[W, LaunchRequest, Outcome | None]], bool]: ...
+
+    def pause(self, changed: bool, failures: int) -> None: ...
+
+    def cancel_pending(self, flying: list[W]) -> list[W]: ...
+
+
+class NightExecutor(Executor[W], Protocol):
+    """What a night asks of its executor besides the walk: the check of the host before a
+    control (the doctor where the controls run here; none where each host is its own
+    doctor), and what became of launches a dead harness left `running`."""
+
+    def preflight(self, control: str, runs_dir: Path) -> list[str]: ...
+
+    def recover(self, requests: tuple[LaunchRequest, ...], job_id: str | None,
+                ) -> list[tuple[LaunchRequest, Outcome | None]]: ...
 
 
 class PlanSource:
@@ -83,23 +137,31 @@ class PlanSource:
     the run folders themselves (which are sealed whatever happens)."""
 
     def __init__(self, plan: Sequence[tuple[str, int]], runs_dir: Path, *,
-                 run_id: str | None = None, attempt: int = 1) -> None:
+                 run_id: RunId | None = None, attempt: int = 1) -> None:
         self._todo = list(enumerate(plan))
         self._runs_dir = Path(os.path.abspath(runs_dir))
         self._run_id = run_id  # chosen by a controller (a Slurm job's): a one-control plan
         self._attempt = attempt
 
-    def next_launch(self) -> LaunchRequest | str:
+    def next_launches(self, busy: frozenset[int] = frozenset(), *, together: bool = False,
+                      ) -> tuple[LaunchRequest, ...] | str:
         if not self._todo:
-            return "done"
+            return Why.DONE
         index, (control, _repeat) = self._todo.pop(0)
         if self._run_id is not None:
-            return LaunchRequest(control, self._runs_dir / self._run_id,
-                                 attempt=self._attempt, plan_index=index)
-        return new_request(control, self._runs_dir, attempt=self._attempt, plan_index=index)
+            return (LaunchRequest(control, self._run_id.folder(self._runs_dir),
+                                  attempt=self._attempt, plan_index=index),)
+        return (new_request(control, self._runs_dir, attempt=self._attempt,
+                            plan_index=index),)
 
     def started(self, request: LaunchRequest) -> None:
         """Nothing to record: `harness run` keeps no journal."""
 
     def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
         """Nothing to record: the sealed folder is the record."""
+
+    def withdrawn(self, request: LaunchRequest, reason: str) -> None:
+        """Never asked: nothing waits in a queue here."""
+
+    def past_deadline(self) -> bool:
+        return False

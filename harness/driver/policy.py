@@ -1,45 +1,76 @@
-"""When a campaign stops, and when an interrupted control is tried again. Pure.
+"""When a walk of the plan stops, and when an interrupted control is tried again. Pure.
 
-Every command that walks a plan (`run`, `night`, a future Slurm executor) asks these
-functions after each control, so the campaign's `stop_policy` means one thing everywhere.
+The one campaign loop (`drive.drive`) asks `stop_reason` after each outcome, whichever
+executor ran it, so the campaign's `stop_policy` means one thing for `run`, `night` and
+a Slurm night alike; `rerun --failed` asks `environment_stops` between its reruns, the
+same rule that stops every walk on a host fault.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
 
-from harness.base.errors import InvalidInput
+from harness.base.errors import ENVIRONMENT, InvalidInput
+from harness.base.states import STATUSES, TERMINAL, State, Status
+
+__all__ = ["STATUSES", "STOP_POLICIES", "RetryPolicy", "Why", "environment_stops",
+           "retry_allowed", "stop_reason"]
 
 STOP_POLICIES = ("continue", "stop-on-refusal", "stop-on-failure")
-STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")
-ENVIRONMENT = 3  # the exit code of an environment fault: no engine, lock timeout, ...
-
-# Why a campaign stopped after a control; None means go on with the next one.
-INTERRUPTED = "interrupted"
-ENVIRONMENT_STOP = "environment"
-STOP_POLICY = "stop-policy"
+_FAILURES = frozenset(TERMINAL - {Status.ACCEPTED, Status.REFUSED})  # failed, timed out
 
 
-def stop_reason(policy: str, status: str, exit_code: int, stop_requested: bool, *,
-                remote: bool = False) -> str | None:
-    """Why the campaign stops after a control that ended with `status`/`exit_code`, or None.
+class Why(StrEnum):
+    """Why a walk of the plan ended (`ended.json`'s `why`, the night's last line)."""
+
+    DONE = "done"
+    DEADLINE = "deadline"
+    STOP_POLICY = "stop-policy"
+    INTERRUPTED = Status.INTERRUPTED.value  # a signal, or a stop asked while sealing
+    ENVIRONMENT = "environment"  # a host fault: the next control would meet the same host
+
+
+# A walk that ended so is over: a later start of its night does not continue it.
+ENDED_ON_PURPOSE = frozenset({Why.DONE, Why.DEADLINE, Why.STOP_POLICY})
+
+
+def environment_stops(exit_code: int) -> bool:
+    """An environment fault (exit 3) stops every walk, whatever its policy: the next
+    control would meet the same host."""
+    return exit_code == ENVIRONMENT
+
+
+class Ended(Protocol):
+    """What the policy reads of an outcome (`harness.driver.plan.Outcome`)."""
+
+    status: Status
+    exit_code: int
+    stop_requested: bool
+    remote: bool
+
+
+def stop_reason(policy: str, outcome: Ended) -> Why | None:
+    """Why the walk stops after `outcome`, or None to go on.
 
     A signal (the run was interrupted, or a stop was asked while it sealed) stops every
-    campaign; so does an environment fault (exit 3), since the next control would meet
-    the same host. Then the campaign's own policy: `stop-on-refusal` stops on anything but
-    accepted, `stop-on-failure` on failed or timed out, `continue` never.
-    `remote`: the control ran elsewhere (a Slurm job); its interruption (scancel, a lost
-    node) stopped that host's run, not this walk, so the policy and retry rule decide."""
+    campaign; so does an environment fault. Then the campaign's own policy:
+    `stop-on-refusal` stops on anything but accepted, `stop-on-failure` on failed or
+    timed out, `continue` never. A control that ran elsewhere (`remote`, a Slurm job)
+    and was interrupted (scancel, a lost node) stopped that host's run, not this walk:
+    the policy and the retry rule decide."""
     if policy not in STOP_POLICIES:
         raise InvalidInput(f"unknown stop policy {policy!r} (one of {', '.join(STOP_POLICIES)})")
-    if (status == "interrupted" and not remote) or stop_requested:
-        return INTERRUPTED
-    if exit_code == ENVIRONMENT:
-        return ENVIRONMENT_STOP
-    if policy == "stop-on-refusal" and status != "accepted":
-        return STOP_POLICY
-    if policy == "stop-on-failure" and status in ("failed", "timed-out"):
-        return STOP_POLICY
+    status = outcome.status
+    if (status == Status.INTERRUPTED and not outcome.remote) or outcome.stop_requested:
+        return Why.INTERRUPTED
+    if environment_stops(outcome.exit_code):
+        return Why.ENVIRONMENT
+    if policy == "stop-on-refusal" and status != Status.ACCEPTED:
+        return Why.STOP_POLICY
+    if policy == "stop-on-failure" and status in _FAILURES:
+        return Why.STOP_POLICY
     return None
 
 
@@ -59,9 +90,9 @@ class RetryPolicy:
         return cls(max_attempts=1 + interrupted)
 
 
-def retry_allowed(policy: RetryPolicy, state: str, attempt: int) -> bool:
+def retry_allowed(policy: RetryPolicy, state: State | str, attempt: int) -> bool:
     """Whether a slot whose newest attempt (number `attempt`) ended in `state` is tried again.
 
     Only an interruption is retried (the host, not the control, stopped it); a refused,
     failed or timed-out control would only repeat its verdict."""
-    return state == "interrupted" and attempt < policy.max_attempts
+    return state == State.INTERRUPTED and attempt < policy.max_attempts

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.base.errors import HarnessError, InvalidInput
+from harness.base.states import State, Status
 from harness.base.timeutil import utc_now
 from harness.config.checkout import checkout, inside
 from harness.config.loader import Loaded, require_campaign
@@ -82,7 +83,7 @@ Summarize = Callable[[Path], list[Path]]  # the morning summary's writer (the ca
 @dataclass
 class RerunResult:
     run_dir: Path
-    status: str
+    status: Status
     exit_code: int
     night: Path | None
     summary: list[Path] = field(default_factory=list)  # the night's rewritten summary files
@@ -249,7 +250,8 @@ def sealed_with(run_dir: Path) -> str | None:
         return None
 
 
-RERUN_STATES = ("refused", "failed", "timed-out", "interrupted")
+# What `rerun --failed` repeats: every end but accepted.
+RERUN_STATES = frozenset(State.of(s) for s in Status if s != Status.ACCEPTED)
 
 
 def failed_rows(rows: list[Row]) -> list[Row]:
@@ -308,7 +310,7 @@ class RerunRecorder:
         self.row = self.journal.add_rerun(self.link["run_id"], self.link["reason"])
         return replace(request, attempt=self.row.attempt)
 
-    def _entry(self, request: LaunchRequest, status: str) -> dict:
+    def _entry(self, request: LaunchRequest, status: Status | str) -> dict:
         return {"original": {"run_id": self.link["run_id"], "path": self.link["path"]},
                 "rerun": {"run_id": request.run_id, "path": str(request.run_dir)},
                 "reason": self.link["reason"],
@@ -319,9 +321,9 @@ class RerunRecorder:
         if self.journal is not None and self.row is not None:
             self.row = self.journal.mark_running(self.row, request.run_id,
                                                  str(request.run_dir))
-        append_index(self.runs_dir, self._entry(request, "running"))
+        append_index(self.runs_dir, self._entry(request, State.RUNNING))
 
     def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
         if self.journal is not None and self.row is not None:
-            self.journal.finish(self.row, outcome.status, outcome.reason_text)
+            self.journal.finish(self.row, outcome.status, outcome.reasons)
         append_index(self.runs_dir, self._entry(request, outcome.status))

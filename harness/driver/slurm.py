@@ -1,7 +1,11 @@
 """The executor that runs each control as a Slurm job and answers with its sealed outcome.
 
-`launch(request)` is the local executor's contract: one request in, one Outcome out, so the
-plan, the stop policy and the night journal never learn where a control ran. In between:
+It answers the one campaign loop as the local executor does (harness.driver.plan.Executor):
+requests in, Outcomes out, so the plan, the stop policy and the night journal never learn
+where a control ran. What differs is its own to answer: up to `window` jobs in flight, a
+`same_host` group as one job (`together`), no doctor on the controller (`preflight`: each
+host runs `harness doctor` as Slurm's HealthCheckProgram), and the recovery of rows a dead
+controller left `running` (`recover`: their job is followed, never sent twice). In between:
 
 - the job (harness.measure.slurm.job) `exec`s `harness run --control C --run-id R --attempt N`, so
   the run folder is exactly the one the journal committed before the job existed, and the
@@ -30,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from harness.base.catalogue import (
     ENV_SLURM_NO_EVIDENCE,
@@ -39,13 +44,13 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import EnvironmentFault, HarnessError
 from harness.base.reason import Reason
-from harness.base.states import exit_code
+from harness.base.states import Status
 from harness.config.loader import Loaded
+from harness.driver.cutoff import seal_left, status_of
 from harness.driver.drive import crashed
 from harness.driver.plan import LaunchRequest, Outcome
 from harness.driver.watch import Members, Settings, Watch, members
 from harness.instrument.harness_observer.encode import loads
-from harness.judge.verdict import lines
 from harness.measure.runfolder import layout, record
 from harness.measure.runfolder.manifest import verify_folder
 from harness.measure.slurm import calls, follow, job, query
@@ -58,13 +63,17 @@ SETTLE_S = 5.0  # how long an sbatch a killed controller had started may take to
 
 
 class SlurmExecutor:
-    """`launch` = submit one job, follow it, and answer with the run's sealed outcome."""
+    """`start` = submit one job; `poll` follows every job in flight; each member's
+    outcome is its run's sealed one."""
+
+    together = True  # a same_host group is one job
 
     def __init__(self, loaded: Loaded, ui: Reporter, settings: Settings, *,
                  on_submitted: Callable[[LaunchRequest, str, str], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, window: int = 1) -> None:
         self.loaded, self.ui, self.settings = loaded, ui, settings
+        self.window = window  # jobs submitted or running at once
         self.on_submitted = on_submitted
         self.sleep, self.clock = sleep, clock
         self.excluded: dict[int, tuple[str, ...]] = {}  # plan slot -> nodes to avoid
@@ -141,6 +150,25 @@ class SlurmExecutor:
         return [(r, self.sealed(r) if (r.run_dir / layout.SUMS).is_file() else None)
                 for r in group]
 
+    def preflight(self, control: str, runs_dir: Path) -> list[str]:
+        """Nothing to check here: the controller is not a GPU host; each host runs
+        `harness doctor CAMPAIGN` as Slurm's HealthCheckProgram, which drains a host that
+        is unfit (docs/slurm.md)."""
+        return []
+
+    def recover(self, requests: tuple[LaunchRequest, ...], job_id: str | None,
+                ) -> list[tuple[LaunchRequest, Outcome | None]]:
+        """Follow the one job of launches a dead controller left `running` (`resume`); a
+        member no job ran and no seal covers is sealed as found when its folder exists,
+        and is not run (None) when it has none: it was never submitted."""
+        out: list[tuple[LaunchRequest, Outcome | None]] = []
+        for r, outcome in self.resume(requests, job_id):
+            if outcome is None and r.run_dir.exists():
+                control = self.loaded.controls.get(r.control)
+                outcome = seal_left(r, control[0].stop_grace if control else 10.0, self.ui)
+            out.append((r, outcome))
+        return out
+
     def find(self, token: str) -> list[Job]:
         """The jobs carrying `token`, oldest first: squeue's (it forgets ended jobs after
         MinJobAge) and the jobcomp file's, where the cluster keeps one, so a controller
@@ -162,7 +190,7 @@ class SlurmExecutor:
             r = calls.submit(spec, self.settings.site, env=self.settings.env)
             if r.kind == "submitted" and r.job_id is not None:
                 return r.job_id
-            if r.kind == "refused":
+            if r.kind != "transient":  # sbatch refused it: sending it again changes nothing
                 raise EnvironmentFault(f"sbatch refused job {token}: {r.message}",
                                        rule=ENV_SLURM_SUBMIT)
             self.ui.event("slurm-submit-retry", token=token, message=r.message)
@@ -241,7 +269,7 @@ class SlurmExecutor:
         if at is not None and (w.ended_at is not None or now - at >= grace
                                or any(n.run_dir.exists() for n in later)):
             outcome = self.sealed(r)
-            if outcome.status == "interrupted":  # the host sealed what Slurm cut off
+            if outcome.status == Status.INTERRUPTED:  # the host sealed what Slurm cut off
                 self.avoid(r, w)
             return outcome
         if w.ended_at is not None and follow.seal_overdue(w.ended_at, now, grace):
@@ -309,13 +337,12 @@ class SlurmExecutor:
         problems = verify_folder(request.run_dir)
         if problems:
             text = "; ".join(str(p) for p in problems[:5])
-            return Outcome(request.run_dir, "failed", 1,
-                           (str(Reason(SLURM_NOT_INTACT, text)),), remote=True)
+            return Outcome.of(request.run_dir, Status.FAILED, [Reason(SLURM_NOT_INTACT, text)],
+                              remote=True)
         rec = record.read(request.run_dir, loads)
-        reasons = [Reason(r["rule"], r["detail"], r["by"]) for r in rec.reasons]
-        status = rec.status or "failed"
-        return Outcome(request.run_dir, status, exit_code(status, reasons), lines(reasons),
-                       remote=True)
+        status = status_of(rec.status) if rec.status else Status.FAILED
+        return Outcome.of(request.run_dir, status, (Reason.of(r) for r in rec.reasons),
+                          remote=True)
 
     def unsealed(self, request: LaunchRequest, w: Watch) -> Outcome:
         """No seal within the grace: interrupted when Slurm ended or lost the job (a retry
@@ -329,17 +356,17 @@ class SlurmExecutor:
                 if self.settings.fetch is not None else ""
             reason = Reason(ENV_SLURM_NO_EVIDENCE, f"{where} ended without a run folder at "
                             f"{request.run_dir}{home}; see {self.log_of(w)}")
-            return Outcome(request.run_dir, "failed", exit_code("failed", [reason]),
-                           (str(reason),), remote=True)
+            return Outcome.of(request.run_dir, Status.FAILED, [reason], remote=True)
         self.avoid(request, w)
         why = f"{where}: no sealed run after {self.settings.seal_grace_s:g} s"
-        notes: tuple[str, ...] = ()
+        notes: list[Reason] = []
         if request.run_dir.is_dir():  # a shared runs folder: seal what the host left
             with contextlib.suppress(OSError, ValueError):
-                notes = tuple(seal_interrupted(request.run_dir, "the Slurm job ended before "
-                                               "the run was sealed; sealed as found")[1])
-        return Outcome(request.run_dir, "interrupted", 1,
-                       (str(Reason(SLURM_NO_SEAL, why)), *notes), remote=True)
+                notes = [Reason.of(r) for r in seal_interrupted(
+                    request.run_dir, "the Slurm job ended before the run was sealed; sealed "
+                                     "as found")[1]]
+        return Outcome.of(request.run_dir, Status.INTERRUPTED,
+                          [Reason(SLURM_NO_SEAL, why), *notes], remote=True)
 
     def avoid(self, request: LaunchRequest, w: Watch) -> None:
         """The retry of an interrupted attempt avoids a node Slurm lost (retry_exclude)."""

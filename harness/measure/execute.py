@@ -31,7 +31,10 @@ CIDFILE_WAIT_S = 60.0
 
 
 @dataclass
-class Outcome:
+class ContainerExit:
+    """How the container ended and what was measured on the way: outcome.json. Filled in
+    as `run` learns each part, then handed to the caller, which only reads it."""
+
     exit_code: int | None = None
     oom_killed: bool = False
     timed_out: bool = False
@@ -108,7 +111,7 @@ def stop_interrupted(cid: str | None, grace: float) -> str:
     return how + (" (killed at once: a second interrupt)" if hurried else "")
 
 
-def _interrupted(out: Outcome, signal: str, cid: str | None, grace: float,
+def _interrupted(out: ContainerExit, signal: str, cid: str | None, grace: float,
                  on_interrupt: Callable[[str, str | None], None] | None) -> str | None:
     """Record the interruption, say so, stop the container. `cid` was read again if the
     signal came before docker had named it: a container created meanwhile is stopped too,
@@ -120,7 +123,7 @@ def _interrupted(out: Outcome, signal: str, cid: str | None, grace: float,
     return cid
 
 
-def _wait_exit(proc: subprocess.Popen, cid: str | None, out: Outcome, *, deadline: float,
+def _wait_exit(proc: subprocess.Popen, cid: str | None, out: ContainerExit, *, deadline: float,
                timeout: float, grace: float) -> None:
     """Wait for the launcher to exit; past the deadline stop the container. The wait wakes
     when the launcher exits (its pidfd becomes readable), not at the next 50 ms poll: on a
@@ -154,12 +157,12 @@ def _pidfd(pid: int) -> int | None:
 
 def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
         on_started: Callable[[str], None] | None = None,
-        on_interrupt: Callable[[str, str | None], None] | None = None) -> Outcome:
+        on_interrupt: Callable[[str, str | None], None] | None = None) -> ContainerExit:
     """Launch, witness, stream, wait. Writes each witness's file (harness.measure.witness) and
     logs/; returns the measured outcome (the caller writes outcome.json). On a stop
     signal `on_interrupt(signal, container id)` is told before the container is stopped,
     so a person learns at once what the harness is doing."""
-    out = Outcome()
+    out = ContainerExit()
     logs = run_dir / layout.LOGS
     logs.mkdir(exist_ok=True)
     cidfile = Path(vector.argv[vector.argv.index("--cidfile") + 1])
@@ -212,7 +215,7 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
     return out
 
 
-def _final_state(cid: str, out: Outcome) -> None:
+def _final_state(cid: str, out: ContainerExit) -> None:
     api = engine.client().api
     try:
         state = api.inspect_container(cid)["State"]

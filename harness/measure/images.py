@@ -6,7 +6,6 @@ check, and the locked read-modify-write of images.lock.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pwd
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.base import flock
 from harness.base.atomic import write_text
 from harness.base.catalogue import ENV_MISSING_IMAGE, IMAGE_ARCHIVE_MISMATCH
 from harness.base.errors import EnvironmentFault, InvalidInput, Refused
@@ -92,15 +92,12 @@ def current_user() -> str:
 def _locked_folder(folder: Path) -> Iterator[None]:
     """Serialise pins of one images.lock: two at once must not lose a history entry."""
     try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = flock.open_folder(folder, follow_symlinks=True)
     except OSError as e:
         raise InvalidInput(f"{folder}: cannot use this folder for images.lock "
                            f"({e.strerror or e})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with flock.holding(fd, timeout=None):  # a pin is quick: wait for the one before
         yield
-    finally:
-        os.close(fd)
 
 
 def _archive(path: Path, image_id: str) -> ImageArchive:

@@ -1,37 +1,26 @@
-"""The host's GPU lock: a kernel flock plus a holder record beside it.
+"""The host's GPU lock: the kernel flock of `harness.base.flock` plus a holder record.
 
-The kernel releases a flock when its holder dies, however it dies, so a crashed harness
-never leaves the GPU locked. The holder record (`gpu.lock.holder.json`) only informs
-waiters and `harness status` who holds it; it is never trusted for mutual exclusion.
+The flock is the mutual exclusion (the kernel frees it however its holder dies); the
+holder record beside it (`gpu.lock.holder.json`, `harness.base.gpuslot.holder_path`) only
+informs waiters and `harness status` who holds it, and is never trusted for exclusion.
 
 The lock folder may be shared by a group (docs/reliability.md), so any member may plant a
-symlink, FIFO, folder or odd JSON at any name in it. Hence, by construction:
-- the lock file is opened here with O_NOFOLLOW|O_NONBLOCK, never truncated, and chmod'ed
-  only when this process has just created it (O_EXCL); anything but a regular file is
-  refused at once with exit 3, as is any folder or file that cannot be created or opened;
-- the holder record is written through `atomic` (fresh O_EXCL temp file, rename) and read
-  through `readfile.read_bounded`; a record that is not a small regular file of JSON with
-  the expected field types is "unreadable", never an exception and never a hang;
-- `release()` always drops the flock; it unlinks the record only if the record is ours.
-
-Decision: filelock was replaced by `fcntl.flock` on a descriptor opened here. filelock 4.x
-does open with O_NOFOLLOW, but it turns ENOENT from a folder where nothing can be created
-(e.g. /proc) into a silent retry for the whole lock_timeout, carries soft-lock fallbacks
-that write into the folder, and its open/chmod behaviour has changed between versions; the
-few lines needed here (open, fstat, flock) are easier to audit than to pin.
+symlink, FIFO, folder or odd JSON at any name in it. The lock file itself is opened only
+by `harness.base.flock`; the holder record is written through `atomic` (fresh O_EXCL temp
+file, rename) and read through `readfile.read_bounded`: a record that is not a small
+regular file of JSON with the expected field types is "unreadable", never an exception
+and never a hang; `release()` always drops the flock and unlinks the record only if the
+record is ours.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import getpass
 import json
 import math
 import os
 import socket
-import stat
 import time
 import unicodedata
 from collections.abc import Callable
@@ -41,25 +30,20 @@ from pathlib import Path
 import psutil
 
 from harness.base.atomic import write_json
-from harness.base.catalogue import ENV_LOCK_PATH, ENV_LOCK_TIMEOUT
+from harness.base.catalogue import ENV_LOCK_TIMEOUT
 from harness.base.errors import EnvironmentFault
+from harness.base.flock import Flock
+from harness.base.flock import is_free as is_free  # probing a GPU lock is asked of this module
+from harness.base.gpuslot import holder_path
 from harness.base.readfile import InputError, read_bounded
 from harness.base.timeutil import utc_now
-from harness.base.tree import NotRegular, kind_of
 
 POLL_S = 0.5
-_SPIN_S = 0.05  # how often a waiting try_acquire retries the flock
 HOLDER_LIMIT = 64 * 1024  # a real record is ~300 bytes
 FIELD_MAX = 160  # characters of one record field shown to a person
 START_TOLERANCE_S = 0.01  # how far two readings of one process's start time may differ
 TEXT_FIELDS = ("host", "user", "run_id", "since", "kind", "campaign", "night_dir", "run_dir")
-_OPEN_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_SYMLINK = "it is a symlink (never followed: it could point at anyone's file)"
 _UNSHOWABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, bidi, surrogates, breaks
-
-
-def holder_path(lock_path: Path) -> Path:
-    return lock_path.with_name(lock_path.name + ".holder.json")
 
 
 # -- the holder record: information only, hostile until parsed -------------------------
@@ -143,87 +127,6 @@ def describe_holder(holder: dict | None) -> str:
             f"since {holder.get('since', '?')}{state})")
 
 
-# -- the lock file: a regular file, never followed, never truncated ---------------------
-
-def open_lock_file(path: Path, *, create: bool = True) -> int | None:
-    """A descriptor on the regular file `path` to flock; None if it is missing and not
-    `create`. Created 0664 when missing (only a file created here is chmod'ed). Raises
-    OSError, NotRegular for a symlink, FIFO, folder or device (which is never opened)."""
-    for _ in range(8):
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise _not_regular(st.st_mode)
-        created = False
-        try:
-            fd = os.open(path, _OPEN_FLAGS)
-        except FileNotFoundError:
-            if not create:
-                return None
-            try:
-                fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o664)
-                created = True
-            except FileExistsError:
-                continue  # created by someone else between our two opens
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):  # swapped between lstat and open
-                raise _not_regular(st.st_mode)
-            if created:
-                os.fchmod(fd, 0o664)  # group members must be able to open it too
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-    raise OSError(errno.EAGAIN, "it keeps being replaced while it is opened")
-
-
-def _not_regular(mode: int) -> NotRegular:
-    if stat.S_ISLNK(mode):
-        return NotRegular(errno.ELOOP, _SYMLINK)
-    return NotRegular(errno.EINVAL, f"it is a {kind_of(mode)}, not a regular file")
-
-
-def _flock(fd: int) -> bool:
-    """Take the flock on `fd` without waiting; False if someone else holds it."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _still_named(fd: int, path: Path) -> bool:
-    """Does `path` still name the inode we locked (nobody replaced the lock file)?"""
-    try:
-        a, b = os.fstat(fd), os.lstat(path)
-    except OSError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def _why(e: OSError) -> str:
-    if e.errno == errno.ELOOP:
-        return _SYMLINK
-    if e.errno == errno.ENOENT:
-        return f"it cannot be created there ({e.strerror})"
-    return e.strerror or str(e)
-
-
-def is_free(lock_path: Path) -> bool:
-    """Probe without waiting: True when nobody holds the flock (taken and dropped at once).
-    A missing lock file is free and is not created. OSError if it cannot be opened."""
-    fd = open_lock_file(Path(lock_path), create=False)
-    if fd is None:
-        return True
-    try:
-        return _flock(fd)
-    finally:
-        os.close(fd)  # drops the probe's flock too
-
-
 @dataclass
 class Held:
     """What a run records of its hold: when it asked, got and gave back the lock."""
@@ -241,59 +144,13 @@ class Held:
                 "hold_s": None if self.hold_s is None else round(self.hold_s, 3)}
 
 
-class HeldFile:
-    """A kernel flock on `path` plus the holder record beside it: the mechanism both the
-    GPU lock and the night lock use."""
+class HeldFile(Flock):
+    """The flock on `path` plus the holder record beside it: what both the GPU lock and
+    the night lock hold."""
 
     def __init__(self, path: Path, what: str) -> None:
-        self.path = Path(path)
-        self.what = what
-        self._fd: int | None = None
+        super().__init__(path, what)
         self.record: dict = {}
-
-    def _fault(self, e: OSError) -> EnvironmentFault:
-        return EnvironmentFault(f"cannot use the {self.what} {self.path}: {_why(e)}",
-                                rule=ENV_LOCK_PATH)
-
-    def prepare(self) -> None:
-        """Create the lock folder; fail at once (exit 3) if that is impossible."""
-        parent = self.path.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            raise EnvironmentFault(f"cannot create the lock folder {parent}: something that "
-                                   "is not a folder is in the way", rule=ENV_LOCK_PATH) from None
-        except OSError as e:
-            raise EnvironmentFault(f"cannot create the lock folder {parent}: {_why(e)}",
-                                   rule=ENV_LOCK_PATH) from None
-
-    def try_acquire(self, timeout: float) -> bool:
-        """Take the flock within `timeout` seconds; False if someone else holds it. A lock
-        file that cannot be created or opened raises EnvironmentFault at once."""
-        if self._fd is not None:
-            return True
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fd = open_lock_file(self.path)
-                if fd is None:  # not reached: create=True
-                    raise FileNotFoundError(errno.ENOENT, "it vanished")
-                got = _flock(fd)
-            except OSError as e:
-                raise self._fault(e) from None
-            if got and _still_named(fd, self.path):
-                self._fd = fd
-                return True
-            os.close(fd)  # busy, or the file was replaced before we locked it: retry
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if not got:
-                time.sleep(min(_SPIN_S, left))
-
-    @property
-    def locked(self) -> bool:
-        return self._fd is not None
 
     def announce(self, **fields: object) -> None:
         """Write the holder record: who we are, plus `fields`. Group members replace it."""
@@ -319,8 +176,7 @@ class HeldFile:
     def release(self) -> None:
         """Remove our holder record (only if it is a regular file that is ours), then
         always drop the flock. Never blocks, never raises on a hostile record."""
-        fd, self._fd = self._fd, None
-        if fd is None:
+        if not self.locked:
             return
         try:
             if self._is_our_record(read_holder(self.path)):
@@ -328,7 +184,7 @@ class HeldFile:
         except OSError:
             pass
         finally:
-            os.close(fd)  # closing the only descriptor drops the flock
+            super().release()
 
 
 class GpuLock:

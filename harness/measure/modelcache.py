@@ -22,7 +22,9 @@ import os
 import time
 from pathlib import Path
 
+from harness.base import flock
 from harness.base.atomic import write_json
+from harness.base.errors import EnvironmentFault
 from harness.base.hashing import sha256_many
 
 SCHEMA = "harness.model-hashes/v1"
@@ -76,16 +78,15 @@ def load(cache_path: Path) -> dict[str, dict]:
 def save(cache_path: Path, updates: dict[str, dict]) -> bool:
     """Merge `updates` into the cache on disk, atomically, under a lock; drop entries whose
     file is gone. Returns False when the cache could not be written (it is then skipped)."""
-    import filelock  # here: a run without a model loads it while its container runs (warm.py)
-
     cache_path = Path(cache_path)
     try:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(str(cache_path) + ".lock", timeout=LOCK_TIMEOUT_S):
+        with flock.exclusive(cache_path.with_name(cache_path.name + ".lock"),
+                             "model-hash cache lock", timeout=LOCK_TIMEOUT_S):
             entries = {p: e for p, e in load(cache_path).items() if os.path.exists(p)}
             entries.update(updates)
             write_json(cache_path, {"schema": SCHEMA, "entries": entries})
-    except (OSError, filelock.Timeout):
+    except (OSError, EnvironmentFault):
         return False
     return True
 

@@ -21,14 +21,13 @@ import io
 import json
 import math
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
+from harness.base import flock
+from harness.base.names import is_name
 from harness.base.readfile import InputError, read_bounded
 from harness.base.timeutil import parse_or_none
 from harness.config.reference import FIGURE_UNITS, FIGURES
@@ -45,7 +44,6 @@ MAX_INT = 10**18
 MAX_JSON_BYTES = 16 * 1024 * 1024
 LOCK_TIMEOUT_S = 60.0
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
-_SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def number(value: Any) -> float | int | None:
@@ -140,7 +138,7 @@ def file_stem(campaign: Any) -> str:
     """The log's file name for a campaign: its name when that is a plain name, otherwise a
     digest of it (a hostile name never becomes a path)."""
     text = str(campaign)
-    if _SAFE_FILE.fullmatch(text) and text not in (".", ".."):
+    if is_name(text):  # one path component, never "." or ".."
         return text
     return "campaign-" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
@@ -167,7 +165,8 @@ def append(runs_dir: Path, campaign: Any, lines: list[dict]) -> Path:
     if folder.is_symlink() or not folder.is_dir():
         raise OSError(f"{folder} is not a folder")
     stem = file_stem(campaign)
-    with FileLock(str(folder / f"{stem}.lock"), timeout=LOCK_TIMEOUT_S):
+    with flock.exclusive(folder / f"{stem}.lock", "performance log lock",
+                         timeout=LOCK_TIMEOUT_S):
         _append(folder / f"{stem}.csv", csv_text(lines, header=False),
                 header=",".join(COLUMNS) + "\n")
         _append(folder / f"{stem}.jsonl", jsonl_text(lines))

@@ -104,7 +104,7 @@ class BindMount:
 def mount_arg(m: BindMount) -> str:
     """The `--mount` value for `m`; raises rather than emit a value docker could read
     differently (a `,` in a path would add fields, and docker keeps the last `source=`)."""
-    from harness.config.schema import plain_path_problem, target_problem
+    from harness.config.mountable import plain_path_problem, target_problem
 
     problems = [("source", m.source, plain_path_problem(m.source)),
                 ("target", m.target, target_problem(m.target) if m.role in ("control", "model")

@@ -14,9 +14,10 @@ import time
 from harness.base import faultpoint
 from harness.base.atomic import write_json
 from harness.base.catalogue import EVIDENCE_LOG, MODEL_CHANGED, SEAL_CHANGED
-from harness.base.reason import Reason
+from harness.base.reason import Reason, rules
+from harness.base.states import Status
 from harness.base.timeutil import utc_now
-from harness.judge.verdict import decide, record_reasons
+from harness.judge.verdict import decide
 from harness.measure import engine, perflog
 from harness.measure.host import identity
 from harness.measure.metrics import failed_metrics, write_metrics
@@ -25,15 +26,19 @@ from harness.measure.runfolder.manifest import make_read_only, write_manifest
 from harness.measure.runfolder.record import RunRecord
 from harness.measure.seal import seal_changes, source_seal
 from harness.measure.slurm import identity as slurm_identity
+from harness.pipeline.carried import Carried
 from harness.pipeline.clean import clean
-from harness.pipeline.context import Carried, RunContext
+from harness.pipeline.context import RunContext
 from harness.pipeline.preflight import hash_model
+from harness.pipeline.results import Sealed
 
 
-def recheck(ctx: RunContext) -> list[Reason]:
+def recheck(ctx: RunContext) -> tuple[list[Reason], Carried | None]:
     """The seal and model must be the same bytes after the run as before. What it measured
-    (host snapshot, seal) is offered to the next run as `ctx.handover`."""
+    (host snapshot, seal) is offered to the next run (`Carried`)."""
     reasons: list[Reason] = []
+    handover = None
+    pre = ctx.preflight
     for stream, err in ((ctx.outcome or {}).get("log_errors") or {}).items():
         reasons.append(Reason(EVIDENCE_LOG, f"the {stream} log could not be written whole: "
                                               f"{err}"))
@@ -44,45 +49,46 @@ def recheck(ctx: RunContext) -> list[Reason]:
         write_json(ctx.run_dir / layout.HOST_AFTER, host, exclusive=True)
         changes = identity.drift(json.loads(before.read_text()), host)
         reasons += [Reason(identity.RULE_HOST_DRIFT, c) for c in changes]
-    if ctx.seal is not None:
+    if pre.seal is not None:
         inputs = ctx.loaded.files()
         seal = source_seal(ctx.loaded.project_dir, inputs)
-        reasons += [Reason(SEAL_CHANGED, c) for c in seal_changes(ctx.seal.files, seal.files)]
-        ctx.handover = Carried(ctx.run_id, utc_now(), time.monotonic(),
-                               tuple(map(str, inputs)), host, seal)
-    if ctx.control.model is not None and ctx.model_source is not None and ctx.model_hashes:
+        reasons += [Reason(SEAL_CHANGED, c) for c in seal_changes(pre.seal.files, seal.files)]
+        handover = Carried(ctx.run_id, utc_now(), time.monotonic(),
+                           tuple(map(str, inputs)), host, seal)
+    if ctx.control.model is not None and ctx.model_source is not None and pre.model_hashes:
         _, problems = hash_model(ctx.model_source, ctx.control.model.sha256)
         reasons += [Reason(MODEL_CHANGED, str(p)) for p in problems]
-    return reasons
+    return reasons, handover
 
 
 def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> RunRecord:
-    camp = ctx.loaded.campaign
+    camp, pre, held = ctx.loaded.campaign, ctx.preflight, ctx.launch.held
     outcome = ctx.outcome or {}
-    reason_dicts, rules = record_reasons(reasons)
     return RunRecord(
         run_id=ctx.run_id,
         attempt=ctx.attempt,
         campaign={"name": camp.name, "file": str(ctx.loaded.campaign_file), "row": camp.row},
         control={"name": ctx.control.name, "file": str(ctx.control_file),
                  "device": ctx.control.device},
-        image={"name": ctx.control.image, "id": ctx.image_id},
-        seal=ctx.seal.digest if ctx.seal else None,
-        model_hashes=ctx.model_hashes,
+        image={"name": ctx.control.image, "id": pre.image_id},
+        seal=pre.seal.digest if pre.seal else None,
+        model_hashes=pre.model_hashes,
         status=status,
-        reasons=reason_dicts,
-        rules=rules,
+        reasons=tuple(reasons),
+        rules=rules(reasons),
         times={"created": ctx.created, "started": outcome.get("started"),
                "ended": outcome.get("ended"), "sealed": utc_now()},
-        lock=ctx.held.as_dict() if ctx.held else None,
-        outcome={k: outcome.get(k) for k in
-                 ("exit_code", "oom_killed", "timed_out", "interrupted", "duration_s")},
+        lock=held.as_dict() if held else None,
+        outcome={"exit_code": outcome.get("exit_code"), "oom_killed": outcome.get("oom_killed"),
+                 "timed_out": outcome.get("timed_out"),
+                 "interrupted": outcome.get("interrupted"),
+                 "duration_s": outcome.get("duration_s")},
         post_steps=[{"name": p.name, "exit_code": p.exit_code, "verdict": p.verdict}
-                    for p in ctx.post],
+                    for p in ctx.post.results],
         rerun_of=ctx.rerun_of,
         stages=list(ctx.stages),
-        provenance=ctx.provenance,
-        approval=ctx.approval,
+        provenance=pre.provenance,
+        approval=pre.approval,
         slurm=slurm_identity.record(os.environ),
     )
 
@@ -105,18 +111,19 @@ def metrics(ctx: RunContext) -> None:
         ctx.ui.event("metrics-not-written", error=f"{type(e).__name__}: {e}"[:500])
 
 
-def run(ctx: RunContext) -> tuple[str, list[Reason]]:
+def run(ctx: RunContext) -> Sealed:
     removed = clean(ctx.run_dir)  # nothing unsealable may reach write_manifest
     metrics(ctx)
-    ctx.after = [*ctx.after, *removed, *recheck(ctx)]  # keeps what launch found after the run
-    status, reasons = decide(preflight=ctx.preflight, outcome=ctx.outcome, post=ctx.post,
-                             after=ctx.after)
+    checked, handover = recheck(ctx)
+    after = [*ctx.after, *removed, *checked]  # with what launch found after the run
+    status, reasons = decide(preflight=list(ctx.stopped), outcome=ctx.outcome,
+                             post=list(ctx.post.results), after=after)
     record.write(ctx.run_dir, run_record(ctx, status, reasons))
     faultpoint.reach("sealing")
     write_manifest(ctx.run_dir)
     make_read_only(ctx.run_dir)
     perf_log(ctx)
-    return status, reasons
+    return Sealed(Status(status), tuple(reasons), handover)
 
 
 def perf_log(ctx: RunContext) -> None:

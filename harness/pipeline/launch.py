@@ -1,28 +1,14 @@
-"""Stages 2-4: take the GPU lock, clear or refuse orphans, resolve mounts, build, run.
+"""Stages 2-4: take the GPU lock, clear or refuse orphans, judge the mounts, build, run.
 
 The lock is held from just before the orphan check to just after the container exits;
 post-steps and sealing happen after release so the next control can start.
 
-Mount sources are resolved here, under the lock, and not only when the campaign was
-loaded: a previous control with a read-write mount can plant a symlink on a declared path
-(`data/later -> /outside`). Every source is resolved with realpath now, checked against the
-mount roots now, and docker is given the resolved path, so the folder checked is the
+Mount sources are judged here again, under the lock, where they lead now, by the one mount
+policy (`harness.config.mountable`: roots, system paths, what the harness trusts): a
+previous control with a read-write mount can plant a symlink on a declared path, so every
+source is resolved now and docker is given the resolved path: the folder checked is the
 folder mounted. No other harness container runs meanwhile (the orphan check), so nothing
-of a workload's can swap a folder between this check and docker's mount. The mount roots
-they are checked against were resolved once, when the campaign was loaded
-(`Loaded.mount_roots`), so a root swapped for a symlink cannot widen them.
-
-Two rules hold for every source, by construction, in `judge_source`:
-- MOUNT-SYSTEM-PATH: no mount, even read-only, is `/`, or is, contains or lies inside a
-  system path (`/proc`, `/sys`, `/dev`, `/run`, `/var/run`, `/boot`, `/etc`, the Docker
-  socket and its folder); a read-only bind of a socket's folder still lets one connect.
-- MOUNT-OVER-HARNESS: no read-write mount is, contains or lies inside anything the harness
-  trusts (`protected_paths`): the runs folder, the lock, its code and Python, and every
-  input of the next run (the campaign, each control, the controls folder, images.lock, the
-  project's `.git`), nor the project's own code and inputs (`Makefile`, `pyproject.toml`,
-  `campaigns/`, `controls/`, `images/`, `scripts/`, `tests/`, `benchmarks/`, `docs/`,
-  `.ci/`, `harness/`, the default runs folder `gpu-runs/`, and every file git tracks), so a
-  workload cannot rewrite what the harness, or the operator, runs next.
+of a workload's can swap a folder between this check and docker's mount.
 
 After the container exits, still under the lock, `sanitize.sanitize` walks every
 read-write mount and undoes setuid/setgid bits and device nodes the workload planted.
@@ -31,162 +17,65 @@ read-write mount and undoes setuid/setgid bits and device nodes the workload pla
 from __future__ import annotations
 
 import os
-import stat
-import subprocess
-import sys
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from harness.base import faultpoint
 from harness.base.atomic import write_json
-from harness.base.catalogue import (
-    ENV_MOUNT_SOURCE,
-    ENV_ORPHAN_CONTAINER,
-    MODEL_PATH_CHANGED,
-    MOUNT_OUTSIDE_ROOTS,
-    MOUNT_OVER_HARNESS,
-    MOUNT_SOURCE_KIND,
-    MOUNT_SYSTEM_PATH,
-)
+from harness.base.catalogue import ENV_ORPHAN_CONTAINER, MODEL_PATH_CHANGED
 from harness.base.reason import Reason
+from harness.config import mountable
 from harness.config.loader import resolve
-from harness.config.mountable import overlaps, system_hit, system_paths, within
+from harness.config.mountable import MountSource
 from harness.instrument.harness_observer import interface
 from harness.measure import execute, vector
 from harness.measure.lock import GpuLock
 from harness.measure.runfolder import layout
 from harness.measure.slurm import identity as slurm_identity
-from harness.pipeline import orphans, sanitize, warm
+from harness.pipeline import orphans, sanitize
 from harness.pipeline.context import RunContext
+from harness.pipeline.results import Launch
+from harness.pipeline.stage import Keep
 
 INSTRUMENT_DIR = Path(__file__).resolve().parent.parent / "instrument"
-HARNESS_DIR = INSTRUMENT_DIR.parent
-# The project's code and inputs, relative to the project folder: what `make image`,
-# `make`, the scripts and the tests run next, the other campaigns, and the sealed runs of
-# other nights in the default runs folder.
-PROJECT_CODE = ("Makefile", "pyproject.toml", "campaigns", "controls", "images", "scripts",
-                "tests", "benchmarks", "docs", ".ci", ".git", "harness", "gpu-runs")
-GIT_TIMEOUT_S = 10
-MAX_GIT_FILES = 100_000
 
 
-@dataclass(frozen=True)
-class Source:
-    """A mount source: where the control says, and where that leads now."""
-
-    what: str  # e.g. "mounts[0]" or "model"
-    declared: Path
-    real: Path
-    kind: str | None  # "dir", "file", another kind, or None when it cannot be reached
-    read_only: bool
-
-
-def judge_source(src: Source, roots: list[Path], protected: list[Path],
-                 system: list[Path]) -> list[Reason]:
-    """Pure: may `src` be mounted? `protected` are real paths no read-write mount may
-    contain or lie inside (evidence, lock, code, the campaign's inputs); `system` are host
-    paths no mount at all may be, contain or lie inside (`mountable.system_paths`)."""
-    shown = f"{src.what}: {src.declared}" + (f" (resolves to {src.real})"
-                                             if src.real != src.declared else "")
-    if not within(src.real, roots):
-        return [Reason(MOUNT_OUTSIDE_ROOTS, f"{shown} is outside the mount roots "
-                       f"({', '.join(map(str, roots))}) at launch")]
-    if (hit := system_hit(src.real, system)) is not None:
-        return [Reason(MOUNT_SYSTEM_PATH, f"{shown} overlaps the system path {hit}; no "
-                       "mount may be, contain or lie inside one, even read-only")]
-    if src.kind is None:
-        return [Reason(ENV_MOUNT_SOURCE, f"{shown} does not exist at launch")]
-    if src.kind not in ("dir", "file"):
-        return [Reason(MOUNT_SOURCE_KIND, f"{shown} is a {src.kind}, not a folder or a "
-                       "regular file")]
-    if not src.read_only:
-        hit = [p for p in protected if overlaps(src.real, p)]
-        if hit:
-            return [Reason(MOUNT_OVER_HARNESS, f"{shown} is read-write and overlaps "
-                           f"{hit[0]}, which the harness trusts (evidence, lock, code or "
-                           "the campaign's inputs)")]
-    return []
-
-
-def _kind(path: Path) -> str | None:
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISREG(mode):
-        return "file"
-    return "special file"
-
-
-def _source(what: str, declared: Path, read_only: bool) -> Source:
-    real = Path(os.path.realpath(declared))
-    return Source(what, declared, real, _kind(real), read_only)
-
-
-def _spots(path: Path) -> set[Path]:
-    """Where `path` lives: the entry itself (its folder resolved, so a symlink there is
-    covered too) and what it leads to."""
-    p = Path(os.path.abspath(path))
-    return {Path(os.path.realpath(p.parent)) / p.name, Path(os.path.realpath(p))}
-
-
-def git_files(project: Path) -> list[Path]:
-    """Every file git tracks in `project` (when it is a checkout), outside PROJECT_CODE;
-    at most MAX_GIT_FILES, and none when git fails, is missing or takes too long."""
-    if not os.path.lexists(project / ".git"):
-        return []
-    try:
-        r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "safe.directory=*",
-                            "-C", str(project), "ls-files", "-z"],
-                           stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=GIT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    if r.returncode != 0:
-        return []
-    names = [os.fsdecode(n) for n in r.stdout.split(b"\0")[:MAX_GIT_FILES] if n]
-    return [project / n for n in names if n.split("/", 1)[0] not in PROJECT_CODE]
-
-
-def protected_paths(ctx: RunContext) -> list[Path]:
-    """Real paths no read-write mount may be, contain or lie inside: the evidence, the
-    lock, the harness's code and Python, every input the next run reads, and the
-    project's own code and inputs (PROJECT_CODE, and every file git tracks)."""
+def trusted_paths(ctx: RunContext) -> list[Path]:
+    """What no read-write mount of this run may reach (`mountable.protected_paths`)."""
     ld = ctx.loaded
-    project = ld.project_dir
-    trusted = [ctx.run_dir.parent, ld.lock_path, HARNESS_DIR, Path(sys.prefix),
-               Path(sys.base_prefix), ld.campaign_file, ld.controls_dir, ctx.control_file,
-               *(p for _, p in ld.controls.values()), *ld.files(),
-               *(project / name for name in PROJECT_CODE), *git_files(project)]
-    if ld.image_lock_file is not None:
-        trusted.append(ld.image_lock_file)
-    return sorted(set().union(*map(_spots, trusted)))
+    return mountable.protected_paths(runs_dir=ctx.run_dir.parent, lock=ld.lock_path,
+                                     project=ld.project_dir, inputs=ld.next_run_inputs())
 
 
-def resolve_sources(ctx: RunContext) -> tuple[list[Source], Source | None, list[Reason]]:
-    """Resolve every mount source and the model folder now; name each that may not go."""
-    roots, protected = ctx.loaded.mount_roots(), protected_paths(ctx)
-    system = system_paths(os.environ)
-    mounts = [_source(f"mounts[{i}]", resolve(m.source, ctx.control_file.parent), m.read_only)
-              for i, m in enumerate(ctx.control.mounts)]
-    reasons = [r for s in mounts for r in judge_source(s, roots, protected, system)]
+def model_moved(model: MountSource | None, hashed: Path | None) -> list[Reason]:
+    """Pure: the model folder leads elsewhere now than when preflight hashed it."""
+    if model is None or hashed is None or model.real == hashed:
+        return []
+    return [Reason(MODEL_PATH_CHANGED, f"model: {model.declared} resolved to {hashed} when "
+                   f"it was hashed and to {model.real} at launch")]
+
+
+def resolve_sources(ctx: RunContext) -> tuple[list[MountSource], MountSource | None,
+                                              list[Reason]]:
+    """Where every mount source and the model folder lead now, and each that may not go."""
+    roots, protected = ctx.loaded.mount_roots(), trusted_paths(ctx)
+    system = mountable.system_paths(os.environ)
+    mounts = [mountable.locate(f"mounts[{i}]", resolve(m.source, ctx.control_file.parent),
+                               m.read_only) for i, m in enumerate(ctx.control.mounts)]
+    reasons = [r for s in mounts for r in mountable.judge(s, roots, protected, system)]
     model = None
     if ctx.control.model is not None and ctx.model_declared is not None:
-        model = _source("model", ctx.model_declared, True)
-        reasons += judge_source(model, roots, protected, system)
-        if ctx.model_real is not None and model.real != ctx.model_real:
-            reasons.append(Reason(MODEL_PATH_CHANGED, f"model: {model.declared} resolved to "
-                                  f"{ctx.model_real} when it was hashed and to {model.real} "
-                                  "at launch"))
+        model = mountable.locate("model", ctx.model_declared, True)
+        reasons += mountable.judge(model, roots, protected, system)
+        reasons += model_moved(model, ctx.preflight.model_real)
     return mounts, model, reasons
 
 
-def build_vector(ctx: RunContext, mounts: list[Source], model: Source | None) -> vector.Vector:
-    ctl = ctx.control
+def build_vector(ctx: RunContext, mounts: list[MountSource],
+                 model: MountSource | None) -> vector.Vector:
+    ctl, pre = ctx.control, ctx.preflight
     inp = vector.VectorInput(
-        control=ctl, image_id=ctx.image_id or "", run_id=ctx.run_id,
+        control=ctl, image_id=pre.image_id or "", run_id=ctx.run_id,
         campaign=ctx.loaded.campaign.name, lock_path=ctx.loaded.lock_path,
         cidfile=ctx.run_dir / layout.CONTAINER_CID,
         observations_dir=ctx.run_dir / interface.OBSERVATIONS_DIR, instrument_dir=INSTRUMENT_DIR,
@@ -194,10 +83,10 @@ def build_vector(ctx: RunContext, mounts: list[Source], model: Source | None) ->
         declared_sources=tuple(str(s.declared) for s in mounts),
         model_source=model.real if model else None,
         model_declared=str(model.declared) if model else None,
-        extra_env={interface.ENV_SEAL: ctx.seal.digest if ctx.seal else ""},
+        extra_env={interface.ENV_SEAL: pre.seal.digest if pre.seal else ""},
         launcher=orphans.launcher_identity(),
         slurm_job=slurm_identity.job_id(os.environ),
-        render_nodes=ctx.render_nodes,
+        render_nodes=pre.render_nodes,
     )
     return vector.build(inp, dict(os.environ))
 
@@ -218,7 +107,7 @@ def clear_orphans(ctx: RunContext, lock: GpuLock) -> list[Reason]:
     return []
 
 
-def after_container(ctx: RunContext, mounts: list[Source]) -> list[Reason]:
+def after_container(ctx: RunContext, mounts: list[MountSource]) -> list[Reason]:
     """Undo setuid/setgid bits and device nodes the workload left in its read-write
     mounts (`sanitize`); each refuses the run. Never raises an ordinary exception: what
     could not be checked refuses the run too."""
@@ -236,11 +125,6 @@ def after_container(ctx: RunContext, mounts: list[Source]) -> list[Reason]:
     return reasons
 
 
-def _started(ctx: RunContext, cid: str) -> None:
-    ctx.ui.event("container", id=cid)
-    warm.start()  # what the run needs after the container loads while it runs
-
-
 def _interrupted(ctx: RunContext, signal: str, cid: str | None) -> None:
     """Say at once what a stop signal starts: the container's stop can take its grace."""
     what = f"container {cid[:12]}" if cid else "the launch"
@@ -249,42 +133,61 @@ def _interrupted(ctx: RunContext, signal: str, cid: str | None) -> None:
                  again="press Ctrl-C again to kill it at once" if signal == "SIGINT" else None)
 
 
-def run(ctx: RunContext) -> list[Reason]:
+def _checked(ctx: RunContext, lock: GpuLock) -> tuple[list[MountSource], MountSource | None,
+                                                       list[Reason]]:
+    """Under the lock, before anything is launched: no orphan beside it, every mount
+    allowed where it leads now."""
+    refused = clear_orphans(ctx, lock)
+    if refused:
+        return [], None, refused
+    mounts, model, refused = resolve_sources(ctx)
+    if refused:
+        ctx.ui.event("mounts-refused", reasons=[str(r) for r in refused])
+    return mounts, model, refused
+
+
+def _prepared(ctx: RunContext, mounts: list[MountSource],
+              model: MountSource | None) -> vector.Vector:
+    """The docker vector, recorded, and the observations folder it mounts."""
+    vec = build_vector(ctx, mounts, model)
+    obs = ctx.run_dir / interface.OBSERVATIONS_DIR
+    obs.mkdir()
+    obs.chmod(0o777)  # the container may run as a non-root user
+    write_json(ctx.run_dir / layout.VECTOR, vec.evidence())
+    ctx.ui.event("launch", run_id=ctx.run_id, image=ctx.preflight.image_id)
+    return vec
+
+
+def run(ctx: RunContext, keep: Keep[Launch]) -> Launch:
     """Hold the lock around the container; record the interval even if interrupted.
-    Returns the reasons that refused the launch, or that the container's exit left."""
+    Returns the lock's hold, the outcome, and the reasons that refused the launch or that
+    the container's exit left."""
     lock = ctx.lock
     if lock is None:
         raise ValueError("the launch stage needs the run's GPU lock")
-    ctx.held = lock.acquire()
-    ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(ctx.held.wait_s, 3))
-    launched: list[Source] = []
-    found: list[Reason] = []
+    found = keep(Launch(held=lock.acquire()))
+    ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(found.held.wait_s, 3))
+    launched: list[MountSource] = []
     try:
         faultpoint.reach("lock-held")
-        found = clear_orphans(ctx, lock)
-        if found:
-            return found
-        mounts, model, found = resolve_sources(ctx)
-        if found:
-            ctx.ui.event("mounts-refused", reasons=[str(r) for r in found])
-            return found
-        vec = build_vector(ctx, mounts, model)
-        obs = ctx.run_dir / interface.OBSERVATIONS_DIR
-        obs.mkdir()
-        obs.chmod(0o777)  # the container may run as a non-root user
-        write_json(ctx.run_dir / layout.VECTOR, vec.evidence())
-        ctx.ui.event("launch", run_id=ctx.run_id, image=ctx.image_id)
-        launched = mounts
-        out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
-                          grace=ctx.control.stop_grace,
-                          on_started=lambda cid: _started(ctx, cid),
-                          on_interrupt=lambda sig, cid: _interrupted(ctx, sig, cid))
-        ctx.outcome = out.as_dict()
+        mounts, model, refused = _checked(ctx, lock)
+        if refused:
+            found = keep(replace(found, reasons=tuple(refused)))
+        else:
+            vec = _prepared(ctx, mounts, model)
+            launched = mounts
+            out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
+                              grace=ctx.control.stop_grace,
+                              on_started=lambda cid: ctx.ui.event("container", id=cid),
+                              on_interrupt=lambda sig, cid: _interrupted(ctx, sig, cid))
+            found = keep(replace(found, outcome=out.as_dict()))
     finally:
-        try:
-            found += after_container(ctx, launched)  # the container has exited (or stopped)
+        try:  # the container has exited (or stopped)
+            planted = after_container(ctx, launched)
+            found = keep(replace(found, reasons=(*found.reasons, *planted)))
         finally:
             lock.release()
-            ctx.ui.event("lock-released", hold_s=ctx.held.hold_s)
-    write_json(ctx.run_dir / layout.OUTCOME, ctx.outcome)
+            ctx.ui.event("lock-released", hold_s=found.held.hold_s)
+    if found.outcome is not None:
+        write_json(ctx.run_dir / layout.OUTCOME, found.outcome)
     return found

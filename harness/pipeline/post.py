@@ -27,27 +27,24 @@ from pathlib import Path
 from harness.base.atomic import write_json
 from harness.base.catalogue import (
     POST_DIR_TAKEN,
+    POST_REFUSED,
     POST_RESULT_TAKEN,
     POST_RESULT_UNWRITTEN,
     POST_TIMEOUT,
     POST_VERDICT_UNREADABLE,
 )
-from harness.base.readfile import InputError, read_bounded
 from harness.base.reason import Reason
-from harness.base.tree import printable
 from harness.config.schema import Control, PostStep
-from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.judge import verdictfile
 from harness.judge.poststeps import BUILTINS, IN_PROCESS
-from harness.judge.verdict import PostResult, post_reasons
+from harness.judge.verdict import PostResult
 from harness.measure.runfolder import layout
 from harness.pipeline.context import RunContext
+from harness.pipeline.results import Post
+from harness.pipeline.stage import Keep
 
 VERDICT = layout.VERDICT
 RESULT = layout.RESULT
-VERDICT_LIMIT = 1 << 20  # a verdict is a few KiB; gate0's lists its contract and findings
-VERDICTS = ("accepted", "refused")
-MAX_REASONS = 50
-MAX_REASON_CHARS = 1000
 UNREADABLE = POST_VERDICT_UNREADABLE
 
 
@@ -70,44 +67,6 @@ def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
             "--options", json.dumps(options, sort_keys=True)]
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS] + "..."
-
-
-def read_verdict(out_dir: Path) -> tuple[str | None, list[str], str | None]:
-    """(verdict, reasons, problem) from the post-step's `verdict.json`, if it wrote one.
-
-    `problem` is None for no file or a well-formed one: an object whose `verdict`, if
-    present and not null, is "accepted" or "refused", and whose `reasons`, if present and
-    not null, is a list of strings. Anything else is a problem, never an exception."""
-    path = out_dir / VERDICT
-    if not os.path.lexists(path):
-        return None, [], None
-    try:
-        text = read_bounded(path, VERDICT_LIMIT, "verdict file").decode("utf-8")
-        doc = strict_loads(text)
-    except InputError as e:
-        return None, [], _clip(e.message.replace(os.fspath(path), VERDICT, 1))
-    except UnicodeDecodeError as e:
-        return None, [], f"{VERDICT} is not UTF-8 ({e.reason} at byte {e.start})"
-    except ValueError as e:  # encode.DecodeError: NaN, a duplicate key, too deep, a huge int
-        return None, [], _clip(f"{VERDICT} is not strict JSON: {e}")
-    if not isinstance(doc, dict):
-        return None, [], f"{VERDICT} is a JSON {type(doc).__name__}, not an object"
-    verdict, reasons = doc.get("verdict"), doc.get("reasons")
-    if verdict is not None and verdict not in VERDICTS:
-        return None, [], _clip(f"{VERDICT}: verdict must be one of {', '.join(VERDICTS)}, "
-                               f"not {printable(json.dumps(verdict)[:80])}")
-    if reasons is None:
-        reasons = []
-    if not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons):
-        return None, [], f"{VERDICT}: reasons must be a list of strings"
-    kept = [_clip(printable(r)) for r in reasons[:MAX_REASONS]]
-    if len(reasons) > MAX_REASONS:
-        kept.append(f"(and {len(reasons) - MAX_REASONS} more reasons in {VERDICT})")
-    return verdict, kept, None
-
-
 def run_one(step: PostStep, ctx: RunContext) -> PostResult:
     steps_dir = ctx.run_dir / layout.POST_STEPS
     out_dir = steps_dir / step.name
@@ -118,9 +77,9 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
             raise FileExistsError(f"{steps_dir} is not a folder")
         os.mkdir(out_dir)
     except OSError as e:
-        return PostResult(step.name, None, "refused", (
-            f"{POST_DIR_TAKEN}: cannot create post-steps/{step.name} (an earlier post-step "
-            f"left something there?): {e.strerror or e}",))
+        return PostResult.refusal(step.name, POST_DIR_TAKEN, (
+            f"cannot create post-steps/{step.name} (an earlier post-step left something "
+            f"there?): {e.strerror or e}"))
     env = {**os.environ, "HARNESS_RUN_DIR": str(ctx.run_dir), "HARNESS_POSTSTEP_DIR": str(out_dir)}
     try:
         argv = argv_for(step, ctx.run_dir, out_dir, ctx.loaded.campaign.contract,
@@ -128,30 +87,27 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
     except ValueError as e:
         write_json(out_dir / RESULT, {"name": step.name, "exit_code": None,
                                       "error": str(e)})
-        return PostResult(step.name, None, "refused", (str(e),))
+        return PostResult.refusal(step.name, POST_REFUSED, str(e))
     t0 = time.monotonic()
     if step.name in IN_PROCESS and not step.run:
         code, note = _in_process(step, ctx.run_dir, out_dir)
     else:
         code, note = _in_child(step, argv, out_dir, env, ctx.run_dir)
-    verdict, reasons, problem = read_verdict(out_dir)
+    verdict, reasons, problem = verdictfile.read(out_dir, step.name)
     # a killed step has not judged, whatever verdict it wrote before it was killed
-    faults = [f"{POST_TIMEOUT}: {note}"] if note else []
+    faults = [Reason(POST_TIMEOUT, note, step.name)] if note else []
     if problem:
-        faults.append(f"{UNREADABLE}: {problem}")
+        faults.append(Reason(UNREADABLE, problem, step.name))
     if os.path.lexists(out_dir / RESULT):
-        faults.append(f"{POST_RESULT_TAKEN}: the step wrote {RESULT}, where the harness keeps "
-                      "its own record of the step")
+        faults.append(Reason(POST_RESULT_TAKEN, f"the step wrote {RESULT}, where the harness "
+                             "keeps its own record of the step", step.name))
     record = {"name": step.name, "argv": argv, "exit_code": code, "verdict": verdict,
               "duration_s": round(time.monotonic() - t0, 3), "note": note}
     try:
         write_json(out_dir / RESULT, record)  # replaces whatever the step left at that name
     except OSError as e:  # e.g. the step made result.json a folder: the run is still sealed
-        faults.append(f"{POST_RESULT_UNWRITTEN}: {RESULT}: {e.strerror or e}")
-    if faults:  # whatever it exited, a step whose files cannot be read has not accepted
-        return PostResult(step.name, code, "refused", tuple(faults + reasons))
-    return PostResult(step.name, code, verdict or ("accepted" if code == 0 else "refused"),
-                      tuple(reasons))
+        faults.append(Reason(POST_RESULT_UNWRITTEN, f"{RESULT}: {e.strerror or e}", step.name))
+    return verdictfile.result(step.name, code, verdict, reasons, faults)
 
 
 def _in_child(step: PostStep, argv: list[str], out_dir: Path, env: dict,
@@ -188,7 +144,7 @@ def _in_process(step: PostStep, run_dir: Path, out_dir: Path) -> tuple[int | Non
 
 def reference_options(ctx: RunContext) -> dict:
     """The `reference` step's options: the control's references and the lock's figures."""
-    held = ctx.held.as_dict() if ctx.held else {}
+    held = ctx.launch.held.as_dict() if ctx.launch.held else {}
     return {"reference": {k: b.model_dump(exclude_none=True)
                           for k, b in ctx.control.reference.items()},
             "measured": {"lock_wait_s": held.get("wait_s"), "lock_hold_s": held.get("hold_s")}}
@@ -203,13 +159,14 @@ def steps(control: Control) -> list[PostStep]:
     return listed
 
 
-def run(ctx: RunContext) -> list[Reason]:
-    """Run each post-step. Returns the refusing steps' reasons for the stage record; the
-    verdict itself reads the steps' results (`ctx.post`) with the outcome."""
+def run(ctx: RunContext, keep: Keep[Post]) -> Post:
+    """Run each post-step; their results, kept one by one, are what the verdict reads
+    with the outcome (a stop signal between two steps keeps the first one's)."""
+    found = Post()
     for step in steps(ctx.control):
         ctx.ui.event("post-step", name=step.name)
         result = run_one(step, ctx)
-        ctx.post.append(result)
+        found = keep(Post((*found.results, result)))
         ctx.ui.event("post-step-done", name=step.name, exit_code=result.exit_code,
                      verdict=result.verdict)
-    return [r for p in ctx.post for r in post_reasons(p)]
+    return found

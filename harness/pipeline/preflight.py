@@ -2,6 +2,8 @@
 
 Checks the image Id against images.lock, takes the source seal, hashes the pinned model
 files and checks the device profile's prerequisites. Nothing here launches anything.
+Each check is pure, `(facts) -> (value, reasons)`; `run` gathers the facts (the engine,
+the files, the environment) around them and returns what it found as a `Preflight`.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from harness.base.atomic import write_json
@@ -28,6 +31,7 @@ from harness.base.catalogue import (
 from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.base.reason import Reason
 from harness.config import gpumap
+from harness.config.schema import LockedImage, Model
 from harness.judge.approval import check as approval
 from harness.measure import engine, modelcache
 from harness.measure.host import fstype, identity
@@ -36,30 +40,51 @@ from harness.measure.provenance import git_state
 from harness.measure.runfolder import layout
 from harness.measure.seal import source_seal
 from harness.measure.slurm import identity as slurm_identity
+from harness.pipeline.carried import Carried
 from harness.pipeline.context import RunContext
+from harness.pipeline.results import Preflight
+from harness.pipeline.stage import Keep
 
 DEVICE_PATHS = {"rocm": ("/dev/kfd", "/dev/dri"), "cpu": ()}
 
 
-def check_image(ctx: RunContext) -> list[Reason]:
-    lock = ctx.loaded.image_lock
-    pinned = lock.images.get(ctx.control.image) if lock else None
-    if pinned is None:
-        return [Reason(IMAGE_NOT_PINNED, f"{ctx.control.image!r} is not in images.lock")]
-    try:
-        found = engine.local_image(pinned.id)
-    except EnvironmentFault as e:
-        return [Reason(ENV_NO_ENGINE, e.message)]
-    if found is not None and found.get("Id") == pinned.id:
-        ctx.image_id = pinned.id
-        return []
-    by_ref = engine.local_image(pinned.ref) if pinned.ref else None
-    if by_ref is not None:
-        return [Reason(IMAGE_ID_MISMATCH, f"{ctx.control.image}: local {pinned.ref} is "
-                       f"{by_ref.get('Id')}, images.lock pins {pinned.id}")]
-    return [Reason(ENV_MISSING_IMAGE, f"{ctx.control.image}: image {pinned.id} is not in the "
-                   f"local engine; {how_to_obtain(pinned.model_dump())}")]
+# ---- the image ------------------------------------------------------------------------------
 
+def image_check(name: str, pinned: LockedImage | None, by_id: dict | None,
+                by_ref: dict | None, engine_error: str | None = None
+                ) -> tuple[str | None, list[Reason]]:
+    """Pure: (the image Id the run uses, or None; why it may not) from what the engine
+    holds under the pinned Id (`by_id`) and, when that is not it, under the pinned ref."""
+    if pinned is None:
+        return None, [Reason(IMAGE_NOT_PINNED, f"{name!r} is not in images.lock")]
+    if engine_error is not None:
+        return None, [Reason(ENV_NO_ENGINE, engine_error)]
+    if by_id is not None and by_id.get("Id") == pinned.id:
+        return pinned.id, []
+    if by_ref is not None:
+        return None, [Reason(IMAGE_ID_MISMATCH, f"{name}: local {pinned.ref} is "
+                             f"{by_ref.get('Id')}, images.lock pins {pinned.id}")]
+    return None, [Reason(ENV_MISSING_IMAGE, f"{name}: image {pinned.id} is not in the "
+                         f"local engine; {how_to_obtain(pinned.model_dump())}")]
+
+
+def look_up_image(ctx: RunContext) -> tuple[str | None, list[Reason]]:
+    """Ask the engine for the pinned image (by Id, then by ref only when that is not it)."""
+    name = ctx.control.image
+    lock = ctx.loaded.image_lock
+    pinned = lock.images.get(name) if lock else None
+    if pinned is None:
+        return image_check(name, None, None, None)
+    try:
+        by_id = engine.local_image(pinned.id)
+    except EnvironmentFault as e:
+        return image_check(name, pinned, None, None, e.message)
+    found = by_id is not None and by_id.get("Id") == pinned.id
+    by_ref = engine.local_image(pinned.ref) if pinned.ref and not found else None
+    return image_check(name, pinned, by_id, by_ref)
+
+
+# ---- the model ------------------------------------------------------------------------------
 
 def model_cache_path() -> Path | None:
     """The stat cache for model hashes; HARNESS_MODEL_CACHE=off hashes every file every time."""
@@ -69,55 +94,79 @@ def model_cache_path() -> Path | None:
     return Path(setting) if setting else modelcache.default_cache_path()
 
 
-def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str], list[Reason]]:
-    """Hash each pinned model file (unchanged files come from the stat cache: any change of
-    device, inode, size, mtime or ctime forces a full hash); name each missing or different."""
-    reasons, paths = [], {}
-    for rel in sorted(pinned):
-        p = model_dir / rel
-        if not p.is_file():
-            reasons.append(Reason(MODEL_MISSING, f"{p} does not exist"))
-        else:
-            paths[rel] = p
-    got = modelcache.hash_files(paths, model_cache_path())
+def model_comparison(model_dir: Path, pinned: Mapping[str, str], absent: list[str],
+                     got: Mapping[str, str]) -> list[Reason]:
+    """Pure: name each pinned file that is `absent`, and each whose digest (`got`) is not
+    the pinned one."""
+    reasons = [Reason(MODEL_MISSING, f"{model_dir / rel} does not exist") for rel in absent]
     for rel, digest in got.items():
         want = pinned[rel] if pinned[rel].startswith("sha256:") else "sha256:" + pinned[rel]
         if digest != want:
             reasons.append(Reason(MODEL_HASH, f"{rel}: {digest} but pinned {want}"))
-    return got, reasons
-
-
-def check_model(ctx: RunContext) -> list[Reason]:
-    if ctx.control.model is None:
-        return []
-    if not ctx.control.model.sha256:
-        return [Reason(MODEL_UNPINNED, f"model {ctx.control.model.source} has no pinned "
-                       "sha256 (pin its files with `harness model pin DIR`)")]
-    declared = ctx.model_declared
-    if declared is None or not declared.is_dir():
-        return [Reason(ENV_MODEL_DIR, f"model folder {declared} does not exist")]
-    # Hash the real folder, so what the launch mounts is what was hashed (it compares).
-    ctx.model_real = Path(os.path.realpath(declared))
-    ctx.model_hashes, reasons = hash_model(ctx.model_real, ctx.control.model.sha256)
     return reasons
 
 
-def check_device(ctx: RunContext) -> list[Reason]:
-    return [Reason(ENV_DEVICE, f"the {ctx.control.device} profile needs {p}, which is absent")
-            for p in DEVICE_PATHS[ctx.control.device] if not Path(p).exists()]
+def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str], list[Reason]]:
+    """Hash each pinned model file (unchanged files come from the stat cache: any change of
+    device, inode, size, mtime or ctime forces a full hash); name each missing or different."""
+    paths = {rel: model_dir / rel for rel in sorted(pinned)}
+    absent = [rel for rel, p in paths.items() if not p.is_file()]
+    got = modelcache.hash_files({rel: p for rel, p in paths.items() if rel not in absent},
+                                model_cache_path())
+    return got, model_comparison(model_dir, pinned, absent, got)
 
 
-def check_gpu_map(ctx: RunContext) -> list[Reason]:
+def model_check(model: Model | None, declared: Path | None, is_dir: bool) -> list[Reason]:
+    """Pure: may the model be hashed at all: pinned, and its folder there."""
+    if model is None:
+        return []
+    if not model.sha256:
+        return [Reason(MODEL_UNPINNED, f"model {model.source} has no pinned sha256 (pin its "
+                       "files with `harness model pin DIR`)")]
+    if declared is None or not is_dir:
+        return [Reason(ENV_MODEL_DIR, f"model folder {declared} does not exist")]
+    return []
+
+
+def hash_declared_model(ctx: RunContext) -> tuple[Path | None, dict[str, str], list[Reason]]:
+    """(the real folder hashed, the digests, why it may not run). The real folder is
+    hashed, so what the launch mounts is what was hashed (it compares)."""
+    model, declared = ctx.control.model, ctx.model_declared
+    refused = model_check(model, declared, declared is not None and declared.is_dir())
+    if model is None or declared is None or refused:
+        return None, {}, refused
+    real = Path(os.path.realpath(declared))
+    hashes, reasons = hash_model(real, model.sha256)
+    return real, hashes, reasons
+
+
+# ---- the device -----------------------------------------------------------------------------
+
+def device_check(device: str, absent: list[str]) -> list[Reason]:
+    """Pure: the device profile's paths that are `absent` from this host."""
+    return [Reason(ENV_DEVICE, f"the {device} profile needs {p}, which is absent")
+            for p in absent]
+
+
+def absent_devices(device: str) -> list[str]:
+    return [p for p in DEVICE_PATHS[device] if not Path(p).exists()]
+
+
+def nodes_check(nodes: tuple[str, ...], problem: str | None
+                ) -> tuple[tuple[str, ...] | None, list[Reason]]:
+    """Pure: the render nodes the container gets, or why the job may not run."""
+    return (None, [Reason(ENV_GPU_MAP, problem)]) if problem is not None else (nodes, [])
+
+
+def render_nodes(device: str, environ: Mapping[str, str]
+                 ) -> tuple[tuple[str, ...] | None, list[Reason]]:
     """In a Slurm job on the rocm profile, find the allocated GPUs' render nodes in the
     host's GPU map: the container gets only those (vector.device_args). A job whose GPUs
-    the map does not name is refused here, before any container starts."""
-    if ctx.control.device != "rocm" or slurm_identity.job_id(os.environ) is None:
-        return []
-    nodes, problem = job_render_nodes(os.environ)
-    if problem is not None:
-        return [Reason(ENV_GPU_MAP, problem)]
-    ctx.render_nodes = nodes
-    return []
+    the map does not name is refused here, before any container starts. None elsewhere:
+    the container gets every render node."""
+    if device != "rocm" or slurm_identity.job_id(environ) is None:
+        return None, []
+    return nodes_check(*job_render_nodes(environ))
 
 
 def job_render_nodes(environ: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
@@ -154,44 +203,66 @@ def _is_char_device(path: str) -> bool:
         return False
 
 
-def check_lock_fs(ctx: RunContext) -> list[Reason]:
-    """A GPU lock on a network file system: refused in a Slurm job, a warning elsewhere."""
-    path = ctx.loaded.lock_path
-    problem = fstype.lock_fs_problem(str(path), fstype.fs_type(path),
-                                     fstype.under_slurm(os.environ))
+def lock_fs_check(problem: tuple[str, str] | None) -> tuple[str | None, list[Reason]]:
+    """Pure: (a warning to show, the reasons) for the GPU lock's file system problem
+    (`fstype.lock_fs_problem`): refused in a Slurm job, a warning elsewhere."""
     if problem is None:
-        return []
+        return None, []
     if problem[0] == "warn":
-        ctx.ui.event("warning", rule=ENV_LOCK_NETWORK_FS, message=problem[1])
-        return []
-    return [Reason(ENV_LOCK_NETWORK_FS, problem[1])]
+        return problem[1], []
+    return None, [Reason(ENV_LOCK_NETWORK_FS, problem[1])]
 
 
-def run(ctx: RunContext) -> list[Reason]:
-    # What the run before measured a few ms ago (pipeline.context.Carried), when fresh.
+def lock_fs(ctx: RunContext) -> list[Reason]:
+    path = ctx.loaded.lock_path
+    warning, reasons = lock_fs_check(fstype.lock_fs_problem(
+        str(path), fstype.fs_type(path), fstype.under_slurm(os.environ)))
+    if warning is not None:
+        ctx.ui.event("warning", rule=ENV_LOCK_NETWORK_FS, message=warning)
+    return reasons
+
+
+# ---- the stage ------------------------------------------------------------------------------
+
+def record(ctx: RunContext, found: Preflight, carried: Carried | None) -> dict:
+    """Pure: preflight.json."""
+    return {
+        "schema": "harness.preflight/v1",
+        "source_seal": found.seal.as_dict() if found.seal else None,
+        "carried": None if carried is None else carried.record(host=not found.reasons),
+        "provenance": found.provenance,
+        "image": {"name": ctx.control.image, "id": found.image_id},
+        "model_hashes": found.model_hashes,
+        "model_path": None if ctx.control.model is None else {
+            "declared": str(ctx.model_declared),
+            "real": str(found.model_real) if found.model_real else None},
+        "model_cache": str(model_cache_path()) if ctx.control.model else None,
+        "reasons": [str(r) for r in found.reasons],
+    }
+
+
+def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
+    # What the run before measured a few ms ago (pipeline.carried.Carried), when fresh.
     inputs = ctx.loaded.files()
     carried = ctx.carried if ctx.carried is not None and ctx.carried.usable(inputs) else None
-    ctx.seal = (carried.seal if carried is not None and carried.seal is not None
-                else source_seal(ctx.loaded.project_dir, inputs))
-    ctx.provenance = git_state(ctx.loaded.project_dir)
-    ctx.approval, reasons = approval.for_run(ctx.loaded, ctx.seal.digest, inputs)
-    reasons += check_lock_fs(ctx) + check_image(ctx) + check_model(ctx) + check_device(ctx)
-    reasons += check_gpu_map(ctx)
-    if not reasons:
+    seal = (carried.seal if carried is not None and carried.seal is not None
+            else source_seal(ctx.loaded.project_dir, inputs))
+    found = keep(Preflight(seal=seal))
+    found = keep(replace(found, provenance=git_state(ctx.loaded.project_dir)))
+    approved, reasons = approval.for_run(ctx.loaded, seal.digest, inputs)
+    found = keep(replace(found, approval=approved))
+    reasons += lock_fs(ctx)
+    image_id, refused = look_up_image(ctx)
+    found = keep(replace(found, image_id=image_id))
+    model_real, hashes, more = hash_declared_model(ctx)
+    found = keep(replace(found, model_real=model_real, model_hashes=hashes))
+    reasons += refused + more + device_check(ctx.control.device,
+                                             absent_devices(ctx.control.device))
+    nodes, refused = render_nodes(ctx.control.device, os.environ)
+    found = keep(replace(found, render_nodes=nodes, reasons=tuple(reasons + refused)))
+    if not found.reasons:
         snapshot = (carried.host if carried is not None and carried.host is not None
                     else identity.snapshot(docker_client=engine.client()))
         write_json(ctx.run_dir / layout.HOST_BEFORE, snapshot, exclusive=True)
-    write_json(ctx.run_dir / layout.PREFLIGHT, {
-        "schema": "harness.preflight/v1",
-        "source_seal": ctx.seal.as_dict(),
-        "carried": None if carried is None else carried.record(host=not reasons),
-        "provenance": ctx.provenance,
-        "image": {"name": ctx.control.image, "id": ctx.image_id},
-        "model_hashes": ctx.model_hashes,
-        "model_path": None if ctx.control.model is None else {
-            "declared": str(ctx.model_declared),
-            "real": str(ctx.model_real) if ctx.model_real else None},
-        "model_cache": str(model_cache_path()) if ctx.control.model else None,
-        "reasons": [str(r) for r in reasons],
-    })
-    return reasons
+    write_json(ctx.run_dir / layout.PREFLIGHT, record(ctx, found, carried))
+    return found

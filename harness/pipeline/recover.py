@@ -30,6 +30,8 @@ from harness.base.atomic import write_json
 from harness.base.catalogue import RUN_INTERRUPTED
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
+from harness.base.reason import Reason, rules
+from harness.base.states import Status
 from harness.base.timeutil import utc_now
 from harness.measure.runfolder import layout, record
 from harness.measure.runfolder.layout import SUMS
@@ -86,9 +88,9 @@ def is_orphaned(run_dir: Path) -> bool:
     return bool(owner) and not owner_alive(owner)
 
 
-def interrupted_record(run_dir: Path, reasons: list[str]) -> RunRecord:
+def interrupted_record(run_dir: Path, reasons: list[Reason]) -> RunRecord:
     """run.json for a cut-off run, from what its folder holds."""
-    found = [record.reason_of(r) for r in reasons]
+    found = tuple(Reason.of(r) for r in reasons)
     owner, pre = _read(run_dir / OWNER), _read(run_dir / layout.PREFLIGHT)
     return RunRecord(
         run_id=owner.get("run_id", run_dir.name),
@@ -98,9 +100,9 @@ def interrupted_record(run_dir: Path, reasons: list[str]) -> RunRecord:
         image=pre.get("image") or {"name": None, "id": None},
         seal=(pre.get("source_seal") or {}).get("seal"),
         model_hashes=pre.get("model_hashes") or {},
-        status="interrupted",
+        status=Status.INTERRUPTED,
         reasons=found,
-        rules=sorted({RUN_INTERRUPTED, *record.rules_of(found)}),
+        rules=sorted({RUN_INTERRUPTED, *rules(found)}),
         times={"created": owner.get("created"), "started": None, "ended": None,
                "sealed": utc_now()},
         lock=None,
@@ -112,45 +114,48 @@ def interrupted_record(run_dir: Path, reasons: list[str]) -> RunRecord:
     )
 
 
-def _sealed_reasons(run_dir: Path) -> tuple[str, list[str] | None]:
-    """(status, reasons or None) of a folder sealed already: recovered.json, else run.json."""
+def _sealed_reasons(run_dir: Path) -> tuple[str, list[Reason] | None]:
+    """(status word, reasons or None) of a folder sealed already: recovered.json, else
+    run.json, each as it stores them."""
     rec = _read(run_dir / RECOVERED)
     if rec:
         got = rec.get("reasons")
-        return (str(rec.get("status") or "interrupted"),
-                [str(r) for r in got] if isinstance(got, list) else None)
+        return (str(rec.get("status") or Status.INTERRUPTED),
+                [Reason.of(r) for r in got] if isinstance(got, list) else None)
     try:
         run = record.read(run_dir)
     except InvalidInput:
-        return "interrupted", None
+        return Status.INTERRUPTED, None
     listed = isinstance(run.raw.get("reasons"), list)
-    return (run.status or "interrupted",
-            [record.reason_text(r) for r in run.reasons] if listed else None)
+    return run.status or Status.INTERRUPTED, list(run.reasons) if listed else None
 
 
-def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()) -> tuple[str, list]:
-    """Clean and seal a cut-off folder as it is; return (status, reasons). Idempotent."""
-    reasons = [f"{RUN_INTERRUPTED}: {why}", *(f"{RUN_INTERRUPTED}: {n}" for n in notes)]
+def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()
+                     ) -> tuple[str, list[Reason]]:
+    """Clean and seal a cut-off folder as it is; return (status, reasons). Idempotent: a
+    folder sealed already keeps the status word and reasons it was sealed with."""
+    reasons = [Reason(RUN_INTERRUPTED, why), *(Reason(RUN_INTERRUPTED, n) for n in notes)]
     if not _is_real_dir(run_dir):
-        return "interrupted", [*reasons, f"{RUN_INTERRUPTED}: the run folder is not a real "
-                                         "folder (absent or a symlink); nothing was sealed"]
+        return Status.INTERRUPTED, [*reasons, Reason(RUN_INTERRUPTED, "the run folder is not "
+                                                     "a real folder (absent or a symlink); "
+                                                     "nothing was sealed")]
     if os.path.lexists(run_dir / SUMS):  # sealed already (by its harness or an earlier pass)
         status, got = _sealed_reasons(run_dir)
         return status, reasons if got is None else got
-    reasons += [str(r) for r in clean(run_dir)]
+    reasons += clean(run_dir)
     if os.path.lexists(run_dir / layout.RECORD):
+        cut = Reason(RUN_INTERRUPTED, f"{layout.RECORD} was written, the seal was not")
         write_json(run_dir / RECOVERED, {
-            "schema": "harness.recovered/v1", "status": "interrupted",
-            "reasons": [*reasons,
-                        f"{RUN_INTERRUPTED}: {layout.RECORD} was written, the seal was not"],
-            "rules": sorted({RUN_INTERRUPTED, *(r.partition(":")[0] for r in reasons)}),
+            "schema": "harness.recovered/v1", "status": Status.INTERRUPTED,
+            "reasons": [r.text() for r in (*reasons, cut)],
+            "rules": sorted({RUN_INTERRUPTED, *rules(reasons)}),
             "recovered_by": {"pid": os.getpid(), "at": utc_now()},
         }, exclusive=True)
     else:
         record.write(run_dir, interrupted_record(run_dir, reasons))
     write_manifest(run_dir)
     make_read_only(run_dir)
-    return "interrupted", reasons
+    return Status.INTERRUPTED, reasons
 
 
 def _say(run_dir: Path, error: str) -> None:

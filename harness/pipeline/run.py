@@ -11,38 +11,38 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
-from harness.base.catalogue import (
-    ENV_RUN_EXISTS,
-    ENV_SEAL,
-    RUN_INTERRUPTED,
-)
+from harness.base.catalogue import ENV_RUN_EXISTS, ENV_SEAL
 from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.base.iofault import io_fault
-from harness.base.reason import Reason
+from harness.base.names import RunId
 from harness.base.signals import Interrupted, pending_signal, signals_deferred, signals_interrupt
 from harness.config.loader import Loaded
 from harness.measure.lock import GpuLock
 from harness.measure.ui import Reporter
-from harness.pipeline import launch, preflight, recover, warm
-from harness.pipeline.context import RunContext, new_run_id
+from harness.pipeline import finish, launch, post, preflight, recover
+from harness.pipeline.carried import Carried
+from harness.pipeline.context import RunContext
+from harness.pipeline.results import Sealed
 from harness.pipeline.stage import Stage, error_reason, run_stages
 
 
 def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter, *,
                  rerun_of: dict | None = None, attempt: int = 1,
-                 run_id: str | None = None) -> RunContext:
+                 run_id: str | None = None, carried: Carried | None = None) -> RunContext:
     """Create the run folder (never reused) and record who writes it and what it runs.
 
-    `run_id` lets a caller journal the id before the folder exists (nights, reruns)."""
+    `run_id` lets a caller journal the id before the folder exists (nights, reruns);
+    `carried` is what the run before offers this one's preflight."""
     if control_name not in loaded.controls:
         raise InvalidInput(f"campaign {loaded.campaign.name!r} has no control {control_name!r} "
                            f"(it has: {', '.join(loaded.controls)})")
     control, control_file = loaded.controls[control_name]
-    run_id = run_id or new_run_id(control_name)
+    run_id = RunId.parse(run_id) if run_id else RunId.mint(control_name)
     runs_dir = Path(os.path.abspath(runs_dir))
-    run_dir = runs_dir / run_id
+    run_dir = run_id.folder(runs_dir)
     camp = loaded.campaign
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
@@ -69,53 +69,40 @@ def make_context(loaded: Loaded, control_name: str, runs_dir: Path, ui: Reporter
             run_dir.rmdir()  # nothing was recorded in it: leave no ownerless folder
         raise io_fault(e, f"cannot write the runs folder {runs_dir}") from None
     return RunContext(loaded, control, control_file, run_id, run_dir, ui,
-                      rerun_of=rerun_of, attempt=attempt)
-
-
-def _post(ctx: RunContext) -> list[Reason]:
-    """The post-steps stage; its module (and `finish`) loaded while the container ran."""
-    warm.wait()
-    from harness.pipeline import post
-
-    return post.run(ctx)
+                      rerun_of=rerun_of, attempt=attempt, carried=carried)
 
 
 STAGES = (Stage("preflight", preflight.run), Stage("launch", launch.run),
-          Stage("post", _post, files=False))
+          Stage("post", post.run, files=False))
 
 
-def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> tuple[str, list[Reason]]:
-    """Preflight, lock, launch, release, post-steps, seal. Returns (status, reasons)."""
+def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> Sealed:
+    """Preflight, lock, launch, release, post-steps, seal: how the run ended."""
     ui = ctx.ui
     ui.event("run", run_id=ctx.run_id, control=ctx.control.name, dir=str(ctx.run_dir))
-    ctx.lock = lock = GpuLock(ctx.loaded.lock_path, run_id=ctx.run_id,
-                              timeout=lock_timeout or ctx.loaded.campaign.lock_timeout,
-                              on_wait=ui.waiting)
+    lock = GpuLock(ctx.loaded.lock_path, run_id=ctx.run_id,
+                   timeout=lock_timeout or ctx.loaded.campaign.lock_timeout,
+                   on_wait=ui.waiting)
+    ctx = replace(ctx, lock=lock)
     with signals_interrupt():
         try:  # a stage's exception is recorded under the stage's name by run_stages
             run_stages(ctx, STAGES)
         except Interrupted as e:
-            if ctx.outcome is None:
-                ctx.preflight.append(Reason(RUN_INTERRUPTED, f"harness received {e}"))
-            else:
-                ctx.outcome["interrupted"] = True
+            ctx.interrupted(str(e))
             ui.event("interrupted", signal=str(e), run_id=ctx.run_id,
                      doing=f"sealing run {ctx.run_id} as interrupted")
         finally:
             lock.release()
         with signals_deferred():
-            warm.wait()
-            from harness.pipeline import finish
-
             try:
-                status, reasons = finish.run(ctx)
+                sealed = finish.run(ctx)
             except OSError as e:
                 raise EnvironmentFault(f"could not seal {ctx.run_dir}: {error_reason(e)}; "
                                        "the folder is left unsealed and will be sealed as "
                                        "interrupted by the next run", rule=ENV_SEAL) from None
-    ui.event("sealed", run_id=ctx.run_id, status=status, dir=str(ctx.run_dir),
-             reasons=[str(r) for r in reasons])
+    ui.event("sealed", run_id=ctx.run_id, status=sealed.status, dir=str(ctx.run_dir),
+             reasons=[str(r) for r in sealed.reasons])
     if pending_signal():
         ui.event("interrupted", signal=pending_signal(), after="sealing")
-        ctx.stop_requested = True
-    return status, reasons
+        sealed = replace(sealed, stop_requested=True)
+    return sealed

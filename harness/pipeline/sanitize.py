@@ -48,7 +48,7 @@ SHOWN = 5  # paths named in a reason; the evidence file lists them all
 
 
 @dataclass(frozen=True)
-class Action:
+class Repair:
     """One thing to undo: `rel` below the mount's source ("" is the source itself)."""
 
     rel: str
@@ -62,14 +62,14 @@ class Action:
         return stat.S_IMODE(self.mode) & ~SETID_BITS
 
 
-def decide(entries: Iterable[tree.Entry]) -> list[Action]:
+def decide(entries: Iterable[tree.Entry]) -> list[Repair]:
     """Pure: what to undo among `entries` (as `tree.walk` lists them)."""
     out = []
     for e in entries:
         if e.kind in ("file", "dir") and e.mode & SETID_BITS:
-            out.append(Action(e.rel, e.kind, e.mode, "clear-setid"))
+            out.append(Repair(e.rel, e.kind, e.mode, "clear-setid"))
         elif e.kind in DEVICE_KINDS:
-            out.append(Action(e.rel, e.kind, e.mode, "unlink"))
+            out.append(Repair(e.rel, e.kind, e.mode, "unlink"))
     return out
 
 
@@ -105,24 +105,24 @@ def scan(root: Path, max_entries: int = MAX_ENTRIES) -> tuple[list[tree.Entry], 
     return entries, problems
 
 
-def apply(root: Path, action: Action) -> str | None:
+def apply(root: Path, repair: Repair) -> str | None:
     """Undo one thing, following no symlink; the error, or None when it was done."""
     try:
-        if action.do == "unlink":
-            if not action.rel:
+        if repair.do == "unlink":
+            if not repair.rel:
                 return "the source itself cannot be removed"
-            tree.remove_beneath(root, action.rel)
+            tree.remove_beneath(root, repair.rel)
         else:
-            tree.chmod_beneath(root, action.rel, action.new_mode)
+            tree.chmod_beneath(root, repair.rel, repair.new_mode)
     except OSError as e:
         return f"{type(e).__name__}: {e.strerror or e}"
     return None
 
 
-def _record(action: Action, error: str | None) -> dict:
-    return {"path": tree.printable(action.rel) or ".", "kind": action.kind,
-            "old_mode": f"{action.mode & 0o7777:04o}",
-            "action": "setuid/setgid cleared" if action.do == "clear-setid" else "unlinked",
+def _record(repair: Repair, error: str | None) -> dict:
+    return {"path": tree.printable(repair.rel) or ".", "kind": repair.kind,
+            "old_mode": f"{repair.mode & 0o7777:04o}",
+            "action": "setuid/setgid cleared" if repair.do == "clear-setid" else "unlinked",
             "done": error is None, "error": error}
 
 

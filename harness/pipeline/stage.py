@@ -2,10 +2,14 @@
 
 As in ReFrame's pipeline, a run is explicit stages, each readable on its own:
 `preflight` (before the lock), `launch` (under the lock), `post` (the post-steps). A stage
-is `run(ctx) -> list[Reason]`: the reasons it refuses with, empty to go on. Before a
-container exists a refusal stops the run; after it, the reasons are judged with the
-outcome. A stage that raises is recorded under its own name (`stages` in run.json, and
-`stage <name>:` in the reason), so the record says which stage failed and why.
+is `run(ctx, keep) -> result`: it reads the context, returns a frozen result
+(`harness.pipeline.results`) whose `reasons` it refuses with (empty to go on), and hands
+`keep` each partial result as it learns it, so a stage cut short by an exception or a
+signal still leaves what it had found (the lock's hold, the container's outcome, the
+post-steps that ran). Before a container exists a refusal stops the run; after it, the
+reasons are judged with the outcome. A stage that raises is recorded under its own name
+(`stages` in run.json, and `stage <name>:` in the reason), so the record says which stage
+failed and why.
 """
 
 from __future__ import annotations
@@ -14,19 +18,30 @@ import errno
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from harness.base.catalogue import ENV_DISK_FULL, ENV_ERROR, ENV_IO, HARNESS_ERROR
 from harness.base.errors import EnvironmentFault, HarnessError
 from harness.base.reason import Reason
+from harness.base.states import StageResult
 from harness.pipeline.context import RunContext
 
-OK, REFUSED, ERROR, INTERRUPTED = "ok", "refused", "error", "interrupted"
+
+class Result(Protocol):
+    """What every stage result has: the reasons the stage refuses with."""
+
+    @property
+    def reasons(self) -> tuple[Reason, ...]: ...
+
+
+R = TypeVar("R")
+Keep = Callable[[R], R]  # store a partial result; returns it
 
 
 @dataclass(frozen=True)
 class Stage:
-    name: str
-    run: Callable[[RunContext], list[Reason]]
+    name: str  # also where its result is kept (`RunContext.took`)
+    run: Callable[[RunContext, Keep[Any]], Result]
     # False: the reasons are only recorded against the stage, because the verdict reads
     # them from the stage's own results (the post-steps' verdicts, in `ctx.post`).
     files: bool = True
@@ -45,17 +60,9 @@ def error_reason(e: BaseException) -> Reason:
     return Reason(HARNESS_ERROR, f"{type(e).__name__}: {e}")
 
 
-def _record(ctx: RunContext, name: str, result: str, t0: float, **extra: object) -> None:
-    ctx.stages.append({"name": name, "result": result,
-                       "seconds": round(time.monotonic() - t0, 3), **extra})
-
-
-def _file(ctx: RunContext, reasons: list[Reason]) -> None:
-    """Before a container exists, reasons stop the run; afterwards they judge it."""
-    if ctx.outcome is None:
-        ctx.preflight += reasons
-    else:
-        ctx.after += reasons
+def _record(name: str, result: StageResult, t0: float, **extra: object) -> dict:
+    return {"name": name, "result": result, "seconds": round(time.monotonic() - t0, 3),
+            **extra}
 
 
 def run_stages(ctx: RunContext, stages: tuple[Stage, ...]) -> None:
@@ -66,25 +73,27 @@ def run_stages(ctx: RunContext, stages: tuple[Stage, ...]) -> None:
     for stage in stages:
         t0 = time.monotonic()
         try:
-            found = stage.run(ctx)
+            found = ctx.took(stage.name, stage.run(ctx, lambda r, at=stage.name: ctx.took(at, r)))
         except Exception as e:
             reason = error_reason(e)
             reason = Reason(reason.rule, f"stage {stage.name}: {reason.detail}")
-            _record(ctx, stage.name, ERROR, t0, rule=reason.rule)
-            _file(ctx, [reason])
+            ctx.recorded(_record(stage.name, StageResult.ERROR, t0, rule=reason.rule))
+            ctx.file([reason])
             ctx.ui.event("error", stage=stage.name, error=str(reason))
             return
         except BaseException:
-            _record(ctx, stage.name, INTERRUPTED, t0)
+            ctx.recorded(_record(stage.name, StageResult.INTERRUPTED, t0))
             raise
-        _record(ctx, stage.name, REFUSED if found else OK, t0,
-                **({"rules": sorted({r.rule for r in found})} if found else {}))
-        if not found:
+        reasons = list(found.reasons)
+        ctx.recorded(_record(stage.name, StageResult.REFUSED if reasons else StageResult.OK,
+                             t0, **({"rules": sorted({r.rule for r in reasons})}
+                                    if reasons else {})))
+        if not reasons:
             continue
-        ctx.ui.event(f"{stage.name}-refused", reasons=[str(r) for r in found])
+        ctx.ui.event(f"{stage.name}-refused", reasons=[str(r) for r in reasons])
         if not stage.files:
             continue
         before = ctx.outcome is None
-        _file(ctx, found)
+        ctx.file(reasons)
         if before:
             return

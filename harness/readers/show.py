@@ -19,15 +19,16 @@ from rich.text import Text
 
 from harness.base.catalogue import GATE0_FIELD_DIFFERS
 from harness.base.readfile import InputError, read_text_bounded
+from harness.base.states import Status
 from harness.judge.diff import gate0_differences
 from harness.measure.runfolder.layout import ADDENDA, RECOVERED
-from harness.measure.runfolder.record import RunRecord, provenance_of, reason_text
+from harness.measure.runfolder.record import RunRecord, provenance_of
 from harness.measure.runfolder.reruns import reruns_of
 from harness.readers.report.gitline import git_line
 from harness.readers.report.inert import inert
 
-STATUS_STYLE = {"accepted": "green", "refused": "red", "failed": "red",
-                "timed-out": "yellow", "interrupted": "yellow"}
+STATUS_STYLE = {Status.ACCEPTED: "green", Status.REFUSED: "red", Status.FAILED: "red",
+                Status.TIMED_OUT: "yellow", Status.INTERRUPTED: "yellow"}
 MAX_VALUE_CHARS = 2000
 MAX_GATE0_FIELDS = 20
 GATE0_VALUE_CHARS = 300
@@ -166,8 +167,8 @@ def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) ->
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         say(Text.assemble((k, "dim"), " " * (width - len(k) + 2), v))
-    for r in _list(record.get("reasons")):
-        say(Text.assemble("  ", ("•", "red"), " ", plain(reason_text(r))))
+    for r in run.reasons:
+        say(Text.assemble("  ", ("•", "red"), " ", plain(r.text())))
     for line in gate0_lines(run_dir, run):
         say(Text(line))
     recovered = _recovered(run_dir)

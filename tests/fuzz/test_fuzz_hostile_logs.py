@@ -21,7 +21,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.base import names
 from harness.base.atomic import dumps_json
+from harness.base.states import STATUSES
 from harness.measure.metrics import METRICS, MetricsParser, _document, parse_lines
 from harness.measure.runfolder import shape
 from harness.measure.runfolder.manifest import write_manifest
@@ -111,8 +113,8 @@ def mostly(good: st.SearchStrategy, bad: st.SearchStrategy) -> st.SearchStrategy
     return st.integers(0, 3).flatmap(lambda i: bad if i == 0 else good)
 
 
-run_ids = mostly(st.from_regex(shape.RUN_ID, fullmatch=True), hostile_text)
-statuses = mostly(st.sampled_from(shape.STATUSES), st.one_of(hostile_text, values))
+run_ids = mostly(st.from_regex(names.pattern(names.RUN_ID_MAX), fullmatch=True), hostile_text)
+statuses = mostly(st.sampled_from(STATUSES), st.one_of(hostile_text, values))
 step_names = mostly(hostile_text.map(lambda t: t or "p"), hostile_text)
 
 

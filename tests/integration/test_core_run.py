@@ -70,7 +70,7 @@ def test_nonzero_exit_is_failed_and_still_sealed(project):
     assert rec["status"] == "failed" and rec["outcome"]["exit_code"] == 7
     assert rec["rules"] == ["RUN-EXIT"]  # the harness and the exit-code step: one judge
     step = json.loads((run / "post-steps" / "exit-code" / "verdict.json").read_text())
-    assert step["reasons"] == ["RUN-EXIT: the container exited 7"]
+    assert step["reasons"] == [{"rule": "RUN-EXIT", "detail": "the container exited 7"}]
     assert project.harness("verify", str(run)).returncode == 0
 
 

@@ -12,10 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.base.reason import Reason
 from harness.config.schema import PostStep
 from harness.judge.verdict import decide
+from harness.judge.verdictfile import VERDICT_LIMIT, read
 from harness.measure.runfolder.manifest import verify_folder
-from harness.pipeline.post import VERDICT_LIMIT, read_verdict, run_one
+from harness.pipeline.post import run_one
 
 OUTCOME = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": False}
 
@@ -45,6 +47,11 @@ HOSTILE = {
     "bad-verdict": '{"verdict": ["accepted"]}', "other-verdict": '{"verdict": "fine"}',
     "reasons-not-list": '{"verdict": "accepted", "reasons": "ok"}',
     "reasons-not-strings": '{"verdict": "accepted", "reasons": [{"a": 1}]}',
+    "reason-rule-not-an-id": '{"verdict": "refused", "reasons": [{"rule": "a b", '
+                             '"detail": "x"}]}',
+    "reason-detail-not-text": '{"verdict": "refused", "reasons": [{"rule": "A-B", '
+                              '"detail": 1}]}',
+    "one-reason-of-many-bad": '{"verdict": "refused", "reasons": ["A-B: x", 1]}',
     "not-utf8": '{"verdict": "accepted", "x": "\udcff"}',
     "fifo": "fifo", "symlink": "symlink", "folder": "folder", "huge": "huge", "deep": "deep",
 }
@@ -53,16 +60,18 @@ HOSTILE = {
 @pytest.mark.parametrize("what", sorted(HOSTILE))
 def test_read_verdict_names_every_odd_file_and_never_raises(tmp_path, what):
     _write(tmp_path, HOSTILE[what])
-    verdict, reasons, problem = read_verdict(tmp_path)
+    verdict, reasons, problem = read(tmp_path, "judge")
     assert problem and verdict is None and reasons == []
     assert "\n" not in problem and len(problem) < 1200
 
 
 def test_read_verdict_reads_a_good_file_and_no_file(tmp_path):
-    assert read_verdict(tmp_path) == (None, [], None)
-    (tmp_path / "verdict.json").write_text(
-        json.dumps({"verdict": "refused", "reasons": ["A: one", "B: two"], "extra": [1]}))
-    assert read_verdict(tmp_path) == ("refused", ["A: one", "B: two"], None)
+    assert read(tmp_path, "judge") == (None, [], None)
+    (tmp_path / "verdict.json").write_text(json.dumps(
+        {"verdict": "refused", "reasons": [{"rule": "A-ONE", "detail": "one"}, "B-TWO: two"],
+         "extra": [1]}))
+    assert read(tmp_path, "judge") == ("refused", [Reason("A-ONE", "one", "judge"),
+                                                   Reason("B-TWO", "two", "judge")], None)
 
 
 def _ctx(tmp_path: Path) -> SimpleNamespace:
@@ -89,7 +98,7 @@ WRITE = "import os; p = os.environ['HARNESS_POSTSTEP_DIR'] + '/{name}'; "
 def test_run_one_refuses_a_step_that_exits_0_with_odd_files(tmp_path, name, body, rule):
     result = run_one(_step(WRITE.format(name=name) + body), _ctx(tmp_path))
     assert result.verdict == "refused" and result.exit_code == 0  # the real exit code
-    assert any(r.startswith(rule + ": ") for r in result.reasons), result.reasons
+    assert any(r.rule == rule and r.by == "judge" for r in result.reasons), result.reasons
     status, reasons = decide(preflight=[], outcome=OUTCOME, post=[result], after=[])
     assert status == "refused"
     assert reasons[-1].rule == rule and {r.by for r in reasons} == {"judge"}, reasons
@@ -99,7 +108,7 @@ def test_run_one_refuses_when_an_earlier_step_took_the_folder(tmp_path):
     ctx = _ctx(tmp_path)
     (ctx.run_dir / "post-steps").symlink_to(tmp_path)
     result = run_one(_step("pass"), ctx)
-    assert result.verdict == "refused" and result.reasons[0].startswith("POST-DIR-TAKEN: ")
+    assert result.verdict == "refused" and result.reasons[0].rule == "POST-DIR-TAKEN"
     assert not (tmp_path / "judge").exists()
 
 

@@ -14,12 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.base.names import RunId
 from harness.base.timeutil import stamp
 from harness.measure.slurm import job
 from harness.measure.slurm import script as jobscript
 from harness.measure.slurm.job import ControlTime, JobSpec, Site
 from harness.measure.slurm.query import JobState
-from harness.pipeline.context import new_run_id
 
 from .conftest import Cluster
 
@@ -41,7 +41,7 @@ def test_each_hosts_run_reaches_the_drop_and_merges_into_one_bundle(
                     runs_dir=str(tmp_path / node / "runs"))  # the host's own disk
         spec = JobSpec(night=night, campaign_file=str(campaign), slot=slot, attempt=1,
                        controls=(ControlTime("quick", 60, 5),), lock_wait_s=120,
-                       run_id=new_run_id("quick"),
+                       run_id=RunId.mint("quick"),
                        exclude=tuple(n for n in NODES if n != node))
         Path(job.script_path(site, job.token_of(spec))).write_text(jobscript.job_script(spec, site))
         submitted[cluster.sbatch(job.sbatch_argv(spec, site))] = (node, spec.run_id)

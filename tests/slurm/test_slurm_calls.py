@@ -116,7 +116,7 @@ def test_refused_and_unreachable_submissions(cluster: Cluster, tmp_path) -> None
     site = stand_in(tmp_path, "exit 0")
     refused = calls.submit(spec(), Site(**{**site.__dict__, "partition": "nope"}),
                            env=cluster.env)
-    assert refused.kind == "refused" and "Invalid partition" in refused.message
+    assert refused.kind == calls.SubmitAnswer.REJECTED and "Invalid partition" in refused.message
     everyone = calls.submit(spec(), site, env=cluster.env, timeout_s=5,
                             sbatch="/nonexistent/sbatch")
     assert everyone.kind == "transient" and "command not found" in everyone.message
@@ -133,7 +133,7 @@ def test_deadline_from_until_is_taken_or_refused_by_slurm(cluster: Cluster, tmp_
     now = datetime.now(UTC)
     late = calls.submit(replace(spec(), until=now - timedelta(minutes=5)), site,
                         env=cluster.env)
-    assert late.kind == "refused", late  # the night's --until has passed: nothing queued
+    assert late.kind == calls.SubmitAnswer.REJECTED, late  # the --until has passed: nothing queued
     ok = calls.submit(replace(spec(1), until=now + timedelta(hours=3)), site, env=cluster.env)
     assert ok.kind == "submitted", ok
     shown = cluster.cli("scontrol", "show", "job", ok.job_id).stdout

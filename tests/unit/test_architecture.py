@@ -6,6 +6,7 @@ architecture page states, with the offending file named.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import shutil
@@ -90,3 +91,80 @@ def test_time_stamps_are_formatted_only_by_timeutil() -> None:
     assert not new, f"use harness.base.timeutil (utc_now, iso) for time stamps: {new}"
     stale = sorted(OWN_TIME_FORMAT - set(found))
     assert not stale, f"these use timeutil now, drop them from OWN_TIME_FORMAT: {stale}"
+
+
+# -- one lock primitive, one bounded reader --------------------------------------------------
+
+FLOCK = HARNESS / "base" / "flock.py"  # the one lock primitive: every lock takes it
+LOCK_MODULES = frozenset({"fcntl", "filelock"})
+READFILE = HARNESS / "base" / "readfile.py"  # the one "at most N bytes" loop (`read_fd`)
+# Loops over a descriptor that are other ideas than "read at most N bytes", each kept:
+STREAM_LOOPS = {
+    HARNESS / "base" / "hashing.py": "hashes a file of any size in chunks",
+    HARNESS / "measure" / "logs.py": "copies a container's stream of any length to its log",
+    HARNESS / "measure" / "provenance.py": "drains git's two pipes against a deadline",
+}
+
+
+def lock_primitives(source: str) -> list[tuple[int, str]]:
+    """(line, what) of each way to take a file lock: importing fcntl or filelock, or
+    os.lockf."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names
+                      if a.name.split(".")[0] in LOCK_MODULES]
+        elif isinstance(node, ast.ImportFrom) and node.module \
+                and node.module.split(".")[0] in LOCK_MODULES:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Attribute) and node.attr == "lockf":
+            found.append((node.lineno, "lockf"))
+    return found
+
+
+def descriptor_read_loops(source: str) -> list[int]:
+    """Lines of each `while` loop that reads a descriptor (os.read, os.readv) in its test
+    or its body."""
+    lines = []
+    for loop in ast.walk(ast.parse(source)):
+        if isinstance(loop, ast.While) and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("read", "readv") and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "os" for n in ast.walk(loop)):
+            lines.append(loop.lineno)
+    return lines
+
+
+def test_every_lock_is_taken_through_the_one_primitive() -> None:
+    """The GPU and night locks, refinalize, image pins, the model cache and the perf log
+    all lock through harness/base/flock.py: a second mechanism is a second set of rules
+    for symlinks, FIFOs and timeouts in a shared lock folder."""
+    found = [f"{p.relative_to(ROOT)}:{line}: {what}" for p in _sources() if p != FLOCK
+             for line, what in lock_primitives(p.read_text(encoding="utf-8"))]
+    assert not found, "lock through harness.base.flock:\n" + "\n".join(found)
+
+
+def test_the_lock_check_would_see_a_lock() -> None:
+    assert lock_primitives(FLOCK.read_text(encoding="utf-8"))
+    assert [w for _, w in lock_primitives(
+        "import fcntl\nfrom filelock import FileLock\nos.lockf(fd, 1, 0)\n")] == [
+        "fcntl", "filelock", "lockf"]
+
+
+def test_bounded_reads_of_a_descriptor_go_through_the_one_reader() -> None:
+    """"At most N bytes of this file" is harness/base/readfile.py's `read_fd`, whoever
+    opened the file; only loops that are another idea (see STREAM_LOOPS) read a
+    descriptor themselves."""
+    found = [f"{p.relative_to(ROOT)}:{line}" for p in _sources()
+             if p != READFILE and p not in STREAM_LOOPS
+             for line in descriptor_read_loops(p.read_text(encoding="utf-8"))]
+    assert not found, "read at most N bytes with harness.base.readfile.read_fd:\n" + "\n".join(
+        found)
+    assert all(descriptor_read_loops(p.read_text(encoding="utf-8")) for p in STREAM_LOOPS), \
+        "a stream loop is gone: drop it from STREAM_LOOPS"
+
+
+def test_the_read_loop_check_would_see_a_loop() -> None:
+    assert descriptor_read_loops(READFILE.read_text(encoding="utf-8"))
+    assert descriptor_read_loops("while len(d) < n:\n    d += os.read(fd, n)\n") == [1]
+    assert descriptor_read_loops("data = os.read(fd, n + 1)\n") == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.base.reason import Reason
-from harness.base.states import exit_code
+from harness.base.states import Status, Verdict, exit_code
 from harness.judge.verdict import PostResult, decide
 
 OK = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": False}
@@ -11,8 +11,9 @@ OK = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": Fa
 
 def test_accepted_when_all_is_well():
     status, reasons = decide(preflight=[], outcome=OK, post=[PostResult("exit-code", 0,
-                                                                        "accepted")], after=[])
-    assert (status, reasons) == ("accepted", [])
+                                                                        Verdict.ACCEPTED)],
+                             after=[])
+    assert (status, reasons) == (Status.ACCEPTED, []) and type(status) is Status
     assert exit_code(status, reasons) == 0
 
 
@@ -50,7 +51,8 @@ def test_timeout_and_interrupt_take_precedence():
 
 def test_a_refusing_post_step_refuses_and_is_named():
     s, r = decide(preflight=[], outcome=OK,
-                  post=[PostResult("gate0", 1, "refused", ("GATE0-FIELD-DIFFERS: x",))],
+                  post=[PostResult("gate0", 1, Verdict.REFUSED,
+                                   (Reason("GATE0-FIELD-DIFFERS", "x", "gate0"),))],
                   after=[])
     assert s == "refused" and [(x.rule, x.by, x.detail) for x in r] == [
         ("GATE0-FIELD-DIFFERS", "gate0", "x")]
@@ -64,6 +66,7 @@ def test_a_changed_seal_refuses_an_otherwise_good_run():
 
 def test_a_post_step_that_exits_0_but_says_refused_refuses_the_run():
     status, reasons = decide(preflight=[], outcome=OK,
-                             post=[PostResult("judge", 0, "refused", ("JUDGE-X: no",))],
+                             post=[PostResult("judge", 0, Verdict.REFUSED,
+                                              (Reason("JUDGE-X", "no", "judge"),))],
                              after=[])
     assert status == "refused" and [(r.rule, r.by) for r in reasons] == [("JUDGE-X", "judge")]

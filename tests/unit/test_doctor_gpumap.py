@@ -200,27 +200,21 @@ def test_drain_argv_is_one_node_and_a_one_line_bounded_reason():
 
 
 @root_only
-def test_preflight_sets_the_nodes_only_for_a_rocm_control_in_a_job(tmp_path, monkeypatch):
-    from types import SimpleNamespace
+def test_preflight_finds_the_nodes_only_for_a_rocm_control_in_a_job(tmp_path, monkeypatch):
+    import os
 
     from harness.base.catalogue import ENV_GPU_MAP
-    from harness.pipeline.preflight import check_gpu_map
+    from harness.pipeline.preflight import render_nodes
 
     devs = fake_gpus(tmp_path / "dev", 128, 129)
     monkeypatch.setenv("HARNESS_GPU_MAP", str(write_map(tmp_path / "m.yaml", {0: devs[0]})))
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
 
-    def ctx(device: str) -> SimpleNamespace:
-        return SimpleNamespace(control=SimpleNamespace(device=device), render_nodes=None)
-
-    one_host = ctx("rocm")
-    assert check_gpu_map(one_host) == [] and one_host.render_nodes is None
+    assert render_nodes("rocm", os.environ) == (None, [])  # one host: every render node
     monkeypatch.setenv("SLURM_JOB_ID", "12")
     monkeypatch.setenv("SLURM_JOB_GPUS", "0")
-    cpu, rocm = ctx("cpu"), ctx("rocm")
-    assert check_gpu_map(cpu) == [] and cpu.render_nodes is None
-    assert check_gpu_map(rocm) == [] and rocm.render_nodes == (devs[0],)
+    assert render_nodes("cpu", os.environ) == (None, [])
+    assert render_nodes("rocm", os.environ) == ((devs[0],), [])
     monkeypatch.setenv("SLURM_JOB_GPUS", "1")
-    refused = ctx("rocm")
-    (reason,) = check_gpu_map(refused)
-    assert reason.rule == ENV_GPU_MAP and refused.render_nodes is None
+    nodes, (reason,) = render_nodes("rocm", os.environ)
+    assert reason.rule == ENV_GPU_MAP and nodes is None

@@ -1,6 +1,6 @@
 """The campaign driver without Docker: the stop policy for every policy x status, the retry
 rule, and `run_one`/`drive` recording each launch before it happens and each outcome after,
-with an in-memory executor standing in where a Slurm executor would plug in."""
+with an in-memory executor (a window of one, as on one host)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import EnvironmentFault, InvalidInput
+from harness.base.reason import Reason
+from harness.base.states import Status
 from harness.driver.drive import crashed, drive, run_one
 from harness.driver.plan import LaunchRequest, Outcome, PlanSource
 from harness.driver.policy import (
     STATUSES,
     STOP_POLICIES,
     RetryPolicy,
+    environment_stops,
     retry_allowed,
     stop_reason,
 )
@@ -29,9 +32,15 @@ STOPS = {  # policy -> the statuses after which it stops the campaign (by itself
 }
 
 
+def ended(status: str, code: int | None = None, stop_requested: bool = False, *,
+          remote: bool = False) -> Outcome:
+    return Outcome(Path("/runs/x"), Status(status), CODES[status] if code is None else code,
+                   stop_requested=stop_requested, remote=remote)
+
+
 @pytest.mark.parametrize(("policy", "status"), list(itertools.product(STOP_POLICIES, STATUSES)))
 def test_every_policy_and_status(policy: str, status: str) -> None:
-    why = stop_reason(policy, status, CODES[status], stop_requested=False)
+    why = stop_reason(policy, ended(status))
     if status == "interrupted":
         assert why == "interrupted"  # a signal stops every campaign
     elif status in STOPS[policy]:
@@ -43,30 +52,30 @@ def test_every_policy_and_status(policy: str, status: str) -> None:
 def test_a_remote_interruption_is_the_policys_to_judge() -> None:
     """A Slurm job cancelled or lost stopped that host's run, not the walk: `continue`
     goes on (and the retry rule may try it again), stop-on-refusal still stops."""
-    code = CODES["interrupted"]
-    assert stop_reason("continue", "interrupted", code, False, remote=True) is None
-    assert stop_reason("stop-on-failure", "interrupted", code, False, remote=True) is None
-    assert stop_reason("stop-on-refusal", "interrupted", code, False,
-                       remote=True) == "stop-policy"
-    assert stop_reason("continue", "interrupted", code, True, remote=True) == "interrupted"
-    assert stop_reason("continue", "accepted", 0, False, remote=True) is None
+    assert stop_reason("continue", ended("interrupted", remote=True)) is None
+    assert stop_reason("stop-on-failure", ended("interrupted", remote=True)) is None
+    assert stop_reason("stop-on-refusal", ended("interrupted", remote=True)) == "stop-policy"
+    assert stop_reason("continue", ended("interrupted", None, True, remote=True)) == (
+        "interrupted")
+    assert stop_reason("continue", ended("accepted", remote=True)) is None
 
 
 @pytest.mark.parametrize(("policy", "status"), list(itertools.product(STOP_POLICIES, STATUSES)))
 def test_a_stop_asked_while_sealing_stops_every_policy(policy: str, status: str) -> None:
-    assert stop_reason(policy, status, CODES[status], stop_requested=True) == "interrupted"
+    assert stop_reason(policy, ended(status, stop_requested=True)) == "interrupted"
 
 
 @pytest.mark.parametrize(("policy", "status"),
                          list(itertools.product(STOP_POLICIES, ("refused", "failed"))))
 def test_an_environment_fault_stops_every_policy(policy: str, status: str) -> None:
     # exit 3: lock timeout, no engine, missing image; the next control would meet the same
-    assert stop_reason(policy, status, 3, stop_requested=False) == "environment"
+    assert stop_reason(policy, ended(status, 3)) == "environment"
+    assert environment_stops(3) and not environment_stops(1) and not environment_stops(2)
 
 
 def test_an_unknown_policy_is_invalid_input() -> None:
     with pytest.raises(InvalidInput, match="stop policy"):
-        stop_reason("stop-on-tuesdays", "accepted", 0, False)
+        stop_reason("stop-on-tuesdays", ended("accepted"))
 
 
 @pytest.mark.parametrize(("max_attempts", "state", "attempt", "allowed"), [
@@ -99,23 +108,30 @@ class Log:
         self.log.append(("started", request.control))
 
     def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
-        self.log.append(("finished", request.control, outcome.status, outcome.reason_text))
+        self.log.append(("finished", request.control, outcome.status,
+                         "; ".join(r.text() for r in outcome.reasons)))
 
     def launch(self, request: LaunchRequest) -> Outcome:
         self.log.append(("launch", request.control))
         if self.raises is not None:
             raise self.raises
         status = next(self.statuses)
-        return Outcome(request.run_dir, status, CODES[status], (f"why {status}",))
+        return Outcome(request.run_dir, Status(status), CODES[status],
+                       (Reason("X-WHY", status),))
 
 
-class Source(Log):
+class Source(Log, PlanSource):
+    """The plan of `harness run` and a window-of-one executor, logging both sides."""
+
+    window, together = 1, False
+
     def __init__(self, plan: list[str], statuses: list[str], **kw) -> None:
-        super().__init__(statuses, **kw)
-        self.plan = PlanSource([(c, 0) for c in plan], Path("/runs"))
+        Log.__init__(self, statuses, **kw)
+        PlanSource.__init__(self, [(c, 0) for c in plan], Path("/runs"))
 
-    def next_launch(self) -> LaunchRequest | str:
-        return self.plan.next_launch()
+    def start(self, requests: tuple[LaunchRequest, ...]) -> Outcome:
+        [request] = requests
+        return self.launch(request)
 
 
 def test_run_one_records_the_launch_before_it_and_the_outcome_after(tmp_path: Path) -> None:
@@ -124,7 +140,7 @@ def test_run_one_records_the_launch_before_it_and_the_outcome_after(tmp_path: Pa
     outcome = run_one(request, log, log)
     assert outcome.status == "refused" and outcome.run_dir == tmp_path / "kv-1"
     assert log.log == [("started", "kv"), ("launch", "kv"),
-                       ("finished", "kv", "refused", "why refused")]
+                       ("finished", "kv", "refused", "X-WHY: refused")]
 
 
 def test_run_one_records_a_launch_that_raised_as_failed_then_raises(tmp_path: Path) -> None:
@@ -138,7 +154,8 @@ def test_an_error_the_harness_could_not_seal_past_is_a_failed_outcome(tmp_path: 
     e = EnvironmentFault("could not seal", rule="ENV-SEAL")
     out = crashed(LaunchRequest("kv", tmp_path / "kv-1"), e)
     assert (out.status, out.exit_code, out.reasons, out.stop_requested, out.error) == (
-        "failed", 3, ("ENV-SEAL: could not seal",), True, e)
+        "failed", 3, (Reason("ENV-SEAL", "could not seal"),), True, e)
+    assert out.reasons[0].environment  # the catalogue says so, not the text
 
 
 class Events:
@@ -178,6 +195,7 @@ def test_drive_raises_a_harness_error_or_stops_on_it_as_asked() -> None:
     source = Crashing(["a", "b"], [])
     with pytest.raises(EnvironmentFault, match="disk full"):
         drive(source, source, stop_policy="continue", ui=Events(), raise_errors=True)
+    assert [e for e in source.log if e[0] == "launch"] == [("launch", "a")]
     assert source.log[-1] == ("finished", "a", "failed", "ENV-DISK-FULL: disk full")
 
     source = Crashing(["a", "b"], [])  # the night: recorded, and the walk stops
@@ -187,8 +205,8 @@ def test_drive_raises_a_harness_error_or_stops_on_it_as_asked() -> None:
 
 def test_plan_source_gives_each_slot_once_with_a_fresh_folder() -> None:
     source = PlanSource([("a", 0), ("a", 1), ("b", 0)], Path("runs"))
-    requests = [source.next_launch() for _ in range(3)]
-    assert source.next_launch() == "done"
+    requests = [r for _ in range(3) for r in source.next_launches()]
+    assert source.next_launches() == "done"
     assert [(r.control, r.plan_index, r.attempt) for r in requests] == [
         ("a", 0, 1), ("a", 1, 1), ("b", 2, 1)]
     assert all(r.run_dir.is_absolute() and r.run_dir.name.startswith(f"{r.control}-")

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.base.errors import EnvironmentFault
+from harness.base.reason import Reason
 from harness.driver.drive import crashed, run_one
 from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy
 from harness.driver.night.source import JournalSource
@@ -61,14 +62,14 @@ def rerun_recorder(tmp_path: Path, journal: Journal) -> tuple[RerunRecorder, Lau
 
 @pytest.mark.parametrize(("make", "state", "reason"), [
     (lambda r: crashed(r, SEAL_FAILED), "failed", "ENV-SEAL: could not seal /runs/x: disk full"),
-    (lambda r: Outcome(r.run_dir, "timed-out", 1, ("RUN-TIMEOUT: 1m",)), "timed-out",
+    (lambda r: Outcome.of(r.run_dir, "timed-out", [Reason("RUN-TIMEOUT", "1m")]), "timed-out",
      "RUN-TIMEOUT: 1m"),
-    (lambda r: Outcome(r.run_dir, "accepted", 0), "accepted", None),
+    (lambda r: Outcome.of(r.run_dir, "accepted"), "accepted", None),
 ])
 def test_night_and_rerun_record_an_outcome_alike(tmp_path: Path, make, state, reason) -> None:
     with night_journal(tmp_path / "n") as j:
         source = night_source(tmp_path, j)
-        request = source.next_launch()
+        [request] = source.next_launches()
         outcome = run_one(request, Executor(j, make), source)
         night_row = j.by_run_id(request.run_id)
     with night_journal(tmp_path / "r") as j:
@@ -79,6 +80,8 @@ def test_night_and_rerun_record_an_outcome_alike(tmp_path: Path, make, state, re
         assert j.by_run_id("kv-orig").state == "refused"  # the original stays as it was
     assert (night_row.state, night_row.reason) == (rerun_row.state, rerun_row.reason) == (
         state, reason)
+    assert (night_row.rules, night_row.exit_class) == (rerun_row.rules, rerun_row.exit_class)
+    assert night_row.exit_class == {"failed": 3, "timed-out": 1, "accepted": 0}[state]
     assert (outcome.error is not None) == (state == "failed")
     index = [json.loads(line) for line in (tmp_path / "r/runs" / INDEX).read_text().splitlines()]
     assert [e["status"] for e in index] == ["running", state]

@@ -125,7 +125,8 @@ def test_no_seal_after_slurm_ended_it_is_interrupted_and_the_retry_avoids_a_lost
               ended_at=0.0)
     outcome = ex.unsealed(req, w)
     assert (outcome.status, outcome.exit_code, outcome.remote) == ("interrupted", 1, True)
-    assert outcome.reasons[0].startswith(f"{SLURM_NO_SEAL}: job 7 (node-fail, on node2)")
+    assert outcome.reasons[0].rule == SLURM_NO_SEAL
+    assert outcome.reasons[0].detail.startswith("job 7 (node-fail, on node2)")
     assert ex.spec(request(tmp_path, attempt=2)).exclude == ("node2",)
     cancelled = Watch("8", req, "t", ended=Job("8", "t", JobState.CANCELLED, node="node1"),
                       ended_at=0)
@@ -140,8 +141,8 @@ def test_a_job_done_without_any_run_folder_is_an_environment_fault(tmp_path) -> 
               ended_at=0.0)
     outcome = ex.unsealed(request(tmp_path), w)
     assert (outcome.status, outcome.exit_code) == ("failed", 3)
-    assert outcome.reasons[0].startswith(ENV_SLURM_NO_EVIDENCE)
-    assert f"{tmp_path}/drop/jobs/harness+{NIGHT}+1+1+night-b.9.log" in outcome.reasons[0]
+    assert outcome.reasons[0].rule == ENV_SLURM_NO_EVIDENCE and outcome.reasons[0].environment
+    assert f"{tmp_path}/drop/jobs/harness+{NIGHT}+1+1+night-b.9.log" in outcome.reasons[0].detail
 
 
 @pytest.mark.parametrize("state", [JobState.DONE, JobState.TIMEOUT])
@@ -222,7 +223,7 @@ def test_a_groups_members_are_settled_one_by_one_in_order(tmp_path) -> None:
     assert ex.settle(w, 30.0) == []  # within the grace
     [(second, outcome)] = ex.settle(w, 65.0)
     assert second == b and outcome.status == "interrupted"
-    assert outcome.reasons[0].startswith(SLURM_NO_SEAL)
+    assert outcome.reasons[0].rule == SLURM_NO_SEAL
     assert (b.run_dir / "SHA256SUMS").is_file()  # sealed as found
 
 
@@ -274,8 +275,8 @@ def test_a_restarted_controller_finds_a_job_squeue_forgot_in_the_jobcomp_file(tm
     [(got, outcome)] = ex.resume(req, None)
     assert got == req and outcome is not None
     # it ran and ended without leaving its run here: the host's fault, said as such
-    assert outcome.status == "failed" and outcome.reasons[0].startswith(ENV_SLURM_NO_EVIDENCE)
-    assert "job 41 (done, on node1)" in outcome.reasons[0]
+    assert outcome.status == "failed" and outcome.reasons[0].rule == ENV_SLURM_NO_EVIDENCE
+    assert "job 41 (done, on node1)" in outcome.reasons[0].detail
     assert '"slurm-adopted"' in out.getvalue()
 
 
@@ -296,3 +297,15 @@ def test_a_bundle_the_drop_gave_is_not_asked_for_again(tmp_path) -> None:
         assert ex.settle(w, now) == []
     assert asked == [req.run_dir.name]
     assert out.getvalue().count('"bundle-collected"') == 1
+
+
+def test_recovering_a_launch_no_job_ran_and_no_folder_holds_says_it_never_ran(tmp_path):
+    """A dead controller may die between the journal's `running` and sbatch: with no job
+    carrying the token and no run folder, the executor answers None (the night plans the
+    row again), after giving an sbatch already on its way time to land."""
+    ex, _ = executor(tmp_path, env={"PATH": str(tmp_path / "no-slurm")})
+    waited: list[float] = []
+    ex.sleep = waited.append
+    req = request(tmp_path)
+    assert ex.recover((req,), None) == [(req, None)]
+    assert waited and ex.preflight("night-b", tmp_path) == []  # each host is its own doctor

@@ -1,18 +1,23 @@
-"""The submit window's walk, without Slurm: how many launches fly at once, the order
-outcomes are recorded in, and what a stop cancels. The executor here is a plain script of
-which job ends after how many polls (the real one is tested on a cluster in tests/slurm).
+"""The one campaign loop with several launches in flight, without Slurm: how many fly at
+once, the order outcomes are recorded in, and what a stop cancels; and that a window of
+one and a window of three stop on the same policy decisions. The executor here is a plain
+script of which job ends after how many polls (the real one is tested on a cluster in
+tests/slurm).
 """
 
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from harness.base.reason import Reason
+from harness.base.states import Status
+from harness.driver.drive import drive
 from harness.driver.plan import LaunchRequest, Outcome
-from harness.driver.window import drive_window
 from harness.measure.ui import Reporter
 
 
@@ -29,8 +34,11 @@ class Job:
 class Script:
     """Control name -> (polls until it ends, status, polls until Slurm starts it)."""
 
-    def __init__(self, plan: dict[str, tuple[int, str, int]], *, gpus: int = 99) -> None:
-        self.plan, self.gpus = plan, gpus
+    together = True  # a group is one job
+
+    def __init__(self, plan: dict[str, tuple[int, str, int]], *, gpus: int = 99,
+                 window: int = 4) -> None:
+        self.plan, self.gpus, self.window = plan, gpus, window
         self.flying: list[Job] = []
         self.most = 0
         self.cancelled: list[str] = []
@@ -39,8 +47,8 @@ class Script:
         """One job for the launch: a group's polls are its first member's."""
         polls, status, _ = self.plan[requests[0].control]
         if status == "submit-refused":
-            return Outcome(requests[0].run_dir, "failed", 3, ("ENV-SLURM-SUBMIT: no",),
-                           remote=True)
+            return Outcome.of(requests[0].run_dir, Status.FAILED,
+                              [Reason("ENV-SLURM-SUBMIT", "no")], remote=True)
         job = Job(requests, polls, status)
         self.flying.append(job)
         self.most = max(self.most, len(self.flying))
@@ -59,8 +67,7 @@ class Script:
                 if job.polls_left <= 0:  # every member ends with the job, in order
                     for r in job.requests:
                         status = self.plan[r.control][1]
-                        code = 0 if status == "accepted" else 1
-                        done.append((job, r, Outcome(r.run_dir, status, code, remote=True)))
+                        done.append((job, r, Outcome.of(r.run_dir, status, remote=True)))
         for job in {id(j): j for j, _, _ in done}.values():
             self.flying.remove(job)
         return done, bool(done)
@@ -87,7 +94,7 @@ class Plan:
         self.log: list[tuple[str, str]] = []
         self.deadline_after = deadline_after  # cycles until the deadline passes
 
-    def next_launches(self, busy: frozenset[int] = frozenset(),
+    def next_launches(self, busy: frozenset[int] = frozenset(), *, together: bool = True,
                       ) -> tuple[LaunchRequest, ...] | str:
         if not self.todo:
             return "done"
@@ -112,9 +119,10 @@ class Plan:
         return self.deadline_after < 0
 
 
-def walk(plan: Plan, script: Script, window: int, policy: str = "continue"):
-    return drive_window(plan, script, window=window, stop_policy=policy,
-                        ui=Reporter(io.StringIO()))
+def walk(plan: Plan, script: Script, window: int, policy: str = "continue",
+         ui: Reporter | None = None):
+    script.window = window
+    return drive(plan, script, stop_policy=policy, ui=ui or Reporter(io.StringIO()))
 
 
 @pytest.mark.parametrize("window", [1, 2, 4])
@@ -192,3 +200,35 @@ def test_a_refused_submission_of_a_group_fails_every_member() -> None:
     assert driven.why == "environment"
     assert plan.log == [("started", "ctl"), ("started", "ref"), ("failed", "ctl"),
                         ("failed", "ref")]
+
+
+@pytest.mark.parametrize(("policy", "statuses", "why", "stopper"), [
+    ("stop-on-refusal", ["accepted", "refused", "accepted", "accepted"], "stop-policy", "b"),
+    ("stop-on-refusal", ["accepted", "interrupted", "accepted", "accepted"], "stop-policy",
+     "b"),  # a Slurm job's interruption is the policy's to judge
+    ("stop-on-failure", ["refused", "timed-out", "accepted", "accepted"], "stop-policy", "b"),
+    ("continue", ["accepted", "submit-refused", "accepted", "accepted"], "environment", "b"),
+    ("continue", ["refused", "failed", "timed-out", "accepted"], "done", None),
+])
+def test_a_window_of_one_and_of_three_stop_on_the_same_policy_decision(
+        policy, statuses, why, stopper) -> None:
+    """The one loop asks the one stop policy after each outcome, whatever the window: both
+    walks stop for the same reason, on the same outcome, and start nothing after it (a
+    window of three only lets what already flies finish)."""
+    seen = {}
+    for window in (1, 3):
+        controls = {c: (1 + (c == "a"), s, 0) for c, s in zip("abcd", statuses, strict=True)}
+        out = io.StringIO()
+        plan = Plan(list("abcd"))
+        driven = walk(plan, Script(controls), window, policy, Reporter(out))
+        events = [json.loads(line) for line in out.getvalue().splitlines()]
+        seen[window] = (driven.why, [(e["policy"], e["status"]) for e in events
+                                     if e.get("event") == "stop-policy"])
+        if stopper is None:
+            assert [c for s, c in plan.log if s == "started"] == list("abcd")
+            continue
+        ended = next(i for i, (s, c) in enumerate(plan.log) if c == stopper and s != "started")
+        assert not any(s == "started" for s, _ in plan.log[ended:]), plan.log
+        assert all(c != "d" for _, c in plan.log)  # never started, whatever the window
+    assert seen[1] == seen[3] and seen[1][0] == why
+    assert seen[1][1] == ([(policy, statuses[1])] if why == "stop-policy" else [])

@@ -23,6 +23,7 @@ from harness.judge.finalize.processes import (
     judge_processes,
     kind_problems,
 )
+from tests.verdicts import texts
 
 SOURCE = {"seal": "sha256:s", "engine": "vllm@0.32.0", "image": "sha256:i"}
 ROLES = {"engine-core": "EngineCore", "frontend": "MainProcess", "worker": "VllmWorker-{}"}
@@ -99,7 +100,7 @@ def test_a_process_name_from_one_character_to_the_bound_is_printed(role):
     for phase in ("startup", "generation"):
         docs[BOUND][phase]["process"]["role"] = role
     docs[BOUND]["generation"]["fields"]["model.dtype"] = "x"
-    [reason] = judged(docs)["reasons"]
+    [reason] = texts(judged(docs)["reasons"])
     assert reason.endswith(f", in engine-core ({role}, pid 30)")
     assert judged(docs)["processes"][0]["name"] == f"engine-core ({role}, pid 30)"
 
@@ -126,7 +127,7 @@ def test_an_unreadable_worker_document_leaves_the_same_verdict_document(tmp_path
         for phase, body in pair.items():
             (obs / process.document(phase)).write_text(json.dumps(body))
     accepted = judge_run(tmp_path)
-    assert accepted["verdict"] == "accepted", accepted["reasons"]
+    assert accepted["verdict"] == "accepted", texts(accepted["reasons"])
     (obs / "worker-0.generation.json").write_text("{not json")
     refused = judge_run(tmp_path)
     assert refused["verdict"] == "refused"

@@ -20,19 +20,22 @@ from click.testing import CliRunner
 
 from harness.base.atomic import dumps_json
 from harness.base.errors import EnvironmentFault, InvalidInput, Refused
+from harness.base.timeutil import stamp
 from harness.cli.finalize import finalize, refinalize
 from harness.cli.main import cli, main
 from harness.config.contract import VLLM_IDENTITY
+from harness.judge.finalize.addendum import write_addendum
 from harness.judge.finalize.contract import ContractError, load_contract_text, parse_contract
 from harness.judge.finalize.documents import DocumentError, read_document
 from harness.judge.finalize.observed import expected_source, judge_run, read_run
 from harness.judge.finalize.refinalize import (
     refinalize as refinalize_run,
 )
-from harness.judge.finalize.refinalize import stamp, standing, write_addendum
+from harness.judge.finalize.refinalize import standing
 from harness.judge.poststeps import gate0
 from harness.measure.runfolder.manifest import write_manifest
 from tests.observations import engine_core, write_companions
+from tests.verdicts import texts
 
 MODE = {"$enum": "vllm.config.compilation.CompilationMode", "name": "VLLM_COMPILE", "value": 3}
 REPO = Path(__file__).resolve().parents[2]
@@ -237,7 +240,8 @@ def test_gate0_missing_and_bad_options(tmp_path, capsys):
     out.mkdir()
     assert gate0.run(run, out, {}) == 1
     verdict = json.loads((out / "verdict.json").read_text())
-    assert verdict["reasons"] == ["GATE0-MISSING: observations/generation.json was not written"]
+    assert texts(verdict["reasons"]) == [
+        "GATE0-MISSING: observations/generation.json was not written"]
     assert verdict["refused_by"] == ["GATE0-MISSING"]
     assert verdict["compared"] == 0 and verdict["differences"] == []
     for options, reason in (([], "GATE0-OPTIONS: the options must be a JSON object"),
@@ -246,7 +250,7 @@ def test_gate0_missing_and_bad_options(tmp_path, capsys):
         o = tmp_path / f"o{len(str(options))}"
         o.mkdir()
         assert gate0.run(run, o, options) == 1
-        assert json.loads((o / "verdict.json").read_text())["reasons"] == [reason]
+        assert texts(json.loads((o / "verdict.json").read_text())["reasons"]) == [reason]
     write(run / "observations" / "generation.json", "{nope")
     o = tmp_path / "o3"
     o.mkdir()
@@ -435,16 +439,19 @@ def test_judge_run_refusals_name_every_missing_or_unreadable_document(tmp_path):
     run = run_folder(tmp_path, None, seal=False)
     (run / "observations" / "startup.json").unlink()
     assert judge_run(run, ["x"]) == {
-        "schema": "harness.verdict/v1", "verdict": "refused", "compared": 0,
-        "reasons": ["GATE0-MISSING: observations/startup.json was not written",
-                    "GATE0-MISSING: observations/generation.json was not written"],
+        "schema": "harness.verdict/v2", "verdict": "refused", "compared": 0,
+        "reasons": [{"rule": "GATE0-MISSING",
+                     "detail": "observations/startup.json was not written"},
+                    {"rule": "GATE0-MISSING",
+                     "detail": "observations/generation.json was not written"}],
         "refused_by": ["GATE0-MISSING"], "differences": [], "contract": ["x"]}
     write(run / "observations" / "startup.json", "[]")
     write(run / "observations" / "generation.json", "{")
     v = judge_run(run)
-    assert [r.split(":")[0] for r in v["reasons"]] == ["GATE0-UNREADABLE"] * 2
-    assert v["reasons"][1].endswith("generation.json: not JSON: Expecting property name "
-                                    "enclosed in double quotes: line 1 column 2 (char 1)")
+    assert [r.split(":")[0] for r in texts(v["reasons"])] == ["GATE0-UNREADABLE"] * 2
+    assert texts(v["reasons"])[1].endswith("generation.json: not JSON: Expecting property "
+                                           "name enclosed in double quotes: line 1 column 2 "
+                                           "(char 1)")
 
 
 def test_pins_reach_the_judge_through_run_folders(tmp_path):

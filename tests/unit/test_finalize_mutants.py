@@ -31,15 +31,16 @@ from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.config.contract import contract_faults
 from harness.config.yamlsafe import Fault
 from harness.instrument.harness_observer.encode import DecodeError, loads
+from harness.judge.finalize import addendum
 from harness.judge.finalize import observed as observed_module
-from harness.judge.finalize import refinalize as refinalize_module
 from harness.judge.finalize.contract import ContractError, _loader_faults, load_contract_text
 from harness.judge.finalize.documents import DocumentError, read_document
 from harness.judge.finalize.observed import SealedReader, judge_run
-from harness.judge.finalize.refinalize import read_run_verdict, refinalize, require_intact
+from harness.judge.finalize.refinalize import refinalize, require_intact
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.manifest import write_manifest
 from tests.observations import companions, engine_core
+from tests.verdicts import texts
 
 NOW = datetime(2026, 11, 30, 8, 30, tzinfo=UTC)
 SOURCE = {"seal": "sha256:s", "engine": "vllm@x", "image": "sha256:i"}
@@ -235,7 +236,7 @@ def test_sealed_judging_names_every_missing_document(tmp_path):
     run = make_run(tmp_path, startup=None, generation=None)
     verdict = judge_run(run, ["model.x"], sealed=SealedReader(run))
     assert verdict["verdict"] == "refused"
-    assert verdict["reasons"] == [
+    assert texts(verdict["reasons"]) == [
         f"{GATE0_MISSING}: observations/startup.json was not written",
         f"{GATE0_MISSING}: observations/generation.json was not written"]
 
@@ -244,9 +245,10 @@ def test_sealed_judging_keeps_every_reason_and_names_the_unreadable_file(tmp_pat
     run = make_run(tmp_path, startup=None, generation=b"{")
     verdict = judge_run(run, sealed=SealedReader(run))
     assert verdict["refused_by"] == sorted([GATE0_MISSING, GATE0_UNREADABLE])
-    assert verdict["reasons"][0] == f"{GATE0_MISSING}: observations/startup.json was not written"
-    assert len(verdict["reasons"]) == 2
-    assert verdict["reasons"][1].startswith(
+    found = texts(verdict["reasons"])
+    assert found[0] == f"{GATE0_MISSING}: observations/startup.json was not written"
+    assert len(found) == 2
+    assert found[1].startswith(
         f"{GATE0_UNREADABLE}: {run}/observations/generation.json: not JSON: ")
 
 
@@ -287,19 +289,6 @@ def test_refinalize_reads_observations_only_through_the_seal(tmp_path, monkeypat
     assert record["verdict"] == "accepted"
 
 
-def test_read_run_verdict(tmp_path):
-    run = make_run(tmp_path, seal=False)
-    assert read_run_verdict(run) is None
-    folder = run / "post-steps" / "gate0"
-    folder.mkdir(parents=True)
-    (folder / "verdict.json").write_text('{"verdict": "refused"}')
-    assert read_run_verdict(run) == {"verdict": "refused"}
-    (folder / "verdict.json").write_text("[1]")
-    assert read_run_verdict(run) is None
-    (folder / "verdict.json").write_text("{")
-    assert read_run_verdict(run) is None
-
-
 # --- the addendum write: temporary folders and modes ----------------------------------------
 
 STALE = ".r1.addendum-0123456789abcdef"
@@ -337,7 +326,7 @@ def test_the_addendum_is_sealed_in_a_private_temporary_folder_before_the_rename(
     assert len(seen) == 1
     name, temps, temp_modes, inner_modes, listing = seen[0]
     assert name == "addendum-sealed"
-    assert len(temps) == 1 and refinalize_module._temp_pattern(run).fullmatch(temps[0])
+    assert len(temps) == 1 and addendum._temp_pattern(run).fullmatch(temps[0])
     assert temp_modes == [0o700] and inner_modes == [0o700]
     assert listing == [["SHA256SUMS", "verdict.json"]]
     assert not [n for n in os.listdir(run.parent) if n.startswith(".r1.addendum-")]

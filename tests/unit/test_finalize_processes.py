@@ -10,6 +10,7 @@ import copy
 import pytest
 
 from harness.judge.finalize.processes import BOUND, Process, describe, expected, judge_processes
+from tests.verdicts import texts
 
 SOURCE = {"seal": "sha256:s", "engine": "vllm@0.32.0", "image": "sha256:i"}
 ROLES = {"engine-core": "EngineCore", "frontend": "MainProcess", "worker": "VllmWorker-{}"}
@@ -38,7 +39,7 @@ def judged(docs, **kw):
 
 def test_a_run_whose_every_process_kept_its_configuration_is_accepted():
     verdict = judged(layout())
-    assert verdict["verdict"] == "accepted", verdict["reasons"]
+    assert verdict["verdict"] == "accepted", texts(verdict["reasons"])
     assert [p["process"] for p in verdict["processes"]] == ["engine-core", "frontend",
                                                             "worker-0"]
     assert all(p["verdict"] == "accepted" for p in verdict["processes"])
@@ -51,7 +52,7 @@ def test_the_seed_case_names_the_engine_core_and_only_it():
     docs[BOUND]["generation"]["fields"]["compilation.custom_ops"] = ["+x", "all", "+x"]
     verdict = judged(docs)
     assert verdict["refused_by"] == ["GATE0-FIELD-DIFFERS"]
-    assert verdict["reasons"] == [
+    assert texts(verdict["reasons"]) == [
         "GATE0-FIELD-DIFFERS: compilation.custom_ops differs (value-changed), in engine-core "
         "(EngineCore, pid 30)"]
     assert [(d["process"], d["field"], d["startup"], d["generation"])
@@ -69,7 +70,7 @@ def test_a_change_in_any_other_process_refuses_naming_it(process):
     verdict = judged(docs)
     assert verdict["verdict"] == "refused"
     name = describe(target, docs[target]["startup"])
-    assert [r for r in verdict["reasons"] if "model.dtype" in r] == [
+    assert [r for r in texts(verdict["reasons"]) if "model.dtype" in r] == [
         f"GATE0-FIELD-DIFFERS: model.dtype differs (value-changed), in {name}"]
     assert [d["process"] for d in verdict["differences"]] == [process]
 
@@ -82,7 +83,7 @@ def test_a_process_left_unobserved_fails_closed_with_its_own_rule(who, phase):
     verdict = judged(docs)
     assert verdict["refused_by"] == ["GATE0-PROCESS-MISSING"]
     name = describe(who, docs[who].get("startup") or docs[who].get("generation"))
-    assert verdict["reasons"] == [
+    assert texts(verdict["reasons"]) == [
         f"GATE0-PROCESS-MISSING: {name}: observations/{who.document(phase)} was not written"]
 
 
@@ -90,7 +91,7 @@ def test_a_process_missing_altogether_is_named():
     docs = layout()
     del docs[Process("worker", 0)]
     verdict = judged(docs)
-    assert verdict["reasons"] == [
+    assert texts(verdict["reasons"]) == [
         "GATE0-PROCESS-MISSING: worker-0: observations/worker-0.startup.json was not written",
         "GATE0-PROCESS-MISSING: worker-0: observations/worker-0.generation.json was not written"]
 
@@ -99,7 +100,7 @@ def test_every_rank_of_tensor_times_pipeline_parallelism_must_be_observed():
     docs = layout(tp=2, pp=2)
     assert judged(docs)["verdict"] == "accepted"
     del docs[Process("worker", 3)]
-    assert [r for r in judged(docs)["reasons"]] == [
+    assert [r for r in texts(judged(docs)["reasons"])] == [
         "GATE0-PROCESS-MISSING: worker-3: observations/worker-3.startup.json was not written",
         "GATE0-PROCESS-MISSING: worker-3: observations/worker-3.generation.json was not written"]
 
@@ -146,7 +147,7 @@ def test_a_document_of_another_process_is_refused_by_kind_and_rank():
     docs[Process("worker", 1)]["startup"] = doc("frontend", "startup")
     docs[Process("worker", 0)]["generation"]["process"]["rank"] = 1
     verdict = judged(docs)
-    kinds = [r for r in verdict["reasons"] if r.startswith("GATE0-PROCESS-KIND")]
+    kinds = [r for r in texts(verdict["reasons"]) if r.startswith("GATE0-PROCESS-KIND")]
     assert kinds == [
         "GATE0-PROCESS-KIND: worker-0.generation.json is of rank 1, not 0",
         "GATE0-PROCESS-KIND: worker-1.startup.json is of process kind 'frontend', not 'worker'",
@@ -158,7 +159,7 @@ def test_an_unreadable_document_is_not_also_reported_missing():
     del docs[Process("frontend")]["startup"]
     verdict = judged(docs, unreadable={(Process("frontend"), "startup")})
     assert verdict["verdict"] == "refused"  # the caller adds the GATE0-UNREADABLE reason
-    assert not [r for r in verdict["reasons"] if "frontend.startup.json" in r]
+    assert not [r for r in texts(verdict["reasons"]) if "frontend.startup.json" in r]
     assert {p["process"]: p["verdict"] for p in verdict["processes"]}["frontend"] == "refused"
 
 
@@ -169,7 +170,7 @@ def test_a_hostile_process_name_never_reaches_a_reason(role):
     for phase in ("startup", "generation"):
         docs[BOUND][phase]["process"]["role"] = role
     docs[BOUND]["generation"]["fields"]["model.dtype"] = "x"
-    [reason] = judged(docs)["reasons"]
+    [reason] = texts(judged(docs)["reasons"])
     assert reason.endswith(", in engine-core (pid 30)")
 
 
@@ -191,21 +192,22 @@ def test_the_per_process_entries_say_what_was_judged_in_each():
     docs[Process("worker", 0)]["generation"]["fields"]["model.dtype"] = "x"
     del docs[Process("frontend")]["generation"]
     verdict = judged(docs)
-    assert verdict["schema"] == "harness.verdict/v1"
+    assert verdict["schema"] == "harness.verdict/v2"
     core, front, worker = verdict["processes"]
     assert core == {"process": "engine-core", "kind": "engine-core", "rank": 0,
                     "name": "engine-core (EngineCore, pid 30)", "verdict": "accepted",
                     "compared": 4, "differences": [], "reasons": []}
     assert front == {"process": "frontend", "kind": "frontend", "rank": 0,
                      "name": "frontend (MainProcess, pid 1)", "verdict": "refused",
-                     "reasons": ["GATE0-PROCESS-MISSING: frontend (MainProcess, pid 1): "
-                                 "observations/frontend.generation.json was not written"]}
+                     "reasons": [{"rule": "GATE0-PROCESS-MISSING",
+                                  "detail": "frontend (MainProcess, pid 1): observations/"
+                                            "frontend.generation.json was not written"}]}
     assert worker["verdict"] == "refused" and worker["compared"] == 4
     assert worker["differences"] == [{"field": "model.dtype", "kind": "value-changed",
                                       "startup": "float32", "generation": "x",
                                       "process": "worker-0"}]
-    assert worker["reasons"] == ["GATE0-FIELD-DIFFERS: model.dtype differs (value-changed), "
-                                 "in worker-0 (VllmWorker-0, pid 43)"]
+    assert texts(worker["reasons"]) == ["GATE0-FIELD-DIFFERS: model.dtype differs "
+                                        "(value-changed), in worker-0 (VllmWorker-0, pid 43)"]
 
 
 def test_sixteen_workers_is_the_most_a_layout_may_have():
@@ -235,12 +237,12 @@ def test_a_run_folder_with_an_unreadable_worker_document_is_refused_for_it(tmp_p
     verdict = judge_run(tmp_path, pins=None)
     assert verdict["verdict"] == "refused"
     assert verdict["refused_by"] == ["GATE0-UNREADABLE"]
-    [reason] = verdict["reasons"]
+    [reason] = texts(verdict["reasons"])
     assert reason.startswith(f"GATE0-UNREADABLE: {obs / 'worker-0.startup.json'}: ")
     states = {p["process"]: p["verdict"] for p in verdict["processes"]}
     assert states == {"engine-core": "accepted", "frontend": "accepted", "worker-0": "refused"}
     (obs / "frontend.generation.json").write_text("[]")
     again = judge_run(tmp_path, pins=None)
     assert again["refused_by"] == ["GATE0-UNREADABLE"]
-    assert [r.split(": ")[1] for r in again["reasons"]] == [  # in the order judged
+    assert [r.split(": ")[1] for r in texts(again["reasons"])] == [  # in the order judged
         str(obs / "frontend.generation.json"), str(obs / "worker-0.startup.json")]

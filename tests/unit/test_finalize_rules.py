@@ -18,6 +18,7 @@ from harness.judge.finalize.compare import (
 from harness.judge.finalize.pins import Member, load_pins, member_of
 from harness.judge.finalize.report import render
 from harness.judge.finalize.rules import RULES, exit_code, judge
+from tests.verdicts import texts
 
 PINS = load_pins()
 MODE = "vllm.config.compilation.CompilationMode"
@@ -59,7 +60,7 @@ def test_seed_evidence_shape_refuses_with_exactly_two_differences():
         {"field": "compilation.mode", "kind": "encoding-mismatch",
          "startup": "VLLM_COMPILE", "generation": 3},
     ]
-    assert verdict["reasons"] == [
+    assert texts(verdict["reasons"]) == [
         "GATE0-FIELD-DIFFERS: compilation.custom_ops differs (value-changed)",
         "GATE0-FIELD-DIFFERS: compilation.mode differs (encoding-mismatch)",
     ]
@@ -69,7 +70,7 @@ def test_seed_evidence_shape_refuses_with_exactly_two_differences():
 def test_identical_documents_are_accepted():
     start, _ = seed_fields()
     verdict = judge(doc("startup", start), doc("generation", copy.deepcopy(start)))
-    assert verdict == {"schema": "harness.verdict/v1", "verdict": "accepted", "reasons": [],
+    assert verdict == {"schema": "harness.verdict/v2", "verdict": "accepted", "reasons": [],
                        "refused_by": [], "differences": [], "compared": 30, "contract": None}
     assert exit_code(verdict) == 0
 
@@ -177,11 +178,11 @@ def _case(rule):
 def test_paired_control(rule):
     s, g, contract = _case(rule)
     without = judge(s, g, contract=contract, rules=[r for r in RULES if r != rule])
-    assert without["verdict"] == "accepted", without["reasons"]
+    assert without["verdict"] == "accepted", texts(without["reasons"])
     restored = judge(s, g, contract=contract, rules=list(RULES))
     assert restored["verdict"] == "refused"
     assert restored["refused_by"] == [rule]
-    assert all(r.startswith(f"{rule}: ") for r in restored["reasons"])
+    assert all(r.startswith(f"{rule}: ") for r in texts(restored["reasons"]))
 
 
 def test_a_disabled_rule_does_not_disable_the_rules_after_it():
@@ -202,7 +203,7 @@ def test_rule_messages_name_values():
     g["process"] = {"role": "Worker", "rank": 1, "pid": 660}
     g["phase"] = "warmup"
     v = judge(s, g)
-    assert v["reasons"] == [
+    assert texts(v["reasons"]) == [
         "GATE0-PHASE: the phases are 'startup' and 'warmup', not 'startup' and 'generation'",
         "GATE0-PROCESS: process.role differs: startup 'EngineCore', generation 'Worker'",
         "GATE0-PROCESS: process.rank differs: startup 0, generation 1",
@@ -229,18 +230,18 @@ def test_process_rank_true_is_not_one():
 
 def test_source_rule_messages_and_binding():
     s, g, _ = _case("GATE0-SOURCE")
-    assert judge(s, g)["reasons"] == [
+    assert texts(judge(s, g)["reasons"]) == [
         "GATE0-SOURCE: source.seal differs: startup 'sha256:s', generation 'sha256:other'"]
     s, g, _ = _case("GATE0-PHASE")
     g["phase"] = "generation"
     for d in (s, g):
         d["source"] = {"seal": None, "engine": "", "image": "sha256:i"}
-    assert judge(s, g)["reasons"] == ["GATE0-SOURCE: source.seal is not recorded",
+    assert texts(judge(s, g)["reasons"]) == ["GATE0-SOURCE: source.seal is not recorded",
                                       "GATE0-SOURCE: source.engine is not recorded"]
     s, g, _ = _case("GATE0-PHASE")
     g["phase"] = "generation"
     v = judge(s, g, expected_source={"seal": "sha256:s", "image": "sha256:run"})
-    assert v["reasons"] == [
+    assert texts(v["reasons"]) == [
         "GATE0-SOURCE: startup source.image is 'sha256:i', the run recorded 'sha256:run'",
         "GATE0-SOURCE: generation source.image is 'sha256:i', the run recorded 'sha256:run'"]
     assert judge(s, g, expected_source={"seal": "sha256:s"})["verdict"] == "accepted"
@@ -249,16 +250,16 @@ def test_source_rule_messages_and_binding():
 def test_incomplete_and_contract_messages():
     s, g, _ = _case("GATE0-INCOMPLETE")
     s["complete"] = 1
-    assert judge(s, g)["reasons"] == [
+    assert texts(judge(s, g)["reasons"]) == [
         "GATE0-INCOMPLETE: the startup observation is not complete",
         "GATE0-INCOMPLETE: the generation observation is not complete"]
     s, g, contract = _case("GATE0-CONTRACT-MISSING")
     v = judge(s, g, contract=contract)
-    assert v["reasons"] == [
+    assert texts(v["reasons"]) == [
         "GATE0-CONTRACT-MISSING: contract field absent.field is missing from an observation"]
     assert v["contract"] == contract and v["compared"] == 2
     s, g, _ = _case("GATE0-NOTHING-COMPARED")
-    assert judge(s, g)["reasons"] == [
+    assert texts(judge(s, g)["reasons"]) == [
         "GATE0-NOTHING-COMPARED: no field was compared: an empty comparison proves nothing"]
 
 

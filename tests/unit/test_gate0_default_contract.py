@@ -25,6 +25,7 @@ from harness.config.yamlsafe import loads
 from harness.judge.finalize.contract import rejudge_contract
 from harness.judge.finalize.rules import judge
 from harness.pipeline.post import argv_for
+from tests.verdicts import texts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,7 +48,7 @@ def test_the_kv_cache_size_vllm_sets_after_start_up_does_not_refuse():
     start = doc("startup", **identity(cache__num_gpu_blocks=None, model__max_model_len=4096))
     gen = doc("generation", **identity(cache__num_gpu_blocks=8191, model__max_model_len=2048))
     verdict = judge(start, gen, contract=resolve(None))
-    assert verdict["verdict"] == "accepted", verdict["reasons"]
+    assert verdict["verdict"] == "accepted", texts(verdict["reasons"])
     assert verdict["contract"] == list(VLLM_IDENTITY)
     every = judge(start, gen, contract=resolve(ALL))
     assert every["verdict"] == "refused"

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from harness.base.errors import InvalidInput
 from harness.config.gates import Gate, GateList
-from harness.judge.gates.judge import MAX_JUNIT, Outcome, judge, junit_counts, kill_score
+from harness.judge.gates.judge import MAX_JUNIT, GateRun, judge, junit_counts, kill_score
 from harness.judge.gates.record import SCHEMA, parse
 from harness.judge.gates.run import exit_code, select
 
@@ -25,8 +25,8 @@ def gate(**expect) -> Gate:
     return Gate(name="g", run=["true"], timeout=60, expect=expect)
 
 
-def out(code: int | None = 0, **kw) -> Outcome:
-    return Outcome(code, 1.0, **kw)
+def out(code: int | None = 0, **kw) -> GateRun:
+    return GateRun(code, 1.0, **kw)
 
 
 # --- exit codes and timeouts -----------------------------------------------------------------

@@ -112,6 +112,21 @@ def test_a_state_outside_the_schema_is_damage(tmp_path: Path) -> None:
     refused(night, "state")
 
 
+@pytest.mark.parametrize("rules", ["not json", '{"ENV-IO": 1}', '[1]', '[""]',
+                                   '["' + "R" * 300 + '"]', "[" + ", ".join(['"R"'] * 300) + "]"])
+def test_rules_that_are_not_a_short_list_of_rule_ids_are_damage(tmp_path: Path,
+                                                                rules: str) -> None:
+    night = night_dir(tmp_path)
+    edit(night, f"UPDATE runs SET rules = '{rules}', exit_class = 1")
+    refused(night, "rules")
+
+
+def test_an_exit_class_of_another_type_is_damage(tmp_path: Path) -> None:
+    night = night_dir(tmp_path)
+    edit(night, "PRAGMA ignore_check_constraints=ON", "UPDATE runs SET exit_class = 'x'")
+    refused(night, "holds a str value")
+
+
 def test_a_read_error_after_open_is_the_damaged_journal_error(tmp_path: Path) -> None:
     night = night_dir(tmp_path)
     with Journal.open(night / JOURNAL_NAME, readonly=True) as j:

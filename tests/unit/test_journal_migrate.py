@@ -1,7 +1,8 @@
-"""Journals written before the journal spoke the run's language (schema version 1: `sealed`,
-time-outs as `failed` with a "timed-out: " reason) are read as today's and migrated on a
-writable open, in one transaction. The old file is built here with raw SQL, as the old
-harness wrote it."""
+"""Journals an older harness wrote are read as today's and migrated on a writable open, in
+one transaction: version 1 (before the journal spoke the run's language: `sealed`,
+time-outs as `failed` with a "timed-out: " reason) and version 2 (before a row kept its
+outcome's rules and exit class beside the reason's text). The old files are built here
+with raw SQL, as the old harnesses wrote them."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 
 from harness.base.errors import EnvironmentFault
 from harness.driver.night import schema
-from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, next_action
-from harness.driver.night.migrate import upgrade_event, upgrade_state
+from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, next_step
+from harness.driver.night.migrate import evidence_of, upgrade_event, upgrade_state
+from harness.driver.night.rules import night_exit_code
 
 # Schema version 1, exactly as harness/driver/night/journal.py created it.
 V1_SCHEMA = """
@@ -68,16 +70,53 @@ V1_ROWS = [
     (3, "gate", 2, "sealed", "gate-2", None, 4, "rerun", "reseated the card"),
 ]
 FINISH = {"sealed": "seal", "failed": "fail", "refused": "refuse", "interrupted": "interrupt"}
+V2_FINISH = {"accepted": "accept", "failed": "fail", "refused": "refuse",
+             "interrupted": "interrupt", "timed-out": "time-out"}
 
 
-def old_journal(tmp_path: Path) -> Path:
-    """A night journal as the version-1 harness left it: rows, their events, WAL mode."""
+# Schema version 2, exactly as the version-2 harness created it: today's states, and no
+# rules or exit class columns (the CHECK's line break above is a continuation).
+V2_SCHEMA = V1_SCHEMA.replace("user_version = 1", "user_version = 2").replace(
+    "'planned', 'running', 'sealed', 'refused', 'failed', 'interrupted', 'deferred'",
+    "'planned', 'running', 'accepted', 'refused', 'failed', 'timed-out', 'interrupted', "
+    "'deferred'")
+# (plan_index, control, attempt, state, run_id, reason, rerun_of, origin, link_reason)
+V2_ROWS = [
+    (0, "kv", 1, "accepted", "kv-1", None, None, "plan", None),
+    (1, "slow", 1, "timed-out", "slow-1", "RUN-TIMEOUT: ran past 1m", None, "plan", None),
+    (2, "disk", 1, "failed", "disk-1", "ENV-SEAL: could not seal: disk full; RUN-EXIT: 7",
+     None, "plan", None),
+    (3, "gate", 1, "refused", "gate-1", "[gate0] ENV-NO-ENGINE: a post-step's claim", None,
+     "plan", None),
+    (4, "named", 1, "refused", "named-1", "EVIDENCE-BAD-NAME: removed 'a; ENV-IO: x'", None,
+     "plan", None),
+    (5, "cut", 1, "interrupted", "cut-1", "harness stopped during the run", None, "plan", None),
+    (6, "late", 1, "planned", None, "not run: its job was cancelled while pending", None,
+     "plan", None),
+    (7, "sick", 1, "deferred", None, "ENV-DOCTOR: disk: full", None, "plan", None),
+]
+V2_EVIDENCE = [  # (control, state, rules, exit class) once read as today's
+    ("kv", "accepted", (), 0),
+    ("slow", "timed-out", ("RUN-TIMEOUT",), 1),
+    ("disk", "failed", ("ENV-SEAL",), 3),  # the rule its text begins with, and its class
+    ("gate", "refused", ("ENV-NO-ENGINE",), 1),  # a post-step's: it never exits 3
+    ("named", "refused", ("EVIDENCE-BAD-NAME",), 1),  # a rule in a detail is a detail
+    ("cut", "interrupted", (), 1),
+    ("late", "planned", (), None),  # no outcome
+    ("sick", "deferred", ("ENV-DOCTOR",), 3),
+]
+
+
+def old_journal(tmp_path: Path, version: int = 1) -> Path:
+    """A night journal as the version-1 (or 2) harness left it: rows, events, WAL mode."""
     path = tmp_path / JOURNAL_NAME
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.executescript(V1_SCHEMA)
+    conn.executescript(V1_SCHEMA if version == 1 else V2_SCHEMA)
     conn.execute("INSERT INTO night VALUES (1, 'camp', 'c.yaml', 'sha256:s', ?, NULL)", (T,))
-    for plan, control, attempt, state, run_id, reason, rerun_of, origin, link in V1_ROWS:
+    finish = FINISH if version == 1 else V2_FINISH
+    for plan, control, attempt, state, run_id, reason, rerun_of, origin, link in (
+            V1_ROWS if version == 1 else V2_ROWS):
         cur = conn.execute(
             "INSERT INTO runs (plan_index, control, repeat_index, attempt, state, run_id, "
             "run_dir, reason, rerun_of, origin, link_reason, updated) "
@@ -86,10 +125,10 @@ def old_journal(tmp_path: Path) -> Path:
              rerun_of, origin, link, T))
         conn.execute("INSERT INTO events (run, event, from_state, to_state, detail, at) "
                      "VALUES (?, ?, NULL, 'planned', NULL, ?)", (cur.lastrowid, origin, T))
-        if state in FINISH:
+        if state in finish:
             conn.execute("INSERT INTO events (run, event, from_state, to_state, detail, at) "
                          "VALUES (?, ?, 'running', ?, ?, ?)",
-                         (cur.lastrowid, FINISH[state], state, reason, T))
+                         (cur.lastrowid, finish[state], state, reason, T))
     conn.close()
     return path
 
@@ -147,7 +186,7 @@ def test_a_writable_open_migrates_the_file_in_place(tmp_path: Path) -> None:
 def test_a_migrated_night_goes_on_as_before(tmp_path: Path) -> None:
     path = old_journal(tmp_path)
     with Journal.open(path) as j:
-        action = next_action(j.rows(), RetryPolicy(1))
+        action = next_step(j.rows(), RetryPolicy(1))
         assert (action.kind, action.row.control) == ("launch", "late")
         done = j.finish(j.mark_running(action.row, "late-1", "/runs/late-1"), "timed-out",
                         "RUN-TIMEOUT: again")
@@ -204,3 +243,57 @@ def test_old_events_map_to_the_runs_words() -> None:
         == (1, 2, "time-out", "running", "timed-out", "RUN-TIMEOUT: x", T)
     assert upgrade_event((1, 2, "plan", None, "planned", None, T)) == (
         1, 2, "plan", None, "planned", None, T)
+
+
+def evidence(j: Journal) -> list[tuple]:
+    return [(r.control, r.state, r.rules, r.exit_class) for r in j.rows()]
+
+
+def test_a_version_2_journal_reads_with_its_rules_and_exit_class_and_writes_nothing(tmp_path):
+    path = old_journal(tmp_path, version=2)
+    before = path.read_bytes()
+    with Journal.open(path, readonly=True) as j:
+        assert evidence(j) == V2_EVIDENCE
+        assert j.by_run_id("disk-1").reason == V2_ROWS[2][5]  # the text as it was
+        assert night_exit_code(j.rows()) == 3
+    assert path.read_bytes() == before
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_a_version_2_journal_migrates_with_rules_and_exit_class_stored(tmp_path: Path):
+    path = old_journal(tmp_path, version=2)
+    with Journal.open(path) as j:
+        assert evidence(j) == V2_EVIDENCE
+        late = j.mark_running(j.rows()[6], "late-1", "/runs/late-1")
+        assert (late.reason, late.rules, late.exit_class) == (None, (), None)
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    assert schema.schema_of(raw) == schema.expected_schema()
+    stored = raw.execute("SELECT control, rules, exit_class FROM runs ORDER BY id").fetchall()
+    raw.close()
+    assert stored[:3] == [("kv", "[]", 0), ("slow", '["RUN-TIMEOUT"]', 1),
+                          ("disk", '["ENV-SEAL"]', 3)]
+    assert stored[7] == ("sick", '["ENV-DOCTOR"]', 3)
+    with Journal.open(path) as j:  # today's file: opened as it is
+        assert j.by_run_id("gate-1").exit_class == 1
+
+
+def test_a_version_1_journal_gets_its_rules_and_exit_class_once_too(tmp_path: Path):
+    path = old_journal(tmp_path)
+    with Journal.open(path) as j:
+        got = {r.control: (r.rules, r.exit_class) for r in j.rows() if r.attempt == 1}
+    assert got["kv"] == ((), 0) and got["late"] == ((), None)
+    assert got["slow"] == (("RUN-TIMEOUT",), 1) and got["sick"] == (("ENV-DOCTOR",), 3)
+    assert got["gate"] == (("POST-REFUSED",), 1)  # "POST-GATE: ...": the post-step GATE's
+
+
+@pytest.mark.parametrize(("state", "reason", "found"), [
+    ("accepted", None, ("[]", 0)),
+    ("running", None, (None, None)),
+    ("planned", "not run: x", (None, None)),
+    ("failed", "ENV-DISK-FULL: x; RUN-EXIT: 7", ('["ENV-DISK-FULL"]', 3)),
+    ("refused", "[step] ENV-DISK-FULL: x", ('["ENV-DISK-FULL"]', 1)),
+    ("refused", None, ("[]", 1)),
+])
+def test_an_old_rows_evidence_comes_from_the_reason_it_begins_with(state, reason, found):
+    assert evidence_of(state, reason) == found

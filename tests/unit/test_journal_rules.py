@@ -6,19 +6,20 @@ import itertools
 
 import pytest
 
+from harness.base.states import TERMINAL, State
 from harness.driver.night.transitions import (
     EVENTS,
-    STATES,
-    TERMINAL,
-    Action,
     IllegalTransition,
     RetryPolicy,
     Row,
-    next_action,
+    Step,
+    next_step,
     outcome_event,
     resume_steps,
     transition,
 )
+
+STATES = tuple(State)
 
 EXPECTED = {
     ("planned", "start"): "running",
@@ -73,50 +74,50 @@ TWO = RetryPolicy(max_attempts=2)
 
 def test_launch_first_planned_in_plan_order() -> None:
     rows = [row(3, "planned"), row(1, "accepted"), row(2, "planned")]
-    assert next_action(rows, ONE) == Action("launch", rows[2])
+    assert next_step(rows, ONE) == Step("launch", rows[2])
 
 
 def test_done_when_nothing_is_planned() -> None:
     rows = [row(1, "accepted"), row(2, "refused"), row(3, "failed"), row(4, "deferred"),
             row(5, "timed-out")]
-    assert next_action(rows, TWO) == Action("done")
+    assert next_step(rows, TWO) == Step("done")
 
 
 def test_finished_rows_never_run_again_even_with_retries() -> None:
     for state in TERMINAL:
-        assert next_action([row(1, state)], RetryPolicy(max_attempts=9)).kind == "done"
+        assert next_step([row(1, state)], RetryPolicy(max_attempts=9)).kind == "done"
 
 
 def test_running_row_at_resume_is_interrupted_first() -> None:
     rows = [row(1, "planned"), row(2, "running")]
-    assert next_action(rows, ONE) == Action("interrupt", rows[1])
-    assert resume_steps(rows) == [Action("interrupt", rows[1])]
+    assert next_step(rows, ONE) == Step("interrupt", rows[1])
+    assert resume_steps(rows) == [Step("interrupt", rows[1])]
 
 
 def test_interrupted_retried_only_within_policy() -> None:
     interrupted = row(1, "interrupted")
-    assert next_action([interrupted], ONE).kind == "done"
-    assert next_action([interrupted], TWO) == Action("retry", interrupted)
+    assert next_step([interrupted], ONE).kind == "done"
+    assert next_step([interrupted], TWO) == Step("retry", interrupted)
     second = row(2, "interrupted", plan=1, attempt=2)
-    assert next_action([interrupted, second], TWO).kind == "done"
+    assert next_step([interrupted, second], TWO).kind == "done"
 
 
 def test_newest_attempt_decides_the_slot() -> None:
     old = row(1, "interrupted", plan=0)
     new = row(2, "planned", plan=0, attempt=2)
-    assert next_action([old, new], TWO) == Action("launch", new)
+    assert next_step([old, new], TWO) == Step("launch", new)
     accepted = row(3, "accepted", plan=0, attempt=2)
-    assert next_action([old, accepted], RetryPolicy(5)).kind == "done"
+    assert next_step([old, accepted], RetryPolicy(5)).kind == "done"
 
 
 def test_retry_comes_before_later_launches() -> None:
     rows = [row(1, "interrupted", plan=0), row(2, "planned", plan=1)]
-    assert next_action(rows, TWO).kind == "retry"
+    assert next_step(rows, TWO).kind == "retry"
 
 
 def test_resume_requeues_deferred_and_ignores_finished() -> None:
     rows = [row(1, "deferred"), row(2, "accepted"), row(3, "interrupted")]
-    assert resume_steps(rows) == [Action("requeue", rows[0])]
+    assert resume_steps(rows) == [Step("requeue", rows[0])]
 
 
 def test_policy_rejects_zero_attempts() -> None:

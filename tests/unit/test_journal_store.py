@@ -17,7 +17,7 @@ from harness.driver.night.journal import (
     IllegalTransition,
     Journal,
     RetryPolicy,
-    next_action,
+    next_step,
 )
 
 PLAN = [("echo", 0), ("sleep", 0), ("echo", 1)]
@@ -79,7 +79,7 @@ def test_full_night_and_events(tmp_path: Path) -> None:
     j = make(tmp_path)
     policy = RetryPolicy(1)
     outcomes = iter(["accept", "refuse", "time-out"])
-    while (action := next_action(j.rows(), policy)).kind != "done":
+    while (action := next_step(j.rows(), policy)).kind != "done":
         assert action.kind == "launch"
         row = j.mark_running(action.row, f"run-{action.row.plan_index}", "/x")
         outcome = next(outcomes)
@@ -100,7 +100,7 @@ def test_full_night_and_events(tmp_path: Path) -> None:
 def test_deferred_is_requeued_on_resume(tmp_path: Path) -> None:
     j = make(tmp_path)
     j.mark_deferred(j.rows()[0], "doctor: /dev/kfd missing")
-    assert next_action(j.rows(), RetryPolicy(1)).row.plan_index == 1
+    assert next_step(j.rows(), RetryPolicy(1)).row.plan_index == 1
     changed = j.resume()
     assert [(r.plan_index, r.state, r.reason) for r in changed] == [(0, "planned", None)]
     j.close()
@@ -138,13 +138,13 @@ def test_sigkill_mid_run_then_resume_sees_interrupted(tmp_path: Path) -> None:
     changed = j.resume()
     assert [(r.run_id, r.state) for r in changed] == [("run-1", "interrupted")]
     # no retries allowed: the accepted run is not repeated, the interrupted one is final
-    action = next_action(j.rows(), RetryPolicy(1))
+    action = next_step(j.rows(), RetryPolicy(1))
     assert (action.kind, action.row.plan_index) == ("launch", 2)
     # with a retry policy, the interrupted slot gets a new attempt linked to the old one
-    retry = j.apply(next_action(j.rows(), RetryPolicy(2)))
+    retry = j.apply(next_step(j.rows(), RetryPolicy(2)))
     assert (retry.plan_index, retry.attempt, retry.origin) == (1, 2, "retry")
     assert retry.rerun_of == j.by_run_id("run-1").id
-    assert next_action(j.rows(), RetryPolicy(2)).row.id == retry.id
+    assert next_step(j.rows(), RetryPolicy(2)).row.id == retry.id
     j.close()
 
 
@@ -234,7 +234,7 @@ def test_a_withdrawn_row_is_planned_again_without_its_run_and_launched_next(
     assert (back.state, back.run_id, back.run_dir) == ("planned", None, None)
     assert back.reason.startswith("not run")
     assert [e["event"] for e in j.events(row.id)] == ["plan", "start", "slurm-job", "withdraw"]
-    action = next_action(j.rows(), RetryPolicy(1))
+    action = next_step(j.rows(), RetryPolicy(1))
     assert (action.kind, action.row.id) == ("launch", row.id)
     again = j.mark_running(action.row, "run-0b", "/runs/run-0b")
     assert (again.run_id, again.reason) == ("run-0b", None) and j.job_of(row.id) == "41"

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from harness.base.errors import InvalidInput
+from harness.base.reason import Reason
+from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.driver.night.rules import (
     deadline_from,
-    environment_reason,
     night_exit_code,
     past,
     progress,
@@ -23,9 +25,9 @@ NOW = datetime(2026, 11, 30, 22, 15, tzinfo=timezone(timedelta(hours=1)))
 
 
 def row(i: int, state: str, attempt: int = 1, reason: str | None = None,
-        plan_index: int | None = None) -> Row:
+        plan_index: int | None = None, exit_class: int | None = None) -> Row:
     return Row(i, i if plan_index is None else plan_index, f"c{i}", 0, attempt, state,
-               None, None, reason, None, "plan", None, "t")
+               None, None, reason, None, "plan", None, "t", exit_class=exit_class)
 
 
 def test_until_is_the_next_such_local_time():
@@ -88,11 +90,14 @@ def test_exit_code(states, code):
     assert night_exit_code([row(i, s) for i, s in enumerate(states)]) == code
 
 
-def test_an_environment_rule_leading_the_reason_is_exit_3():
-    assert night_exit_code([row(1, "refused", reason="ENV-LOCK-TIMEOUT: waited")]) == 3
-    assert night_exit_code([row(1, "refused", reason="ENV-DISK-FULL: x; [x] X-BAD: b")]) == 3
-    assert night_exit_code([row(1, "refused", reason="POST-x: mentions ENV-LOCK")]) == 1
-    assert not environment_reason(None)
+def test_the_stored_exit_class_decides_never_the_reason_text():
+    """3 for an environment outcome whatever its text says first; 1 for a refusal whose
+    text begins "ENV-" (a post-step's, or a detail's), since only the exit class counts."""
+    assert night_exit_code([row(1, "failed", reason="disk full while sealing",
+                                exit_class=3)]) == 3
+    assert night_exit_code([row(1, "refused", reason="ENV-NO-ENGINE: a post-step said so",
+                                exit_class=1)]) == 1
+    assert night_exit_code([row(1, "refused", reason="ENV-LOCK-TIMEOUT: w")]) == 1  # no class
 
 
 @pytest.mark.parametrize("reason", [
@@ -101,22 +106,33 @@ def test_an_environment_rule_leading_the_reason_is_exit_3():
     "MODEL-HASH: w differs; [check] ENV-IO: x",
 ])
 def test_a_rule_inside_a_reason_never_makes_a_refusal_an_environment_fault(reason):
-    assert night_exit_code([row(1, "refused", reason=reason)]) == 1
+    assert night_exit_code([row(1, "refused", reason=reason, exit_class=1)]) == 1
 
 
-def test_lines_put_the_harness_environment_reasons_first():
-    from harness.base.reason import Reason
-    from harness.base.states import exit_code
-    from harness.judge.verdict import lines
-
-    reasons = [Reason("MODEL-HASH", "w"), Reason("ENV-NO-ENGINE", "x", by="gate0"),
-               Reason("ENV-DEVICE", "no /dev/kfd")]
-    text = "; ".join(lines(reasons))
-    assert text.startswith("ENV-DEVICE: ") and "[gate0] ENV-NO-ENGINE: x" in text
-    assert exit_code("refused", reasons) == 3 and environment_reason(text)
-    only_post = [Reason("MODEL-HASH", "w"), Reason("ENV-NO-ENGINE", "x", by="gate0")]
-    assert exit_code("refused", only_post) == 1
-    assert not environment_reason("; ".join(lines(only_post)))
+def test_a_journal_row_keeps_its_outcomes_rules_and_exit_class(tmp_path):
+    """The journal stores what the night decides on beside the text people read; editing
+    the text afterwards (as a differently ordered writer would have written it) changes
+    no exit code."""
+    path = tmp_path / JOURNAL_NAME
+    with Journal.create(path, campaign="c", campaign_file="c.yaml",
+                        plan=[("host", 0), ("post", 0)]) as j:
+        host, post = j.rows()
+        host = j.finish(j.mark_running(host, "host-1", "/runs/host-1"), "failed",
+                        [Reason("MODEL-HASH", "w"), Reason("ENV-DEVICE", "no /dev/kfd")])
+        post = j.finish(j.mark_running(post, "post-1", "/runs/post-1"), "refused",
+                        [Reason("ENV-NO-ENGINE", "x", by="gate0")])
+    assert (host.rules, host.exit_class) == (("ENV-DEVICE", "MODEL-HASH"), 3)
+    assert (post.rules, post.exit_class) == (("ENV-NO-ENGINE",), 1)
+    assert post.reason == "[gate0] ENV-NO-ENGINE: x"
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE runs SET reason = 'MODEL-HASH: w; ENV-DEVICE: no /dev/kfd' "
+                "WHERE run_id = 'host-1'")
+    raw.execute("UPDATE runs SET reason = 'ENV-NO-ENGINE: x' WHERE run_id = 'post-1'")
+    raw.commit()
+    raw.close()
+    with Journal.open(path, readonly=True) as j:
+        rows = j.rows()
+    assert night_exit_code(rows[:1]) == 3 and night_exit_code(rows[1:]) == 1
 
 
 def test_rerun_index_fold_keeps_the_last_line_and_skips_torn_ones():

@@ -94,7 +94,8 @@ def test_a_hostile_outcome_file_is_refused_at_once(tmp_path, what) -> None:
         path.write_text('{"exit_code": NaN}')
     result = run_one(PostStep(name="exit-code"), ctx)
     assert (result.exit_code, result.verdict) == (1, "refused")
-    assert any("no exit code was recorded" in r for r in result.reasons), result.reasons
+    assert [(r.rule, r.detail, r.by) for r in result.reasons] == [
+        ("RUN-EXIT", "no exit code was recorded", "exit-code")]
     log = (ctx.run_dir / layout.POST_STEPS / "exit-code" / layout.STDOUT_LOG).read_text()
     assert "cannot read the outcome" in log
 

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from pydantic import TypeAdapter, ValidationError
 
 from harness.base.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFERENCE_OUTSIDE
+from harness.base.reason import Reason
 from harness.config.reference import VLLM_METRICS, Bound, References, within
 from harness.config.schema import Control, PostStep
 from harness.judge.poststeps import reference
@@ -77,14 +78,14 @@ def test_judge_refuses_only_where_the_control_says_so() -> None:
     })
     verdict, reasons, findings = reference.judge(refs, {"duration_s": 3.5, "kv_cache_gib": 11})
     assert verdict == "refused"
-    assert reasons == [f"{REFERENCE_MISSING}: lock_wait_s has no value in this run "
-                       "(expected ≤ 60 s)"]
+    assert reasons == [Reason(REFERENCE_MISSING, "lock_wait_s has no value in this run "
+                                                 "(expected ≤ 60 s)")]
     by = {f["metric"]: f for f in findings}
     assert by["duration_s"]["outside"] is True and by["kv_cache_gib"]["outside"] is False
     verdict, reasons, _ = reference.judge(refs, {"duration_s": 3.5, "kv_cache_gib": 9.9,
                                                  "lock_wait_s": 1})
     assert verdict == "refused" and reasons == [
-        f"{REFERENCE_OUTSIDE}: kv_cache_gib = 9.9 GiB, expected ≥ 10"]
+        Reason(REFERENCE_OUTSIDE, "kv_cache_gib = 9.9 GiB, expected ≥ 10")]
     assert reference.judge(refs, {"kv_cache_gib": 10, "lock_wait_s": 60})[0] == "accepted"
 
 
@@ -100,14 +101,16 @@ def test_the_post_step_reads_the_open_run_folder_and_seals_its_findings(tmp_path
     run = _run_dir(tmp_path, "INFO Available KV cache memory: 9.50 GiB\n",
                    {"exit_code": 0, "duration_s": 2.5})
     ctx = SimpleNamespace(
-        run_dir=run, held=SimpleNamespace(as_dict=lambda: {"wait_s": 700.0, "hold_s": 3.0}),
+        run_dir=run, launch=SimpleNamespace(held=SimpleNamespace(
+            as_dict=lambda: {"wait_s": 700.0, "hold_s": 3.0})),
         loaded=SimpleNamespace(campaign=SimpleNamespace(contract=None)),
         control=Control(**CONTROL, reference={"kv_cache_gib": {"value": 10, "tolerance": 0.01},
                                               "lock_wait_s": {"upper": 600, "refuse": True},
                                               "duration_s": {"upper": 3}}))
     result = run_one(PostStep(name="reference"), ctx)
     assert result.verdict == "refused" and result.exit_code == 1
-    assert result.reasons == (f"{REFERENCE_OUTSIDE}: lock_wait_s = 700 s, expected ≤ 600",)
+    assert result.reasons == (
+        Reason(REFERENCE_OUTSIDE, "lock_wait_s = 700 s, expected ≤ 600", "reference"),)
     doc = json.loads((run / "post-steps" / "reference" / "verdict.json").read_text())
     by = {f["metric"]: f for f in doc["findings"]}
     assert by["kv_cache_gib"] == {"metric": "kv_cache_gib", "value": 9.5, "lower": 9.9,
@@ -124,7 +127,7 @@ def test_bad_options_refuse_with_their_rule(tmp_path: Path, options: object) -> 
     out.mkdir()
     assert reference.run(run, out, options) == 1
     doc = json.loads((out / "verdict.json").read_text())
-    assert doc["verdict"] == "refused" and doc["reasons"][0].startswith(REFERENCE_OPTIONS)
+    assert doc["verdict"] == "refused" and doc["reasons"][0]["rule"] == REFERENCE_OPTIONS
 
 
 # --- the performance log ---------------------------------------------------------------------

@@ -14,7 +14,8 @@ import pytest
 from harness.base import catalogue
 from harness.base.errors import ENVIRONMENT, REFUSED
 from harness.base.reason import Reason
-from harness.base.states import exit_code
+from harness.base.states import Verdict, exit_code
+from harness.judge import verdictfile
 from harness.judge.poststeps import exitcode
 from harness.judge.verdict import PostResult, decide, judge_exit, post_reasons
 
@@ -100,8 +101,8 @@ def test_split_reads_only_a_leading_rule_id():
 
 
 def test_a_refused_gate0_step_keeps_its_own_rule():
-    gate0 = PostResult("gate0", 1, "refused",
-                       ("GATE0-FIELD-DIFFERS: compilation.custom_ops differs (value)",))
+    gate0 = PostResult("gate0", 1, Verdict.REFUSED, (Reason(
+        "GATE0-FIELD-DIFFERS", "compilation.custom_ops differs (value)", "gate0"),))
     status, reasons = decide(preflight=[], outcome=OK, post=[gate0], after=[])
     assert status == "refused"
     assert reasons == [Reason("GATE0-FIELD-DIFFERS", "compilation.custom_ops differs (value)",
@@ -111,7 +112,7 @@ def test_a_refused_gate0_step_keeps_its_own_rule():
 
 
 def test_a_post_step_cannot_claim_the_environment():
-    step = PostResult("judge", 1, "refused", ("ENV-NO-ENGINE: x",))
+    step = PostResult("judge", 1, Verdict.REFUSED, (Reason("ENV-NO-ENGINE", "x", "judge"),))
     status, reasons = decide(preflight=[], outcome=OK, post=[step], after=[])
     assert [(r.rule, r.by) for r in reasons] == [("ENV-NO-ENGINE", "judge")]
     assert exit_code(status, reasons) == 1
@@ -122,9 +123,10 @@ def test_a_post_step_cannot_claim_the_environment():
 def test_a_refusing_post_step_without_reasons_is_post_refused():
     assert post_reasons(PostResult("judge", 2, None)) == [
         Reason("POST-REFUSED", "exited 2", "judge")]
-    assert post_reasons(PostResult("judge", 0, "refused", ("plain words",))) == [
-        Reason("POST-REFUSED", "plain words", "judge")]
-    assert post_reasons(PostResult("judge", 0, "accepted", ("RUN-EXIT: ignored",))) == []
+    words = Reason("POST-REFUSED", "plain words", "judge")
+    assert post_reasons(PostResult("judge", 0, Verdict.REFUSED, (words,))) == [words]
+    ignored = Reason("RUN-EXIT", "ignored", "judge")
+    assert post_reasons(PostResult("judge", 0, Verdict.ACCEPTED, (ignored,))) == []
 
 
 OUTCOMES = [
@@ -145,7 +147,8 @@ OUTCOMES = [
 def test_judge_exit_and_the_exit_code_step_agree(outcome, status, reasons):
     got_status, got = judge_exit(outcome)
     assert (got_status, [str(r) for r in got]) == (status, reasons)
-    assert exitcode.judge(outcome) == ("refused" if reasons else "accepted", reasons)
+    verdict, found = exitcode.judge(outcome)
+    assert (verdict, found) == ("refused" if reasons else "accepted", got)
 
 
 @pytest.mark.parametrize(("outcome", "status", "reasons"), OUTCOMES)
@@ -155,14 +158,18 @@ def test_the_exit_code_step_writes_the_harness_reasons(tmp_path, outcome, status
     out.mkdir()
     code = exitcode.run(tmp_path, out, {})
     verdict = json.loads((out / "verdict.json").read_text())
-    assert (code, verdict["reasons"]) == (1 if reasons else 0, reasons)
-    step = PostResult("exit-code", code, verdict["verdict"], tuple(verdict["reasons"]))
+    assert (code, [f"{r['rule']}: {r['detail']}" for r in verdict["reasons"]]) == (
+        1 if reasons else 0, reasons)
+    assert all(set(r) == {"rule", "detail"} for r in verdict["reasons"])  # no `by`
+    said, written, problem = verdictfile.read(out, "exit-code")
+    step = verdictfile.result("exit-code", code, said, written, [])
     _, all_reasons = decide(preflight=[], outcome=outcome, post=[step], after=[])
-    assert {r.rule for r in all_reasons} == {r.split(":")[0] for r in reasons}
+    assert sorted({r.rule for r in all_reasons}) == sorted(r["rule"] for r in verdict["reasons"])
+    assert problem is None and {r.by for r in written} <= {"exit-code"}
 
 
 def test_the_exit_code_step_reads_a_broken_outcome_as_no_exit_code(tmp_path):
     (tmp_path / "outcome.json").write_text("[1]")
     assert exitcode.run(tmp_path, tmp_path, {}) == 1
     assert json.loads((tmp_path / "verdict.json").read_text())["reasons"] == [
-        "RUN-EXIT: no exit code was recorded"]
+        {"rule": "RUN-EXIT", "detail": "no exit code was recorded"}]

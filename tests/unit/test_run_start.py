@@ -1,12 +1,11 @@
-"""What `harness run` loads before its container, and what it loads while the container
-runs (harness.pipeline.warm): the start of a short control is mostly imports.
+"""What `harness run` loads: the stages of a run, imported as any module is, and nothing
+only a Slurm job or `harness images` uses.
 
 Import checks run a fresh interpreter (this one has imported everything already)."""
 
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import subprocess
 import sys
@@ -16,16 +15,16 @@ from types import SimpleNamespace
 import pytest
 
 from harness.cli import main as cli_main
-from harness.pipeline import warm
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Used only once the container has exited (or only inside a Slurm job, or only by
-# `harness images`): none of them is time before the launch.
-AFTER_CONTAINER = {"harness.pipeline.finish", "harness.pipeline.post", "harness.measure.perflog",
-                   "filelock", "harness.measure.metrics", "harness.measure.slurm.job",
-                   "harness.measure.images",
-                   "harness.measure.imagearchive"}
+# Used only inside a Slurm job, or only by `harness images`: never by a run on this host.
+ELSEWHERE = {"harness.measure.slurm.job", "harness.measure.images",
+             "harness.measure.imagearchive"}
+# Every stage of a run, the seal included: imported when the run command is, so a module
+# that fails to import fails the command at its start, never after a container ran.
+STAGES = {"harness.pipeline.preflight", "harness.pipeline.launch", "harness.pipeline.post",
+          "harness.pipeline.finish"}
 
 
 def _fresh(code: str) -> dict:
@@ -35,38 +34,12 @@ def _fresh(code: str) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_the_run_command_loads_nothing_it_needs_only_after_the_container() -> None:
+def test_the_run_command_loads_every_stage_and_nothing_only_others_use() -> None:
     loaded = set(_fresh("import json, sys\nimport harness.cli.core\n"
                         "print(json.dumps(sorted(sys.modules)))"))
-    assert "harness.pipeline.launch" in loaded and "docker" in loaded  # the launch did load
-    assert not AFTER_CONTAINER & loaded
-
-
-def test_warm_imports_in_a_daemon_thread_and_wait_joins_it() -> None:
-    got = _fresh(
-        "import json, sys, threading\n"
-        "from harness.pipeline import warm\n"
-        "seen = {}\n"
-        "def audit(event, args):\n"
-        "    if event == 'import' and args[0] == 'harness.measure.metrics':  # finish's\n"
-        "        seen['thread'] = threading.current_thread().name\n"
-        "sys.addaudithook(audit)\n"
-        "t = warm.start()\n"
-        "daemon = t.daemon\n"
-        "warm.wait()\n"
-        "print(json.dumps({'thread': seen.get('thread'), 'daemon': daemon,\n"
-        "                  'alive': t.is_alive(), 'again': warm.start() is None,\n"
-        "                  'loaded': [m in sys.modules for m in warm.AFTER_CONTAINER]}))")
-    assert got == {"thread": "harness-warm", "daemon": True, "alive": False, "again": True,
-                   "loaded": [True] * len(warm.AFTER_CONTAINER)}
-
-
-def test_a_failed_warm_import_is_left_for_the_main_threads_own_import() -> None:
-    name = "harness.pipeline.no_such_stage"
-    assert warm.start((name,)) is not None
-    warm.wait()  # no error here: the thread swallowed it
-    with pytest.raises(ModuleNotFoundError):
-        importlib.import_module(name)
+    assert loaded >= STAGES and "docker" in loaded
+    assert not ELSEWHERE & loaded
+    assert "harness.pipeline.warm" not in loaded
 
 
 def test_a_commands_module_imports_with_the_collector_paused_and_frozen_after(

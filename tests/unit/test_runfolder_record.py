@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import INVALID, InvalidInput
+from harness.base.reason import Reason
+from harness.base.states import Status
 from harness.measure.runfolder import layout, record
 from harness.measure.runfolder.record import SCHEMA, SCHEMA_V1, RunRecord
 
@@ -48,18 +50,24 @@ def write_raw(run_dir: Path, doc: object) -> Path:
 
 def test_a_v1_record_reads_in_the_v2_shape(tmp_path):
     rec = record.read(write_raw(tmp_path / "r", v1_record()))
-    assert rec.reasons == [
+    assert rec.reasons == (
+        Reason("RUN-EXIT", "the container exited 3"),
+        Reason("GATE0-FIELD-DIFFERS", "compilation.custom_ops differs", "gate0"),
+        Reason("POST-REFUSED", "exited 1", "exit-code"),
+        Reason("", "free text with no rule"),
+    )
+    assert rec.rules == ["GATE0-FIELD-DIFFERS", "POST-REFUSED", "RUN-EXIT"]
+    assert rec.run_id == "r1" and rec.attempt == 2 and rec.status is Status.REFUSED
+    assert rec.campaign == {"name": "c", "file": "campaigns/c.yaml", "row": "R"}
+    view = rec.view()
+    assert view["reasons"] == [
         {"rule": "RUN-EXIT", "by": "harness", "detail": "the container exited 3"},
         {"rule": "GATE0-FIELD-DIFFERS", "by": "gate0",
          "detail": "compilation.custom_ops differs"},
         {"rule": "POST-REFUSED", "by": "exit-code", "detail": "exited 1"},
         {"rule": "", "by": "harness", "detail": "free text with no rule"},
     ]
-    assert rec.rules == ["GATE0-FIELD-DIFFERS", "POST-REFUSED", "RUN-EXIT"]
-    assert rec.run_id == "r1" and rec.attempt == 2 and rec.status == "refused"
-    assert rec.campaign == {"name": "c", "file": "campaigns/c.yaml", "row": "R"}
-    view = rec.view()
-    assert view["reasons"] == rec.reasons and view["rules"] == rec.rules
+    assert view["rules"] == rec.rules
     assert rec.raw == v1_record(), "the file as read is kept for `show --json`"
 
 
@@ -67,8 +75,8 @@ def test_a_v2_record_round_trips_and_is_never_replaced(tmp_path):
     run_dir = tmp_path / "r"
     run_dir.mkdir()
     rec = RunRecord(
-        run_id="r2", status="refused", attempt=1,
-        reasons=[{"rule": "GATE0-SOURCE", "by": "gate0", "detail": "seal differs"}],
+        run_id="r2", status=Status.REFUSED, attempt=1,
+        reasons=(Reason("GATE0-SOURCE", "seal differs", "gate0"),),
         rules=["GATE0-SOURCE"], campaign={"name": "c", "file": "f", "row": None},
         control={"name": "k", "file": "g", "device": "cpu"},
         image={"name": "img", "id": "sha256:" + "c" * 64}, seal="sha256:" + "d" * 64,
@@ -82,15 +90,16 @@ def test_a_v2_record_round_trips_and_is_never_replaced(tmp_path):
     assert doc["reasons"] == [{"rule": "GATE0-SOURCE", "by": "gate0", "detail": "seal differs"}]
     back = record.read(run_dir)
     assert back == rec and back.as_dict() == doc and back.view() == doc
+    assert type(back.status) is Status and all(type(r) is Reason for r in back.reasons)
     with pytest.raises(FileExistsError):
         record.write(run_dir, rec)
 
 
 def good() -> dict:
-    return RunRecord(run_id="r1", status="refused", attempt=1,
+    return RunRecord(run_id="r1", status=Status.REFUSED, attempt=1,
                      campaign={"name": "c", "file": "/p/campaigns/c.yaml", "row": "T"},
                      control={"name": "k", "file": "/p/controls/k.yaml", "device": "cpu"},
-                     reasons=[{"rule": "GATE0-MISSING", "by": "harness", "detail": "d"}],
+                     reasons=(Reason("GATE0-MISSING", "d"),),
                      rules=["GATE0-MISSING"],
                      post_steps=[{"name": "exit-code", "verdict": "accepted"}]).as_dict()
 

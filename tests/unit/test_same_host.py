@@ -119,9 +119,10 @@ def test_one_host_runs_a_groups_members_one_after_another(tmp_path: Path) -> Non
     """Local executor: a group's next member comes before the plan's next control."""
     source, journal = night_source(tmp_path, [("a", 0), ("x", 0), ("b", 0)], [("a", "b")])
     order = []
-    while not isinstance(request := source.next_launch(), str):
+    while not isinstance(launch := source.next_launches(together=False), str):
+        [request] = launch
         source.started(request)
-        source.finished(request, Outcome(request.run_dir, "accepted", 0))
+        source.finished(request, Outcome.of(request.run_dir, "accepted"))
         order.append(request.control)
     assert order == ["a", "b", "x"]
     journal.close()
@@ -129,12 +130,12 @@ def test_one_host_runs_a_groups_members_one_after_another(tmp_path: Path) -> Non
 
 def test_the_window_gets_a_groups_members_as_one_launch(tmp_path: Path) -> None:
     source, journal = night_source(tmp_path, [("a", 0), ("x", 0), ("b", 0)], [("b", "a")])
-    group = source.next_launches()
+    group = source.next_launches(together=True)
     assert [r.control for r in group] == ["b", "a"]
     for r in group:
         source.started(r)
-    assert [r.control for r in source.next_launches(frozenset({2}))] == ["x"]
-    assert source.next_launches(frozenset({2, 1})) == "done"  # 0 is busy with its partner
+    assert [r.control for r in source.next_launches(frozenset({2}), together=True)] == ["x"]
+    assert source.next_launches(frozenset({2, 1}), together=True) == "done"  # 0: its partner
     source.withdrawn(group[0], "not run: a test")  # the group's pending job was cancelled
     source.withdrawn(group[1], "not run: a test")
     assert {r.state for r in journal.rows() if r.control != "x"} == {"planned"}

@@ -3,6 +3,7 @@ are judged where they lead at launch, engine secrets never in clear, orphans jud
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -16,9 +17,10 @@ from pydantic import ValidationError
 
 from harness.base import tree
 from harness.base.errors import InvalidInput
+from harness.config import mountable
 from harness.config.loader import check_files, load_campaign
-from harness.config.mountable import system_paths
-from harness.config.schema import Control, plain_path_problem
+from harness.config.mountable import MountSource, plain_path_problem, system_paths
+from harness.config.schema import Control
 from harness.instrument.harness_observer.driver import engine_args
 from harness.measure.ui import Reporter
 from harness.measure.vector import (
@@ -30,6 +32,7 @@ from harness.measure.vector import (
 )
 from harness.pipeline import launch, orphans, sanitize
 from harness.pipeline.context import RunContext
+from harness.pipeline.results import Preflight
 
 IMAGE = "sha256:" + "ab" * 32
 # Each of these, in a path, could change what docker reads in `--mount`, or hide a path.
@@ -210,7 +213,7 @@ def test_the_resolved_path_is_what_docker_gets(tmp_path):
     ctx = _ctx(root)
     mounts, _, reasons = launch.resolve_sources(ctx)
     assert reasons == []
-    ctx.image_id = IMAGE
+    ctx.took("preflight", Preflight(image_id=IMAGE))
     vec = launch.build_vector(ctx, mounts, None)
     [m] = [m for m in vec.evidence()["mounts"] if m["role"] == "control"]
     assert m["declared"] == str(root / "data/link") and m["source"] == str(root / "data/real")
@@ -228,7 +231,7 @@ def test_a_read_write_mount_over_evidence_or_the_lock_is_refused(tmp_path, where
     assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OVER-HARNESS"]
 
 
-@pytest.mark.parametrize("name", launch.PROJECT_CODE)
+@pytest.mark.parametrize("name", mountable.PROJECT_CODE)
 def test_a_read_write_mount_over_the_projects_code_is_refused(tmp_path, name):
     """What the operator runs next (`make image`, scripts, tests, other campaigns, sealed
     runs of other nights in gpu-runs/): the place itself, anything inside it."""
@@ -244,10 +247,10 @@ def test_a_read_write_mount_over_the_projects_code_is_refused(tmp_path, name):
     if place.is_dir():
         (root / "controls/c1.yaml").write_text(
             (root / "controls/c1.yaml").read_text().replace(f"../{name}", f"../{name}/sub"))
-        ctx.control = load_campaign(  # the same context, the mount one level down
-            root / "campaigns/camp.yaml")[0].controls["c1"][0]
+        ctx = dataclasses.replace(ctx, control=load_campaign(  # the mount one level down
+            root / "campaigns/camp.yaml")[0].controls["c1"][0])
         assert [r.rule for r in launch.resolve_sources(ctx)[2]] == ["MOUNT-OVER-HARNESS"]
-        assert launch.protected_paths(ctx).count(place) == 1
+        assert launch.trusted_paths(ctx).count(place) == 1
 
 
 @pytest.mark.parametrize("where", ["scratch", "data", "data/deep"])
@@ -269,20 +272,20 @@ def test_every_file_git_tracks_is_protected(tmp_path):
     for argv in (["init", "-q"], ["add", "notes/tracked.txt"]):
         subprocess.run(["git", "-C", str(root), *argv], check=True, env=env)
     ctx = _ctx(root)
-    assert root / "notes/tracked.txt" in launch.protected_paths(ctx)
+    assert root / "notes/tracked.txt" in launch.trusted_paths(ctx)
     [r] = launch.resolve_sources(ctx)[2]
     assert r.rule == "MOUNT-OVER-HARNESS" and "notes/tracked.txt" in r.detail
-    assert launch.git_files(root) == [root / "notes/tracked.txt"]
+    assert mountable.git_files(root) == [root / "notes/tracked.txt"]
 
 
 def test_a_git_that_fails_protects_the_fixed_places_still(tmp_path):
     root = _project(tmp_path, "../scratch", read_only=False)
     (root / "scratch").mkdir()
     (root / ".git").write_text("gitdir: /nowhere\n")  # git exits non-zero
-    assert launch.git_files(root) == []
+    assert mountable.git_files(root) == []
     ctx = _ctx(root)
     assert launch.resolve_sources(ctx)[2] == []
-    assert root / ".git" in launch.protected_paths(ctx)
+    assert root / ".git" in launch.trusted_paths(ctx)
 
 
 def test_missing_and_special_sources_are_named(tmp_path):
@@ -301,7 +304,8 @@ def test_a_model_folder_swapped_after_hashing_is_refused(tmp_path):
     (root / "models/b").mkdir()
     (root / "models/m").symlink_to(root / "models/a")
     ctx = _ctx(root)
-    ctx.model_real = Path(os.path.realpath(ctx.model_declared))  # as preflight hashed it
+    # as preflight hashed it
+    ctx.took("preflight", Preflight(model_real=Path(os.path.realpath(ctx.model_declared))))
     assert ctx.model_source == root / "models/a"
     assert launch.resolve_sources(ctx)[2] == []
     (root / "models/m").unlink()
@@ -403,8 +407,8 @@ SYSTEM = system_paths({})
                                   "/boot/x"])
 @pytest.mark.parametrize("read_only", [True, False])
 def test_any_mount_of_a_system_path_is_refused_even_read_only(real, read_only):
-    src = launch.Source("mounts[0]", Path(real), Path(real), "dir", read_only)
-    reasons = launch.judge_source(src, [Path("/")], [], SYSTEM)
+    src = MountSource("mounts[0]", Path(real), Path(real), "dir", read_only)
+    reasons = mountable.judge(src, [Path("/")], [], SYSTEM)
     assert [r.rule for r in reasons] == ["MOUNT-SYSTEM-PATH"]
 
 
@@ -413,8 +417,8 @@ def test_the_docker_host_socket_and_its_folder_are_system_paths(tmp_path):
     system = system_paths({"DOCKER_HOST": f"unix://{sock}"})
     for real, refused in [(tmp_path, True), (tmp_path / "d", True), (sock, True),
                           (tmp_path / "d/x", True), (tmp_path / "other", False)]:
-        src = launch.Source("m", real, real, "dir", True)
-        rules = [r.rule for r in launch.judge_source(src, [Path("/")], [], system)]
+        src = MountSource("m", real, real, "dir", True)
+        rules = [r.rule for r in mountable.judge(src, [Path("/")], [], system)]
         assert rules == (["MOUNT-SYSTEM-PATH"] if refused else []), real
 
 

@@ -45,12 +45,12 @@ TRANSIENT = [
 
 @pytest.mark.parametrize("rc,stderr", REFUSED)
 def test_refused_submissions(rc: int, stderr: str) -> None:
-    assert calls.classify(rc, stderr) == "refused"
+    assert calls.classify(rc, stderr) == calls.SubmitAnswer.REJECTED
 
 
 @pytest.mark.parametrize("rc,stderr", TRANSIENT)
 def test_transient_submissions(rc: int, stderr: str) -> None:
-    assert calls.classify(rc, stderr) == "transient"
+    assert calls.classify(rc, stderr) == calls.SubmitAnswer.TRANSIENT
 
 
 def test_read_jobcomp_keeps_the_newest_whole_lines(tmp_path, monkeypatch) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InvalidInput
-from harness.config.executor import Executor, ExecutorBlock, merged
+from harness.config.executor import ExecutorBlock, ExecutorConfig, merged
 from harness.config.schema import Control
 from harness.measure.slurm import identity
 from harness.measure.vector import SLURM_JOB_LABEL, VectorInput, build, labels
@@ -80,7 +80,7 @@ def test_executor_block_defaults_and_command_line_on_top() -> None:
     assert block.executor.seal_grace == 180.0 and block.executor.account is None
     got = merged(block.executor, kind=None, partition="mi300", account="lab-7", drop=None)
     assert (got.kind, got.partition, got.account) == ("slurm", "mi300", "lab-7")
-    assert Executor().kind == "local"
+    assert ExecutorConfig().kind == "local"
     assert block.executor.window == 4  # a small submit window unless the campaign says
     assert merged(block.executor, window=16).window == 16  # --jobs 16
     assert merged(block.executor, window=None).window == 4
@@ -94,7 +94,7 @@ def test_bad_executor_values_are_refused(given: dict) -> None:
         ExecutorBlock.model_validate({"executor": given})
     if set(given) <= {"kind", "partition", "account"}:
         with pytest.raises(InvalidInput):
-            merged(Executor(), **given)
+            merged(ExecutorConfig(), **given)
 
 
 def test_check_gives_the_position_of_a_bad_executor_key(tmp_path: Path) -> None:

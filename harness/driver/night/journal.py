@@ -13,42 +13,61 @@ the thin shell. This module never deletes or rewrites a file it did not create.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.base.errors import EnvironmentFault, InvalidInput
+from harness.base.catalogue import RUN_INTERRUPTED
+from harness.base.errors import OK, EnvironmentFault, InvalidInput
+from harness.base.reason import Reason, exit_class, ordered, rules
+from harness.base.states import TERMINAL, State, Status
 from harness.base.timeutil import utc_now
 from harness.driver.night import schema
 from harness.driver.night.migrate import migrate, upgrade_event, upgrade_row
 from harness.driver.night.schema import JOURNAL_NAME, SCHEMA_VERSION, clamp, damaged, typed
 from harness.driver.night.transitions import (
     EVENTS,
-    STATES,
-    TERMINAL,
     TRANSITIONS,
-    Action,
     IllegalTransition,
     RetryPolicy,
     Row,
+    Step,
     chain_of,
     latest_attempts,
-    next_action,
+    next_step,
     outcome_event,
     resume_steps,
     transition,
 )
 
 __all__ = [
-    "EVENTS", "JOURNAL_NAME", "STATES", "TERMINAL", "TRANSITIONS", "Action",
-    "IllegalTransition", "Journal", "Night", "RetryPolicy", "Row", "latest_attempts",
-    "next_action", "resume_steps", "transition",
+    "EVENTS", "JOURNAL_NAME", "TERMINAL", "TRANSITIONS", "IllegalTransition", "Journal",
+    "NightRecord", "RetryPolicy", "Row", "Step", "latest_attempts", "next_step",
+    "resume_steps", "transition",
 ]
+Reasons = Iterable[Reason] | Reason | str  # typed reasons, or a note for people
+# Why a row a dead harness left `running` is interrupted when nothing else says more.
+STOPPED = Reason(RUN_INTERRUPTED, "the harness stopped during the run")
+
+
+def _reasons(given: Reasons) -> tuple[str, list[Reason]]:
+    """(the text people read, the reasons decided on) of what a caller records. A note
+    given as text is read once, as the one reason it begins with (`Reason.of`)."""
+    if isinstance(given, str):
+        return given, [Reason.of(given)] if given else []
+    found = [Reason.of(r) for r in ([given] if isinstance(given, Reason) else given)]
+    return "; ".join(r.text() for r in ordered(found)), found
+
+
+def _evidence(found: list[Reason]) -> dict[str, object]:
+    """A row's `rules` and `exit_class` columns for an outcome with these reasons."""
+    return {"rules": json.dumps(rules(found)), "exit_class": exit_class(found)}
 
 
 @dataclass(frozen=True)
-class Night:
+class NightRecord:
     """The night's identity: which campaign, from which file, under which source seal."""
 
     campaign: str
@@ -80,7 +99,7 @@ class Journal:
         self.path = path
         self._conn = conn
         self._now = now
-        self._version = version  # 1 only for a read-only open of a file not yet migrated
+        self._version = version  # older only for a read-only open of a file not migrated
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -203,36 +222,61 @@ class Journal:
         except sqlite3.Error as e:
             raise damaged(self.path, e) from None
 
-    def _row(self, values: Sequence) -> Row:
-        values = typed(self.path, "runs row", values, schema.ROW_TYPES)
-        if self._version == 1:
-            values = upgrade_row(values)
-        row = Row(*values)
-        if row.state not in STATES or row.origin not in schema.ORIGINS:
-            raise damaged(self.path, ValueError(
-                f"runs row {row.id} has state {row.state[:40]!r}, origin {row.origin[:40]!r}"))
-        return row
+    @property
+    def _columns(self) -> str:
+        """The `runs` columns the file's version has (older ones lack the outcome's)."""
+        return schema.ROW_COLUMNS if self._version >= SCHEMA_VERSION else schema.V2_ROW_COLUMNS
 
-    def night(self) -> Night:
+    def _row(self, values: Sequence) -> Row:
+        older = self._version < SCHEMA_VERSION
+        values = typed(self.path, "runs row", values,
+                       schema.V2_ROW_TYPES if older else schema.ROW_TYPES)
+        if older:
+            values = upgrade_row(values, self._version)
+        *head, found, klass = values
+        try:
+            state = State(head[5])
+        except ValueError:
+            state = None
+        if state is None or head[10] not in schema.ORIGINS:
+            raise damaged(self.path, ValueError(
+                f"runs row {head[0]} has state {head[5][:40]!r}, origin {head[10][:40]!r}"))
+        return Row(*head[:5], state, *head[6:], self._rules(head[0], found), klass)
+
+    def _rules(self, row_id: int, stored: str | None) -> tuple[str, ...]:
+        """A row's rule ids as stored (a JSON list of short strings), or damage."""
+        if stored is None:
+            return ()
+        try:
+            found = json.loads(stored)
+        except ValueError:
+            found = None
+        if not (isinstance(found, list) and len(found) <= schema.MAX_RULES and all(
+                isinstance(r, str) and 0 < len(r) <= schema.MAX_RULE_CHARS for r in found)):
+            raise damaged(self.path, ValueError(f"runs row {row_id} has rules that are not "
+                                                "a list of rule ids"))
+        return tuple(found)
+
+    def night(self) -> NightRecord:
         found = self._read(
             "SELECT campaign, campaign_file, seal, created, deadline FROM night WHERE id = 1"
         )
         if not found:
             raise damaged(self.path, ValueError("no night record"))
-        return Night(*typed(self.path, "night record", found[0], schema.NIGHT_TYPES))
+        return NightRecord(*typed(self.path, "night record", found[0], schema.NIGHT_TYPES))
 
     def rows(self) -> list[Row]:
-        found = self._read(f"SELECT {schema.ROW_COLUMNS} FROM runs ORDER BY plan_index, attempt")
+        found = self._read(f"SELECT {self._columns} FROM runs ORDER BY plan_index, attempt")
         return [self._row(r) for r in found]
 
     def row(self, row_id: int) -> Row:
-        found = self._read(f"SELECT {schema.ROW_COLUMNS} FROM runs WHERE id = ?", (row_id,))
+        found = self._read(f"SELECT {self._columns} FROM runs WHERE id = ?", (row_id,))
         if not found:
             raise InvalidInput(f"journal {self.path} has no run row {row_id}")
         return self._row(found[0])
 
     def by_run_id(self, run_id: str) -> Row | None:
-        found = self._read(f"SELECT {schema.ROW_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        found = self._read(f"SELECT {self._columns} FROM runs WHERE run_id = ?", (run_id,))
         return self._row(found[0]) if found else None
 
     def events(self, row_id: int | None = None) -> list[dict]:
@@ -243,9 +287,8 @@ class Journal:
             args = (row_id,)
         out = []
         for r in self._read(sql + " ORDER BY id", args):
-            values = typed(self.path, "event", r, schema.EVENT_TYPES)
-            if self._version == 1:
-                values = upgrade_event(values)
+            values = upgrade_event(typed(self.path, "event", r, schema.EVENT_TYPES),
+                                   self._version)
             out.append(dict(zip(schema.EVENT_COLUMNS, values, strict=True)))
         return out
 
@@ -298,7 +341,8 @@ class Journal:
     def mark_running(self, row: Row | int, run_id: str, run_dir: str) -> Row:
         """Commit `running` with the run's id and folder; only then may the caller launch."""
         return self._move(row, "start", run_id, run_id=run_id, run_dir=str(run_dir),
-                          reason=None)  # a withdrawn row's "not run" is history now
+                          reason=None, rules=None, exit_class=None)  # a withdrawn row's
+        # "not run" is history now
 
     def record_job(self, row: Row | int, token: str, job_id: str) -> Row:
         """Commit the Slurm job that runs this row (`<job id> <token>`, event `slurm-job`)."""
@@ -313,33 +357,38 @@ class Journal:
         """Commit a row whose job was cancelled while pending: not run (planned again)."""
         return self._move(row, "withdraw", reason, reason=reason, run_id=None, run_dir=None)
 
-    def finish(self, row: Row | int, status: str, text: str = "") -> Row:
-        """Commit how the run ended: its state is the sealed folder's `status`."""
+    def finish(self, row: Row | int, status: Status | str, reasons: Reasons = ()) -> Row:
+        """Commit how the run ended: its state is the sealed folder's `status`; beside
+        the reasons' text for people, their rules and exit class, which the night's exit
+        code is decided on."""
+        text, found = _reasons(reasons)
         event, reason = outcome_event(status, text)
         if reason is None:
-            return self._move(row, event)
-        return self._move(row, event, reason, reason=reason)
+            return self._move(row, event, rules=json.dumps([]), exit_class=OK)
+        return self._move(row, event, reason, reason=reason, **_evidence(found))
 
     def mark_accepted(self, row: Row | int) -> Row:
-        return self.finish(row, "accepted")
+        return self.finish(row, Status.ACCEPTED)
 
-    def mark_refused(self, row: Row | int, reason: str) -> Row:
-        return self.finish(row, "refused", reason)
+    def mark_refused(self, row: Row | int, reasons: Reasons) -> Row:
+        return self.finish(row, Status.REFUSED, reasons)
 
-    def mark_failed(self, row: Row | int, reason: str) -> Row:
-        return self.finish(row, "failed", reason)
+    def mark_failed(self, row: Row | int, reasons: Reasons) -> Row:
+        return self.finish(row, Status.FAILED, reasons)
 
-    def mark_timed_out(self, row: Row | int, reason: str) -> Row:
-        return self.finish(row, "timed-out", reason)
+    def mark_timed_out(self, row: Row | int, reasons: Reasons) -> Row:
+        return self.finish(row, Status.TIMED_OUT, reasons)
 
-    def mark_interrupted(self, row: Row | int, reason: str) -> Row:
-        return self.finish(row, "interrupted", reason)
+    def mark_interrupted(self, row: Row | int, reasons: Reasons) -> Row:
+        return self.finish(row, Status.INTERRUPTED, reasons)
 
-    def mark_deferred(self, row: Row | int, reason: str) -> Row:
-        return self._move(row, "defer", reason, reason=reason)
+    def mark_deferred(self, row: Row | int, reasons: Reasons) -> Row:
+        """Commit that the doctor deferred the row: nothing was launched."""
+        text, found = _reasons(reasons)
+        return self._move(row, "defer", text, reason=text, **_evidence(found))
 
     def requeue(self, row: Row | int) -> Row:
-        return self._move(row, "requeue", reason=None)
+        return self._move(row, "requeue", reason=None, rules=None, exit_class=None)
 
     def _add_attempt(self, prior: Row, origin: str, link_reason: str) -> Row:
         link_reason = str(clamp(link_reason))
@@ -363,7 +412,7 @@ class Journal:
     def add_retry(self, interrupted: Row) -> Row:
         """A new attempt for an interrupted slot, linked to it (the caller checked the policy)."""
         current = self.row(interrupted.id)
-        if current.state != "interrupted":
+        if current.state != State.INTERRUPTED:
             raise IllegalTransition(f"journal: cannot retry a run that is {current.state!r}")
         return self._add_attempt(current, "retry", "retry after interrupted")
 
@@ -377,21 +426,21 @@ class Journal:
         original = self.by_run_id(run_id)
         if original is None:
             raise InvalidInput(f"run {run_id} is not in journal {self.path}")
-        if original.state not in TERMINAL | {"interrupted"}:
+        if original.state not in TERMINAL | {State.INTERRUPTED}:
             raise InvalidInput(f"run {run_id} is {original.state}; only a finished run is rerun")
         return self._add_attempt(original, "rerun", reason)
 
-    def apply(self, action: Action, reason: str = "harness stopped during the run") -> Row | None:
-        """Carry out a bookkeeping action from `next_action`/`resume_steps` (not `launch`)."""
-        if action.row is None or action.kind in ("done", "launch"):
-            return action.row
-        if action.kind == "interrupt":
-            return self.mark_interrupted(action.row, reason)
-        if action.kind == "requeue":
-            return self.requeue(action.row)
-        if action.kind == "retry":
-            return self.add_retry(action.row)
-        raise InvalidInput(f"journal: unknown action {action.kind!r}")
+    def apply(self, step: Step, reason: Reasons = STOPPED) -> Row | None:
+        """Carry out a bookkeeping step from `next_step`/`resume_steps` (not `launch`)."""
+        if step.row is None or step.kind in ("done", "launch"):
+            return step.row
+        if step.kind == "interrupt":
+            return self.mark_interrupted(step.row, reason)
+        if step.kind == "requeue":
+            return self.requeue(step.row)
+        if step.kind == "retry":
+            return self.add_retry(step.row)
+        raise InvalidInput(f"journal: unknown step {step.kind!r}")
 
     def resume(self) -> list[Row]:
         """Start-of-night recovery (see `resume_steps`): returns the rows it changed."""

@@ -1,26 +1,37 @@
-"""Journals written by an older harness: their schema, and the upgrade to today's.
+"""Journals written by an older harness: the upgrade of their rows to today's schema.
 
 Version 1 named an accepted run `sealed`, and recorded a timed-out run as `failed` with a
 "timed-out: " prefix on its reason. Version 2 speaks the run's language: the state is the
-sealed folder's status (`accepted`, `refused`, `failed`, `timed-out`, `interrupted`).
+sealed folder's status. Version 3 keeps a row's rules and exit class beside its reason.
 
-A writable open migrates the file in place, in one transaction (a crash leaves version 1
-whole); a read-only open (reports, status) never writes and reads version-1 rows through
-the same pure mapping instead.
+An older row's rules and exit class are derived here, once, from its stored reason text
+through `Reason.of` (the one reader of a reason's text): the text is read as the one
+reason it begins with, exactly what the night's exit code was decided on when that text
+was written (environment reasons first). Splitting it further would let a detail's
+"; RULE: ..." pose as a reason of its own.
+
+A writable open migrates the file in place, in one transaction (a crash leaves the old
+version whole); a read-only open (reports, status) never writes and reads older rows
+through the same pure mapping instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from pathlib import Path
 
+from harness.base.errors import OK
+from harness.base.reason import Reason, exit_class, rules
+from harness.base.states import TERMINAL, State
 from harness.driver.night.schema import (
     EVENT_COLUMNS,
     EVENTS_TABLE,
     ROW_COLUMNS,
     RUNS_TABLE,
     SCHEMA_VERSION,
+    V2_ROW_COLUMNS,
     check_schema,
     damaged,
     harden,
@@ -28,43 +39,67 @@ from harness.driver.night.schema import (
 
 _TIMED_OUT = "timed-out: "  # how version 1 told a time-out from a failure
 _V1_EVENTS = {"seal": "accept"}
-_V1_STATES = {"sealed": "accepted"}
+_V1_STATES = {"sealed": State.ACCEPTED}
+# The states whose row holds an outcome: finished, interrupted, or deferred by the doctor.
+_ENDED = frozenset({*TERMINAL, State.INTERRUPTED, State.DEFERRED})
 
 
 def upgrade_state(state: str | None, reason: str | None) -> tuple[str | None, str | None]:
     """A version-1 (state, reason) in today's words. Pure."""
-    if state == "failed" and reason is not None and reason.startswith(_TIMED_OUT):
-        return "timed-out", reason[len(_TIMED_OUT):]
+    if state == State.FAILED and reason is not None and reason.startswith(_TIMED_OUT):
+        return State.TIMED_OUT, reason[len(_TIMED_OUT):]
     return _V1_STATES.get(state, state) if state is not None else None, reason
 
 
-def upgrade_row(values: tuple) -> tuple:
-    """A version-1 `runs` row (ROW_COLUMNS order) as version 2 stores it. Pure."""
-    state, reason = upgrade_state(values[5], values[8])
-    return (*values[:5], state, *values[6:8], reason, *values[9:])
+def evidence_of(state: str, reason: str | None) -> tuple[str | None, int | None]:
+    """(rules as stored, exit class) of an older row in `state` with `reason`. Pure.
+
+    A row without an outcome (planned, running) has neither; an accepted one no rules and
+    exit class 0; any other the rule its text begins with and that rule's exit class."""
+    if state not in _ENDED:
+        return None, None
+    if state == State.ACCEPTED:
+        return json.dumps([]), OK
+    found = [Reason.of(reason or "")]
+    return json.dumps(rules(found)), exit_class(found)
 
 
-def upgrade_event(values: tuple) -> tuple:
-    """A version-1 `events` row (EVENT_COLUMNS order) as version 2 stores it. Pure."""
+def upgrade_row(values: tuple, version: int) -> tuple:
+    """A `runs` row as `version` stores it (its ROW_COLUMNS) as today's schema does. Pure."""
+    if version >= SCHEMA_VERSION:
+        return values
+    if version == 1:
+        state, reason = upgrade_state(values[5], values[8])
+        values = (*values[:5], state, *values[6:8], reason, *values[9:])
+    return (*values, *evidence_of(values[5], values[8]))
+
+
+def upgrade_event(values: tuple, version: int = 1) -> tuple:
+    """An `events` row (EVENT_COLUMNS order) of `version` as today's schema stores it. Pure."""
+    if version != 1:
+        return values
     ident, run, event, from_state, to_state, detail, at = values
     to_state, new_detail = upgrade_state(to_state, detail)
-    if to_state == "timed-out" and to_state != values[4]:
+    if to_state == State.TIMED_OUT and to_state != values[4]:
         event, detail = "time-out", new_detail
     from_state, _ = upgrade_state(from_state, None)
     return ident, run, _V1_EVENTS.get(event, event), from_state, to_state, detail, at
 
 
-def _rebuild(conn: sqlite3.Connection) -> None:
-    """Inside the caller's transaction: runs and events re-created as version 2 has them."""
-    runs = [upgrade_row(r) for r in conn.execute(f"SELECT {ROW_COLUMNS} FROM runs ORDER BY id")]
-    events = [upgrade_event(r) for r in conn.execute(
+def _rebuild(conn: sqlite3.Connection, version: int) -> None:
+    """Inside the caller's transaction: runs and events re-created as today's schema has
+    them, each row upgraded from `version`."""
+    runs = [upgrade_row(r, version) for r in conn.execute(
+        f"SELECT {V2_ROW_COLUMNS} FROM runs ORDER BY id")]
+    events = [upgrade_event(r, version) for r in conn.execute(
         f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY id")]
     sequence = conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
     conn.execute("DROP TABLE events")
     conn.execute("DROP TABLE runs")
     conn.execute(RUNS_TABLE)
     conn.execute(EVENTS_TABLE)
-    conn.executemany(f"INSERT INTO runs ({ROW_COLUMNS}) VALUES ({', '.join('?' * 13)})", runs)
+    marks = ", ".join("?" * len(ROW_COLUMNS.split(", ")))
+    conn.executemany(f"INSERT INTO runs ({ROW_COLUMNS}) VALUES ({marks})", runs)
     conn.executemany(f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?)", events)
     conn.execute("DELETE FROM sqlite_sequence")  # ids keep counting where they were
@@ -73,7 +108,7 @@ def _rebuild(conn: sqlite3.Connection) -> None:
 
 
 def migrate(path: Path) -> bool:
-    """Upgrade the version-1 journal at `path` to today's schema, in one transaction.
+    """Upgrade the older journal at `path` to today's schema, in one transaction.
 
     Returns False when there was nothing to do (another harness migrated it first).
     The caller has checked the file (`check_file`); it is checked again under the lock."""
@@ -87,11 +122,12 @@ def migrate(path: Path) -> bool:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if conn.execute("PRAGMA user_version").fetchone()[0] != 1:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version >= SCHEMA_VERSION:
                 conn.execute("ROLLBACK")
                 return False
-            check_schema(path, conn, 1)
-            _rebuild(conn)
+            check_schema(path, conn, version)
+            _rebuild(conn, version)
             check_schema(path, conn, SCHEMA_VERSION)
             if conn.execute("PRAGMA foreign_key_check").fetchall():
                 raise ValueError("a run or event names a run the journal does not hold")

@@ -2,8 +2,9 @@
 
 The GPU lock serialises single runs; a night also owns its journal and decides which of
 its runs died, so two nights must never drive one GPU lock together. The night lock is a
-kernel flock on `<gpu lock>.night` (freed by the kernel however its holder dies) with a
-holder record beside it that says who holds it, for the refusal message and `status`.
+kernel flock on the GPU slot's night lock, `<gpu lock>.night` (`harness.base.gpuslot`;
+freed by the kernel however its holder dies), with a holder record beside it that says
+who holds it, for the refusal message and `status`.
 
 Policy, one rule for what an operator starts by hand: neither `harness run` nor
 `harness rerun` launches a control while a night holds this lock; each waits for it (up
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from harness.base.catalogue import ENV_LOCK_TIMEOUT, ENV_NIGHT_BUSY
 from harness.base.errors import EnvironmentFault
+from harness.base.gpuslot import GpuSlot
 from harness.base.timeutil import utc_now
 from harness.measure.lock import HeldFile, describe_holder, read_holder
 
@@ -31,7 +33,7 @@ BY_HAND = ("run", "rerun")  # kinds an operator starts; a night waits for them
 
 
 def night_lock_path(gpu_lock: Path) -> Path:
-    return gpu_lock.with_name(gpu_lock.name + ".night")
+    return GpuSlot(Path(gpu_lock)).night_lock
 
 
 def read_night_holder(gpu_lock: Path) -> dict | None:

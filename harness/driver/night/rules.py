@@ -1,5 +1,5 @@
 """The night runner's decisions, as pure functions: deadline, what counts as finished,
-which journal event a run's status is, and the night's exit code.
+and the night's exit code (from each row's stored exit class, never from its text).
 
 Kept apart from the loop so each rule is tested without Docker, SQLite or a clock.
 """
@@ -11,8 +11,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from harness.base.errors import InvalidInput, Refused
-from harness.driver.night.transitions import TERMINAL, RetryPolicy, Row, latest_attempts
+from harness.base.errors import ENVIRONMENT, OK, REFUSED, InvalidInput, Refused
+from harness.base.states import TERMINAL, State
+from harness.driver.night.transitions import RetryPolicy, Row, latest_attempts
 from harness.driver.policy import retry_allowed
 
 MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
@@ -89,7 +90,7 @@ def slot_final(row: Row, policy: RetryPolicy) -> bool:
     """True when this newest attempt of a slot will not run again on its own."""
     if row.state in TERMINAL:
         return True
-    return row.state == "interrupted" and not retry_allowed(policy, row.state, row.attempt)
+    return row.state == State.INTERRUPTED and not retry_allowed(policy, row.state, row.attempt)
 
 
 def unfinished(rows: Sequence[Row], policy: RetryPolicy, *, ended: bool) -> bool:
@@ -105,31 +106,20 @@ def progress(rows: Sequence[Row], policy: RetryPolicy) -> dict:
     latest = latest_attempts(rows).values()
     states: dict[str, int] = {}
     for r in latest:
-        states[r.state] = states.get(r.state, 0) + 1
+        states[str(r.state)] = states.get(str(r.state), 0) + 1
     return {"done": sum(slot_final(r, policy) for r in latest), "total": len(latest),
             "states": dict(sorted(states.items()))}
 
 
-def environment_reason(reason: str | None) -> bool:
-    """Whether a journal reason says the host was at fault: it begins with an `ENV-` rule.
-
-    Only the start counts: `verdict.lines` puts the harness's environment reasons first,
-    and a post-step's reasons begin `[name]`, so a rule id inside a detail (a workload's
-    file name, a post-step's text) can never turn a refusal into an environment fault."""
-    return bool(reason) and reason.startswith("ENV-")
-
-
 def night_exit_code(rows: Sequence[Row]) -> int:
-    """0 when every slot's newest attempt is accepted; 3 when any was deferred by
-    the doctor or stopped by an environment fault; else 1 (refused, failed, timed out,
-    interrupted, or left unrun by the deadline or the stop policy)."""
+    """0 when every slot's newest attempt is accepted; 3 when any was deferred by the
+    doctor or its outcome's exit class is 3 (the harness's own environment rule: only
+    the catalogue makes a reason one, so no post-step's text and no detail can); else 1
+    (refused, failed, timed out, interrupted, or left unrun by the deadline or the stop
+    policy)."""
     latest = list(latest_attempts(rows).values())
-    if any(r.state == "deferred" or environment_reason(r.reason) for r in latest):
-        return 3
-    if all(r.state == "accepted" for r in latest):
-        return 0
-    return 1
-
-
-def reason_text(reasons: Sequence[object]) -> str:
-    return "; ".join(str(r) for r in reasons)
+    if any(r.state == State.DEFERRED or r.exit_class == ENVIRONMENT for r in latest):
+        return ENVIRONMENT
+    if all(r.state == State.ACCEPTED for r in latest):
+        return OK
+    return REFUSED

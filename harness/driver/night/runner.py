@@ -1,11 +1,11 @@
-"""The night loop: resume or start a night, then run its controls one by one.
+"""The night: resume or start a night, then walk its controls with the one campaign loop.
 
 Order of every step: the journal records the state change (committed), then the action
-happens. Before each control the doctor checks the host; a failing host defers the
-control (nothing is launched) and the loop goes on with the next one. Past the deadline
-no control starts. The walk itself (launch, record, stop policy) is the campaign driver's
-(`harness.driver`); this module is the journal's side of it. At the end the caller's
-`summarize` writes the morning summary into the night folder.
+happens. Before each control the executor checks the host (here: the doctor); a failing
+host defers the control (nothing is launched) and the walk goes on with the next one.
+Past the deadline no control starts. The walk itself (launch, record, stop policy) is the
+campaign loop's (`harness.driver.drive`); this module is the journal's side of it. At the
+end the caller's `summarize` writes the morning summary into the night folder.
 """
 
 from __future__ import annotations
@@ -19,27 +19,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.base.atomic import write_json
-from harness.base.errors import HarnessError, InvalidInput
+from harness.base.errors import REFUSED, HarnessError, InvalidInput
 from harness.base.hashing import sha256_many
 from harness.base.signals import Interrupted, signals_interrupt
+from harness.base.states import State, Status
 from harness.base.timeutil import iso, stamp, utc_now
-from harness.config.executor import Executor
+from harness.config.executor import ExecutorConfig
 from harness.config.loader import Loaded
 from harness.config.samehost import instances
+from harness.driver.cutoff import seal_left
 from harness.driver.drive import drive
-from harness.driver.local import LocalExecutor
 from harness.driver.night import rules
+from harness.driver.night.executors import Fetch, night_executor
 from harness.driver.night.folders import night_folders, night_name
 from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row
 from harness.driver.night.nightlock import NightLock
-from harness.driver.night.recover import seal_cut_off, stop_run_containers
-from harness.driver.night.remote import Fetch, resume_rows, slurm_executor
 from harness.driver.night.source import JournalSource, left_running
-from harness.driver.plan import Outcome
-from harness.driver.slurm import SlurmExecutor
-from harness.driver.window import drive_window
-from harness.judge.doctor import run_checks
-from harness.judge.doctor.checks import GIB
+from harness.driver.plan import LaunchRequest, NightExecutor, Outcome
+from harness.driver.policy import ENDED_ON_PURPOSE, Why
 from harness.measure.seal import seal_digest, source_files
 from harness.measure.ui import Reporter
 
@@ -51,9 +48,9 @@ Summarize = Callable[[Path], list[Path]]
 class NightResult:
     night_dir: Path
     exit_code: int
-    runs: list[tuple[str, Path]] = field(default_factory=list)
+    runs: list[tuple[Status, Path]] = field(default_factory=list)
     summary: list[Path] = field(default_factory=list)
-    why: str = "done"
+    why: Why | str = Why.DONE
 
 
 def policy_of(loaded: Loaded) -> RetryPolicy:
@@ -120,15 +117,18 @@ def new_night_dir(nights_dir: Path, campaign: str) -> Path:
     raise InvalidInput(f"cannot create a new night folder under {nights_dir}")
 
 
-class Night:
-    """One invocation of a night: holds the night lock, the journal and the reporter."""
+class NightRunner:
+    """One invocation of a night: holds the night lock, the journal and the reporter, and
+    the executor its controls run on, which answers what differs between hosts and
+    clusters (the check before each control, the recovery of rows left `running`)."""
 
     def __init__(self, loaded: Loaded, runs_dir: Path, ui: Reporter, *,
                  lock_timeout: float | None, deadline: datetime | None,
-                 summarize: Summarize | None = None, executor: Executor | None = None,
+                 summarize: Summarize | None = None, config: ExecutorConfig | None = None,
                  fetch: Fetch | None = None) -> None:
         self.loaded = loaded
-        self.executor = executor or loaded.executor  # local, or slurm (harness/driver/night/remote)
+        self.config = config or loaded.executor  # the campaign's `executor:`, command line on top
+        self.executor: NightExecutor | None = None  # made once the night folder is known
         self.night_dir: Path | None = None
         self.runs_dir = Path(os.path.abspath(runs_dir))
         self.ui = ui
@@ -140,105 +140,67 @@ class Night:
         self.fetch = fetch  # Slurm: a run sealed on a host's disk comes home from the drop
         self.result: NightResult | None = None
 
-    @property
-    def slurm(self) -> bool:
-        return self.executor.kind == "slurm"
-
     def recover(self, journal: Journal) -> None:
-        """Rows a dead harness left `running`: stop their container, seal, record. Under
-        Slurm first follow the row's job (no second job is ever sent for it); the rows of
-        a same_host group's instance left running share one job and are followed together."""
+        """Rows a dead harness left `running`: the executor says what became of each (it
+        follows a Slurm job, never sending a second; here it stops the container and seals
+        the folder); the rows of a same_host group's instance are recovered together."""
         done: set[int] = set()
         for row in journal.rows():
-            if row.state != "running" or row.id in done:
+            if row.state != State.RUNNING or row.id in done:
                 continue
-            rows = [row]
-            if self.slurm:
-                rows = left_running(row, journal.rows(), self.instances)
-                done.update(r.id for r in rows)
-                executor = self.remote(JournalSource(self, journal))
-                rows = [r for r, outcome in resume_rows(executor, journal, rows)
-                        if not self.resumed(journal, r, outcome)]
-            for r in rows:
-                self.seal_left(journal, r)
+            rows = left_running(row, journal.rows(), self.instances)
+            done.update(r.id for r in rows)
+            for r, outcome in self.left_behind(journal, rows):
+                if outcome is not None:
+                    journal.finish(r, outcome.status, outcome.reasons)
+                else:  # no job, no folder: it never ran
+                    journal.withdraw(r, "not run: the controller stopped before its job was "
+                                     "submitted")
+                    self.ui.event("not-run", control=r.control, run_id=r.run_id)
         journal.resume()  # deferred rows go back to planned: the host may be repaired
 
-    def resumed(self, journal: Journal, row: Row, outcome: Outcome | None) -> bool:
-        """Record what following a dead controller's job gave for `row`; False when the
-        row is left to `seal_left` (a folder its job left cut off)."""
-        if outcome is not None:
-            journal.finish(row, outcome.status, outcome.reason_text)
-            return True
-        if row.run_dir and not Path(row.run_dir).exists():  # no job, no folder
-            journal.withdraw(row, "not run: the controller stopped before its job was "
-                             "submitted")
-            self.ui.event("not-run", control=row.control, run_id=row.run_id)
-            return True
-        return False
-
-    def seal_left(self, journal: Journal, row: Row) -> None:
-        """Stop the container of a run a dead harness left, seal its folder as found."""
-        control, _ = self.loaded.controls.get(row.control, (None, None))
-        notes = stop_run_containers(row.run_id, control.stop_grace if control else 10.0) \
-            if row.run_id else []
-        run_dir = Path(row.run_dir) if row.run_dir else self.runs_dir / "-missing-"
-        status, reasons = seal_cut_off(run_dir, notes)
-        journal.finish(row, status, rules.reason_text(reasons))
-        self.ui.event("recovered", run_id=row.run_id, status=status, dir=str(run_dir),
-                      notes=notes)
+    def left_behind(self, journal: Journal, rows: list[Row],
+                    ) -> list[tuple[Row, Outcome | None]]:
+        """What became of rows left `running`, by the executor's word; a row that names
+        no folder is sealed as found here (there is nothing to follow)."""
+        named = [r for r in rows if r.run_dir]
+        found: dict[str, Outcome | None] = {}
+        if named:
+            assert self.executor is not None
+            job_id = next((j for r in named if (j := journal.job_of(r.id)) is not None), None)
+            requests = tuple(LaunchRequest(r.control, Path(str(r.run_dir)), attempt=r.attempt,
+                                           plan_index=r.plan_index) for r in named)
+            found = {q.run_id: o for q, o in self.executor.recover(requests, job_id)}
+        nowhere = LaunchRequest(rows[0].control, self.runs_dir / "-missing-")
+        return [(r, found.get(Path(r.run_dir).name) if r.run_dir else
+                 seal_left(nowhere, 0.0, self.ui, stop_containers=False)) for r in rows]
 
     def doctor(self, row: Row) -> list[str]:
-        """The doctor's failing lines for this control's profile (empty: the host is fit).
-        Under Slurm each host is its own doctor (HealthCheckProgram), not the controller."""
-        if self.slurm:
-            return []
-        control, _ = self.loaded.controls[row.control]
-        lock = self.loaded.image_lock
-        pinned = lock.images.get(control.image) if lock else None
-        images = {control.image: pinned.model_dump()} if pinned else None
-        fail_bytes = int(self.loaded.campaign.host.min_free_gib * GIB)
-        checks = run_checks(lock_path=self.loaded.lock_path, runs_dir=self.runs_dir,
-                            images=images, profile=control.device,
-                            required_gfx=self.loaded.campaign.host.gfx,
-                            fail_free_bytes=fail_bytes,
-                            warn_free_bytes=max(10 * GIB, fail_bytes))
-        return [f"{c.name}: {c.detail}" for c in checks if c.status == "fail"]
+        """What the executor finds wrong with the host for this control (empty: fit)."""
+        assert self.executor is not None
+        return self.executor.preflight(row.control, self.runs_dir)
 
-    def loop(self, journal: Journal) -> str:
+    def loop(self, source: JournalSource) -> Why | str:
         """Run until done; return why the night stopped: done, deadline, stop-policy,
         interrupted or environment."""
-        source = JournalSource(self, journal)
-        policy = self.loaded.campaign.stop_policy
-        on_outcome = lambda o: self.result.runs.append((o.status, o.run_dir))  # noqa: E731
-        if self.slurm:  # up to `window` jobs at once, one batched query per cycle
-            return drive_window(source, self.remote(source), window=self.executor.window,
-                                stop_policy=policy, ui=self.ui, on_outcome=on_outcome).why
-        executor = LocalExecutor(self.loaded, self.ui, lock_timeout=self.lock_timeout)
-        return drive(source, executor, stop_policy=policy, ui=self.ui, raise_errors=False,
-                     on_outcome=on_outcome).why
-
-    def remote(self, source: JournalSource) -> SlurmExecutor:
-        return slurm_executor(self.loaded, self.executor, self.ui, night_dir=self.night_dir,
-                              runs_dir=self.runs_dir, lock_timeout=self.lock_timeout,
-                              until=self.deadline, on_submitted=source.submitted,
-                              fetch=self.fetch)
+        assert self.executor is not None and self.result is not None
+        runs = self.result.runs
+        return drive(source, self.executor, stop_policy=self.loaded.campaign.stop_policy,
+                     ui=self.ui, on_outcome=lambda o: runs.append((o.status, o.run_dir))).why
 
     def run(self, night_dir: Path, resumed: bool, lock: NightLock) -> NightResult:
         self.night_dir = night_dir
         deadline = iso(self.deadline) if self.deadline else None
-        self.result = NightResult(night_dir, 1)
+        self.result = NightResult(night_dir, REFUSED)
         journal = open_journal(night_dir, self.loaded, deadline)
         lock.describe_as(night_dir=str(night_dir))
+        source = JournalSource(self, journal)
         try:
-            with signals_interrupt():
-                self.ui.event("night-start", campaign=self.loaded.campaign.name,
-                              dir=str(night_dir), resumed=resumed, deadline=deadline)
-                try:
-                    self.recover(journal)
-                    why = self.loop(journal)
-                except Interrupted as e:
-                    self.ui.event("interrupted", signal=str(e))
-                    why = "interrupted"
+            self.executor = night_executor(
+                self.loaded, self.config, self.ui, night_dir=night_dir, runs_dir=self.runs_dir,
+                lock_timeout=self.lock_timeout, until=self.deadline,
+                on_submitted=source.submitted, fetch=self.fetch)
+            why = self.walk(journal, source, resumed)
             rows = journal.rows()
         except BaseException:
             journal.close()
@@ -246,13 +208,31 @@ class Night:
             raise
         finally:
             journal.close()
-        if why in ("done", "deadline", "stop-policy"):
+        return self.end(night_dir, why, rows)
+
+    def walk(self, journal: Journal, source: JournalSource, resumed: bool) -> Why | str:
+        """Recover what a dead harness left, then the loop; a signal stops it interrupted."""
+        with signals_interrupt():
+            self.ui.event("night-start", campaign=self.loaded.campaign.name,
+                          dir=str(self.night_dir), resumed=resumed,
+                          deadline=iso(self.deadline) if self.deadline else None)
+            try:
+                self.recover(journal)
+                return self.loop(source)
+            except Interrupted as e:
+                self.ui.event("interrupted", signal=str(e))
+                return Why.INTERRUPTED
+
+    def end(self, night_dir: Path, why: Why | str, rows: list[Row]) -> NightResult:
+        """Mark a night that ended on purpose, its exit code, the morning summary."""
+        assert self.result is not None
+        if why in ENDED_ON_PURPOSE:
             with contextlib.suppress(FileExistsError):
                 write_json(night_dir / ENDED, {"at": utc_now(), "why": why}, exclusive=True)
         self.result.why = why
         self.result.exit_code = rules.night_exit_code(rows)
-        if why == "interrupted":
-            self.result.exit_code = max(self.result.exit_code, 1)
+        if why == Why.INTERRUPTED:
+            self.result.exit_code = max(self.result.exit_code, REFUSED)
         self.result.summary = self.summary(night_dir)
         self.ui.event("night-end", why=why, exit_code=self.result.exit_code,
                       progress=rules.progress(rows, self.policy))
@@ -273,7 +253,7 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
               max_hours: float | None = None, night: str | None = None, new: bool = False,
               lock_timeout: float | None = None, window: str | None = None,
               summarize: Summarize | None = None,
-              executor: Executor | None = None, fetch: Fetch | None = None) -> NightResult:
+              executor: ExecutorConfig | None = None, fetch: Fetch | None = None) -> NightResult:
     """Take the night lock, pick or create the night folder, run it; `summarize(night_dir)`
     writes the morning summary at the end (the caller's: night/ knows no report). A start
     outside `window` is refused before anything is touched."""
@@ -286,9 +266,9 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
         nights_dir = Path(os.path.abspath(runs_dir)) / "nights"
         found = find_night(nights_dir, loaded, night, new)
         night_dir = found or new_night_dir(nights_dir, loaded.campaign.name)
-        runner = Night(loaded, runs_dir, ui, lock_timeout=lock_timeout,
-                       deadline=deadline.astimezone(UTC) if deadline else None,
-                       summarize=summarize, executor=executor, fetch=fetch)
+        runner = NightRunner(loaded, runs_dir, ui, lock_timeout=lock_timeout,
+                             deadline=deadline.astimezone(UTC) if deadline else None,
+                             summarize=summarize, config=executor, fetch=fetch)
         return runner.run(night_dir, found is not None, lock)
     finally:
         lock.release()

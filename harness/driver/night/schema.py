@@ -3,6 +3,12 @@
 A file that is not a harness journal, or is damaged, is refused with a clear message and
 left exactly where it is. Nothing here writes: `Journal` (journal.py) opens and writes,
 `migrate` upgrades a file an older harness wrote.
+
+Versions: 1 named an accepted run `sealed` and a timed-out one `failed` with a "timed-out: "
+reason; 2 speaks the run's language (a row's state is its sealed folder's status); 3 also
+keeps, beside the reason people read, the rule ids (`rules`, a JSON list) and the exit
+class (`exit_class`: 0, 1 or 3) of a row's outcome, so the night decides from them and
+never from the text.
 """
 
 from __future__ import annotations
@@ -13,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.base.errors import EnvironmentFault, InvalidInput
-from harness.driver.night.transitions import STATES
+from harness.base.states import State
 
 APPLICATION_ID = 0x484E4A31  # "HNJ1": marks the file as ours, so a foreign SQLite file is refused
-SCHEMA_VERSION = 2  # 1: states `sealed`, timed-out runs `failed` with a "timed-out: " reason
-READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 is migrated on a writable open, read as 2 else
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)  # older ones migrate on a writable open
 JOURNAL_NAME = "journal.sqlite"
 
 NIGHT_TABLE = """CREATE TABLE night (
@@ -41,9 +47,12 @@ _RUNS_TABLE = """CREATE TABLE runs (
     rerun_of INTEGER REFERENCES runs(id),
     origin TEXT NOT NULL CHECK (origin IN ('plan', 'retry', 'rerun')),
     link_reason TEXT,
-    updated TEXT NOT NULL,
+    updated TEXT NOT NULL,{outcome}
     UNIQUE (plan_index, attempt)
 )"""
+_OUTCOME_COLUMNS = """
+    rules TEXT,
+    exit_class INTEGER CHECK (exit_class IN (0, 1, 2, 3)),"""
 EVENTS_TABLE = """CREATE TABLE events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     run INTEGER NOT NULL REFERENCES runs(id),
@@ -55,37 +64,48 @@ EVENTS_TABLE = """CREATE TABLE events (
 )"""
 
 
-def runs_table(states: Sequence[str]) -> str:
-    return _RUNS_TABLE.format(states=", ".join(repr(s) for s in states))
+# The states each version's CHECK lists, in the order its CREATE TABLE spells them (the
+# schema check compares that text exactly). Version 1 said `sealed` for accepted.
+_STATES = (State.PLANNED, State.RUNNING, State.ACCEPTED, State.REFUSED, State.FAILED,
+           State.TIMED_OUT, State.INTERRUPTED, State.DEFERRED)
+V1_STATES = (State.PLANNED, State.RUNNING, "sealed", State.REFUSED, State.FAILED,
+             State.INTERRUPTED, State.DEFERRED)
 
 
-RUNS_TABLE = runs_table(STATES)
+def runs_table(version: int = SCHEMA_VERSION) -> str:
+    """The `runs` table of `version` (1, 2 or today's)."""
+    states = V1_STATES if version == 1 else _STATES
+    return _RUNS_TABLE.format(states=", ".join(repr(str(s)) for s in states),
+                              outcome=_OUTCOME_COLUMNS if version >= 3 else "")
 
 
-# Version 1 (before the journal spoke the run's language): kept to recognise its files.
-V1_STATES = ("planned", "running", "sealed", "refused", "failed", "interrupted", "deferred")
+RUNS_TABLE = runs_table()
 
 
 def statements_of(version: int) -> list[str]:
-    """The statements that create an empty journal of `version` (1 or today's)."""
-    states = {1: V1_STATES, SCHEMA_VERSION: STATES}.get(version)
-    if states is None:
+    """The statements that create an empty journal of `version` (1, 2 or today's)."""
+    if version not in READABLE_VERSIONS:
         raise ValueError(f"no journal schema version {version}")
     return [f"PRAGMA application_id = {APPLICATION_ID}", f"PRAGMA user_version = {version}",
-            NIGHT_TABLE, runs_table(states), EVENTS_TABLE]
+            NIGHT_TABLE, runs_table(version), EVENTS_TABLE]
 
 
-ROW_COLUMNS = (
+# The columns every version has, in Row's order; today's adds the outcome's evidence.
+V2_ROW_COLUMNS = (
     "id, plan_index, control, repeat_index, attempt, state, run_id, run_dir, reason, "
     "rerun_of, origin, link_reason, updated"
 )
+ROW_COLUMNS = V2_ROW_COLUMNS + ", rules, exit_class"
 EVENT_COLUMNS = ("id", "run", "event", "from_state", "to_state", "detail", "at")
 # What each column read may hold, as the schema says: a value of any other type (a BLOB, a
 # REAL, NULL in a NOT NULL column) means the file was edited outside the harness.
-ROW_TYPES: tuple[tuple[type, ...], ...] = (
+V2_ROW_TYPES: tuple[tuple[type, ...], ...] = (
     (int,), (int,), (str,), (int,), (int,), (str,), (str, type(None)), (str, type(None)),
     (str, type(None)), (int, type(None)), (str,), (str, type(None)), (str,),
 )
+ROW_TYPES = (*V2_ROW_TYPES, (str, type(None)), (int, type(None)))
+MAX_RULES = 256  # rule ids one row names; the harness's own outcomes name a handful
+MAX_RULE_CHARS = 200
 NIGHT_TYPES: tuple[tuple[type, ...], ...] = (
     (str,), (str,), (str, type(None)), (str,), (str, type(None)),
 )
@@ -106,7 +126,6 @@ def damaged(path: Path, err: Exception) -> EnvironmentFault:
     )
 
 
-@functools.cache
 @functools.cache
 def expected_schema(version: int = SCHEMA_VERSION) -> tuple[tuple, ...]:
     """sqlite_master as `create` (or the harness that wrote `version`) leaves it. Made

@@ -3,10 +3,10 @@ each launch (committed before it happens) and each outcome.
 
 `same_host` groups (harness.config.samehost): when the next row belongs to a group's
 instance, its launch is that instance's unfinished members, in the group's order
-(`group_rows`): under Slurm all of them at once (one job, `next_launches`), on one host
-one after another (`next_launch` hands out the rest before anything else). A slot of an
-instance with a member in flight is busy as a whole, so no member ever runs in a second
-job beside its partners.
+(`group_rows`): all of them at once where the executor runs a group as one (`together`:
+one Slurm job), else one after another (the rest are handed out before anything else). A
+slot of an instance with a member in flight is busy as a whole, so no member ever runs in
+a second job beside its partners.
 """
 
 from __future__ import annotations
@@ -17,15 +17,18 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.base.catalogue import ENV_DOCTOR
+from harness.base.reason import Reason
+from harness.base.states import State
 from harness.base.timeutil import iso
 from harness.driver.night import rules
-from harness.driver.night.journal import Journal, RetryPolicy, Row, latest_attempts, next_action
+from harness.driver.night.journal import Journal, RetryPolicy, Row, latest_attempts, next_step
 from harness.driver.plan import LaunchRequest, Outcome, new_request
+from harness.driver.policy import Why
 from harness.measure.ui import Reporter
 
 
 class NightSide(Protocol):
-    """What the source needs of the night (harness.driver.night.runner.Night)."""
+    """What the source needs of the night (harness.driver.night.runner.NightRunner)."""
 
     ui: Reporter
     policy: RetryPolicy
@@ -49,7 +52,7 @@ def group_rows(row: Row, rows: Sequence[Row],
     if not slots:
         return [row]
     latest = latest_attempts(rows)
-    return [latest[s] for s in slots if s in latest and latest[s].state == "planned"]
+    return [latest[s] for s in slots if s in latest and latest[s].state == State.PLANNED]
 
 
 def left_running(row: Row, rows: Sequence[Row],
@@ -60,13 +63,12 @@ def left_running(row: Row, rows: Sequence[Row],
     slots = instances.get(row.plan_index)
     if not slots:
         return [row]
-    running = {r.plan_index: r for r in rows if r.state == "running"}
+    running = {r.plan_index: r for r in rows if r.state == State.RUNNING}
     return [running[s] for s in slots if s in running]
 
 
 class JournalSource:
-    """The night's plan, walked by the driver (drive: one launch at a time; drive_window:
-    several launches, a group's members as one)."""
+    """The night's plan, walked by the one campaign loop (`harness.driver.drive`)."""
 
     def __init__(self, night: NightSide, journal: Journal) -> None:
         self.night = night
@@ -75,35 +77,30 @@ class JournalSource:
         self._rows: dict[str, Row] = {}  # run id -> its journal row, while it runs
         self._queue: list[int] = []  # one host: a group's next members' slots, in order
 
-    def next_launch(self, busy: frozenset[int] = frozenset()) -> LaunchRequest | str:
-        """The next row to launch (one host: a group's members one after another, in the
-        group's order, before anything else); or why the night ends."""
-        found = self._next(busy)
-        if isinstance(found, str):
-            return found
-        self._queue = [r.plan_index for r in found[1:]]
-        return self._request(found[0])
-
-    def next_launches(self, busy: frozenset[int] = frozenset(),
+    def next_launches(self, busy: frozenset[int] = frozenset(), *, together: bool = False,
                       ) -> tuple[LaunchRequest, ...] | str:
-        """The next launch for the Slurm window: one row, or a same_host group's
-        unfinished members in order (one job); or why the night ends. `busy`: plan slots
-        whose launch is in flight, left alone with their whole group."""
+        """The next launch: one row, or a same_host group's unfinished members in order
+        (`together`: one job runs them; else one after another, the rest before anything
+        else); or why the night ends. `busy`: plan slots whose launch is in flight, left
+        alone with their whole group."""
         found = self._next(group_busy(busy, self.night.instances))
         if isinstance(found, str):
             return found
-        return tuple(self._request(r) for r in found)
+        if together:
+            return tuple(self._request(r) for r in found)
+        self._queue = [r.plan_index for r in found[1:]]
+        return (self._request(found[0]),)
 
     def _queued(self, rows: list[Row]) -> Row | None:
         """The next member of a group a one-host walk is in the middle of, if still planned."""
         latest = latest_attempts(rows)
         while self._queue:
             slot = self._queue.pop(0)
-            if slot in latest and latest[slot].state == "planned":
+            if slot in latest and latest[slot].state == State.PLANNED:
                 return latest[slot]
         return None
 
-    def _next(self, busy: frozenset[int]) -> list[Row] | str:
+    def _next(self, busy: frozenset[int]) -> list[Row] | Why:
         """The rows of the next launch, after the bookkeeping before it; or why the night
         ends. `busy`: plan slots whose launch is in flight (the Slurm window)."""
         night, journal = self.night, self.journal
@@ -112,21 +109,21 @@ class JournalSource:
             p = rules.progress(rows, night.policy)
             if hasattr(night.ui, "set_progress"):
                 night.ui.set_progress(p["done"], p["total"])
-            action = next_action(rows, night.policy)
-            if action.kind in ("interrupt", "retry"):
-                journal.apply(action)
+            step = next_step(rows, night.policy)
+            if step.kind in ("interrupt", "retry"):
+                journal.apply(step)
                 continue
-            if action.kind == "done":
-                return "environment" if self.deferred_now else "done"
+            if step.kind == "done":
+                return Why.ENVIRONMENT if self.deferred_now else Why.DONE
             queued = self._queued(rows)
-            group = [queued] if queued else group_rows(action.row, rows, night.instances)
+            group = [queued] if queued else group_rows(step.row, rows, night.instances)
             if rules.past(night.deadline, datetime.now(UTC)):
                 night.ui.event("deadline", deadline=iso(night.deadline),
-                               left=sum(r.state == "planned" for r in rows))
-                return "deadline"
+                               left=sum(r.state == State.PLANNED for r in rows))
+                return Why.DEADLINE
             failing = night.doctor(group[0])
             if failing:
-                journal.mark_deferred(group[0], f"{ENV_DOCTOR}: " + "; ".join(failing))
+                journal.mark_deferred(group[0], Reason(ENV_DOCTOR, "; ".join(failing)))
                 self.deferred_now.add(group[0].id)
                 night.ui.event("deferred", control=group[0].control, reasons=failing)
                 continue
@@ -153,7 +150,7 @@ class JournalSource:
 
     def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
         row = self._rows.pop(request.run_id)
-        self.journal.finish(row, outcome.status, outcome.reason_text)
+        self.journal.finish(row, outcome.status, outcome.reasons)
 
     def past_deadline(self) -> bool:
         return rules.past(self.night.deadline, datetime.now(UTC))

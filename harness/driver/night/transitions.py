@@ -4,8 +4,8 @@ Kept apart from the SQLite shell so every rule is tested without a database: whi
 changes are legal, what a fresh start does with rows left by a dead harness, and which
 run the night loop launches next. The journal speaks the run's language: a finished row
 is `accepted`, `refused`, `failed`, `timed-out` or `interrupted`, exactly the status its
-sealed folder records; such a row is never chosen again (an interrupted one only as a
-new, linked attempt when the retry policy allows).
+sealed folder records (`harness.base.states.Status`); such a row is never chosen again
+(an interrupted one only as a new, linked attempt when the retry policy allows).
 """
 
 from __future__ import annotations
@@ -14,61 +14,57 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.base.errors import InvalidInput
+from harness.base.states import TERMINAL, State, Status
 from harness.driver.policy import RetryPolicy, retry_allowed
 
-__all__ = ["EVENTS", "STATES", "TERMINAL", "TRANSITIONS", "Action", "IllegalTransition",
-           "RetryPolicy", "Row", "chain_of", "latest_attempts", "next_action", "outcome_event",
+__all__ = ["EVENTS", "TERMINAL", "TRANSITIONS", "IllegalTransition", "RetryPolicy", "Row",
+           "Step", "chain_of", "latest_attempts", "next_step", "outcome_event",
            "resume_steps", "transition"]
 
-STATES = ("planned", "running", "accepted", "refused", "failed", "timed-out", "interrupted",
-          "deferred")
-# Never run again, never changed again.
-TERMINAL = frozenset({"accepted", "refused", "failed", "timed-out"})
-
 # (state, event) -> new state. Anything absent is illegal.
-TRANSITIONS: dict[tuple[str, str], str] = {
-    ("planned", "start"): "running",
-    ("planned", "defer"): "deferred",  # the doctor failed: nothing was launched
-    ("planned", "refuse"): "refused",  # refused before launch (e.g. image Id differs from lock)
-    ("planned", "fail"): "failed",  # failed before launch (e.g. preflight error)
-    ("running", "accept"): "accepted",
-    ("running", "refuse"): "refused",
-    ("running", "fail"): "failed",
-    ("running", "time-out"): "timed-out",
-    ("running", "interrupt"): "interrupted",
-    ("running", "slurm-job"): "running",  # its Slurm job's id and token (detail), after sbatch
-    ("running", "withdraw"): "planned",  # its Slurm job was cancelled before it ever started
-    ("deferred", "requeue"): "planned",  # a later start of the night tries the host again
+TRANSITIONS: dict[tuple[State, str], State] = {
+    (State.PLANNED, "start"): State.RUNNING,
+    (State.PLANNED, "defer"): State.DEFERRED,  # the doctor failed: nothing was launched
+    (State.PLANNED, "refuse"): State.REFUSED,  # refused before launch (image Id not the lock's)
+    (State.PLANNED, "fail"): State.FAILED,  # failed before launch (e.g. preflight error)
+    (State.RUNNING, "accept"): State.ACCEPTED,
+    (State.RUNNING, "refuse"): State.REFUSED,
+    (State.RUNNING, "fail"): State.FAILED,
+    (State.RUNNING, "time-out"): State.TIMED_OUT,
+    (State.RUNNING, "interrupt"): State.INTERRUPTED,
+    (State.RUNNING, "slurm-job"): State.RUNNING,  # its Slurm job's id and token, after sbatch
+    (State.RUNNING, "withdraw"): State.PLANNED,  # its Slurm job was cancelled before it ran
+    (State.DEFERRED, "requeue"): State.PLANNED,  # a later start of the night tries again
 }
 EVENTS = tuple(sorted({event for _, event in TRANSITIONS}))
 
 # A sealed folder's status -> the journal event that records it (the state is the status).
-STATUS_EVENT = {"accepted": "accept", "refused": "refuse", "failed": "fail",
-                "timed-out": "time-out", "interrupted": "interrupt"}
+STATUS_EVENT = {Status.ACCEPTED: "accept", Status.REFUSED: "refuse", Status.FAILED: "fail",
+                Status.TIMED_OUT: "time-out", Status.INTERRUPTED: "interrupt"}
 
 
 class IllegalTransition(InvalidInput):
     """A state change the rules forbid (a bug in the caller, or a second writer)."""
 
 
-def transition(state: str, event: str) -> str:
+def transition(state: State | str, event: str) -> State:
     """The state after `event`, or IllegalTransition. Pure: the one place the rules live."""
     try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
+        return TRANSITIONS[(State(state), event)]
+    except (KeyError, ValueError):
         raise IllegalTransition(f"journal: cannot {event!r} a run that is {state!r}") from None
 
 
-def outcome_event(status: str, text: str) -> tuple[str, str | None]:
+def outcome_event(status: Status | str, text: str) -> tuple[str, str | None]:
     """(event, reason) recording a run that ended with `status`. Pure.
 
     An accepted run needs no reason; any other keeps the run's reasons (or its status when
     it gave none). A status the journal does not know is recorded `failed`, naming it."""
-    text = text or status
-    if status == "accepted":
+    text = text or str(status)
+    if status == Status.ACCEPTED:
         return "accept", None
     if status in STATUS_EVENT:
-        return STATUS_EVENT[status], text
+        return STATUS_EVENT[Status(status)], text
     return "fail", f"{status}: {text}"
 
 
@@ -81,21 +77,23 @@ class Row:
     control: str
     repeat_index: int
     attempt: int
-    state: str
+    state: State
     run_id: str | None
     run_dir: str | None
-    reason: str | None
+    reason: str | None  # the outcome's reasons as people read them; never decided on
     rerun_of: int | None  # row id of the attempt this one repeats
     origin: str  # plan | retry | rerun
     link_reason: str | None  # why this attempt exists (operator reason, "retry after interrupted")
     updated: str
+    rules: tuple[str, ...] = ()  # the rule ids of its outcome's reasons
+    exit_class: int | None = None  # its outcome's exit class: 0, 1 or 3 (None: no outcome)
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
-class Action:
+class Step:
     """What the night does next: interrupt, retry, launch, or done (row is None)."""
 
     kind: str
@@ -112,7 +110,7 @@ def latest_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     return latest
 
 
-def resume_steps(rows: Sequence[Row]) -> list[Action]:
+def resume_steps(rows: Sequence[Row]) -> list[Step]:
     """What a fresh start of a night does first. Pure.
 
     A `running` row found at start means the harness died mid-run: it becomes
@@ -120,12 +118,12 @@ def resume_steps(rows: Sequence[Row]) -> list[Action]:
     repaired since. Call this only while holding the night's lock, or a live night's
     running row would be mistaken for a dead one.
     """
-    steps = [Action("interrupt", r) for r in rows if r.state == "running"]
-    steps += [Action("requeue", r) for r in rows if r.state == "deferred"]
+    steps = [Step("interrupt", r) for r in rows if r.state == State.RUNNING]
+    steps += [Step("requeue", r) for r in rows if r.state == State.DEFERRED]
     return steps
 
 
-def next_action(rows: Sequence[Row], policy: RetryPolicy) -> Action:
+def next_step(rows: Sequence[Row], policy: RetryPolicy) -> Step:
     """The one next step of the night loop. Pure.
 
     Order: a stale `running` row is interrupted first; then the earliest interrupted slot
@@ -135,18 +133,18 @@ def next_action(rows: Sequence[Row], policy: RetryPolicy) -> Action:
     """
     ordered = sorted(rows, key=lambda r: (r.plan_index, r.attempt))
     for row in ordered:
-        if row.state == "running":
-            return Action("interrupt", row)
+        if row.state == State.RUNNING:
+            return Step("interrupt", row)
     latest = latest_attempts(ordered)
     for plan_index in sorted(latest):
         row = latest[plan_index]
         if retry_allowed(policy, row.state, row.attempt):
-            return Action("retry", row)
+            return Step("retry", row)
     for plan_index in sorted(latest):
         row = latest[plan_index]
-        if row.state == "planned":
-            return Action("launch", row)
-    return Action("done")
+        if row.state == State.PLANNED:
+            return Step("launch", row)
+    return Step("done")
 
 
 def chain_of(rows: Sequence[Row], run_id: str) -> list[Row]:

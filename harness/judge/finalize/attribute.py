@@ -1,7 +1,7 @@
 """Which engine call changed a field between two checkpoints of the transition trace.
 
-Gate 0 says *that* a field differs between start-up and generation; the seed could not say
-*which call* made it differ. The in-container trace (harness_observer.trace) records every
+Gate 0 says *that* a field differs between start-up and generation, not *which call* made
+it differ. The in-container trace (harness_observer.trace) records every
 enter/exit of the hooked calls and every change of a watched field. `attribute` replays it
 and names, for each change between two checkpoints, the hooked calls that were open when it
 happened, each with its ordinal on that config in that process, so a reader sees

@@ -17,13 +17,15 @@ from typing import Any
 
 from harness.base.catalogue import GATE0_MISSING, GATE0_UNREADABLE, REFINALIZE_NOT_INTACT
 from harness.base.errors import InvalidInput, Refused
-from harness.base.readfile import InputError
+from harness.base.readfile import InputError, TooLarge, read_fd
+from harness.base.reason import Reason, rules
+from harness.base.states import Verdict
 from harness.base.tree import open_beneath
 from harness.instrument.harness_observer.interface import PHASES
+from harness.judge import verdictfile
 from harness.judge.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
 from harness.judge.finalize.documents import DocumentError, parse_document, read_document
 from harness.judge.finalize.processes import BOUND, Process, expected, judge_processes
-from harness.judge.finalize.rules import VERDICT_SCHEMA
 from harness.measure.runfolder import manifest
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import OBSERVATIONS, PREFLIGHT, RECORD, SUMS
@@ -32,11 +34,11 @@ from harness.measure.runfolder.record import RunRecord
 RULE_NOT_INTACT = REFINALIZE_NOT_INTACT
 
 
-def refusal(reasons: list[str], contract: list[str] | None) -> dict[str, Any]:
+def refusal(reasons: list[Reason], contract: list[str] | None) -> dict[str, Any]:
     """A verdict for a run whose observations cannot be compared at all."""
-    return {"schema": VERDICT_SCHEMA, "verdict": "refused", "reasons": reasons,
-            "refused_by": sorted({r.partition(":")[0] for r in reasons}),
-            "differences": [], "compared": 0, "contract": contract}
+    return {**verdictfile.document(reasons), "verdict": Verdict.REFUSED,
+            "refused_by": rules(reasons), "differences": [], "compared": 0,
+            "contract": contract}
 
 
 def read_run(run_dir: Path) -> RunRecord | None:
@@ -87,7 +89,7 @@ class _Observations:
 
     def __init__(self, run_dir: Path, sealed: SealedReader | None) -> None:
         self.run_dir, self.sealed = Path(run_dir), sealed
-        self.unreadable: list[str] = []
+        self.unreadable: list[Reason] = []
 
     def read(self, name: str) -> tuple[dict[str, Any] | None, bool]:
         """(the document or None when absent, whether it was readable)."""
@@ -100,7 +102,7 @@ class _Observations:
                 return parse_document(self.sealed.text(rel), str(path)), True
             return (read_document(path) if os.path.lexists(path) else None), True
         except DocumentError as e:
-            self.unreadable += [f"{GATE0_UNREADABLE}: {fault}" for fault in e.faults]
+            self.unreadable += [Reason(GATE0_UNREADABLE, fault) for fault in e.faults]
             return None, False
 
     def pair(self, process: Process) -> tuple[dict[str, dict[str, Any]], set[str]]:
@@ -127,7 +129,7 @@ def judge_run(run_dir: Path, contract: list[str] | None = None,
     if someone swaps a file between `verify` and the reading."""
     observations = _Observations(run_dir, sealed)
     bound, bad = observations.pair(BOUND)
-    missing = [f"{GATE0_MISSING}: {OBSERVATIONS}/{BOUND.document(phase)} was not written"
+    missing = [Reason(GATE0_MISSING, f"{OBSERVATIONS}/{BOUND.document(phase)} was not written")
                for phase in PHASES if phase not in bound and phase not in bad]
     if missing or observations.unreadable:
         return refusal(missing + observations.unreadable, contract)
@@ -142,9 +144,9 @@ def judge_run(run_dir: Path, contract: list[str] | None = None,
     verdict = judge_processes(docs, contract=contract, pins=pins, expected_source=source,
                               unreadable=unreadable)
     if observations.unreadable:
-        verdict["reasons"] = observations.unreadable + verdict["reasons"]
+        verdict["reasons"] = verdictfile.items(observations.unreadable) + verdict["reasons"]
         verdict["refused_by"] = list(dict.fromkeys([GATE0_UNREADABLE, *verdict["refused_by"]]))
-        verdict["verdict"] = "refused"
+        verdict["verdict"] = Verdict.REFUSED
     return verdict
 
 
@@ -171,16 +173,12 @@ class SealedReader:
         try:
             fd = open_beneath(self.run_dir, rel)
             try:
-                if os.fstat(fd).st_size > limit:
-                    raise DocumentError([f"{self.run_dir}/{rel}: over the {limit} byte "
-                                         "limit"])
-                data = os.read(fd, limit + 1)
-                while len(data) <= limit and (more := os.read(fd, limit + 1 - len(data))):
-                    data += more
+                data = read_fd(fd, limit)
+            except TooLarge:
+                raise DocumentError([f"{self.run_dir}/{rel}: over the {limit} byte "
+                                     "limit"]) from None
             finally:
                 os.close(fd)
-            if len(data) > limit:
-                raise DocumentError([f"{self.run_dir}/{rel}: over the {limit} byte limit"])
         except OSError as e:
             raise Refused(f"{self.run_dir}/{rel}: cannot read: {e.strerror or e}",
                           rule=RULE_NOT_INTACT) from None

@@ -4,12 +4,12 @@ vLLM runs the configuration in up to three kinds of process: the front-end (the 
 that called `LLM`), the engine core, and one worker per rank (docs/gate0-contract.md). The
 instrument observes each at start-up and at generation (contract.document_name). This
 module decides which processes a run must have observed, judges each one's pair with the
-one Gate-0 judge (`rules.judge`), and folds the results into one verdict that names, in
+one Gate-0 judge (`rules.assess`), and folds the results into one verdict that names, in
 every reason and difference, the process it is about.
 
-The engine core's pair (`startup.json`, `generation.json`) is the pair the seed's rule
-binds; it is judged first and must be readable before anything else is decided, because
-the process layout is read from it (how many workers the engine runs).
+The engine core's pair (`startup.json`, `generation.json`) is judged first and must be
+readable before anything else is decided, because the process layout is read from it (how
+many workers the engine runs).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.base.catalogue import GATE0_PROCESS_KIND, GATE0_PROCESS_MISSING
+from harness.base.reason import Reason
+from harness.base.states import Verdict
 from harness.instrument.harness_observer.interface import (
     ENGINE_CORE,
     FRONTEND,
@@ -25,7 +27,8 @@ from harness.instrument.harness_observer.interface import (
     WORKER,
     document_name,
 )
-from harness.judge.finalize.rules import VERDICT_SCHEMA, judge
+from harness.judge.finalize.rules import assess, document
+from harness.judge.verdictfile import items, verdict_of
 
 MAX_ROLE = 64  # a process name longer than this is not one vLLM gives
 MAX_WORKERS = 16  # more workers than one host's GPUs: not a layout the harness judges
@@ -109,6 +112,30 @@ def describe(process: Process, doc: dict[str, Any] | None) -> str:
     return f"{process.label} ({inner})" if inner else process.label
 
 
+def _judge_one(process: Process, pair: dict[str, dict[str, Any]], unreadable: set,
+               **judged: Any) -> tuple[list[Reason], dict[str, Any]]:
+    """One process's reasons (each naming it) and its entry in `processes`."""
+    name = describe(process, pair.get("startup") or pair.get("generation"))
+    missing = [process.document(phase) for phase in PHASES
+               if phase not in pair and (process, phase) not in unreadable]
+    faults = [Reason(GATE0_PROCESS_MISSING, f"{name}: observations/{doc} was not written")
+              for doc in missing]
+    faults += [Reason(GATE0_PROCESS_KIND, problem) for phase in PHASES if phase in pair
+               for problem in kind_problems(process, phase, pair[phase])]
+    entry: dict[str, Any] = {"process": process.label, "kind": process.kind,
+                             "rank": process.rank, "name": name}
+    if len(pair) == len(PHASES):
+        found, comparison = assess(pair["startup"], pair["generation"], **judged)
+        faults += [Reason(r.rule, f"{r.detail}, in {name}") for r in found]
+        entry.update(verdict=verdict_of(found), compared=comparison["compared"],
+                     differences=[{**d, "process": process.label}
+                                  for d in comparison["differences"]])
+    entry["reasons"] = items(faults)
+    if faults or "verdict" not in entry:
+        entry["verdict"] = Verdict.REFUSED
+    return faults, entry
+
+
 def judge_processes(docs: dict[Process, dict[str, dict[str, Any]]], *,
                     contract: list[str] | None = None, pins: dict[str, Any] | None = None,
                     expected_source: dict[str, str] | None = None,
@@ -119,46 +146,19 @@ def judge_processes(docs: dict[Process, dict[str, dict[str, Any]]], *,
     (process, phase) documents that were there but could not be read: the caller has
     refused them (GATE0-UNREADABLE), so they are not reported missing as well."""
     unreadable = unreadable or set()
-    bound = docs[BOUND]
-    want, layout_faults = expected(bound["startup"]["fields"])
-    reasons: list[str] = [f"{GATE0_PROCESS_MISSING}: {fault}" for fault in layout_faults]
-    refused_by: list[str] = [GATE0_PROCESS_MISSING] if layout_faults else []
-    differences: list[dict[str, Any]] = []
+    want, layout_faults = expected(docs[BOUND]["startup"]["fields"])
+    reasons = [Reason(GATE0_PROCESS_MISSING, fault) for fault in layout_faults]
     per_process: list[dict[str, Any]] = []
-    compared = 0
     for process in want:
-        pair = docs.get(process, {})
-        name = describe(process, pair.get("startup") or pair.get("generation"))
-        missing = [process.document(phase) for phase in PHASES
-                   if phase not in pair and (process, phase) not in unreadable]
-        faults = [f"{GATE0_PROCESS_MISSING}: {name}: observations/{doc} was not written"
-                  for doc in missing]
-        faults += [f"{GATE0_PROCESS_KIND}: {problem}" for phase in PHASES if phase in pair
-                   for problem in kind_problems(process, phase, pair[phase])]
-        entry: dict[str, Any] = {"process": process.label, "kind": process.kind,
-                                 "rank": process.rank, "name": name}
-        if len(pair) == len(PHASES):
-            verdict = judge(pair["startup"], pair["generation"], contract=contract, pins=pins,
-                            expected_source=expected_source)
-            compared += verdict["compared"] if process == BOUND else 0
-            faults += [f"{reason}, in {name}" for reason in verdict["reasons"]]
-            found = [{**d, "process": process.label} for d in verdict["differences"]]
-            differences += found
-            entry.update(verdict=verdict["verdict"], compared=verdict["compared"],
-                         differences=found)
-        entry["reasons"] = faults
-        if faults or "verdict" not in entry:
-            entry["verdict"] = "refused"
+        faults, entry = _judge_one(process, docs.get(process, {}), unreadable,
+                                   contract=contract, pins=pins,
+                                   expected_source=expected_source)
         per_process.append(entry)
         reasons += faults
-        refused_by += [r.partition(":")[0] for r in faults]
-    return {
-        "schema": VERDICT_SCHEMA,
-        "verdict": "refused" if reasons or unreadable else "accepted",
-        "reasons": reasons,
-        "refused_by": list(dict.fromkeys(refused_by)),
-        "differences": differences,
-        "compared": compared,
-        "contract": None if contract is None else list(contract),
-        "processes": per_process,
-    }
+    verdict = document(reasons, contract, processes=per_process,
+                       differences=[d for e in per_process for d in e.get("differences", [])],
+                       compared=next((e.get("compared", 0) for e in per_process
+                                     if e["process"] == BOUND.label), 0))
+    if unreadable:
+        verdict["verdict"] = Verdict.REFUSED
+    return verdict

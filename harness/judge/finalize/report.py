@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.base.reason import Reason
+
 
 def _raw(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
@@ -18,7 +20,7 @@ def _writable(text: str) -> str:
 
 def render(verdict: dict[str, Any]) -> str:
     lines = [f"gate0: {verdict['verdict']} ({verdict['compared']} fields compared)"]
-    lines += [f"  refused by {reason}" for reason in verdict["reasons"]]
+    lines += [f"  refused by {Reason.of(item).text()}" for item in verdict["reasons"]]
     for d in verdict["differences"]:
         lines.append(f"  {d['field']}: {d['kind']}")
         lines.append(f"    startup:    {_raw(d['startup'])}")

@@ -19,11 +19,13 @@ from harness.base.catalogue import (
     GATE0_PROCESS,
     GATE0_SOURCE,
 )
+from harness.base.reason import Reason
+from harness.base.states import Verdict
 from harness.instrument.harness_observer.encode import canonical
+from harness.judge import verdictfile
 from harness.judge.finalize.compare import compare_fields
 from harness.judge.finalize.pins import load_pins
 
-VERDICT_SCHEMA = "harness.verdict/v1"
 PROCESS_KEYS = ("role", "rank", "pid")
 SOURCE_KEYS = ("seal", "engine", "image")
 
@@ -93,14 +95,14 @@ RULES: dict[str, Rule] = {
 }
 
 
-def judge(startup: dict, generation: dict, *, contract: list[str] | None = None,
-          pins: dict[str, Any] | None = None, rules: Iterable[str] | None = None,
-          expected_source: dict[str, str] | None = None) -> dict[str, Any]:
-    """The Gate-0 verdict on two readable observation documents.
-
-    Identity rules come first in the reasons, then the field rules. `rules` limits which
-    rules apply (default: all); `expected_source` binds the documents to the run's own seal
-    and image. Differences are always listed, raw values exactly as observed."""
+def assess(startup: dict, generation: dict, *, contract: list[str] | None = None,
+           pins: dict[str, Any] | None = None, rules: Iterable[str] | None = None,
+           expected_source: dict[str, str] | None = None
+           ) -> tuple[list[Reason], dict[str, Any]]:
+    """(reasons, field comparison) of the Gate-0 rules on two readable observation
+    documents: the identity rules' reasons first, then the field rules'. `rules` limits
+    which rules apply (default: all); `expected_source` binds the documents to the run's
+    own seal and image."""
     enabled = list(RULES) if rules is None else list(rules)
     unknown = [name for name in enabled if name not in RULES]
     if unknown:
@@ -108,26 +110,37 @@ def judge(startup: dict, generation: dict, *, contract: list[str] | None = None,
     comparison = compare_fields(startup["fields"], generation["fields"], contract,
                                 load_pins() if pins is None else pins)
     ctx = {"comparison": comparison, "expected_source": expected_source}
-    reasons = []
-    refused_by = []
-    for name, rule in RULES.items():
-        if name not in enabled:
-            continue
-        found = rule(startup, generation, ctx)
-        if found:
-            refused_by.append(name)
-            reasons += [f"{name}: {text}" for text in found]
-    return {
-        "schema": VERDICT_SCHEMA,
-        "verdict": "refused" if reasons else "accepted",
-        "reasons": reasons,
-        "refused_by": refused_by,
-        "differences": comparison["differences"],
-        "compared": comparison["compared"],
-        "contract": None if contract is None else list(contract),
-    }
+    return [Reason(name, text) for name, rule in RULES.items() if name in enabled
+            for text in rule(startup, generation, ctx)], comparison
+
+
+def refused_by(reasons: Iterable[Reason]) -> list[str]:
+    """The rules that refused, each once, in the order they were found."""
+    return list(dict.fromkeys(r.rule for r in reasons))
+
+
+def document(reasons: list[Reason], contract: list[str] | None, *,
+             differences: list[dict[str, Any]], compared: int,
+             **fields: Any) -> dict[str, Any]:
+    """A Gate-0 verdict document (verdict.json): the reasons, the rules that gave them,
+    every difference with its raw values, how many fields were compared, the contract."""
+    return verdictfile.document(reasons, refused_by=refused_by(reasons),
+                                differences=differences, compared=compared,
+                                contract=None if contract is None else list(contract),
+                                **fields)
+
+
+def judge(startup: dict, generation: dict, *, contract: list[str] | None = None,
+          pins: dict[str, Any] | None = None, rules: Iterable[str] | None = None,
+          expected_source: dict[str, str] | None = None) -> dict[str, Any]:
+    """The Gate-0 verdict on two readable observation documents (`assess`). Differences
+    are always listed, raw values exactly as observed."""
+    reasons, comparison = assess(startup, generation, contract=contract, pins=pins,
+                                 rules=rules, expected_source=expected_source)
+    return document(reasons, contract, differences=comparison["differences"],
+                    compared=comparison["compared"])
 
 
 def exit_code(verdict: dict[str, Any]) -> int:
     """0 accepted, 1 refused: the project's exit codes."""
-    return 0 if verdict["verdict"] == "accepted" else 1
+    return 0 if verdict["verdict"] == Verdict.ACCEPTED else 1

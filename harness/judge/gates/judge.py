@@ -25,9 +25,9 @@ KILL_LINE = re.compile(r"^mutation: killed (\d{1,9})/(\d{1,9}) = [0-9.]+%", re.M
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What the shell saw: the exit code (None when it never started or was killed), the
-    stdout it kept, the JUnit bytes (or why they could not be read)."""
+class GateRun:
+    """One gate's command as the shell saw it: the exit code (None when it never started
+    or was killed), the stdout it kept, the JUnit bytes (or why they could not be read)."""
 
     exit_code: int | None
     duration_s: float
@@ -41,7 +41,9 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GateVerdict:
+    """Whether one gate passed, with the figures it was judged on and exactly why not."""
+
     passed: bool
     counts: dict[str, int] | None
     kill_score: float | None
@@ -101,7 +103,7 @@ def kill_score(stdout: str) -> float | str:
     return round(100.0 * killed / total, 2)
 
 
-def _junit_why(gate: Gate, out: Outcome) -> tuple[dict[str, int] | None, str | None]:
+def _junit_why(gate: Gate, out: GateRun) -> tuple[dict[str, int] | None, str | None]:
     path = gate.expect.junit
     if out.junit is None:
         return None, f"JUnit {path}: {out.junit_problem or 'not written'}"
@@ -122,13 +124,14 @@ def _junit_why(gate: Gate, out: Outcome) -> tuple[dict[str, int] | None, str | N
 GRACE_NOTE = "past the grace after the gate ended"
 
 
-def judge(gate: Gate, out: Outcome) -> Verdict:
+def judge(gate: Gate, out: GateRun) -> GateVerdict:
     """Pure: whether `gate` passed, with its counts, kill score and exactly why not."""
     whys: list[str] = []
     if out.start_error is not None:
-        return Verdict(False, None, None, f"could not start: {out.start_error}")
+        return GateVerdict(False, None, None, f"could not start: {out.start_error}")
     if out.interrupted:
-        return Verdict(False, None, None, "interrupted by the operator (the gate was killed)")
+        return GateVerdict(False, None, None,
+                           "interrupted by the operator (the gate was killed)")
     if out.timed_out:
         whys.append(f"ran past its {gate.timeout:g} s timeout and was killed")
     elif out.exit_code != gate.expect.exit_code:
@@ -149,4 +152,4 @@ def judge(gate: Gate, out: Outcome) -> Verdict:
             if score < gate.expect.min_kill_score:
                 whys.append(f"kill score {score:g}% is below the minimum "
                             f"{gate.expect.min_kill_score:g}%")
-    return Verdict(not whys, counts, score, "; ".join(whys) or None)
+    return GateVerdict(not whys, counts, score, "; ".join(whys) or None)

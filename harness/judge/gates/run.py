@@ -48,7 +48,7 @@ from harness.base.timeutil import stamp, utc_now
 from harness.base.tree import NotRegular, TooMany, open_beneath, printable, walk
 from harness.config.gates import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
 from harness.config.loader import Loaded
-from harness.judge.gates.judge import MAX_JUNIT, Outcome, Verdict, judge
+from harness.judge.gates.judge import MAX_JUNIT, GateRun, GateVerdict, judge
 from harness.judge.gates.record import GATE_RECORD, GATES_DIR, SCHEMA, verdict
 from harness.measure.provenance import MAX_PROBLEMS, CleanCheck, clean_at
 from harness.measure.runfolder.layout import SUMS
@@ -121,8 +121,8 @@ def _junit(gate: Gate, scratch: Path, dest: Path) -> tuple[bytes | None, str | N
     return data, None
 
 
-def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
-    """Run one gate's command; what it did, as an Outcome for the judge."""
+def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> GateRun:
+    """Run one gate's command; what it did, as a GateRun for the judge."""
     argv = [a.replace(GATE_DIR_TOKEN, str(scratch)) for a in gate.run]
     # never the reviewer's ssh-agent: code under test must not sign an approval with it
     env = {**{k: v for k, v in os.environ.items() if k not in AGENT_ENV},
@@ -135,7 +135,7 @@ def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
     except OSError as e:
         for log in ("stdout.log", "stderr.log"):
             (out_dir / log).write_bytes(b"")
-        return Outcome(None, 0.0, start_error=f"{argv[0]}: {e.strerror or e}")
+        return GateRun(None, 0.0, start_error=f"{argv[0]}: {e.strerror or e}")
     stop = threading.Event()
     copiers = [threading.Thread(target=_copy, args=(pipe, out_dir / name, stop), daemon=True)
                for pipe, name in ((proc.stdout, "stdout.log"), (proc.stderr, "stderr.log"))]
@@ -154,7 +154,7 @@ def _execute(gate: Gate, cwd: Path, scratch: Path, out_dir: Path) -> Outcome:
     lingering = any(t.is_alive() for t in copiers)  # a process it started holds a pipe
     stop.set()
     junit, problem = _junit(gate, scratch, out_dir / "junit.xml")
-    return Outcome(None if timed_out else proc.returncode, round(time.monotonic() - began, 3),
+    return GateRun(None if timed_out else proc.returncode, round(time.monotonic() - began, 3),
                    timed_out=timed_out, stdout=_tail(out_dir / "stdout.log"),
                    junit=junit, junit_problem=problem, lingering=lingering)
 
@@ -169,7 +169,8 @@ def _cwd(gate: Gate, project_dir: Path) -> Path:
     return cwd
 
 
-def gate_entry(gate: Gate, argv: list[str], out: Outcome, verdict: Verdict) -> dict[str, Any]:
+def gate_entry(gate: Gate, argv: list[str], out: GateRun,
+               verdict: GateVerdict) -> dict[str, Any]:
     """Pure: one gate's entry in gates.json."""
     return {"name": gate.name, "argv": argv, "exit_code": out.exit_code,
             "passed": verdict.passed, "duration_s": out.duration_s, "counts": verdict.counts,
@@ -177,11 +178,11 @@ def gate_entry(gate: Gate, argv: list[str], out: Outcome, verdict: Verdict) -> d
             "why": verdict.why}
 
 
-def exit_code(entries: list[dict[str, Any]], outcomes: list[Outcome],
+def exit_code(entries: list[dict[str, Any]], runs: list[GateRun],
               refusals: list[dict[str, str]] = ()) -> int:
     """Pure: 3 when a gate could not start or was interrupted, else 1 when one failed or
     the record holds a refusal, else 0."""
-    if any(o.start_error is not None or o.interrupted for o in outcomes):
+    if any(o.start_error is not None or o.interrupted for o in runs):
         return ENVIRONMENT
     return OK if verdict(entries, list(refusals)) else REFUSED
 
@@ -267,7 +268,7 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
     seal, tree = _checked(loaded)
     folder, started = _folder(runs_dir, loaded.campaign.name), utc_now()
     entries: list[dict[str, Any]] = []
-    outcomes: list[Outcome] = []
+    runs: list[GateRun] = []
     seals: list[tuple[str, SourceSeal]] = []  # the seal after each gate
     trees = [tree]
     with tempfile.TemporaryDirectory(prefix=".gate-", dir=folder.parent) as tmp:
@@ -278,9 +279,9 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
             try:
                 out = _execute(gate, cwd, scratch, out_dir)
             except KeyboardInterrupt:  # the gate is killed (_execute); seal what ran
-                out = Outcome(None, 0.0, interrupted=True)
+                out = GateRun(None, 0.0, interrupted=True)
             entries.append(gate_entry(gate, list(gate.run), out, judge(gate, out)))
-            outcomes.append(out)
+            runs.append(out)
             echo(entries[-1])
             shutil.rmtree(scratch, ignore_errors=True)
             seal_now, tree_now = _checked(loaded)
@@ -303,7 +304,7 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
     except OSError as e:
         raise EnvironmentFault(f"{folder}: cannot seal the gate record: "
                                f"{e.strerror or e}") from None
-    return folder, doc, exit_code(entries, outcomes, refusals)
+    return folder, doc, exit_code(entries, runs, refusals)
 
 
 def _checked(loaded: Loaded) -> tuple[SourceSeal, CleanCheck]:

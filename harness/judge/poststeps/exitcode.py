@@ -16,33 +16,36 @@ from typing import TextIO
 from harness.base.atomic import write_json
 from harness.base.catalogue import RUN_EXIT, RUN_INTERRUPTED, RUN_OOM, RUN_TIMEOUT
 from harness.base.readfile import InputError, read_bounded
+from harness.base.reason import Reason
+from harness.base.states import Status, Verdict
 from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.judge.verdictfile import document, verdict_of
 from harness.measure.runfolder import layout
 
 OUTCOME_LIMIT = 1 << 20  # the harness writes a few hundred bytes
 
 
-def judge_exit(outcome: dict) -> tuple[str, list[tuple[str, str]]]:
-    """(the status an exit implies, [(rule, detail)]). Pure; precedence as the status's."""
+def judge_exit(outcome: dict) -> tuple[Status, list[Reason]]:
+    """(the status an exit implies, its reasons). Pure; precedence as the status's."""
     if outcome.get("interrupted"):
-        return "interrupted", [(RUN_INTERRUPTED, "the harness was stopped during the run")]
+        return Status.INTERRUPTED, [Reason(RUN_INTERRUPTED,
+                                           "the harness was stopped during the run")]
     if outcome.get("timed_out"):
-        return "timed-out", [(RUN_TIMEOUT, "the container ran past its timeout")]
+        return Status.TIMED_OUT, [Reason(RUN_TIMEOUT, "the container ran past its timeout")]
     if outcome.get("oom_killed"):
-        return "failed", [(RUN_OOM, "the container was killed for memory")]
+        return Status.FAILED, [Reason(RUN_OOM, "the container was killed for memory")]
     code = outcome.get("exit_code")
     if code is None:
-        return "failed", [(RUN_EXIT, "no exit code was recorded")]
+        return Status.FAILED, [Reason(RUN_EXIT, "no exit code was recorded")]
     if code != 0:
-        return "failed", [(RUN_EXIT, f"the container exited {code}")]
-    return "accepted", []
+        return Status.FAILED, [Reason(RUN_EXIT, f"the container exited {code}")]
+    return Status.ACCEPTED, []
 
 
-def judge(outcome: dict) -> tuple[str, list[str]]:
+def judge(outcome: dict) -> tuple[Verdict, list[Reason]]:
     """Pure verdict from the recorded container outcome. Returns (verdict, reasons)."""
-    _, found = judge_exit(outcome)
-    reasons = [f"{rule}: {detail}" for rule, detail in found]
-    return ("refused" if reasons else "accepted"), reasons
+    _, reasons = judge_exit(outcome)
+    return verdict_of(reasons), reasons
 
 
 def read_outcome(run_dir: Path) -> tuple[dict, str | None]:
@@ -67,10 +70,8 @@ def run(run_dir: Path, out_dir: Path, options: dict, out: TextIO | None = None) 
     if problem:
         print(f"exit-code: cannot read the outcome: {problem}", file=out)
     verdict, reasons = judge(outcome)
-    write_json(out_dir / layout.VERDICT, {
-        "schema": "harness.verdict/v1", "verdict": verdict, "reasons": reasons,
-    })
+    write_json(out_dir / layout.VERDICT, document(reasons))
     for r in reasons:
-        print(r, file=out)
+        print(r.text(), file=out)
     print(f"exit-code: {verdict}", file=out)
-    return 0 if verdict == "accepted" else 1
+    return 0 if verdict == Verdict.ACCEPTED else 1

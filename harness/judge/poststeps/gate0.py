@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.base.atomic import write_json
 from harness.base.catalogue import GATE0_OPTIONS
+from harness.base.reason import Reason
 from harness.config.contract import parse_choice, resolve
 from harness.judge.finalize.contract import ContractError
 from harness.judge.finalize.observed import judge_run, refusal
@@ -23,12 +24,12 @@ def run(run_dir: Path, out_dir: Path, options: dict) -> int:
     contract = resolve(None)
     verdict = None
     if not isinstance(options, dict):
-        verdict = refusal([f"{GATE0_OPTIONS}: the options must be a JSON object"], None)
+        verdict = refusal([Reason(GATE0_OPTIONS, "the options must be a JSON object")], None)
     elif options.get("contract") is not None:
         try:
             contract = resolve(parse_choice(options["contract"]))
         except ContractError as e:
-            verdict = refusal([f"{GATE0_OPTIONS}: contract: {f}" for f in e.faults], None)
+            verdict = refusal([Reason(GATE0_OPTIONS, f"contract: {f}") for f in e.faults], None)
     if verdict is None:
         verdict = judge_run(Path(run_dir), contract)
     write_json(Path(out_dir) / layout.VERDICT, verdict)

@@ -19,12 +19,14 @@ from pydantic import TypeAdapter, ValidationError
 from harness.base.atomic import write_json
 from harness.base.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFERENCE_OUTSIDE
 from harness.base.readfile import InputError, read_bounded
+from harness.base.reason import Reason
+from harness.base.states import Verdict
 from harness.config.reference import FIGURE_UNITS, Bound, References, finding, range_text
 from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.judge.verdictfile import document, verdict_of
 from harness.measure.metrics import UNITS, write_metrics
 from harness.measure.runfolder import layout
 
-SCHEMA = "harness.verdict/v1"
 OUTCOME_LIMIT = 1 << 20
 
 
@@ -51,10 +53,10 @@ def figures(run_dir: Path, measured: dict) -> dict[str, float | int | None]:
     return {**found, **{k: _number(v) for k, v in doc["metrics"].items()}}
 
 
-def judge(refs: dict[str, Bound], values: dict) -> tuple[str, list[str], list[dict]]:
+def judge(refs: dict[str, Bound], values: dict) -> tuple[Verdict, list[Reason], list[dict]]:
     """(verdict, reasons, findings). Pure."""
     findings = [finding(name, bound, values.get(name)) for name, bound in sorted(refs.items())]
-    reasons = []
+    reasons: list[Reason] = []
     for f in findings:
         if not f["refuse"]:
             continue
@@ -62,12 +64,12 @@ def judge(refs: dict[str, Bound], values: dict) -> tuple[str, list[str], list[di
         unit = FIGURE_UNITS.get(f["metric"]) or UNITS.get(f["metric"], "")
         unit = f" {unit}" if unit else ""
         if f["outside"] is None:
-            reasons.append(f"{REFERENCE_MISSING}: {f['metric']} has no value in this run "
-                           f"(expected {expected}{unit})")
+            reasons.append(Reason(REFERENCE_MISSING, f"{f['metric']} has no value in this "
+                                                     f"run (expected {expected}{unit})"))
         elif f["outside"]:
-            reasons.append(f"{REFERENCE_OUTSIDE}: {f['metric']} = {f['value']:.6g}{unit}, "
-                           f"expected {expected}")
-    return ("refused" if reasons else "accepted"), reasons, findings
+            reasons.append(Reason(REFERENCE_OUTSIDE, f"{f['metric']} = {f['value']:.6g}{unit}, "
+                                                     f"expected {expected}"))
+    return verdict_of(reasons), reasons, findings
 
 
 def run(run_dir: Path, out_dir: Path, options: dict) -> int:
@@ -79,16 +81,16 @@ def run(run_dir: Path, out_dir: Path, options: dict) -> int:
         if not isinstance(measured, dict):
             raise ValueError("measured must be an object")
     except ValueError as e:
-        verdict, reasons, findings = "refused", [f"{REFERENCE_OPTIONS}: {e}"], []
+        reasons, findings = [Reason(REFERENCE_OPTIONS, str(e))], []
     else:
-        verdict, reasons, findings = judge(refs, figures(Path(run_dir), measured))
-    write_json(Path(out_dir) / layout.VERDICT, {"schema": SCHEMA, "verdict": verdict,
-                                               "reasons": reasons, "findings": findings})
+        _, reasons, findings = judge(refs, figures(Path(run_dir), measured))
+    verdict = verdict_of(reasons)
+    write_json(Path(out_dir) / layout.VERDICT, document(reasons, findings=findings))
     for f in findings:
         state = {None: "no value", True: "OUTSIDE", False: "inside"}[f["outside"]]
         print(f"{f['metric']}: {f['value']} {range_text(f['lower'], f['upper'])} {state}")
     print(f"reference: {verdict}")
-    return 0 if verdict == "accepted" else 1
+    return 0 if verdict == Verdict.ACCEPTED else 1
 
 
 def _parse(raw: Any) -> dict[str, Bound]:

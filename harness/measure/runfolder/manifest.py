@@ -211,7 +211,7 @@ def make_read_only(folder: Path) -> None:
 # ---- verification ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Problem:
+class SealFault:
     """One reason a sealed folder is not intact. `path` is ASCII-safe (`tree.printable`).
 
     kind: no-manifest | unreadable | bad-line | duplicate | claimed-twice | claims-a-manifest
@@ -237,28 +237,28 @@ def _manifest_paths(entries: list[Entry]) -> list[str]:
     return out
 
 
-def _tree_problems(entries: list[Entry]) -> list[Problem]:
+def _tree_problems(entries: list[Entry]) -> list[SealFault]:
     """Entries no seal can vouch for, each named once (the topmost bad name only)."""
-    out: list[Problem] = []
+    out: list[SealFault] = []
     for e in entries:
         parent = e.rel.rpartition("/")[0]
         if e.name_problem:
             if not parent or path_problem(parent) is None:
-                out.append(Problem(printable(e.rel), "bad-name", e.name_problem))
+                out.append(SealFault(printable(e.rel), "bad-name", e.name_problem))
         elif e.rel == ADDENDA and not e.is_dir:
-            out.append(Problem(ADDENDA, "not-a-folder", f"a {e.kind}; addenda must be a "
+            out.append(SealFault(ADDENDA, "not-a-folder", f"a {e.kind}; addenda must be a "
                                "real folder"))
         elif not (e.is_file or e.is_dir):
             to = f" -> {printable(e.target)}" if e.target is not None else ""
-            out.append(Problem(printable(e.rel), "not-regular", f"a {e.kind}{to}"))
+            out.append(SealFault(printable(e.rel), "not-regular", f"a {e.kind}{to}"))
         elif e.too_deep or too_long(e.rel):
-            out.append(Problem(printable(e.rel), "too-deep", "nested below the walker's depth "
+            out.append(SealFault(printable(e.rel), "too-deep", "nested below the walker's depth "
                                "limit, or a path too long to seal"))
     return out
 
 
 def _claims(folder: Path, manifests: list[str],
-            problems: list[Problem]) -> dict[str, str]:
+            problems: list[SealFault]) -> dict[str, str]:
     """Full relative path -> expected hex, over every manifest; conflicts are problems."""
     claims: dict[str, str] = {}
     owner: dict[str, str] = {}
@@ -267,40 +267,40 @@ def _claims(folder: Path, manifests: list[str],
         try:
             lines, bad = load(folder / m)
         except InputError as e:
-            problems.append(Problem(m, "unreadable", e.message))
+            problems.append(SealFault(m, "unreadable", e.message))
             continue
-        problems += [Problem(m, "bad-line", f"line {n}: {why}") for n, why in bad]
+        problems += [SealFault(m, "bad-line", f"line {n}: {why}") for n, why in bad]
         seen: set[str] = set()
         for name, digest in lines:
             full = base + name
             if name in seen:
-                problems.append(Problem(full, "duplicate", f"listed more than once in {m}"))
+                problems.append(SealFault(full, "duplicate", f"listed more than once in {m}"))
                 continue
             seen.add(name)
             if full in manifests:
-                problems.append(Problem(full, "claims-a-manifest", f"listed in {m}"))
+                problems.append(SealFault(full, "claims-a-manifest", f"listed in {m}"))
             elif full in claims:
-                problems.append(Problem(full, "claimed-twice", f"by {owner[full]} and {m}"))
+                problems.append(SealFault(full, "claimed-twice", f"by {owner[full]} and {m}"))
             else:
                 claims[full], owner[full] = digest, m
     return claims
 
 
-def _walk_sealed(folder: Path) -> list[Entry] | Problem:
+def _walk_sealed(folder: Path) -> list[Entry] | SealFault:
     """The sealed tree's entries, or the one problem that stops it being walked at all."""
     try:
         return walk(folder, 2 * MAX_ENTRIES)  # a run and its addenda, with room
     except TooMany:
-        return Problem(".", "too-many", f"more than {2 * MAX_ENTRIES} entries: no seal "
+        return SealFault(".", "too-many", f"more than {2 * MAX_ENTRIES} entries: no seal "
                        "holds that many")
     except NotRegular:
-        return Problem(".", "not-a-folder", "the run folder must be a real folder, not a "
+        return SealFault(".", "not-a-folder", "the run folder must be a real folder, not a "
                        "symlink")
     except OSError as e:
-        return Problem(".", "unreadable", e.strerror or str(e))
+        return SealFault(".", "unreadable", e.strerror or str(e))
 
 
-def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> list[Problem]:
+def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> list[SealFault]:
     """Re-hash a sealed folder: its SHA256SUMS plus every addendum's own SHA256SUMS.
 
     Every regular file must be claimed by exactly one manifest and match it; nothing else
@@ -309,11 +309,11 @@ def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> lis
     pass that read them for another purpose (a bundle writing or unpacking them), so each
     file is read once; any present file they do not cover is hashed here."""
     entries = _walk_sealed(folder)
-    if isinstance(entries, Problem):
+    if isinstance(entries, SealFault):
         return [entries]
     by_rel = {e.rel: e for e in entries}
     if SUMS not in by_rel:
-        return [Problem(SUMS, "no-manifest")]
+        return [SealFault(SUMS, "no-manifest")]
     problems = _tree_problems(entries)
     manifests = _manifest_paths(entries)
     claims = _claims(folder, manifests, problems)
@@ -329,10 +329,10 @@ def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> lis
             kind = "stray-manifest"
         err = found.get(name)
         detail = (getattr(err, "strerror", None) or str(err)) if kind == "unreadable" else None
-        problems.append(Problem(name, kind, detail))
+        problems.append(SealFault(name, kind, detail))
     sealed_dirs = {"/".join(p.split("/")[:i]) for p in [*claims, *manifests]
                    for i in range(1, p.count("/") + 1)}
-    problems += [Problem(e.rel, "extra-folder", "holds no sealed file") for e in entries
+    problems += [SealFault(e.rel, "extra-folder", "holds no sealed file") for e in entries
                  if e.is_dir and not e.name_problem and not e.too_deep
                  and e.rel not in sealed_dirs and e.rel not in HARNESS_MADE_DIRS]
     return problems

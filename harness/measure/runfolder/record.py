@@ -26,7 +26,8 @@ from typing import Any
 from harness.base.atomic import write_json
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_text_bounded
-from harness.base.reason import Reason as TypedReason
+from harness.base.reason import Reason, rules
+from harness.base.states import STATUSES, Status
 from harness.instrument.harness_observer.encode import deeper_than
 from harness.measure.runfolder import shape
 from harness.measure.runfolder.layout import RECORD
@@ -36,18 +37,18 @@ SCHEMA_V1 = "harness.run/v1"
 RECORD_LIMIT = 16 * 1024 * 1024
 MAX_DEPTH = 32  # run.json is 3 levels deep; deeper is not a run record
 
-Reason = dict[str, str]  # {"rule", "by", "detail"}
 Loads = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run's record. Nested parts stay plain dicts: they are small, and each is read
-    by one or two callers that check the keys they use."""
+    """One run's record: its status and reasons typed, as every seam carries them. Nested
+    parts stay plain dicts: they are small, and each is read by one or two callers that
+    check the keys they use."""
 
     run_id: str | None
-    status: str | None
-    reasons: list[Reason] = field(default_factory=list)
+    status: Status | None
+    reasons: tuple[Reason, ...] = ()
     rules: list[str] = field(default_factory=list)
     attempt: int | None = None
     campaign: dict[str, Any] | None = None  # name, file, row
@@ -78,7 +79,8 @@ class RunRecord:
             "schema": self.schema, "run_id": self.run_id, "attempt": self.attempt,
             "campaign": self.campaign, "control": self.control, "image": self.image,
             "seal": self.seal, "model_hashes": self.model_hashes, "status": self.status,
-            "reasons": self.reasons, "rules": self.rules, "times": self.times,
+            "reasons": [r.as_dict() for r in self.reasons], "rules": self.rules,
+            "times": self.times,
             "lock": self.lock, "outcome": self.outcome, "post_steps": self.post_steps,
             "rerun_of": self.rerun_of,
         }
@@ -99,29 +101,10 @@ class RunRecord:
         that a list of reasons is in the v2 shape and a v1 record's rules follow them."""
         doc = dict(self.raw)
         if isinstance(doc.get("reasons"), list):
-            doc["reasons"] = self.reasons
+            doc["reasons"] = [r.as_dict() for r in self.reasons]
             if doc.get("schema") == SCHEMA_V1:
                 doc["rules"] = self.rules
         return doc
-
-
-def rules_of(reasons: list[Reason]) -> list[str]:
-    """`rules` for a list of reasons: the ids that refused, sorted, each once."""
-    return sorted({r["rule"] for r in reasons if r["rule"]})
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else "" if value is None else str(value)
-
-
-def reason_of(item: Any) -> Reason:
-    """One reason in the v2 shape, from a v2 object or a v1 string (`Reason.of`)."""
-    return TypedReason.of(item).as_dict()
-
-
-def reason_text(reason: Reason) -> str:
-    """One reason as a line (`Reason.text`): show, the report and the journal's screens."""
-    return TypedReason.of(reason).text()
 
 
 def write(run_dir: Path, record: RunRecord) -> None:
@@ -180,18 +163,24 @@ def provenance_of(value: Any) -> dict[str, Any] | None:
             "error": error if isinstance(error, str) else None}
 
 
+def status_of(value: Any) -> Status | None:
+    """A record's status word as a `Status`; None for anything else (older or damaged
+    records: `runfolder.shape` names the fault where one is checked)."""
+    return Status(value) if isinstance(value, str) and value in STATUSES else None
+
+
 def from_dict(doc: dict[str, Any]) -> RunRecord:
     """The typed record of a parsed run.json, v1 or v2; a field of the wrong type reads
     as absent (the caller still has `raw`)."""
     raw_reasons = doc.get("reasons")
-    reasons = [reason_of(r) for r in raw_reasons] if isinstance(raw_reasons, list) else []
-    rules = _of(doc, "rules", list, [])
-    if doc.get("schema") == SCHEMA_V1 or not all(isinstance(r, str) for r in rules):
-        rules = rules_of(reasons)
+    reasons = tuple(Reason.of(r) for r in raw_reasons) if isinstance(raw_reasons, list) else ()
+    stored = _of(doc, "rules", list, [])
+    if doc.get("schema") == SCHEMA_V1 or not all(isinstance(r, str) for r in stored):
+        stored = rules(reasons)
     attempt = doc.get("attempt")
     return RunRecord(
-        run_id=_of(doc, "run_id", str), status=_of(doc, "status", str),
-        reasons=reasons, rules=list(rules),
+        run_id=_of(doc, "run_id", str), status=status_of(doc.get("status")),
+        reasons=reasons, rules=list(stored),
         attempt=attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None,
         campaign=_of(doc, "campaign", dict), control=_of(doc, "control", dict),
         image=_of(doc, "image", dict, {"name": None, "id": None}),

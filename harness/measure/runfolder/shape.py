@@ -5,16 +5,16 @@ have been damaged or forged after sealing. A document that parses as JSON but no
 record (a post-step entry without a name, a campaign that is a plain string, a status no
 run can have) is bad input, never a record printed as fact: `problems` names each fault,
 and `record.read` refuses with them (exit 2). Optional keys may be absent, and unknown
-keys are allowed (a later schema may add some); every key that is there has its type.
+keys are allowed (a newer schema may add some); every key that is there has its type.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-STATUSES = ("accepted", "refused", "failed", "timed-out", "interrupted")
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # a folder name: no '/', no '..'
+from harness.base.names import RunId
+from harness.base.states import STATUSES
+
 _OPT = type(None)
 
 # key -> accepted types, for the keys every record has, then those some records have
@@ -75,7 +75,7 @@ def problems(doc: dict[str, Any]) -> list[str]:
     out = _typed(doc, _REQUIRED, "", True) + _typed(doc, _OPTIONAL, "", False)
     if out:
         return out
-    if not RUN_ID.fullmatch(doc["run_id"]):
+    if not RunId.valid(doc["run_id"]):  # a folder name: no '/', no '..'
         out.append("run_id is not a run folder's name")
     if doc["status"] not in STATUSES:
         out.append(f"status {doc['status'][:40]!r} is not one of {', '.join(STATUSES)}")

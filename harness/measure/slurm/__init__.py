@@ -1,9 +1,16 @@
-"""Pieces of the Slurm executor (issue 13), below the campaign driver that will use them.
+"""The Slurm executor's pieces on the measuring side, below the driver that uses them
+(harness.driver.slurm).
 
-- `job`: the sbatch argv and the job script of one control attempt, pure and golden-tested;
+- `values`: the checks every value of a job passes before it is used, pure;
+- `job`: the sbatch argv of one control attempt (or `same_host` group): its idempotency
+  token, its time limit and signal lead, pure and golden-tested;
+- `script`: the batch script that job runs (`harness run`, then the export), pure and
+  golden-tested;
 - `query`: parsers of squeue, sacct and jobcomp output into a small state enum, pure;
-- `state`: a remote row's journal transitions, resume after `kill -9` without duplicate
-  jobs, the submit window and the poll back-off, pure;
+- `follow`: how the controller follows a job in flight (poll pace, missing jobs, retries),
+  pure;
+- `identity`: what a run inside a job records about that job, from its environment, pure;
+- `gres`: which device files gres.conf gives a node's GPUs, pure;
 - `calls`: the thin shell: write the script and sbatch it, one batched poll (squeue plus
   sacct or the jobcomp file), scancel; each call with a timeout, failures classified.
 

@@ -20,13 +20,14 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from harness.base import atomic
 from harness.base.errors import InvalidInput
 from harness.measure.slurm import job, query
 from harness.measure.slurm import script as jobscript
-from harness.measure.slurm.identity import NODE_NAME
+from harness.measure.slurm.identity import node_name
 from harness.measure.slurm.query import Job, Parsed
 
 # Messages after which the same sbatch may well succeed later (or did succeed already).
@@ -39,11 +40,20 @@ MAX_OUTPUT = 16 * 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+class SubmitAnswer(StrEnum):
+    """What one sbatch answered: the job was taken, the call may be tried again, or
+    Slurm rejected the job itself (sending it again changes nothing)."""
+
+    SUBMITTED = "submitted"
+    TRANSIENT = "transient"
+    REJECTED = "rejected"
+
+
 @dataclass(frozen=True)
 class Submitted:
-    """What one sbatch gave: `submitted` (job_id set), `transient` or `refused`."""
+    """What one sbatch gave: its answer (job_id set when SUBMITTED) and Slurm's message."""
 
-    kind: str
+    kind: SubmitAnswer
     job_id: str | None = None
     message: str = ""
 
@@ -70,16 +80,16 @@ def parse_job_id(stdout: str) -> str:
     return m.group(1)
 
 
-def classify(returncode: int, stderr: str) -> str:
-    """`transient` or `refused` for a failed sbatch, from its message. Pure.
+def classify(returncode: int, stderr: str) -> SubmitAnswer:
+    """TRANSIENT or REJECTED for a failed sbatch, from its message. Pure.
 
     Unknown failures count as transient: the token lookup before any resubmission keeps
-    that safe, while calling a possibly-accepted job refused could lose a run."""
+    that safe, while calling a possibly-accepted job rejected could lose a run."""
     text = stderr.lower()
     if returncode != 0 and not any(t in text for t in TRANSIENT) \
             and ("batch job submission failed" in text or "invalid" in text):
-        return "refused"
-    return "transient"
+        return SubmitAnswer.REJECTED
+    return SubmitAnswer.TRANSIENT
 
 
 def _run(argv: list[str], env: Mapping[str, str] | None, timeout_s: float,
@@ -109,14 +119,14 @@ def submit(spec: job.JobSpec, site: job.Site, *, env: Mapping[str, str] | None =
     atomic.write_text(script, jobscript.job_script(spec, site), mode=0o644)
     r = _run(argv, env, timeout_s)
     if isinstance(r, str):
-        return Submitted("transient", message=r)
+        return Submitted(SubmitAnswer.TRANSIENT, message=r)
     message = r.stderr.strip()[-2000:]
     if r.returncode != 0:
         return Submitted(classify(r.returncode, r.stderr), message=message)
     try:
-        return Submitted("submitted", parse_job_id(r.stdout), message)
+        return Submitted(SubmitAnswer.SUBMITTED, parse_job_id(r.stdout), message)
     except InvalidInput as e:  # accepted, we cannot tell as what: the token will say
-        return Submitted("transient", message=e.message)
+        return Submitted(SubmitAnswer.TRANSIENT, message=e.message)
 
 
 def _parsed(r: subprocess.CompletedProcess | str, what: str,
@@ -206,7 +216,7 @@ def drain_argv(node: str, reason: str) -> list[str]:
 
     The node name must be a plain Slurm name (a list or a pattern would drain other nodes);
     the reason is cut to printable ASCII on one line, at most DRAIN_REASON_MAX characters."""
-    if not isinstance(node, str) or not NODE_NAME.fullmatch(node):
+    if not node_name(node):
         raise InvalidInput(f"scontrol: not a node name: {str(node)[:80]!r}")
     text = " ".join("".join(c if " " <= c <= "~" else " " for c in reason).split())
     return ["scontrol", "update", f"NodeName={node}", "State=DRAIN",

@@ -15,12 +15,12 @@ pattern or it is left out, so a forged value can neither break a label nor a rec
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from harness.base import bounds
+from harness.base.names import is_name
 
 _JOB_ID = re.compile(r"[0-9]{1,12}")
-NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a plain Slurm node name
 _INDEXES = re.compile(r"[0-9]{1,4}(,[0-9]{1,4}){0,63}")
 TOKEN_ENV = "HARNESS_SLURM_TOKEN"
 
@@ -34,16 +34,23 @@ def job_id(environ: Mapping[str, str]) -> str | None:
 def gpu_indexes(environ: Mapping[str, str]) -> tuple[int, ...] | None:
     """The GPU indexes Slurm allocated to this job on this node (`SLURM_JOB_GPUS`, e.g.
     `0,1`), each once, in Slurm's order; None when absent or not such a list. Pure."""
-    value = _matching(environ, "SLURM_JOB_GPUS", _INDEXES)
+    value = _matching(environ, "SLURM_JOB_GPUS", _INDEXES.fullmatch)
     if value is None:
         return None
     return tuple(dict.fromkeys(bounds.parse_int(i, "a GPU index", max_digits=4)
                                for i in value.split(",")))
 
 
-def _matching(environ: Mapping[str, str], name: str, pattern: re.Pattern) -> str | None:
+def node_name(text: object) -> bool:
+    """A plain Slurm node name: a safe name (harness.base.names), never a list or a
+    pattern, at most 64 characters."""
+    return is_name(text)
+
+
+def _matching(environ: Mapping[str, str], name: str,
+              ok: Callable[[str], object]) -> str | None:
     value = environ.get(name, "")
-    return value if pattern.fullmatch(value) else None
+    return value if ok(value) else None
 
 
 def record(environ: Mapping[str, str]) -> dict[str, str | None] | None:
@@ -59,7 +66,7 @@ def record(environ: Mapping[str, str]) -> dict[str, str | None] | None:
     return {
         "job_id": job,
         "token": token if parse_token(token) is not None else None,
-        "node": _matching(environ, "SLURMD_NODENAME", NODE_NAME),
-        "gpus": _matching(environ, "SLURM_JOB_GPUS", _INDEXES),
-        "rocr_visible_devices": _matching(environ, "ROCR_VISIBLE_DEVICES", _INDEXES),
+        "node": _matching(environ, "SLURMD_NODENAME", node_name),
+        "gpus": _matching(environ, "SLURM_JOB_GPUS", _INDEXES.fullmatch),
+        "rocr_visible_devices": _matching(environ, "ROCR_VISIBLE_DEVICES", _INDEXES.fullmatch),
     }

@@ -1,4 +1,8 @@
-"""The sbatch argv and the job script of one control attempt (or one `same_host` group). Pure.
+"""The sbatch argv of one control attempt (or one `same_host` group), and what it runs. Pure.
+
+It holds what defines a job: its token, its time limit and signal lead, its options, the
+`harness run` command it becomes and the paths of its script and log in the drop; the
+script itself is `slurm.script`'s, built from these.
 
 Why pure: the argv and the script are what a site admin reads and what Slurm obeys, so they
 are built from plain values only, checked against golden files (like the docker vector),
@@ -26,8 +30,9 @@ Why these options:
 - `--deadline` from `--until`: Slurm itself drops a job that could not end in time.
   The time is written in UTC, so sbatch must run with TZ=UTC (`submit_env`).
 
-Every value is hostile: names match narrow patterns, paths are absolute, bounded and free
-of control characters, and everything in the script goes through `shlex.quote`.
+Every value is hostile: each is checked by `slurm.values` before it is used (names of the
+one alphabet, bounded absolute paths, counts and seconds in range), and everything in the
+script (`slurm.script`) goes through `shlex.quote`.
 """
 
 from __future__ import annotations
@@ -39,17 +44,26 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from harness.base.errors import InvalidInput
+from harness.base.names import is_name
 from harness.base.timeutil import iso
 from harness.config.samehost import MAX_GROUP
+from harness.measure.slurm.values import (
+    ID_MAX,
+    MAX_TIME_S,
+    count,
+    has_control,
+    matching,
+    name,
+    path,
+    seconds,
+)
 
 TOKEN_PREFIX = "harness"
 SEP = "+"  # token fields: never in a name, safe for the shell and for `--name=` filters
 GROUP_SEP = ":"  # control names within a same_host group's token
 SIGNAL_SLACK_S = 60  # Slurm may deliver --signal up to a minute early (its event resolution)
-MAX_TIME_S = 30 * 24 * 3600  # no single attempt may ask for more than 30 days
 MAX_SIGNAL_S = 65535  # Slurm's bound on --signal's @time
 MAX_EXCLUDE = 256
-MAX_PATH = 1024
 TOKEN_MAX = 240  # job names are stored in 255-character columns by slurmdbd
 DROP_BUNDLES = "bundles"  # hosts export sealed runs to <drop>/bundles/<run-id>.tar.gz
 SCRIPT_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -57,11 +71,8 @@ SCRIPT_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SUBMIT_ENV = {"TZ": "UTC", "PATH": SCRIPT_PATH_ENV}
 SUBMIT_PASSED = ("SLURM_CONF",)  # which cluster: the only setting taken from the controller
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # SAFE_NAME: controls, partitions
-_NIGHT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _GFX = re.compile(r"gfx[0-9a-f]{3,6}")
 _COUNT = re.compile(r"0|[1-9][0-9]{0,5}")
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -116,57 +127,17 @@ class Token:
     controls: tuple[str, ...]
 
 
-def _text(label: str, value: object, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(f"slurm job: {label} must be text, not {type(value).__name__}")
-    if not value or len(value) > limit:
-        raise InvalidInput(f"slurm job: {label} must be 1..{limit} characters, "
-                           f"not {len(value)}")
-    if _UNSAFE.search(value):
-        raise InvalidInput(f"slurm job: {label} contains a control character: {value!r}")
-    return value
-
-
-def _name(label: str, value: object, pattern: re.Pattern = _NAME) -> str:
-    text = _text(label, value, 100)
-    if not pattern.fullmatch(text):
-        raise InvalidInput(f"slurm job: {label} {text!r} must match {pattern.pattern}")
-    return text
-
-
-def _path(label: str, value: object, *, relative_ok: bool = False) -> str:
-    text = _text(label, value, MAX_PATH)
-    if not relative_ok and not text.startswith("/"):
-        raise InvalidInput(f"slurm job: {label} must be an absolute path: {text!r}")
-    if ".." in text.split("/"):
-        raise InvalidInput(f"slurm job: {label} must not contain '..': {text!r}")
-    return text
-
-
-def _count(label: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInput(f"slurm job: {label} must be an integer {low}..{high}: {value!r}")
-    return value
-
-
-def _seconds(label: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or not 0 <= value <= MAX_TIME_S:
-        raise InvalidInput(f"slurm job: {label} must be 0..{MAX_TIME_S} seconds: {value!r}")
-    return float(value)
-
-
 def make_token(night: str, slot: int, attempt: int, controls: tuple[str, ...]) -> str:
     """The job name: `harness+<night>+<slot>+<attempt>+<control>[:<control>...]`. Pure.
 
     Deterministic, so resubmitting the same row after a crash gives the same name, and a
     query by name finds the job the dead controller may already have submitted."""
-    night = _name("night", night, _NIGHT)
-    _count("slot", slot, 0, 999_999)
-    _count("attempt", attempt, 1, 999)
+    night = name("night", night, ID_MAX)
+    count("slot", slot, 0, 999_999)
+    count("attempt", attempt, 1, 999)
     if not controls or len(controls) > MAX_GROUP:
         raise InvalidInput(f"slurm job: a job runs 1..{MAX_GROUP} controls, not {len(controls)}")
-    names = [_name("control", c) for c in controls]
+    names = [name("control", c) for c in controls]
     token = SEP.join([TOKEN_PREFIX, night, str(slot), str(attempt), GROUP_SEP.join(names)])
     if len(token) > TOKEN_MAX:
         raise InvalidInput(f"slurm job: the job name would be {len(token)} characters "
@@ -174,19 +145,19 @@ def make_token(night: str, slot: int, attempt: int, controls: tuple[str, ...]) -
     return token
 
 
-def parse_token(name: str) -> Token | None:
-    """The token's fields, or None when `name` is not a token this module made. Pure."""
-    if not isinstance(name, str) or len(name) > TOKEN_MAX or _UNSAFE.search(name):
+def parse_token(token: str) -> Token | None:
+    """The token's fields, or None when `token` is not a token this module made. Pure."""
+    if not isinstance(token, str) or len(token) > TOKEN_MAX or has_control(token):
         return None
-    parts = name.split(SEP)
+    parts = token.split(SEP)
     if len(parts) != 5 or parts[0] != TOKEN_PREFIX:
         return None
     _, night, slot, attempt, group = parts
     controls = tuple(group.split(GROUP_SEP))
-    if not _NIGHT.fullmatch(night) or not _COUNT.fullmatch(slot) \
+    if not is_name(night, ID_MAX) or not _COUNT.fullmatch(slot) \
             or not _COUNT.fullmatch(attempt) or int(attempt) < 1 or int(attempt) > 999 \
             or not 1 <= len(controls) <= MAX_GROUP \
-            or not all(_NAME.fullmatch(c) for c in controls):
+            or not all(is_name(c) for c in controls):
         return None
     return Token(night, int(slot), int(attempt), controls)
 
@@ -197,9 +168,9 @@ def token_of(spec: JobSpec) -> str:
 
 def signal_lead_s(spec: JobSpec) -> int:
     """Seconds before the time limit that SIGTERM is sent: enough to stop and seal. Pure."""
-    grace = max(_seconds("stop_grace", c.stop_grace_s) for c in spec.controls)
-    post = max(_seconds("post_steps", c.post_steps_s) for c in spec.controls)
-    lead = math.ceil(grace + post + _seconds("seal", spec.seal_s)) + SIGNAL_SLACK_S
+    grace = max(seconds("stop_grace", c.stop_grace_s) for c in spec.controls)
+    post = max(seconds("post_steps", c.post_steps_s) for c in spec.controls)
+    lead = math.ceil(grace + post + seconds("seal", spec.seal_s)) + SIGNAL_SLACK_S
     if lead > MAX_SIGNAL_S:
         raise InvalidInput(f"slurm job: the stop grace, post-steps and seal need {lead} s, "
                            f"more than Slurm's --signal allows ({MAX_SIGNAL_S} s)")
@@ -216,10 +187,10 @@ def time_limit_s(spec: JobSpec) -> int:
     with its members' runs starts `harness run` once per member: a lock wait and a
     preflight each."""
     starts = len(spec.runs) or 1
-    total = starts * (_seconds("lock_wait", spec.lock_wait_s)
-                      + _seconds("preflight", spec.preflight_s))
+    total = starts * (seconds("lock_wait", spec.lock_wait_s)
+                      + seconds("preflight", spec.preflight_s))
     for c in spec.controls:
-        total += sum(_seconds(label, v) for label, v in (
+        total += sum(seconds(label, v) for label, v in (
             ("timeout", c.timeout_s), ("stop_grace", c.stop_grace_s),
             ("post_steps", c.post_steps_s), ("seal", spec.seal_s)))
     total += signal_lead_s(spec)
@@ -246,21 +217,22 @@ def slurm_deadline(until: datetime) -> str:
 
 def gres(gfx: str | None) -> str:
     """One GPU, typed by gfx target when the campaign names one (gres.conf `Type=`)."""
-    return "gpu:1" if gfx is None else f"gpu:{_name('gfx target', gfx, _GFX)}:1"
+    return "gpu:1" if gfx is None else f"gpu:{matching('gfx target', gfx, _GFX)}:1"
 
 
 def script_path(site: Site, token: str) -> str:
     """Where the job's script is written: in the shared drop, named by its token."""
-    return f"{_drop(site)}/jobs/{token}.sh"
+    return f"{drop_dir(site)}/jobs/{token}.sh"
 
 
 def log_path(site: Site, token: str) -> str:
     """The job's stdout and stderr (`%j`: Slurm puts the job id in)."""
-    return f"{_drop(site)}/jobs/{token}.%j.log"
+    return f"{drop_dir(site)}/jobs/{token}.%j.log"
 
 
-def _drop(site: Site) -> str:
-    drop = _path("drop", site.drop).rstrip("/") or "/"
+def drop_dir(site: Site) -> str:
+    """The shared drop folder, checked: job scripts, logs and bundles go below it."""
+    drop = path("drop", site.drop).rstrip("/") or "/"
     if "%" in drop or "\\" in drop:  # sbatch would expand them as filename patterns
         raise InvalidInput(f"slurm job: drop must not contain '%' or '\\': {drop!r}")
     return drop
@@ -269,7 +241,7 @@ def _drop(site: Site) -> str:
 def _excludes(nodes: tuple[str, ...]) -> list[str]:
     if len(nodes) > MAX_EXCLUDE:
         raise InvalidInput(f"slurm job: at most {MAX_EXCLUDE} excluded nodes, not {len(nodes)}")
-    return sorted({_name("excluded node", n) for n in nodes})
+    return sorted({name("excluded node", n) for n in nodes})
 
 
 def submit_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -294,9 +266,9 @@ def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
             f"--signal=B:TERM@{signal_lead_s(spec)}", "--no-requeue", "--export=ALL",
             f"--output={log_path(site, token)}"]
     if site.partition is not None:
-        argv.append(f"--partition={_name('partition', site.partition)}")
+        argv.append(f"--partition={name('partition', site.partition)}")
     if site.account is not None:
-        argv.append(f"--account={_name('account', site.account)}")
+        argv.append(f"--account={name('account', site.account)}")
     if spec.until is not None:
         argv.append(f"--deadline={slurm_deadline(spec.until)}")
     if spec.exclude:
@@ -308,8 +280,8 @@ def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
 def run_argv(spec: JobSpec, site: Site, member: int | None = None) -> list[str]:
     """The `harness run` command the job becomes: one or more `--control`, in order; or,
     for a group with its members' runs, member `member`'s own run (`group_runs`)."""
-    argv = [_path("harness", site.harness), "run",
-            _path("campaign file", spec.campaign_file, relative_ok=True)]
+    argv = [path("harness", site.harness), "run",
+            path("campaign file", spec.campaign_file, relative_ok=True)]
     if member is not None:
         run_id, attempt = group_runs(spec)[member]
         argv += ["--control", spec.controls[member].name, "--run-id", run_id,
@@ -320,10 +292,10 @@ def run_argv(spec: JobSpec, site: Site, member: int | None = None) -> list[str]:
     if member is None and spec.run_id is not None:  # the controller finds the sealed run
         if len(spec.controls) != 1:
             raise InvalidInput("slurm job: a run id names one control's run, not a group's")
-        argv += ["--run-id", _name("run id", spec.run_id, _NIGHT),
-                 "--attempt", str(_count("attempt", spec.attempt, 1, 999))]
-    argv += ["--runs-dir", _path("runs_dir", site.runs_dir, relative_ok=True),
-             "--lock-timeout", f"{math.ceil(_seconds('lock_wait', spec.lock_wait_s))}s",
+        argv += ["--run-id", name("run id", spec.run_id, ID_MAX),
+                 "--attempt", str(count("attempt", spec.attempt, 1, 999))]
+    argv += ["--runs-dir", path("runs_dir", site.runs_dir, relative_ok=True),
+             "--lock-timeout", f"{math.ceil(seconds('lock_wait', spec.lock_wait_s))}s",
              "--json-lines"]
     return argv
 
@@ -338,10 +310,10 @@ def group_runs(spec: JobSpec) -> tuple[tuple[str, int], ...]:
                            f", not {len(spec.runs)}, and no single run id")
     checked = []
     for c, (run_id, attempt) in zip(spec.controls, spec.runs, strict=True):
-        run_id = _name("run id", run_id, _NIGHT)
+        run_id = name("run id", run_id, ID_MAX)
         if not run_id.startswith(f"{c.name}-"):
             raise InvalidInput(f"slurm job: run id {run_id!r} is not control {c.name!r}'s")
-        checked.append((run_id, _count("attempt", attempt, 1, 999)))
+        checked.append((run_id, count("attempt", attempt, 1, 999)))
     if len({r for r, _ in checked}) != len(checked):
         raise InvalidInput("slurm job: a group names one run id twice")
     return tuple(checked)

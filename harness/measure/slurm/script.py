@@ -1,7 +1,9 @@
 """The batch script of one job: a clean environment, `harness run`, the export. Pure.
 
-Kept apart from the sbatch argv (harness.measure.slurm.job), whose values it checks the same way;
-the golden tests read both. Every value goes through `shlex.quote`.
+The script is what the job runs on its node: the `harness run` command the sbatch argv's
+job stands for (harness.measure.slurm.job), then the export of its sealed run. Its
+values are checked as the argv's are (harness.measure.slurm.values) and every one goes
+through `shlex.quote`; the golden tests read both.
 """
 
 from __future__ import annotations
@@ -9,24 +11,22 @@ from __future__ import annotations
 import shlex
 
 from harness.measure.slurm.job import (
-    _NIGHT,
     DROP_BUNDLES,
     SCRIPT_PATH_ENV,
     JobSpec,
     Site,
-    _drop,
-    _name,
-    _path,
+    drop_dir,
     group_runs,
     run_argv,
     token_of,
 )
+from harness.measure.slurm.values import ID_MAX, name, path
 
 
 def _home_lines(site: Site) -> list[str]:
     if site.home_root is None:
         return []
-    root = shlex.quote(_path("home_root", site.home_root).rstrip("/") or "/")
+    root = shlex.quote(path("home_root", site.home_root).rstrip("/") or "/")
     return [
         "# One HOME per host: the GPU lock (~/gpu.lock) must be the host's, never shared.",
         'case "${SLURMD_NODENAME:-}" in',
@@ -41,10 +41,10 @@ def _home_lines(site: Site) -> list[str]:
 def _export_lines(spec: JobSpec, site: Site, run_id: str | None = None,
                   indent: str = "") -> list[str]:
     """After the run: export its sealed folder as a bundle into `<drop>/bundles/`."""
-    run_id = _name("run id", run_id or spec.run_id, _NIGHT)
-    run_dir = f"{_path('runs_dir', site.runs_dir, relative_ok=True).rstrip('/')}/{run_id}"
-    bundles = f"{_drop(site)}/{DROP_BUNDLES}"
-    export = [_path("harness", site.harness), "bundle", "export", run_dir,
+    run_id = name("run id", run_id or spec.run_id, ID_MAX)
+    run_dir = f"{path('runs_dir', site.runs_dir, relative_ok=True).rstrip('/')}/{run_id}"
+    bundles = f"{drop_dir(site)}/{DROP_BUNDLES}"
+    export = [path("harness", site.harness), "bundle", "export", run_dir,
               "-o", f"{bundles}/{run_id}.tar.gz"]
     return [indent + line for line in (
         "# Evidence comes home as a bundle. Export writes a temporary name and links it into",
@@ -82,7 +82,7 @@ def job_script(spec: JobSpec, site: Site) -> str:
         *_home_lines(site),
         f"HARNESS_SLURM_TOKEN={shlex.quote(token)}",
         "export HARNESS_SLURM_TOKEN",
-        f"cd -- {shlex.quote(_path('workdir', site.workdir))}",
+        f"cd -- {shlex.quote(path('workdir', site.workdir))}",
     ]
     if spec.runs:
         return "\n".join([*lines, *_group_lines(spec, site)]) + "\n"

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import docker.errors
 
+from harness.base.readfile import InputError, read_text_bounded
 from harness.measure import engine
 from harness.measure.runfolder import layout
 from harness.measure.vector import looks_secret, redact
 from harness.measure.witness.base import STARTED, Subject
 
+MAX_CGROUP = 64 * 1024  # one line per hierarchy: a few hundred bytes
+
 
 def cgroup_of(pid: int) -> list[str] | None:
+    """The cgroup lines of `pid` (a few short lines), or None when they cannot be read."""
     try:
-        return Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    except OSError:
+        return read_text_bounded(f"/proc/{pid}/cgroup", MAX_CGROUP, "cgroup file").splitlines()
+    except InputError:
         return None
 
 

@@ -14,12 +14,12 @@ reviewer's good signature: the bundle's own signature cannot stand in for it).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness.base.errors import InvalidInput
+from harness.base.names import RUN_ID_MAX, is_name
 from harness.base.readfile import InputError, read_bounded
 from harness.base.tree import walk
 from harness.config.loader import project_of
@@ -28,13 +28,18 @@ from harness.judge.approval.check import SIG_SUFFIX, read_doc
 from harness.judge.approval.record import APPROVALS_DIR, parse, reviewed_commit
 from harness.readers.bundle.facts import RunFacts
 from harness.readers.bundle.records import BadMember, read_member
-from harness.readers.bundle.sums import Problem, one_line
+from harness.readers.bundle.sums import BundleFault, one_line
 from harness.readers.bundle.trust import Policy, Vouch
 
 APPROVALS_TAGS = "metadata/approvals"
 GATES_TAGS = "metadata/gates"
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 GATE_FILES_LIMIT = 64 << 20
+
+
+def _carriable(name: str) -> bool:
+    """A name a tag file may carry: one path component in the one name alphabet, no
+    longer than a run id (an approval's file, a gate record's folder)."""
+    return is_name(name, RUN_ID_MAX)
 
 
 def _approval_name(run: RunFacts) -> str | None:
@@ -44,12 +49,12 @@ def _approval_name(run: RunFacts) -> str | None:
     if not isinstance(file, str):
         return None
     folder, _, name = file.partition("/")
-    return name if folder == APPROVALS_DIR and _NAME.fullmatch(name) else ""
+    return name if folder == APPROVALS_DIR and _carriable(name) else ""
 
 
 def _record_name(doc: dict[str, Any]) -> str:
     name = PurePosixPath(doc["gates"]["record"]).name
-    return name if _NAME.fullmatch(name) else ""
+    return name if _carriable(name) else ""
 
 
 def _folder_files(folder: Path) -> dict[str, bytes]:
@@ -62,32 +67,32 @@ def _folder_files(folder: Path) -> dict[str, bytes]:
     return out
 
 
-def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Problem]:
+def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[BundleFault]:
     record = run.get("campaign", "file")
     if not isinstance(record, str):
-        return [Problem("approval-missing", run.folder, "run.json names no campaign file")]
+        return [BundleFault("approval-missing", run.folder, "run.json names no campaign file")]
     project = project_of(Path(record))
     path = project / APPROVALS_DIR / name
     data, doc, bad = read_doc(path)
     if doc is None:
-        return [Problem("approval-missing", run.folder, f"{rule}: {detail}")
+        return [BundleFault("approval-missing", run.folder, f"{rule}: {detail}")
                 for rule, detail in bad]
     if "sha256:" + hashlib.sha256(data).hexdigest() != run.get("approval", "digest"):
-        return [Problem("approval-changed", one_line(str(path)), "not the approval the run "
+        return [BundleFault("approval-changed", one_line(str(path)), "not the approval the run "
                                                                  "ran under (digest)")]
     record_dir = Path(doc["gates"]["record"])
     folder = record_dir if record_dir.is_absolute() else project / record_dir
     found = gates.recheck(folder, doc["gates"]["digest"], wanted(run, doc))
     if found or not _record_name(doc):
-        return [Problem("gates", one_line(str(folder)), f"{rule}: {detail}")
-                for rule, detail in found] or [Problem("gates", one_line(str(folder)),
+        return [BundleFault("gates", one_line(str(folder)), f"{rule}: {detail}")
+                for rule, detail in found] or [BundleFault("gates", one_line(str(folder)),
                                                        "not a carriable folder name")]
     carried = {f"{GATES_TAGS}/{_record_name(doc)}/{rel}": content
                for rel, content in _folder_files(folder).items()}
     prefix = f"{GATES_TAGS}/{_record_name(doc)}/"
     earlier = {k: v for k, v in tags.items() if k.startswith(prefix)}
     if earlier and earlier != carried:  # two records of one folder name: never merged
-        return [Problem("gates", one_line(str(folder)), "another run's gate record has the "
+        return [BundleFault("gates", one_line(str(folder)), "another run's gate record has the "
                         f"same folder name {_record_name(doc)}; export them separately")]
     tags[f"{APPROVALS_TAGS}/{name}"] = data
     sig = path.with_name(name + SIG_SUFFIX)
@@ -97,7 +102,7 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Probl
     return []
 
 
-def _approved(runs: list[RunFacts], problems: list[Problem]
+def _approved(runs: list[RunFacts], problems: list[BundleFault]
               ) -> Iterator[tuple[RunFacts, str]]:
     """The runs made under an approval, with its file name; a run naming a bad file name
     is a problem (in `problems`), not a run to follow."""
@@ -106,26 +111,26 @@ def _approved(runs: list[RunFacts], problems: list[Problem]
         if name is None:
             continue
         if not name:
-            problems.append(Problem("approval-missing", run.folder, "bad approval file name"))
+            problems.append(BundleFault("approval-missing", run.folder, "bad approval file name"))
             continue
         yield run, name
 
 
-def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[Problem]]:
+def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[BundleFault]]:
     """The chain's tag files for the runs that ran under an approval; a problem for each
     link that cannot be carried whole (export refuses then: exit 1)."""
     tags: dict[str, bytes] = {}
-    problems: list[Problem] = []
+    problems: list[BundleFault] = []
     for run, name in _approved(runs, problems):
         try:
             problems += _collect_one(run, name, tags)
         except (InputError, OSError, InvalidInput) as e:
-            problems.append(Problem("approval-missing", run.folder, str(e)[:500]))
+            problems.append(BundleFault("approval-missing", run.folder, str(e)[:500]))
     return tags, problems
 
 
 def _vouched(root: Path, tag: str, data: bytes, hashes: dict[str, str], policy: Policy,
-             vouched: dict[str, Vouch]) -> list[Problem]:
+             vouched: dict[str, Vouch]) -> list[BundleFault]:
     """Who vouches for the approval `tag`, judged once however many runs name it."""
     if tag in vouched:
         return []
@@ -134,31 +139,31 @@ def _vouched(root: Path, tag: str, data: bytes, hashes: dict[str, str], policy: 
 
 
 def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str],
-               policy: Policy, vouched: dict[str, Vouch]) -> list[Problem]:
+               policy: Policy, vouched: dict[str, Vouch]) -> list[BundleFault]:
     tag = f"{APPROVALS_TAGS}/{name}"
     if tag not in hashes:
-        return [Problem("approval-missing", run.folder, f"the bundle does not carry {tag}")]
+        return [BundleFault("approval-missing", run.folder, f"the bundle does not carry {tag}")]
     if "sha256:" + hashes[tag] != run.get("approval", "digest"):
-        return [Problem("approval-changed", tag, "not the approval the run ran under")]
+        return [BundleFault("approval-changed", tag, "not the approval the run ran under")]
     try:
         data = read_member(root, tag)
     except BadMember as e:
-        return [Problem("approval-malformed", tag, str(e))]
+        return [BundleFault("approval-malformed", tag, str(e))]
     _, doc, bad = _parse(data)
     if doc is None:
-        return [Problem("approval-malformed", tag, bad)]
+        return [BundleFault("approval-malformed", tag, bad)]
     signed = _vouched(root, tag, data, hashes, policy, vouched)
     if doc["source_seal"] != run.get("seal"):
-        return [*signed, Problem("approval-seal", tag, f"approves {doc['source_seal']}, the "
+        return [*signed, BundleFault("approval-seal", tag, f"approves {doc['source_seal']}, the "
                                  f"run's seal is {one_line(str(run.get('seal')))}")]
     if not _record_name(doc):  # '..', '/', a dotted or odd name: never a path under root
-        return [*signed, Problem("gates", tag, f"names the gate record "
+        return [*signed, BundleFault("gates", tag, f"names the gate record "
                                  f"{one_line(str(doc['gates']['record']))[:200]}, "
                                  "whose folder name no bundle carries")]
     folder = root / GATES_TAGS / _record_name(doc)
-    return signed + [Problem("approval-dirty", tag, f"{rule}: {detail}")
+    return signed + [BundleFault("approval-dirty", tag, f"{rule}: {detail}")
                      for rule, detail in reviewed_commit(doc)] + [
-        Problem("gates", f"{GATES_TAGS}/{_record_name(doc)}", f"{rule}: {detail}")
+        BundleFault("gates", f"{GATES_TAGS}/{_record_name(doc)}", f"{rule}: {detail}")
         for rule, detail in gates.recheck(folder, doc["gates"]["digest"], wanted(run, doc))]
 
 
@@ -180,10 +185,10 @@ def _parse(data: bytes) -> tuple[bytes, dict[str, Any] | None, str]:
 
 
 def judge(root: Path, runs: list[RunFacts], hashes: dict[str, str], policy: Policy
-          ) -> tuple[list[Problem], list[Vouch]]:
+          ) -> tuple[list[BundleFault], list[Vouch]]:
     """Each run that names an approval: the chain run -> seal -> approval -> gates holds,
     and the approval is signed as `policy` asks; with who vouches for each approval."""
-    problems: list[Problem] = []
+    problems: list[BundleFault] = []
     vouched: dict[str, Vouch] = {}
     for run, name in _approved(runs, problems):
         problems += _check_one(root, run, name, hashes, policy, vouched)
@@ -191,6 +196,6 @@ def judge(root: Path, runs: list[RunFacts], hashes: dict[str, str], policy: Poli
 
 
 def check(root: Path, runs: list[RunFacts], hashes: dict[str, str],
-          allowed_signers: Path | None = None) -> list[Problem]:
+          allowed_signers: Path | None = None) -> list[BundleFault]:
     """`judge`'s problems, under the policy of `allowed_signers`."""
     return judge(root, runs, hashes, Policy(allowed_signers))[0]

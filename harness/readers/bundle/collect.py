@@ -27,7 +27,6 @@ whose seal differs from the bundle's is a conflict.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import BinaryIO
 from harness.base.atomic import dumps_json, fsync_dir
 from harness.base.catalogue import BUNDLE_DROP_NAME, BUNDLE_DROP_OTHER_RUN
 from harness.base.errors import InvalidInput
+from harness.base.names import RunId
 from harness.base.timeutil import utc_now
 from harness.measure.runfolder import layout
 from harness.readers.bundle import bag
@@ -51,7 +51,6 @@ from harness.readers.bundle.verify import verify_archive
 BUNDLES = "bundles"  # <drop>/bundles/<run-id>.tar.gz
 RECORD = "collected.jsonl"  # in RUNS
 RECORD_LIMIT = 64 << 20
-RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # one path component, no dot-name
 DROP_SUFFIX = ".tar.gz"  # what a host's job exports: <drop>/bundles/<run-id>.tar.gz
 
 
@@ -97,7 +96,7 @@ def drop_run(name: str) -> str | None:
     id), None for any other name. The one name a host's job exports a run under, so no two
     files of the drop claim one run. Pure."""
     run_id = name.removesuffix(DROP_SUFFIX)
-    return run_id if name.endswith(DROP_SUFFIX) and RUN_NAME.fullmatch(run_id) else None
+    return run_id if name.endswith(DROP_SUFFIX) and RunId.valid(run_id) else None
 
 
 def admits(run_id: str, runs: list[str], folders: list[str], recorded: object) -> str | None:

@@ -35,7 +35,7 @@ from harness.readers.bundle.payload import Payload, collect_payload
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.readers.bundle.sign import sign
 from harness.readers.bundle.statement import StatementSpool
-from harness.readers.bundle.sums import Problem, one_line
+from harness.readers.bundle.sums import BundleFault, one_line
 
 
 @dataclass
@@ -78,7 +78,7 @@ def archive_mtime(runs: list[RunFacts]) -> int:
 class ExportRefused(Refused):
     """The folders do not verify as they are; `problems` names each one (exit 1)."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[BundleFault]) -> None:
         super().__init__(f"not bundled: {len(problems)} problem(s) in the given folders; "
                          "a bundle only vouches for runs that `harness verify` accepts")
         self.problems = problems
@@ -94,7 +94,7 @@ def _sources(payload: Payload) -> dict[str, Path]:
     return out
 
 
-def judge(payload: Payload, subjects: dict[str, str] | None = None) -> list[Problem]:
+def judge(payload: Payload, subjects: dict[str, str] | None = None) -> list[BundleFault]:
     """Everything `bundle verify` would say about the runs of this payload, said now: the
     payload's shape, and `harness verify`'s verdict on each source run folder. `subjects`:
     the digests of the very bytes written into the bag ({arcname: hex}), so each file is
@@ -167,7 +167,7 @@ def check_output(output: Path, sign_key: Path | None) -> bool:
 def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], spool: StatementSpool,
                  *, compress: bool,
                  sign_key: Path | None, chain_tags: dict[str, bytes],
-                 check: Callable[[dict[str, str]], list[Problem]] | None = None) -> str:
+                 check: Callable[[dict[str, str]], list[BundleFault]] | None = None) -> str:
     """Write the bag of `payload` to the new file `output`, atomically (a temp name, fsync,
     then a link that fails if `output` appeared meanwhile); returns the top folder. Shared
     by export and merge, so a merged bundle is written exactly as an exported one. `runs`

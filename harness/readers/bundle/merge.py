@@ -38,7 +38,7 @@ from harness.readers.bundle.payload import Payload, PayloadFile
 from harness.readers.bundle.records import read_member, read_text_member
 from harness.readers.bundle.safe_extract import Limits
 from harness.readers.bundle.statement import StatementSpool
-from harness.readers.bundle.sums import Problem, one_line, parse_sums
+from harness.readers.bundle.sums import BundleFault, one_line, parse_sums
 from harness.readers.bundle.trust import Policy, merging
 from harness.readers.bundle.verify import verify_archive
 
@@ -49,7 +49,7 @@ DIGEST_CHUNK = 1 << 20
 class MergeRefused(Refused):
     """An input does not verify, or two inputs disagree; `problems` names each (exit 1)."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[BundleFault]) -> None:
         super().__init__(f"not merged: {len(problems)} problem(s) in the given bundles")
         self.problems = problems
 
@@ -117,7 +117,7 @@ def split_manifest(manifest: dict[str, str]) -> dict[str, dict[str, str]]:
 
 
 def combine(inputs: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]]
-            ) -> tuple[dict[str, int], dict[str, int], list[Problem]]:
+            ) -> tuple[dict[str, int], dict[str, int], list[BundleFault]]:
     """Which input each folder and carried tag file is taken from (by index), and a problem
     for each name two inputs hold with different bytes. Pure.
 
@@ -125,24 +125,24 @@ def combine(inputs: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]]
     byte-identical duplicate is taken from the first input holding it."""
     folders: dict[str, int] = {}
     tags: dict[str, int] = {}
-    problems: list[Problem] = []
+    problems: list[BundleFault] = []
     for index, (name, held, carried) in enumerate(inputs):
         for folder, files in sorted(held.items()):
             first = folders.setdefault(folder, index)
             if first != index and inputs[first][1][folder] != files:
-                problems.append(Problem(
+                problems.append(BundleFault(
                     "collision", f"{bag.PAYLOAD_DIR}/{folder}",
                     f"{inputs[first][0]} and {name} hold different files under this name"))
         for tag, digest in sorted(carried.items()):
             first = tags.setdefault(tag, index)
             if first != index and inputs[first][2][tag] != digest:
-                problems.append(Problem(
+                problems.append(BundleFault(
                     "collision", tag, f"{inputs[first][0]} and {name} carry different bytes"))
     return folders, tags, problems
 
 
 def _open_input(source: Path, dest: Path, policy: Policy,
-                limits: Limits | None) -> tuple[_Input | None, list[Problem]]:
+                limits: Limits | None) -> tuple[_Input | None, list[BundleFault]]:
     """Unpack and verify one input as `bundle verify` does, under `policy`; InvalidInput
     (exit 2) for a hostile or unreadable one."""
     shown = one_line(str(source))
@@ -150,7 +150,7 @@ def _open_input(source: Path, dest: Path, policy: Policy,
     with open_archive(source) as (fh, digest):
         root, report = verify_archive(source, dest, policy, limits, opened=fh)
     if not report.ok:
-        return None, [Problem(p.kind, f"{shown}: {p.path}", p.detail) for p in report.problems]
+        return None, [BundleFault(p.kind, f"{shown}: {p.path}", p.detail) for p in report.problems]
     manifest, _ = parse_sums(read_text_member(root, bag.MANIFEST), bag.MANIFEST)
     tagmanifest, _ = parse_sums(read_text_member(root, bag.TAGMANIFEST), bag.TAGMANIFEST)
     carried = {t: d for t, d in tagmanifest.items() if t.startswith(CARRIED_TAGS)}
@@ -188,7 +188,7 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
     # Unpacked beside the output: a night's inputs may be far larger than /tmp.
     with tempfile.TemporaryDirectory(prefix=".harness-merge-", dir=output.parent) as tmp:
         inputs: list[_Input] = []
-        problems: list[Problem] = []
+        problems: list[BundleFault] = []
         for index, source in enumerate(bundles):
             opened, bad = _open_input(Path(source), Path(tmp) / str(index), policy, limits)
             problems += bad

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from harness.base.errors import HarnessError
 from harness.base.readfile import InputError, read_bounded
+from harness.base.states import State
 from harness.driver.night.journal import JOURNAL_NAME, Journal, Row
 from harness.readers.bundle.sums import unsafe_name_reason
 
@@ -112,7 +113,7 @@ def _folder(runs_dir: Path | None, run: NightRun, night: Path) -> tuple[Path | N
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
-        if run.state in ("interrupted", "planned", "deferred"):
+        if run.state in (State.INTERRUPTED, State.PLANNED, State.DEFERRED):
             return None, None  # cut off before its folder was made: the journal says so
         return None, (f"{path}: run {run.run_id} of night {night.name} ({run.state}) is not "
                       f"there (the journal says {run.recorded!r}); {hint}")

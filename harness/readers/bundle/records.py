@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.base.readfile import TooLarge, read_fd
 from harness.base.tree import open_beneath
 from harness.instrument.harness_observer.encode import depth
 
@@ -37,16 +38,10 @@ def read_member(root: Path, rel: str, limit: int | None = None) -> bytes:
     except OSError as e:
         raise BadMember(f"cannot read: {e.strerror or e}") from None
     try:
-        size = os.fstat(fd).st_size
-        if size > limit:
-            raise BadMember(f"{size} bytes, over the {limit} byte limit")
-        chunks, total = [], 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise BadMember(f"over the {limit} byte limit")
-        return b"".join(chunks)
+        return read_fd(fd, limit)
+    except TooLarge as e:
+        size = "" if e.size is None else f"{e.size} bytes, "
+        raise BadMember(f"{size}over the {limit} byte limit") from None
     except OSError as e:
         raise BadMember(f"cannot read: {e.strerror or e}") from None
     finally:

@@ -24,7 +24,7 @@ from harness.readers.bundle.payload import (
     ancestors,
     find_run_dirs,
 )
-from harness.readers.bundle.sums import Problem
+from harness.readers.bundle.sums import BundleFault
 
 PAYLOAD = "data"
 _DETAIL = {
@@ -44,7 +44,7 @@ def bag_runs(payload: list[str]) -> list[str]:
     return find_run_dirs(p for p in payload if _in_bundled_folder(p))
 
 
-def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[Problem]:
+def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[BundleFault]:
     """Problems with the shape of a payload ({data/...} file paths). Pure.
 
     Every file sits in a bundled folder `data/<name>/`, each bundled folder is a night (its
@@ -54,23 +54,23 @@ def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[P
     Paths are as the tree walker gives them ("/"-separated names, none empty).
     """
     in_runs = set(bag_runs(payload) if runs is None else runs)
-    problems: list[Problem] = []
+    problems: list[BundleFault] = []
     bundled: dict[str, bool] = {}
     for path in sorted(payload):
         parts = path.split("/")
         if not _in_bundled_folder(path):
-            problems.append(Problem("stray", path, "a payload file outside any bundled folder"))
+            problems.append(BundleFault("stray", path, "a payload file outside any bundled folder"))
             continue
         folder = f"{PAYLOAD}/{parts[1]}"
         in_run = any(a in in_runs for a in ancestors(path))
         night = len(parts) == 3 and parts[2] == NIGHT_RECORD
         bundled[folder] = bundled.get(folder, False) or in_run or night
         if not in_run and parts[-1] == SEAL_FILE:
-            problems.append(Problem(
+            problems.append(BundleFault(
                 "misplaced-seal", path,
                 f"not in a run folder; only a run ({RUN_RECORD} beside it) and its "
                 f"{ADDENDA}/<name>/ may hold a {SEAL_FILE}"))
-    problems.extend(Problem("not-a-run", folder,
+    problems.extend(BundleFault("not-a-run", folder,
                             f"no {RUN_RECORD} or {NIGHT_RECORD} in it: not a run or night")
                     for folder, has_run in sorted(bundled.items()) if not has_run)
     return problems
@@ -90,21 +90,21 @@ def run_digests(hashes: Mapping[str, str], runs: list[str]) -> dict[str, dict[st
 
 
 def run_problems(folder: Path, label: str,
-                 digests: Mapping[str, str] | None = None) -> list[Problem]:
+                 digests: Mapping[str, str] | None = None) -> list[BundleFault]:
     """`harness verify`'s verdict on one run folder, as bundle problems under `label`
     (the run's path in the bag, e.g. data/<run-id>). `digests`: hashes of its files taken
     in the same pass that wrote or unpacked them (see `verify_folder`)."""
     try:
         found = verify_folder(folder, digests)
     except OSError as e:
-        return [Problem("unreadable", label, e.strerror or str(e))]
+        return [BundleFault("unreadable", label, e.strerror or str(e))]
     problems = []
     for p in found:
         kind = str(p.kind)
         if kind == "no-manifest":
-            problems.append(Problem("unsealed", label, f"run folder has no {SEAL_FILE}"))
+            problems.append(BundleFault("unsealed", label, f"run folder has no {SEAL_FILE}"))
             continue
         detail = str(getattr(p, "detail", "") or _DETAIL.get(kind, ""))
         rel = str(p.path).strip("/")
-        problems.append(Problem(kind, f"{label}/{rel}" if rel else label, detail))
+        problems.append(BundleFault(kind, f"{label}/{rel}" if rel else label, detail))
     return problems

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 from harness.base.atomic import dumps_json, iter_json_spliced
 from harness.readers.bundle.facts import RunFacts, model_hashes, provenance, time_span
 from harness.readers.bundle.records import BadMember, parse_json
-from harness.readers.bundle.sums import Problem
+from harness.readers.bundle.sums import BundleFault
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -230,35 +230,35 @@ def _read_by_check(obj: dict[str, Any]) -> bool:
     return "_type" in obj or "name" in obj or "sha256" in obj
 
 
-def check_statement(text: str, manifest: dict[str, str], source: str) -> list[Problem]:
+def check_statement(text: str, manifest: dict[str, str], source: str) -> list[BundleFault]:
     """The statement must be an in-toto Statement v1 whose subjects are exactly the manifest."""
     try:
         statement = parse_json(text, keep=_read_by_check)
     except BadMember as e:
-        return [Problem("malformed", source, str(e))]
+        return [BundleFault("malformed", source, str(e))]
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
-        return [Problem("malformed", source, f"not an in-toto Statement ({STATEMENT_TYPE})")]
+        return [BundleFault("malformed", source, f"not an in-toto Statement ({STATEMENT_TYPE})")]
     listed = statement.get("subject")
     if not isinstance(listed, list):
-        return [Problem("malformed", source, "its subject is not a list")]
+        return [BundleFault("malformed", source, "its subject is not a list")]
     subjects: dict[str, str] = {}
-    problems: list[Problem] = []
+    problems: list[BundleFault] = []
     for index, item in enumerate(listed):
         name = item.get("name") if isinstance(item, dict) else None
         digest = item.get("digest") if isinstance(item, dict) else None
         value = digest.get("sha256") if isinstance(digest, dict) else None
         if not isinstance(name, str) or not isinstance(value, str):
-            problems.append(Problem("malformed", source,
+            problems.append(BundleFault("malformed", source,
                                     f"subject {index} has no name or no sha256 string"))
         elif name in subjects:
-            problems.append(Problem("malformed", source, f"subject {index} repeats {name}"))
+            problems.append(BundleFault("malformed", source, f"subject {index} repeats {name}"))
         else:
             subjects[name] = value
     for path in sorted(set(subjects) | set(manifest)):
         if path not in subjects:
-            problems.append(Problem("statement", path, "in the manifest, not a subject"))
+            problems.append(BundleFault("statement", path, "in the manifest, not a subject"))
         elif path not in manifest:
-            problems.append(Problem("statement", path, "a subject, not in the manifest"))
+            problems.append(BundleFault("statement", path, "a subject, not in the manifest"))
         elif subjects[path] != manifest[path]:
-            problems.append(Problem("statement", path, "subject digest differs from manifest"))
+            problems.append(BundleFault("statement", path, "subject digest differs from manifest"))
     return problems

@@ -15,8 +15,9 @@ MAX_DETAIL = 300  # a hostile value quoted in a message stays one short line
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One thing wrong with the evidence: `kind` is changed, missing, extra, or a short label."""
+class BundleFault:
+    """One thing wrong with a bundle's evidence: `kind` is changed, missing, extra, or a
+    short label."""
 
     kind: str
     path: str
@@ -48,15 +49,15 @@ def format_sums(entries: dict[str, str]) -> str:
     return manifest.render(entries)
 
 
-def parse_sums(text: str, source: str) -> tuple[dict[str, str], list[Problem]]:
+def parse_sums(text: str, source: str) -> tuple[dict[str, str], list[BundleFault]]:
     """{relpath: hex} from `manifest.parse`; every malformed, unsafe or repeated line is a
-    `malformed` Problem of `source`."""
+    `malformed` BundleFault of `source`."""
     lines, bad = manifest.parse(text.encode("utf-8", "surrogatepass"))
-    problems = [Problem("malformed", source, f"line {n}: {why}") for n, why in bad]
+    problems = [BundleFault("malformed", source, f"line {n}: {why}") for n, why in bad]
     entries: dict[str, str] = {}
     for path, digest in lines:
         if path in entries:
-            problems.append(Problem("malformed", source, f"{path} listed twice"))
+            problems.append(BundleFault("malformed", source, f"{path} listed twice"))
         else:
             entries[path] = digest
     return entries, problems
@@ -66,7 +67,8 @@ _SAYS = {"missing": "listed in {m}, not present", "extra": "present, not listed 
          "unreadable": "listed in {m}, could not be read"}
 
 
-def compare(expected: dict[str, str], found: dict[str, str], manifest_name: str) -> list[Problem]:
+def compare(expected: dict[str, str], found: dict[str, str],
+            manifest_name: str) -> list[BundleFault]:
     """Changed, missing and extra files between a manifest's entries and what is present
     (`manifest.compare`, the one checker), worded for a bundle report."""
     problems = []
@@ -75,5 +77,5 @@ def compare(expected: dict[str, str], found: dict[str, str], manifest_name: str)
             detail = f"sha256 is {found[path]}, {manifest_name} says {expected[path]}"
         else:
             detail = _SAYS[kind].format(m=manifest_name)
-        problems.append(Problem(kind, path, detail))
+        problems.append(BundleFault(kind, path, detail))
     return problems

@@ -47,7 +47,7 @@ from harness.readers.bundle import bag
 from harness.readers.bundle.records import BadMember, read_member
 from harness.readers.bundle.sign import NAMESPACE as BAG_NAMESPACE
 from harness.readers.bundle.sign import verify as verify_bag
-from harness.readers.bundle.sums import Problem, one_line
+from harness.readers.bundle.sums import BundleFault, one_line
 
 SIGNATURE_LIMIT = 64 << 10  # an SSH signature is under 2 KiB
 
@@ -98,11 +98,11 @@ class Policy:
     allowed_signers: Path | None = None
 
     def bag(self, root: Path, hashes: dict[str, str], claims: list[str]
-            ) -> tuple[Vouch, list[Problem]]:
+            ) -> tuple[Vouch, list[BundleFault]]:
         """The bag's own signature: `claims`, the bag-info `Bag-Signature` values, say
         whether the bag was signed when it was written."""
         sig = bag.SIGNATURE
-        problems = [Problem("malformed", bag.BAG_INFO, f"{bag.SIGNATURE_LABEL} says "
+        problems = [BundleFault("malformed", bag.BAG_INFO, f"{bag.SIGNATURE_LABEL} says "
                             f"{one_line(str(claims))[:120]}, not {bag.signature_claim()!r}")
                     ] if claims and claims != [bag.signature_claim()] else []
 
@@ -111,16 +111,16 @@ class Policy:
 
         if sig not in hashes:
             if claims:
-                return vouch(STRIPPED), [*problems, Problem(
+                return vouch(STRIPPED), [*problems, BundleFault(
                     "signature-stripped", sig, f"{BUNDLE_SIGNATURE_STRIPPED}: {bag.BAG_INFO} "
                     f"says the bag was signed ({bag.SIGNATURE_LABEL}) and it has no {sig}")]
             if self.allowed_signers is not None:
-                return vouch(UNSIGNED), [*problems, Problem(
+                return vouch(UNSIGNED), [*problems, BundleFault(
                     "unsigned", sig, f"{BUNDLE_UNSIGNED}: --allowed-signers was given but the "
                     "bundle is not signed")]
             return vouch(UNSIGNED), problems
         if self.allowed_signers is None:
-            return vouch(UNCHECKED), [*problems, Problem(
+            return vouch(UNCHECKED), [*problems, BundleFault(
                 "unverified-signature", sig, f"{BUNDLE_SIGNATURE_UNCHECKED}: the bundle is "
                 "signed; give --allowed-signers to check it")]
         try:
@@ -130,12 +130,12 @@ class Policy:
         except BadMember as e:
             check = SignatureCheck(False, str(e))
         if not check.ok:
-            return vouch(BAD), [*problems, Problem("bad-signature", sig,
+            return vouch(BAD), [*problems, BundleFault("bad-signature", sig,
                                                    f"{BUNDLE_BAD_SIGNATURE}: {check.detail}")]
         return vouch(GOOD, _signer(check)), problems
 
     def approval(self, root: Path, tag: str, data: bytes, hashes: dict[str, str]
-                 ) -> tuple[Vouch, list[Problem]]:
+                 ) -> tuple[Vouch, list[BundleFault]]:
         """One carried approval (`tag`, its bytes `data`): its `.sig` beside it must be the
         reviewer's good signature of exactly these bytes when signers are given."""
         sig = tag + SIG_SUFFIX
@@ -146,7 +146,7 @@ class Policy:
         if self.allowed_signers is None:
             return vouch(UNCHECKED if sig in hashes else UNSIGNED), []
         if sig not in hashes:
-            return vouch(UNSIGNED), [Problem(
+            return vouch(UNSIGNED), [BundleFault(
                 "approval-unsigned", sig, f"{BUNDLE_APPROVAL_UNSIGNED}: --allowed-signers asks "
                 f"for the reviewer's signature of {tag} ({APPROVAL_NAMESPACE}) and the bundle "
                 "carries none")]
@@ -155,7 +155,7 @@ class Policy:
         except BadMember as e:
             check = SignatureCheck(False, str(e))
         if not check.ok:
-            return vouch(BAD), [Problem("approval-signature", sig,
+            return vouch(BAD), [BundleFault("approval-signature", sig,
                                         f"{BUNDLE_APPROVAL_SIGNATURE}: {check.detail}")]
         return vouch(GOOD, _signer(check)), []
 

@@ -29,7 +29,7 @@ from harness.readers.bundle.records import BadMember, read_text_member
 from harness.readers.bundle.safe_extract import Limits, safe_extract
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.readers.bundle.statement import check_statement
-from harness.readers.bundle.sums import Problem, compare, one_line, parse_sums
+from harness.readers.bundle.sums import BundleFault, compare, one_line, parse_sums
 from harness.readers.bundle.trust import BAD, GOOD, STRIPPED, UNCHECKED, UNSIGNED, Policy, Vouch
 
 REQUIRED_TAGS = (bag.BAGIT_TXT, bag.BAG_INFO, bag.MANIFEST, bag.STATEMENT)
@@ -39,7 +39,7 @@ THREADED_BYTES = 16 << 20
 
 @dataclass
 class VerifyReport:
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[BundleFault] = field(default_factory=list)
     files: int = 0
     runs: list[str] = field(default_factory=list)
     signature: str = "unsigned"  # the bag's own signature, in a word (or who made it)
@@ -50,7 +50,7 @@ class VerifyReport:
         return not self.problems
 
 
-def _hash_all(root: Path, sizes: dict[str, int], problems: list[Problem]) -> dict[str, str]:
+def _hash_all(root: Path, sizes: dict[str, int], problems: list[BundleFault]) -> dict[str, str]:
     """sha256 of each file beneath `root` (no symlink followed, no FIFO opened); a file that
     cannot be hashed is a problem, and the others are still hashed. Threads only pay for
     themselves on large payloads."""
@@ -65,17 +65,17 @@ def _hash_all(root: Path, sizes: dict[str, int], problems: list[Problem]) -> dic
         try:
             hashes[rel] = sha256_beneath(root, rel)
         except OSError as e:
-            problems.append(Problem("unreadable", rel, e.strerror or str(e)))
+            problems.append(BundleFault("unreadable", rel, e.strerror or str(e)))
     return hashes
 
 
 def scan_tree(root: Path, known: Mapping[str, str] | None = None
-              ) -> tuple[dict[str, str], dict[str, int], list[Problem]]:
+              ) -> tuple[dict[str, str], dict[str, int], list[BundleFault]]:
     """Hash every regular file under `root` ({relpath: hex}, {relpath: size}), walked by
     `harness.base.tree`; anything else (symlink, FIFO, device, unsealable name, too deep) is a
     problem and is never opened. `known`: digests taken as the files were unpacked (only
     the files the walk finds are taken from it; any other is hashed here)."""
-    problems: list[Problem] = []
+    problems: list[BundleFault] = []
     try:
         entries = walk(root)
     except OSError as e:
@@ -85,67 +85,67 @@ def scan_tree(root: Path, known: Mapping[str, str] | None = None
     sizes: dict[str, int] = {}
     for entry in entries:
         if entry.name_problem:
-            problems.append(Problem("bad-name", entry.rel, entry.name_problem))
+            problems.append(BundleFault("bad-name", entry.rel, entry.name_problem))
         elif entry.too_deep:
-            problems.append(Problem("too-deep", entry.rel, f"deeper than {MAX_DEPTH} folders"))
+            problems.append(BundleFault("too-deep", entry.rel, f"deeper than {MAX_DEPTH} folders"))
         elif entry.is_file:
             sizes[entry.rel] = entry.size
         elif not entry.is_dir:
             target = f" to {entry.target!r}" if entry.target is not None else ""
-            problems.append(Problem("not-a-file", entry.rel, f"{entry.kind}{target}"))
+            problems.append(BundleFault("not-a-file", entry.rel, f"{entry.kind}{target}"))
     known = known or {}
     hashes = {p: known[p] for p in sizes if p in known}
     hashes.update(_hash_all(root, {p: s for p, s in sizes.items() if p not in known}, problems))
     return hashes, {p: sizes[p] for p in sorted(hashes)}, problems
 
 
-def _read(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem]) -> str | None:
+def _read(root: Path, rel: str, hashes: dict[str, str], problems: list[BundleFault]) -> str | None:
     """A tag file's text, or None (with a problem) when it is absent, too big or not UTF-8."""
     if rel not in hashes:
         return None
     try:
         return read_text_member(root, rel)
     except BadMember as e:
-        problems.append(Problem("malformed", rel, str(e)))
+        problems.append(BundleFault("malformed", rel, str(e)))
         return None
 
 
-def _manifest(root: Path, rel: str, hashes: dict[str, str], problems: list[Problem],
+def _manifest(root: Path, rel: str, hashes: dict[str, str], problems: list[BundleFault],
               payload: bool) -> dict[str, str]:
     text = _read(root, rel, hashes, problems)
     if text is None:
         if rel in hashes:
             return {}
-        problems.append(Problem("missing", rel, "the bag has no such manifest"))
+        problems.append(BundleFault("missing", rel, "the bag has no such manifest"))
         return {}
     entries, bad = parse_sums(text, rel)
     problems.extend(bad)
     for path in sorted(entries):
         if path.startswith(f"{bag.PAYLOAD_DIR}/") != payload:
-            problems.append(Problem("malformed", rel, f"lists {path}, which it may not cover"))
+            problems.append(BundleFault("malformed", rel, f"lists {path}, which it may not cover"))
             del entries[path]
     return entries
 
 
 def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int],
-                        problems: list[Problem]) -> str:
+                        problems: list[BundleFault]) -> str:
     """bagit.txt must declare 1.0 / UTF-8; Payload-Oxum must match the payload. Returns
     bag-info.txt's text ("" when it cannot be read)."""
     declared = _read(root, bag.BAGIT_TXT, hashes, problems)
     if declared is not None and declared != bag.bagit_txt():
-        problems.append(Problem("malformed", bag.BAGIT_TXT, "not BagIt-Version 1.0, UTF-8"))
+        problems.append(BundleFault("malformed", bag.BAGIT_TXT, "not BagIt-Version 1.0, UTF-8"))
     info = _read(root, bag.BAG_INFO, hashes, problems) or ""
     oxums = [line.split(":", 1)[1].strip() for line in info.splitlines()
              if line.startswith("Payload-Oxum:")]
     actual = bag.payload_oxum([s for p, s in sizes.items() if p.startswith("data/")])
     if bag.BAG_INFO in hashes and oxums != [actual]:
         said = ", ".join(oxums) or "nothing"
-        problems.append(Problem("payload-oxum", bag.BAG_INFO,
+        problems.append(BundleFault("payload-oxum", bag.BAG_INFO,
                                 f"Payload-Oxum says {said}, the payload is {actual} (bytes.files)"))
     return info
 
 
-def _bagit_opinion(root: Path) -> list[Problem]:
+def _bagit_opinion(root: Path) -> list[BundleFault]:
     """The reference implementation's verdict on the bag's structure (bagit.txt, bag-info,
     manifests' syntax and paths, Payload-Oxum, every listed file present and no other);
     only consulted when ours found nothing. Its fixity pass is left out: it would hash
@@ -156,9 +156,9 @@ def _bagit_opinion(root: Path) -> list[Problem]:
         bagit.Bag(str(root)).validate(completeness_only=True)
     except bagit.BagValidationError as e:
         details = "; ".join(str(d) for d in e.details) or e.message
-        return [Problem("bagit", str(root.name), details)]
+        return [BundleFault("bagit", str(root.name), details)]
     except bagit.BagError as e:
-        return [Problem("bagit", str(root.name), str(e))]
+        return [BundleFault("bagit", str(root.name), str(e))]
     return []
 
 
@@ -185,7 +185,7 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
     if bag.TAGMANIFEST in hashes:
         problems.extend(compare(tagmanifest, tags, bag.TAGMANIFEST))
     seen = {(p.kind, p.path) for p in problems}
-    problems.extend(Problem("missing", name, "required tag file")
+    problems.extend(BundleFault("missing", name, "required tag file")
                     for name in REQUIRED_TAGS if name not in hashes
                     and ("missing", name) not in seen)
     info = _check_declarations(root, hashes, sizes, problems)
@@ -204,7 +204,7 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
 
 
 def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str],
-                     problems: list[Problem]) -> None:
+                     problems: list[BundleFault]) -> None:
     """The statement's subjects against the manifest; its text (about 10 KiB a run) is
     not held beyond this check."""
     statement = _read(root, bag.STATEMENT, hashes, problems)
@@ -213,7 +213,7 @@ def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str
 
 
 def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
-                found: list[Problem]) -> list[Problem]:
+                found: list[BundleFault]) -> list[BundleFault]:
     """The payload's shape, then `harness verify`'s verdict on each run folder, from the
     digests the bag check used. A path already named (a symlink, an unreadable file) is not
     named again."""

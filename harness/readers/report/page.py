@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from harness.base.states import State
 from harness.measure import perflog
 from harness.measure.runfolder import layout
 from harness.readers.report.format import figure_text
@@ -31,8 +32,8 @@ from harness.readers.report.summary import (
     shown_metrics,
 )
 
-SYMBOLS = {"accepted": "✓", "refused": "✗", "failed": "!", "timed-out": "⏱",
-           "interrupted": "■", "deferred": "…"}
+SYMBOLS = {State.ACCEPTED: "✓", State.REFUSED: "✗", State.FAILED: "!", State.TIMED_OUT: "⏱",
+           State.INTERRUPTED: "■", State.DEFERRED: "…"}
 _STAMP = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$")
 
 _CSS = """

@@ -20,12 +20,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.base.states import State
 from harness.readers.report.inert import inert
 
 STATUS_STYLE = {  # status: (marker, colour); shape and colour both carry the status
-    "accepted": ("o", "#1a7f37"), "refused": ("X", "#c62828"), "failed": ("^", "#d9822b"),
-    "timed-out": ("v", "#d9822b"), "interrupted": ("s", "#666666"),
-    "deferred": ("D", "#666666"),
+    State.ACCEPTED: ("o", "#1a7f37"), State.REFUSED: ("X", "#c62828"),
+    State.FAILED: ("^", "#d9822b"), State.TIMED_OUT: ("v", "#d9822b"),
+    State.INTERRUPTED: ("s", "#666666"), State.DEFERRED: ("D", "#666666"),
 }
 OTHER_STYLE = ("P", "#666666")
 CONTROL_MARKERS = ("o", "s", "D", "^", "v", "P", "*", "h")
@@ -122,8 +123,8 @@ def figure_plot(plt: Any, nights: Sequence[str], series: Mapping[str, Sequence[A
         ax.plot(xs, ys, marker=CONTROL_MARKERS[i % len(CONTROL_MARKERS)],
                 markersize=4 if len(nights) <= CROWDED else 2,
                 linewidth=1.2, label=inert(control, 40))
-        bad = [(x, float(values[x])) for x in xs if statuses[control][x] not in (None,
-                                                                                 "accepted")]
+        bad = [(x, float(values[x])) for x in xs
+               if statuses[control][x] not in (None, State.ACCEPTED)]
         if bad:
             ax.scatter(*zip(*bad, strict=True), marker="x", color="#c62828",
                        s=70 if len(nights) <= CROWDED else 30,

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.base.reason import Reason
+from harness.base.states import State
 from harness.config.reference import range_text
 from harness.measure import perflog
 from harness.measure.metrics import METRICS
 from harness.measure.runfolder.layout import RECORD
-from harness.measure.runfolder.record import provenance_of, reason_of, reason_text
+from harness.measure.runfolder.record import provenance_of
 from harness.readers.report.format import figure_text
 from harness.readers.report.gitline import git_line
 from harness.readers.report.inert import inert
@@ -93,7 +95,7 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
     _dict(metrics_doc.get("metrics", metrics_doc))
     times, _lock = _dict(run.get("times")), _dict(run.get("lock"))
     raw_reasons = run.get("reasons")
-    reasons = [inert(reason_text(reason_of(r))) for r in _list(raw_reasons) if r]
+    reasons = [inert(Reason.of(r).text()) for r in _list(raw_reasons) if r]
     if raw_reasons is not None and not isinstance(raw_reasons, list):
         reasons.append(f"{RECORD}: reasons is not a list: " + inert(raw_reasons, 200))
     # the journal's reason is usually the run's own reasons joined: show it only when new
@@ -315,7 +317,7 @@ def trend_points(
         best: dict[str, tuple[int, dict]] = {}
         for record in records:
             entry = trend_entry(record)
-            if entry["status"] in ("planned", "running") and not entry["run_id"]:
+            if entry["status"] in (State.PLANNED, State.RUNNING) and not entry["run_id"]:
                 continue  # never started: nothing to plot
             attempt = entry["attempt"] or 0
             if entry["control"] not in best or attempt >= best[entry["control"]][0]:

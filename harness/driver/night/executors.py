@@ -1,8 +1,10 @@
-"""A night's Slurm side: the executor its loop uses, and the resume of rows left `running`.
+"""The executor a night's controls run on: here (`LocalExecutor`), or one Slurm job per
+launch (`SlurmExecutor`), as the campaign's `executor:` block and the command line say.
 
-Kept out of runner.py so the local night reads as before. Why the doctor is not run by the
-controller here: the controller is not a GPU host; each host runs `harness doctor
-CAMPAIGN` as Slurm's HealthCheckProgram, which drains a host that is unfit (docs/slurm.md).
+This is the one place that looks at `executor.kind`; the night itself only asks the
+executor it is given (the doctor before a control, what became of rows left `running`).
+For Slurm the settings of every job are made here from the campaign, the night and the
+site: where the drop is, which `harness` the jobs exec, how long a seal may take.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
-from harness.config.executor import Executor
+from harness.config.executor import ExecutorConfig
 from harness.config.loader import Loaded, resolve
-from harness.driver.night.journal import Journal, Row
-from harness.driver.plan import LaunchRequest, Outcome
+from harness.driver.local import LocalExecutor
+from harness.driver.plan import LaunchRequest, NightExecutor
 from harness.driver.slurm import SlurmExecutor
 from harness.driver.watch import Settings
 from harness.measure.slurm import calls
@@ -41,7 +43,7 @@ def harness_path(configured: str | None) -> str:
     return os.path.abspath(found)
 
 
-def site_of(loaded: Loaded, config: Executor, runs_dir: Path) -> Site:
+def site_of(loaded: Loaded, config: ExecutorConfig, runs_dir: Path) -> Site:
     drop = (resolve(config.drop, loaded.campaign_file.parent) if config.drop
             else runs_dir / "slurm")
     home = (str(resolve(config.home_root, loaded.campaign_file.parent))
@@ -55,7 +57,19 @@ def site_of(loaded: Loaded, config: Executor, runs_dir: Path) -> Site:
                 account=config.account, gfx=loaded.campaign.host.gfx, home_root=home)
 
 
-def slurm_executor(loaded: Loaded, config: Executor, ui: Reporter, *, night_dir: Path,
+def night_executor(loaded: Loaded, config: ExecutorConfig, ui: Reporter, *, night_dir: Path,
+                   runs_dir: Path, lock_timeout: float | None, until: datetime | None,
+                   on_submitted: Callable[[LaunchRequest, str, str], None] | None,
+                   fetch: Fetch | None = None) -> NightExecutor:
+    """The executor of `config.kind`: this host, or a Slurm job per launch."""
+    if config.kind == "local":
+        return LocalExecutor(loaded, ui, lock_timeout=lock_timeout)
+    return slurm_executor(loaded, config, ui, night_dir=night_dir, runs_dir=runs_dir,
+                          lock_timeout=lock_timeout, until=until, on_submitted=on_submitted,
+                          fetch=fetch)
+
+
+def slurm_executor(loaded: Loaded, config: ExecutorConfig, ui: Reporter, *, night_dir: Path,
                    runs_dir: Path, lock_timeout: float | None, until: datetime | None,
                    on_submitted: Callable[[LaunchRequest, str, str], None] | None,
                    fetch: Fetch | None = None) -> SlurmExecutor:
@@ -72,18 +86,5 @@ def slurm_executor(loaded: Loaded, config: Executor, ui: Reporter, *, night_dir:
         site=site, fetch=bound,
         lock_wait_s=lock_timeout or loaded.campaign.lock_timeout, until=until,
         seal_grace_s=config.seal_grace, use_sacct=found.use_sacct, jobcomp=found.jobcomp)
-    return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted)
-
-
-def resume_rows(executor: SlurmExecutor, journal: Journal, rows: list[Row],
-                ) -> list[tuple[Row, Outcome | None]]:
-    """Follow the one job of rows a dead controller left `running` (one row, or a
-    same_host group's members): each row's outcome (None: no job and no seal for it)."""
-    if not all(r.run_dir for r in rows):
-        return [(r, None) for r in rows]
-    requests = [LaunchRequest(r.control, Path(r.run_dir), attempt=r.attempt,
-                              plan_index=r.plan_index) for r in rows]
-    job_id = next((j for r in rows if (j := journal.job_of(r.id)) is not None), None)
-    found = executor.resume(requests, job_id)
-    by_run = {req.run_id: outcome for req, outcome in found}
-    return [(r, by_run.get(Path(r.run_dir).name)) for r in rows]
+    return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted,
+                         window=config.window)
