@@ -130,6 +130,7 @@ def test_a_layout_that_cannot_be_read_trusts_no_worker_count(fields, why):
     verdict = judged(docs)
     assert verdict["verdict"] == "refused"
     assert verdict["refused_by"][0] == "GATE0-PROCESS-MISSING"
+    assert texts(verdict["reasons"])[0] == f"GATE0-PROCESS-MISSING: {faults[0]}"
 
 
 def test_prefill_context_parallelism_counts_in_the_workers_as_in_vllms_world_size():
@@ -246,3 +247,11 @@ def test_a_run_folder_with_an_unreadable_worker_document_is_refused_for_it(tmp_p
     assert again["refused_by"] == ["GATE0-UNREADABLE"]
     assert [r.split(": ")[1] for r in texts(again["reasons"])] == [  # in the order judged
         str(obs / "frontend.generation.json"), str(obs / "worker-0.startup.json")]
+
+
+def test_compared_counts_the_engine_cores_pair_only_and_none_when_it_was_not_compared():
+    docs = layout()
+    assert judged(docs)["compared"] == 4  # not the frontend's or the worker's 4 as well
+    del docs[BOUND]["generation"]
+    verdict = judged(docs, unreadable={(BOUND, "generation")})
+    assert verdict["compared"] == 0 and verdict["verdict"] == "refused"

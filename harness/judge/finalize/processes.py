@@ -28,7 +28,7 @@ from harness.instrument.harness_observer.interface import (
     document_name,
 )
 from harness.judge.finalize.rules import assess, document
-from harness.judge.verdictfile import items, verdict_of
+from harness.judge.verdictfile import items
 
 MAX_ROLE = 64  # a process name longer than this is not one vLLM gives
 MAX_WORKERS = 16  # more workers than one host's GPUs: not a layout the harness judges
@@ -127,7 +127,8 @@ def _judge_one(process: Process, pair: dict[str, dict[str, Any]], unreadable: se
     if len(pair) == len(PHASES):
         found, comparison = assess(pair["startup"], pair["generation"], **judged)
         faults += [Reason(r.rule, f"{r.detail}, in {name}") for r in found]
-        entry.update(verdict=verdict_of(found), compared=comparison["compared"],
+        # accepted unless a fault, the comparison's own included, refuses it below
+        entry.update(verdict=Verdict.ACCEPTED, compared=comparison["compared"],
                      differences=[{**d, "process": process.label}
                                   for d in comparison["differences"]])
     entry["reasons"] = items(faults)
@@ -157,8 +158,8 @@ def judge_processes(docs: dict[Process, dict[str, dict[str, Any]]], *,
         reasons += faults
     verdict = document(reasons, contract, processes=per_process,
                        differences=[d for e in per_process for d in e.get("differences", [])],
-                       compared=next((e.get("compared", 0) for e in per_process
-                                     if e["process"] == BOUND.label), 0))
+                       compared=sum(e.get("compared", 0) for e in per_process
+                                    if e["process"] == BOUND.label))
     if unreadable:
         verdict["verdict"] = Verdict.REFUSED
     return verdict
