@@ -4,7 +4,9 @@ and against the floors: an interpreter that only imports the libraries `check` (
 yaml, pydantic) or `run` (those, the docker SDK and psutil) load before any
 harness code.
 
-An operator waits for these; each should answer within 150 ms on the bench machine. The
+An operator waits for `--help`, `status` and `show`: each should answer within 150 ms on
+the bench machine. `check` is below its floor here, so it is context, reported with its
+share above that floor (`cli_check_above_floor_ms`, benchmarks/run.py). The
 bare interpreter start is measured alongside, alternated, so that a loaded machine shows as
 a slower `cli_python_ms` rather than as a slower harness.
 """
