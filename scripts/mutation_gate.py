@@ -10,9 +10,11 @@ tests) or not at all, and the score then says nothing about it.
 mutant and on a stale justification. A mutant may be left alive only when it is
 equivalent (no behaviour can tell it from the original) and listed, with its reason, in the
 justification file; it then leaves the denominator, and the kill line says how many did.
-A listed mutant that no longer exists or no longer survives fails the run, so the list
-cannot outlive the code it speaks for. The kill line keeps the exact prefix
-`mutation: killed K/T = S%` that the gate judge (harness/judge/gates/judge.py) parses.
+A listed mutant that no longer exists or is now killed fails the run, so the list cannot
+outlive the code it speaks for; one that timed out is inconclusive (an equivalent mutant
+changes nothing, so only a loaded machine makes its tests slow) and stays left out. The
+kill line keeps the exact prefix `mutation: killed K/T = S%` that the gate judge
+(harness/judge/gates/judge.py) parses.
 
 Standard library only: it runs before anything else is trusted.
 """
@@ -209,6 +211,10 @@ def score(results: dict[str, str], equivalent: dict[str, str],
         if state is None:
             problems.append(f"stale justification: {name} is no longer a mutant; remove it "
                             f"from {EQUIVALENT}")
+        elif state == "timeout":
+            # an equivalent mutant changes no behaviour, so its tests ran slow (a loaded
+            # machine), not differently: inconclusive, neither a kill nor a stale entry
+            justified[name] = f"{reason} (timed out this run: inconclusive)"
         elif state != "survived":
             problems.append(f"stale justification: {name} is now '{state}', not survived; "
                             f"remove it from {EQUIVALENT}")
@@ -221,7 +227,8 @@ def score(results: dict[str, str], equivalent: dict[str, str],
     states = dict(sorted(Counter(results.values()).items()))
     alive = sorted((name, state) for name, state in results.items()
                    if state not in KILLED and name not in justified)
-    killed = sum(1 for state in results.values() if state in KILLED)
+    killed = sum(1 for name, state in results.items()
+                 if state in KILLED and name not in justified)
     return Score(killed=killed, total=len(results) - len(justified), mutants=len(results),
                  states=states, equivalent=justified, problems=problems, alive=alive)
 

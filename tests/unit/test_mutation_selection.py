@@ -162,6 +162,18 @@ def test_a_justified_equivalent_leaves_the_denominator_and_says_so(gate, tmp_pat
     assert "survived: harness.m.x_g__mutmut_1\n" not in out
 
 
+def test_a_justified_equivalent_that_timed_out_is_inconclusive_not_stale(
+        gate, tmp_path, capsys) -> None:
+    """Seen in CI on a loaded machine: an equivalent mutant's tests ran past mutmut's
+    timeout. It is neither a kill (it changes nothing) nor a reason to drop the entry."""
+    rows = ROWS | {"harness.m.x_g__mutmut_1": "timeout"}
+    text = "harness.m.x_g__mutmut_1 the branch it flips returns the same value\n"
+    assert run_score(gate, tmp_path, rows, text, floor="98.9") == 0
+    out = capsys.readouterr().out
+    assert "killed 98/99 = 98.9% (100 mutants, 1 equivalent left out" in out
+    assert "harness.m.x_g__mutmut_1: the branch it flips returns the same value (timed out" in out
+
+
 @pytest.mark.parametrize(("line", "why"), [
     ("harness.m.x_f__mutmut_3 was equivalent once", "is now 'killed', not survived"),
     ("harness.m.x_gone__mutmut_1 was equivalent once", "is no longer a mutant"),
