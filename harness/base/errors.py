@@ -24,6 +24,15 @@ class HarnessError(Exception):
         self.rule = rule
 
 
+def ruled(rule: str | None, message: str) -> str:
+    """One error line, `[RULE] message`: the one place a rule is put before its message, so
+    a message that already begins with its own rule (`RULE: ...`, `[RULE] ...`) is left as
+    it is and no rule is printed twice."""
+    if not rule or message.startswith((f"{rule}: ", f"[{rule}] ")):
+        return message
+    return f"[{rule}] {message}"
+
+
 class InvalidInput(HarnessError):
     """Bad input: a file, an argument, a document. Exit 2."""
 

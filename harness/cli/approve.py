@@ -8,7 +8,8 @@ import click
 
 from harness.config.loader import require_campaign
 from harness.judge.approval.issue import approve as do_approve
-from harness.judge.approval.issue import default_reviewer
+from harness.judge.approval.issue import default_reviewer, reviewer_mismatch, signer_of
+from harness.judge.approval.sign import SignatureCheck
 from harness.readers.report.inert import inert
 
 
@@ -31,19 +32,42 @@ def approve(campaign: Path, gate_record: Path, sign_key: Path | None,
     the time. A campaign with `require_approval: true` runs only under an approval of its
     run's seal (docs/approval.md). An approval is never overwritten.
 
+    The gate record is named by its folder name (a run looks for it in RUNS/gates/), so
+    the approval verifies on any host that has the record. With --sign-key and the
+    campaign's allowed_signers, the signature is checked at once and a reviewer that is
+    not the signing principal is warned about (stderr and stdout): runs and bundle verify
+    trust the signer, never the reviewer's name.
+
     Exit codes: 0 written; 1 refused, naming its rule: the checkout is not clean at its
     commit (APPROVAL-DIRTY-TREE: a file of the seal untracked, git-ignored, outside the
     repository or changed, or any other path changed or untracked; approvals/ aside), the
     gate record is missing, fails verification, failed, was made for another seal or
     campaign, or its gates did not run from this same clean commit (APPROVAL-GATES-*);
-    2 invalid campaign, reviewer, key, or an approval of this seal exists; 3 environment
+    2 invalid campaign, reviewer, key, a --gates folder that is not in a gates/
+    folder, or an approval of this seal exists; 3 environment
     (no ssh-keygen).
     """
     loaded = require_campaign(campaign)
     who = reviewer if reviewer is not None else default_reviewer(loaded.project_dir)
     path, doc = do_approve(loaded, gate_record, who, sign_key)
+    signer = signer_of(loaded, path)
     click.echo(f"approved: {inert(str(path), 500)}")
     click.echo(f"  seal {doc['source_seal']} at commit {inert(doc['git']['commit'], 80)}")
-    click.echo(f"  gates {inert(doc['gates']['record'], 500)} ({doc['gates']['digest']})")
-    click.echo(f"  reviewer {inert(doc['reviewer'], 200)}"
-               + ("; signed" if sign_key is not None else "; unsigned"))
+    click.echo(f"  gates {inert(doc['gates']['record'], 500)} ({doc['gates']['digest']}), "
+               "found by name in the runs dir's gates/")
+    click.echo(f"  reviewer {inert(doc['reviewer'], 200)}; " + _signed(sign_key, signer))
+    warning = reviewer_mismatch(doc["reviewer"], signer)
+    if warning is not None:
+        click.echo(f"  warning: {inert(warning, 2000)}")
+        click.echo(f"harness: warning: {inert(warning, 2000)}", err=True)
+
+
+def _signed(key: Path | None, signer: SignatureCheck | None) -> str:
+    """How the approval is signed, and by whom when the campaign's allowed_signers says."""
+    if key is None:
+        return "unsigned"
+    if signer is None:
+        return "signed (the campaign names no allowed_signers: its principal is not checked)"
+    if signer.ok and signer.principal is not None:
+        return f"signed by {inert(signer.principal, 200)} (allowed_signers)"
+    return "signed, but the signature does not verify against allowed_signers"

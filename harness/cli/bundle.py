@@ -11,6 +11,7 @@ import click
 
 from harness.base.errors import REFUSED, Refused
 from harness.cli.jsonout import as_json_errors, emit
+from harness.cli.params import RUN
 from harness.readers.bundle import export_bundle, verify_bundle
 from harness.readers.bundle.export import ExportRefused
 from harness.readers.bundle.sums import one_line
@@ -35,7 +36,7 @@ OUTPUT = click.option("-o", "--output", required=True, type=click.Path(path_type
 
 
 @bundle.command("export")
-@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("folders", nargs=-1, required=True, type=RUN)
 @OUTPUT
 @click.option("--sign-key", type=click.Path(path_type=Path),
               help="SSH private key: sign tagmanifest-sha256.txt (namespace harness-evidence).")
@@ -43,7 +44,8 @@ def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | Non
     """Bundle RUN_DIR or NIGHT_DIR folders into one deterministic archive.
 
     A NIGHT_DIR (RUNS/nights/<night>/) brings every run folder its journal names, reruns
-    included, from RUNS/<run-id>/; give a run kept elsewhere as well.
+    included, from RUNS/<run-id>/; give a run kept elsewhere as well. A run may also be
+    given by its id, a unique prefix of one, `latest` or `@-1` (`harness ls`).
     Exporting the same folders twice gives byte-identical archives. Exit 1, naming each
     problem, when a run does not verify (`harness verify`) or a SHA256SUMS lies outside a
     run; exit 2 for symlinks, FIFOs, devices or odd names in the folders.
@@ -59,10 +61,13 @@ def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | Non
 def _say_written(result: ExportResult | MergeResult) -> None:
     """The one line export and merge print for the bundle they wrote."""
     signed = "signed" if result.signed else "unsigned"
+    shown = one_line(str(result.output))
     click.echo(
-        f"wrote {one_line(str(result.output))}: {result.files} files, {len(result.runs)} run(s), "
+        f"wrote {shown}: {result.files} files, {len(result.runs)} run(s), "
         f"top folder {one_line(str(result.top))}, {signed}"
     )
+    # in `sha256sum` format: send it out of band; the reviewer checks with `sha256sum -c`
+    click.echo(f"sha256 {result.sha256}  {shown}")
 
 
 def _say_refused(problems: Iterable[object]) -> None:
@@ -76,31 +81,44 @@ def _say_refused(problems: Iterable[object]) -> None:
               help="OpenSSH allowed_signers file; required to accept a signed bundle. Given, "
               "the bundle must be signed by a key it lists for harness-evidence, and every "
               "approval it carries by a key it lists for harness-approval@v1.")
+@click.option("--reviewers", type=click.Path(path_type=Path),
+              help="OpenSSH allowed_signers file of the reviewers' keys "
+              "(harness-approval@v1), when not kept in --allowed-signers: every approval "
+              "the bundle carries must be signed by a key it lists for harness-approval@v1.")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
-              "exit_code, files, runs, signature, vouches, problems (or error)")
-def verify_command(source: Path, allowed_signers: Path | None, as_json: bool) -> None:
+              "exit_code, sha256, files, runs, run_lines, signature, vouches, problems "
+              "(or error)")
+def verify_command(source: Path, allowed_signers: Path | None, reviewers: Path | None,
+                   as_json: bool) -> None:
     """Verify a bundle FILE (or an unpacked bundle folder) offline.
 
-    Exit 0 when every file matches and every signature the options ask for is there and
-    valid (each `vouched:` line says which signer vouches for what); 1 naming each problem
-    otherwise; 2 for a hostile or unreadable archive.
+    Prints a line per run (status, control, approval, superseded by a rerun), then OK
+    with the archive's sha256 (exit 0) when every file matches and every signature the
+    options ask for is there and valid (each `vouched:` line says which signer vouches
+    for what); FAIL naming each problem otherwise (exit 1); exit 2 for a hostile or
+    unreadable archive.
     """
     with as_json_errors(as_json, source=str(source)):
-        report = verify_bundle(source, allowed_signers)
+        report = verify_bundle(source, allowed_signers, reviewers=reviewers)
     if as_json:
         code = 0 if report.ok else REFUSED
         emit({"source": str(source), "ok": report.ok, "exit_code": code,
+              "sha256": report.sha256 or None,
               "files": report.files, "runs": list(report.runs),
+              "run_lines": [line.as_dict() for line in report.lines],
               "signature": report.signature,
               "vouches": [v.as_dict() for v in report.vouches],
               "problems": [{"kind": p.kind, "path": p.path, "detail": p.detail}
                            for p in report.problems]})
         raise click.exceptions.Exit(code)
     shown = one_line(str(source))  # every printed value is one escaped line: no raw ESC/OSC
+    for line in report.lines:  # inert already (listing): one line each, bounded
+        click.echo(one_line(str(line)))
     if report.ok:
+        digest = f", sha256 {report.sha256}" if report.sha256 else ""
         click.echo(
             f"OK {shown}: {report.files} payload files, {len(report.runs)} run(s), "
-            f"{one_line(report.signature)}"
+            f"{one_line(report.signature)}{digest}"
         )
         for vouch in report.vouches:  # who vouches for what: the bag, then each approval
             click.echo(f"  vouched: {vouch}")

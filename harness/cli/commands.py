@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "bundle": "harness.cli.bundle:bundle",
     "approve": "harness.cli.approve:approve",
     "gates": "harness.cli.gates:gates",
+    "ls": "harness.cli.ls:ls",
 }
 
 
@@ -38,10 +39,10 @@ SUMMARIES: dict[str, str] = {
                "several into one, or collect those Slurm hosts left in a drop."),
     "check": "Validate campaigns, controls and image locks without launching anything.",
     "diff": (
-        "What differs between two runs: status and rules, the source seal and its files, git "
-        "commit, the approval each ran under (and whether it reviewed the commit the run ran "
-        "at), image Id, model pins, engine args, each Gate-0 field either run found differing "
-        "(with both runs' start-up and generation values), and metrics."
+        "What differs between two runs: status and rules, the source seal and its files, the "
+        "control's and campaign's YAML, git state, the approval each ran under, image Id, model "
+        "pins, engine args, the docker argv and environment, each Gate-0 field either run "
+        "found differing, and metrics."
     ),
     "doctor": ("Check the Docker engine, locked images, GPU devices, map and tools, the lock "
                "and disk."),
@@ -49,6 +50,7 @@ SUMMARIES: dict[str, str] = {
                  "engine."),
     "gates": "Run the campaign's gates in order and write a sealed gate record.",
     "images": "Pin and verify image Ids in images.lock.",
+    "ls": "List the runs in the runs dir, newest first, as `docker ps -a` lists containers.",
     "model": "Pin the files of a model folder.",
     "night": "Run a whole campaign unattended, journaled so it can resume after a crash.",
     "refinalize": "Re-judge a sealed run into a new addendum; the run's recorded status stands.",

@@ -11,24 +11,26 @@ from harness.base.catalogue import ENV_MISSING_IMAGE
 from harness.base.errors import ENVIRONMENT, EnvironmentFault, InvalidInput
 from harness.base.names import RUN_ID_MAX, RunId
 from harness.base.states import Status
+from harness.cli.dryrun import DRY_RUN_HELP, JSON_HELP, needs_dry_run
+from harness.cli.dryrun import show as show_dry_run
 from harness.cli.jsonout import as_json_errors, emit
-from harness.cli.params import DURATION
+from harness.cli.params import DURATION, runs_dir_option
+from harness.cli.targets import refuse_night
 from harness.config.loader import Loaded, require_campaign
 from harness.config.suggest import hint
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.night.nightlock import NightLock
 from harness.driver.plan import PlanSource
+from harness.judge.approval.early import before_run
 from harness.measure.ui import Reporter, reporter
 from harness.pipeline import orphans, recover
-
-RUNS_DIR = "gpu-runs"
 
 
 @click.command()
 @click.argument("campaign", type=click.Path(path_type=Path))
 @click.option("--control", "only", multiple=True, help="run only this control (repeatable)")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR, show_default=True)
+@runs_dir_option("creates", help="where run folders go (DIR/<run-id>/)")
 @click.option("--lock-timeout", type=DURATION, help="how long to wait for the GPU lock, "
               "e.g. 600 or 2h (default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,
@@ -37,8 +39,11 @@ RUNS_DIR = "gpu-runs"
               "(a Slurm job of `harness night --executor slurm`); one control only")
 @click.option("--attempt", type=click.IntRange(1, 999), default=1, hidden=True,
               help="the attempt number the controller's journal gave this run")
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: float | None,
-        json_lines: bool | None, run_id: str | None, attempt: int) -> None:
+        json_lines: bool | None, run_id: str | None, attempt: int, dry_run: bool,
+        as_json: bool) -> None:
     """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
 
     Like `rerun`, it waits for a night on this GPU lock to finish (up to the lock
@@ -46,7 +51,11 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
 
     SIGTERM or SIGHUP stops the container, releases the lock once it has exited and seals
     the run `interrupted` (exit 1). Ctrl-C does the same and exits 130; a second Ctrl-C
-    kills the container at once instead of waiting out its stop_grace."""
+    kills the container at once instead of waiting out its stop_grace.
+
+    --dry-run prints what would run and what would be refused, and launches nothing."""
+    needs_dry_run(as_json, dry_run)
+    refuse_night(campaign, "a campaign file")
     loaded = require_campaign(campaign)
     names = list(only)
     for n in names:
@@ -55,6 +64,11 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
                                f"(it has: {', '.join(loaded.controls)})")
     plan = loaded.plan(names)
     chosen = None if run_id is None else _one_run(plan, run_id)
+    if dry_run:
+        raise click.exceptions.Exit(show_dry_run(loaded, plan, Path(runs_dir), command="run",
+                                                 as_json=as_json))
+    if chosen is None:  # refused before any folder exists; a night's own launch is sealed
+        before_run(loaded, Path(runs_dir))
     ui = reporter(json_lines)
     try:
         worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui,
@@ -108,7 +122,8 @@ def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | 
     # not wait for the night that is waiting for it.
     wait = None if run_id is not None else AfterNight(
         loaded, ui, lock_timeout or loaded.campaign.lock_timeout)
-    executor = LocalExecutor(loaded, ui, lock_timeout=lock_timeout, before_launch=wait)
+    executor = LocalExecutor(loaded, ui, lock_timeout=lock_timeout, before_launch=wait,
+                             wait_first=True)
     driven = drive(PlanSource(plan, runs_dir, run_id=run_id, attempt=attempt), executor,
                    stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
                    on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))

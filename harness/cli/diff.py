@@ -1,28 +1,48 @@
-"""`harness diff RUN_A RUN_B [--json]`: what differs between two runs.
+"""`harness diff RUN_A RUN_B [--json] [--exit-code] [--color WHEN]`: what differs between
+two runs.
 
 The comparison is `harness.judge.diff` (pure); this module prints it. Every value comes from a
 run folder, so each one goes out through `inert` (one line, controls escaped, bounded);
 the --json document is written with ensure_ascii, so no control character reaches a
-terminal either.
+terminal either. Colour is added only around text already made inert, only on a terminal
+(or `--color always`), and never when NO_COLOR is set (https://no-color.org), unless
+`--color always` asks for it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
-from harness.judge.diff import diff_runs
+from harness.base.terminal import isatty
+from harness.cli.params import RUN
+from harness.judge.diff import SCHEMA, diff_runs, exit_status
 from harness.readers.report.inert import inert
 
 VALUE_CHARS = 300
 MAX_ITEMS = 20
+HUNK_CHARS = 1000
+SHORT_COMMIT = 12
+SHOWN_PATHS = 5
+
+# What a styled line is: red removed, green added, bold a file header, cyan a hunk header.
+STYLES = {"removed": {"fg": "red"}, "added": {"fg": "green"}, "header": {"bold": True},
+          "hunk": {"fg": "cyan"}}
+Line = tuple[str, str | None]  # (inert text, a STYLES key or None)
 
 
 def _v(value: Any) -> str:
     return "—" if value is None else inert(value, VALUE_CHARS)
+
+
+def _plain(lines: list[str]) -> list[Line]:
+    return [(line, None) for line in lines]
 
 
 def _capped(lines: list[str]) -> list[str]:
@@ -70,6 +90,108 @@ def _approval(t: dict) -> list[str]:
     return lines
 
 
+# ---- git in words -----------------------------------------------------------------------------
+
+def _commit(value: Any) -> str:
+    """A commit as `git log --abbrev` shows it (the JSON document keeps it whole)."""
+    return inert(value[:SHORT_COMMIT], SHORT_COMMIT) if isinstance(value, str) else "no commit"
+
+
+def git_state(p: Mapping[str, Any]) -> str:
+    """`clean`, `dirty (a, b, …)` or `unknown (why)` of one run's provenance, in words."""
+    dirty = p.get("dirty")
+    if dirty is False:
+        return "clean"
+    if dirty is True:
+        changed = [x for x in p.get("changed") or [] if isinstance(x, str)]
+        names = ", ".join(inert(x, 120) for x in changed[:SHOWN_PATHS])
+        more = ", …" if len(changed) > SHOWN_PATHS else ""
+        return f"dirty ({names}{more})" if changed else "dirty"
+    error = p.get("error")
+    return f"unknown ({inert(error, 200)})" if isinstance(error, str) else "unknown"
+
+
+def git_words(t: dict) -> str:
+    """The git topic as one line: `git: clean -> dirty (controls/x.yaml) at 1cf90c2237b5`,
+    `git: 1cf90c2237b5 -> 9d1e0a6b4c2f, both clean`, `git: same, 1cf90c2237b5 clean`."""
+    a, b = t.get("a"), t.get("b")
+    if t["same"] is None:
+        def said(p: Any) -> str:
+            return (f"{_commit(p.get('commit'))} {git_state(p)}" if isinstance(p, dict)
+                    else "not recorded")
+        return f"git: not compared (a: {said(a)}; b: {said(b)})"
+    ca, cb, sa, sb = _commit(a.get("commit")), _commit(b.get("commit")), git_state(a), \
+        git_state(b)
+    if t["same"]:
+        return f"git: same, {ca} {sa}"
+    if ca != cb or a.get("commit") != b.get("commit"):
+        return f"git: {ca} -> {cb}, " + (f"both {sa}" if sa == sb else f"{sa} -> {sb}")
+    if sa == sb:
+        return f"git: {sa} at {ca} (what git said differs)"
+    return f"git: {sa} -> {sb} at {ca}"
+
+
+# ---- the kept inputs, the docker argv, the environment ---------------------------------------
+
+def hunk_style(line: str) -> str | None:
+    """Pure: how a unified diff line is coloured (by its first character, as git does)."""
+    if line.startswith(("--- ", "+++ ")):
+        return "header"
+    if line.startswith("@@"):
+        return "hunk"
+    return {"-": "removed", "+": "added"}.get(line[:1])
+
+
+def _inputs(t: dict) -> list[Line]:
+    files = t["files"]
+    words = {True: "same", False: "differs", None: "not compared"}
+    head = ", ".join(f"{name}.yaml {words[f['same']]}" for name, f in files.items())
+    lines: list[Line] = [(f"inputs: {head}", None)]
+    for name, f in files.items():
+        if f["same"] is None or f.get("note"):
+            lines.append((f"    {name}.yaml: {_v(f.get('note'))}", None))
+        lines += [(f"    {inert(x, HUNK_CHARS)}", hunk_style(x)) for x in f["hunk"]]
+        if f["cut"]:
+            lines.append((f"    … and {f['cut']} more diff lines", None))
+    return lines
+
+
+def _changes(removed: list[str], added: list[str]) -> list[Line]:
+    out = [(f"    - {_v(x)}", "removed") for x in removed[:MAX_ITEMS]]
+    out += [(f"    + {_v(x)}", "added") for x in added[:MAX_ITEMS]]
+    more = max(0, len(removed) - MAX_ITEMS) + max(0, len(added) - MAX_ITEMS)
+    return [*out, (f"    … and {more} more", None)] if more else out
+
+
+def _docker(t: dict) -> list[Line]:
+    elided = ", ".join(t["elided"])
+    if t["same"] is None:
+        missing = " and ".join(s for s in ("a", "b") if t[s] is None)
+        return [(f"docker argv: not compared ({missing}: no docker argv recorded)", None)]
+    if t["same"]:
+        return [(f"docker argv: same (elided: {elided})", None)]
+    n = len(t["removed"]) + len(t["added"])
+    return [(f"docker argv: {n} lines differ (elided: {elided})", None),
+            *_changes(t["removed"], t["added"])]
+
+
+def _env(t: dict) -> list[Line]:
+    apart = ", ".join(t.get("apart") or [])
+    if t["same"] is None:
+        missing = " and ".join(s for s in ("a", "b") if t[s] is None)
+        return [(f"env: not compared ({missing}: no docker argv recorded)", None)]
+    if t["same"]:
+        return [(f"env: same ({len(t['a'])} variables; {apart}: engine args)", None)]
+    removed = [f"--env {k}={v}" for k, v in t["removed"].items()]
+    added = [f"--env {k}={v}" for k, v in t["added"].items()]
+    removed += [f"--env {k}={v['a']}" for k, v in t["changed"].items()]
+    added += [f"--env {k}={v['b']}" for k, v in t["changed"].items()]
+    n = len(t["added"]) + len(t["removed"]) + len(t["changed"])
+    return [(f"env: {n} differ", None), *_changes(removed, added)]
+
+
+# ---- Gate 0 -----------------------------------------------------------------------------------
+
 def _values(side: str, found: dict | None) -> str:
     if found is None:
         return f"      {side}: not observed"
@@ -98,8 +220,10 @@ def _gate0(t: dict) -> list[str]:
     return [head, *lines]
 
 
-def render(doc: dict) -> list[str]:
-    """The diff document as text lines, grouped by topic; every value inert."""
+# ---- the document -----------------------------------------------------------------------------
+
+def render_lines(doc: dict) -> list[Line]:
+    """The diff document as (text, style) lines, grouped by topic; every value inert."""
     lines = []
     for side in ("a", "b"):
         h = doc[side]
@@ -108,36 +232,79 @@ def render(doc: dict) -> list[str]:
     differs = doc["differs"]
     lines.append(f"differs: {', '.join(differs)}" if differs else "differs: nothing compared")
     t = doc["topics"]
-    lines += [_pair("status", t["status"]), _pair("rules", t["rules"]), *_seal(t["seal"]),
-              _pair("git", t["git"]), *_approval(t["approval"]), _pair("image", t["image"]),
-              *_mapping("model", t["model"]), _pair("engine args", t["engine"]),
-              *_gate0(t["gate0"]), *_mapping("metrics", t["metrics"])]
+    lines += [_pair("status", t["status"]), _pair("rules", t["rules"]), *_seal(t["seal"])]
+    out = [*_plain(lines), *_inputs(t["inputs"])]
+    out += _plain([git_words(t["git"]), *_approval(t["approval"]), _pair("image", t["image"]),
+                   *_mapping("model", t["model"]), _pair("engine args", t["engine"])])
+    out += [*_env(t["env"]), *_docker(t["docker"])]
+    out += _plain([*_gate0(t["gate0"]), *_mapping("metrics", t["metrics"])])
     for side in ("a", "b"):
-        lines += [f"note ({side}): {_v(n)}" for n in doc[side]["notes"][:MAX_ITEMS]]
-    return lines
+        out += _plain([f"note ({side}): {_v(n)}" for n in doc[side]["notes"][:MAX_ITEMS]])
+    return out
+
+
+def render(doc: dict) -> list[str]:
+    """The diff document as text lines, grouped by topic; every value inert."""
+    return [text for text, _ in render_lines(doc)]
+
+
+def colour_wanted(when: str, tty: bool, environ: Mapping[str, str]) -> bool:
+    """Pure: colour for `--color WHEN`: `always` yes, `never` no, `auto` only on a terminal
+    and only when NO_COLOR is unset or empty (no-color.org)."""
+    if when == "always":
+        return True
+    return when == "auto" and tty and not environ.get("NO_COLOR")
+
+
+def painted(line: Line, colour: bool) -> str:
+    """Pure: one line as printed: its style's ANSI codes around its inert text, or bare."""
+    text, style = line
+    return click.style(text, **STYLES[style]) if colour and style in STYLES else text
 
 
 @click.command("diff")
-@click.argument("run_a", type=click.Path(path_type=Path, file_okay=False))
-@click.argument("run_b", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("run_a", type=RUN)
+@click.argument("run_b", type=RUN)
 @click.option("--json", "as_json", is_flag=True,
-              help="print the diff as one JSON document (schema harness.diff/v1)")
-def diff(run_a: Path, run_b: Path, as_json: bool) -> None:
-    """What differs between two runs: status and rules, the source seal and its files,
-    git commit, the approval each ran under (and whether it reviewed the commit the run
-    ran at), image Id, model pins, engine args, each Gate-0 field either run found
-    differing (with both runs' start-up and generation values), and metrics.
+              help=f"print the diff as one JSON document (schema {SCHEMA})")
+@click.option("--exit-code", "exit_code", is_flag=True,
+              help="exit 1 when the runs differ in anything compared, 0 when they do not "
+                   "(as `git diff --exit-code`)")
+@click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]),
+              default="auto", show_default=True,
+              help="colour removed lines red and added lines green: on a terminal unless "
+                   "NO_COLOR is set (auto), always, or never")
+def diff(run_a: Path, run_b: Path, as_json: bool, exit_code: bool, color: str) -> None:
+    """What differs between two runs: status and rules, the source seal and its files, the
+    control's and campaign's YAML, git state, the approval each ran under, image Id, model
+    pins, engine args, the docker argv and environment, each Gate-0 field either run found
+    differing, and metrics.
 
-    Nothing is written: both folders are only read. A topic one run did not record is
-    "not compared".
+    The YAML is each run's own copy (inputs/, sealed with the run), shown as a unified
+    diff; a run made before runs kept their inputs is "not compared". The docker argv and
+    the environment come from each run's recorded `docker run` argv, with the tokens one
+    launch alone has elided (run id, container name, run folder and cidfile, launcher pid
+    and start time, Slurm job, the seal the container is told), so a fix shows as the line
+    it added: `+ --env VLLM_ENABLE_V1_MULTIPROCESSING=0`; secret-looking values only as
+    sha256 markers. git reads `clean -> dirty (controls/x.yaml) at <commit>` or
+    `<commit> -> <commit>` (12 hex digits here, whole in --json). The Gate-0 lines give each
+    differing field with both runs' start-up and generation values; the approval line also
+    says whether it reviewed the commit the run ran at.
+
+    Nothing is written: both folders are only read. Each run may be a folder, a run id,
+    a unique prefix of one, `latest` or `@-1` (looked up in the runs dir: `harness ls`).
+    A topic one run did not record is "not compared".
 
     Exit codes: 0 both runs were read and compared, whether or not they differ (the
-    `differs` line, or the JSON's "differs" list, says what does); 2 either folder has no
-    readable run.json.
+    `differs` line, or the JSON's "differs" list, says what does); with `--exit-code`, 1
+    when they differ in anything compared and 0 when not; 2 either folder has no readable
+    run.json; 1 either is not sealed or fails verification.
     """
     doc = diff_runs(run_a, run_b)
     if as_json:
         click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True))
-        return
-    for line in render(doc):
-        click.echo(line)
+    else:
+        colour = colour_wanted(color, isatty(sys.stdout), os.environ)
+        for line in render_lines(doc):
+            click.echo(painted(line, colour), color=colour)
+    raise click.exceptions.Exit(exit_status(doc, exit_code))

@@ -27,14 +27,15 @@ QUIET = {"lock-wait"}
 class NightLive(Reporter):
     """A rich Live panel refreshed twice a second, with each event printed above it."""
 
-    def __init__(self, campaign: str) -> None:
+    def __init__(self, campaign: str, total: int = 0) -> None:
         super().__init__()
         self.console = Console(file=self.stream)
         self.campaign = campaign
         self.t0 = time.monotonic()
-        self.fields = {"night": "-", "control": "-", "lock": "-", "run": "-"}
+        self.fields = {"night": "starting", "control": "none started yet", "lock": "-",
+                       "run": "-"}
         self.done = 0
-        self.total = 0
+        self.total = total  # the plan's size from the start; the journal's once it is read
         self.live = Live(console=self.console, refresh_per_second=2, transient=True,
                          get_renderable=self._render)
         self.live.start()
@@ -88,7 +89,7 @@ class NightLines(Reporter):
         self.event("progress", done=done, total=total)
 
 
-def night_reporter(campaign: str, json_lines: bool | None) -> Reporter:
+def night_reporter(campaign: str, json_lines: bool | None, total: int = 0) -> Reporter:
     if json_lines is None:
         json_lines = not isatty(sys.stderr)
-    return NightLines() if json_lines else NightLive(campaign)
+    return NightLines() if json_lines else NightLive(campaign, total)

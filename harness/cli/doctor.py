@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from harness.base.errors import InvalidInput
+from harness.cli.params import runs_dir_option
 from harness.judge.doctor import Check, any_failed, run_checks
 from harness.judge.doctor.checks import GIB
 from harness.judge.doctor.report import render_json, render_plain, render_table
@@ -57,6 +58,7 @@ class Scope:
     profile: str
     required_gfx: str | None
     fail_free_bytes: int = 1 * GIB
+    skip_gpu: str | None = None  # why the GPU lines are one `skip` line
 
 
 def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
@@ -73,10 +75,12 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
     images = {c.image: pins[c.image].model_dump() for c in controls if c.image in pins}
     devices = {c.device for c in controls}
     fail_bytes = int(loaded.campaign.host.min_free_gib * GIB)
+    gpu_free = profile is None and "rocm" not in devices  # --profile cpu: checked, as warnings
     return Scope(images=images, images_lock=loaded.image_lock_file or Path("images.lock"),
                  lock_path=lock_path or loaded.lock_path,
                  profile=profile or ("rocm" if "rocm" in devices else "cpu"),
-                 required_gfx=gfx or loaded.campaign.host.gfx, fail_free_bytes=fail_bytes)
+                 required_gfx=gfx or loaded.campaign.host.gfx, fail_free_bytes=fail_bytes,
+                 skip_gpu="the campaign runs on the cpu profile" if gpu_free else None)
 
 
 @click.command("doctor")
@@ -89,13 +93,7 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
     help="GPU lock file to check for writability (default: the campaign's lock, else "
     "$HOME/gpu.lock).",
 )
-@click.option(
-    "--runs-dir",
-    type=click.Path(path_type=Path),
-    default=Path("gpu-runs"),
-    show_default=True,
-    help="Folder that will hold run folders; checked for free disk.",
-)
+@runs_dir_option("any", help="Folder that will hold run folders; checked for free disk")
 @click.option(
     "--images-lock",
     type=click.Path(path_type=Path),
@@ -108,7 +106,8 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
     type=click.Choice(["rocm", "cpu"]),
     default=None,
     help="Device profile: on 'cpu' a missing GPU is a warning, not a failure (default: "
-    "rocm; with CAMPAIGN, rocm when one of its controls runs on the GPU, else cpu).",
+    "rocm; with CAMPAIGN, rocm when one of its controls runs on the GPU, else cpu and the "
+    "GPU checks skipped).",
 )
 @click.option(
     "--gfx",
@@ -145,11 +144,12 @@ def doctor(
     """Check the Docker engine, locked images, GPU devices, map and tools, the lock and disk.
 
     With CAMPAIGN (a campaign file), only what its controls need: their images, its lock,
-    the GPU only when a control runs on it. The host's GPU map (Slurm GPU index -> render
-    node) is checked when it exists: each entry a character device, none twice, each index
-    the device gres.conf gives it. Each check prints one line: ok, warn or fail. Exit 0
-    when nothing fails, 1 otherwise, 2 for a campaign, images.lock or GPU map that does
-    not check. With --slurm-health (Slurm's HealthCheckProgram), a failing check or input
+    the GPU only when a control runs on it (else one `skip` line). The host's GPU map
+    (Slurm GPU index -> render node) is checked when it exists: each entry a character
+    device, none twice, each index the device gres.conf gives it. Each check prints one
+    line: ok, warn, fail or skip. Exit 0 when nothing fails, 1 otherwise, 2 for a
+    campaign, images.lock or GPU map that does not check. With --slurm-health (Slurm's
+    HealthCheckProgram), a failing check or input
     drains this node (SLURMD_NODENAME, else the short host name), the failing lines go to
     stderr and the exit is 1 (2 for bad input, 3 when the drain itself failed); a fit
     node exits 0 silently.
@@ -217,7 +217,8 @@ def _checks(campaign: Path | None, lock_path: Path | None, runs_dir: Path,
                         profile=scope.profile, required_gfx=scope.required_gfx,
                         fail_free_bytes=scope.fail_free_bytes,
                         warn_free_bytes=max(10 * GIB, scope.fail_free_bytes),
-                        gpu_map=gpu_map, strict_map=strict_map, gres_conf=gres_conf)
+                        gpu_map=gpu_map, strict_map=strict_map, gres_conf=gres_conf,
+                        skip_gpu=None if strict_map else scope.skip_gpu)
     if scope.images is None:
         checks.insert(
             1, Check("images", "fail", f"{scope.images_lock} not found: no image can be verified")

@@ -7,9 +7,10 @@ from typing import Any
 
 import click
 
-from harness.cli.core import RUNS_DIR
+from harness.cli.params import runs_dir_option
 from harness.config.loader import require_campaign
 from harness.judge.gates.run import run_gates
+from harness.judge.gates.show import headline
 from harness.readers.report.inert import inert
 
 
@@ -21,8 +22,7 @@ def _line(entry: dict[str, Any]) -> None:
 
 @click.command("gates")
 @click.argument("campaign", type=click.Path(path_type=Path))
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR, show_default=True,
-              help="the record goes to DIR/gates/<campaign>-<UTC stamp>/")
+@runs_dir_option("creates", help="the record goes to DIR/gates/<campaign>-<UTC stamp>/")
 @click.option("--only", multiple=True, metavar="NAME",
               help="run only this gate (repeatable); the record lists only those run")
 def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
@@ -39,7 +39,9 @@ def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
 
     The record also says whether the checkout was clean at one commit before the first gate
     and after the last: every sealed file tracked in HEAD with the same bytes and nothing
-    else changed or untracked (approvals/ aside). Only such a record can carry an approval.
+    else changed or untracked (approvals/ aside). Only such a record can carry an approval,
+    and only when it holds every gate of the campaign: a record made with --only ends with
+    "partial record (K of N gates): cannot carry an approval".
 
     Exit codes: 0 every gate passed; 1 a gate failed (the record says why) or the source
     seal changed while they ran (GATES-SEAL-CHANGED, recorded as a refusal: the record
@@ -51,8 +53,8 @@ def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
     folder, doc, code = run_gates(loaded, Path(runs_dir), only, echo=_line)
     for refusal in doc["refusals"]:
         click.echo(f"REFUSED {refusal['rule']}: {inert(refusal['detail'], 2000)}")
-    verdict = "passed" if doc["passed"] else "FAILED"
-    click.echo(f"gates {verdict}: {inert(str(folder), 1000)} (seal {doc['source_seal']})")
+    verdict = headline(doc, [g.name for g in loaded.gates])
+    click.echo(f"{inert(verdict, 2000)}: {inert(str(folder), 1000)} (seal {doc['source_seal']})")
     if not doc["git"]["clean"]:
         click.echo(f"note: the checkout was not clean at commit {inert(doc['git']['commit'], 80)}"
                    f" ({inert('; '.join(doc['git']['problems'][:3]), 500)}): no approval can "

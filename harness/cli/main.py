@@ -11,7 +11,7 @@ import click
 
 from harness import __version__
 from harness.base import signals, terminal
-from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput
+from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput, ruled
 from harness.base.iofault import io_fault_anywhere
 from harness.cli.commands import COMMANDS, SUMMARIES
 from harness.readers.report.inert import inert
@@ -30,6 +30,19 @@ class LazyGroup(click.Group):
             return None
         module, _, attr = target.partition(":")
         return getattr(_import(module), attr)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's lookup, with git's "did you mean" for a mistyped command (exit 2)."""
+        name = args[0] if args else ""
+        if (name and name not in COMMANDS and not name.startswith("-")
+                and not ctx.resilient_parsing):
+            import difflib  # only on a mistyped command: not a cost of every start
+
+            near = difflib.get_close_matches(name, sorted(COMMANDS), n=1, cutoff=0.6)
+            ctx.fail(f"No such command {inert(name, 200)!r}."
+                     + (f" Did you mean {near[0]!r}?" if near else ""))
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing (same widths and cuts), from a stand-in command holding the first
@@ -123,14 +136,13 @@ def _run(argv: list[str] | None) -> int:
             _say(f"harness: {e.message}")
         return e.code
     except HarnessError as e:
-        prefix = f"[{e.rule}] " if e.rule else ""
-        _say(f"harness: {prefix}{e.message}")
+        _say(f"harness: {ruled(e.rule, e.message)}")
         return e.code
     except (KeyboardInterrupt, signals.Interrupted) as e:
         return _interrupted(e)
     except OSError as e:  # the host refused a read or write (read-only, full): not a bug
         fault = io_fault_anywhere(e)
-        _say(f"harness: [{fault.rule}] {fault.message}")
+        _say(f"harness: {ruled(fault.rule, fault.message)}")
         return fault.code
     except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
         _say(f"harness: internal error: {type(e).__name__}: {e}")

@@ -9,9 +9,11 @@ import click
 
 from harness.base.errors import HarnessError
 from harness.cli.display import night_reporter
-from harness.cli.params import DURATION, HOURS
+from harness.cli.params import DURATION, HOURS, RUN, runs_dir_option
+from harness.cli.targets import refuse_night
 from harness.config.executor import KINDS, merged
 from harness.config.loader import require_campaign
+from harness.driver.night.journal import JOURNAL_NAME, settle
 from harness.driver.night.runner import run_night
 from harness.driver.policy import environment_stops
 from harness.driver.rerun import (
@@ -23,11 +25,11 @@ from harness.driver.rerun import (
     seal_lines,
     sealed_with,
 )
+from harness.judge.approval.early import before_run
 from harness.measure.ui import Reporter, reporter
+from harness.readers.report.ending import night_end_lines
 from harness.readers.report.inert import inert
 from harness.readers.report.morning import write_night_summary
-
-RUNS_DIR = "gpu-runs"
 
 
 @click.command("night")
@@ -39,8 +41,7 @@ RUNS_DIR = "gpu-runs"
 @click.option("--window", metavar="HH:MM-HH:MM",
               help="local times: start only inside this window, and no control starts after "
                    "its end; a start outside it starts nothing (exit 1)")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
-              show_default=True, help="run folders; nights live in RUNS_DIR/nights/")
+@runs_dir_option("creates", help="run folders; nights live in RUNS_DIR/nights/")
 @click.option("--night", "night_name", metavar="NAME_OR_DIR",
               help="continue this night folder (default: the campaign's latest, if unfinished)")
 @click.option("--new", is_flag=True, help="start a new night even if the latest is unfinished")
@@ -102,7 +103,8 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     executor = merged(loaded.executor, kind=executor_kind, partition=partition,
                       account=account, drop=None if drop is None else os.path.abspath(drop),
                       window=jobs)
-    ui = night_reporter(loaded.campaign.name, json_lines)
+    before_run(loaded, Path(runs_dir))  # no approval: refused before any night or run folder
+    ui = night_reporter(loaded.campaign.name, json_lines, total=len(loaded.plan()))
     try:
         result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
                            night=night_name, new=new, lock_timeout=lock_timeout,
@@ -113,9 +115,8 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     for status, run_dir in result.runs:
         click.echo(f"{status}: {run_dir}")
     click.echo(f"night: {result.night_dir} ({result.why})")
-    for path in result.summary:
-        if path.suffix == ".md":
-            click.echo(f"summary: {path}")
+    for line in night_end_lines(result.night_dir, result.summary):
+        click.echo(line)
     raise click.exceptions.Exit(result.exit_code)
 
 
@@ -149,8 +150,9 @@ def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     click.echo(f"{result.status}: {result.run_dir}")
     if result.night:
         click.echo(f"night: {result.night}")
+        settle(result.night / JOURNAL_NAME)  # the summary was its last reader
     for path in result.summary:
-        if path.suffix == ".md":
+        if path.suffix in (".md", ".html"):
             click.echo(f"summary: {path}")
     return result.exit_code
 
@@ -174,8 +176,7 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
 
 
 @click.command("rerun")
-@click.argument("run_dir", required=False,
-                type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument("run_dir", required=False, type=RUN)
 @click.option("--failed", "night_dir", metavar="NIGHT_DIR",
               type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="rerun every refused, failed, timed-out or interrupted newest attempt of "
@@ -184,8 +185,8 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
 @click.option("--campaign", type=click.Path(path_type=Path, dir_okay=False),
               help="read the control from this campaign file (default: the original's "
                    "recorded campaign file, as it is on disk now)")
-@click.option("--runs-dir", type=click.Path(path_type=Path),
-              help="where the new run folder goes (default: beside the original)")
+@runs_dir_option("optional", help="where the new run folder goes, and where a run id is "
+                 "looked up")
 @click.option("--lock-timeout", type=DURATION,
               help="how long to wait for the night and GPU locks, e.g. 600 or 2h")
 @click.option("--json-lines/--no-json-lines", default=None,
@@ -207,6 +208,9 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     that night's journal; then the night's summary.md/html/json are rewritten so the
     morning report shows the rerun. Waits for a running night to end first.
 
+    RUN_DIR may also be a run id, a unique prefix of one, `latest` or `@-1`, looked up
+    in the runs dir (`harness ls`).
+
     --failed NIGHT_DIR (instead of RUN_DIR) reruns each slot of the night whose newest
     attempt is refused, failed, timed-out or interrupted, one after another, each linked
     both ways, rewriting the night's summary files after each.
@@ -218,6 +222,8 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     if (run_dir is None) == (night_dir is None):
         raise click.UsageError("give either RUN_DIR or --failed NIGHT_DIR")
     check_reason(reason)
+    if run_dir is not None:
+        refuse_night(run_dir, "a run folder")
     ui = reporter(json_lines)
     kw = {"campaign": campaign, "runs_dir": runs_dir, "lock_timeout": lock_timeout}
     try:

@@ -8,11 +8,13 @@ through the same `parse_duration` as durations in YAML, so `--lock-timeout 2h` w
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 import click
 
-from harness.config.schema import parse_duration
+from harness.base.errors import InvalidInput
 
 MAX_HOURS = 30 * 24.0
 
@@ -45,5 +47,82 @@ class _Bounded(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+def parse_duration(value: Any) -> float:
+    """harness.config.schema's parse_duration, imported when a duration is parsed: the
+    schema loads pydantic, which `harness show --help` must not wait for."""
+    from harness.config.schema import parse_duration as parse
+
+    return parse(value)
+
+
 DURATION = _Bounded("duration", parse_duration)
 HOURS = _Bounded("hours", parse_hours)
+
+
+# ---- the runs dir and run references (harness.config.runsdir, runfolder.refs) -------------
+
+RUNS_DIR_KEY = "harness.runs_dir"  # ctx.meta: the resolved RunsDir, for RUN references
+
+
+def runs_dir_option(mode: str = "reads", help: str = "run folders") -> Any:
+    """The one `--runs-dir` option, resolved by harness.config.runsdir (option, then
+    HARNESS_RUNS_DIR, then harness.toml, then the default) and checked for the command's
+    use. `mode`: "reads" (it must exist: exit 2), "creates" (it may be made, in a folder
+    that exists), "any" (no check), "lazy" (the RunsDir itself; the command checks),
+    "optional" (None unless given; then as "creates"). Eager, so run references
+    (RUN) resolve under it whatever the order on the command line."""
+    from harness.config import runsdir
+
+    def callback(command: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None and mode == "optional":
+            return None
+        runs = runsdir.resolve(value)
+        command.meta[RUNS_DIR_KEY] = runs
+        if mode == "lazy":
+            return runs
+        if mode == "reads":
+            return runsdir.require_existing(runs)
+        if mode in ("creates", "optional"):
+            return runsdir.require_creatable(runs)
+        return runs.path
+
+    where = (" (default: beside the original; ids resolve under $HARNESS_RUNS_DIR, else "
+             f"the {runsdir.CONFIG} runs_dir, else {runsdir.DEFAULT}/)") if mode == "optional" \
+        else f" ({runsdir.WHERE_FROM})"
+    return click.option("--runs-dir", type=click.Path(path_type=Path), default=None,
+                        is_eager=True, callback=callback, metavar="DIR", help=help + where)
+
+
+def runs_dir_in(ctx: click.Context | None) -> Any:
+    """The RunsDir this command line resolved (its --runs-dir), else the one the
+    environment, config file or default gives."""
+    from harness.config import runsdir
+
+    found = ctx.meta.get(RUNS_DIR_KEY) if ctx is not None else None
+    return found if found is not None else runsdir.resolve(None)
+
+
+class RunRef(click.ParamType):
+    """A run folder: a path (an existing one always wins), or a run id, a unique prefix of
+    one, its hex tail, `latest` or `@-N`, resolved under the runs dir."""
+
+    name = "run"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Path:
+        from harness.config import runsdir
+        from harness.measure.runfolder import refs
+
+        if isinstance(value, Path):
+            return value
+        text = str(value)
+        if os.path.lexists(text) or not refs.looks_like_ref(text):
+            return Path(text)
+        runs = runs_dir_in(ctx)
+        if not os.path.isdir(runs.path):
+            raise InvalidInput(f"{text[:200]}: no such folder, and no runs dir to find it "
+                               f"in by id: {runsdir.missing(runs)}")
+        return refs.find_run(text, runs.path, f"{runs.path} (from {runs.source})")
+
+
+RUN = RunRef()

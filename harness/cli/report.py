@@ -1,32 +1,90 @@
-"""`harness report CAMPAIGN|NIGHT_DIR`: print a night's morning summary."""
+"""`harness report CAMPAIGN|NIGHT_DIR`: print a night's morning summary.
+
+On a terminal it prints a table (harness.readers.report.table); piped, the Markdown; with
+`-o FILE` it writes the chosen form there (atomically) and prints the path. HTML is a page
+for a browser, never dumped on a terminal.
+"""
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import click
 
-from harness.readers.report.morning import FORMATS, render, summary_for_campaign, summary_for_night
+from harness.base.terminal import isatty
+from harness.cli.params import runs_dir_option
+from harness.config.runsdir import RunsDir, require_existing
+from harness.readers.report.morning import (
+    FORMATS,
+    SUFFIXES,
+    render,
+    summary_for_campaign,
+    summary_for_night,
+)
+
+
+def chosen_format(fmt: str | None, output: Path | None, tty: bool) -> str:
+    """The form to write: the one asked for; else the output file's suffix (Markdown for
+    another); else a table on a terminal and Markdown through a pipe. Pure. HTML for a
+    terminal is refused (UsageError, exit 2): 400 KB of markup is nobody's reading."""
+    if fmt is None:
+        if output is not None:
+            fmt = SUFFIXES.get(output.suffix.lower(), "md")
+        else:
+            fmt = "table" if tty else "md"
+    if fmt == "html" and output is None and tty:
+        raise click.UsageError("--format html is a page for a browser: write it with "
+                               "-o FILE.html (and open that), or pipe it")
+    return fmt
+
+
+def _write(output: Path, text: str) -> None:
+    from harness.base.atomic import write_text
+    from harness.base.errors import InvalidInput
+
+    if output.is_dir():
+        raise InvalidInput(f"-o {output}: is a folder; name a file")
+    if not output.parent.is_dir():
+        raise InvalidInput(f"-o {output}: no such folder {output.parent}")
+    write_text(output, text)
 
 
 @click.command("report")
 @click.argument("target", type=click.Path(exists=True, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
-              help="Markdown, a self-contained HTML page with plots, JSON, or CSV (one line "
-                   "per run and figure: the columns of RUNS_DIR/perflog/<campaign>.csv).")
-@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("gpu-runs"), show_default=True,
-              help="Where a campaign's nights live (RUNS_DIR/nights/<campaign>-<stamp>/).")
-def report(target: Path, fmt: str, runs_dir: Path) -> None:
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="table (fixed columns, for a terminal), Markdown, a self-contained HTML "
+                   "page with plots, JSON, or CSV (one line per run and figure: the columns "
+                   "of RUNS_DIR/perflog/<campaign>.csv). Default: a table on a terminal, "
+                   "Markdown when piped; with -o, from FILE's suffix (else Markdown).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="write the report to FILE (atomically) and print its path")
+@runs_dir_option("lazy", help="Where a campaign's nights live "
+                 "(RUNS_DIR/nights/<campaign>-<stamp>/)")
+def report(target: Path, fmt: str | None, output: Path | None, runs_dir: RunsDir) -> None:
     """Report a night: per control its status, verdict and reasons, lock wait and hold,
     duration, exit code and the vLLM metrics it has (marked where outside the control's
     reference), with links to each run's folder and logs and, in HTML, plots across the
     campaign's nights.
 
     TARGET is a night folder, or a campaign file (its latest night under --runs-dir).
+    The headline counts controls ("3/3 controls accepted (1 after rerun)"); an attempt a
+    rerun replaced is marked superseded; a row that did not end accepted carries its
+    Gate-0 values and the `harness rerun` / `harness diff` commands to go on. Rows are
+    numbered from 1 by plan slot (a rerun shares its original's number).
+
+    On a terminal the report is a table; piped, Markdown. -o FILE writes the chosen
+    format to FILE and prints its path; HTML is refused on a terminal without -o (exit 2).
     """
+    fmt = chosen_format(fmt, output, isatty(sys.stdout))
     if target.is_dir():
         summary = summary_for_night(target)
     else:
-        summary = summary_for_campaign(target, runs_dir)
-    click.echo(render(summary, fmt), nl=False)
+        summary = summary_for_campaign(target, require_existing(runs_dir))
+    text = render(summary, fmt, width=shutil.get_terminal_size((100, 24)).columns)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    _write(output, text)
+    click.echo(str(output))

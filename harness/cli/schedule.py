@@ -10,10 +10,9 @@ import click
 from harness.base.atomic import write_text
 from harness.base.errors import InvalidInput
 from harness.cli.params import HOURS
+from harness.config.runsdir import resolve
 from harness.driver.schedule import Units, check_calendar, default_harness, render_units
 from harness.readers.report.nights import campaign_name
-
-RUNS_DIR = "gpu-runs"  # as `harness night`'s default, but made absolute for the unit
 
 
 def user_unit_dir() -> Path:
@@ -56,8 +55,10 @@ def _install(units: Units, service_path: Path, timer_path: Path, force: bool) ->
 @click.option("--max-hours", type=HOURS,
               help="hours after which no control starts (under 24: also the window's length)")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="run folders; the report lands in RUNS_DIR/nights/ (default: "
-                   "WORKDIR/gpu-runs)")
+              help="run folders; the report lands in RUNS_DIR/nights/ (relative to "
+                   "WORKDIR; default, found from WORKDIR: $HARNESS_RUNS_DIR, else runs_dir in "
+                   "the project's harness.toml, else gpu-runs/ in the project folder); the "
+                   "unit gets it as an absolute path")
 @click.option("--on-failure", metavar="UNIT",
               help="add OnFailure=UNIT to the service (e.g. a mail unit) for nights that "
                    "exit 1 or 3")
@@ -86,7 +87,7 @@ def schedule(campaign: Path, on_calendar: str, until: str | None, max_hours: flo
         click.echo("harness: systemd-analyze not found; --on-calendar was not checked", err=True)
     harness = [str(harness_path.absolute())] if harness_path else default_harness()
     work = (workdir or Path.cwd()).absolute()
-    runs = Path(os.path.abspath(work / (runs_dir or RUNS_DIR)))
+    runs = resolve(runs_dir, cwd=work).path  # as `harness night` would, from WORKDIR
     units = render_units(
         campaign=name, campaign_file=str(campaign.absolute()), on_calendar=on_calendar,
         harness=harness, workdir=str(work), normalized=normalized, runs_dir=str(runs),

@@ -13,14 +13,12 @@ import click
 
 from harness.base.catalogue import ENV_NO_ENGINE, ENV_ORPHAN_CONTAINER
 from harness.base.errors import EnvironmentFault
+from harness.cli.params import runs_dir_option
 from harness.readers.status import gather, render
-
-RUNS_DIR = "gpu-runs"
 
 
 @click.command("status")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=RUNS_DIR,
-              show_default=True)
+@runs_dir_option("reads", help="where the nights are read (RUNS_DIR/nights/)")
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path), default="~/gpu.lock",
               show_default=True, help="the GPU lock file")
 @click.option("--json", "as_json", is_flag=True, help="print the status as JSON")

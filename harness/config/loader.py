@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.base.catalogue import MODEL_UNPINNED
 from harness.base.errors import InvalidInput
+from harness.config import wrongfile
 from harness.config.builtins import OPTIONS
 from harness.config.executor import ExecutorBlock, ExecutorConfig
 from harness.config.gates import Gate, GateList
@@ -354,8 +355,15 @@ def _document(path: Path) -> Document | None:
 
 
 def require_campaign(path: Path) -> Loaded:
+    """The loaded campaign, or bad input in words: a missing file with the name it most
+    likely meant, a control with the campaign that runs it, else every fault."""
+    if not os.path.lexists(path):
+        raise InvalidInput(wrongfile.missing_file_message(Path(path)))
     loaded, faults = load_campaign(path)
     if loaded is None:
-        raise InvalidInput(f"{path}: campaign is not valid ({len(faults)} faults)",
+        doc = _document(Path(path))
+        if doc is not None and wrongfile.looks_like_control(doc.data):
+            raise InvalidInput(wrongfile.control_message(Path(path), doc.data, Path.cwd()))
+        raise InvalidInput(f"{path}: campaign is not valid ({wrongfile.count(len(faults))})",
                            faults=[str(f) for f in faults])
     return loaded

@@ -32,8 +32,10 @@ class LocalExecutor:
     together = False  # a same_host group's members run here one after another
 
     def __init__(self, loaded: Loaded, ui: Reporter, *, lock_timeout: float | None,
-                 before_launch: Callable[[], None] | None = None) -> None:
+                 before_launch: Callable[[], None] | None = None,
+                 wait_first: bool = False) -> None:
         self.loaded = loaded
+        self.wait_first = wait_first  # wait for a held GPU lock before making the folder
         self.ui = ui
         self.lock_timeout = lock_timeout
         self.before_launch = before_launch
@@ -44,17 +46,32 @@ class LocalExecutor:
         if self.before_launch is not None:
             self.before_launch()
         carry, self._carry = self._carry, None  # offered to this launch only
+        since = self._wait_free(request) if self.wait_first else None
         try:
             ctx = make_context(self.loaded, request.control, request.run_dir.parent, self.ui,
                                rerun_of=request.rerun_of, attempt=request.attempt,
                                run_id=request.run_id, carried=carry)
-            sealed = run_control(ctx, lock_timeout=self.lock_timeout)
+            sealed = run_control(ctx, lock_timeout=self.lock_timeout, since=since)
         except HarnessError as e:  # no folder, or it could not be sealed (disk full, say)
             return crashed(request, e)
         if sealed.status != Status.INTERRUPTED and not sealed.stop_requested:
             self._carry = sealed.handover
         return Outcome.of(ctx.run_dir, sealed.status, sealed.reasons,
                           stop_requested=sealed.stop_requested)
+
+    def _wait_free(self, request: LaunchRequest) -> tuple[str, float]:
+        """Wait while another process holds the GPU lock, before this run's folder exists:
+        a stop meanwhile leaves nothing behind for a run that never launched."""
+        from harness.measure.lockwait import wait_free
+
+        timeout = self.lock_timeout or self.loaded.campaign.lock_timeout
+        try:
+            return wait_free(self.loaded.lock_path, timeout, self.ui.waiting)
+        except BaseException:  # Ctrl-C (or a stop signal inside a night's scope)
+            self.ui.event("cancelled", control=request.control,
+                          why="stopped while waiting for the GPU lock: nothing was launched "
+                              "and no run folder was made")
+            raise
 
     def start(self, requests: tuple[LaunchRequest, ...]) -> Outcome:
         """Run the one request to its sealed outcome (this host launches one at a time)."""

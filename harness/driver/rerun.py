@@ -1,5 +1,9 @@
 """Operator reruns: the same control again as a new attempt, linked both ways.
 
+Under `require_approval`, a rerun whose seal no approval covers is refused before any
+folder, journal row or lock (`approval.early.before_run`), with the next step: a fix
+changes the seal, and the new seal needs the gates and an approval first.
+
 A rerun reads the control from the campaign file as it is on disk now (`plan_rerun`), so
 a fix runs; the plan says which files and which source seal it uses and how that seal
 differs from the original's (the original's preflight.json file list). `--failed` takes
@@ -30,6 +34,7 @@ from harness.driver.local import LocalExecutor
 from harness.driver.night.journal import JOURNAL_NAME, Journal, Row, latest_attempts
 from harness.driver.night.nightlock import NightLock
 from harness.driver.plan import LaunchRequest, Outcome, new_request
+from harness.judge.approval.early import before_run
 from harness.judge.diff import file_changes, read_json, seal_files
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import PREFLIGHT, RECORD
@@ -122,7 +127,7 @@ def seal_lines(plan: RerunPlan) -> list[str]:
         return [f"seal changed: the original's file list is unreadable ({plan.why_unknown})"]
     names = [f"  {kind} {name}" for kind in ("added", "removed", "changed")
              for name in plan.changes[kind]]
-    return [f"seal changed: {len(names)} files", *names]
+    return [f"seal changed: {len(names)} file{'' if len(names) == 1 else 's'}", *names]
 
 
 def read_original(run_dir: Path) -> RunRecord:
@@ -209,6 +214,9 @@ def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None
     check_reason(reason)
     run_dir, loaded, run_id = plan.run_dir, plan.loaded, plan.original.run_id
     runs_dir = Path(os.path.abspath(runs_dir or run_dir.parent))
+    # A seal no approval covers is refused here, before any folder or journal row exists,
+    # naming the next step; the preflight asks the same again and seals its answer.
+    before_run(loaded, runs_dir, seal=plan.seal.digest)
     runs_dir.mkdir(parents=True, exist_ok=True)
     night = night or night_of(run_id, [runs_dir / "nights", run_dir.parent / "nights"])
 

@@ -10,34 +10,49 @@ Every value comes from a run folder and is hostile: it is kept as the JSON value
 (never evaluated), compared by its canonical JSON text (so `1` and `true`, or two NaNs,
 compare as they are written), and made inert only by whoever displays it.
 
-The document (schema harness.diff/v1): `a` and `b` (run id, folder, attempt, schema,
+The document (schema harness.diff/v2): `a` and `b` (run id, folder, attempt, schema,
 status, notes), `differs` (the topics that differ, in TOPICS order) and `topics`, one
 entry per topic with `same` (true, false, or null when one side did not record it):
 status, rules, seal (with the seal's files added/removed/changed, from preflight.json),
-git (provenance), approval (and whether the commit it reviewed is the one each run ran
-at), image, model (model_hashes), engine (the engine args as launched),
-gate0 (each field either run's Gate 0 found differing, with both runs' start-up and
-generation values) and metrics (metrics.json figures).
+inputs (the control's and the campaign's YAML as each run kept it in inputs/, with a
+unified diff of each; null for a run made before runs kept their inputs), git
+(provenance: the commit, and clean or dirty with the changed paths, each compared), approval
+(and whether the commit it reviewed is the one each run ran at), image, model
+(model_hashes), engine (the engine args as launched), docker (the recorded docker argv
+without its environment, normalised by `measure.vectorview`: the tokens one launch alone
+has elided, so only what someone changed differs; the lines only in a, only in b), env
+(the environment the container was given, from the same argv: added, removed, changed;
+secret-looking values only as sha256 markers), gate0 (each field either run's Gate 0
+found differing, with both runs' start-up and generation values) and metrics (metrics.json
+figures). v2 added inputs, docker and env, and the git topic's commit and state.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from harness.base.readfile import InputError, read_text_bounded
 from harness.instrument.harness_observer.interface import ENGINE_CORE, ENV_ENGINE_ARGS
 from harness.judge.finalize.documents import DocumentError, read_document
-from harness.measure.runfolder import layout
+from harness.measure import vectorview
+from harness.measure.runfolder import inputs as kept
+from harness.measure.runfolder import layout, manifest
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.sealed import read_record
 from harness.measure.seal import seal_digest
 
-SCHEMA = "harness.diff/v1"
+SCHEMA = "harness.diff/v2"
 FILE_LIMIT = 16 * 1024 * 1024
-TOPICS = ("status", "rules", "seal", "git", "approval", "image", "model", "engine", "gate0",
-          "metrics")
+TOPICS = ("status", "rules", "seal", "inputs", "git", "approval", "image", "model", "engine",
+          "docker", "env", "gate0", "metrics")
+YAML_INPUTS = ("control", "campaign")  # the kept inputs compared line by line
+HUNK_CONTEXT = 3
+MAX_HUNK_LINES = 400  # of one file's unified diff; the rest is counted
+MAX_COMPARED_LINES = 20_000  # difflib is quadratic at worst: a longer file is not diffed
 APPROVAL_KEYS = ("file", "digest", "seal", "commit")
 GATE0_STEP = "gate0"
 ENV_FLAGS = ("--env", "-e")
@@ -101,7 +116,28 @@ def load_side(run_dir: Path) -> dict:
     obs = run_dir / layout.OBSERVATIONS
     side["startup"] = _fields(obs / layout.STARTUP, notes)
     side["generation"] = _fields(obs / layout.GENERATION, notes)
+    side["inputs"] = read_inputs(run_dir)
     return side
+
+
+def read_inputs(run_dir: Path) -> dict:
+    """{name: {"text": the kept YAML or None, "why": why not}} for the compared inputs,
+    each read as the bytes the run's SHA256SUMS vouches for."""
+    claims: dict[str, str] | None = None
+    failed: str | None = None
+    try:
+        claims = dict(manifest.load(run_dir / layout.SUMS)[0])
+    except (OSError, InputError) as e:
+        failed = getattr(e, "message", None) or str(e)[:500]
+    out = {}
+    for name in YAML_INPUTS:
+        if claims is None:
+            out[name] = {"text": None, "why": failed}
+            continue
+        data, why = kept.read_kept(run_dir, name, claims)
+        out[name] = {"text": None if data is None else data.decode("utf-8", "replace"),
+                     "why": why}
+    return out
 
 
 # ---- pure helpers ---------------------------------------------------------------------------
@@ -179,6 +215,86 @@ def engine_args(vector: Any) -> Any:
     return None
 
 
+def _lines(text: str) -> list[str]:
+    """A file's lines, split at line feeds only (any other control character stays in its
+    line, to be made inert where it is shown); a last line break ends a line."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def yaml_hunk(rel: str, a: str, b: str) -> dict:
+    """Pure: {"same", "hunk": unified diff lines (at most MAX_HUNK_LINES), "cut": lines left
+    out, "note"} of one kept file in two runs."""
+    if a == b:
+        return {"same": True, "hunk": [], "cut": 0, "note": None}
+    la, lb = _lines(a), _lines(b)
+    if max(len(la), len(lb)) > MAX_COMPARED_LINES:
+        return {"same": False, "hunk": [], "cut": 0,
+                "note": f"over {MAX_COMPARED_LINES} lines: not compared line by line"}
+    hunk = list(difflib.unified_diff(la, lb, f"a/{rel}", f"b/{rel}", n=HUNK_CONTEXT,
+                                     lineterm=""))
+    return {"same": False, "hunk": hunk[:MAX_HUNK_LINES],
+            "cut": max(0, len(hunk) - MAX_HUNK_LINES), "note": None}
+
+
+def _inputs_topic(a: dict, b: dict) -> dict:
+    """The control's and the campaign's YAML as each run kept it (inputs/), compared;
+    a file either run did not keep is not compared, and says why."""
+    files: dict[str, dict] = {}
+    for name in YAML_INPUTS:
+        sa, sb = (_dict(_dict(side.get("inputs")).get(name)) for side in (a, b))
+        ta, tb = sa.get("text"), sb.get("text")
+        if not isinstance(ta, str) or not isinstance(tb, str):
+            why = "; ".join(f"{s}: {w}" for s, w, t in (("a", sa.get("why"), ta),
+                                                        ("b", sb.get("why"), tb))
+                            if not isinstance(t, str))
+            files[name] = {"same": None, "hunk": [], "cut": 0,
+                           "note": why or "not recorded"}
+        else:
+            files[name] = yaml_hunk(kept.KEPT[name], ta, tb)
+    found = [f["same"] for f in files.values()]
+    same = False if False in found else (True if all(found) else None)
+    return {"same": same, "files": files}
+
+
+def line_changes(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """Pure: (the lines only in a, the lines only in b), each in its own order, counted
+    as a multiset (a line twice in a and once in b is removed once)."""
+    def only(xs: list[str], others: list[str]) -> list[str]:
+        extra = Counter(xs) - Counter(others)
+        out = []
+        for line in xs:
+            if extra[line] > 0:
+                out.append(line)
+                extra[line] -= 1
+        return out
+    return only(a, b), only(b, a)
+
+
+def _views(a: dict, b: dict, ra: run_record.RunRecord, rb: run_record.RunRecord
+           ) -> tuple[vectorview.View | None, vectorview.View | None]:
+    return vectorview.view(a.get("vector"), ra.run_id), vectorview.view(b.get("vector"),
+                                                                       rb.run_id)
+
+
+def _docker_topic(va: vectorview.View | None, vb: vectorview.View | None) -> dict:
+    """The launches' argv without the environment, normalised (`measure.vectorview`)."""
+    la = va.lines() if va is not None else None
+    lb = vb.lines() if vb is not None else None
+    out = {"a": la, "b": lb, "elided": list(vectorview.ELIDED)}
+    if la is None or lb is None:
+        return {**out, "same": None, "removed": [], "added": []}
+    removed, added = line_changes(la, lb)
+    return {**out, "same": not removed and not added, "removed": removed, "added": added}
+
+
+def _env_topic(va: vectorview.View | None, vb: vectorview.View | None) -> dict:
+    """The environment each container was given (the engine args have their own topic)."""
+    def env(v: vectorview.View | None) -> dict | None:
+        return None if v is None else {k: x for k, x in v.env.items() if k != ENV_ENGINE_ARGS}
+    return {**mapping(env(va), env(vb)), "apart": [ENV_ENGINE_ARGS]}
+
+
 # ---- the topics -----------------------------------------------------------------------------
 
 def _seal_topic(a: dict, b: dict, ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
@@ -191,13 +307,25 @@ def _seal_topic(a: dict, b: dict, ra: run_record.RunRecord, rb: run_record.RunRe
     return out
 
 
+def git_state_word(provenance: dict) -> str:
+    """Pure: `clean`, `dirty`, or `unknown` (git could not tell) of a provenance record."""
+    dirty = provenance.get("dirty")
+    return "unknown" if not isinstance(dirty, bool) else ("dirty" if dirty else "clean")
+
+
 def _git_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
+    """The git state each run ran at: the commit and the state (clean, dirty with its
+    changed paths, unknown), each compared; the whole when either changed."""
     pa, pb = ra.raw.get("provenance"), rb.raw.get("provenance")
     if not isinstance(pa, dict) or not isinstance(pb, dict):
         return {"a": pa if isinstance(pa, dict) else None,
                 "b": pb if isinstance(pb, dict) else None, "same": None}
     keys = ("commit", "dirty", "changed", "error")
-    return scalar({k: pa.get(k) for k in keys}, {k: pb.get(k) for k in keys})
+    out = scalar({k: pa.get(k) for k in keys}, {k: pb.get(k) for k in keys})
+    out["commit"] = scalar(pa.get("commit"), pb.get("commit"))
+    out["state"] = scalar(git_state_word(pa), git_state_word(pb))
+    out["changed"] = scalar(*(run_record.provenance_of(p)["changed"] for p in (pa, pb)))
+    return out
 
 
 def _approval_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
@@ -285,16 +413,20 @@ def compare(a: dict, b: dict) -> dict:
         _dict(b.get("record")))
     metrics_a = _dict(a.get("metrics")).get("metrics") if a.get("metrics") is not None else None
     metrics_b = _dict(b.get("metrics")).get("metrics") if b.get("metrics") is not None else None
+    va, vb = _views(a, b, ra, rb)
     topics = {
         "status": scalar(ra.status, rb.status),
         "rules": _rules_topic(ra, rb),
         "seal": _seal_topic(a, b, ra, rb),
+        "inputs": _inputs_topic(a, b),
         "git": _git_topic(ra, rb),
         "approval": _approval_topic(ra, rb),
         "image": scalar(ra.image.get("id"), rb.image.get("id")),
         "model": mapping(ra.model_hashes, rb.model_hashes),
         "engine": scalar(engine_args(a.get("vector")), engine_args(b.get("vector")),
                          optional=True),
+        "docker": _docker_topic(va, vb),
+        "env": _env_topic(va, vb),
         "gate0": _gate0_topic(a, b),
         "metrics": mapping(metrics_a, metrics_b),
     }
@@ -309,6 +441,12 @@ def gate0_differences(run_dir: Path) -> list[dict]:
     path = Path(run_dir) / layout.post_step_file(GATE0_STEP, layout.VERDICT)
     found = _differences(read_json(path, "Gate-0 verdict", []))
     return list((found or {}).values())
+
+
+def exit_status(doc: dict, exit_code: bool) -> int:
+    """Pure: `harness diff`'s exit code. Without `--exit-code` 0 (both runs were read);
+    with it, as `git diff --exit-code`: 1 when any compared topic differs, else 0."""
+    return 1 if exit_code and doc.get("differs") else 0
 
 
 def diff_runs(run_a: Path, run_b: Path) -> dict:

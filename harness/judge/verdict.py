@@ -41,8 +41,11 @@ def decide(*, preflight: list[Reason], outcome: dict | None, post: list[PostResu
             reasons or [Reason(NOT_LAUNCHED, "no container was started")])
     status, found = judge_exit(outcome)
     reasons += found
+    # The `exit-code` post-step runs this same judge of the exit: what it finds again (an
+    # interrupted run's RUN-INTERRUPTED) is one finding, listed once.
+    same = {(r.rule, r.detail) for r in found}
     for p in post:  # a judge refuses by its exit code, or by saying so in its verdict
-        reasons += post_reasons(p)
+        reasons += [r for r in post_reasons(p) if (r.rule, r.detail) not in same]
     reasons += after
     if status == Status.ACCEPTED and reasons:
         status = Status.REFUSED

@@ -191,8 +191,10 @@ class GpuLock:
     """Take the lock, or wait for it showing who holds it, or time out with exit 3."""
 
     def __init__(self, path: Path, *, run_id: str, timeout: float,
-                 on_wait: Callable[[dict | None, float], None] | None = None) -> None:
+                 on_wait: Callable[[dict | None, float], None] | None = None,
+                 since: tuple[str, float] | None = None) -> None:
         self.path = Path(path)
+        self.since = since  # a wait that began before the run (measure/lockwait.py)
         self.run_id = run_id
         self.timeout = timeout
         self.on_wait = on_wait
@@ -202,7 +204,7 @@ class GpuLock:
 
     def acquire(self) -> Held:
         self._file.prepare()
-        requested, t0 = utc_now(), time.monotonic()
+        requested, t0 = self.since or (utc_now(), time.monotonic())
         while not self._file.try_acquire(POLL_S):
             waited = time.monotonic() - t0
             if self.on_wait:

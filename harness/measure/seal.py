@@ -24,12 +24,19 @@ def source_files(project_dir: Path, inputs: list[Path]) -> dict[str, Path]:
         out["harness/" + p.relative_to(PACKAGE_DIR).as_posix()] = p
     for p in inputs:
         p = Path(os.path.abspath(p))
-        try:
-            label = "input/" + p.relative_to(project_dir).as_posix()
-        except ValueError:
-            label = "input-abs" + p.as_posix()
-        out[label] = p
+        out[input_label(project_dir, p)] = p
     return out
+
+
+def input_label(project_dir: Path, path: Path) -> str:
+    """Pure but for abspath: the seal's label of one input file (`input/<path in the
+    project>`, or `input-abs<absolute path>` outside it); the run folder's copy of an input
+    (`runfolder.inputs`) finds the sealed digest it must match under this label."""
+    p = Path(os.path.abspath(path))
+    try:
+        return "input/" + p.relative_to(project_dir).as_posix()
+    except ValueError:
+        return "input-abs" + p.as_posix()
 
 
 def _package_files() -> list[Path]:

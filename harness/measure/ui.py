@@ -11,6 +11,7 @@ exact values stay in the JSON form.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 
@@ -37,6 +38,7 @@ SENTENCES = {
     "error": "stage {stage} failed: {error}",
     "interrupted": "interrupted by {signal}{doing}{again}",
     "recovered": "recovered {dir} as {status}",
+    "cancelled": "control {control} cancelled: {why}",
     "recovery-deferred": "not recovering {dir} yet: {why}",
     "stop-policy": "stop policy {policy}: stopping after a {status} run",
     "night-start": "night of campaign {campaign} started in {dir}{resumed}{deadline}",
@@ -47,6 +49,7 @@ SENTENCES = {
     "progress": "{done}/{total} done",
     "metrics-not-written": "metrics not written: {error}",
     "summary-failed": "the morning summary was not written: {error}",
+    "summary-start": "writing the morning summary (summary.md, summary.html) …",
 }
 # Optional parts: shown (in this form) only when the field is there and not empty or false.
 OPTIONAL = {"sealed": {"reasons": ": {}"}, "interrupted": {"doing": ": {}", "again": "; {}"},
@@ -77,6 +80,21 @@ def human(key: str, value: object) -> str:
     return clean_text(str(value), 4000)
 
 
+def to_ms(key: str, value: object) -> object:
+    """A duration (`*_s`, a float) rounded to the millisecond for a JSON line: the exact
+    figures are in the run folder; a log line needs no 2.771781816999976."""
+    if isinstance(value, float) and key.endswith("_s") and math.isfinite(value):
+        return round(value, 3)
+    return value
+
+
+def wait_line(holder: dict | None, waited: float) -> str:
+    """Pure: the plain line for a lock wait off a terminal (the holder record is the
+    holder's: `describe_holder` makes it one bounded printable line)."""
+    so_far = f" ({waited:.0f} s so far)" if waited >= 1 else ""
+    return f"waiting for the GPU lock held by {describe_holder(holder)}{so_far} …"
+
+
 def sentence(kind: str, fields: dict[str, object]) -> str:
     """The readable line for one event (pure; the JSON form keeps the exact values)."""
     shown = {k: human(k, v) for k, v in fields.items() if v is not None or k == "holder"}
@@ -101,7 +119,7 @@ class Reporter:
         self._last_wait = 0.0
 
     def event(self, kind: str, **fields: object) -> None:
-        rec = {"at": utc_now(), "event": kind, **fields}
+        rec = {"at": utc_now(), "event": kind, **{k: to_ms(k, v) for k, v in fields.items()}}
         print(json.dumps(rec, default=str), file=self.stream, flush=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
@@ -132,6 +150,9 @@ class TerminalReporter(Reporter):
                            highlight=False, markup=True, soft_wrap=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
+        if not self.console.is_terminal:  # `--no-json-lines | cat`: no spinner to see
+            self._plain_wait(holder, waited)
+            return
         # The holder record is written by whoever holds the lock: never rich markup.
         text = self._escape(f"waiting {waited:.0f}s for the GPU lock, held by "
                       f"{describe_holder(holder)}")
@@ -140,6 +161,15 @@ class TerminalReporter(Reporter):
             self._status.start()
         else:
             self._status.update(text)
+
+    def _plain_wait(self, holder: dict | None, waited: float) -> None:
+        """Off a terminal, one plain line when the wait begins and one every 30 s."""
+        if self._last_wait and time.monotonic() - self._last_wait < 30:
+            return
+        self._last_wait = time.monotonic()
+        line = wait_line(holder, waited)
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(line)}",
+                           highlight=False, markup=True, soft_wrap=True)
 
     def _stop_status(self) -> None:
         if self._status is not None:

@@ -127,7 +127,8 @@ def after_container(ctx: RunContext, mounts: list[MountSource]) -> list[Reason]:
 
 def _interrupted(ctx: RunContext, signal: str, cid: str | None) -> None:
     """Say at once what a stop signal starts: the container's stop can take its grace."""
-    what = f"container {cid[:12]}" if cid else "the launch"
+    what = (f"container {cid[:12]} (up to {ctx.control.stop_grace:g} s)" if cid
+            else "the launch")
     ctx.ui.event("interrupted", signal=signal, run_id=ctx.run_id,
                  doing=f"stopping {what}, then sealing run {ctx.run_id} as interrupted",
                  again="press Ctrl-C again to kill it at once" if signal == "SIGINT" else None)

@@ -1,7 +1,8 @@
 """Stage 1, before the lock: is everything that defines this run as pinned?
 
-Checks the image Id against images.lock, takes the source seal, hashes the pinned model
-files and checks the device profile's prerequisites. Nothing here launches anything.
+Checks the image Id against images.lock, takes the source seal, keeps the campaign and
+control it hashed in the run folder (`pipeline.inputs`), hashes the pinned model files and
+checks the device profile's prerequisites. Nothing here launches anything.
 Each check is pure, `(facts) -> (value, reasons)`; `run` gathers the facts (the engine,
 the files, the environment) around them and returns what it found as a `Preflight`.
 """
@@ -42,6 +43,7 @@ from harness.measure.seal import source_seal
 from harness.measure.slurm import identity as slurm_identity
 from harness.pipeline.carried import Carried
 from harness.pipeline.context import RunContext
+from harness.pipeline.inputs import keep as keep_inputs
 from harness.pipeline.results import Preflight
 from harness.pipeline.stage import Keep
 
@@ -249,7 +251,10 @@ def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
             else source_seal(ctx.loaded.project_dir, inputs))
     found = keep(Preflight(seal=seal))
     found = keep(replace(found, provenance=git_state(ctx.loaded.project_dir)))
-    approved, reasons = approval.for_run(ctx.loaded, seal.digest, inputs)
+    kept_reasons = keep_inputs(ctx, seal)  # inputs/: the sealed bytes of campaign and control
+    approved, reasons = approval.for_run(ctx.loaded, seal.digest, inputs,
+                                         runs_dir=ctx.run_dir.parent)
+    reasons = kept_reasons + reasons
     found = keep(replace(found, approval=approved))
     reasons += lock_fs(ctx)
     image_id, refused = look_up_image(ctx)

@@ -76,13 +76,15 @@ STAGES = (Stage("preflight", preflight.run), Stage("launch", launch.run),
           Stage("post", post.run, files=False))
 
 
-def run_control(ctx: RunContext, *, lock_timeout: float | None = None) -> Sealed:
-    """Preflight, lock, launch, release, post-steps, seal: how the run ended."""
+def run_control(ctx: RunContext, *, lock_timeout: float | None = None,
+                since: tuple[str, float] | None = None) -> Sealed:
+    """Preflight, lock, launch, release, post-steps, seal: how the run ended. `since`:
+    when a wait for the lock began before the run folder was made (`measure.lockwait`)."""
     ui = ctx.ui
     ui.event("run", run_id=ctx.run_id, control=ctx.control.name, dir=str(ctx.run_dir))
     lock = GpuLock(ctx.loaded.lock_path, run_id=ctx.run_id,
                    timeout=lock_timeout or ctx.loaded.campaign.lock_timeout,
-                   on_wait=ui.waiting)
+                   on_wait=ui.waiting, since=since)
     ctx = replace(ctx, lock=lock)
     with signals_interrupt():
         try:  # a stage's exception is recorded under the stage's name by run_stages

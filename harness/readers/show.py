@@ -18,9 +18,11 @@ from rich.console import Console
 from rich.text import Text
 
 from harness.base.catalogue import GATE0_FIELD_DIFFERS
+from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_text_bounded
 from harness.base.states import Status
 from harness.judge.diff import gate0_differences
+from harness.measure.runfolder import inputs as kept
 from harness.measure.runfolder.layout import ADDENDA, RECOVERED
 from harness.measure.runfolder.record import RunRecord, provenance_of
 from harness.measure.runfolder.reruns import reruns_of
@@ -32,6 +34,9 @@ STATUS_STYLE = {Status.ACCEPTED: "green", Status.REFUSED: "red", Status.FAILED: 
 MAX_VALUE_CHARS = 2000
 MAX_GATE0_FIELDS = 20
 GATE0_VALUE_CHARS = 300
+MAX_INPUT_ITEMS = 20
+INPUT_NAME_WIDTH = 22  # inputs/resolved.json and two spaces
+MAX_INPUT_LINE = 10_000  # one line of a kept YAML file (the file itself is at most 1 MiB)
 
 
 def plain(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
@@ -149,6 +154,67 @@ def gate0_lines(run_dir: Path, run: RunRecord) -> list[str]:
     return ["  Gate 0 differences:", *lines] if lines else []
 
 
+def _control_lines(ctl: dict) -> list[str]:
+    """The resolved control's key lines (resolved.json: secret-looking values redacted)."""
+    env = _dict(ctl.get("env"))
+    model = _dict(ctl.get("model"))
+    lines = [f"image {_field(ctl.get('image'))} · device {_field(ctl.get('device'))} · "
+             f"network {_field(ctl.get('network'))} · timeout {_seconds(ctl.get('timeout'))}",
+             f"command: {plain(ctl.get('command'), 500)}"]
+    if env:
+        lines.append("env: " + ", ".join(f"{plain(k, 100)}={plain(v, 200)}"
+                                         for k, v in sorted(env.items())[:MAX_INPUT_ITEMS]))
+    if ctl.get("engine"):
+        lines.append(f"engine: {plain(ctl.get('engine'), 500)}")
+    if model:
+        lines.append(f"model: {_field(model.get('source'))} -> {_field(model.get('target'))} "
+                     f"({len(_dict(model.get('sha256')))} files pinned)")
+    mounts = [f"{_field(m.get('source'))} -> {_field(m.get('target'))}"
+              for m in map(_dict, _list(ctl.get("mounts"))[:MAX_INPUT_ITEMS])]
+    if mounts:
+        lines.append(f"mounts: {'; '.join(mounts)}")
+    steps = [plain(_dict(s).get("name"), 100) for s in _list(ctl.get("post_steps"))]
+    lines.append(f"post-steps: {', '.join(steps[:MAX_INPUT_ITEMS]) or 'none'}")
+    return lines
+
+
+def inputs_lines(run_dir: Path, shown_as: str | None = None) -> list[str]:
+    """What the run was made from (inputs/): each kept file with its sealed sha256, the
+    control's key lines, and how to print one whole; a run made before the harness kept
+    its inputs says so."""
+    digests = kept.kept_digests(run_dir)
+    if digests is None:
+        return [f"  inputs: {kept.NOT_KEPT}"]
+    where = plain(shown_as if shown_as is not None else str(run_dir), 1000)
+    lines = [f"  inputs (print one: harness show {where} --input "
+             f"{'|'.join(kept.KEPT)}):"]
+    resolved, why = kept.read_kept_json(run_dir, "resolved")
+    files = _dict(_dict(resolved).get("files"))
+    for name, rel in kept.KEPT.items():
+        source = _dict(files.get(name))
+        seen = f"sha256:{plain(digests[name], 64)}" if name in digests else (
+            f"not kept: {_field(source.get('why'))}")
+        path = f"  from {_field(source.get('path'))}" if source.get("path") else ""
+        lines.append(f"    {plain(rel, 200):<{INPUT_NAME_WIDTH}}{seen}{path}")
+    if resolved is None:
+        return [*lines, f"    resolved control not shown: {plain(why)}"]
+    ctl = _dict(_dict(resolved).get("control"))
+    return [*lines, "  control as resolved:", *(f"    {x}" for x in _control_lines(ctl))]
+
+
+def input_text(run_dir: Path, name: str) -> list[str]:
+    """The lines of one kept input (`harness show RUN --input NAME`), each made inert on
+    its own (a line break stays a line break, nothing else reaches the terminal);
+    InvalidInput when the run did not keep it or it is not the sealed file."""
+    data, why = kept.read_kept(run_dir, name)
+    if data is None:
+        raise InvalidInput(f"{plain(str(run_dir), 1000)}: {plain(why)}")
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the file's last line break ends a line, it starts none
+    return [plain(line, MAX_INPUT_LINE) for line in lines]
+
+
 def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) -> None:
     """Print the run; every value from the folder goes out as Text, never as markup.
     Values are shown as the file holds them (`view`), odd ones included."""
@@ -170,6 +236,8 @@ def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) ->
     for r in run.reasons:
         say(Text.assemble("  ", ("•", "red"), " ", plain(r.text())))
     for line in gate0_lines(run_dir, run):
+        say(Text(line))
+    for line in inputs_lines(run_dir):
         say(Text(line))
     recovered = _recovered(run_dir)
     if recovered is not None:

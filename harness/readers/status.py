@@ -1,7 +1,10 @@
 """`harness status`: who holds the GPU lock, which harness containers run, how the night goes.
 
 Everything here only reads: the holder records beside the locks, the engine's container
-list (by the `org.harness.run-id` label) and the latest night's journal, read-only.
+list (by the `org.harness.run-id` label), the latest night of each campaign (its journal,
+read-only, and its ended.json) and the systemd user timers `harness schedule` installed.
+A night's progress is counted by harness.driver.night.rules.progress, the one count the
+night's own lines use too.
 
 A running harness container whose launcher (the pid, start time and host its labels name)
 is gone is using the GPU with nobody holding the lock for it: the kernel freed the flock
@@ -19,8 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.base.errors import HarnessError
-from harness.driver.night.folders import latest_night
-from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy
+from harness.base.readfile import InputError, read_bounded
+from harness.base.states import State
+from harness.driver.night.folders import latest_night, parse_night_name
+from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.driver.night.nightlock import describe, read_night_holder
 from harness.driver.night.rules import progress
 from harness.measure import vector
@@ -115,6 +120,22 @@ def on_lock(container: dict, lock_path: Path) -> bool:
         container.get("device") == "rocm"
 
 
+ENDED = "ended.json"  # harness.driver.night.runner.ENDED: written when a night ends on purpose
+
+
+def ended_of(night_dir: Path) -> dict | None:
+    """{"at", "why"} from the night's ended.json (bounded; None when it did not end on
+    purpose, or the file is unreadable: then `ended` is still true, with no time)."""
+    try:
+        doc = json.loads(read_bounded(night_dir / ENDED, 64 * 1024, what=ENDED))
+    except (InputError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return {"at": inert(doc.get("at"), 64) if doc.get("at") else None,
+            "why": inert(doc.get("why"), 64) if doc.get("why") else None}
+
+
 def night_state(night_dir: Path, night_holder: dict | None) -> dict:
     state: dict = {"dir": str(night_dir), "active": bool(
         night_holder and night_holder.get("alive")
@@ -126,9 +147,10 @@ def night_state(night_dir: Path, night_holder: dict | None) -> dict:
         state["error"] = e.message
         return state
     state.update(campaign=night.campaign, created=night.created, deadline=night.deadline,
-                 ended=(night_dir / "ended.json").exists(),
-                 progress=progress(rows, RetryPolicy()),
-                 running=[r.as_dict() for r in rows if r.state == "running"],
+                 ended=os.path.lexists(night_dir / ENDED), end=ended_of(night_dir),
+                 last_change=max((r.updated for r in rows), default=None),
+                 progress=progress(rows),
+                 running=[r.as_dict() for r in rows if r.state == State.RUNNING],
                  rows=[{"control": r.control, "attempt": r.attempt, "state": r.state,
                         "run_id": r.run_id, "origin": r.origin} for r in rows])
     return state
@@ -145,7 +167,27 @@ def current_night(runs_dir: Path, night_holder: dict | None) -> Path | None:
     return latest_night(runs_dir / "nights")
 
 
-def gather(runs_dir: Path, lock_path: Path) -> dict:
+MAX_CAMPAIGNS = 50  # campaigns listed; a runs dir with more says how many it left out
+
+
+def latest_per_campaign(nights_dir: Path) -> list[Path]:
+    """The newest night folder of each campaign under `nights_dir`, by campaign name."""
+    newest: dict[str, tuple[str, Path]] = {}
+    try:
+        entries = list(nights_dir.iterdir()) if nights_dir.is_dir() else []
+    except OSError:
+        return []
+    for p in entries:
+        parsed = parse_night_name(p.name)
+        if parsed and not p.is_symlink() and p.is_dir() and (
+                parsed[0] not in newest or parsed[1] > newest[parsed[0]][0]):
+            newest[parsed[0]] = (parsed[1], p)
+    return [newest[c][1] for c in sorted(newest)]
+
+
+def gather(runs_dir: Path, lock_path: Path, *, timers: bool = True) -> dict:
+    from harness.readers.report.timers import list_timers
+
     lock = lock_state(lock_path)
     found, engine_error = containers()
     host = socket.gethostname()
@@ -153,8 +195,16 @@ def gather(runs_dir: Path, lock_path: Path) -> dict:
         c["orphaned"] = orphaned(c, host)
         c["on_lock"] = on_lock(c, lock_path)
     night_dir = current_night(runs_dir, lock["night_holder"])
+    current = night_state(night_dir, lock["night_holder"]) if night_dir else None
+    latest = latest_per_campaign(runs_dir / "nights")
+    nights = [current if current and p == night_dir else night_state(p, lock["night_holder"])
+              for p in latest[:MAX_CAMPAIGNS]]
+    if current and night_dir not in latest:  # a live night of another runs dir
+        nights.insert(0, current)
+    scheduled, why = list_timers() if timers else ([], "not asked")
     return {"lock": lock, "containers": found, "engine_error": engine_error,
-            "night": night_state(night_dir, lock["night_holder"]) if night_dir else None}
+            "night": current, "nights": nights, "campaigns_left_out":
+            max(len(latest) - MAX_CAMPAIGNS, 0), "timers": scheduled, "timers_error": why}
 
 
 def without_lock(c: dict) -> str:
@@ -163,6 +213,49 @@ def without_lock(c: dict) -> str:
     return (f"its launcher, pid {who['pid']} on {inert(who['host'])}, is gone; the next run on "
             "its lock refuses to launch beside it (ENV-ORPHAN-CONTAINER) until it exits or "
             f"is stopped (docker stop {inert(c['id'][:12])})")
+
+
+def progress_text(p: dict) -> str:
+    """`2/3 done; accepted 2, interrupted 1`: the night's own line says the same words
+    (harness.measure.ui.human over the same rules.progress)."""
+    states = ", ".join(f"{inert(k)} {inert(v)}" for k, v in p["states"].items())
+    return f"{inert(p['done'])}/{inert(p['total'])} done" + (f"; {states}" if states else "")
+
+
+def where_text(night: dict) -> str:
+    """`running now`, `ended 2026-12-02T10:35:37Z (done)`, or `stopped, last change …`."""
+    if night["active"]:
+        return "running now"
+    if night["ended"]:
+        end = night.get("end") or {}
+        at = f" {end['at']}" if end.get("at") else ""
+        return f"ended{at}" + (f" ({end['why']})" if end.get("why") else "")
+    last = night.get("last_change")
+    return "stopped" + (f", last change {inert(last, 64)}" if last else "")
+
+
+def campaign_lines(nights: list[dict], current: dict | None, left_out: int) -> list[str]:
+    """One line per campaign: its latest night, when it ended, its progress. Shown when
+    there is more than the one night the detailed section below prints."""
+    others = [n for n in nights if current is None or n["dir"] != current["dir"]]
+    if not others:
+        return []
+    out = ["latest night per campaign:"]
+    for n in nights:
+        if "error" in n:
+            out.append(f"  {inert(n['dir'])}: {inert(n['error'])}")
+            continue
+        out.append(f"  {inert(n['campaign'])}: {inert(os.path.basename(n['dir']))}, "
+                   f"{where_text(n)}: {progress_text(n['progress'])}")
+    if left_out:
+        out.append(f"  … and {left_out} more campaigns")
+    return out
+
+
+def timer_lines(timers: list[dict]) -> list[str]:
+    """`next night: harness-night-x.timer at Thu 2026-12-03 02:15:00 UTC (15h left)`."""
+    return [f"next night: {t['unit']} at {t['next']} ({t['left']})" if t["next"]
+            else f"next night: {t['unit']} has no next trigger (inactive)" for t in timers]
 
 
 def render(status: dict) -> list[str]:
@@ -188,6 +281,9 @@ def render(status: dict) -> list[str]:
                    f"({inert(c['campaign'])}/{inert(c['control'])}), {inert(c['status'])}")
         if c.get("orphaned"):
             out.append(f"  GPU in use without the lock: {without_lock(c)}")
+    out += timer_lines(status.get("timers") or [])
+    out += campaign_lines(status.get("nights") or [], status.get("night"),
+                          status.get("campaigns_left_out") or 0)
     night = status["night"]
     if night is None:
         named = nh.get("night_dir") if nh and nh.get("alive") else None
@@ -199,11 +295,8 @@ def render(status: dict) -> list[str]:
     if "error" in night:
         out.append(f"night {inert(night['dir'])}: {inert(night['error'])}")
         return out
-    p = night["progress"]
-    where = "running now" if night["active"] else ("ended" if night["ended"] else "stopped")
-    states = ", ".join(f"{inert(k)} {inert(v)}" for k, v in p["states"].items())
-    out.append(f"night {inert(night['dir'])} ({inert(night['campaign'])}, {where}): "
-               f"{inert(p['done'])}/{inert(p['total'])} done; {states}")
+    out.append(f"night {inert(night['dir'])} ({inert(night['campaign'])}, {where_text(night)}): "
+               f"{progress_text(night['progress'])}")
     for r in night["rows"]:
         out.append(f"  {inert(r['control'])} #{inert(r['attempt'])} {inert(r['state'])}"
                    + (f" {inert(r['run_id'])}" if r["run_id"] else "")

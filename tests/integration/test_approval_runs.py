@@ -33,12 +33,34 @@ def setup(project, extra: str = ""):
     return camp
 
 
-def run(project, camp) -> tuple[int, dict, str]:
+EARLY = re.compile(r"\[([A-Z0-9-]+)\] |; ([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+): ")
+
+
+def early_rules(stderr: str) -> list[str]:
+    """The rules of a refusal printed before any folder exists: `[FIRST] detail; OTHER:
+    detail; nothing was run or written. Next: ...`."""
+    head = stderr.partition("; nothing was run or written")[0]
+    return [a or b for a, b in EARLY.findall(head)]
+
+
+def run(project, camp) -> tuple[int, dict | None, str]:
+    """(exit code, the new run's record, stderr). A seal no approval covers is refused
+    before the run folder is made: then the record is None, nothing new exists, and the
+    rules and the next step are on stderr."""
     before = set(project.run_dirs())
     r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
-    [new] = sorted(set(project.run_dirs()) - before)
+    new = sorted(set(project.run_dirs()) - before)
+    if not new:
+        assert r.returncode == 1 and "nothing was run or written. Next: " in r.stderr, r.stderr
+        return r.returncode, None, r.stderr
+    [new] = new
     assert project.harness("verify", str(new)).returncode == 0
     return r.returncode, project.record(new), r.stderr
+
+
+def rules(rec: dict | None, stderr: str) -> list[str]:
+    """The rules that refused: the run record's, else (refused before a folder) stderr's."""
+    return rec["rules"] if rec is not None else early_rules(stderr)
 
 
 def approve(project, camp, *extra: str, name: str = "g1", passed: bool = True):
@@ -50,10 +72,11 @@ def approve(project, camp, *extra: str, name: str = "g1", passed: bool = True):
 
 def test_remove_the_approval_refuses_restore_accepts(project):
     camp = setup(project)
-    code, rec, _ = run(project, camp)
-    assert code == 1 and rec["status"] == "refused" and rec["rules"] == ["SEAL-NOT-APPROVED"]
-    assert rec["stages"][0]["name"] == "preflight" and len(rec["stages"]) == 1
-    assert rec["lock"] is None and "approval" not in rec  # refused before the lock
+    code, rec, err = run(project, camp)
+    assert code == 1 and rec is None and early_rules(err) == ["SEAL-NOT-APPROVED"]
+    seal = seal_of(camp, project.root)
+    assert "`harness gates " in err and "`harness approve " in err, err
+    assert f"for seal {seal}" in err, err  # the next step names the seal to approve
     r = approve(project, camp)
     assert r.returncode == 0, r.stderr
     [path] = (project.root / "approvals").iterdir()
@@ -67,13 +90,14 @@ def test_remove_the_approval_refuses_restore_accepts(project):
     assert rec["approval"]["seal"] == rec["seal"] == doc["source_seal"]
     assert rec["approval"]["commit"] == doc["git"]["commit"]
     kept = path.read_bytes()
+    accepted = rec["run_id"]
     path.unlink()
-    code, rec, _ = run(project, camp)
-    assert code == 1 and rec["rules"] == ["SEAL-NOT-APPROVED"]
+    code, rec, err = run(project, camp)
+    assert code == 1 and rec is None and early_rules(err) == ["SEAL-NOT-APPROVED"]
     before = set(project.run_dirs())
-    r = project.harness("rerun", str(project.runs / rec["run_id"]), "--reason", "no approval")
-    [again] = sorted(set(project.run_dirs()) - before)
-    assert r.returncode == 1 and project.record(again)["rules"] == ["SEAL-NOT-APPROVED"]
+    r = project.harness("rerun", str(project.runs / accepted), "--reason", "no approval")
+    assert r.returncode == 1 and early_rules(r.stderr) == ["SEAL-NOT-APPROVED"], r.stderr
+    assert set(project.run_dirs()) == before  # nothing made for a rerun either
     path.write_bytes(kept)
     code, rec, _ = run(project, camp)
     assert code == 0 and rec["status"] == "accepted"
@@ -110,8 +134,8 @@ def test_each_other_failure_names_its_own_rule(project, tmp_path):
     # a tampered signature
     good = sig.read_bytes()
     sig.write_bytes(good.replace(b"\n", b"\n\n", 2))
-    code, rec, _ = run(project, camp)
-    assert code == 1 and rec["rules"] == ["APPROVAL-SIGNATURE"]
+    code, rec, err = run(project, camp)
+    assert code == 1 and rules(rec, err) == ["APPROVAL-SIGNATURE"]
     sig.write_bytes(good)
     # the gate record failed after the approval (replaced by a failed one of the same name)
     gates = project.runs / "gates" / "g1"
@@ -119,22 +143,22 @@ def test_each_other_failure_names_its_own_rule(project, tmp_path):
     shutil.rmtree(gates)
     gate_record(gates, "camp", seal_of(camp, project.root), passed=False,
                 commit=head(project.root))
-    code, rec, _ = run(project, camp)
-    assert code == 1 and "APPROVAL-GATES-FAILED" in rec["rules"]
+    code, rec, err = run(project, camp)
+    assert code == 1 and "APPROVAL-GATES-FAILED" in rules(rec, err)
     # an approval for another seal: the campaign changed since
     camp.write_text(camp.read_text() + "description: changed\n")
-    code, rec, _ = run(project, camp)  # uncommitted, too: what runs is not what was approved
-    assert code == 1 and rec["rules"] == ["APPROVAL-OTHER-SEAL", "PROVENANCE-DIRTY"]
-    assert rec["lock"] is None  # refused before the GPU lock
+    code, rec, err = run(project, camp)  # uncommitted, too: what runs is not what was approved
+    assert code == 1 and rules(rec, err) == ["APPROVAL-OTHER-SEAL", "PROVENANCE-DIRTY"]
+    assert rec is None  # refused before any folder, so before the GPU lock
     commit_all(project.root)
-    code, rec, _ = run(project, camp)
-    assert code == 1 and rec["rules"] == ["APPROVAL-OTHER-SEAL"]
+    code, rec, err = run(project, camp)
+    assert code == 1 and rules(rec, err) == ["APPROVAL-OTHER-SEAL"]
     # a changed image pin
     camp.write_text(camp.read_text().replace("description: changed\n", ""))
     lock = project.root / "images.lock"
     lock.write_text(lock.read_text().replace(project.image_id, "sha256:" + "7" * 64))
-    code, rec, _ = run(project, camp)
-    assert "APPROVAL-IMAGE-CHANGED" in rec["rules"] and rec["status"] != "accepted"
+    code, rec, err = run(project, camp)
+    assert "APPROVAL-IMAGE-CHANGED" in rules(rec, err) and code == 1
 
 
 def _retag(root) -> None:
@@ -236,14 +260,14 @@ def test_bundle_verify_checks_the_approvals_signature_against_the_allowed_signer
 
 def test_a_dirty_checkout_never_runs_under_the_approval_of_its_seal(project):
     """The seal is the approved one, but the checkout holds an uncommitted file, or the
-    mounted workload is git-ignored: refused before the GPU lock, nothing launched."""
+    mounted workload is git-ignored: refused before any folder (so before the GPU lock),
+    nothing launched, the next step said."""
     camp = setup(project)
     assert approve(project, camp).returncode == 0
     (project.root / "notes.txt").write_text("an uncommitted change\n")
-    code, rec, _ = run(project, camp)
-    assert code == 1 and rec["rules"] == ["PROVENANCE-DIRTY"] and rec["lock"] is None
-    assert "notes.txt" in rec["reasons"][0]["detail"]
-    assert rec["provenance"]["dirty"] is True and len(rec["stages"]) == 1
+    code, rec, err = run(project, camp)
+    assert code == 1 and rec is None and early_rules(err) == ["PROVENANCE-DIRTY"], err
+    assert "notes.txt" in err and "Next: commit (or remove) what is not clean" in err, err
     (project.root / "notes.txt").unlink()
     code, rec, err = run(project, camp)
     assert code == 0 and rec["status"] == "accepted", err

@@ -51,7 +51,7 @@ def test_diff_names_custom_ops_and_the_status_change(project):
     d = project.harness("diff", str(refused), str(accepted), "--json")
     assert d.returncode == 0, d.stderr
     doc = json.loads(d.stdout)
-    assert doc["schema"] == "harness.diff/v1"
+    assert doc["schema"] == "harness.diff/v2"
     # one campaign: one seal; the double's figures may differ between the two controls
     assert doc["differs"][:3] == ["status", "rules", "gate0"], doc["differs"]
     assert set(doc["differs"]) <= {"status", "rules", "gate0", "metrics"}

@@ -104,7 +104,8 @@ def rebag(root: Path, key: Path | None = None, *, statement: bool = True) -> Non
     (root / "bag-info.txt").write_text("".join(
         (f"Payload-Oxum: {oxum}" if line.startswith("Payload-Oxum:") else line) + "\n"
         for line in info))
-    tags = ["bagit.txt", "bag-info.txt", "manifest-sha256.txt", "metadata/statement.intoto.json"]
+    tags = ["bagit.txt", "bag-info.txt", "manifest-sha256.txt", "metadata/statement.intoto.json",
+            *[t for t in ("index.html", "README.txt") if (root / t).is_file()]]
     tagmanifest = format_sums({t: digest(root / t) for t in tags})
     (root / "tagmanifest-sha256.txt").write_text(tagmanifest)
     signature = root / "tagmanifest-sha256.txt.sig"

@@ -76,7 +76,8 @@ def camp(root: Path) -> Path:
 
 def run_rules(root: Path) -> list[str]:
     loaded = require_campaign(camp(root))
-    return [r.rule for r in check.for_run(loaded, seal_of(camp(root)))[1]]
+    reasons = check.for_run(loaded, seal_of(camp(root)), runs_dir=root / "runs")[1]
+    return [r.rule for r in reasons]
 
 
 def approve_with(root: Path, record: Path) -> Path:

@@ -137,7 +137,8 @@ def approve(root: Path, *, passed: bool = True, key: Path | None = None,
 
 def rules(root: Path) -> list[str]:
     loaded = require_campaign(campaign(root))
-    _, reasons = check.for_run(loaded, source_seal(root, loaded.files()).digest)
+    _, reasons = check.for_run(loaded, source_seal(root, loaded.files()).digest,
+                               runs_dir=root / "runs")
     return [r.rule for r in reasons]
 
 
@@ -153,7 +154,8 @@ def test_remove_the_approval_refuses_restore_accepts(proj):
     assert rules(proj) == [SEAL_NOT_APPROVED]
     path = approve(proj)
     loaded = require_campaign(campaign(proj))
-    named, reasons = check.for_run(loaded, source_seal(proj, loaded.files()).digest)
+    named, reasons = check.for_run(loaded, source_seal(proj, loaded.files()).digest,
+                                   runs_dir=proj / "runs")
     assert reasons == [] and named["file"] == f"approvals/{path.name}"
     assert named["commit"] == head(proj) and named["digest"].startswith("sha256:")
     kept = path.read_bytes()

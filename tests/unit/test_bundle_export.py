@@ -220,4 +220,4 @@ def test_cli_export_then_verify(tmp_path):
     assert result.exit_code == 0, result.output
     assert "1 run(s)" in result.output
     result = runner.invoke(bundle, ["verify", str(out)])
-    assert result.exit_code == 0 and result.output.startswith("OK ")
+    assert result.exit_code == 0 and "\nOK " in result.output  # the run lines come first

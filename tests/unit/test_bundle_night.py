@@ -60,7 +60,7 @@ def test_a_night_brings_its_runs_and_reruns_and_verifies(tmp_path):
     assert result.runs == ["r-a", "r-b", "r-b2"]
     assert result.top == f"evidence-kv-{STAMP}"  # named from the night, as before
     listed = names(out)
-    assert f"{result.top}/data/kv-{STAMP}/journal.sqlite" in listed
+    assert f"{result.top}/data/nights/kv-{STAMP}/journal.sqlite" in listed  # as in RUNS
     assert f"{result.top}/data/r-b2/SHA256SUMS" in listed
     assert not any("not-of-this-night" in n for n in listed)
     report = verify_bundle(out)

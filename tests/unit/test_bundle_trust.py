@@ -195,9 +195,9 @@ def test_verify_says_which_signer_vouched_for_what(world, capsys):
     result = _cli(capsys, "verify", str(world.good), "--allowed-signers", str(world.allowed))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[1] == ("  vouched: the bag's bytes tagmanifest-sha256.txt: good signature by "
+    assert lines[2] == ("  vouched: the bag's bytes tagmanifest-sha256.txt: good signature by "
                         "op@example (harness-evidence)")
-    assert lines[2] == (f"  vouched: the reviewer's approval {APPROVAL}: good signature by "
+    assert lines[3] == (f"  vouched: the reviewer's approval {APPROVAL}: good signature by "
                         f"rev@example ({APPROVAL_NS})")
     doc = json.loads(_cli(capsys, "verify", str(world.good), "--allowed-signers",
                           str(world.allowed), "--json").output)

@@ -69,7 +69,7 @@ def accepted_side(**kw) -> dict:
 
 def test_refused_against_its_fix_names_every_topic_that_differs() -> None:
     doc = compare(refused_side(), accepted_side())
-    assert doc["schema"] == "harness.diff/v1"
+    assert doc["schema"] == "harness.diff/v2"
     assert doc["differs"] == ["status", "rules", "seal", "gate0", "metrics"]
     t = doc["topics"]
     assert t["seal"]["files"] == {"added": ["input/new.yaml"], "removed": ["input/old.yaml"],

@@ -47,17 +47,22 @@ def test_a_campaign_limits_the_images_to_its_controls(tmp_path: Path) -> None:
     assert all(c["status"] != "fail" for c in doc["checks"] if c["name"] != "image wanted")
 
 
-def test_a_cpu_campaign_checks_the_gpu_as_warnings_a_rocm_one_as_failures(tmp_path) -> None:
+def test_a_cpu_campaign_skips_the_gpu_in_one_line_a_rocm_one_checks_it(tmp_path) -> None:
+    """Papercut 22: a campaign that never uses the GPU gets one `skip` line for the GPU
+    checks, not six warnings; a rocm campaign still checks (and fails without a GPU)."""
     cpu = _project(tmp_path / "cpu")
     rocm = _project(tmp_path / "rocm", device="rocm")
     _, cpu_doc = _doctor(str(cpu), "--runs-dir", str(tmp_path))
     _, rocm_doc = _doctor(str(rocm), "--runs-dir", str(tmp_path))
-    kfd = {d: {c["name"]: c for c in doc["checks"]}["/dev/kfd"]["status"]
-           for d, doc in (("cpu", cpu_doc), ("rocm", rocm_doc))}
-    if Path("/dev/kfd").exists():
-        assert kfd == {"cpu": "ok", "rocm": "ok"}
-    else:
-        assert kfd == {"cpu": "warn", "rocm": "fail"}
+    cpu_checks = {c["name"]: c for c in cpu_doc["checks"]}
+    assert "/dev/kfd" not in cpu_checks and "rocminfo" not in cpu_checks
+    assert cpu_checks["gpu"]["status"] == "skip"
+    assert "the campaign runs on the cpu profile" in cpu_checks["gpu"]["detail"]
+    kfd = {c["name"]: c for c in rocm_doc["checks"]}["/dev/kfd"]["status"]
+    assert kfd == ("ok" if Path("/dev/kfd").exists() else "fail")
+    _, forced = _doctor(str(cpu), "--runs-dir", str(tmp_path), "--profile", "cpu")
+    forced_kfd = {c["name"]: c for c in forced["checks"]}["/dev/kfd"]["status"]
+    assert forced_kfd == ("ok" if Path("/dev/kfd").exists() else "warn")  # asked: checked
 
 
 def test_the_rehearsal_campaign_does_not_need_the_seed_image(tmp_path: Path) -> None:

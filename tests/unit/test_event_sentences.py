@@ -66,5 +66,6 @@ def test_without_a_terminal_each_event_is_one_exact_json_object() -> None:
     Reporter(out).event("lock-released", hold_s=2.490031047000002)
     NightLines(out).event("night-end", progress={"done": 1, "total": 2})
     first, second = (json.loads(line) for line in out.getvalue().splitlines())
-    assert first["event"] == "lock-released" and first["hold_s"] == 2.490031047000002
+    # durations are written to the millisecond: a clock's last digits are noise, not evidence
+    assert first["event"] == "lock-released" and first["hold_s"] == 2.49
     assert second["progress"] == {"done": 1, "total": 2}

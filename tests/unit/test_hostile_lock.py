@@ -397,7 +397,10 @@ def test_status_reports_an_unusable_lock_file(lock):
 
 
 def test_waiting_line_shows_markup_as_text(monkeypatch):
+    """On a terminal the spinner's text, off one the plain line: the holder record is
+    written by whoever holds the lock, and neither form may read it as rich markup."""
     ui = TerminalReporter()
+    ui.console = Console(file=io.StringIO(), force_terminal=True, width=300)
     shown: list[str] = []
 
     class FakeStatus:
@@ -415,3 +418,9 @@ def test_waiting_line_shows_markup_as_text(monkeypatch):
     out = io.StringIO()
     Console(file=out, width=300, color_system=None).print(shown[0])
     assert MARKUP in out.getvalue()
+
+    plain = TerminalReporter()
+    plain.console = Console(file=io.StringIO(), width=300, color_system=None)
+    plain.waiting({"pid": 1, "user": MARKUP, "alive": True}, 3.0)
+    line = plain.console.file.getvalue()
+    assert MARKUP in line and "waiting" in line

@@ -56,7 +56,8 @@ def approve(root: Path, name: str = "camp", key: Path | None = None) -> Path:
 
 def reasons(root: Path, name: str = "camp") -> list:
     loaded = require_campaign(campaign(root, name))
-    return check.for_run(loaded, source_seal(root, loaded.files()).digest)[1]
+    return check.for_run(loaded, source_seal(root, loaded.files()).digest,
+                         runs_dir=root / "runs")[1]
 
 
 def rules(root: Path, name: str = "camp") -> list[str]:
@@ -241,9 +242,10 @@ def test_two_gate_records_of_one_folder_name_are_never_merged_in_a_bundle(tmp_pa
         commit_all(root)
         approved.append(approve(root))
     runs = [_run_facts(one, approved[0]), _run_facts(two, approved[1])]
-    _tags, problems = chain.collect(runs)
+    dirs = {"data/one": one / "runs", "data/two": two / "runs"}  # each run's own runs dir
+    _tags, problems = chain.collect(runs, dirs)
     assert len(problems) == 1 and "same folder name camp-g" in str(problems[0])
-    assert chain.collect(runs[:1])[1] == []
+    assert chain.collect(runs[:1], dirs)[1] == []
 
 
 def test_a_gates_json_rewritten_before_the_seal_leaves_the_record_unsealed(tmp_path):

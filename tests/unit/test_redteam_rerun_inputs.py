@@ -160,7 +160,7 @@ def _rerun(argv: list[str], capsys) -> tuple[int, str]:
     ("{tmp}/zero.yaml", "outside the checkout"),  # a link in the checkout to /dev/zero
     ("{tmp}/fifo.yaml", "fifo.yaml:1:1: the YAML file is a FIFO, not a regular file"),
     ("{tmp}/folder.yaml", "folder.yaml:1:1: the YAML file is a folder, not a regular file"),
-    ("{tmp}/missing.yaml", "missing.yaml:1:1: cannot read the YAML file"),
+    ("{tmp}/missing.yaml", "missing.yaml: no such campaign file"),
 ])
 def test_a_hostile_recorded_campaign_path_is_bad_input(tmp_path: Path, campaign: str,
                                                        why: str, capsys,

@@ -140,7 +140,7 @@ def test_markdown_table_escapes_pipes(runs: Path) -> None:
     night = runs / "nights" / "rehearsal-night-20261129T020000Z"
     write_night_summary(night)
     md = (night / "summary.md").read_text()
-    assert "| 0 | kv-auto | 1 | **accepted** |" in md
+    assert "| 1 | kv-auto | 1 | **accepted** |" in md  # rows numbered from 1
     refused = next(line for line in md.splitlines() if "kv-fixed" in line and "**refused**" in line)
     assert "\\|" in refused  # the reason's pipe does not split the table
     header = next(line for line in md.splitlines() if line.startswith("| #"))

@@ -91,6 +91,31 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+SETTLE_BUSY_MS = 1000  # a reader that holds the journal longer leaves the WAL files be
+
+
+def settle(path: Path) -> bool:
+    """Fold the write-ahead log into the journal file and leave it in rollback mode, so an
+    ended night's folder holds journal.sqlite alone (no -wal, no -shm beside it). True
+    when done. Best effort: a reader holding the file (a `status` at that moment) leaves
+    things as they are, which is harmless. Called at a clean end, under the night lock;
+    the next writable open (a resume, a rerun) switches back to WAL (`_connect`), so a
+    crash still leaves a journal that resumes. Never rewrites a row."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=SETTLE_BUSY_MS / 1000)
+    except sqlite3.Error:
+        return False
+    try:
+        schema.harden(conn)
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()
+        return bool(busy and busy[0] == 0 and mode and str(mode[0]).lower() == "delete")
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
 class Journal:
     """The durable journal of one night. Use `create`, `open` or `open_or_create`."""
 

@@ -32,7 +32,7 @@ from harness.driver.drive import drive
 from harness.driver.night import rules
 from harness.driver.night.executors import Fetch, night_executor
 from harness.driver.night.folders import night_folders, night_name
-from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row
+from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, settle
 from harness.driver.night.nightlock import NightLock
 from harness.driver.night.source import JournalSource, left_running
 from harness.driver.plan import LaunchRequest, NightExecutor, Outcome
@@ -234,14 +234,16 @@ class NightRunner:
         if why == Why.INTERRUPTED:
             self.result.exit_code = max(self.result.exit_code, REFUSED)
         self.result.summary = self.summary(night_dir)
+        settle(night_dir / JOURNAL_NAME)  # the summary was the last reader: only the file stays
         self.ui.event("night-end", why=why, exit_code=self.result.exit_code,
-                      progress=rules.progress(rows, self.policy))
+                      progress=rules.progress(rows))
         return self.result
 
     def summary(self, night_dir: Path) -> list[Path]:
         """The caller's morning summary of the night; a failure is an event, not an error."""
         if self.summarize is None:
             return []
+        self.ui.event("summary-start", dir=str(night_dir))  # rendering takes seconds
         try:
             return self.summarize(night_dir)
         except (HarnessError, OSError, ValueError) as e:

@@ -106,7 +106,7 @@ class JournalSource:
         night, journal = self.night, self.journal
         while True:
             rows = [r for r in journal.rows() if r.plan_index not in busy]
-            p = rules.progress(rows, night.policy)
+            p = rules.progress(rows)
             if hasattr(night.ui, "set_progress"):
                 night.ui.set_progress(p["done"], p["total"])
             step = next_step(rows, night.policy)

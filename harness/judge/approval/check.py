@@ -91,8 +91,10 @@ def read_doc(path: Path) -> tuple[bytes, dict[str, Any] | None, list[Finding]]:
         return b"", None, [invalid(str(path), str(e))]
 
 
-def judge(loaded: Loaded, path: Path, pins: Pins) -> tuple[dict | None, list[Finding]]:
-    """Every reason the approval at `path` does not cover a run with `pins`."""
+def judge(loaded: Loaded, path: Path, pins: Pins, runs_dir: Path | None = None
+          ) -> tuple[dict | None, list[Finding]]:
+    """Every reason the approval at `path` does not cover a run with `pins`; its gate
+    record is looked for by name in `runs_dir`/gates (`gates.locate`)."""
     data, doc, found = read_doc(path)
     if doc is None:
         return None, found
@@ -103,12 +105,12 @@ def judge(loaded: Loaded, path: Path, pins: Pins) -> tuple[dict | None, list[Fin
         found.append(invalid(str(path), f"it approves campaign "
                                         f"{printable(str(named_campaign))}, not "
                                         f"{loaded.campaign.name}"))
-    record = Path(doc["gates"]["record"])
-    folder = record if record.is_absolute() else loaded.project_dir / record
+    folder, missing = gates.locate(doc["gates"]["record"], runs_dir)
     commit = doc["git"].get("commit")
-    found += gates.recheck(folder, doc["gates"]["digest"], gates.Wanted(
-        loaded.campaign.name, tuple(g.name for g in loaded.gates), pins.seal,
-        commit if isinstance(commit, str) else None))
+    found += missing if folder is None else gates.recheck(
+        folder, doc["gates"]["digest"], gates.Wanted(
+            loaded.campaign.name, tuple(g.name for g in loaded.gates), pins.seal,
+            commit if isinstance(commit, str) else None))
     named = {"file": f"{APPROVALS_DIR}/{path.name}",
              "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
              "seal": doc["source_seal"], "commit": doc["git"].get("commit")}
@@ -144,20 +146,24 @@ def what_runs(loaded: Loaded, inputs: list[Path]) -> list[Finding]:
     return found
 
 
-def for_run(loaded: Loaded, seal: str, inputs: list[Path] | None = None
-            ) -> tuple[dict | None, list[Reason]]:
+def for_run(loaded: Loaded, seal: str, inputs: list[Path] | None = None,
+            runs_dir: Path | None = None) -> tuple[dict | None, list[Reason]]:
     """The approval a run with this seal runs under ({"file", "digest", "seal", "commit"}),
     and each reason it may not run; (None, []) when the campaign does not require one.
-    `inputs`: the files the seal was taken over (default: `loaded.files()` now)."""
+    `inputs`: the files the seal was taken over (default: `loaded.files()` now);
+    `runs_dir`: where the approval's gate record is looked for (RUNS/gates/<name>).
+    The one decision: `before_run` asks it before any run folder exists, the preflight
+    stage again and seals its answer."""
     if not loaded.campaign.require_approval:
         return None, []
-    named, reasons = _approval_for(loaded, seal)
+    named, reasons = _approval_for(loaded, seal, runs_dir)
     found = what_runs(loaded, loaded.files() if inputs is None else inputs)
     dirty = [Reason(rule, detail) for rule, detail in found]
     return (None if dirty else named), reasons + dirty
 
 
-def _approval_for(loaded: Loaded, seal: str) -> tuple[dict | None, list[Reason]]:
+def _approval_for(loaded: Loaded, seal: str, runs_dir: Path | None
+                  ) -> tuple[dict | None, list[Reason]]:
     pins = pins_of(loaded, seal)
     folder = approvals_dir(loaded)
     if os.path.islink(folder):  # approvals live in the repo, where a reviewer sees them
@@ -165,7 +171,7 @@ def _approval_for(loaded: Loaded, seal: str) -> tuple[dict | None, list[Reason]]
                              "approvals must be a real folder of the project")]
     path = folder / file_name(loaded.campaign.name, seal)
     if os.path.lexists(path):
-        named, found = judge(loaded, path, pins)
+        named, found = judge(loaded, path, pins, runs_dir)
     else:
         named, found = None, _others(loaded, pins)
         if not found:

@@ -5,12 +5,17 @@ of (campaign, seal, commit); `harness approve`, the run-time check and `bundle v
 apply it, so no path accepts a record another refuses. The record is read by its one
 reader (`harness.judge.gates.record.load`, which verifies the folder first) and named by its
 digest (the sha256 of its SHA256SUMS bytes).
+
+An approval names the record by its folder name (`record_name`), found only in the gates
+folder of the runs dir in use (`locate`): the approval is committed for every reviewer, and
+an operator's absolute path is true on one host only. An older approval's path is read by
+its last part, so `../../somewhere` never leads out of the runs dir.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness.base.catalogue import (
@@ -22,9 +27,43 @@ from harness.base.catalogue import (
     APPROVAL_GATES_OTHER_SEAL,
 )
 from harness.base.errors import HarnessError
+from harness.base.names import RUN_ID_MAX, is_name
 from harness.base.tree import printable
 from harness.judge.approval.record import Finding
 from harness.judge.gates import record as gate_record
+
+
+def record_name(named: object) -> str | None:
+    """Pure: the gate record's folder name an approval's `gates.record` gives: the name
+    itself, or the last part of an older approval's path (absolute or relative); None when
+    that is not a name of the one alphabet (`names.is_name`): no `..`, no separator."""
+    if not isinstance(named, str) or not named or "\\" in named or "\0" in named:
+        return None
+    name = PurePosixPath(named).name
+    return name if is_name(name, RUN_ID_MAX) else None
+
+
+def locate(named: object, runs_dir: Path | None) -> tuple[Path | None, list[Finding]]:
+    """The gate record folder an approval names, `<runs_dir>/gates/<name>`, or why it
+    cannot be found there (APPROVAL-GATES-MISSING). Reads only whether it is a folder."""
+    name = record_name(named)
+    shown = printable(str(named))[:300]
+    if name is None:
+        return None, [(APPROVAL_GATES_MISSING, f"gate record {shown!r} is not a record name "
+                       "(letters, digits, . _ -; no folder part)")]
+    if runs_dir is None:
+        return None, [(APPROVAL_GATES_MISSING, f"gate record {name}: no runs dir to look in")]
+    folder = Path(runs_dir) / gate_record.GATES_DIR / name
+    try:
+        found = folder.is_dir() and not folder.is_symlink()
+    except (OSError, ValueError):
+        found = False
+    if not found:
+        where = printable(str(Path(runs_dir) / gate_record.GATES_DIR))[:500]
+        return None, [(APPROVAL_GATES_MISSING, f"gate record {name} is not in {where} (an "
+                       "approval names its record by name: run with the --runs-dir `harness "
+                       "gates` wrote it to, or copy the record folder there)")]
+    return folder, []
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,15 @@ from typing import Any
 
 from harness.base.atomic import dumps_json, write_bytes
 from harness.base.catalogue import APPROVAL_DIRTY_TREE
-from harness.base.errors import InvalidInput, Refused
+from harness.base.errors import HarnessError, InvalidInput, Refused
 from harness.base.timeutil import utc_now
 from harness.base.tree import printable
 from harness.config.loader import Loaded
 from harness.judge.approval import gates
 from harness.judge.approval.check import SIG_SUFFIX, approvals_dir
-from harness.judge.approval.record import build, file_name, pins_of
-from harness.judge.approval.sign import sign
+from harness.judge.approval.record import build, file_name, pins_of, refusal_text
+from harness.judge.approval.sign import SignatureCheck, sign, verify
+from harness.judge.gates.record import GATES_DIR
 from harness.measure.provenance import CleanCheck, clean_at
 from harness.measure.seal import source_files, source_seal
 
@@ -63,9 +64,17 @@ def reviewer_name(value: str) -> str:
     return value
 
 
-def _relative(path: Path, base: Path) -> Path:
-    """`path` relative to `base` when inside it (a project may move), else absolute."""
-    return path.relative_to(base) if path.is_relative_to(base) else path
+def record_of(gate_dir: Path) -> str:
+    """The name an approval gives its gate record: the folder's own name, which a run finds
+    as RUNS/gates/<name> on any host (`gates.locate`); never the operator's path. The
+    folder must be where `harness gates` writes it, in a `gates` folder (InvalidInput)."""
+    folder = Path(os.path.abspath(gate_dir))
+    name = gates.record_name(folder.name)
+    if name is None or folder.parent.name != GATES_DIR:
+        raise InvalidInput(f"{printable(str(gate_dir))}: not a gate record folder as `harness "
+                           f"gates` writes it (RUNS/{GATES_DIR}/<campaign>-<stamp>): a run "
+                           "finds the record by that name in its runs dir")
+    return name
 
 
 def checkout_of(loaded: Loaded) -> tuple[str, CleanCheck]:
@@ -87,14 +96,12 @@ def approve(loaded: Loaded, gate_dir: Path, reviewer: str,
                         clean.commit)
     summary, found = gates.read(gate_dir, want)
     if found or summary is None:
-        first, *more = found  # the first rule is the refusal's own (the CLI prints it)
-        raise Refused("; ".join([first[1], *(f"{rule}: {detail}" for rule, detail in more)]),
-                      rule=first[0])
-    gate_path = _relative(Path(os.path.abspath(gate_dir)), loaded.project_dir)
+        rule, text = refusal_text(found)  # the CLI prints the rule once, before the text
+        raise Refused(text, rule=rule)
     campaign_file = loaded.campaign_file.relative_to(loaded.project_dir).as_posix()
     doc = build({"name": loaded.campaign.name, "file": campaign_file},
                 pins_of(loaded, seal), {"commit": clean.commit, "dirty": False},
-                {"record": gate_path.as_posix(), **summary}, reviewer, utc_now())
+                {"record": record_of(gate_dir), **summary}, reviewer, utc_now())
     path = approvals_dir(loaded) / file_name(loaded.campaign.name, seal)
     if os.path.islink(path.parent):  # a run would refuse it: approvals live in the repo
         raise InvalidInput(f"{printable(str(path.parent))} is a symlink; approvals must be a "
@@ -113,3 +120,33 @@ def approve(loaded: Loaded, gate_dir: Path, reviewer: str,
         raise InvalidInput(f"cannot write {printable(str(path))}: "
                            f"{printable(e.strerror or str(e))}") from None
     return path, doc
+
+
+def reviewer_mismatch(reviewer: str, check: SignatureCheck | None) -> str | None:
+    """Pure: the warning when the approval's reviewer is not the principal that signed it
+    (None: they agree, or nothing is known of the signer). What a run and `bundle verify`
+    trust is the signature's principal in allowed_signers; `reviewer` is the approver's
+    own word (by default git's user.email), so a difference is said, never silent."""
+    if check is None:
+        return None
+    if not check.ok:
+        return (f"the signature does not verify against the campaign's allowed_signers "
+                f"({check.detail}): a run will refuse this approval (APPROVAL-SIGNATURE)")
+    if check.principal is not None and check.principal != reviewer:
+        return (f"reviewer {printable(reviewer)!r} is not the signing principal "
+                f"{printable(check.principal)!r}: runs and bundle verify trust the signer; "
+                f"name it with --reviewer {printable(check.principal)} (or sign with the "
+                "reviewer's own key)")
+    return None
+
+
+def signer_of(loaded: Loaded, path: Path) -> SignatureCheck | None:
+    """Who signed the approval just written, by the campaign's allowed_signers (None: it is
+    unsigned, or the campaign names no allowed_signers, so the principal is unknown here)."""
+    sig = path.with_name(path.name + SIG_SUFFIX)
+    if loaded.campaign.allowed_signers is None or not sig.is_file():
+        return None
+    try:
+        return verify(path.read_bytes(), sig.read_bytes(), loaded.signers_file)
+    except (HarnessError, OSError) as e:  # written already: said as a warning, not a failure
+        return SignatureCheck(False, printable(getattr(e, "message", None) or str(e)))

@@ -133,3 +133,12 @@ def reviewed_commit(doc: dict[str, Any]) -> list[Finding]:
 
 def invalid(where: str, why: str) -> Finding:
     return (APPROVAL_INVALID, f"{printable(where)}: {why}")
+
+
+def refusal_text(found: list[Finding]) -> tuple[str, str]:
+    """Pure: (the first rule, one line of every finding) for a refusal naming the first
+    rule: the CLI prints it as `[RULE] text`, so a finding of that rule is its bare
+    detail and any other one `RULE: detail`; a rule is never printed twice in a row."""
+    first = found[0][0]
+    return first, "; ".join(detail if rule == first else f"{rule}: {detail}"
+                            for rule, detail in found)

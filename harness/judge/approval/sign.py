@@ -77,6 +77,7 @@ def canonical_armour(signature: bytes) -> bool:
 class SignatureCheck:
     ok: bool
     detail: str  # who signed, or why the signature is not accepted
+    principal: str | None = None  # the allowed_signers principal of a good signature
 
 
 def _principals(tool: str, sig_path: Path, allowed: Path) -> tuple[list[str], str]:
@@ -116,7 +117,8 @@ def verify(data: bytes, signature: bytes, allowed_signers: Path,
             )
             if checked.returncode == 0:
                 # the principal is text from the allowed_signers file: never raw to a terminal
-                return SignatureCheck(True, f"good signature by {one_line(principal)}")
+                return SignatureCheck(True, f"good signature by {one_line(principal)}",
+                                      principal)
             failures.append(one_line(checked.stderr.decode("utf-8", "replace").strip())
                             or "rejected")
         return SignatureCheck(False, "; ".join(failures))

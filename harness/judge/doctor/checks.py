@@ -18,7 +18,7 @@ from harness.measure.host.parsers import base_gfx, gib
 from harness.measure.host.tools import GpuView, ToolRun, read_amd_smi, read_rocminfo
 from harness.measure.imagepin import how_to_obtain
 
-Status = Literal["ok", "warn", "fail"]
+Status = Literal["ok", "warn", "fail", "skip"]
 PROFILES = ("rocm", "cpu")
 GIB = 1024**3
 
@@ -33,6 +33,15 @@ class Check:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+GPU_CHECKS = ("/dev/kfd", "/dev/dri/renderD*", "device groups", "rocminfo", "amd-smi", "gpu")
+
+
+def gpu_skipped(why: str) -> Check:
+    """Pure: the one line that stands for every GPU check not run, and why (a campaign
+    whose controls all run on the `cpu` profile never opens a GPU)."""
+    return Check("gpu", "skip", f"GPU checks skipped ({', '.join(GPU_CHECKS)}): {why}")
 
 
 def soften(check: Check) -> Check:

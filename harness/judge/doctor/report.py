@@ -13,7 +13,7 @@ from harness.base.atomic import dumps_json
 from harness.judge.doctor.checks import Check, any_failed
 
 SCHEMA = "harness.doctor/v1"
-_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
 def as_document(checks: Sequence[Check]) -> dict[str, Any]:
@@ -26,9 +26,10 @@ def render_json(checks: Sequence[Check]) -> str:
 
 
 def summary(checks: Sequence[Check]) -> str:
-    counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
+    counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail", "skip")}
     verdict = "host NOT ready" if counts["fail"] else "host ready"
-    return f"{verdict}: {counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail"
+    skipped = f", {counts['skip']} skipped" if counts["skip"] else ""
+    return f"{verdict}: {counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail{skipped}"
 
 
 def render_plain(checks: Sequence[Check]) -> str:

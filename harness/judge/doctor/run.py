@@ -12,6 +12,7 @@ from harness.judge.doctor.checks import (
     GIB,
     PROFILES,
     Check,
+    gpu_skipped,
     judge_disk,
     judge_engine,
     judge_gpu_tools,
@@ -43,6 +44,7 @@ def run_checks(
     gpu_map: Path | None = None,
     strict_map: bool = False,
     gres_conf: Path | None = None,
+    skip_gpu: str | None = None,
 ) -> list[Check]:
     """Run every check and return one Check per line; nothing here raises for a sick host.
 
@@ -52,13 +54,17 @@ def run_checks(
     `gpu_map` names the host's GPU map (default: HARNESS_GPU_MAP, else
     /etc/harness/gpu-map.yaml); `strict_map` requires it and never softens its lines (the
     Slurm health check); `gres_conf` is the gres.conf it is compared with (default: beside
-    SLURM_CONF).
+    SLURM_CONF). `skip_gpu`, a reason, replaces the GPU lines with one `skip` line and
+    probes no GPU tool (a campaign that never uses the GPU).
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
     checks = _engine_checks(images, docker_client)
-    gpu = _gpu_checks(dev, required_gfx, tool_timeout, search_path)
-    checks += [soften(c) for c in gpu] if profile == "cpu" else gpu
+    if skip_gpu is not None:
+        checks.append(gpu_skipped(skip_gpu))
+    else:
+        gpu = _gpu_checks(dev, required_gfx, tool_timeout, search_path)
+        checks += [soften(c) for c in gpu] if profile == "cpu" else gpu
     checks += _map_checks(profile, gpu_map, strict_map, gres_conf)
 
     facts = probes.lock_facts(Path(lock_path))

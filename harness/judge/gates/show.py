@@ -83,3 +83,17 @@ def render(folder: Path, doc: dict[str, Any], inert: Inert) -> list[str]:
             *(f"  REFUSED {inert(r['rule'], 64)}: {inert(r['detail'], 2000)}"
               for r in doc.get("refusals", [])),
             *(_gate(g, inert) for g in doc["gates"])]
+
+
+def headline(doc: dict[str, Any], required: list[str]) -> str:
+    """Pure: the verdict `harness gates` ends with, before the record's path. A record
+    that lacks some of the campaign's gates (`--only`) says so however its gates went: it
+    can never carry an approval (`approval.gates.judge_record` refuses it), so it must not
+    read as "gates passed"."""
+    ran = [g["name"] for g in doc["gates"]]
+    missing = [name for name in required if name not in ran]
+    verdict = "passed" if doc["passed"] else "FAILED"
+    if not missing:
+        return f"gates {verdict}"
+    return (f"partial record ({len(ran)} of {len(ran) + len(missing)} gates): cannot carry "
+            f"an approval (not run: {', '.join(missing)}); the gates that ran {verdict}")

@@ -13,6 +13,12 @@ drift apart. A run folder, as `harness run` leaves it:
       recovered.json         RECOVERED: only when recovery sealed a run whose run.json
                              was written but whose seal was not
       preflight.json         PREFLIGHT: the source seal's file list, image check, model hashes
+      inputs/                INPUTS (harness.measure.runfolder.inputs): what the run was made
+                             from, written at preflight: campaign.yaml and control.yaml (the
+                             exact bytes the source seal hashed), resolved.json (both as the
+                             loader resolved them, secret-looking values redacted), image.json
+                             (the images.lock entry); runs made before the harness kept
+                             its inputs have none
       docker-vector.json     VECTOR: {"argv": [...]} exactly as launched, and each mount
       launcher-witness.json  LAUNCHER_WITNESS: the `docker run` process
       container-inspect.json CONTAINER_INSPECT: docker inspect, init PID, cgroup
@@ -64,6 +70,13 @@ MOUNTS_SANITIZED = "mounts-sanitized.json"
 ORPHANS_REMOVED = "orphans-removed.json"
 REMOVED = "non-regular-removed.json"
 REMOVED_PREFIX = "non-regular-removed."  # REMOVED, then non-regular-removed.<n>.json
+
+# -- what the run was made from (runfolder.inputs): inputs/<name> --------------------------------
+INPUTS = "inputs"
+INPUT_CAMPAIGN = f"{INPUTS}/campaign.yaml"
+INPUT_CONTROL = f"{INPUTS}/control.yaml"
+INPUT_RESOLVED = f"{INPUTS}/resolved.json"
+INPUT_IMAGE = f"{INPUTS}/image.json"
 
 # -- the container's logs ---------------------------------------------------------------------
 LOGS = "logs"

@@ -14,7 +14,7 @@ reviewer's good signature: the bundle's own signature cannot stand in for it).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -67,7 +67,8 @@ def _folder_files(folder: Path) -> dict[str, bytes]:
     return out
 
 
-def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[BundleFault]:
+def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes],
+                 runs_dir: Path | None = None) -> list[BundleFault]:
     record = run.get("campaign", "file")
     if not isinstance(record, str):
         return [BundleFault("approval-missing", run.folder, "run.json names no campaign file")]
@@ -80,8 +81,11 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes]) -> list[Bundl
     if "sha256:" + hashlib.sha256(data).hexdigest() != run.get("approval", "digest"):
         return [BundleFault("approval-changed", one_line(str(path)), "not the approval the run "
                                                                  "ran under (digest)")]
-    record_dir = Path(doc["gates"]["record"])
-    folder = record_dir if record_dir.is_absolute() else project / record_dir
+    # found by name in the run's own runs dir (`approval.gates.locate`), never at a path
+    folder, found = gates.locate(doc["gates"]["record"], runs_dir)
+    if folder is None:
+        return [BundleFault("gates", one_line(str(doc["gates"]["record"]))[:300],
+                            f"{rule}: {detail}") for rule, detail in found]
     found = gates.recheck(folder, doc["gates"]["digest"], wanted(run, doc))
     if found or not _record_name(doc):
         return [BundleFault("gates", one_line(str(folder)), f"{rule}: {detail}")
@@ -116,14 +120,16 @@ def _approved(runs: list[RunFacts], problems: list[BundleFault]
         yield run, name
 
 
-def collect(runs: list[RunFacts]) -> tuple[dict[str, bytes], list[BundleFault]]:
+def collect(runs: list[RunFacts], runs_dirs: Mapping[str, Path] | None = None
+            ) -> tuple[dict[str, bytes], list[BundleFault]]:
     """The chain's tag files for the runs that ran under an approval; a problem for each
-    link that cannot be carried whole (export refuses then: exit 1)."""
+    link that cannot be carried whole (export refuses then: exit 1). `runs_dirs`: each
+    run's runs dir (by its bag folder), where its approval's gate record is found by name."""
     tags: dict[str, bytes] = {}
     problems: list[BundleFault] = []
     for run, name in _approved(runs, problems):
         try:
-            problems += _collect_one(run, name, tags)
+            problems += _collect_one(run, name, tags, (runs_dirs or {}).get(run.folder))
         except (InputError, OSError, InvalidInput) as e:
             problems.append(BundleFault("approval-missing", run.folder, str(e)[:500]))
     return tags, problems

@@ -42,7 +42,7 @@ from harness.measure.runfolder import layout
 from harness.readers.bundle import bag
 from harness.readers.bundle.export import compression_for
 from harness.readers.bundle.facts import read_run_facts
-from harness.readers.bundle.merge import open_archive
+from harness.readers.bundle.opened import open_archive
 from harness.readers.bundle.records import parse_json
 from harness.readers.bundle.safe_extract import Limits
 from harness.readers.bundle.sums import one_line

@@ -28,10 +28,12 @@ from harness.base.atomic import fsync_dir
 from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.base.timeutil import parse_or_none
 from harness.base.tree import NotRegular
-from harness.readers.bundle import bag, chain
+from harness.readers.bundle import bag, chain, listing
 from harness.readers.bundle.archive import DeterministicTar
 from harness.readers.bundle.facts import RunFacts, read_run_facts, time_span
+from harness.readers.bundle.opened import file_sha256
 from harness.readers.bundle.payload import Payload, collect_payload
+from harness.readers.bundle.places import bundled_folder, is_night_folder
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.readers.bundle.sign import sign
 from harness.readers.bundle.statement import StatementSpool
@@ -45,6 +47,7 @@ class ExportResult:
     files: int
     runs: list[str]
     signed: bool
+    sha256: str = ""  # of the bundle file written, to send out of band
 
 
 def compression_for(output: Path) -> bool:
@@ -86,11 +89,12 @@ class ExportRefused(Refused):
 
 def _sources(payload: Payload) -> dict[str, Path]:
     """{bag folder data/<name>/<rel>: where it is on disk} for each run of the payload."""
-    roots = dict(payload.roots)
+    roots = {f"{bag.PAYLOAD_DIR}/{where}": source for where, source in payload.roots}
     out = {}
     for run in bag_runs([f.arcname for f in payload.files]):
-        name, _, rel = run.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
-        out[run] = roots[name] / rel if rel else roots[name]
+        folder = bundled_folder(f"{run}/{bag.PAYLOAD_DIR}") or run  # data/<name>, nights too
+        rel = run[len(folder) + 1:]
+        out[run] = roots[folder] / rel if rel else roots[folder]
     return out
 
 
@@ -133,6 +137,7 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementS
             bag.BAG_INFO: info.encode("utf-8"),
             bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
             **chain_tags,  # approvals and gate records (harness.readers.bundle.chain)
+            **listing_tags(top, runs, payload, chain_tags),  # index.html, README.txt
         }
         # The statement grows with the runs (~10 KiB each): spooled to a file, not held.
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
@@ -151,6 +156,18 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementS
     return subjects
 
 
+def listing_tags(top: str, runs: list[RunFacts], payload: Payload,
+                 chain_tags: dict[str, bytes]) -> dict[str, bytes]:
+    """The bag's index.html and README.txt (`listing`): which run is which, links to each
+    night's summary and run folder, how to verify. Tag files, so the tag manifest (and the
+    signature) cover them. Pure."""
+    lines = listing.run_lines(runs, listing.approval_docs(chain_tags))
+    nights = [f"{bag.PAYLOAD_DIR}/{where}" for where, _ in payload.roots
+              if is_night_folder(where)]
+    return {listing.INDEX_HTML: listing.index_html(top, lines, nights).encode("utf-8"),
+            listing.README: listing.readme_text(top, lines, nights).encode("utf-8")}
+
+
 def check_output(output: Path, sign_key: Path | None) -> bool:
     """The output may be written (a new file in a folder, a known suffix) and the key is a
     file; returns whether to gzip. InvalidInput (exit 2) otherwise."""
@@ -167,9 +184,11 @@ def check_output(output: Path, sign_key: Path | None) -> bool:
 def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], spool: StatementSpool,
                  *, compress: bool,
                  sign_key: Path | None, chain_tags: dict[str, bytes],
-                 check: Callable[[dict[str, str]], list[BundleFault]] | None = None) -> str:
+                 check: Callable[[dict[str, str]], list[BundleFault]] | None = None
+                 ) -> tuple[str, str]:
     """Write the bag of `payload` to the new file `output`, atomically (a temp name, fsync,
-    then a link that fails if `output` appeared meanwhile); returns the top folder. Shared
+    then a link that fails if `output` appeared meanwhile); returns the top folder and the
+    sha256 of the file written (to send out of band). Shared
     by export and merge, so a merged bundle is written exactly as an exported one. `runs`
     and `spool`: what `read_runs` made of the payload's runs.
     `check` judges the digests of the bytes written ({arcname: hex}) before the bundle is
@@ -185,6 +204,8 @@ def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], spool: St
                 raise ExportRefused(problems)
             fh.flush()
             os.fsync(fh.fileno())
+        with open(tmp, "rb") as written:  # our own private file, before anyone sees it
+            digest = file_sha256(written)
         os.link(tmp, output)  # fails if someone created `output` meanwhile
     except FileExistsError as e:
         raise InvalidInput(
@@ -199,7 +220,7 @@ def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], spool: St
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(output.parent)
-    return top
+    return top, digest
 
 
 def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = None
@@ -219,13 +240,14 @@ def export_bundle(folders: list[Path], output: Path, sign_key: Path | None = Non
         raise ExportRefused(judge(payload))
     with StatementSpool() as spool:
         runs = read_runs(payload, spool)
-        chain_tags, problems = chain.collect(runs)
+        chain_tags, problems = chain.collect(  # gate records: by name, in each run's dir
+            runs, {folder: source.parent for folder, source in _sources(payload).items()})
         if problems:  # the runs' own verdict first, as `bundle verify` would give it
             raise ExportRefused(judge(payload) or problems)
         # Each run is judged on the digests of the bytes written into the bag (one read of
         # each file), before the bag is linked into place: a broken run leaves no bundle.
-        top = write_bundle(output, payload, runs, spool, compress=compress,
-                           sign_key=sign_key, chain_tags=chain_tags,
-                           check=lambda subjects: judge(payload, subjects))
+        top, digest = write_bundle(output, payload, runs, spool, compress=compress,
+                                   sign_key=sign_key, chain_tags=chain_tags,
+                                   check=lambda subjects: judge(payload, subjects))
     return ExportResult(output, top, len(payload.files), [r.run_id for r in runs],
-                        sign_key is not None)
+                        sign_key is not None, digest)

@@ -54,7 +54,8 @@ class RunFacts:
         return RunFacts(self.folder, record, host=host, notes=list(self.notes))
 
 
-SLIM_KEYS = ("run_id", "campaign", "status", "image", "seal", "times", "approval")
+SLIM_KEYS = ("run_id", "campaign", "status", "image", "seal", "times", "approval",
+             "control", "attempt", "rerun_of")  # the last three: the bag's run listing
 HOST_NAME_KEYS = ("hostname", "host", "nodename", "node")  # the usual keys, in this order
 PREFLIGHT_KEYS = ("model_hashes", "provenance")  # the keys of preflight.json a bundle uses
 RECORD_LIMIT = 16 << 20

@@ -21,20 +21,17 @@ are used for the comparison: after `verify_tree` passed they describe the files 
 
 from __future__ import annotations
 
-import hashlib
 import os
-import stat
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from harness.base.errors import InvalidInput, Refused
 from harness.readers.bundle import bag, chain
 from harness.readers.bundle.export import check_output, read_runs, write_bundle
-from harness.readers.bundle.payload import Payload, PayloadFile
+from harness.readers.bundle.opened import open_archive
+from harness.readers.bundle.payload import NIGHT_RECORD, Payload, PayloadFile
+from harness.readers.bundle.places import arc_folder, bundled_folder, folder_name, is_night_folder
 from harness.readers.bundle.records import read_member, read_text_member
 from harness.readers.bundle.safe_extract import Limits
 from harness.readers.bundle.statement import StatementSpool
@@ -43,7 +40,6 @@ from harness.readers.bundle.trust import Policy, merging
 from harness.readers.bundle.verify import verify_archive
 
 CARRIED_TAGS = (f"{chain.APPROVALS_TAGS}/", f"{chain.GATES_TAGS}/")
-DIGEST_CHUNK = 1 << 20
 
 
 class MergeRefused(Refused):
@@ -63,6 +59,7 @@ class MergeResult:
     signed: bool
     inputs: list[tuple[str, str]] = field(default_factory=list)  # (bundle, sha256 hex)
     vouches: list[tuple[str, list[str]]] = field(default_factory=list)  # (bundle, who for what)
+    sha256: str = ""  # of the merged bundle file, to send out of band
 
 
 @dataclass
@@ -73,47 +70,31 @@ class _Input:
     sha256: str  # of the archive's bytes, as they were unpacked
     vouches: list[str]  # who vouched for what in it (trust.Vouch, as lines)
     root: Path
-    folders: dict[str, dict[str, str]]  # data/<folder> name -> {rel: sha256}
+    folders: dict[str, dict[str, str]]  # folder under the merged data/ -> {rel: sha256}
     tags: dict[str, str]  # carried tag files (approvals, gate records) -> sha256
-
-
-def file_sha256(fh: BinaryIO) -> str:
-    """sha256 hex of a whole open file, read in chunks from its start (the bundle as it
-    arrived); the file is left at its start again."""
-    digest = hashlib.sha256()
-    fh.seek(0)
-    while block := fh.read(DIGEST_CHUNK):
-        digest.update(block)
-    fh.seek(0)
-    return digest.hexdigest()
-
-
-@contextmanager
-def open_archive(path: Path) -> Iterator[tuple[BinaryIO, str]]:
-    """The bundle file `path`, opened once (a symlink is never followed, a FIFO never waited
-    on), and the sha256 of its bytes. What is unpacked is read from this same open file, so
-    the digest said or recorded is that of the bytes judged, whatever is renamed onto `path`
-    meanwhile. InvalidInput (exit 2) for anything but a regular file."""
-    shown = one_line(str(path))
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as e:
-        why = "is a symlink; give the bundle itself" if os.path.islink(path) else \
-            f"cannot open: {e.strerror or e}"
-        raise InvalidInput(f"{shown}: {why}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InvalidInput(f"{shown}: not a regular file")
-        yield fh, file_sha256(fh)
+    sources: dict[str, str] = field(default_factory=dict)  # that folder -> its place here
 
 
 def split_manifest(manifest: dict[str, str]) -> dict[str, dict[str, str]]:
-    """{data/<folder>/<rel>: sha} -> {folder: {rel: sha}}. Pure."""
+    """{data/<folder>/<rel>: sha} -> {folder: {rel: sha}}, a folder being the bundled
+    folder's path under data/ (`<run-id>`, or `nights/<night>`: `places`). Pure."""
     folders: dict[str, dict[str, str]] = {}
     for path, digest in manifest.items():
-        folder, _, rel = path.removeprefix(f"{bag.PAYLOAD_DIR}/").partition("/")
-        folders.setdefault(folder, {})[rel] = digest
+        where = bundled_folder(path) or path.rsplit("/", 1)[0]  # verified: never the latter
+        folder = where.removeprefix(f"{bag.PAYLOAD_DIR}/")
+        folders.setdefault(folder, {})[path[len(where) + 1:]] = digest
     return folders
+
+
+def placed(folders: dict[str, dict[str, str]]) -> dict[str, str]:
+    """{folder under data/ in the merged bag: folder under data/ in the input}. A night an
+    older bundle keeps at data/<night>/ moves to data/nights/<night>/, where its summary's
+    `../../<run-id>/` links resolve. Pure."""
+    out: dict[str, str] = {}
+    for folder, files in folders.items():
+        night = NIGHT_RECORD in files and not is_night_folder(folder)
+        out[arc_folder(folder, night)] = folder
+    return out
 
 
 def combine(inputs: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]]
@@ -154,21 +135,23 @@ def _open_input(source: Path, dest: Path, policy: Policy,
     manifest, _ = parse_sums(read_text_member(root, bag.MANIFEST), bag.MANIFEST)
     tagmanifest, _ = parse_sums(read_text_member(root, bag.TAGMANIFEST), bag.TAGMANIFEST)
     carried = {t: d for t, d in tagmanifest.items() if t.startswith(CARRIED_TAGS)}
+    held = split_manifest(manifest)
+    sources = placed(held)
     return _Input(shown, digest, [str(v) for v in report.vouches], root,
-                  split_manifest(manifest), carried), []
+                  {arc: held[src] for arc, src in sources.items()}, carried, sources), []
 
 
 def _payload(inputs: list[_Input], chosen: dict[str, int]) -> Payload:
     files: list[PayloadFile] = []
     roots: list[tuple[str, Path]] = []
     for folder, index in sorted(chosen.items()):
-        source = inputs[index].root / bag.PAYLOAD_DIR / folder
+        source = inputs[index].root / bag.PAYLOAD_DIR / inputs[index].sources[folder]
         roots.append((folder, source))
         files.extend(PayloadFile(f"{bag.PAYLOAD_DIR}/{folder}/{rel}", source, rel,
                                  os.lstat(source / rel).st_size)
                      for rel in inputs[index].folders[folder])
     files.sort(key=lambda f: f.arcname)
-    return Payload(files=files, roots=roots, named=[name for name, _ in roots])
+    return Payload(files=files, roots=roots, named=[folder_name(name) for name, _ in roots])
 
 
 def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = None,
@@ -204,8 +187,8 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
                 for tag, index in sorted(tag_from.items())}
         with StatementSpool() as spool:
             runs = read_runs(payload, spool)
-            top = write_bundle(output, payload, runs, spool, compress=compress,
-                               sign_key=sign_key, chain_tags=tags)
+            top, digest = write_bundle(output, payload, runs, spool, compress=compress,
+                                       sign_key=sign_key, chain_tags=tags)
     return MergeResult(output, top, len(payload.files), [r.run_id for r in runs],
                        sign_key is not None, [(i.name, i.sha256) for i in inputs],
-                       [(i.name, i.vouches) for i in inputs])
+                       [(i.name, i.vouches) for i in inputs], digest)

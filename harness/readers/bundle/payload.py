@@ -17,6 +17,7 @@ from harness.base.tree import MAX_DEPTH, printable, walk
 from harness.driver.night.journal import JOURNAL_NAME
 from harness.measure.runfolder import layout
 from harness.readers.bundle.nightruns import left_out, night_run_folders
+from harness.readers.bundle.places import NIGHTS, PAYLOAD, arc_folder
 from harness.readers.bundle.sums import unsafe_name_reason
 
 RUN_RECORD = layout.RECORD
@@ -38,7 +39,8 @@ class PayloadFile:
 @dataclass(frozen=True)
 class Payload:
     files: list[PayloadFile]  # sorted by arcname
-    roots: list[tuple[str, Path]]  # (name under data/, source folder), in argument order
+    # (folder under data/: <run-id>, or nights/<night> for a night; source), argument order
+    roots: list[tuple[str, Path]]
     named: list[str]  # the names of the folders given (not those a night's journal added)
 
 
@@ -150,8 +152,9 @@ def _check_root(folder: Path, real: Path, roots: _Roots, faults: list[str]) -> b
 
 def collect_payload(folders: list[Path]) -> Payload:
     """Check the given run or night folders and list their files; InvalidInput lists every
-    fault. A night folder brings the run folders its journal names (`nightruns`),
-    bundled beside it as `data/<run-id>/`."""
+    fault. A night folder goes to `data/nights/<night>/` and brings the run folders its
+    journal names (`nightruns`), bundled as `data/<run-id>/`: the places they have in
+    RUNS, so the night summary's `../../<run-id>/` links resolve inside the bag."""
     faults: list[str] = []
     index = _Roots()
     for folder in folders:
@@ -166,17 +169,24 @@ def collect_payload(folders: list[Path]) -> Payload:
     for real in _night_folders(list(index.items), faults):
         if _check_root(real, real, index, faults):
             index.add(real.name, real)
-    roots = index.items
+    roots: list[tuple[str, Path]] = []
     files: list[PayloadFile] = []
-    for name, real in roots:
+    for name, real in index.items:
         entries = _walk_files(real, faults)
         rels = [rel for rel, _ in entries]
-        if NIGHT_RECORD in rels:
+        night = NIGHT_RECORD in rels
+        if night:
             entries = [(rel, size) for rel, size in entries if not left_out(rel, size)]
-        if not find_run_dirs(rels) and NIGHT_RECORD not in rels:
+        if not find_run_dirs(rels) and not night:
             faults.append(f"{real}: no {RUN_RECORD} or {NIGHT_RECORD} in it; "
                           "not a run or night folder")
-        files.extend(PayloadFile(f"data/{name}/{rel}", real, rel, size) for rel, size in entries)
+        if name == NIGHTS:
+            faults.append(f"{real}: a folder named {NIGHTS!r} cannot be bundled; the name "
+                          "holds the nights in a bundle (data/nights/<night>/)")
+        where = arc_folder(name, night)  # a night keeps RUNS/nights/<night>'s place
+        roots.append((where, real))
+        files.extend(PayloadFile(f"{PAYLOAD}/{where}/{rel}", real, rel, size)
+                     for rel, size in entries)
     if faults:
         raise InvalidInput("cannot bundle these folders", faults=faults)
     files.sort(key=lambda f: f.arcname)

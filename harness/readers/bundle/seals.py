@@ -24,9 +24,9 @@ from harness.readers.bundle.payload import (
     ancestors,
     find_run_dirs,
 )
+from harness.readers.bundle.places import bundled_folder
 from harness.readers.bundle.sums import BundleFault
 
-PAYLOAD = "data"
 _DETAIL = {
     "changed": f"differs from its run's {SEAL_FILE}",
     "missing": f"listed in its run's {SEAL_FILE}, not present",
@@ -35,19 +35,21 @@ _DETAIL = {
 
 
 def _in_bundled_folder(path: str) -> bool:
-    return path.startswith(PAYLOAD + "/") and path.count("/") >= 2
+    return bundled_folder(path) is not None
 
 
 def bag_runs(payload: list[str]) -> list[str]:
     """The run folders of a payload: folders holding run.json, inside a bundled folder
-    `data/<name>/` (never data/ itself), not nested in another run. Pure."""
+    `data/<name>/` or `data/nights/<name>/` (never data/ itself), not nested in another
+    run. Pure."""
     return find_run_dirs(p for p in payload if _in_bundled_folder(p))
 
 
 def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[BundleFault]:
     """Problems with the shape of a payload ({data/...} file paths). Pure.
 
-    Every file sits in a bundled folder `data/<name>/`, each bundled folder is a night (its
+    Every file sits in a bundled folder (`data/<name>/`, or `data/nights/<name>/`: `places`),
+    each bundled folder is a night (its
     journal at the top) or holds at least one run (a folder with run.json), and outside
     runs (a night's journal and summaries) no SHA256SUMS appears. Inside a run,
     verify_folder decides. `runs`: `bag_runs(payload)` when the caller has it already.
@@ -57,15 +59,14 @@ def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[B
     problems: list[BundleFault] = []
     bundled: dict[str, bool] = {}
     for path in sorted(payload):
-        parts = path.split("/")
-        if not _in_bundled_folder(path):
+        folder = bundled_folder(path)
+        if folder is None:
             problems.append(BundleFault("stray", path, "a payload file outside any bundled folder"))
             continue
-        folder = f"{PAYLOAD}/{parts[1]}"
         in_run = any(a in in_runs for a in ancestors(path))
-        night = len(parts) == 3 and parts[2] == NIGHT_RECORD
+        night = path == f"{folder}/{NIGHT_RECORD}"
         bundled[folder] = bundled.get(folder, False) or in_run or night
-        if not in_run and parts[-1] == SEAL_FILE:
+        if not in_run and path.rsplit("/", 1)[-1] == SEAL_FILE:
             problems.append(BundleFault(
                 "misplaced-seal", path,
                 f"not in a run folder; only a run ({RUN_RECORD} beside it) and its "

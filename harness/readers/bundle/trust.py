@@ -70,7 +70,8 @@ class Vouch:
         what = "the bag's bytes" if self.subject == BAG else "the reviewer's approval"
         said = {GOOD: f"good signature by {self.signer} ({self.namespace})",
                 UNSIGNED: "unsigned: nobody vouches for it",
-                UNCHECKED: "signed, not checked (no --allowed-signers)",
+                UNCHECKED: "signed, not checked (no --allowed-signers"
+                           + (")" if self.subject == BAG else " or --reviewers)"),
                 BAD: "a signature that does not verify", STRIPPED: "its signature is gone",
                 }[self.state]
         return one_line(f"{what} {self.path}: {said}")
@@ -96,6 +97,14 @@ class Policy:
     taken on trust."""
 
     allowed_signers: Path | None = None
+    # the reviewers' keys (harness-approval@v1) when kept in a file of their own
+    # (`--reviewers`); None: the approvals are judged against `allowed_signers`
+    reviewers: Path | None = None
+
+    @property
+    def approval_signers(self) -> Path | None:
+        """The allowed_signers file the carried approvals' signatures are judged against."""
+        return self.reviewers if self.reviewers is not None else self.allowed_signers
 
     def bag(self, root: Path, hashes: dict[str, str], claims: list[str]
             ) -> tuple[Vouch, list[BundleFault]]:
@@ -143,21 +152,27 @@ class Policy:
         def vouch(state: str, signer: str = "") -> Vouch:
             return Vouch(APPROVAL, tag, APPROVAL_NAMESPACE, state, signer)
 
-        if self.allowed_signers is None:
+        signers = self.approval_signers
+        if signers is None:
             return vouch(UNCHECKED if sig in hashes else UNSIGNED), []
         if sig not in hashes:
             return vouch(UNSIGNED), [BundleFault(
-                "approval-unsigned", sig, f"{BUNDLE_APPROVAL_UNSIGNED}: --allowed-signers asks "
+                "approval-unsigned", sig, f"{BUNDLE_APPROVAL_UNSIGNED}: {_asks(self)} asks "
                 f"for the reviewer's signature of {tag} ({APPROVAL_NAMESPACE}) and the bundle "
                 "carries none")]
         try:
-            check = verify_approval(data, _read_signature(root, sig), self.allowed_signers)
+            check = verify_approval(data, _read_signature(root, sig), signers)
         except BadMember as e:
             check = SignatureCheck(False, str(e))
         if not check.ok:
             return vouch(BAD), [BundleFault("approval-signature", sig,
                                         f"{BUNDLE_APPROVAL_SIGNATURE}: {check.detail}")]
         return vouch(GOOD, _signer(check)), []
+
+
+def _asks(policy: Policy) -> str:
+    """Which option asks for the reviewers' signatures, for messages."""
+    return "--reviewers" if policy.reviewers is not None else "--allowed-signers"
 
 
 def merging(sign_key: Path | None, allowed_signers: Path | None) -> Policy:

@@ -25,7 +25,9 @@ from harness.base.hashing import sha256_beneath, sha256_tree
 from harness.base.tree import MAX_DEPTH, walk
 from harness.readers.bundle import bag, chain
 from harness.readers.bundle.facts import read_run_facts
-from harness.readers.bundle.records import BadMember, read_text_member
+from harness.readers.bundle.listing import RunLine, approval_docs, run_lines
+from harness.readers.bundle.opened import open_archive
+from harness.readers.bundle.records import BadMember, read_member, read_text_member
 from harness.readers.bundle.safe_extract import Limits, safe_extract
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.readers.bundle.statement import check_statement
@@ -44,6 +46,8 @@ class VerifyReport:
     runs: list[str] = field(default_factory=list)
     signature: str = "unsigned"  # the bag's own signature, in a word (or who made it)
     vouches: list[Vouch] = field(default_factory=list)  # the bag's, then each approval's
+    lines: list[RunLine] = field(default_factory=list)  # each run: status, control, approval
+    sha256: str = ""  # of the archive verified (an unpacked folder has none)
 
     @property
     def ok(self) -> bool:
@@ -194,6 +198,7 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
     records = [read_run_facts(r, root / r, record_only=True).slim() for r in report.runs]
     found, approvals = chain.judge(root, records, hashes, policy)
     problems.extend(found)
+    report.lines = run_lines(records, approval_docs(_carried_approvals(root, hashes)))
     signed, found = policy.bag(root, hashes, bag.signature_claims(info))
     problems.extend(found)
     report.vouches = [signed, *approvals]
@@ -201,6 +206,19 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
     if not problems:
         problems.extend(_bagit_opinion(root))
     return report
+
+
+def _carried_approvals(root: Path, hashes: dict[str, str]) -> dict[str, bytes]:
+    """The approval documents the bag carries ({tag path: bytes}), for the run listing;
+    one that cannot be read is left out (the chain check names it)."""
+    out = {}
+    for rel in sorted(hashes):
+        if rel.startswith(f"{chain.APPROVALS_TAGS}/") and rel.endswith(".json"):
+            try:
+                out[rel] = read_member(root, rel)
+            except BadMember:
+                continue
+    return out
 
 
 def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str],
@@ -245,17 +263,25 @@ def verify_archive(source: Path, dest: Path, allowed_signers: Policy | Path | No
 
 
 def verify_bundle(source: Path, allowed_signers: Path | None = None,
-                  limits: Limits | None = None) -> VerifyReport:
+                  limits: Limits | None = None, reviewers: Path | None = None) -> VerifyReport:
     """Verify a bundle archive (extracted safely into a temporary folder) or an extracted
-    bundle folder. Hostile or unreadable archives raise InvalidInput (exit 2)."""
+    bundle folder. Hostile or unreadable archives raise InvalidInput (exit 2).
+    `reviewers`: the reviewers' allowed_signers file, when not `allowed_signers` itself."""
     source = Path(source)
-    if allowed_signers is not None and not Path(allowed_signers).is_file():
-        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} is not a file")
+    for option, given in (("allowed-signers", allowed_signers), ("reviewers", reviewers)):
+        if given is not None and not Path(given).is_file():
+            raise InvalidInput(f"{option} file {one_line(str(given))} is not a file")
+    policy = Policy(allowed_signers, reviewers)
     if source.is_symlink():
         raise InvalidInput(f"{one_line(str(source))}: is a symlink; give the bundle itself")
     if source.is_dir():
         if not (source / bag.BAGIT_TXT).exists() and not (source / bag.TAGMANIFEST).exists():
             raise InvalidInput(f"{one_line(str(source))}: not a bundle folder (no {bag.BAGIT_TXT})")
-        return verify_tree(source, allowed_signers)
-    with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
-        return verify_archive(source, Path(tmp), allowed_signers, limits)[1]
+        return verify_tree(source, policy)
+    if not source.is_file():  # as safe_extract says it, before anything is opened
+        raise InvalidInput(f"{one_line(str(source))}: not a file")
+    with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp, \
+            open_archive(source) as (fh, digest):
+        report = verify_archive(source, Path(tmp), policy, limits, opened=fh)[1]
+    report.sha256 = digest  # of the very bytes unpacked and judged
+    return report

@@ -13,11 +13,13 @@ from harness.base.atomic import dumps_json, write_text
 from harness.base.errors import HarnessError, InvalidInput
 from harness.driver.night.folders import night_folders
 from harness.measure import perflog
-from harness.readers.report.nights import campaign_name, load_night
+from harness.readers.report.nights import campaign_name, load_night, rerun_links
 from harness.readers.report.page import render_html
 from harness.readers.report.summary import build_summary, csv_rows, render_markdown, trend_points
 
-FORMATS = ("md", "html", "json", "csv")
+FORMATS = ("table", "md", "html", "json", "csv")
+SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json",
+            ".csv": "csv", ".txt": "table"}
 
 
 def _history(nights: list[Path], current: Path, current_records: list[dict]) -> dict:
@@ -49,7 +51,8 @@ def summary_for_night(night_dir: Path) -> dict:
         siblings = siblings[: names.index(night_dir.name) + 1]
     else:
         siblings = [night_dir]
-    return build_summary(info, records, _history(siblings, night_dir, records))
+    links = rerun_links(night_dir.parent.parent)
+    return build_summary(info, records, _history(siblings, night_dir, records), links)
 
 
 def summary_for_campaign(campaign_file: Path, runs_dir: Path) -> dict:
@@ -60,10 +63,16 @@ def summary_for_campaign(campaign_file: Path, runs_dir: Path) -> dict:
         raise InvalidInput(f"no nights of campaign {name!r} under {Path(runs_dir) / 'nights'}")
     latest = nights[-1]
     info, records = load_night(latest)
-    return build_summary(info, records, _history(nights, latest, records))
+    links = rerun_links(Path(runs_dir))
+    return build_summary(info, records, _history(nights, latest, records), links)
 
 
-def render(summary: dict, fmt: str) -> str:
+def render(summary: dict, fmt: str, width: int = 100) -> str:
+    """The summary in one of FORMATS (`table`: the terminal's, `width` columns at most)."""
+    if fmt == "table":
+        from harness.readers.report.table import render_table
+
+        return render_table(summary, width)
     if fmt == "md":
         return render_markdown(summary)
     if fmt == "html":

@@ -17,10 +17,13 @@ from typing import Any
 
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
+from harness.base.states import Status
 from harness.driver.night.folders import campaign_of_night_name
 from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.judge.diff import gate0_differences
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import METRICS, POST_STEPS, RECORD, VERDICT
+from harness.measure.runfolder.reruns import INDEX, INDEX_LIMIT, fold_index
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 REFERENCE_STEP = "reference"  # the post-step whose verdict holds the reference findings
@@ -78,7 +81,7 @@ def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
 def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
     """One record for the summary: the journal row, run.json, metrics.json, problems."""
     record: dict[str, Any] = {"row": row, "run": None, "metrics": None, "problems": [],
-                              "reference": None, "path": None}
+                              "reference": None, "path": None, "gate0": None}
     if run_dir is None:
         if row and row.get("run_dir"):
             record["problems"].append(f"run folder {row['run_dir']} not found")
@@ -90,6 +93,8 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
     run, problem = read_run(base)
     if run is not None:
         record["run"] = run
+        if run.get("status") == Status.REFUSED:  # its Gate-0 values go inline in the row
+            record["gate0"] = gate0_differences(Path(base))
     elif problem:
         record["problems"].append(problem)
     metrics = os.path.join(base, METRICS)
@@ -101,6 +106,21 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
     elif doc is not None:
         record["problems"].append(f"{METRICS} is not a JSON object")
     return record
+
+
+def rerun_links(runs_dir: Path) -> dict[str, str]:
+    """rerun run id -> original run id, from RUNS_DIR/reruns.jsonl (bounded; {} when
+    missing or unreadable): ties a rerun to its original where no journal row does."""
+    try:
+        raw = read_bounded(Path(runs_dir) / INDEX, INDEX_LIMIT, what="rerun index")
+    except InputError:
+        return {}
+    out = {}
+    for rid, entry in fold_index(raw.decode("utf-8", "replace").splitlines()).items():
+        original = entry.get("original")
+        if isinstance(original, dict) and isinstance(original.get("run_id"), str):
+            out[rid] = original["run_id"]
+    return out
 
 
 def load_night(night_dir: Path) -> tuple[dict, list[dict]]:

@@ -21,6 +21,7 @@ from harness.measure import perflog
 from harness.measure.runfolder import layout
 from harness.readers.report.format import figure_text
 from harness.readers.report.inert import inert
+from harness.readers.report.steps import gate0_lines
 from harness.readers.report.summary import (
     LABELS,
     TIME_FIGURES,
@@ -56,6 +57,10 @@ dl.figs dd{margin:0;font-variant-numeric:tabular-nums;white-space:nowrap}
 .ref{font-size:.75rem;display:block;white-space:normal}
 .ref.outside{color:#8a1111;font-weight:600}.ref.within{color:#135d22}
 code{font-size:.78rem;word-break:break-all}
+p.headline{font-size:1.1rem;font-weight:600}
+tr.superseded td{color:#888;background:#f4f4f4}
+tr.superseded .status{background:#e6e6e6;color:#777;font-weight:400}
+.gate0{font-size:.8rem}.next code{display:block;margin:.15rem 0}
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,600px),1fr));
 gap:.75rem}
 figure{margin:0;background:#fff;border:1px solid #ddd;padding:.5rem;min-width:0}
@@ -121,12 +126,25 @@ def _figures_cell(e: Mapping[str, Any], names: Sequence[str]) -> str:
     return f'<dl class="figs">{"".join(rows)}</dl>' if rows else "—"
 
 
+def _notes(e: Mapping[str, Any]) -> str:
+    """Reasons, rerun links, a superseded attempt's successor, Gate-0 values, commands."""
+    out = "".join(f"<div>{_h(r)}</div>" for r in e["reasons"])
+    if link := link_text(e):
+        out += f'<div class="meta">{_h(link)}</div>'
+    if e.get("superseded_by"):
+        out += f'<div class="meta">superseded by <code>{_h(e["superseded_by"])}</code></div>'
+    out += "".join(f'<div class="gate0">Gate 0 {_h(line)}</div>'
+                   for line in gate0_lines(e.get("gate0") or []))
+    if e.get("next"):
+        out += '<div class="meta next">next:' + "".join(
+            f"<code>{_h(cmd)}</code>" for cmd in e["next"]) + "</div>"
+    return out
+
+
 def _row(e: Mapping[str, Any], metrics: Sequence[str], night_dir: str | None) -> str:
     status = str(e["status"])
     css = status if status.replace("-", "").isalpha() else "unknown"
-    reasons = "".join(f"<div>{_h(r)}</div>" for r in e["reasons"])
-    if link := link_text(e):
-        reasons += f'<div class="meta">{_h(link)}</div>'
+    reasons = _notes(e)
     if e["run_id"]:
         reasons += f'<div class="meta"><code>{_h(e["run_id"])}</code></div>'
     if e.get("git"):
@@ -134,18 +152,20 @@ def _row(e: Mapping[str, Any], metrics: Sequence[str], night_dir: str | None) ->
     reasons += _links(e, night_dir)
     attempt = f'<div class="meta">attempt {_h(e["attempt"])}</div>' if e["attempt"] else ""
     symbol = SYMBOLS.get(status, "•")
+    shown = f"{status} (superseded)" if e.get("superseded_by") else status
+    number = e.get("number")
     cells = [
-        f'<td class="num" data-label="#">'
-        f'{_h(e["plan_index"] if e["plan_index"] is not None else "")}</td>',
+        f'<td class="num" data-label="#">{_h(number if number is not None else "")}</td>',
         f'<td class="name" data-label="control">{_h(e["control"])}{attempt}</td>',
-        f'<td data-label="status"><span class="status {_h(css)}">{symbol} {_h(status)}</span>'
+        f'<td data-label="status"><span class="status {_h(css)}">{symbol} {_h(shown)}</span>'
         "</td>",
         f'<td data-label="reasons and links">{reasons or "—"}</td>',
         f'<td data-label="times">{_figures_cell(e, TIME_FIGURES)}</td>',
     ]
     if metrics:
         cells.append(f'<td data-label="vLLM">{_figures_cell(e, metrics)}</td>')
-    return "<tr>" + "".join(cells) + "</tr>"
+    row_class = ' class="superseded"' if e.get("superseded_by") else ""
+    return f"<tr{row_class}>" + "".join(cells) + "</tr>"
 
 
 def _plots(summary: Mapping[str, Any]) -> list[str]:
@@ -174,11 +194,14 @@ def render_html(summary: Mapping[str, Any]) -> str:
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Night {_h(night.get('name', '?'))}</title>", f"<style>{_CSS}</style>",
-        "</head><body>", f"<h1>Night {_h(night.get('name', '?'))}</h1>", '<ul class="meta">',
+        "</head><body>", f"<h1>Night {_h(night.get('name', '?'))}</h1>",
     ]
+    if summary.get("headline"):
+        out.append(f'<p class="headline">{_h(summary["headline"])}</p>')
+    out.append('<ul class="meta">')
     out += [f"<li>{_h(label)}: <code>{_h(value)}</code></li>"
             for label, value in night_facts(night)]
-    out += [f"<li>runs: {_h(counts_text(summary))}</li>", "</ul>"]
+    out += [f"<li>attempts: {_h(counts_text(summary))}</li>", "</ul>"]
     metrics = shown_metrics(summary["runs"])
     head = ["#", "control", "status", "reasons and links", "times"] + (["vLLM"] if metrics
                                                                        else [])

@@ -9,11 +9,12 @@ a crash, and every string is escaped for the format it lands in.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.base.reason import Reason
-from harness.base.states import State
+from harness.base.states import State, Status
 from harness.config.reference import range_text
 from harness.measure import perflog
 from harness.measure.metrics import METRICS
@@ -21,7 +22,9 @@ from harness.measure.runfolder.layout import RECORD
 from harness.measure.runfolder.record import provenance_of
 from harness.readers.report.format import figure_text
 from harness.readers.report.gitline import git_line
+from harness.readers.report.headline import attempts_text, headline, tally
 from harness.readers.report.inert import inert
+from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 
 SCHEMA = "harness.summary/v1"
 UNCAPPED = 10**9  # the renderers only escape; the length was capped when the entry was built
@@ -129,6 +132,8 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
             for p in _list(run.get("post_steps")) if isinstance(p, dict)
         ],
         "started": _text(times.get("started")),
+        "gate0": gate0_values(record.get("gate0")),
+        "number": None, "superseded_by": None, "next": [],  # set by build_summary
     }
 
 
@@ -156,35 +161,83 @@ def _figures(record: Mapping[str, Any], run: dict) -> dict:
     }
 
 
+def _slot_order(runs: list[dict]) -> list[dict]:
+    """Attempts of one slot together, oldest first (a rerun's row is added to the journal
+    last, but reads best under the attempt it supersedes); rows without a slot after."""
+    keyed = sorted(enumerate(runs), key=lambda p: (
+        p[1]["plan_index"] is None, p[1]["plan_index"] or 0,
+        p[1]["attempt"] or 0 if p[1]["plan_index"] is not None else 0, p[0]))
+    return [e for _, e in keyed]
+
+
+def _accepted_before(control: str, night: str | None, trends: Trends) -> str | None:
+    """The run id of the newest accepted run of `control` in an earlier night."""
+    for name, values in reversed(list(trends.get(control, ()))):
+        if name != night and values.get("status") == Status.ACCEPTED and values.get("run_id"):
+            return str(values["run_id"])
+    return None
+
+
+def _next_steps(runs: list[dict], night: Mapping[str, Any], trends: Trends) -> None:
+    """Each row that did not end accepted gets its commands: rerun it, diff it against
+    the attempt that superseded it, an accepted attempt of its slot, or the newest accepted
+    run of its control in an earlier night."""
+    paths = {e["run_id"]: e["path"] or e["run_dir"] for e in runs if e["run_id"]}
+    runs_dir = runs_dir_of(night.get("dir"))
+    for e in runs:
+        if e["status"] == Status.ACCEPTED:
+            continue
+        other = paths.get(e["superseded_by"] or "")
+        if other is None:
+            mates = [o for o in runs if o["number"] == e["number"] and o is not e
+                     and o["status"] == Status.ACCEPTED and o["run_id"] in paths]
+            other = paths[mates[-1]["run_id"]] if mates else None
+        if other is None and (earlier := _accepted_before(e["control"], night.get("name"),
+                                                          trends)):
+            other = os.path.join(runs_dir, earlier) if runs_dir else earlier
+        e["next"] = commands(e, other)
+
+
 def build_summary(
-    night: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trends: Trends | None = None
+    night: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trends: Trends | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> dict:
-    """The JSON form of the summary; `render_markdown` and `render_html` draw from it."""
-    links = {r["row"]["id"]: r["row"].get("run_id") for r in records
-             if isinstance(r.get("row"), dict) and _int(r["row"].get("id")) is not None}
-    runs = [run_entry(r, links) for r in records]
+    """The JSON form of the summary; `render_markdown` and `render_html` draw from it.
+    `links`: the rerun index's rerun -> original run ids (RUNS_DIR/reruns.jsonl)."""
+    row_links = {r["row"]["id"]: r["row"].get("run_id") for r in records
+                 if isinstance(r.get("row"), dict) and _int(r["row"].get("id")) is not None}
+    runs = _slot_order([run_entry(r, row_links) for r in records])
     for entry in runs:  # the other direction of the rerun link
         if entry["rerun_of"]:
             for other in runs:
                 if other["run_id"] == entry["rerun_of"] and entry["run_id"]:
                     other["reruns"].append(entry["run_id"])
     counts: dict[str, int] = {}
-    for entry in runs:
+    for i, entry in enumerate(runs):
         counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+        entry["number"] = entry["plan_index"] + 1 if entry["plan_index"] is not None else i + 1
+    tallied = tally(runs, links)
+    for i, by in tallied["superseded"].items():
+        runs[i]["superseded_by"] = by
+    facts = {inert(k, 200): _text(v) for k, v in night.items()}
+    shown_trends = {control: [[name, _trend_values(values)] for name, values in pts]
+                    for control, pts in sorted((trends or {}).items())}
+    _next_steps(runs, facts, {c: [(n, v) for n, v in pts] for c, pts in shown_trends.items()})
     return {
         "schema": SCHEMA,
-        "night": {inert(k, 200): _text(v) for k, v in night.items()},
+        "night": facts,
+        "headline": headline(tallied),
+        "attempts": attempts_text(tallied),
+        "controls": {k: tallied[k] for k in ("controls", "final", "after")},
         "counts": dict(sorted(counts.items())),
         "runs": runs,
-        "trends": {
-            control: [[name, _trend_values(values)] for name, values in pts]
-            for control, pts in sorted((trends or {}).items())
-        },
+        "trends": shown_trends,
     }
 
 
 def _trend_values(values: Mapping[str, Any]) -> dict:
-    return {k: (_text(v) if k == "status" else _number(v)) for k, v in values.items()}
+    return {k: (_text(v) if k in ("status", "run_id") else _number(v))
+            for k, v in values.items()}
 
 
 def shown_metrics(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -256,29 +309,50 @@ def night_facts(night: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def counts_text(summary: Mapping[str, Any]) -> str:
-    return ", ".join(f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
+    """What the attempts ended in (`3 accepted, 1 refused (1 superseded)`)."""
+    return summary.get("attempts") or ", ".join(
+        f"{n} {s}" for s, n in summary["counts"].items()) or "no runs"
+
+
+def row_notes(e: Mapping[str, Any]) -> list[str]:
+    """The row's reasons, its rerun links and its Gate-0 values, as inert lines."""
+    from harness.readers.report.steps import gate0_lines
+
+    notes = list(e["reasons"])
+    if link := link_text(e):
+        notes.append(link)
+    notes += [f"Gate 0 {line}" for line in gate0_lines(e.get("gate0") or [])]
+    return notes
+
+
+def status_text(e: Mapping[str, Any]) -> str:
+    """`refused`, or `refused, superseded by <run id>` for an attempt a later one replaced."""
+    by = e.get("superseded_by")
+    return f"{e['status']}, superseded by {by}" if by else str(e["status"])
 
 
 def render_markdown(summary: Mapping[str, Any]) -> str:
     night = summary["night"]
     lines = [f"# Night {_md(night.get('name', '?'))}", ""]
+    if summary.get("headline"):
+        lines += [f"**{_md(summary['headline'])}**", ""]
     lines += [f"- {label}: {_md(value)}" for label, value in night_facts(night)]
-    lines += [f"- runs: {_md(counts_text(summary))}", ""]
+    lines += [f"- attempts: {_md(counts_text(summary))}", ""]
     shown = shown_metrics(summary["runs"])
     head = ["#", "control", "attempt", "status", "reasons"]
     head += [LABELS[m] for m in (*TIME_FIGURES, *shown)]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in summary["runs"]:
-        reasons = "; ".join(e["reasons"]) or ""
-        link = link_text(e)
         cells = [_md(c) for c in (
-            e["plan_index"] if e["plan_index"] is not None else "", e["control"],
-            e["attempt"] or "", e["status"], reasons + (f" ({link})" if link else ""),
+            e["number"] if e.get("number") is not None else "", e["control"],
+            e["attempt"] or "", status_text(e), "; ".join(row_notes(e)),
             *(figure_cell(e, m) for m in (*TIME_FIGURES, *shown)),
         )]
-        cells[3] = f"**{cells[3]}**"  # the only markup in a row, around escaped text
+        if not e.get("superseded_by"):  # bold: the attempts that speak for their control
+            cells[3] = f"**{cells[3]}**"  # the only markup in a row, around escaped text
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    lines += _next_markdown(summary["runs"])
     for e in summary["runs"]:
         if e["run_id"]:
             git = f" (git {_md(e['git'])})" if e.get("git") else ""
@@ -286,6 +360,28 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     if summary["trends"]:
         lines += ["", "## Across nights", "", *_trend_tables(summary["trends"])]
     return "\n".join(lines).rstrip() + "\n"
+
+
+_MARKUP = set("`<>[]&")
+
+
+def _md_command(cmd: str) -> str:
+    """A command line as an indented code block line (copied as it is); one whose text
+    holds markup characters (a hostile path) as escaped text instead, never raw."""
+    return f"    {cmd}" if not _MARKUP & set(cmd) else f"- {_md(cmd)}"
+
+
+def _next_markdown(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """`## Next steps`: per row that did not end accepted, its commands as an indented code
+    block (literal to every renderer; each command is one inert line, so none can end it)."""
+    out: list[str] = []
+    for e in runs:
+        if not e.get("next"):
+            continue
+        out += [f"Row {_md(e.get('number'))}, {_md(e['control'])} attempt "
+                f"{_md(e['attempt'] or '?')}, {_md(status_text(e))}:", "",
+                *(_md_command(cmd) for cmd in e["next"]), ""]
+    return ["## Next steps", "", *out] if out else []
 
 
 def _trend_tables(trends: Mapping[str, Any]) -> list[str]:
@@ -323,7 +419,8 @@ def trend_points(
             if entry["control"] not in best or attempt >= best[entry["control"]][0]:
                 values = {k: entry[k] for k in TIME_FIGURES}
                 best[entry["control"]] = (attempt, {**values, **entry["metrics"],
-                                                    "status": entry["status"]})
+                                                    "status": entry["status"],
+                                                    "run_id": entry["run_id"]})
         per_night.append((name, {c: m for c, (_, m) in best.items()}))
         controls |= set(best)
     return {c: [(name, found.get(c, {})) for name, found in per_night] for c in sorted(controls)}

@@ -1,0 +1,87 @@
+"""`harness ls`: the runs in the runs dir, newest first (the rows are harness.readers.listing)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.base.errors import InvalidInput
+from harness.base.states import STATUSES
+from harness.cli.params import parse_duration, runs_dir_option
+from harness.readers.listing import LISTING_WORDS, as_json, read_rows, render, select
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?")
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """`--since`: a duration back from `now` (90s, 30m, 2h, 3d) or a UTC date or time
+    (2026-12-01, 2026-12-01T02:00Z). Pure; ValueError otherwise."""
+    if _DATE.fullmatch(text):
+        at = datetime.fromisoformat(text.removesuffix("Z"))
+        return at.replace(tzinfo=UTC)
+    return now - timedelta(seconds=parse_duration(text))
+
+
+class _Since(click.ParamType):
+    name = "since"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_since(str(value), datetime.now(UTC))
+        except ValueError as e:
+            self.fail(f"{e}; or a UTC date such as 2026-12-01", param, ctx)
+
+
+@click.command("ls")
+@runs_dir_option("reads", help="the runs dir to list")
+@click.option("--campaign", metavar="NAME", help="only this campaign's runs")
+@click.option("--control", metavar="NAME", help="only this control's runs")
+@click.option("--status", "statuses", multiple=True,
+              type=click.Choice([*STATUSES, *LISTING_WORDS]),
+              help="only runs with this status (repeatable)")
+@click.option("--since", type=_Since(), metavar="WHEN",
+              help="only runs started since: a duration back (2h, 3d) or a UTC date or "
+                   "time (2026-12-01, 2026-12-01T02:00Z)")
+@click.option("-n", "--last", type=click.IntRange(1, 1_000_000), metavar="N",
+              help="only the N newest runs (after the other filters)")
+@click.option("--json", "as_json_out", is_flag=True,
+              help="a JSON list of objects: run_id, control, campaign, status, started, "
+                   "ended, duration_s, attempt, rerun_of, superseded_by, path")
+@click.option("-q", "--quiet", is_flag=True, help="print the run ids only, one a line")
+def ls(runs_dir: Path, campaign: str | None, control: str | None, statuses: tuple[str, ...],
+       since: datetime | None, last: int | None, as_json_out: bool, quiet: bool) -> None:
+    """List the runs in the runs dir, newest first, as `docker ps -a` lists containers.
+
+    One row per run folder: RUN ID, CONTROL, CAMPAIGN, STATUS, STARTED (age), DURATION,
+    ATTEMPT and RERUN.
+    Each run's status is the one its sealed run.json records (its hash checked against
+    SHA256SUMS; `harness verify` re-hashes the whole folder). A folder is never left out:
+    one with no seal is `unsealed` (running, or left by a killed harness), one whose
+    run.json cannot be read `unreadable`, one whose run.json is not the sealed file
+    `not-intact`. The RERUN column says "rerun of ID" and "superseded by ID" (from
+    reruns.jsonl). Any id shown is accepted by show, diff, verify, rerun, refinalize and
+    bundle export, as is a unique prefix of one, `latest` or `@-1`.
+
+    Exit 0 (also when no run matches); 2 when the runs dir is missing or unreadable.
+    """
+    try:
+        rows = read_rows(runs_dir)
+    except OSError as e:
+        raise InvalidInput(f"cannot read the runs dir {runs_dir}: {e.strerror or e}") from None
+    chosen = select(rows, campaign=campaign, control=control, status=statuses, since=since,
+                    last=last)
+    if as_json_out:
+        click.echo(as_json(chosen))
+    elif quiet:
+        for row in chosen:
+            click.echo(row.run_id)  # a run folder name: the safe alphabet (refs.run_parts)
+    else:
+        for line in render(chosen, datetime.now(UTC)):
+            click.echo(line)

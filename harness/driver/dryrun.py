@@ -1,0 +1,226 @@
+"""`--dry-run` of `run`, `night` and `rerun`: what would run, and what would be refused.
+
+The plan (each control in order, the image Id it would run, the runs dir, the lock), the
+source seal, the docker argv each control would launch with (built by the one pure
+`measure.vector.build`, through the launch stage's own `build_vector`, with the run id a
+placeholder) and every reason the preflight would refuse a control for (image missing or
+not the pinned Id, model pins, approval, device paths, the lock's file system), from the
+preflight's own checks. Nothing here launches a container, takes the GPU lock (the lock
+is only probed, taken and dropped at once, to say whether it is free), or creates a run
+folder, a journal or a perflog row.
+
+`plan` gathers the facts; `DryRun.document` and `DryRun.lines` are pure.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.base.catalogue import ENV_DOCTOR, MOUNT_UNSAFE_PATH
+from harness.base.errors import HarnessError
+from harness.base.flock import is_free
+from harness.base.reason import Reason
+from harness.config.loader import Loaded
+from harness.driver.local import LocalExecutor
+from harness.judge.approval import check as approval
+from harness.measure.host import fstype
+from harness.measure.lock import describe_holder, read_holder
+from harness.measure.seal import SourceSeal, source_seal
+from harness.measure.ui import Reporter
+from harness.measure.vector import LAUNCHER_PID, LAUNCHER_STARTED
+from harness.pipeline import launch, preflight
+from harness.pipeline.context import RunContext
+from harness.pipeline.results import Preflight
+
+SCHEMA = "harness.dry-run/v1"
+RUN_ID = "<run-id>"  # the placeholder a planned run's id reads as
+NOTHING = ("dry run: nothing is launched; no run folder, journal or perflog row is made, "
+           "and the GPU lock is not taken")
+
+
+@dataclass(frozen=True)
+class PlannedControl:
+    """One control of the plan: what it would launch, and why it would not."""
+
+    control: str
+    repeats: int
+    device: str
+    image: str
+    image_id: str | None  # the pinned Id, present locally; None when it is not
+    argv: list[str]
+    reasons: tuple[Reason, ...] = ()
+
+    def document(self) -> dict:
+        return {"control": self.control, "repeats": self.repeats, "device": self.device,
+                "image": self.image, "image_id": self.image_id, "argv": self.argv,
+                "would_launch": not self.reasons,
+                "refused": [r.as_dict() for r in self.reasons]}
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What `command` would do with a campaign (pure once gathered)."""
+
+    command: str
+    campaign: str
+    campaign_file: Path
+    runs_dir: Path
+    lock: Path
+    lock_holder: str | None  # None: free
+    seal: SourceSeal
+    approval: dict | None
+    controls: tuple[PlannedControl, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    approval_required: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every control would launch, 1 when any would be refused."""
+        return 1 if any(c.reasons for c in self.controls) else 0
+
+    def document(self) -> dict:
+        return {"schema": SCHEMA, "command": self.command, "campaign": self.campaign,
+                "campaign_file": str(self.campaign_file), "runs_dir": str(self.runs_dir),
+                "lock": {"path": str(self.lock), "free": self.lock_holder is None,
+                         "holder": self.lock_holder},
+                "seal": {"digest": self.seal.digest, "files": len(self.seal.files)},
+                "approval": self.approval, "approval_required": self.approval_required,
+                "run_id": RUN_ID,
+                "controls": [c.document() for c in self.controls],
+                "notes": list(self.notes), "would_launch": not self.exit_code,
+                "exit_code": self.exit_code}
+
+    def lines(self) -> list[str]:
+        """The plan in words, one fact a line (the caller makes each line inert)."""
+        refused = [c for c in self.controls if c.reasons]
+        out = [f"{NOTHING} (`harness {self.command} --dry-run`)",
+               f"campaign  {self.campaign} ({self.campaign_file})",
+               f"runs dir  {self.runs_dir}",
+               f"lock      {self.lock}: " + ("free" if self.lock_holder is None else
+                                             f"held by {self.lock_holder}"),
+               f"seal      {self.seal.digest} ({count(len(self.seal.files), 'file')})",
+               f"approval  {approval_line(self.approval, self.approval_required)}",
+               *(f"note      {n}" for n in self.notes),
+               f"plan      {count(len(self.controls), 'control')}, in this order:"]
+        for i, c in enumerate(self.controls, 1):
+            times = f" ×{c.repeats}" if c.repeats > 1 else ""
+            out.append(f"  {i}. {c.control}{times}  [{c.device}]  image {c.image} "
+                       f"{c.image_id or '(not present with its pinned Id)'}")
+            out.append(f"     {shlex.join(c.argv)}")
+            out += [f"     would be refused: {r}" for r in c.reasons]
+        out.append(f"would refuse {len(refused)} of {count(len(self.controls), 'control')} "
+                   "(exit 1)" if refused else
+                   f"would launch {count(len(self.controls), 'control')} (exit 0)")
+        return out
+
+
+def placeholders(argv: list[str]) -> list[str]:
+    """Pure: the launching process's pid and start time (labels the orphan reaper reads)
+    as placeholders: they are the real launch's, not this dry run's."""
+    marks = {LAUNCHER_PID: "<pid>", LAUNCHER_STARTED: "<start time>"}
+    out = []
+    for arg in argv:
+        label, eq, _ = arg.partition("=")
+        out.append(f"{label}={marks[label]}" if eq and label in marks else arg)
+    return out
+
+
+def count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def approval_line(found: dict | None, required: bool) -> str:
+    """Pure: the approval the runs would run under, in words."""
+    if not required:
+        return "not required by the campaign"
+    if not found:
+        return "required, and none of this seal that the runs could run under (see below)"
+    return (f"{found.get('file')} (seal {found.get('seal')}, commit "
+            f"{str(found.get('commit') or '?')[:12]})")
+
+
+def lock_state(lock: Path) -> str | None:
+    """Who holds the GPU lock (one line), or None when it is free. A probe only."""
+    try:
+        if is_free(lock):
+            return None
+    except OSError as e:
+        return f"nobody known (the lock cannot be probed: {e.strerror or e})"
+    return describe_holder(read_holder(lock))
+
+
+def _context(loaded: Loaded, name: str, runs_dir: Path) -> RunContext:
+    """The run context a launch of `name` would have, its folder never made."""
+    control, control_file = loaded.controls[name]
+    run_id = f"{name}-{RUN_ID}"
+    return RunContext(loaded, control, control_file, run_id,  # type: ignore[arg-type]
+                      runs_dir / run_id, Reporter(io.StringIO()))
+
+
+def doctor_reasons(loaded: Loaded, name: str, runs_dir: Path) -> list[Reason]:
+    """What the doctor a night runs before each control would defer `name` for."""
+    failing = LocalExecutor(loaded, Reporter(io.StringIO()), lock_timeout=None).preflight(
+        name, runs_dir)
+    return [Reason(ENV_DOCTOR, f"the doctor would defer it: {line}") for line in failing]
+
+
+def plan_control(loaded: Loaded, name: str, repeats: int, runs_dir: Path, seal: SourceSeal,
+                 shared: list[Reason], *, doctor: bool = False) -> PlannedControl:
+    """The preflight's checks for one control (image, model pins, devices, GPU map), the
+    launch's mount checks, and the argv it would launch; `shared`: the campaign's own
+    reasons (approval, the lock's file system), which refuse every control; `doctor`: the
+    host check a night runs before each control, too."""
+    ctx = _context(loaded, name, runs_dir)
+    ctl = ctx.control
+    image_id, reasons = preflight.look_up_image(ctx)
+    if doctor:
+        reasons += doctor_reasons(loaded, name, runs_dir)
+    model_real, _, refused = preflight.hash_declared_model(ctx)
+    reasons = [*shared, *reasons, *refused,
+               *preflight.device_check(ctl.device, preflight.absent_devices(ctl.device))]
+    nodes, refused = preflight.render_nodes(ctl.device, os.environ)
+    reasons += refused
+    pinned = loaded.image_lock.images.get(ctl.image) if loaded.image_lock else None
+    shown_id = image_id or (pinned.id if pinned else "<no pinned image>")
+    ctx = replace(ctx, preflight=Preflight(seal=seal, image_id=shown_id,
+                                           model_real=model_real, render_nodes=nodes))
+    mounts, model, refused = launch.resolve_sources(ctx)
+    reasons += refused
+    try:
+        argv = placeholders(launch.build_vector(ctx, mounts, model).evidence()["argv"])
+    except HarnessError as e:  # an unsafe mount path, a bad render node: never launched
+        argv = []
+        reasons.append(Reason(e.rule or MOUNT_UNSAFE_PATH, e.message))
+    return PlannedControl(name, repeats, ctl.device, ctl.image, image_id, argv,
+                          tuple(reasons))
+
+
+def plan(loaded: Loaded, rows: list[tuple[str, int]], runs_dir: Path, *, command: str,
+         notes: tuple[str, ...] = (), doctor: bool = False) -> DryRun:
+    """Gather what `command` would do with `rows` (the plan's (control, repeat) rows);
+    `doctor`: also the host check a local night runs before each control."""
+    runs_dir = Path(os.path.abspath(runs_dir))
+    inputs = loaded.files()
+    seal = source_seal(loaded.project_dir, inputs)
+    approved, shared = approval.for_run(loaded, seal.digest, inputs, runs_dir)
+    warning, refused = preflight.lock_fs_check(fstype.lock_fs_problem(
+        str(loaded.lock_path), fstype.fs_type(loaded.lock_path),
+        fstype.under_slurm(os.environ)))
+    shared += refused
+    notes = (*notes, *([warning] if warning else []))
+    order: dict[str, int] = {}
+    for name, _ in rows:
+        order[name] = order.get(name, 0) + 1
+    controls = tuple(plan_control(loaded, name, n, runs_dir, seal, shared, doctor=doctor)
+                     for name, n in order.items())
+    holder = lock_state(loaded.lock_path)
+    if holder is not None:
+        notes = (*notes, f"the GPU lock is held: each launch would wait for it (up to "
+                         f"{loaded.campaign.lock_timeout:g} s)")
+    return DryRun(command, loaded.campaign.name, loaded.campaign_file, runs_dir,
+                  loaded.lock_path, holder, seal, approved, controls, notes,
+                  approval_required=loaded.campaign.require_approval)

@@ -1,0 +1,144 @@
+"""What a run was made from, kept in its folder: the one writer and the one reader of inputs/.
+
+A run's source seal records the sha256 of its campaign and control files; a reviewer
+holding only the run folder (or a bundle of it) could not see the YAML behind that digest.
+So preflight keeps, before the seal that covers them (layout.INPUTS):
+
+- `campaign.yaml`, `control.yaml`: the exact bytes the source seal hashed. They are read
+  ONCE here, bounded like the loader reads them, and written only when their sha256 is the
+  seal's for that file (`copy_problem`): a file swapped between the seal and the copy is
+  never kept as if it were the sealed one (the run is refused, SEAL-CHANGED, instead);
+- `resolved.json`: the campaign and the control as the loader resolved them (defaults
+  applied: what the run used), secret-looking values redacted;
+- `image.json`: the images.lock entry the run's image came from.
+
+The reader (`read_kept`, `kept_names`) is for sealed folders only: each file is opened
+beneath the run folder (no symlink followed anywhere), bounded, and must hash to what
+SHA256SUMS claims for it, so what `show` and `diff` print is what the seal vouches for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.base.atomic import write_bytes
+from harness.base.readfile import InputError, TooLarge, read_bounded, read_fd
+from harness.base.tree import open_beneath
+from harness.config.yamlsafe import MAX_BYTES as YAML_LIMIT
+from harness.measure.runfolder import layout, manifest
+
+SCHEMA = "harness.inputs/v1"
+IMAGE_SCHEMA = "harness.inputs.image/v1"
+# name -> the file under inputs/: what `harness show RUN --input NAME` prints
+KEPT = {"campaign": layout.INPUT_CAMPAIGN, "control": layout.INPUT_CONTROL,
+        "resolved": layout.INPUT_RESOLVED, "image": layout.INPUT_IMAGE}
+COPIED = ("campaign", "control")  # kept as their exact bytes; the other two are documents
+COPY_LIMIT = YAML_LIMIT  # the loader's own bound: a bigger file never loaded
+READ_LIMIT = 4 * YAML_LIMIT  # resolved.json holds both files' values, plus the lock entry
+NOT_KEPT = "not kept (run made before the harness kept its inputs)"
+
+
+# ---- writing, at preflight ------------------------------------------------------------------
+
+def read_copy(path: Path) -> tuple[bytes | None, str | None]:
+    """The bytes of an operator's input file, read once, bounded as the loader reads it
+    (regular files only; a link to one is followed, as the loader follows it); or why not."""
+    try:
+        return read_bounded(path, COPY_LIMIT, "input file", follow_symlinks=True), None
+    except InputError as e:
+        return None, e.message
+
+
+def copy_problem(label: str, sealed_hex: str | None, data: bytes | None,
+                 read_error: str | None = None) -> str | None:
+    """Pure: why these bytes may not be kept as the sealed file `label`: unreadable, not in
+    the seal, or not the bytes it hashed (changed between the seal and the copy)."""
+    if data is None:
+        return f"{label}: could not be read again to keep a copy ({read_error})"
+    if sealed_hex is None:
+        return f"{label}: not in the run's source seal, so no copy of it can be vouched for"
+    got = hashlib.sha256(data).hexdigest()
+    if got != sealed_hex:
+        return (f"{label}: changed between the source seal (sha256 {sealed_hex[:12]}) and "
+                f"the copy kept in {layout.INPUTS}/ (sha256 {got[:12]})")
+    return None
+
+
+def _write(run_dir: Path, rel: str, data: bytes) -> None:
+    (run_dir / layout.INPUTS).mkdir(mode=0o755, exist_ok=True)
+    write_bytes(run_dir / rel, data, exclusive=True)  # atomic; evidence is append-only
+
+
+def document_bytes(doc: Any) -> bytes:
+    """Pure: a kept JSON document as written (sorted keys, ASCII: every value inert)."""
+    return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode()
+
+
+def write_copy(run_dir: Path, name: str, data: bytes) -> str:
+    """Keep `data` as inputs/<name>.yaml; returns the file's name in the run folder."""
+    _write(run_dir, KEPT[name], data)
+    return KEPT[name]
+
+
+def write_document(run_dir: Path, name: str, doc: Any) -> str:
+    _write(run_dir, KEPT[name], document_bytes(doc))
+    return KEPT[name]
+
+
+# ---- reading a sealed run folder ------------------------------------------------------------
+
+def has_inputs(run_dir: Path) -> bool:
+    """Whether the run kept its inputs at all (older runs have no inputs/)."""
+    folder = Path(run_dir) / layout.INPUTS
+    return folder.is_dir() and not folder.is_symlink()
+
+
+def read_kept(run_dir: Path, name: str, claims: dict[str, str] | None = None
+              ) -> tuple[bytes | None, str | None]:
+    """(the bytes of inputs/<name> as sealed, None) or (None, why not): not kept, unreadable,
+    over its bound, or not the bytes SHA256SUMS vouches for. `claims`: the manifest's
+    name -> hex, when the caller has loaded it already."""
+    rel = KEPT[name]
+    run_dir = Path(run_dir)
+    if not os.path.lexists(run_dir / rel):
+        return None, (NOT_KEPT if not has_inputs(run_dir) else f"{rel} was not kept")
+    try:
+        claims = claims if claims is not None else dict(manifest.load(run_dir / layout.SUMS)[0])
+        fd = open_beneath(run_dir, rel)
+        try:
+            data = read_fd(fd, READ_LIMIT)
+        finally:
+            os.close(fd)
+    except (OSError, InputError, TooLarge) as e:
+        return None, f"{rel}: cannot be read ({getattr(e, 'message', None) or e})"[:500]
+    if rel not in claims or hashlib.sha256(data).hexdigest() != claims[rel]:
+        return None, f"{rel} is not the file the run's seal vouches for"
+    return data, None
+
+
+def read_kept_json(run_dir: Path, name: str, claims: dict[str, str] | None = None
+                   ) -> tuple[Any, str | None]:
+    """A kept JSON document (`resolved`, `image`), parsed; or None and why not."""
+    data, why = read_kept(run_dir, name, claims)
+    if data is None:
+        return None, why
+    try:
+        return json.loads(data.decode("utf-8")), None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        return None, f"{KEPT[name]} is not valid JSON ({type(e).__name__})"
+
+
+def kept_digests(run_dir: Path) -> dict[str, str] | None:
+    """name -> sha256 hex of each kept input, as SHA256SUMS records them; None when the
+    run kept none (older runs) or its manifest cannot be read."""
+    if not has_inputs(run_dir):
+        return None
+    try:
+        claims = dict(manifest.load(Path(run_dir) / layout.SUMS)[0])
+    except (OSError, InputError):
+        return None
+    return {name: claims[rel] for name, rel in KEPT.items() if rel in claims}

@@ -1,0 +1,200 @@
+"""What a bundle holds, said per run: the line `bundle verify` prints for each run, and the
+`index.html` and `README.txt` at the top of every bag a reviewer opens first.
+
+A reviewer who unpacks a bundle sees folders named by run id; these say which run is
+which (status, control, the approval it ran under and who gave it, which attempt a later
+rerun superseded), link each night's summary and each run folder, and say how to check
+the bundle offline. Everything here comes from the runs' own records, which are hostile:
+every value is made inert (`harness.readers.report.inert`: one line, no controls,
+bounded) and, in HTML, escaped; the page has no script and fetches nothing. Pure
+functions of the runs, so a bundle stays byte-for-byte reproducible.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import asdict, dataclass
+from urllib.parse import quote
+
+from harness.judge.approval.record import parse
+from harness.readers.bundle.facts import RunFacts
+from harness.readers.bundle.places import folder_name
+from harness.readers.report.inert import inert
+
+INDEX_HTML = "index.html"
+README = "README.txt"
+VALUE_CHARS = 200  # a run id, a control name, a reviewer: far shorter than this
+SUMMARY = "summary.html"
+VERIFY_DOC = "docs/bundles.md, section \"Verifying without the harness\""
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """One run of a bundle, as its listing shows it."""
+
+    run_id: str
+    folder: str  # data/<run-id>
+    status: str
+    campaign: str
+    control: str
+    attempt: str
+    rerun_of: str  # the run this one reran ("" when none)
+    superseded_by: str  # the newest rerun of this run in the bag ("" when none)
+    reviewer: str  # of the approval the run ran under ("" when none)
+    commit: str  # the commit the approval reviewed
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        """`bundle verify`'s line: status, control, approval, superseded, all inert."""
+        said = [self.status or "no status", f"control {self.control or '?'}"]
+        if self.reviewer or self.commit:
+            said.append(f"approved by {self.reviewer or '?'} (commit {self.commit[:12] or '?'})")
+        if self.rerun_of:
+            said.append(f"rerun of {self.rerun_of}")
+        if self.superseded_by:
+            said.append(f"superseded by rerun {self.superseded_by}")
+        return f"run {self.run_id}: " + ", ".join(said)
+
+
+def _text(value: object) -> str:
+    return "" if value is None else inert(value, VALUE_CHARS)
+
+
+def _rerun_of(run: RunFacts) -> str:
+    link = run.get("rerun_of")
+    return _text(link.get("run_id")) if isinstance(link, dict) else ""
+
+
+def _approval_name(run: RunFacts) -> str:
+    file = run.get("approval", "file")
+    return file.rsplit("/", 1)[-1] if isinstance(file, str) else ""
+
+
+def _newest(candidates: list[RunFacts]) -> str:
+    """The latest rerun among `candidates` (by attempt, then creation time)."""
+    def key(r: RunFacts) -> tuple[int, str]:
+        attempt = r.get("attempt")
+        return (attempt if isinstance(attempt, int) else 0, str(r.get("times", "created")))
+    return _text(max(candidates, key=key).run_id)
+
+
+def run_lines(runs: list[RunFacts], approvals: dict[str, dict]) -> list[RunLine]:
+    """A line per run, in folder order. `approvals`: the carried approval documents by file
+    name (the reviewer and commit come from there; the run's own record names the commit
+    too). A run is superseded by the newest run in the bag that names it as `rerun_of`."""
+    reruns: dict[str, list[RunFacts]] = {}
+    for run in runs:
+        link = run.get("rerun_of")
+        if isinstance(link, dict) and isinstance(link.get("run_id"), str):
+            reruns.setdefault(link["run_id"], []).append(run)
+    out = []
+    for run in sorted(runs, key=lambda r: r.folder):
+        doc = approvals.get(_approval_name(run), {}) if run.get("approval") else {}
+        git = doc.get("git") if isinstance(doc.get("git"), dict) else {}
+        commit = git.get("commit") or run.get("approval", "commit")
+        out.append(RunLine(
+            run_id=_text(run.run_id), folder=_text(run.folder), status=_text(run.get("status")),
+            campaign=_text(run.get("campaign", "name")), control=_text(run.get("control", "name")),
+            attempt=_text(run.get("attempt")), rerun_of=_rerun_of(run),
+            superseded_by=_newest(reruns[run.run_id]) if run.run_id in reruns else "",
+            reviewer=_text(doc.get("reviewer")) if run.get("approval") else "",
+            commit=_text(commit) if run.get("approval") else ""))
+    return out
+
+
+def approval_docs(tags: dict[str, bytes]) -> dict[str, dict]:
+    """The carried approvals ({tag path: bytes}) as documents by file name; one that is not
+    strict JSON is left out (verify names it; the listing just shows no reviewer)."""
+    out = {}
+    for tag, data in tags.items():
+        if tag.endswith(".json"):
+            try:
+                out[tag.rsplit("/", 1)[-1]] = parse(data)
+            except ValueError:
+                continue
+    return out
+
+
+def _href(path: str) -> str:
+    return html.escape(quote(path), quote=True)
+
+
+def _cell(value: str) -> str:
+    return f"<td>{html.escape(value)}</td>"
+
+
+def _row(line: RunLine) -> str:
+    folder = f"{line.folder}/"
+    approval = f"{line.reviewer} ({line.commit[:12]})" if line.reviewer or line.commit else ""
+    note = f"superseded by rerun {line.superseded_by}" if line.superseded_by else ""
+    return ("<tr>"
+            f'<td><a href="{_href(folder)}">{html.escape(line.run_id)}</a></td>'
+            + _cell(line.campaign) + _cell(line.control) + _cell(line.status)
+            + _cell(approval) + _cell(note)
+            + f'<td><a href="{_href(folder + "run.json")}">run.json</a></td></tr>')
+
+
+STYLE = ("body{font-family:sans-serif;max-width:72rem;margin:1rem auto;padding:0 1rem}"
+         "table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;"
+         "padding:.2rem .4rem;text-align:left;overflow-wrap:anywhere}code,pre{font-size:90%}"
+         "pre{white-space:pre-wrap}")
+
+
+def index_html(top: str, lines: list[RunLine], nights: list[str]) -> str:
+    """The bag's index.html: what it is, its nights' summaries, its runs, how to verify.
+    `nights`: the night folders under data/ (data/nights/<night>). No script, no fetch."""
+    night_items = "".join(
+        f'<li><a href="{_href(f"{n}/{SUMMARY}")}">{html.escape(_text(folder_name(n)))}</a>'
+        f" (<code>{html.escape(_text(n))}/</code>)</li>" for n in nights) or "<li>none</li>"
+    rows = "".join(_row(line) for line in lines)
+    steps = "".join(f"<li>{html.escape(step)}</li>" for step in _verify_steps(top))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        'style-src \'unsafe-inline\'">\n'
+        f"<title>{html.escape(top)}</title><style>{STYLE}</style></head><body>\n"
+        f"<h1>Evidence bundle {html.escape(top)}</h1>\n"
+        f"<p>{html.escape(_ABOUT)}</p>\n"
+        f"<h2>Nights</h2><ul>{night_items}</ul>\n"
+        f"<h2>Runs ({len(lines)})</h2><table><thead><tr><th>run</th><th>campaign</th>"
+        "<th>control</th><th>status</th><th>approval (reviewer, commit)</th><th>note</th>"
+        f"<th>record</th></tr></thead><tbody>{rows}</tbody></table>\n"
+        f"<h2>Verify it offline</h2><ol>{steps}</ol>\n</body></html>\n")
+
+
+_ABOUT = ("A BagIt bag of sealed GPU run folders made by the harness: each run folder is "
+          "under data/<run-id>/ byte for byte with the SHA256SUMS it was sealed with, each "
+          "night under data/nights/<night>/ (its summary links the runs), and the bag's "
+          "manifests, an in-toto statement and optionally an SSH signature cover every file. "
+          "This page and README.txt are made from the runs' own records and are covered by "
+          "tagmanifest-sha256.txt: trust them only once the bundle verifies.")
+
+
+def _verify_steps(top: str) -> list[str]:
+    return [
+        "Compare the bundle file's sha256 (sha256sum FILE) with the one its sender gave "
+        "you by another channel: bundle export prints it.",
+        "With the harness: harness bundle verify FILE --allowed-signers allowed_signers "
+        "[--reviewers reviewers]; it prints one line per run, then OK (exit 0) or each "
+        "problem as FAIL (exit 1).",
+        "Without it (coreutils, tar, awk and OpenSSH's ssh-keygen): paste the recipe of "
+        f"{VERIFY_DOC}, taken from the harness's own documentation, never from a bundle: "
+        "a recipe carried in the bag could be the forger's.",
+        f"In short, in {top}/: ssh-keygen -Y verify -n harness-evidence over "
+        "tagmanifest-sha256.txt (signed bundles), sha256sum -c tagmanifest-sha256.txt, "
+        "sha256sum -c manifest-sha256.txt, and in each run folder sha256sum -c SHA256SUMS; "
+        "each approval's .sig in metadata/approvals/ with -n harness-approval@v1.",
+    ]
+
+
+def readme_text(top: str, lines: list[RunLine], nights: list[str]) -> str:
+    """The bag's README.txt: the same as index.html, as plain text."""
+    out = [f"Evidence bundle {top}", "", _ABOUT, "", "Nights (open summary.html):"]
+    out += [f"  {_text(n)}/{SUMMARY}" for n in nights] or ["  none"]
+    out += ["", f"Runs ({len(lines)}), each in its folder:"]
+    out += [f"  {line}\n    {line.folder}/" for line in lines]
+    out += ["", "Verify it offline:"]
+    out += [f"  {i}. {step}" for i, step in enumerate(_verify_steps(top), 1)]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,54 @@
+"""The bundle file as it arrived: opened once, never through a link, and its sha256.
+
+`bundle verify`, `merge` and `collect` each judge the very bytes they hash: the archive is
+unpacked from the same open file whose digest they print or record, whatever is renamed
+onto its path meanwhile; `export` prints the digest of the file it wrote. The digest is
+what a sender gives a reviewer out of band (`sha256sum FILE` says the same).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.base.errors import InvalidInput
+from harness.readers.bundle.sums import one_line
+
+DIGEST_CHUNK = 1 << 20
+
+
+def file_sha256(fh: BinaryIO) -> str:
+    """sha256 hex of a whole open file, read in chunks from its start (the bundle as it
+    arrived); the file is left at its start again."""
+    digest = hashlib.sha256()
+    fh.seek(0)
+    while block := fh.read(DIGEST_CHUNK):
+        digest.update(block)
+    fh.seek(0)
+    return digest.hexdigest()
+
+
+@contextmanager
+def open_archive(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+    """The bundle file `path`, opened once (a symlink is never followed, a FIFO never waited
+    on), and the sha256 of its bytes. What is unpacked is read from this same open file, so
+    the digest said or recorded is that of the bytes judged, whatever is renamed onto `path`
+    meanwhile. InvalidInput (exit 2) for anything but a regular file."""
+    shown = one_line(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        why = "is a symlink; give the bundle itself" if os.path.islink(path) else \
+            f"cannot open: {e.strerror or e}"
+        raise InvalidInput(f"{shown}: {why}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{shown}: not a regular file")
+        yield fh, file_sha256(fh)
+
+

@@ -1,0 +1,208 @@
+"""`harness ls`: one row per run folder in a runs dir, newest first, like `docker ps -a`.
+
+Fast over a thousand runs: each folder costs two bounded reads (run.json and SHA256SUMS)
+and one hash of run.json against its seal's claim, never a re-hash of the whole folder
+(`harness verify` does that). Nothing is hidden: a folder with no seal is listed
+`unsealed` (a run in progress, or one a killed harness left), one whose run.json cannot be
+read `unreadable`, and one whose run.json is not the file its seal vouches for
+`not-intact`; every other row shows the status its sealed run.json records.
+
+Reading (`read_rows`) is a thin shell over pure parts: `row_of` (one folder's bytes), `mark_reruns`
+(links from reruns.jsonl and each record's `rerun_of`), `select` (the filters) and
+`render` (the table; every value from a run folder through `inert`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import InvalidInput
+from harness.base.readfile import InputError, read_bounded
+from harness.base.timeutil import parse_or_none
+from harness.measure.runfolder import manifest, record
+from harness.measure.runfolder.layout import RECORD, SUMS
+from harness.measure.runfolder.refs import newest_first, run_names, run_parts
+from harness.measure.runfolder.reruns import INDEX, INDEX_LIMIT, fold_index
+from harness.readers.report.inert import inert
+
+UNSEALED = "unsealed"  # no SHA256SUMS: running, or left by a killed harness
+UNREADABLE = "unreadable"  # run.json missing, too big, not JSON or not a record
+NOT_INTACT = "not-intact"  # run.json is not the bytes its SHA256SUMS vouches for
+LISTING_WORDS = (UNSEALED, UNREADABLE, NOT_INTACT)
+RECORD_READ_LIMIT = 1024 * 1024  # a run.json is a few KiB; a bigger one is not listed as read
+SUMS_READ_LIMIT = 4 * 1024 * 1024
+CELL = 80  # the widest a table cell gets
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One run folder as `ls` shows it (every text from the folder, not yet made inert)."""
+
+    run_id: str
+    status: str
+    control: str | None = None
+    campaign: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    attempt: int | None = None
+    rerun_of: str | None = None
+    superseded_by: str | None = None
+    path: str = ""
+
+    def stamp(self) -> str:
+        """The UTC stamp in the run id (what `newest first` sorts by)."""
+        parts = run_parts(self.run_id)
+        return parts[1] if parts else ""
+
+    def duration_s(self) -> float | None:
+        start, end = parse_or_none(self.started), parse_or_none(self.ended)
+        return None if start is None or end is None else (end - start).total_seconds()
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "duration_s": self.duration_s()}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def row_of(name: str, path: str, record_bytes: bytes | None, sums_bytes: bytes | None) -> Listed:
+    """One folder's row from its run.json and SHA256SUMS bytes (None: absent or unreadable).
+    Pure."""
+    control = run_parts(name)[0] if run_parts(name) else None
+    if record_bytes is None:
+        return Listed(name, UNSEALED if sums_bytes is None else UNREADABLE, control, path=path)
+    try:
+        rec = record.from_dict(record.parse(record_bytes, f"{name}/{RECORD}"))
+    except (InvalidInput, ValueError, TypeError, AttributeError):  # hostile or damaged
+        return Listed(name, UNREADABLE, control, path=path)
+    times = rec.times if isinstance(rec.times, dict) else {}
+    of = rec.rerun_of.get("run_id") if isinstance(rec.rerun_of, dict) else None
+    row = Listed(name, str(rec.status) if rec.status else UNREADABLE,
+              _text((rec.control or {}).get("name")) or control,
+              _text((rec.campaign or {}).get("name")), _text(times.get("started")),
+              _text(times.get("ended")), rec.attempt, _text(of), path=path)
+    if sums_bytes is None:
+        return replace(row, status=UNSEALED)
+    claims = dict(manifest.parse(sums_bytes)[0])
+    if claims.get(RECORD) != hashlib.sha256(record_bytes).hexdigest():
+        return replace(row, status=NOT_INTACT)
+    return row
+
+
+def mark_reruns(rows: Sequence[Listed], index_lines: Sequence[str]) -> list[Listed]:
+    """Each row with the rerun it was superseded by (its newest rerun, from reruns.jsonl)
+    and the run it reruns (its record's rerun_of, else the index). Pure."""
+    folded = fold_index(list(index_lines))
+    later: dict[str, tuple[str, str]] = {}
+    earlier: dict[str, str] = {}
+    for rerun_id, entry in folded.items():
+        original = entry.get("original")
+        orig_id = original.get("run_id") if isinstance(original, dict) else None
+        if isinstance(orig_id, str):
+            at = str(entry.get("at") or "")
+            if orig_id not in later or later[orig_id][0] <= at:
+                later[orig_id] = (at, rerun_id)
+            earlier[rerun_id] = orig_id
+    return [replace(r, superseded_by=later.get(r.run_id, ("", r.superseded_by))[1],
+                    rerun_of=r.rerun_of or earlier.get(r.run_id)) for r in rows]
+
+
+def select(rows: Sequence[Listed], *, campaign: str | None = None, control: str | None = None,
+           status: Sequence[str] = (), since: datetime | None = None,
+           last: int | None = None) -> list[Listed]:
+    """The rows the filters keep, newest first (at most `last`). Pure."""
+    ordered = sorted(rows, key=lambda r: (r.stamp(), r.run_id), reverse=True)
+    kept = [r for r in ordered
+            if (campaign is None or r.campaign == campaign)
+            and (control is None or r.control == control)
+            and (not status or r.status in status)
+            and (since is None or _after(_started(r), since))]
+    return kept[:last] if last is not None else kept
+
+
+def _after(at: datetime | None, since: datetime) -> bool:
+    return at is not None and at >= since
+
+
+def _started(row: Listed) -> datetime | None:
+    at = parse_or_none(row.started)
+    if at is not None:
+        return at
+    stamp = row.stamp()  # an unreadable row still has the time its id was minted
+    return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC) if stamp else None
+
+
+def age(at: datetime | None, now: datetime) -> str:
+    """"3m ago", "2h ago", "4d ago" (docker's way), or "-"."""
+    if at is None:
+        return "-"
+    s = max(0, int((now - at).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit} ago"
+    return f"{s}s ago"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+HEADER = ("RUN ID", "CONTROL", "CAMPAIGN", "STATUS", "STARTED", "DURATION", "ATTEMPT",
+          "RERUN")
+
+
+def cells(row: Listed, now: datetime) -> tuple[str, ...]:
+    """One row's table cells, each inert and bounded. Pure."""
+    marks = []
+    if row.rerun_of:
+        marks.append(f"rerun of {row.rerun_of}")
+    if row.superseded_by:
+        marks.append(f"superseded by {row.superseded_by}")
+    values = (row.run_id, row.control or "-", row.campaign or "-", row.status,
+              age(_started(row), now), duration(row.duration_s()),
+              "-" if row.attempt is None else str(row.attempt), "; ".join(marks) or "-")
+    return tuple(inert(v, CELL) for v in values)
+
+
+def render(rows: Sequence[Listed], now: datetime) -> list[str]:
+    """The table: a header and one line per row, columns padded as `docker ps` does."""
+    table = [HEADER, *(cells(r, now) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
+    return ["   ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+            for line in table]
+
+
+def as_json(rows: Sequence[Listed]) -> str:
+    """The rows as one JSON list (ASCII only: no control character reaches a terminal)."""
+    return json.dumps([r.as_json() for r in rows], indent=2, sort_keys=True, ensure_ascii=True)
+
+
+def _bytes(path: Path, limit: int) -> bytes | None:
+    try:
+        return read_bounded(path, limit, what="run file")
+    except InputError:
+        return None
+
+
+def read_rows(runs_dir: Path) -> list[Listed]:
+    """Every run folder of `runs_dir` as a row, linked to its reruns (OSError when the
+    runs dir itself cannot be read)."""
+    rows = []
+    for name in newest_first(run_names(runs_dir)):
+        folder = Path(runs_dir) / name
+        rows.append(row_of(name, str(folder), _bytes(folder / RECORD, RECORD_READ_LIMIT),
+                           _bytes(folder / SUMS, SUMS_READ_LIMIT)))
+    index = _bytes(Path(runs_dir) / INDEX, INDEX_LIMIT)
+    lines = index.decode("utf-8", "replace").splitlines() if index else []
+    return mark_reruns(rows, lines)

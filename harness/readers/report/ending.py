@@ -1,0 +1,61 @@
+"""The lines a night (or a rerun of one of its runs) ends with: its headline per control,
+both summary files, and the next steps.
+
+The headline is the one the morning summary computed (summary.json, written a moment
+before, read back bounded), so the terminal and the report never count differently.
+`end_lines` is pure over that document; `night_end_lines` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.base.readfile import InputError, read_bounded
+from harness.base.states import Status
+from harness.readers.report.inert import inert
+
+SUMMARY_JSON = "summary.json"
+SUMMARY_LIMIT = 64 * 1024 * 1024
+
+
+def to_rerun(summary: Mapping[str, Any]) -> int:
+    """How many controls `rerun --failed` would take: newest attempts that did not end
+    accepted and have a run folder (a planned or deferred slot has none)."""
+    runs = summary.get("runs") if isinstance(summary.get("runs"), list) else []
+    return sum(1 for e in runs if isinstance(e, dict) and not e.get("superseded_by")
+               and e.get("run_id") and e.get("status") != Status.ACCEPTED
+               and e.get("status") in tuple(Status))
+
+
+def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, Any] | None,
+              ) -> list[str]:
+    """`controls: …`, `summary: …` for each file written, and `next: …` commands. Pure."""
+    out = []
+    if summary and isinstance(summary.get("headline"), str):
+        out.append(f"controls: {inert(summary['headline'], 400)}")
+    out += [f"summary: {p}" for p in written if p.suffix in (".md", ".html")]
+    where = shlex.quote(str(night_dir))
+    if summary and (n := to_rerun(summary)):
+        word = "control" if n == 1 else "controls"
+        out.append(f"next: harness rerun --failed {where} --reason WHY   ({n} {word} to "
+                   "rerun once fixed)")
+    if written:
+        out.append(f"next: harness report {where}")
+    return out
+
+
+def night_end_lines(night_dir: Path, written: Sequence[Path]) -> list[str]:
+    """`end_lines` with the night's summary.json (None when it was not written)."""
+    summary = None
+    if any(p.name == SUMMARY_JSON for p in written):
+        try:
+            doc = json.loads(read_bounded(Path(night_dir) / SUMMARY_JSON, SUMMARY_LIMIT,
+                                          what=SUMMARY_JSON))
+            summary = doc if isinstance(doc, dict) else None
+        except (InputError, ValueError, RecursionError):
+            summary = None
+    return end_lines(Path(night_dir), written, summary)

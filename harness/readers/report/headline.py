@@ -1,0 +1,140 @@
+"""The morning headline: how the night's CONTROLS ended, not how many attempts it took.
+
+A night's rows are attempts: the plan's first try of each control, a retry after an
+interruption, an operator's rerun (`harness rerun`, which adds its row to the original's
+night whenever it runs, so a rerun made days later still counts in the night it repeats).
+Counting rows says "3 accepted, 1 refused" when all three controls ended accepted after a
+rerun; the reader wants "3/3 controls accepted (1 after rerun)", and the refused attempt
+marked as superseded by the rerun that replaced it.
+
+Pure: entries in (the summary's run entries, harness.readers.report.summary), a tally
+out. A slot is one plan index of the journal; attempts without one (a night folder with no
+journal) are tied to their slot by their `rerun_of` run id and by the rerun index's links
+(RUNS_DIR/reruns.jsonl, `links`: rerun run id -> original run id). The newest attempt of a
+slot speaks for its control; every older attempt is superseded by the one after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.base.states import Status
+
+RERUN = "rerun"
+RETRY = "retry"
+
+
+def _slots(entries: Sequence[Mapping[str, Any]], links: Mapping[str, str]) -> list[list[int]]:
+    """Indices of `entries` grouped by slot, each group oldest attempt first, groups in
+    the order of their first entry. Union-find over plan index and rerun links."""
+    parent = list(range(len(entries)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(a: int, b: int) -> None:
+        parent[find(a)] = find(b)
+
+    by_plan: dict[int, int] = {}
+    by_run: dict[str, int] = {}
+    for i, e in enumerate(entries):
+        if isinstance(e.get("plan_index"), int):
+            join(i, by_plan.setdefault(e["plan_index"], i))
+        if e.get("run_id"):
+            by_run.setdefault(e["run_id"], i)
+    for i, e in enumerate(entries):
+        original = e.get("rerun_of") or links.get(e.get("run_id") or "")
+        if original in by_run:
+            join(i, by_run[original])
+    groups: dict[int, list[int]] = {}
+    for i in range(len(entries)):
+        groups.setdefault(find(i), []).append(i)
+
+    def order(i: int) -> tuple[int, int]:
+        attempt = entries[i].get("attempt")
+        return (attempt if isinstance(attempt, int) else 0, i)
+
+    return sorted((sorted(g, key=order) for g in groups.values()), key=min)
+
+
+def _how(entry: Mapping[str, Any]) -> str:
+    """How an attempt after the first came to be: an operator's rerun or a retry."""
+    return RETRY if entry.get("origin") == RETRY else RERUN
+
+
+def _successor(entries: Sequence[Mapping[str, Any]], group: list[int], pos: int) -> str:
+    """What supersedes attempt `group[pos]`: the attempt that names it as its original,
+    else the next one in the slot; its run id, or `attempt N` before it has one."""
+    mine = entries[group[pos]].get("run_id")
+    later = group[pos + 1:]
+    named = [i for i in later if mine and entries[i].get("rerun_of") == mine]
+    nxt = entries[(named or later)[0]]
+    return nxt.get("run_id") or f"attempt {nxt.get('attempt') or '?'}"
+
+
+def tally(entries: Sequence[Mapping[str, Any]],
+          links: Mapping[str, str] | None = None) -> dict:
+    """Per slot its final attempt, and the counts the headline says.
+
+    Returns {"controls": N, "final": {status: n}, "after": {status: {"rerun": n,
+    "retry": n}}, "attempts": {status: n}, "superseded": {entry index: by}, "finals":
+    [entry index]}; `by` is the superseding run id (or `attempt N`)."""
+    slots = _slots(entries, links or {})
+    final: dict[str, int] = {}
+    after: dict[str, dict[str, int]] = {}
+    superseded: dict[int, str] = {}
+    for group in slots:
+        last = entries[group[-1]]
+        status = str(last.get("status") or "unknown")
+        final[status] = final.get(status, 0) + 1
+        if len(group) > 1:
+            kinds = after.setdefault(status, {})
+            kinds[_how(last)] = kinds.get(_how(last), 0) + 1
+        for pos in range(len(group) - 1):
+            superseded[group[pos]] = _successor(entries, group, pos)
+    attempts: dict[str, int] = {}
+    for e in entries:
+        s = str(e.get("status") or "unknown")
+        attempts[s] = attempts.get(s, 0) + 1
+    return {"controls": len(slots), "final": _accepted_first(final),
+            "after": after, "attempts": _accepted_first(attempts),
+            "superseded": superseded, "finals": [g[-1] for g in slots]}
+
+
+def _accepted_first(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (kv[0] != Status.ACCEPTED, kv[0])))
+
+
+def _after_text(kinds: Mapping[str, int] | None) -> str:
+    """` (1 after rerun, 1 after retry)`, or nothing when every control ran once."""
+    if not kinds:
+        return ""
+    parts = [f"{kinds[k]} after {k}" for k in (RERUN, RETRY) if kinds.get(k)]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def headline(t: Mapping[str, Any]) -> str:
+    """`3/3 controls accepted (1 after rerun)`; other ends after it:
+    `2/3 controls accepted; 1 refused (1 after rerun)`. Status words come from the
+    entries (already inert text)."""
+    total = t["controls"]
+    if not total:
+        return "no controls"
+    noun = "control" if total == 1 else "controls"
+    accepted = t["final"].get(Status.ACCEPTED, 0)
+    text = f"{accepted}/{total} {noun} accepted" + _after_text(t["after"].get(Status.ACCEPTED))
+    rest = [f"{n} {s}{_after_text(t['after'].get(s))}" for s, n in t["final"].items()
+            if s != Status.ACCEPTED]
+    return "; ".join([text, ", ".join(rest)]) if rest else text
+
+
+def attempts_text(t: Mapping[str, Any]) -> str:
+    """`3 accepted, 1 refused (1 superseded)`: what the rows say, for those who count runs
+    (the perf log, the GPU hours)."""
+    counts = ", ".join(f"{c} {s}" for s, c in t["attempts"].items())
+    sup = len(t["superseded"])
+    return (counts + (f" ({sup} superseded)" if sup else "")) if counts else "no runs"

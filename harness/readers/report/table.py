@@ -1,0 +1,107 @@
+"""The morning summary as a terminal reads it: fixed columns like `sacct`, then what to do.
+
+The Markdown form has sixteen columns and escapes for a renderer; on a terminal that is
+noise. This form keeps the columns a person scans first (row, control, attempt, status,
+duration, lock wait, exit code, the KV cache when some run has one, and a note), each of
+a bounded width so a hostile or long value cannot push the table apart, then one block
+per row that did not end accepted: its reasons, Gate-0 values and the commands to go on.
+Every value arrives inert (harness.readers.report.summary built it); here it is only cut.
+
+Pure: a summary and a width in, text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.base.states import Status
+from harness.readers.report.format import figure_text
+from harness.readers.report.inert import inert
+from harness.readers.report.steps import gate0_lines
+from harness.readers.report.summary import counts_text, link_text, status_text
+
+MIN_WIDTH, MAX_WIDTH = 60, 200
+NOTE_MIN = 16
+DETAIL_CHARS = 400  # a detail line (a reason, a Gate-0 value) is cut past this
+# (heading, width, right-aligned); the note column takes the width that is left
+COLUMNS = (("#", 3, True), ("CONTROL", 22, False), ("ATT", 3, True), ("STATUS", 11, False),
+           ("DURATION", 8, True), ("LOCK WAIT", 9, True), ("EXIT", 4, True))
+KV = ("KV CACHE", 10, True)
+
+
+def cut(text: Any, width: int) -> str:
+    """`text` in at most `width` characters, `…` where it was cut."""
+    value = inert(text, 4 * MAX_WIDTH) if not isinstance(text, str) else text
+    return value if len(value) <= width else value[: max(width - 1, 0)] + "…"
+
+
+def _cell(text: Any, width: int, right: bool) -> str:
+    value = cut("" if text is None else str(text), width)
+    return value.rjust(width) if right else value.ljust(width)
+
+
+def _note(e: Mapping[str, Any]) -> str:
+    if e.get("superseded_by"):
+        return f"superseded by {e['superseded_by']}"
+    if e.get("reasons"):
+        return "; ".join(e["reasons"])
+    return link_text(e)
+
+
+def _values(e: Mapping[str, Any], kv: bool) -> list[Any]:
+    values = [e.get("number"), e["control"], e["attempt"] or "",
+              e["status"] if not e.get("superseded_by") else f"({e['status']})",
+              figure_text("duration_s", e.get("duration_s")),
+              figure_text("lock_wait_s", e.get("lock_wait_s")),
+              figure_text("exit_code", e.get("exit_code"))]
+    if kv:
+        values.append(figure_text("kv_cache_gib", e["metrics"].get("kv_cache_gib")))
+    return values
+
+
+def table_lines(runs: Sequence[Mapping[str, Any]], width: int) -> list[str]:
+    """The fixed-column table, `width` characters at most per line."""
+    width = min(max(width, MIN_WIDTH), MAX_WIDTH)
+    kv = any(e["metrics"].get("kv_cache_gib") is not None for e in runs)
+    columns = [*COLUMNS, KV] if kv else list(COLUMNS)
+    used = sum(w for _, w, _ in columns) + 2 * len(columns)
+    note = max(width - used, NOTE_MIN)
+    head = "  ".join(_cell(h, w, r) for h, w, r in columns) + "  NOTE"
+    out = [head.rstrip()]
+    for e in runs:
+        cells = [_cell(v, w, r) for v, (_, w, r) in zip(_values(e, kv), columns, strict=True)]
+        out.append(("  ".join(cells) + "  " + cut(_note(e), note)).rstrip())
+    return out
+
+
+def _detail(e: Mapping[str, Any]) -> list[str]:
+    """A row that did not end accepted, in full: reasons, Gate 0, links, commands."""
+    head = (f"row {e.get('number')}: {e['control']} attempt {e['attempt'] or '?'}, "
+            f"{status_text(e)}")
+    lines = [cut(head, DETAIL_CHARS)]
+    if e.get("superseded_by"):  # replaced: only how to compare it with what replaced it
+        return lines + [f"  next: {cmd}" for cmd in e.get("next", [])]
+    lines += [f"  {cut(r, DETAIL_CHARS)}" for r in e.get("reasons", [])]
+    lines += [f"  Gate 0 {cut(g, DETAIL_CHARS)}" for g in gate0_lines(e.get("gate0") or [])]
+    if e.get("run_id"):
+        lines.append(f"  run: {e['path'] or e['run_dir'] or e['run_id']}")
+    lines += [f"  next: {cmd}" for cmd in e.get("next", [])]
+    return lines
+
+
+def render_table(summary: Mapping[str, Any], width: int = 100) -> str:
+    """The whole terminal form: the night, its headline, the table, the rows to act on."""
+    night = summary["night"]
+    title = f"Night {night.get('name') or '?'}"
+    if night.get("campaign"):
+        title += f" ({night['campaign']})"
+    lines = [cut(title, MAX_WIDTH), cut(summary.get("headline") or "", MAX_WIDTH),
+             cut(f"attempts: {counts_text(summary)}", MAX_WIDTH), ""]
+    lines += table_lines(summary["runs"], width)
+    todo = [e for e in summary["runs"] if e["status"] != Status.ACCEPTED]
+    for e in todo:
+        lines += ["", *_detail(e)]
+    where = night.get("dir") or "NIGHT_DIR"
+    lines += ["", f"full report: harness report {where} --format md (or -o FILE.html)"]
+    return "\n".join(lines) + "\n"
