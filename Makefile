@@ -88,6 +88,8 @@ demo: image
 	echo "The refused run is on purpose: rehearsal-gate0 reproduces the seed's Gate-0 case"; \
 	echo "(a second engine-core pass changes compilation.custom_ops), and the harness refuses it."; \
 	echo "What to look at next:"; \
+	echo "  every run, newest first (any id, a unique prefix of one, latest or @-1 works below):"; \
+	echo "    .venv/bin/harness ls"; \
 	echo "  the field that differed, with its start-up and generation values:"; \
 	echo "    .venv/bin/harness show $${refused:-gpu-runs/<run-id>}"; \
 	echo "  which call changed it, in which process, on which list (the transitions trace):"; \

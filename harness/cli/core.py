@@ -69,6 +69,9 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
                                                  as_json=as_json))
     if chosen is None:  # refused before any folder exists; a night's own launch is sealed
         before_run(loaded, Path(runs_dir))
+    # made now, not with the first run folder: `status --runs-dir` answers while a run
+    # still waits for the lock (checked creatable: its parent exists)
+    Path(runs_dir).mkdir(exist_ok=True)
     ui = reporter(json_lines)
     try:
         worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui,

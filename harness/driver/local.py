@@ -62,12 +62,14 @@ class LocalExecutor:
     def _wait_free(self, request: LaunchRequest) -> tuple[str, float]:
         """Wait while another process holds the GPU lock, before this run's folder exists:
         a stop meanwhile leaves nothing behind for a run that never launched."""
+        from harness.base.signals import signals_interrupt
         from harness.measure.lockwait import wait_free
 
         timeout = self.lock_timeout or self.loaded.campaign.lock_timeout
         try:
-            return wait_free(self.loaded.lock_path, timeout, self.ui.waiting)
-        except BaseException:  # Ctrl-C (or a stop signal inside a night's scope)
+            with signals_interrupt():  # SIGTERM and SIGHUP stop the wait as Ctrl-C does
+                return wait_free(self.loaded.lock_path, timeout, self.ui.waiting)
+        except BaseException:  # a stop signal: nothing was made, say so and pass it on
             self.ui.event("cancelled", control=request.control,
                           why="stopped while waiting for the GPU lock: nothing was launched "
                               "and no run folder was made")

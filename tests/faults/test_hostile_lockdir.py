@@ -119,10 +119,9 @@ def test_waiting_run_survives_a_hostile_holder_record(project, tmp_path, kind):
         plant(holder_path(project.lock), kind, victim)
         p = project.popen("run", str(camp), "--runs-dir", str(project.runs))
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (
-                project.run_dirs() and (project.run_dirs()[0] / "preflight.json").exists()):
-            time.sleep(0.1)
-        time.sleep(1.5)  # a few on_wait rounds read the hostile record
+        while time.monotonic() < deadline and not project.runs.is_dir():
+            time.sleep(0.1)  # made at the start: the run waits for the lock before its folder
+        time.sleep(2.5)  # a few on_wait rounds read the hostile record
         assert p.poll() is None, p.communicate()[1][-2000:]
         status_lines(project)
     finally:

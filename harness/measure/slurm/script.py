@@ -83,6 +83,9 @@ def job_script(spec: JobSpec, site: Site) -> str:
         f"HARNESS_SLURM_TOKEN={shlex.quote(token)}",
         "export HARNESS_SLURM_TOKEN",
         f"cd -- {shlex.quote(path('workdir', site.workdir))}",
+        "# The runs dir (on this host's disk) is made here: `harness run` makes one only in a",
+        "# folder that exists, so a mistyped --runs-dir is an error, never a new tree.",
+        f"mkdir -p -- {shlex.quote(path('runs_dir', site.runs_dir, relative_ok=True))}",
     ]
     if spec.runs:
         return "\n".join([*lines, *_group_lines(spec, site)]) + "\n"
