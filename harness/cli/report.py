@@ -23,6 +23,7 @@ from harness.readers.report.morning import (
     summary_for_campaign,
     summary_for_night,
 )
+from harness.readers.report.nights import campaign_name
 
 
 def chosen_format(fmt: str | None, output: Path | None, tty: bool) -> str:
@@ -81,6 +82,7 @@ def report(target: Path, fmt: str | None, output: Path | None, runs_dir: RunsDir
     if target.is_dir():
         summary = summary_for_night(target)
     else:
+        campaign_name(target)  # a campaign that cannot be read is named before the runs dir
         summary = summary_for_campaign(target, require_existing(runs_dir))
     text = render(summary, fmt, width=shutil.get_terminal_size((100, 24)).columns)
     if output is None:
