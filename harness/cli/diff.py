@@ -67,7 +67,7 @@ def _seal(t: dict) -> list[str]:
     lines = [f"    {kind} {_v(name)}" for kind in ("added", "removed", "changed")
              for name in files[kind]]
     if lines:
-        head += f" ({len(lines)} files)"
+        head += f" ({len(lines)} file{'' if len(lines) == 1 else 's'})"
     return [head, *_capped(lines)]
 
 
@@ -111,19 +111,24 @@ def git_state(p: Mapping[str, Any]) -> str:
     return f"unknown ({inert(error, 200)})" if isinstance(error, str) else "unknown"
 
 
+def _at(p: Mapping[str, Any]) -> str:
+    """`1cf90c2237b5 clean`; the state alone when git named no commit (not a work tree)."""
+    commit = p.get("commit")
+    return f"{_commit(commit)} {git_state(p)}" if isinstance(commit, str) else git_state(p)
+
+
 def git_words(t: dict) -> str:
     """The git topic as one line: `git: clean -> dirty (controls/x.yaml) at 1cf90c2237b5`,
     `git: 1cf90c2237b5 -> 9d1e0a6b4c2f, both clean`, `git: same, 1cf90c2237b5 clean`."""
     a, b = t.get("a"), t.get("b")
     if t["same"] is None:
         def said(p: Any) -> str:
-            return (f"{_commit(p.get('commit'))} {git_state(p)}" if isinstance(p, dict)
-                    else "not recorded")
+            return _at(p) if isinstance(p, dict) else "not recorded"
         return f"git: not compared (a: {said(a)}; b: {said(b)})"
     ca, cb, sa, sb = _commit(a.get("commit")), _commit(b.get("commit")), git_state(a), \
         git_state(b)
     if t["same"]:
-        return f"git: same, {ca} {sa}"
+        return f"git: same, {_at(a)}"
     if ca != cb or a.get("commit") != b.get("commit"):
         return f"git: {ca} -> {cb}, " + (f"both {sa}" if sa == sb else f"{sa} -> {sb}")
     if sa == sb:
@@ -222,22 +227,42 @@ def _gate0(t: dict) -> list[str]:
 
 # ---- the document -----------------------------------------------------------------------------
 
+# The text's order: the outcome first (status, rules, and Gate 0's fields with both runs'
+# values, the why of a refusal, never below a long YAML hunk), then what went into each run,
+# then its figures. The JSON document keeps `judge.diff.TOPICS` order.
+SECTIONS = ("status", "rules", "gate0", "seal", "inputs", "git", "approval", "image", "model",
+            "engine", "env", "docker", "metrics")
+
+
+def sections(t: dict) -> dict[str, list[Line]]:
+    """Pure: each topic's lines (text, style), by topic name."""
+    return {"status": _plain([_pair("status", t["status"])]),
+            "rules": _plain([_pair("rules", t["rules"])]),
+            "gate0": _plain(_gate0(t["gate0"])), "seal": _plain(_seal(t["seal"])),
+            "inputs": _inputs(t["inputs"]), "git": _plain([git_words(t["git"])]),
+            "approval": _plain(_approval(t["approval"])),
+            "image": _plain([_pair("image", t["image"])]),
+            "model": _plain(_mapping("model", t["model"])),
+            "engine": _plain([_pair("engine args", t["engine"])]),
+            "env": _env(t["env"]), "docker": _docker(t["docker"]),
+            "metrics": _plain(_mapping("metrics", t["metrics"]))}
+
+
 def render_lines(doc: dict) -> list[Line]:
-    """The diff document as (text, style) lines, grouped by topic; every value inert."""
+    """The diff document as (text, style) lines, one group per topic in SECTIONS order
+    (the `differs` line too); every value inert."""
     lines = []
     for side in ("a", "b"):
         h = doc[side]
         lines.append(f"{side}: {_v(h['run_id'])} (attempt {_v(h['attempt'])}, "
                      f"{_v(h['status'])}) {_v(h['dir'])}")
-    differs = doc["differs"]
-    lines.append(f"differs: {', '.join(differs)}" if differs else "differs: nothing compared")
-    t = doc["topics"]
-    lines += [_pair("status", t["status"]), _pair("rules", t["rules"]), *_seal(t["seal"])]
-    out = [*_plain(lines), *_inputs(t["inputs"])]
-    out += _plain([git_words(t["git"]), *_approval(t["approval"]), _pair("image", t["image"]),
-                   *_mapping("model", t["model"]), _pair("engine args", t["engine"])])
-    out += [*_env(t["env"]), *_docker(t["docker"])]
-    out += _plain([*_gate0(t["gate0"]), *_mapping("metrics", t["metrics"])])
+    differs = sorted(doc["differs"], key=lambda x: SECTIONS.index(x) if x in SECTIONS
+                     else len(SECTIONS))
+    lines.append(f"differs: {', '.join(differs)}" if differs else "differs: nothing")
+    out = _plain(lines)
+    by_topic = sections(doc["topics"])
+    for name in SECTIONS:
+        out += by_topic[name]
     for side in ("a", "b"):
         out += _plain([f"note ({side}): {_v(n)}" for n in doc[side]["notes"][:MAX_ITEMS]])
     return out
@@ -275,10 +300,10 @@ def painted(line: Line, colour: bool) -> str:
               help="colour removed lines red and added lines green: on a terminal unless "
                    "NO_COLOR is set (auto), always, or never")
 def diff(run_a: Path, run_b: Path, as_json: bool, exit_code: bool, color: str) -> None:
-    """What differs between two runs: status and rules, the source seal and its files, the
+    """What differs between two runs: first the outcome (status, rules, each Gate-0 field
+    either run found differing), then what went in (the source seal and its files, the
     control's and campaign's YAML, git state, the approval each ran under, image Id, model
-    pins, engine args, the docker argv and environment, each Gate-0 field either run found
-    differing, and metrics.
+    pins, engine args, the environment and the docker argv), then metrics.
 
     The YAML is each run's own copy (inputs/, sealed with the run), shown as a unified
     diff; a run made before runs kept their inputs is "not compared". The docker argv and

@@ -52,16 +52,36 @@ def secret_names(control: Control) -> list[str]:
     return found
 
 
-def redacted(value: Any, secret: bool = False) -> Any:
-    """Pure: a resolved value with every value under a secret-looking key replaced by the
-    vector's sha256 marker (`vector.redact`), at any depth."""
-    if secret:
-        return redact(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+def env_text(value: Any) -> str:
+    """Pure: an `env` value as the vector passes it to docker (a bool as 1 or 0)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def redacted(value: Any) -> Any:
+    """Pure: engine args with every value under a secret-looking key (at any depth)
+    replaced by the marker the vector records for it: `vector.redact` of its JSON text."""
     if isinstance(value, dict):
-        return {k: redacted(v, looks_secret(str(k))) for k, v in value.items()}
+        return {k: redact(json.dumps(v, sort_keys=True)) if looks_secret(str(k))
+                else redacted(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redacted(v) for v in value]
     return value
+
+
+def redacted_control(control: dict) -> dict:
+    """Pure: a resolved control with the values the vector passes by name only (`env`
+    entries and `engine` keys that look secret) replaced by the vector's own sha256 markers,
+    so a reviewer can match them with docker-vector.json; nothing else is touched (the
+    `secrets` list holds names, never values)."""
+    env = control.get("env")
+    out = dict(control)
+    if isinstance(env, dict):
+        out["env"] = {k: redact(env_text(v)) if looks_secret(str(k)) else v
+                      for k, v in env.items()}
+    out["engine"] = redacted(control.get("engine"))
+    return out
 
 
 def parses_to(data: bytes, name: str, model: type[BaseModel], used: BaseModel) -> bool:
@@ -120,7 +140,7 @@ def resolved_doc(ctx: RunContext, entries: dict) -> dict:
         "schema": kept.SCHEMA,
         "files": entries,
         "campaign": loaded.campaign.model_dump(mode="json"),
-        "control": redacted(ctx.control.model_dump(mode="json")),
+        "control": redacted_control(ctx.control.model_dump(mode="json")),
         "loaded": {"lock": str(loaded.lock_path),
                    "mount_roots": [str(r) for r in loaded.mount_roots()],
                    "controls_dir": str(loaded.controls_dir),

@@ -52,10 +52,21 @@ def test_diff_names_custom_ops_and_the_status_change(project):
     assert d.returncode == 0, d.stderr
     doc = json.loads(d.stdout)
     assert doc["schema"] == "harness.diff/v2"
-    # one campaign: one seal; the double's figures may differ between the two controls
-    assert doc["differs"][:3] == ["status", "rules", "gate0"], doc["differs"]
-    assert set(doc["differs"]) <= {"status", "rules", "gate0", "metrics"}
+    # one campaign: one seal; the two controls differ in their YAML, the env var of the fix
+    # and the control label, and the double's figures may differ between them
+    assert doc["differs"][:6] == ["status", "rules", "inputs", "docker", "env", "gate0"], \
+        doc["differs"]
+    assert set(doc["differs"]) <= {"status", "rules", "inputs", "docker", "env", "gate0",
+                                   "metrics"}
     t = doc["topics"]
+    assert t["env"]["added"] == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    assert t["env"]["removed"] == t["env"]["changed"] == {}
+    assert (t["docker"]["removed"], t["docker"]["added"]) == (
+        [f"--label org.harness.control={GATE0}"], [f"--label org.harness.control={INPROC}"])
+    control = t["inputs"]["files"]["control"]
+    assert control["same"] is False and t["inputs"]["files"]["campaign"]["same"] is True
+    assert {"+env:", '+  VLLM_ENABLE_V1_MULTIPROCESSING: "0"', f"-name: {GATE0}",
+            f"+name: {INPROC}"} <= set(control["hunk"])
     assert (t["status"]["a"], t["status"]["b"]) == ("refused", "accepted")
     assert t["rules"]["only_a"] == ["GATE0-FIELD-DIFFERS"]
     assert t["seal"]["same"] and t["seal"]["files"] == {"added": [], "removed": [],
@@ -70,8 +81,18 @@ def test_diff_names_custom_ops_and_the_status_change(project):
     assert t["image"]["same"] and t["model"]["same"] and t["engine"]["same"]
     text = project.harness("diff", str(refused), str(accepted))
     assert text.returncode == 0, text.stderr
-    assert "status: refused -> accepted" in text.stdout
-    assert "engine-core: compilation.custom_ops: differs in a only" in text.stdout
+    lines = text.stdout.splitlines()
+    assert "status: refused -> accepted" in lines
+    assert "    + --env VLLM_ENABLE_V1_MULTIPROCESSING=0" in lines
+    assert '    +  VLLM_ENABLE_V1_MULTIPROCESSING: "0"' in lines  # the control's hunk
+    assert "    --- a/inputs/control.yaml" in lines and "    +++ b/inputs/control.yaml" in lines
+    # the outcome first: Gate 0's values right after the rules, above the long YAML hunk
+    assert lines[2] in ("differs: status, rules, gate0, inputs, env, docker",
+                        "differs: status, rules, gate0, inputs, env, docker, metrics"), lines
+    gate0 = lines.index("gate0 verdict: refused -> accepted")
+    assert lines.index("rules: [\"GATE0-FIELD-DIFFERS\"] -> []") == gate0 - 1
+    assert lines[gate0 + 1] == "    engine-core: compilation.custom_ops: differs in a only"
+    assert gate0 < lines.index("inputs: control.yaml differs, campaign.yaml same")
     assert (snapshot(refused), snapshot(accepted)) == before  # diff writes nothing
     shown = project.harness("show", str(refused))
     assert "attempt" in shown.stdout and "Gate 0 differences:" in shown.stdout
@@ -93,7 +114,7 @@ def test_rerun_from_the_checkout_says_whether_the_seal_changed(project):
     control.write_text(control.read_text() + FIX)
     fixed = project.harness("rerun", str(orig), "--reason", "in-process engine core")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert f"seal changed: 1 files\n  changed input/controls/{GATE0}.yaml\n" in fixed.stdout, \
+    assert f"seal changed: 1 file\n  changed input/controls/{GATE0}.yaml\n" in fixed.stdout, \
         fixed.stdout
     new = Path(fixed.stdout.split("accepted: ", 1)[1].splitlines()[0])
     rec = project.record(new)
@@ -106,6 +127,9 @@ def test_rerun_from_the_checkout_says_whether_the_seal_changed(project):
     assert d["topics"]["gate0"]["only_a"] == ["engine-core: compilation.custom_ops",
                                               "worker-0: compilation.custom_ops"]
     assert (d["topics"]["status"]["a"], d["topics"]["status"]["b"]) == ("refused", "accepted")
+    said = project.harness("diff", str(orig), str(new)).stdout.splitlines()
+    assert any(x.startswith("seal: sha256:") and x.endswith(" (1 file)") for x in said), said
+    assert f"    changed input/controls/{GATE0}.yaml" in said
     # the original is untouched: byte-identical, verifies, still refused
     assert snapshot(orig) == before and verify_folder(orig) == []
     assert project.harness("verify", str(orig)).returncode == 0
