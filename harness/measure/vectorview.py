@@ -113,13 +113,20 @@ def run_folder_of(options: list[Option]) -> str | None:
     return None
 
 
+#: A run id shorter than this is not elided: a minted one is far longer, and a forged
+#: record's "a" or "-" must not blank out every occurrence of that text in the diff.
+ELIDE_MIN = 12
+
+
 def elide(text: str, run_id: str | None, run_dir: str | None) -> str:
-    """Pure: the run folder and the run id in `text` replaced by their placeholders."""
-    if run_dir:
+    """Pure: the run folder and the run id in `text` replaced by their placeholders. Both
+    come from the run's own (hostile) record, so only a run id long enough to be one and
+    only a run folder that is absolute and named for that run id are replaced."""
+    if run_id is None or len(run_id) < ELIDE_MIN:
+        return text
+    if run_dir and run_dir.startswith("/") and run_dir.endswith("/" + run_id):
         text = text.replace(run_dir, RUN_DIR)
-    if run_id:
-        text = text.replace(run_id, RUN_ID)
-    return text
+    return text.replace(run_id, RUN_ID)
 
 
 def env_entry(value: str, passed_env: dict) -> tuple[str, str]:

@@ -144,3 +144,25 @@ def test_a_hostile_run_id_elides_nothing_and_no_image_means_no_command() -> None
     assert v is not None
     assert v.lines() == ["--name harness-r1"] and v.env == {"HARNESS_RUN_ID": "r1"}
     assert v.image is None and v.command is None
+
+
+@pytest.mark.parametrize("run_id", ["e", "-", "harness", "r-1"])
+def test_a_short_forged_run_id_or_folder_blanks_out_nothing(run_id: str) -> None:
+    """The run id and folder come from the run's own record: a forged short one must not
+    turn every "e" (or every "/") of the argv into a placeholder."""
+    argv = ["docker", "run", "--name", f"harness-{run_id}", "--cidfile", "/container.cid",
+            "--env", "MODE=engine", "--label", f"org.harness.run={run_id}", "img", "serve"]
+    v = view({"argv": argv}, run_id=run_id)
+    assert v is not None and v.env == {"MODE": "engine"}
+    assert f"--label org.harness.run={run_id}" in v.lines()
+    assert vectorview.RUN_ID not in " ".join(v.lines()) and v.command == "serve"
+
+
+def test_a_run_folder_not_named_for_its_run_id_is_not_elided() -> None:
+    run_id = "ctl-20261202T000000Z-0123abcd"
+    argv = ["docker", "run", "--cidfile", "/usr/container.cid", "--mount",
+            "type=bind,src=/usr/lib,dst=/lib", "--name", f"harness-{run_id}", "img"]
+    v = view({"argv": argv}, run_id=run_id)
+    assert v is not None
+    assert "--mount type=bind,src=/usr/lib,dst=/lib" in v.lines()
+    assert f"--name harness-{vectorview.RUN_ID}" in v.lines()
