@@ -192,6 +192,7 @@ def test_a_bundle_carries_and_checks_the_chain(project, tmp_path):
     by_hand = subprocess.run(["bash", "-c", recipe], cwd=tmp_path, capture_output=True,
                              text=True)
     assert by_hand.returncode == 0 and "bundle verified" in by_hand.stdout, by_hand.stderr
+    assert "check failed" not in by_hand.stderr, by_hand.stderr
     # a forger swaps in a failed gate record and fixes every manifest but the approval's digest
     root = safe_extract(out, tmp_path / "forged")
     for p in root.rglob("*"):
@@ -205,11 +206,15 @@ def test_a_bundle_carries_and_checks_the_chain(project, tmp_path):
     _retag(root)
     r = project.harness("bundle", "verify", str(root))
     assert r.returncode == 1 and "FAIL gates" in r.stdout, r.stdout + r.stderr
-    forged = recipe.replace("mkdir review && cd review\ntar -xf \"$BUNDLE\"", "cd forged")
+    unpack = re.search(r"^mkdir review .*?\ncd review\ntar -xf \"\$BUNDLE\".*?$", recipe,
+                       re.MULTILINE | re.DOTALL).group(0)
+    forged = recipe.replace(unpack, "cd forged")
     assert forged != recipe
     by_hand = subprocess.run(["bash", "-c", forged], cwd=tmp_path, capture_output=True,
                              text=True)
     assert by_hand.returncode != 0 and "bundle verified" not in by_hand.stdout
+    # the check that stopped it is the gate record's digest against the approval's
+    assert "check failed: test " in by_hand.stderr and "$record/SHA256SUMS" in by_hand.stderr
     assert "APPROVAL-GATES-FAILED" in r.stdout and "APPROVAL-GATES-NOT-INTACT" in r.stdout
     # and export refuses a run whose gate record changed on disk since it was approved
     source = project.runs / "gates" / "g1"

@@ -1,5 +1,7 @@
 """The "Verifying without the harness" recipe in docs/bundles.md really works, run exactly
-as printed: no variable is set for it, it is pasted into a shell as a whole."""
+as printed: no variable is set for it, it is pasted into a shell as a whole. Its last line
+is its verdict, and it is `harness bundle verify`'s on the same bundle with the same keys
+(one signers file or two); a second paste in the same folder fails and touches nothing."""
 
 from __future__ import annotations
 
@@ -14,7 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bundle_helpers import make_keys, make_run, pack, rebag, seal, writable_bundle
+from bundle_helpers import (
+    make_approved_run,
+    make_keys,
+    make_run,
+    pack,
+    rebag,
+    retag,
+    seal,
+    writable_bundle,
+)
 
 from harness.readers.bundle import export_bundle, verify_bundle
 
@@ -205,8 +216,6 @@ VOUCHES = {
 @pytest.mark.parametrize("case", sorted(VOUCHES), ids=lambda c: "-".join(
     [c[0], c[1], "listed" if c[2] else "no-signers"]))
 def test_coreutils_recipe_and_harness_agree_on_who_vouches(tmp_path, case):
-    from bundle_helpers import make_approved_run, retag
-
     from harness.judge.approval.sign import sign as sign_in
     from harness.readers.bundle import verify_tree
 
@@ -239,3 +248,139 @@ def test_coreutils_recipe_and_harness_agree_on_who_vouches(tmp_path, case):
         said = result.stdout + result.stderr
         assert 'Good "harness-evidence" signature for op@example' in said
         assert 'Good "harness-approval@v1" signature for rev@example' in said
+
+
+# The recipe's last line is its verdict, and it is `harness bundle verify`'s: the same
+# bundles, the same keys, in one signers file or two (docs/bundles.md: `allowed_signers`
+# plays --allowed-signers, `reviewers` plays --reviewers).
+VERIFIED = "bundle verified"
+NOT_VERIFIED = "bundle NOT verified: the check above failed"
+
+
+def harness_verdict(bundle: Path, folder: Path) -> int:
+    """`harness bundle verify`'s exit code, with the options the files in `folder` play."""
+    import sys
+
+    args = [sys.executable, "-m", "harness", "bundle", "verify", str(bundle)]
+    for option, name in (("--allowed-signers", "allowed_signers"), ("--reviewers", "reviewers")):
+        if (folder / name).exists():
+            args += [option, str(folder / name)]
+    return subprocess.run(args, capture_output=True, text=True, check=False).returncode
+
+
+def recipe_verdict(folder: Path) -> tuple[int, str]:
+    """The recipe pasted in `folder`: its exit code and the last line it printed."""
+    result = run_script(doc_script("coreutils"), folder)
+    lines = result.stdout.splitlines()
+    return result.returncode, lines[-1] if lines else ""
+
+
+def assert_agree(folder: Path, expect_ok: bool) -> None:
+    """Tool and recipe give the verdict expected, by exit code (0 or 1) and last line."""
+    tool = harness_verdict(folder / "evidence.tar.gz", folder)
+    code, last = recipe_verdict(folder)
+    assert tool == (0 if expect_ok else 1), tool
+    assert (code, last) == ((0, VERIFIED) if expect_ok else (1, NOT_VERIFIED)), (code, last)
+
+
+def test_the_recipe_says_what_bundle_verify_says_of_a_good_and_a_tampered_bundle(tmp_path):
+    make_run(tmp_path / "gpu-runs", "r1")
+    export_bundle([tmp_path / "gpu-runs" / "r1"], tmp_path / "evidence.tar.gz")
+    assert_agree(tmp_path, True)
+    bad = tmp_path / "bad"
+    root = writable_bundle(tmp_path / "evidence.tar.gz", bad / "x")
+    (root / "data/r1/logs/stdout.log").write_text("tampered\n")
+    pack(root, bad / "evidence.tar.gz")
+    assert_agree(bad, False)
+
+
+def test_a_second_paste_in_the_same_folder_fails_loudly_and_unpacks_nothing(tmp_path):
+    make_run(tmp_path / "gpu-runs", "r1")
+    export_bundle([tmp_path / "gpu-runs" / "r1"], tmp_path / "evidence.tar.gz")
+    assert recipe_verdict(tmp_path) == (0, VERIFIED)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    again = run_script(doc_script("coreutils"), tmp_path)
+    assert again.returncode == 1
+    assert again.stdout.splitlines()[-1] == NOT_VERIFIED, again.stdout
+    assert "review" in again.stderr and "File exists" in again.stderr, again.stderr
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def _approved_bundle(tmp_path: Path) -> tuple[Path, dict[str, tuple[Path, str]]]:
+    """A bundle signed by op, of a run whose approval rev signed; the keys by name, each
+    (private key, allowed_signers line), the reviewers' for harness-approval@v1."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    made = {"op": make_keys(keys, "op")}
+    for name in ("rev", "eve"):
+        made[name] = make_keys(keys, name, "harness-approval@v1")
+    run = make_approved_run(tmp_path / "src", "r1", made["rev"][0])
+    export_bundle([run], tmp_path / "evidence.tar.gz", made["op"][0])
+    return tmp_path / "evidence.tar.gz", made
+
+
+# (who signed the approval, which keys each file lists) -> verified.
+# one file: allowed_signers alone; two: allowed_signers (op) and reviewers.
+SIGNERS = {
+    ("rev", ("op", "rev"), None): True,
+    ("rev", ("op",), ("rev",)): True,
+    ("rev", ("op", "rev"), ("eve",)): False,  # reviewers given: allowed_signers' rev is not asked
+    ("rev", ("op", "eve"), None): False,  # signed by a key the file does not list
+    ("rev", ("op",), ("eve",)): False,
+    ("op", ("op",), ("rev",)): False,  # the operator's key cannot sign for the reviewer
+    ("rev", ("op",), None): False,  # one file, no reviewer in it
+    ("rev", None, ("rev",)): False,  # a signed bag, nobody asked to check it
+}
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
+@pytest.mark.parametrize("case", sorted(SIGNERS, key=str), ids=lambda c: "-".join(
+    [c[0], "+".join(c[1] or ["none"]), "+".join(c[2] or ["one-file"])]))
+def test_recipe_and_bundle_verify_agree_with_one_signers_file_or_two(tmp_path, case):
+    from harness.judge.approval.sign import sign as sign_approval
+
+    signer, allowed, reviewers = case
+    bundle, keys = _approved_bundle(tmp_path)
+    if signer != "rev":  # the approval re-signed by another key, the bag signed again
+        root = writable_bundle(bundle, tmp_path / "x")
+        [doc] = (root / "metadata" / "approvals").glob("*.json")
+        doc.with_name(doc.name + ".sig").write_bytes(sign_approval(doc.read_bytes(),
+                                                                   keys[signer][0]))
+        retag(root, keys["op"][0])
+        bundle.unlink()
+        pack(root, bundle)
+    for name, listed in (("allowed_signers", allowed), ("reviewers", reviewers)):
+        if listed:
+            (tmp_path / name).write_text("".join(keys[k][1] for k in listed))
+    assert_agree(tmp_path, SIGNERS[case])
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
+def test_an_unsigned_bag_with_reviewers_alone_checks_the_approvals(tmp_path):
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    rev, rev_line = make_keys(keys, "rev", "harness-approval@v1")
+    _, eve_line = make_keys(keys, "eve", "harness-approval@v1")
+    export_bundle([make_approved_run(tmp_path / "src", "r1", rev)], tmp_path / "evidence.tar.gz")
+    (tmp_path / "reviewers").write_text(rev_line)
+    assert_agree(tmp_path, True)
+    shutil.rmtree(tmp_path / "review")
+    (tmp_path / "reviewers").write_text(eve_line)
+    assert_agree(tmp_path, False)
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
+def test_a_signature_edited_in_its_armour_fails_both(tmp_path):
+    """OpenSSH skips stray whitespace in the armour; the harness does not accept it, and
+    neither does the recipe."""
+    bundle, keys = _approved_bundle(tmp_path)
+    root = writable_bundle(bundle, tmp_path / "x")
+    [doc] = (root / "metadata" / "approvals").glob("*.json")
+    sig = doc.with_name(doc.name + ".sig")
+    lines = sig.read_text().splitlines(keepends=True)
+    sig.write_text(lines[0] + lines[1].replace("\n", " \n") + "".join(lines[2:]))
+    retag(root, keys["op"][0])
+    bundle.unlink()
+    pack(root, bundle)
+    (tmp_path / "allowed_signers").write_text(keys["op"][1] + keys["rev"][1])
+    assert_agree(tmp_path, False)

@@ -37,8 +37,9 @@ def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, An
     out = []
     if summary and isinstance(summary.get("headline"), str):
         out.append(f"controls: {inert(summary['headline'], 400)}")
-    out += [f"summary: {p}" for p in written if p.suffix in (".md", ".html")]
-    where = shlex.quote(str(night_dir))
+    # a path is shown inert (a night folder's name comes from the campaign's) and quoted
+    out += [f"summary: {inert(str(p), 1000)}" for p in written if p.suffix in (".md", ".html")]
+    where = shlex.quote(inert(str(night_dir), 1000))
     if summary and (n := to_rerun(summary)):
         word = "control" if n == 1 else "controls"
         out.append(f"next: harness rerun --failed {where} --reason WHY   ({n} {word} to "

@@ -12,6 +12,7 @@ Pure: a summary and a width in, text out.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,12 +23,14 @@ from harness.readers.report.steps import gate0_lines
 from harness.readers.report.summary import counts_text, link_text, status_text
 
 MIN_WIDTH, MAX_WIDTH = 60, 200
-NOTE_MIN = 16
+NOTE_MIN = 12
 DETAIL_CHARS = 400  # a detail line (a reason, a Gate-0 value) is cut past this
 # (heading, width, right-aligned); the note column takes the width that is left
-COLUMNS = (("#", 3, True), ("CONTROL", 22, False), ("ATT", 3, True), ("STATUS", 11, False),
+# STATUS fits `(interrupted)`, a superseded attempt's longest status
+COLUMNS = (("#", 3, True), ("CONTROL", 22, False), ("ATT", 3, True), ("STATUS", 13, False),
            ("DURATION", 8, True), ("LOCK WAIT", 9, True), ("EXIT", 4, True))
 KV = ("KV CACHE", 10, True)
+CONTROL_MIN = 12  # CONTROL gives up width to the note down to this on a narrow terminal
 
 
 def cut(text: Any, width: int) -> str:
@@ -60,13 +63,26 @@ def _values(e: Mapping[str, Any], kv: bool) -> list[Any]:
     return values
 
 
+def _layout(width: int, kv: bool, longest: int) -> tuple[list[tuple[str, int, bool]], int]:
+    """The columns and the note's width for a `width`-character line. CONTROL is as wide
+    as the longest name (22 at most); the note keeps NOTE_MIN characters, taken from
+    CONTROL (down to CONTROL_MIN) when the line is short."""
+    columns = [*COLUMNS, KV] if kv else list(COLUMNS)
+    name, control, right = columns[1]
+    control = min(control, max(longest, len(name), CONTROL_MIN))
+    used = sum(w for _, w, _ in columns) + 2 * len(columns) - (columns[1][1] - control)
+    short = max(NOTE_MIN - (width - used), 0)
+    columns[1] = (name, max(control - short, CONTROL_MIN), right)
+    used -= control - columns[1][1]
+    return columns, max(width - used, NOTE_MIN)
+
+
 def table_lines(runs: Sequence[Mapping[str, Any]], width: int) -> list[str]:
-    """The fixed-column table, `width` characters at most per line."""
+    """The fixed-column table: `width` characters at most per line (clamped to MIN_WIDTH..
+    MAX_WIDTH), or the narrowest the columns allow (78 characters, 90 with the KV cache)."""
     width = min(max(width, MIN_WIDTH), MAX_WIDTH)
     kv = any(e["metrics"].get("kv_cache_gib") is not None for e in runs)
-    columns = [*COLUMNS, KV] if kv else list(COLUMNS)
-    used = sum(w for _, w, _ in columns) + 2 * len(columns)
-    note = max(width - used, NOTE_MIN)
+    columns, note = _layout(width, kv, max((len(str(e["control"])) for e in runs), default=0))
     head = "  ".join(_cell(h, w, r) for h, w, r in columns) + "  NOTE"
     out = [head.rstrip()]
     for e in runs:
@@ -102,6 +118,6 @@ def render_table(summary: Mapping[str, Any], width: int = 100) -> str:
     todo = [e for e in summary["runs"] if e["status"] != Status.ACCEPTED]
     for e in todo:
         lines += ["", *_detail(e)]
-    where = night.get("dir") or "NIGHT_DIR"
+    where = shlex.quote(night["dir"]) if night.get("dir") else "NIGHT_DIR"
     lines += ["", f"full report: harness report {where} --format md (or -o FILE.html)"]
     return "\n".join(lines) + "\n"

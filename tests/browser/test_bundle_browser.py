@@ -1,0 +1,112 @@
+"""A bundle reads on its own: its index.html and the night's summary.html, opened from the
+unpacked bag in Debian's chromium (headless, driven by Playwright), link only files that
+are inside the bag.
+
+A real night is run against the real Docker engine (the rehearsal image), exported with
+`harness bundle export NIGHT_DIR` and unpacked by the harness's own safe extraction into
+a fresh folder, far from the runs folder it came from: a link that still worked only
+because the original tree was beside it (`../../<run-id>` out of the bag) would resolve
+to nothing here and fail. Every `href` and `src` of both pages is resolved against the
+page's own URL, the way the browser does, and must name a file or folder inside the bag;
+a `#fragment` must name an element of the page. Nothing is fetched: every request that
+is not a file is aborted and counted, and the pages must load without console errors.
+Under CI=true a missing chromium or Playwright fails the test; elsewhere it skips.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+
+from harness.readers.bundle import safe_extract
+from tests.browser.test_summary_browser import _browser_or_skip
+
+LINKS_JS = """() => ({
+    links: [...document.querySelectorAll('[href],[src]')].map(
+        e => e.getAttribute('href') ?? e.getAttribute('src')),
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+    scripts: document.querySelectorAll('script').length,
+})"""
+
+
+def _night_bundle(project, cleanup_containers, out: Path) -> Path:
+    """Run a real night (one accepted run, one refused), export it; return the archive."""
+    project.control("fine", 'command: [python3, -c, "print(\'ok\')"]\n')
+    project.control("bad", 'command: [python3, -c, "print(\'no\')"]\n'
+                    "post_steps:\n  - exit-code\n  - {name: never, run: [\"false\"]}\n")
+    camp = project.campaign("browsecamp", ["fine", "bad"])
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    r = project.harness("night", str(camp), "--runs-dir", str(project.runs))
+    assert r.returncode == 1, r.stdout + r.stderr  # the refused run, on purpose
+    [night] = sorted((project.runs / "nights").iterdir())
+    assert (night / "summary.html").is_file()
+    r = project.harness("bundle", "export", str(night), "-o", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    assert f"sha256 {digest}  {out}" in r.stdout  # what the sender gives out of band
+    return out
+
+
+def _resolve(page_url: str, href: str, ids: list[str], root: Path) -> Path | None:
+    """The file or folder inside the bag that `href` on `page_url` names (None for a
+    fragment of the page itself, which must name one of its `ids`)."""
+    target, fragment = urldefrag(urljoin(page_url, href))
+    if target == urldefrag(page_url)[0]:
+        assert fragment in ids, f"{href}: no element #{fragment} on the page"
+        return None
+    url = urlparse(target)
+    assert url.scheme == "file", f"{href}: leaves the bag ({target})"
+    path = Path(unquote(url.path)).resolve()
+    assert path.is_relative_to(root), f"{href} on {page_url}: escapes the bag to {path}"
+    assert path.is_file() or path.is_dir(), f"{href} on {page_url}: dead link to {path}"
+    return path
+
+
+def _links_of(page, url: str, root: Path) -> list[Path]:
+    """Open `url` and return what each of its links resolves to inside the bag."""
+    page.goto(url, wait_until="load")
+    got = page.evaluate(LINKS_JS)
+    assert got["scripts"] == 0, url
+    found = [_resolve(url, href, got["ids"], root) for href in got["links"]]
+    return [p for p in found if p is not None]
+
+
+def test_a_bundles_index_and_summary_link_only_files_inside_the_bag(
+        project, cleanup_containers, tmp_path):
+    exe = _browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    archive = _night_bundle(project, cleanup_containers, tmp_path / "night.tar.gz")
+    root = safe_extract(archive, tmp_path / "unpacked" / "far" / "away").resolve()
+    [night] = (root / "data" / "nights").iterdir()
+    runs = sorted(p for p in (root / "data").iterdir() if p.name != "nights")
+    assert len(runs) == 2 and all((r / "run.json").is_file() for r in runs), runs
+    errors: list[str] = []
+    foreign: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+
+            def route(r):
+                if not r.request.url.startswith("file://"):
+                    foreign.append(r.request.url)
+                    return r.abort()
+                return r.continue_()
+
+            page.route("**/*", route)
+            from_index = _links_of(page, (root / "index.html").as_uri(), root)
+            summary = night / "summary.html"
+            assert summary in from_index, from_index  # the night's summary, in its place
+            assert {r / "run.json" for r in runs} <= set(from_index), from_index
+            from_summary = _links_of(page, summary.as_uri(), root)
+        finally:
+            browser.close()
+    for run in runs:  # the summary links each run's folder, record and both logs
+        for part in ("", "run.json", "logs/stdout.log", "logs/stderr.log"):
+            assert (run / part).resolve() in from_summary, (run / part, from_summary)
+    assert errors == [], errors
+    assert foreign == [], foreign
