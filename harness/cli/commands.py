@@ -39,10 +39,10 @@ SUMMARIES: dict[str, str] = {
                "several into one, or collect those Slurm hosts left in a drop."),
     "check": "Validate campaigns, controls and image locks without launching anything.",
     "diff": (
-        "What differs between two runs: status and rules, the source seal and its files, the "
+        "What differs between two runs: first the outcome (status, rules, each Gate-0 field "
+        "either run found differing), then what went in (the source seal and its files, the "
         "control's and campaign's YAML, git state, the approval each ran under, image Id, model "
-        "pins, engine args, the docker argv and environment, each Gate-0 field either run "
-        "found differing, and metrics."
+        "pins, engine args, the environment and the docker argv), then metrics."
     ),
     "doctor": ("Check the Docker engine, locked images, GPU devices, map and tools, the lock "
                "and disk."),

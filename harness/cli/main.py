@@ -6,6 +6,7 @@ import gc
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +16,9 @@ from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput, ruled
 from harness.base.iofault import io_fault_anywhere
 from harness.cli.commands import COMMANDS, SUMMARIES
 from harness.readers.report.inert import inert
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 
 class LazyGroup(click.Group):
@@ -44,20 +48,34 @@ class LazyGroup(click.Group):
                      + (f" Did you mean {near[0]!r}?" if near else ""))
         return super().resolve_command(ctx, args)
 
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Command names for the shell, each with the short help `--help` shows, from
+        COMMANDS and SUMMARIES: completing `harness ni<TAB>` imports no command (click's
+        own would import every command the prefix matches); then the group's options."""
+        from click.shell_completion import CompletionItem  # only when completing
+
+        names = [CompletionItem(name, help=_stand_in(name).get_short_help_str())
+                 for name in self.list_commands(ctx) if name.startswith(incomplete)]
+        return names + click.Command.shell_complete(self, ctx, incomplete)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing (same widths and cuts), from a stand-in command holding the first
         sentence in SUMMARIES: click cuts a short help at that sentence, so the line is the
         same as the real command's at any terminal width."""
         rows = []
         for name in self.list_commands(ctx):
-            cmd = (click.Command(name, help=SUMMARIES[name]) if name in SUMMARIES
-                   else self.get_command(ctx, name))
+            cmd = _stand_in(name) if name in SUMMARIES else self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
                 rows.append((name, cmd))
         if rows:
             limit = formatter.width - 6 - max(len(name) for name, _ in rows)
             with formatter.section("Commands"):
                 formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
+
+
+def _stand_in(name: str) -> click.Command:
+    """A command that only holds `name`'s first sentence of help, for listings."""
+    return click.Command(name, help=SUMMARIES.get(name))
 
 
 def _import(module: str) -> object:
@@ -101,11 +119,24 @@ def main(argv: list[str] | None = None) -> None:
     Output is best effort from the first line on (`harness.base.terminal`: a closed pipe or
     terminal changes nothing), and a command a Ctrl-C interrupted exits 130
     (`harness.base.signals`)."""
+    if COMPLETE_VAR in os.environ:  # the shell asks for completions: see `_complete`
+        _complete(argv)
     terminal.install()
     signals.install()
     code = _run(argv)
     gc.freeze()  # nothing left to collect: skip the teardown sweep
     sys.exit(signals.exit_code(code))
+
+
+COMPLETE_VAR = "_HARNESS_COMPLETE"  # click's name for `harness`: docs/completion.md
+
+
+def _complete(argv: list[str] | None) -> None:
+    """Shell completion (`_HARNESS_COMPLETE=bash_source harness` and the like; click reads
+    the variable and exits). It runs before `terminal.install`: click writes the
+    completion script as bytes, to the binary stream under sys.stdout, which the
+    best-effort writers do not have; what it prints is for a shell, not a person."""
+    cli.main(args=argv, prog_name="harness", complete_var=COMPLETE_VAR)
 
 
 def _interrupted(e: BaseException) -> int:

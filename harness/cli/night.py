@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 
 import click
 
 from harness.base.errors import HarnessError
 from harness.cli.display import night_reporter
+from harness.cli.dryrun import DRY_RUN_HELP, JSON_HELP, needs_dry_run, show_night, show_rerun
+from harness.cli.jsonout import as_json_errors
 from harness.cli.params import DURATION, HOURS, RUN, runs_dir_option
 from harness.cli.targets import refuse_night
-from harness.config.executor import KINDS, merged
-from harness.config.loader import require_campaign
+from harness.config.executor import KINDS, ExecutorConfig, merged
+from harness.config.loader import Loaded, require_campaign
 from harness.driver.night.journal import JOURNAL_NAME, settle
-from harness.driver.night.runner import run_night
+from harness.driver.night.rules import night_deadline
+from harness.driver.night.runner import NightResult, run_night
 from harness.driver.policy import environment_stops
 from harness.driver.rerun import (
     RerunPlan,
@@ -60,10 +64,13 @@ from harness.readers.report.morning import write_night_summary
 @click.option("--jobs", type=click.IntRange(1, 10_000),
               help="Slurm jobs submitted or running at once (default: the campaign's "
                    "executor.window, else 4)")
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def night(campaign: Path, until: str | None, max_hours: float | None, window: str | None,
           runs_dir: Path, night_name: str | None, new: bool, lock_timeout: float | None,
           json_lines: bool | None, executor_kind: str | None, partition: str | None,
-          account: str | None, drop: Path | None, jobs: int | None) -> None:
+          account: str | None, drop: Path | None, jobs: int | None, dry_run: bool,
+          as_json: bool) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
     The night folder is RUNS_DIR/nights/<campaign>-<UTC stamp>/ (journal.sqlite,
@@ -98,26 +105,47 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
     options; 3 environment: another night holds the lock, the doctor deferred a control,
     GPU lock timeout, engine unreachable, a damaged journal; 130 stopped by Ctrl-C (SIGTERM
     or SIGHUP: 1). Either way the control in progress is stopped and sealed `interrupted`.
+
+    --dry-run prints the controls this start would run, in order (what is left of the
+    night it would continue), and creates nothing: no night folder, no journal, no lock.
     """
-    loaded = require_campaign(campaign)
-    executor = merged(loaded.executor, kind=executor_kind, partition=partition,
-                      account=account, drop=None if drop is None else os.path.abspath(drop),
-                      window=jobs)
-    before_run(loaded, Path(runs_dir))  # no approval: refused before any night or run folder
+    needs_dry_run(as_json, dry_run)
+    with as_json_errors(as_json, command="night", campaign=str(campaign)):
+        loaded = require_campaign(campaign)
+        executor = merged(loaded.executor, kind=executor_kind, partition=partition,
+                          account=account, drop=None if drop is None else os.path.abspath(drop),
+                          window=jobs)
+        if dry_run:  # the start's own checks first: --night/--new, --until, --window
+            deadline = night_deadline(datetime.now().astimezone(), until, max_hours, window)
+            raise click.exceptions.Exit(show_night(
+                loaded, Path(runs_dir), local=executor.kind == "local", as_json=as_json,
+                night=night_name, new=new, deadline=deadline))
+    raise click.exceptions.Exit(_night(
+        loaded, executor, Path(runs_dir), json_lines, until=until, max_hours=max_hours,
+        night=night_name, new=new, lock_timeout=lock_timeout, window=window))
+
+
+def _night(loaded: Loaded, executor: ExecutorConfig, runs_dir: Path, json_lines: bool | None,
+           **kw) -> int:
+    """The night itself (`run_night`'s keywords in `kw`), said as it ends; its exit code."""
+    before_run(loaded, runs_dir)  # no approval: refused before any night or run folder
     ui = night_reporter(loaded.campaign.name, json_lines, total=len(loaded.plan()))
     try:
-        result = run_night(loaded, runs_dir=runs_dir, ui=ui, until=until, max_hours=max_hours,
-                           night=night_name, new=new, lock_timeout=lock_timeout,
-                           window=window, summarize=write_night_summary, executor=executor,
-                           fetch=_fetch)
+        result = run_night(loaded, runs_dir=runs_dir, ui=ui, summarize=write_night_summary,
+                           executor=executor, fetch=_fetch, **kw)
     finally:
         ui.close()
+    _say_night(result)
+    return result.exit_code
+
+
+def _say_night(result: NightResult) -> None:
+    """Each run the night sealed, its folder and why it stopped, and what to read next."""
     for status, run_dir in result.runs:
         click.echo(f"{status}: {run_dir}")
     click.echo(f"night: {result.night_dir} ({result.why})")
     for line in night_end_lines(result.night_dir, result.summary):
         click.echo(line)
-    raise click.exceptions.Exit(result.exit_code)
 
 
 def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
@@ -160,8 +188,7 @@ def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
 def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     todo = night_failures(night_dir)
     if not todo:
-        click.echo(f"nothing to rerun: no newest attempt in {night_dir} is refused, failed, "
-                   "timed-out or interrupted")
+        click.echo(_nothing_to_rerun(night_dir))
         return 0
     worst = 0
     for run_dir in todo:
@@ -173,6 +200,23 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
             if environment_stops(e.code):  # the host is not fit: the next would fail too
                 break
     return worst  # each rerun rewrote the night's summary files as its row changed
+
+
+def _nothing_to_rerun(night_dir: Path) -> str:
+    return (f"nothing to rerun: no newest attempt in {night_dir} is refused, failed, "
+            "timed-out or interrupted")
+
+
+def _dry_rerun(run_dir: Path | None, night_dir: Path | None, campaign: Path | None,
+               runs_dir: Path | None, as_json: bool) -> int:
+    """`rerun --dry-run`: the plan of each rerun, nothing launched, no night lock taken,
+    no journal opened for writing; its exit code."""
+    with as_json_errors(as_json, command="rerun"):
+        todo = [run_dir] if run_dir is not None else night_failures(night_dir)
+        if not todo and not as_json:
+            click.echo(_nothing_to_rerun(night_dir))
+        return show_rerun(todo, campaign, runs_dir, as_json=as_json,
+                          failed=night_dir is not None)
 
 
 @click.command("rerun")
@@ -191,8 +235,11 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
               help="how long to wait for the night and GPU locks, e.g. 600 or 2h")
 @click.option("--json-lines/--no-json-lines", default=None,
               help="progress as JSON lines (default: when stderr is not a terminal)")
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: Path | None,
-          runs_dir: Path | None, lock_timeout: float | None, json_lines: bool | None) -> None:
+          runs_dir: Path | None, lock_timeout: float | None, json_lines: bool | None,
+          dry_run: bool, as_json: bool) -> None:
     """Run RUN_DIR's control again as a new attempt, linked both ways to the original.
 
     The control is read from the campaign file as it is in the checkout NOW (the path the
@@ -218,12 +265,18 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     Exit codes as `harness run`: 0 accepted, 1 refused or failed, 2 invalid input, 3
     environment; with --failed, the worst of the reruns (0 when there was nothing to
     rerun), stopping at the first environment fault.
+
+    --dry-run prints what each rerun would use and launch, and what would be refused;
+    it launches nothing, takes no lock and writes no journal, index or run folder.
     """
+    needs_dry_run(as_json, dry_run)
     if (run_dir is None) == (night_dir is None):
         raise click.UsageError("give either RUN_DIR or --failed NIGHT_DIR")
     check_reason(reason)
     if run_dir is not None:
         refuse_night(run_dir, "a run folder")
+    if dry_run:
+        raise click.exceptions.Exit(_dry_rerun(run_dir, night_dir, campaign, runs_dir, as_json))
     ui = reporter(json_lines)
     kw = {"campaign": campaign, "runs_dir": runs_dir, "lock_timeout": lock_timeout}
     try:

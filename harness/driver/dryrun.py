@@ -9,7 +9,12 @@ preflight's own checks. Nothing here launches a container, takes the GPU lock (t
 is only probed, taken and dropped at once, to say whether it is free), or creates a run
 folder, a journal or a perflog row.
 
-`plan` gathers the facts; `DryRun.document` and `DryRun.lines` are pure.
+A night's dry run first picks what its start would run (`night_pick`): the whole plan in
+a new night, or what is left of the night it would continue, found and read as the night
+finds it but with every journal opened read-only (no migration, no WAL switch).
+
+`plan` and `night_pick` gather the facts; `DryRun.document`, `DryRun.lines`,
+`pending_slots` and `walk_order` are pure.
 """
 
 from __future__ import annotations
@@ -17,15 +22,23 @@ from __future__ import annotations
 import io
 import os
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.base.catalogue import ENV_DOCTOR, MOUNT_UNSAFE_PATH
-from harness.base.errors import HarnessError
+from harness.base.catalogue import ENV_DOCTOR, ENV_NIGHT_BUSY, MOUNT_UNSAFE_PATH
+from harness.base.errors import HarnessError, InvalidInput
 from harness.base.flock import is_free
 from harness.base.reason import Reason
+from harness.base.states import State
 from harness.config.loader import Loaded
+from harness.config.samehost import instances
 from harness.driver.local import LocalExecutor
+from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.driver.night.nightlock import BY_HAND, describe, night_lock_path, read_night_holder
+from harness.driver.night.runner import find_night, inputs_seal, policy_of
+from harness.driver.night.transitions import RetryPolicy, Row, latest_attempts
+from harness.driver.policy import retry_allowed
 from harness.judge.approval import check as approval
 from harness.measure.host import fstype
 from harness.measure.lock import describe_holder, read_holder
@@ -224,3 +237,111 @@ def plan(loaded: Loaded, rows: list[tuple[str, int]], runs_dir: Path, *, command
     return DryRun(command, loaded.campaign.name, loaded.campaign_file, runs_dir,
                   loaded.lock_path, holder, seal, approved, controls, notes,
                   approval_required=loaded.campaign.require_approval)
+
+
+@dataclass(frozen=True)
+class NightPick:
+    """Which night a start of `harness night` would walk, and the plan rows (control,
+    repeat) it would launch, in the order it would launch them."""
+
+    night_dir: Path | None  # the night it would continue; None: a new night folder
+    rows: list[tuple[str, int]]
+    slots: list[int]  # the plan slots of `rows`
+    left_running: int = 0  # rows a stopped harness left `running`, recovered first
+
+    def document(self) -> dict:
+        return {"continues": None if self.night_dir is None else str(self.night_dir),
+                "slots": self.slots, "left_running": self.left_running}
+
+
+def pending_slots(rows: Sequence[Row], policy: RetryPolicy) -> list[int]:
+    """Pure: the plan slots a start of this night would run, as its resume and its loop
+    decide (`resume_steps`, `next_step`): a row left running is recovered as interrupted,
+    a deferred one is planned again; then every slot whose newest attempt is planned, or
+    interrupted with a retry left. A finished slot never runs again."""
+    after_resume = {State.RUNNING: State.INTERRUPTED, State.DEFERRED: State.PLANNED}
+    out = []
+    for slot, row in sorted(latest_attempts(rows).items()):
+        state = after_resume.get(row.state, row.state)
+        if state == State.PLANNED or retry_allowed(policy, state, row.attempt):
+            out.append(slot)
+    return out
+
+
+def walk_order(pending: Sequence[int], groups: Mapping[int, tuple[int, ...]]) -> list[int]:
+    """Pure: the order a night launches the `pending` slots: plan order, except that a
+    same_host group's pending members go together, in the group's order, when the first
+    of them comes up (`source.group_rows`)."""
+    todo, out = set(pending), []
+    for slot in sorted(todo):
+        if slot in out:
+            continue
+        out += [m for m in groups.get(slot, (slot,)) if m in todo and m not in out]
+    return out
+
+
+def _night_rows(night_dir: Path, loaded: Loaded) -> list[Row]:
+    """The journal's rows, read-only (no migration, no WAL switch), refused as a start
+    would refuse them when the journal is another night's (exit 2)."""
+    path = night_dir / JOURNAL_NAME
+    hint = (f" (night {night_dir}; start with --new to leave it as it is and begin a new "
+            "night)")
+    try:
+        with Journal.open(path, readonly=True) as journal:
+            faults = journal.mismatches(campaign=loaded.campaign.name, plan=loaded.plan(),
+                                        seal=inputs_seal(loaded))
+            rows = journal.rows()
+    except HarnessError as e:
+        e.message += hint
+        raise
+    if faults:
+        raise InvalidInput(f"journal {path} belongs to another night{hint}", faults=faults)
+    return rows
+
+
+def night_pick(loaded: Loaded, runs_dir: Path, night: str | None, new: bool) -> NightPick:
+    """What a start of the night would run: the whole plan in a new night, or what is left
+    of the night it would continue. Reads only."""
+    if night is not None and new:
+        raise InvalidInput("--night and --new exclude each other")
+    nights_dir = Path(os.path.abspath(runs_dir)) / "nights"
+    plan_rows = loaded.plan()
+    found = find_night(nights_dir, loaded, night, new,
+                       rows_of=lambda folder: _night_rows(folder, loaded))
+    pending, running = list(range(len(plan_rows))), 0
+    if found is not None:
+        rows = _night_rows(found, loaded)
+        pending = pending_slots(rows, policy_of(loaded))
+        running = sum(r.state == State.RUNNING for r in rows)
+    order = walk_order(pending, instances(plan_rows, loaded.same_host))
+    return NightPick(found, [plan_rows[s] for s in order], order, running)
+
+
+def night_notes(loaded: Loaded, runs_dir: Path, pick: NightPick) -> list[str]:
+    """The night's own facts in words: which night folder, what is left, the night lock."""
+    nights = Path(os.path.abspath(runs_dir)) / "nights"
+    if pick.night_dir is None:
+        out = [f"a new night folder would go to {nights}/{loaded.campaign.name}-<UTC stamp>/"]
+    else:
+        out = [f"would continue night {pick.night_dir}: {count(len(pick.slots), 'slot')} "
+               f"of {len(loaded.plan())} left to run"]
+    if pick.left_running:
+        out.append(f"{count(pick.left_running, 'row')} left running by a stopped harness "
+                   "would be recovered first (sealed as found; an interrupted one runs "
+                   "again if retry.interrupted allows)")
+    return out + night_lock_notes(loaded.lock_path)
+
+
+def night_lock_notes(gpu_lock: Path) -> list[str]:
+    """Who holds the night lock, and what a start would do about it. A probe only."""
+    path = night_lock_path(gpu_lock)
+    try:
+        if is_free(path):
+            return []
+    except OSError as e:
+        return [f"night lock {path}: cannot be probed ({e.strerror or e})"]
+    holder = read_night_holder(gpu_lock)
+    if (holder or {}).get("kind") in BY_HAND:
+        return [f"night lock {path} held by {describe(holder)}: the night would wait for it"]
+    return [f"night lock {path} held by {describe(holder)}: this night would refuse at once "
+            f"(exit 3, {ENV_NIGHT_BUSY})"]

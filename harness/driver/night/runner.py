@@ -82,8 +82,18 @@ def open_journal(night_dir: Path, loaded: Loaded, deadline: str | None) -> Journ
         raise _hint(e, night_dir) from None
 
 
-def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool) -> Path | None:
-    """The night to continue: the one named, else the campaign's latest if unfinished."""
+def _journal_rows(night_dir: Path) -> list:
+    try:
+        with Journal.open(night_dir / JOURNAL_NAME) as journal:
+            return journal.rows()
+    except HarnessError as e:
+        raise _hint(e, night_dir) from None
+
+
+def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool,
+               rows_of: Callable[[Path], list] = _journal_rows) -> Path | None:
+    """The night to continue: the one named, else the campaign's latest if unfinished.
+    `rows_of` reads a night's journal rows (a dry run reads them without writing)."""
     if night is not None:
         path = Path(night) if ("/" in night or Path(night).is_dir()) else nights_dir / night
         if not (path / JOURNAL_NAME).is_file():
@@ -96,11 +106,7 @@ def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool) -
     if not folders:
         return None
     latest = folders[-1]
-    try:
-        with Journal.open(latest / JOURNAL_NAME) as journal:
-            rows = journal.rows()
-    except HarnessError as e:
-        raise _hint(e, latest) from None
+    rows = rows_of(latest)
     ended = (latest / ENDED).exists()
     return latest if rules.unfinished(rows, policy_of(loaded), ended=ended) else None
 

@@ -1,0 +1,73 @@
+"""Shell completion through the lazy command group: the scripts a user sources, command
+names from the command table without importing a command, files for file arguments."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.cli.commands import COMMANDS, SUMMARIES
+from harness.cli.main import COMPLETE_VAR
+
+
+def complete(instruction: str, **env: str) -> subprocess.CompletedProcess:
+    """`harness` as a shell's completion function calls it (a fresh process each time)."""
+    return subprocess.run([sys.executable, "-m", "harness"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, COMPLETE_VAR: instruction, **env})
+
+
+@pytest.mark.parametrize(("shell", "mark"), [("bash", "complete -o nosort -F"),
+                                             ("zsh", "#compdef harness"),
+                                             ("fish", "complete --no-files --command harness")])
+def test_the_completion_source_is_produced(shell: str, mark: str) -> None:
+    r = complete(f"{shell}_source")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert mark in r.stdout and "_harness_completion" in r.stdout
+    assert f"{COMPLETE_VAR}={shell}_complete" in r.stdout
+
+
+def test_bash_completes_a_command_name() -> None:
+    r = complete("bash_complete", COMP_WORDS="harness ni", COMP_CWORD="1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["plain,night"]
+
+
+def test_every_command_is_offered_for_an_empty_word() -> None:
+    r = complete("bash_complete", COMP_WORDS="harness ", COMP_CWORD="1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [f"plain,{name}" for name in sorted(COMMANDS)]
+
+
+def test_zsh_gets_the_help_line_harness_help_shows() -> None:
+    r = complete("zsh_complete", COMP_WORDS="harness rer", COMP_CWORD="1")
+    assert r.returncode == 0, r.stderr
+    kind, name, help_text = r.stdout.splitlines()
+    assert (kind, name) == ("plain", "rerun")
+    assert help_text and SUMMARIES["rerun"].startswith(help_text.rstrip(".").rstrip())
+
+
+def test_completing_a_command_name_imports_no_command() -> None:
+    probe = ("import os, sys\n"
+             "from harness.cli.main import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('harness.cli.')"
+             " and m.rsplit('.', 1)[1] not in ('main', 'commands')), file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, COMPLETE_VAR: "bash_complete",
+                                        "COMP_WORDS": "harness ", "COMP_CWORD": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == "[]", r.stderr
+
+
+def test_file_arguments_and_options_complete() -> None:
+    r = complete("bash_complete", COMP_WORDS="harness night campaigns/reh", COMP_CWORD="2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["file,campaigns/reh"]  # bash then completes the file name
+    r = complete("bash_complete", COMP_WORDS="harness rerun --dry", COMP_CWORD="2")
+    assert r.stdout.split() == ["plain,--dry-run"]
+    r = complete("fish_complete", COMP_WORDS="harness run --js", COMP_CWORD="--js")
+    offered = [line.split("\t")[0] for line in r.stdout.splitlines()]
+    assert offered == ["plain,--json-lines", "plain,--json"], offered
