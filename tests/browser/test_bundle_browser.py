@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 from harness.readers.bundle import safe_extract
-from tests.browser.test_summary_browser import _browser_or_skip
+from tests.browser.offline import browser_or_skip, offline_page
 
 LINKS_JS = """() => ({
     links: [...document.querySelectorAll('[href],[src]')].map(
@@ -74,39 +74,21 @@ def _links_of(page, url: str, root: Path) -> list[Path]:
 
 def test_a_bundles_index_and_summary_link_only_files_inside_the_bag(
         project, cleanup_containers, tmp_path):
-    exe = _browser_or_skip()
-    from playwright.sync_api import sync_playwright
+    exe = browser_or_skip()
 
     archive = _night_bundle(project, cleanup_containers, tmp_path / "night.tar.gz")
     root = safe_extract(archive, tmp_path / "unpacked" / "far" / "away").resolve()
     [night] = (root / "data" / "nights").iterdir()
     runs = sorted(p for p in (root / "data").iterdir() if p.name != "nights")
     assert len(runs) == 2 and all((r / "run.json").is_file() for r in runs), runs
-    errors: list[str] = []
-    foreign: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-
-            def route(r):
-                if not r.request.url.startswith("file://"):
-                    foreign.append(r.request.url)
-                    return r.abort()
-                return r.continue_()
-
-            page.route("**/*", route)
-            from_index = _links_of(page, (root / "index.html").as_uri(), root)
-            summary = night / "summary.html"
-            assert summary in from_index, from_index  # the night's summary, in its place
-            assert {r / "run.json" for r in runs} <= set(from_index), from_index
-            from_summary = _links_of(page, summary.as_uri(), root)
-        finally:
-            browser.close()
+    with offline_page(exe) as seen:
+        from_index = _links_of(seen.page, (root / "index.html").as_uri(), root)
+        summary = night / "summary.html"
+        assert summary in from_index, from_index  # the night's summary, in its place
+        assert {r / "run.json" for r in runs} <= set(from_index), from_index
+        from_summary = _links_of(seen.page, summary.as_uri(), root)
     for run in runs:  # the summary links each run's folder, record and both logs
         for part in ("", "run.json", "logs/stdout.log", "logs/stderr.log"):
             assert (run / part).resolve() in from_summary, (run / part, from_summary)
-    assert errors == [], errors
-    assert foreign == [], foreign
+    assert seen.errors == [], seen.errors
+    assert seen.foreign == [], seen.foreign

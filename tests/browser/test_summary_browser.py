@@ -12,33 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
 from harness.readers.report.morning import write_night_summary
+from tests.browser.offline import browser_or_skip, offline_page
 from tests.unit.test_summary_report import make_night
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("HARNESS_SCREENSHOTS", ROOT / "benchmarks" / "out" / "report-screens"))
 WIDTHS = (1280, 800)
-
-
-def _browser_or_skip() -> str:
-    """The chromium executable; a missing one fails under CI and skips elsewhere."""
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        exe = None
-    if exe is None:
-        why = "needs Debian's chromium (apt-get install chromium) and playwright (make setup)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"the browser test {why}; under CI it must run, never skip")
-        pytest.skip(why)
-    return exe
 
 
 def _with_reference(runs: Path) -> None:
@@ -80,46 +65,28 @@ def _check(page, width: int, base: str) -> dict:
 
 
 def test_summary_html_in_headless_chromium(page_file: Path) -> None:
-    exe = _browser_or_skip()
-    from playwright.sync_api import sync_playwright
-
-    errors: list[str] = []
-    foreign: list[str] = []
+    exe = browser_or_skip()
     SHOTS.mkdir(parents=True, exist_ok=True)
     base = page_file.as_uri()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-
-            def route(r):
-                if not r.request.url.startswith("file://"):
-                    foreign.append(r.request.url)
-                    return r.abort()
-                return r.continue_()
-
-            page.route("**/*", route)
-            for width in WIDTHS:
-                got = _check(page, width, base)
-                assert got["scroll"] <= got["inner"], f"{width} px: scrolls sideways {got}"
-                assert len(got["plots"]) >= 3, got["plots"]  # status, duration, lock wait …
-                for w, h, right in got["plots"]:
-                    assert w > 100 and h > 50 and right <= width, (width, got["plots"])
-                shot = SHOTS / f"summary-{width}.png"
-                page.screenshot(path=str(shot), full_page=True)
-                print(f"screenshot: {shot}")
-            assert got["scripts"] == 0  # the hostile reason's <script> stayed text
-            assert {"✓ accepted", "✗ refused"} <= set(got["statuses"]), got["statuses"]
-            assert got["outside"] == 1
-            folders = [h for h in got["links"] if h.endswith("0001")]
-            assert len(folders) == 2 and len(got["links"]) == 8, got["links"]  # 4 per run
-            for href in got["links"]:
-                target = Path(unquote(urlparse(urljoin(base, href)).path))
-                if not href.endswith("stderr.log"):  # the fixture writes stdout only
-                    assert target.exists(), href
-        finally:
-            browser.close()
-    assert errors == [], errors
-    assert foreign == [], foreign
+    with offline_page(exe) as seen:
+        page = seen.page
+        for width in WIDTHS:
+            got = _check(page, width, base)
+            assert got["scroll"] <= got["inner"], f"{width} px: scrolls sideways {got}"
+            assert len(got["plots"]) >= 3, got["plots"]  # status, duration, lock wait …
+            for w, h, right in got["plots"]:
+                assert w > 100 and h > 50 and right <= width, (width, got["plots"])
+            shot = SHOTS / f"summary-{width}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}")
+        assert got["scripts"] == 0  # the hostile reason's <script> stayed text
+        assert {"✓ accepted", "✗ refused"} <= set(got["statuses"]), got["statuses"]
+        assert got["outside"] == 1
+        folders = [h for h in got["links"] if h.endswith("0001")]
+        assert len(folders) == 2 and len(got["links"]) == 8, got["links"]  # 4 per run
+        for href in got["links"]:
+            target = Path(unquote(urlparse(urljoin(base, href)).path))
+            if not href.endswith("stderr.log"):  # the fixture writes stdout only
+                assert target.exists(), href
+    assert seen.errors == [], seen.errors
+    assert seen.foreign == [], seen.foreign
