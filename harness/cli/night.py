@@ -33,7 +33,7 @@ from harness.judge.approval.early import before_run
 from harness.measure.ui import Reporter, reporter
 from harness.readers.report.ending import night_end_lines
 from harness.readers.report.inert import inert
-from harness.readers.report.morning import write_night_summary
+from harness.readers.report.morning import SUMMARY_FILES, write_night_summary
 
 
 @click.command("night")
@@ -166,7 +166,9 @@ def _say_plan(plan: RerunPlan) -> None:
         click.echo(inert(line, 2000))
 
 
-def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
+def _rerun_one(run_dir: Path, reason: str, ui: Reporter, *, ending: bool = True, **kw) -> int:
+    """One rerun, said as it goes; with `ending`, a night's run ends as the night does
+    (its headline per control, both summaries, the next steps)."""
     campaign, night_dir = kw.pop("campaign"), kw.pop("night", None)
     plan = plan_rerun(run_dir, campaign=campaign)
     _say_plan(plan)
@@ -179,9 +181,9 @@ def _rerun_one(run_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     if result.night:
         click.echo(f"night: {result.night}")
         settle(result.night / JOURNAL_NAME)  # the summary was its last reader
-    for path in result.summary:
-        if path.suffix in (".md", ".html"):
-            click.echo(f"summary: {path}")
+        if ending:
+            for line in night_end_lines(result.night, result.summary):
+                click.echo(line)
     return result.exit_code
 
 
@@ -193,12 +195,17 @@ def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
     worst = 0
     for run_dir in todo:
         try:
-            worst = max(worst, _rerun_one(run_dir, reason, ui, night=night_dir, **kw))
+            worst = max(worst, _rerun_one(run_dir, reason, ui, night=night_dir, ending=False,
+                                          **kw))
         except HarnessError as e:  # this one is recorded (or never started); go on
             click.echo(inert(f"error: {run_dir}: {e.message}", 2000))
             worst = max(worst, e.code)
             if environment_stops(e.code):  # the host is not fit: the next would fail too
                 break
+    written = [night_dir / name for name in SUMMARY_FILES.values()
+               if (night_dir / name).is_file()]
+    for line in night_end_lines(night_dir, written):  # once, after the last rerun
+        click.echo(line)
     return worst  # each rerun rewrote the night's summary files as its row changed
 
 

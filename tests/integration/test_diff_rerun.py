@@ -149,6 +149,10 @@ def test_rerun_failed_reruns_a_nights_failures_and_rewrites_its_summary(project)
     rr = project.harness("rerun", "--failed", str(night), "--reason", "fixed the control")
     assert rr.returncode == 0, rr.stdout + rr.stderr
     assert rr.stdout.count("rerun of: ") == 1 and f"rerun of: {orig}" in rr.stdout
+    # it ends as the night did, once: the headline per control and what to read next
+    [headline] = [line for line in rr.stdout.splitlines() if line.startswith("controls: ")]
+    assert headline.endswith("controls accepted (1 after rerun)"), rr.stdout
+    assert rr.stdout.count(f"next: harness report {night}") == 1, rr.stdout
     [new] = [p for p in by_control(project)[GATE0] if p != orig]
     assert project.record(new)["rerun_of"]["run_id"] == orig.name
     with Journal.open(night / JOURNAL_NAME, readonly=True) as j:

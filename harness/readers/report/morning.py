@@ -84,11 +84,15 @@ def render(summary: dict, fmt: str, width: int = 100) -> str:
     raise InvalidInput(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
+#: The files a night's summary is written as, by format: the one list of their names.
+SUMMARY_FILES = {"md": "summary.md", "html": "summary.html", "json": "summary.json"}
+
+
 def write_night_summary(night_dir: Path) -> list[Path]:
     """Write summary.md, summary.html and summary.json into the night folder (atomically)."""
     summary = summary_for_night(night_dir)
     written = []
-    for fmt, name in (("md", "summary.md"), ("html", "summary.html"), ("json", "summary.json")):
+    for fmt, name in SUMMARY_FILES.items():
         path = Path(night_dir) / name
         write_text(path, render(summary, fmt))
         written.append(path)
