@@ -55,18 +55,12 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
 
     --dry-run prints what would run and what would be refused, and launches nothing."""
     needs_dry_run(as_json, dry_run)
-    refuse_night(campaign, "a campaign file")
-    loaded = require_campaign(campaign)
-    names = list(only)
-    for n in names:
-        if n not in loaded.controls:
-            raise InvalidInput(f"{campaign}: no control {n!r}{hint(n, set(loaded.controls))} "
-                               f"(it has: {', '.join(loaded.controls)})")
-    plan = loaded.plan(names)
-    chosen = None if run_id is None else _one_run(plan, run_id)
-    if dry_run:
-        raise click.exceptions.Exit(show_dry_run(loaded, plan, Path(runs_dir), command="run",
-                                                 as_json=as_json))
+    if dry_run:  # with --json, an error too is the one JSON object (as night and rerun)
+        with as_json_errors(as_json, command="run", campaign=str(campaign)):
+            loaded, plan, _ = _planned(campaign, only, run_id)
+            code = show_dry_run(loaded, plan, Path(runs_dir), command="run", as_json=as_json)
+        raise click.exceptions.Exit(code)
+    loaded, plan, chosen = _planned(campaign, only, run_id)
     if chosen is None:  # refused before any folder exists; a night's own launch is sealed
         before_run(loaded, Path(runs_dir))
     # made now, not with the first run folder: `status --runs-dir` answers while a run
@@ -79,6 +73,19 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
     finally:
         ui.close()
     raise click.exceptions.Exit(worst)
+
+
+def _planned(campaign: Path, only: tuple[str, ...],
+             run_id: str | None) -> tuple[Loaded, list, RunId | None]:
+    """The loaded campaign, the plan of the controls asked for, and the run id chosen."""
+    refuse_night(campaign, "a campaign file")
+    loaded = require_campaign(campaign)
+    for n in only:
+        if n not in loaded.controls:
+            raise InvalidInput(f"{campaign}: no control {n!r}{hint(n, set(loaded.controls))} "
+                               f"(it has: {', '.join(loaded.controls)})")
+    plan = loaded.plan(list(only))
+    return loaded, plan, None if run_id is None else _one_run(plan, run_id)
 
 
 class AfterNight:

@@ -154,3 +154,21 @@ def test_json_alone_is_a_usage_error() -> None:
         needs_dry_run(True, False)
     needs_dry_run(True, True)
     needs_dry_run(False, True)
+
+
+@pytest.mark.parametrize("command", ["run", "night"])
+def test_a_dry_run_with_json_says_an_error_as_the_one_json_object(
+        command: str, tmp_path: Path, monkeypatch) -> None:
+    """A script reading `--dry-run --json` gets a JSON object on stdout for bad input too,
+    with the exit code a plain run would have (2), the faulty file named."""
+    from harness.cli.main import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    r = CliRunner().invoke(cli, [command, "campaigns/missing.yaml", "--runs-dir", "runs",
+                                 "--dry-run", "--json"])
+    assert r.exit_code == 2, r.output
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False and doc["exit_code"] == 2 and doc["command"] == command
+    assert "campaigns/missing.yaml: no such campaign file" in doc["error"]
+    assert list(tmp_path.rglob("*")) == [tmp_path / "runs"]  # nothing made
