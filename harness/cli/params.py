@@ -124,5 +124,25 @@ class RunRef(click.ParamType):
                                f"in by id: {runsdir.missing(runs)}")
         return refs.find_run(text, runs.path, f"{runs.path} (from {runs.source})")
 
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[Any]:
+        """The run ids under the runs dir that start with what was typed, newest first,
+        and `latest`; then the shell's own file names (a run folder is a path too)."""
+        from click.shell_completion import CompletionItem
 
+        from harness.base.errors import HarnessError
+        from harness.measure.runfolder import refs
+
+        items = [CompletionItem(refs.LATEST)] if refs.LATEST.startswith(incomplete) else []
+        if "/" not in incomplete and not incomplete.startswith("."):
+            try:
+                names = refs.run_names(runs_dir_in(ctx).path, limit=COMPLETE_LIMIT)
+            except (HarnessError, OSError):  # no runs dir here: file names only
+                names = []
+            items += [CompletionItem(n) for n in refs.newest_first(names)
+                      if n.startswith(incomplete)]
+        return [*items, CompletionItem(incomplete, type="file")]
+
+
+COMPLETE_LIMIT = 5_000  # run folders read for one completion: a hint, never a crawl
 RUN = RunRef()

@@ -71,3 +71,25 @@ def test_file_arguments_and_options_complete() -> None:
     r = complete("fish_complete", COMP_WORDS="harness run --js", COMP_CWORD="--js")
     offered = [line.split("\t")[0] for line in r.stdout.splitlines()]
     assert offered == ["plain,--json-lines", "plain,--json"], offered
+
+
+def test_a_run_argument_completes_run_ids_from_the_runs_dir(tmp_path) -> None:
+    """`harness show rehearsal-g<TAB>`: the run folders of the runs dir (newest first),
+    never a link or a folder not named like a run; then file names, a path being a run too."""
+    runs = tmp_path / "runs"
+    for name in ("ctl-20261201T010000Z-0000aaaa", "ctl-20261202T010000Z-0000bbbb",
+                 "other-20261202T010000Z-0000cccc", "nights", "ctl-not-a-run"):
+        (runs / name).mkdir(parents=True)
+    (runs / "ctl-20261203T010000Z-0000dddd").symlink_to(runs / "nights")
+    for command in ("show", "diff", "verify", "rerun"):
+        r = complete("bash_complete", COMP_WORDS=f"harness {command} ct", COMP_CWORD="2",
+                     HARNESS_RUNS_DIR=str(runs))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["plain,ctl-20261202T010000Z-0000bbbb",
+                                    "plain,ctl-20261201T010000Z-0000aaaa", "file,ct"], command
+    r = complete("bash_complete", COMP_WORDS="harness show ", COMP_CWORD="2",
+                 HARNESS_RUNS_DIR=str(tmp_path / "missing"))
+    assert r.returncode == 0 and r.stdout.split() == ["plain,latest", "file,"], r.stderr
+    r = complete("bash_complete", COMP_WORDS="harness show ./ct", COMP_CWORD="2",
+                 HARNESS_RUNS_DIR=str(runs))
+    assert r.stdout.split() == ["file,./ct"]  # a path: the shell's file names alone
