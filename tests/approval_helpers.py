@@ -99,3 +99,26 @@ def make_keys(tmp: Path, name: str, signers_dir: Path | None = None) -> tuple[Pa
     allowed = (signers_dir or tmp) / f"{name}.allowed"
     allowed.write_text(line)
     return key, allowed
+
+
+ONE_CONTROL_IMAGE = "sha256:" + "1" * 64
+ONE_CONTROL_CAMPAIGN = "campaigns/camp.yaml"
+
+
+def one_control_project(root: Path, monkeypatch, campaign_tail: str,
+                        ignored: tuple[str, ...] = ("runs/",)) -> Path:
+    """A git project holding the harness (as the real checkout does), an images.lock, one
+    control `ctl` and the campaign `camp` of it, whose last lines are `campaign_tail`;
+    `ignored` goes into .gitignore. Returns the campaign file, all committed."""
+    harness_of(monkeypatch, root)
+    for folder in ("campaigns", "controls"):
+        (root / folder).mkdir()
+    (root / "images.lock").write_text(f"images:\n  rehearsal:\n    id: {ONE_CONTROL_IMAGE}\n")
+    (root / "controls" / "ctl.yaml").write_text(
+        "name: ctl\nimage: rehearsal\ndevice: cpu\ncommand: [\"true\"]\n")
+    (root / ONE_CONTROL_CAMPAIGN).write_text(
+        f"name: camp\nrow: T\ncontrols: [ctl]\n{campaign_tail}")
+    with (root / ".gitignore").open("a") as f:
+        f.write("".join(f"{line}\n" for line in ignored))
+    commit_all(root)
+    return root / ONE_CONTROL_CAMPAIGN

@@ -31,11 +31,18 @@ from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.seal import source_seal
 from harness.measure.ui import Reporter
-from tests.approval_helpers import commit_all, gate_record, harness_of, head, seal_of
+from tests.approval_helpers import (
+    ONE_CONTROL_CAMPAIGN,
+    ONE_CONTROL_IMAGE,
+    gate_record,
+    head,
+    one_control_project,
+    seal_of,
+)
 
 SEAL = "sha256:" + "ab" * 32
-IMG = "sha256:" + "1" * 64
-CAMPAIGN = "campaigns/camp.yaml"
+IMG = ONE_CONTROL_IMAGE
+CAMPAIGN = ONE_CONTROL_CAMPAIGN
 APPROVAL = "approvals/camp-abababababab.json"
 
 
@@ -160,20 +167,11 @@ def test_a_hostile_path_is_one_shell_word_that_runs_nothing(tmp_path, name):
 # ---- before_run on a real project ---------------------------------------------------------
 
 def make_project(root: Path, monkeypatch, *, require: bool = True) -> Path:
-    """A git project holding the harness (as the real checkout does) and a campaign of one
-    control, requiring approval unless `require` is False."""
-    harness_of(monkeypatch, root)
-    (root / "campaigns").mkdir()
-    (root / "controls").mkdir()
-    (root / "images.lock").write_text(f"images:\n  rehearsal:\n    id: {IMG}\n")
-    (root / "controls" / "ctl.yaml").write_text(
-        "name: ctl\nimage: rehearsal\ndevice: cpu\ncommand: [\"true\"]\n")
-    (root / CAMPAIGN).write_text(
-        f"name: camp\nrow: T\ncontrols: [ctl]\nrequire_approval: {str(require).lower()}\n")
-    with (root / ".gitignore").open("a") as f:
-        f.write("runs/\nruns2/\n")
-    commit_all(root)
-    return root / CAMPAIGN
+    """A git project holding the harness and a campaign of one control, requiring approval
+    unless `require` is False."""
+    return one_control_project(root, monkeypatch,
+                               f"require_approval: {str(require).lower()}\n",
+                               ignored=("runs/", "runs2/"))
 
 
 @pytest.fixture

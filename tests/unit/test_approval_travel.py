@@ -26,11 +26,20 @@ from harness.judge.approval import gates as approval_gates
 from harness.judge.gates.run import run_gates
 from harness.judge.gates.show import headline
 from harness.measure import seal as seal_module
-from tests.approval_helpers import GIT_ENV, commit_all, gate_record, harness_of, head, make_keys
+from tests.approval_helpers import (
+    GIT_ENV,
+    ONE_CONTROL_CAMPAIGN,
+    ONE_CONTROL_IMAGE,
+    commit_all,
+    gate_record,
+    head,
+    make_keys,
+    one_control_project,
+)
 from tests.approval_helpers import seal_of as seal_now
 
-IMG = "sha256:" + "1" * 64
-CAMPAIGN = "campaigns/camp.yaml"
+IMG = ONE_CONTROL_IMAGE
+CAMPAIGN = ONE_CONTROL_CAMPAIGN
 GATE = "  - name: {}\n    run: [\"true\"]\n    timeout: 30\n"
 
 
@@ -38,19 +47,8 @@ def make_project(root: Path, monkeypatch, *, gates: tuple[str, ...] = ("unit",),
                  extra: str = "") -> Path:
     """A git project holding the harness, one control, and a campaign requiring approval
     whose gates each run `true`."""
-    harness_of(monkeypatch, root)
-    for folder in ("campaigns", "controls"):
-        (root / folder).mkdir()
-    (root / "images.lock").write_text(f"images:\n  rehearsal:\n    id: {IMG}\n")
-    (root / "controls" / "ctl.yaml").write_text(
-        "name: ctl\nimage: rehearsal\ndevice: cpu\ncommand: [\"true\"]\n")
     listed = "gates:\n" + "".join(GATE.format(name) for name in gates) if gates else ""
-    (root / CAMPAIGN).write_text(
-        f"name: camp\nrow: T\ncontrols: [ctl]\nrequire_approval: true\n{listed}{extra}")
-    with (root / ".gitignore").open("a") as f:
-        f.write("runs/\n")
-    commit_all(root)
-    return root / CAMPAIGN
+    return one_control_project(root, monkeypatch, f"require_approval: true\n{listed}{extra}")
 
 
 def rules(root: Path, runs_dir: Path | None) -> list[str]:
