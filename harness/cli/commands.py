@@ -71,8 +71,8 @@ SUMMARIES: dict[str, str] = {
         "gates`)."
     ),
     "status": (
-        "Who holds the GPU lock and since when, which harness containers run, and the current "
-        "or last night's progress."
+        "Who holds the GPU lock and since when, which harness containers run, and each "
+        "campaign's latest night."
     ),
     "verify": "Re-hash a sealed run folder (or gate record).",
 }

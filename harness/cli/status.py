@@ -1,4 +1,4 @@
-"""`harness status`: the GPU lock, the harness containers, the current or last night.
+"""`harness status`: the GPU lock, the harness containers, each campaign's latest night.
 
 Its own module so that a look at the status loads only the readers it needs, not the
 night runner and the driver that `harness night` and `harness rerun` need."""
@@ -23,10 +23,14 @@ from harness.readers.status import gather, render
               show_default=True, help="the GPU lock file")
 @click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
 def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
-    """Who holds the GPU lock and since when, which harness containers run, and the
-    current or last night's progress. A running harness container whose launcher is gone
-    is flagged "GPU in use without the lock". Exit 0; 3 when the Docker engine does not
-    answer, or when such a container uses this lock's GPU (everything is still printed)."""
+    """Who holds the GPU lock and since when, which harness containers run, and each
+    campaign's latest night.
+
+    A night reads as its own end lines count it (done of total, per state), with when it
+    ended and, where a systemd timer runs it, when the timer starts it next. A running
+    harness container whose launcher is gone is flagged "GPU in use without the lock".
+    Exit 0; 2 when the runs dir does not exist; 3 when the Docker engine does not answer,
+    or when such a container uses this lock's GPU (everything is still printed)."""
     lock_path = Path(os.path.expandvars(os.path.expanduser(str(lock_path))))
     state = gather(runs_dir, lock_path)
     if as_json:
