@@ -146,6 +146,16 @@ MODEL_CHANGED = _rule("MODEL-CHANGED", "the model files changed during the run",
                       "evidence")
 HOST_DRIFT = _rule("HOST-DRIFT", "the host (driver, firmware, engine) changed during the run",
                    REFUSED, "evidence")
+# The kernel log of the run's window (judge/kernellog.py): a fault there makes the figures
+# meaningless, whatever the workload printed.
+KERNEL_LOG_GPU_RESET = _rule("KERNEL-LOG-GPU-RESET", "the kernel reset the GPU during the run",
+                             REFUSED, "evidence")
+KERNEL_LOG_RING_TIMEOUT = _rule("KERNEL-LOG-RING-TIMEOUT", "a GPU ring timed out (a hung job) "
+                                "during the run", REFUSED, "evidence")
+KERNEL_LOG_MCE = _rule("KERNEL-LOG-MCE", "the kernel logged a machine check (a hardware error) "
+                       "during the run", REFUSED, "evidence")
+KERNEL_LOG_AER = _rule("KERNEL-LOG-AER", "the kernel logged a PCIe bus error (AER) during the "
+                       "run", REFUSED, "evidence")
 
 # -- post-steps: the harness's record of each step ---------------------------------------------
 POST_REFUSED = _rule("POST-REFUSED", "a post-step refused without naming a rule of its own",
