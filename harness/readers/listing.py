@@ -28,7 +28,7 @@ from harness.base.timeutil import parse_or_none
 from harness.measure.runfolder import manifest, record
 from harness.measure.runfolder.layout import RECORD, SUMS
 from harness.measure.runfolder.refs import newest_first, run_names, run_parts
-from harness.measure.runfolder.reruns import INDEX, INDEX_LIMIT, fold_index
+from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
 from harness.readers.report.inert import inert
 
 UNSEALED = "unsealed"  # no SHA256SUMS: running, or left by a killed harness
@@ -103,9 +103,8 @@ def mark_reruns(rows: Sequence[Listed], index_lines: Sequence[str]) -> list[List
     later: dict[str, tuple[str, str]] = {}
     earlier: dict[str, str] = {}
     for rerun_id, entry in folded.items():
-        original = entry.get("original")
-        orig_id = original.get("run_id") if isinstance(original, dict) else None
-        if isinstance(orig_id, str):
+        orig_id = original_id(entry)
+        if orig_id is not None:
             at = str(entry.get("at") or "")
             if orig_id not in later or later[orig_id][0] <= at:
                 later[orig_id] = (at, rerun_id)
@@ -203,6 +202,4 @@ def read_rows(runs_dir: Path) -> list[Listed]:
         folder = Path(runs_dir) / name
         rows.append(row_of(name, str(folder), _bytes(folder / RECORD, RECORD_READ_LIMIT),
                            _bytes(folder / SUMS, SUMS_READ_LIMIT)))
-    index = _bytes(Path(runs_dir) / INDEX, INDEX_LIMIT)
-    lines = index.decode("utf-8", "replace").splitlines() if index else []
-    return mark_reruns(rows, lines)
+    return mark_reruns(rows, index_lines(runs_dir))

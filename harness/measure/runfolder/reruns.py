@@ -30,18 +30,30 @@ def fold_index(lines: list[str]) -> dict[str, dict]:
     return out
 
 
+def original_id(entry: dict) -> str | None:
+    """Pure: the run id an index entry reruns, or None when the entry does not say."""
+    original = entry.get("original")
+    run_id = original.get("run_id") if isinstance(original, dict) else None
+    return run_id if isinstance(run_id, str) else None
+
+
+def index_lines(runs_dir: Path) -> list[str]:
+    """The index's lines in `runs_dir` ([] when it is missing or cannot be read): bounded,
+    regular files only, so a FIFO or a huge index never hangs `show`, `ls` or a report."""
+    try:
+        raw = read_bounded(Path(runs_dir) / INDEX, INDEX_LIMIT, what="rerun index")
+    except InputError:
+        return []
+    return raw.decode("utf-8", "replace").splitlines()
+
+
 def reruns_of(run_dir: Path) -> list[dict]:
     """The reruns of the run in `run_dir`, oldest first, from the index beside it:
     [{"run_id", "path", "reason", "status", "at"}]."""
     run_dir = Path(run_dir)
-    try:  # bounded, regular files only: a FIFO or a huge index must not hang `show`
-        raw = read_bounded(run_dir.parent / INDEX, INDEX_LIMIT, what="rerun index")
-    except InputError:
-        return []
     out = []
-    for rid, e in fold_index(raw.decode("utf-8", "replace").splitlines()).items():
-        original = e.get("original")
-        if isinstance(original, dict) and original.get("run_id") == run_dir.name:
+    for rid, e in fold_index(index_lines(run_dir.parent)).items():
+        if original_id(e) == run_dir.name:
             out.append({"run_id": rid, "path": e["rerun"].get("path"), "reason": e.get("reason"),
                         "status": e.get("status"), "at": e.get("at")})
     return sorted(out, key=lambda r: str(r["at"]))

@@ -23,7 +23,7 @@ from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.judge.diff import gate0_differences
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import METRICS, POST_STEPS, RECORD, VERDICT
-from harness.measure.runfolder.reruns import INDEX, INDEX_LIMIT, fold_index
+from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 REFERENCE_STEP = "reference"  # the post-step whose verdict holds the reference findings
@@ -111,16 +111,8 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
 def rerun_links(runs_dir: Path) -> dict[str, str]:
     """rerun run id -> original run id, from RUNS_DIR/reruns.jsonl (bounded; {} when
     missing or unreadable): ties a rerun to its original where no journal row does."""
-    try:
-        raw = read_bounded(Path(runs_dir) / INDEX, INDEX_LIMIT, what="rerun index")
-    except InputError:
-        return {}
-    out = {}
-    for rid, entry in fold_index(raw.decode("utf-8", "replace").splitlines()).items():
-        original = entry.get("original")
-        if isinstance(original, dict) and isinstance(original.get("run_id"), str):
-            out[rid] = original["run_id"]
-    return out
+    folded = fold_index(index_lines(runs_dir)).items()
+    return {rid: orig for rid, entry in folded if (orig := original_id(entry)) is not None}
 
 
 def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
