@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from harness.base.plural import counted
 from harness.base.terminal import isatty
 from harness.cli.params import RUN
 from harness.judge.diff import SCHEMA, diff_runs, exit_status
@@ -67,7 +68,7 @@ def _seal(t: dict) -> list[str]:
     lines = [f"    {kind} {_v(name)}" for kind in ("added", "removed", "changed")
              for name in files[kind]]
     if lines:
-        head += f" ({len(lines)} file{'' if len(lines) == 1 else 's'})"
+        head += f" ({counted(len(lines), 'file')})"
     return [head, *_capped(lines)]
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.base.catalogue import MODEL_UNPINNED
 from harness.base.errors import InvalidInput
+from harness.base.plural import counted
 from harness.config import wrongfile
 from harness.config.builtins import OPTIONS
 from harness.config.executor import ExecutorBlock, ExecutorConfig
@@ -364,6 +365,6 @@ def require_campaign(path: Path) -> Loaded:
         doc = _document(Path(path))
         if doc is not None and wrongfile.looks_like_control(doc.data):
             raise InvalidInput(wrongfile.control_message(Path(path), doc.data, Path.cwd()))
-        raise InvalidInput(f"{path}: campaign is not valid ({wrongfile.count(len(faults))})",
+        raise InvalidInput(f"{path}: campaign is not valid ({counted(len(faults), 'fault')})",
                            faults=[str(f) for f in faults])
     return loaded

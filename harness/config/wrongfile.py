@@ -116,6 +116,3 @@ def looks_like_control(data: object) -> bool:
     return isinstance(data, dict) and "image" in data and "controls" not in data
 
 
-def count(n: int, word: str = "fault") -> str:
-    """Pure: "1 fault", "2 faults"."""
-    return f"{n} {word}{'' if n == 1 else 's'}"

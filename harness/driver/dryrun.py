@@ -29,6 +29,7 @@ from pathlib import Path
 from harness.base.catalogue import ENV_DOCTOR, ENV_NIGHT_BUSY, MOUNT_UNSAFE_PATH
 from harness.base.errors import HarnessError, InvalidInput
 from harness.base.flock import is_free
+from harness.base.plural import counted
 from harness.base.reason import Reason
 from harness.base.states import State
 from harness.config.loader import Loaded
@@ -115,19 +116,19 @@ class DryRun:
                f"runs dir  {self.runs_dir}",
                f"lock      {self.lock}: " + ("free" if self.lock_holder is None else
                                              f"held by {self.lock_holder}"),
-               f"seal      {self.seal.digest} ({count(len(self.seal.files), 'file')})",
+               f"seal      {self.seal.digest} ({counted(len(self.seal.files), 'file')})",
                f"approval  {approval_line(self.approval, self.approval_required)}",
                *(f"note      {n}" for n in self.notes),
-               f"plan      {count(len(self.controls), 'control')}, in this order:"]
+               f"plan      {counted(len(self.controls), 'control')}, in this order:"]
         for i, c in enumerate(self.controls, 1):
             times = f" ×{c.repeats}" if c.repeats > 1 else ""
             out.append(f"  {i}. {c.control}{times}  [{c.device}]  image {c.image} "
                        f"{c.image_id or '(not present with its pinned Id)'}")
             out.append(f"     {shlex.join(c.argv)}")
             out += [f"     would be refused: {r}" for r in c.reasons]
-        out.append(f"would refuse {len(refused)} of {count(len(self.controls), 'control')} "
+        out.append(f"would refuse {len(refused)} of {counted(len(self.controls), 'control')} "
                    "(exit 1)" if refused else
-                   f"would launch {count(len(self.controls), 'control')} (exit 0)")
+                   f"would launch {counted(len(self.controls), 'control')} (exit 0)")
         return out
 
 
@@ -140,10 +141,6 @@ def placeholders(argv: list[str]) -> list[str]:
         label, eq, _ = arg.partition("=")
         out.append(f"{label}={marks[label]}" if eq and label in marks else arg)
     return out
-
-
-def count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def approval_line(found: dict | None, required: bool) -> str:
@@ -323,10 +320,10 @@ def night_notes(loaded: Loaded, runs_dir: Path, pick: NightPick) -> list[str]:
     if pick.night_dir is None:
         out = [f"a new night folder would go to {nights}/{loaded.campaign.name}-<UTC stamp>/"]
     else:
-        out = [f"would continue night {pick.night_dir}: {count(len(pick.slots), 'slot')} "
+        out = [f"would continue night {pick.night_dir}: {counted(len(pick.slots), 'slot')} "
                f"of {len(loaded.plan())} left to run"]
     if pick.left_running:
-        out.append(f"{count(pick.left_running, 'row')} left running by a stopped harness "
+        out.append(f"{counted(pick.left_running, 'row')} left running by a stopped harness "
                    "would be recovered first (sealed as found; an interrupted one runs "
                    "again if retry.interrupted allows)")
     return out + night_lock_notes(loaded.lock_path)

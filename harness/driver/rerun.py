@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.base.errors import HarnessError, InvalidInput
+from harness.base.plural import counted
 from harness.base.states import State, Status
 from harness.base.timeutil import utc_now
 from harness.config.checkout import checkout, inside
@@ -127,7 +128,7 @@ def seal_lines(plan: RerunPlan) -> list[str]:
         return [f"seal changed: the original's file list is unreadable ({plan.why_unknown})"]
     names = [f"  {kind} {name}" for kind in ("added", "removed", "changed")
              for name in plan.changes[kind]]
-    return [f"seal changed: {len(names)} file{'' if len(names) == 1 else 's'}", *names]
+    return [f"seal changed: {counted(len(names), 'file')}", *names]
 
 
 def read_original(run_dir: Path) -> RunRecord:

@@ -26,6 +26,7 @@ from harness.base.catalogue import (
     KERNEL_LOG_MCE,
     KERNEL_LOG_RING_TIMEOUT,
 )
+from harness.base.plural import counted
 
 MAX_TEXT = 1000  # one record's text, at most (the kernel's own limit is about this)
 EXCERPT = 5  # lines kept per fault kind
@@ -63,7 +64,7 @@ class Finding:
 
     def detail(self) -> str:
         more = f" (and {self.count - len(self.lines)} more)" if self.count > len(self.lines) else ""
-        return f"{self.count} line(s), first: {self.lines[0]}{more}"
+        return f"{counted(self.count, 'line')}, first: {self.lines[0]}{more}"
 
 
 def record(line: str) -> Record | None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.plural import counted
 from harness.base.readfile import InputError, read_bounded
 from harness.base.states import Status
 from harness.readers.report.inert import inert
@@ -41,9 +42,8 @@ def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, An
     out += [f"summary: {inert(str(p), 1000)}" for p in written if p.suffix in (".md", ".html")]
     where = shlex.quote(inert(str(night_dir), 1000))
     if summary and (n := to_rerun(summary)):
-        word = "control" if n == 1 else "controls"
-        out.append(f"next: harness rerun --failed {where} --reason WHY   ({n} {word} to "
-                   "rerun once fixed)")
+        out.append(f"next: harness rerun --failed {where} --reason WHY   "
+                   f"({counted(n, 'control')} to rerun once fixed)")
     if written:
         out.append(f"next: harness report {where}")
     return out

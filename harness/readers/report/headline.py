@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.base.plural import noun
 from harness.base.states import Status
 
 RERUN = "rerun"
@@ -124,9 +125,9 @@ def headline(t: Mapping[str, Any]) -> str:
     total = t["controls"]
     if not total:
         return "no controls"
-    noun = "control" if total == 1 else "controls"
     accepted = t["final"].get(Status.ACCEPTED, 0)
-    text = f"{accepted}/{total} {noun} accepted" + _after_text(t["after"].get(Status.ACCEPTED))
+    text = (f"{accepted}/{total} {noun(total, 'control')} accepted"
+            + _after_text(t["after"].get(Status.ACCEPTED)))
     rest = [f"{n} {s}{_after_text(t['after'].get(s))}" for s, n in t["final"].items()
             if s != Status.ACCEPTED]
     return "; ".join([text, ", ".join(rest)]) if rest else text
