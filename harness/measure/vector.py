@@ -149,7 +149,9 @@ def container_name(run_id: str) -> str:
     return f"harness-{run_id}"
 
 
-def _env_value(v: object) -> str:
+def env_value(v: object) -> str:
+    """Pure: an `env` value as docker is given it (a bool as 1 or 0): the text its sha256
+    marker is taken over when the name looks secret."""
     if isinstance(v, bool):
         return "1" if v else "0"
     return str(v)
@@ -265,7 +267,7 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
         argv += ["--label", f"{k}={v}"]
     argv += _sandbox_args(ctl, inp.render_nodes)
 
-    env: dict[str, str] = {k: _env_value(v) for k, v in ctl.env.items()}
+    env: dict[str, str] = {k: env_value(v) for k, v in ctl.env.items()}
     if ctl.device == "rocm" and ctl.gpus is not None:
         env["HIP_VISIBLE_DEVICES"] = ctl.gpus
     env[interface.ENV_RUN_ID] = inp.run_id

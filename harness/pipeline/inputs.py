@@ -28,7 +28,7 @@ from harness.config.schema import Campaign, Control
 from harness.config.yamlsafe import YamlFaults, loads
 from harness.measure.runfolder import inputs as kept
 from harness.measure.seal import SourceSeal, input_label
-from harness.measure.vector import looks_secret, redact
+from harness.measure.vector import env_value, looks_secret, redact
 from harness.pipeline.context import RunContext
 
 
@@ -52,13 +52,6 @@ def secret_names(control: Control) -> list[str]:
     return found
 
 
-def env_text(value: Any) -> str:
-    """Pure: an `env` value as the vector passes it to docker (a bool as 1 or 0)."""
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
-
-
 def redacted(value: Any) -> Any:
     """Pure: engine args with every value under a secret-looking key (at any depth)
     replaced by the marker the vector records for it: `vector.redact` of its JSON text."""
@@ -78,7 +71,7 @@ def redacted_control(control: dict) -> dict:
     env = control.get("env")
     out = dict(control)
     if isinstance(env, dict):
-        out["env"] = {k: redact(env_text(v)) if looks_secret(str(k)) else v
+        out["env"] = {k: redact(env_value(v)) if looks_secret(str(k)) else v
                       for k, v in env.items()}
     out["engine"] = redacted(control.get("engine"))
     return out
