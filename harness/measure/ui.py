@@ -111,6 +111,9 @@ def sentence(kind: str, fields: dict[str, object]) -> str:
     return f"{clean_text(kind)}: {detail}" if detail else clean_text(kind)
 
 
+WAIT_EVERY_S = 30  # a waiting line when the wait begins, then one this often
+
+
 class Reporter:
     """Plain JSON lines: the unattended form."""
 
@@ -123,9 +126,16 @@ class Reporter:
         print(json.dumps(rec, default=str), file=self.stream, flush=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
-        if time.monotonic() - self._last_wait >= 30 or self._last_wait == 0.0:
-            self._last_wait = time.monotonic()
+        if self._wait_due():
             self.event("lock-wait", waited_s=round(waited, 1), holder=holder)
+
+    def _wait_due(self) -> bool:
+        """Whether a waiting line is due: when the wait begins, then every WAIT_EVERY_S."""
+        now = time.monotonic()
+        if self._last_wait and now - self._last_wait < WAIT_EVERY_S:
+            return False
+        self._last_wait = now
+        return True
 
     def close(self) -> None:
         pass
@@ -164,9 +174,8 @@ class TerminalReporter(Reporter):
 
     def _plain_wait(self, holder: dict | None, waited: float) -> None:
         """Off a terminal, one plain line when the wait begins and one every 30 s."""
-        if self._last_wait and time.monotonic() - self._last_wait < 30:
+        if not self._wait_due():
             return
-        self._last_wait = time.monotonic()
         line = wait_line(holder, waited)
         self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(line)}",
                            highlight=False, markup=True, soft_wrap=True)
