@@ -236,8 +236,11 @@ def _note(cfg: Config, run_dir: Path, what: str) -> None:
     still ran its container; it is timed, and named in the environment."""
     rec = json.loads((run_dir / "run.json").read_text())
     if rec["status"] != "accepted":
+        # the scratch folder goes with the benchmark: keep the log's end in the note
+        err = run_dir / "logs" / "stderr.log"
+        tail = err.read_text(errors="replace").splitlines()[-5:] if err.is_file() else []
         cfg.notes.append(f"engine: {what} run {run_dir.name} {rec['status']}: "
-                         f"{rec['reasons']}")
+                         f"{rec['reasons']}; stderr ends: {tail}")
 
 
 def run_engine(cfg: Config) -> dict[str, float]:
