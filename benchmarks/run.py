@@ -70,6 +70,9 @@ GOALS = {
     # observer / without the harness
     "engine_observer_cost_pct": ("≤ 2", lambda v: v <= 2),
     "engine_run_ratio": ("≤ 1.05", lambda v: v <= 1.05),
+    # issue 25: the telemetry sampler's own CPU at 1 Hz, in % of one core
+    "telemetry_sampler_cpu_pct": ("< 1", lambda v: v < 1),
+    "telemetry_control_ratio": ("context", None),
 }
 
 
@@ -83,6 +86,7 @@ def _benchmarks():
         bench_logs,
         bench_overhead,
         bench_slurm,
+        bench_telemetry,
     )
 
     return {
@@ -96,6 +100,7 @@ def _benchmarks():
         "evidence": bench_evidence.run_bundle,
         "report": bench_evidence.run_report,
         "slurm": bench_slurm.run_slurm,
+        "telemetry": bench_telemetry.run_telemetry,
         "engine": bench_engine.run_engine,
     }
 

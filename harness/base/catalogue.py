@@ -156,6 +156,13 @@ KERNEL_LOG_MCE = _rule("KERNEL-LOG-MCE", "the kernel logged a machine check (a h
                        "during the run", REFUSED, "evidence")
 KERNEL_LOG_AER = _rule("KERNEL-LOG-AER", "the kernel logged a PCIe bus error (AER) during the "
                        "run", REFUSED, "evidence")
+ENV_KERNEL_LOG_UNREADABLE = _rule("ENV-KERNEL-LOG-UNREADABLE", "the control requires the "
+                                  "kernel log and the host does not let the harness read it "
+                                  "(`harness doctor` says how to allow it)", ENVIRONMENT,
+                                  "evidence")
+TELEMETRY_GAP = _rule("TELEMETRY-GAP", "the control requires telemetry and a gap over twice "
+                      "the sampling interval (or no sample at all) left the run unmeasured",
+                      REFUSED, "evidence")
 
 # -- post-steps: the harness's record of each step ---------------------------------------------
 POST_REFUSED = _rule("POST-REFUSED", "a post-step refused without naming a rule of its own",

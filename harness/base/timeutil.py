@@ -8,6 +8,7 @@ sealed before this format was everywhere may hold older forms; parse() still rea
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime
 
 # utc_now()'s form, and the older forms sealed folders may hold: whole seconds
@@ -26,6 +27,12 @@ def iso(at: datetime) -> str:
 def utc_now() -> str:
     """ISO-8601 UTC with microseconds and a Z, e.g. 2026-11-30T08:30:00.123456Z."""
     return iso(datetime.now(UTC))
+
+
+def unix_now() -> float:
+    """The wall clock in seconds since the epoch, to the millisecond: how a telemetry
+    sample is placed against the instrument's observations (which carry time.time())."""
+    return round(time.time(), 3)
 
 
 def stamp(at: datetime | None = None) -> str:

@@ -19,7 +19,7 @@ from harness.config.loader import Loaded, require_campaign
 from harness.driver.night.journal import JOURNAL_NAME, settle
 from harness.driver.night.rules import night_deadline
 from harness.driver.night.runner import NightResult, run_night
-from harness.driver.policy import environment_stops
+from harness.driver.policy import ENDED_ON_PURPOSE, environment_stops
 from harness.driver.rerun import (
     RerunPlan,
     check_reason,
@@ -108,6 +108,9 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
 
     --dry-run prints the controls this start would run, in order (what is left of the
     night it would continue), and creates nothing: no night folder, no journal, no lock.
+
+    A campaign `hook:` runs once the night ended: a JSON summary to its command's stdin and
+    webhook (credentials from the environment only); a failing one keeps the exit code.
     """
     needs_dry_run(as_json, dry_run)
     with as_json_errors(as_json, command="night", campaign=str(campaign)):
@@ -136,7 +139,22 @@ def _night(loaded: Loaded, executor: ExecutorConfig, runs_dir: Path, json_lines:
     finally:
         ui.close()
     _say_night(result)
-    return result.exit_code
+    if loaded.hook is not None and result.why in ENDED_ON_PURPOSE:  # once, the night over
+        _hook(loaded, result, runs_dir)
+    return result.exit_code  # whatever the hook did
+
+
+def _hook(loaded: Loaded, result: NightResult, runs_dir: Path) -> None:
+    """The campaign's hook, told of the night that ended; its failures go to stderr."""
+    from harness.readers.hook.night import Night, after_night
+
+    told = after_night(loaded.hook, Night(
+        loaded.campaign.name, result.night_dir, Path(os.path.abspath(runs_dir)),
+        str(result.why), result.exit_code, loaded.project_dir), os.environ)
+    for line in told.said:
+        click.echo(line)
+    for line in told.failed:
+        click.echo(line, err=True)
 
 
 def _say_night(result: NightResult) -> None:

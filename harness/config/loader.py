@@ -20,6 +20,7 @@ from harness.config import wrongfile
 from harness.config.builtins import OPTIONS
 from harness.config.executor import ExecutorBlock, ExecutorConfig
 from harness.config.gates import Gate, GateList
+from harness.config.hook import HookBlock, HookConfig, environment_faults
 from harness.config.inputs import mount_inputs, mount_problems
 from harness.config.mountable import declared_problem, mountable, system_paths
 from harness.config.samehost import SameHostBlock
@@ -96,6 +97,7 @@ class Loaded:
     gates: list[Gate] = field(default_factory=list)  # inline or from gates_file
     gates_file: Path | None = None
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # `executor:`, checked
+    hook: HookConfig | None = None  # `hook:`, checked (the variables it names, where set)
     same_host: tuple[tuple[str, ...], ...] = ()  # paired controls run on one host, in order
     roots: tuple[Path, ...] = field(init=False)
     lock_file: Path = field(init=False)
@@ -248,6 +250,7 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
                                           ExecutorBlock)
         faults += executor_faults
         loaded.executor = block.executor if block else ExecutorConfig()
+    faults += _load_hook(loaded, doc)
     if campaign.same_host is not None:
         groups, group_faults = validate(replace(doc, data={"same_host": campaign.same_host}),
                                         SameHostBlock)
@@ -285,6 +288,18 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
         faults += _check_mounts(ctl, ctl_path, ctl_doc, roots) + _check_options(ctl, ctl_doc)
         loaded.controls[ref.control] = (ctl, ctl_path)
     return (loaded if not faults else None), faults
+
+
+def _load_hook(loaded: Loaded, doc: Document) -> list[Fault]:
+    """The campaign's `hook:` block into `loaded.hook`, with the faults of the block and of
+    the environment variables it names that are set here (their values never shown)."""
+    if loaded.campaign.hook is None:
+        return []
+    block, faults = validate(replace(doc, data={"hook": loaded.campaign.hook}), HookBlock)
+    if block is None:
+        return faults
+    loaded.hook = block.hook
+    return environment_faults(block.hook, doc, os.environ)
 
 
 def _load_gates(loaded: Loaded, doc: Document) -> list[Fault]:

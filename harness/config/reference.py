@@ -13,7 +13,8 @@ REFERENCE-MISSING when the run has no value for it). The `reference` post-step j
 after the container exits, so its verdict is sealed like any other; the harness adds that
 step to a control that has a `reference:` and does not list it.
 
-The figure names are the ones every run has (FIGURES) and vLLM's (VLLM_METRICS, the same
+The figure names are the ones every run has (FIGURES), its telemetry's (TELEMETRY_FIGURES)
+and vLLM's (VLLM_METRICS, the same
 tuple as harness.measure.metrics.METRICS: config sits below measure and cannot import it, and a unit
 test keeps the two equal). Pure: no I/O.
 """
@@ -31,7 +32,11 @@ VLLM_METRICS = (
     "kv_cache_gib", "kv_tokens", "max_concurrency", "max_model_len", "model_load_gib",
     "model_load_s", "graph_capture_s", "graph_capture_gib", "engine_init_s", "compilation_s",
 )
-NAMES = FIGURES + VLLM_METRICS
+# From the run's telemetry (run.json's `telemetry` block), where it was sampled: the energy
+# its GPUs drew (rocm, where power is known), the container's memory peak and mean CPU use.
+TELEMETRY_FIGURES = ("energy_j", "memory_peak_bytes", "cpu_pct_mean")
+TELEMETRY_UNITS = {"energy_j": "J", "memory_peak_bytes": "B", "cpu_pct_mean": "%"}
+NAMES = FIGURES + VLLM_METRICS + TELEMETRY_FIGURES
 MAX_ABS = 1e15  # a bound on every number here: past it a figure is not a measurement
 MAX_TOLERANCE = 10.0  # ±1000 %: wider is no reference at all
 

@@ -186,6 +186,22 @@ class Resources(Strict):
     pids: int | None = Field(default=None, gt=0, le=1 << 22)
 
 
+class KernelLog(Strict):
+    """The kernel log over the run's window (harness.measure.kmsg). Read wherever the host
+    allows; `required`: a log that cannot be read refuses the run instead of a note."""
+
+    required: bool = False
+
+
+class Telemetry(Strict):
+    """Figures sampled while the container runs (harness.measure.telemetry), every
+    `interval`; `required`: a gap over twice the interval, or no sample, refuses the run
+    (TELEMETRY-GAP) instead of a note."""
+
+    interval: Annotated[Duration, Field(ge=0.1, le=60.0)] = 1.0
+    required: bool = False
+
+
 class PostStep(Strict):
     """A judge run after the container exits: a built-in by name, or a command."""
 
@@ -238,6 +254,8 @@ class Control(Strict):
     post_steps: list[Annotated[PostStep, BeforeValidator(_post_step)]] = Field(
         default_factory=lambda: [PostStep(name="exit-code")])
     reference: References = Field(default_factory=dict)  # harness.config.reference
+    kernel_log: KernelLog = KernelLog()
+    telemetry: Telemetry = Telemetry()
 
     @model_validator(mode="after")
     def _checks(self) -> Control:
@@ -298,6 +316,7 @@ class Campaign(Strict):
     gates: list[Any] | None = None  # checked with positions by harness.config.gates (loader)
     gates_file: str | None = Field(default=None, min_length=1, max_length=1024)
     executor: dict[str, Any] | None = None  # checked with positions by harness.config.executor
+    hook: dict[str, Any] | None = None  # checked with positions by harness.config.hook
     same_host: list[Any] | None = None  # checked with positions by harness.config.samehost
     require_approval: bool = False  # runs need an approval of their seal (harness.judge.approval)
     allowed_signers: str | None = Field(default=None, min_length=1, max_length=4096)

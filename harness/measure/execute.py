@@ -25,6 +25,8 @@ from harness.base.timeutil import utc_now
 from harness.measure import engine, witness
 from harness.measure.logs import Pump
 from harness.measure.runfolder import layout
+from harness.measure.telemetry import plan as telemetry_plan
+from harness.measure.telemetry.sampler import Sampler
 from harness.measure.vector import Vector
 
 CIDFILE_WAIT_S = 60.0
@@ -49,6 +51,7 @@ class ContainerExit:
     log_bytes: dict[str, int] = field(default_factory=dict)
     log_errors: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    telemetry: dict | None = None  # the sampler's account (telemetry.sampler.Sampled)
 
     def as_dict(self) -> dict:
         return {"schema": "harness.outcome/v1", **asdict(self)}
@@ -155,13 +158,49 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
+def _sample(plan: telemetry_plan.Plan | None, container: dict | None, run_dir: Path,
+            out: ContainerExit) -> Sampler | None:
+    """Start sampling the container's telemetry (`telemetry.plan`); what cannot be sampled
+    is said in the outcome, and the control runs regardless."""
+    if plan is None:
+        return None
+    try:
+        sampler, missing = telemetry_plan.start(plan, (container or {}).get("cgroup"),
+                                                run_dir / layout.TELEMETRY)
+    except Exception as e:  # telemetry is evidence gained, never a reason not to run
+        sampler, missing = None, [f"{type(e).__name__}: {e}"[:300]]
+    out.telemetry = {"interval_s": plan.interval, "missing": missing,
+                     "sampled": sampler is not None}
+    return sampler
+
+
+def _sampled(sampler: Sampler | None, out: ContainerExit) -> None:
+    if sampler is not None and out.telemetry is not None:
+        out.telemetry.update(dataclasses.asdict(sampler.stop()))
+
+
+def _pumps(proc: subprocess.Popen, logs: Path) -> list[Pump]:
+    """The launcher's two streams copied into logs/ (one stamps file for both), started."""
+    stamp_lock = threading.Lock()
+    pumps = [Pump(name, os.dup(stream.fileno()), str(logs / f"{name}.log"),
+                  str(logs / layout.STAMPS), stamp_lock)
+             for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    proc.stdout.close()
+    proc.stderr.close()
+    for p in pumps:
+        p.start()
+    return pumps
+
+
 def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
         on_started: Callable[[str], None] | None = None,
-        on_interrupt: Callable[[str, str | None], None] | None = None) -> ContainerExit:
+        on_interrupt: Callable[[str, str | None], None] | None = None,
+        telemetry: telemetry_plan.Plan | None = None) -> ContainerExit:
     """Launch, witness, stream, wait. Writes each witness's file (harness.measure.witness) and
     logs/; returns the measured outcome (the caller writes outcome.json). On a stop
     signal `on_interrupt(signal, container id)` is told before the container is stopped,
-    so a person learns at once what the harness is doing."""
+    so a person learns at once what the harness is doing. `telemetry`: what to sample
+    while the container runs (telemetry.jsonl)."""
     out = ContainerExit()
     logs = run_dir / layout.LOGS
     logs.mkdir(exist_ok=True)
@@ -174,21 +213,15 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
     # Witness first, before anything else can happen to the launcher.
     subject = witness.Subject(proc.pid, secret_names=frozenset(vector.passed_env))
     witness.take(witness.LAUNCHED, subject, run_dir, write_json)
-    stamp_lock = threading.Lock()
-    pumps = [Pump(name, os.dup(stream.fileno()), str(logs / f"{name}.log"),
-                  str(logs / layout.STAMPS), stamp_lock)
-             for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))]
-    proc.stdout.close()
-    proc.stderr.close()
-    for p in pumps:
-        p.start()
-    cid = None
+    pumps = _pumps(proc, logs)
+    cid = sampler = None
     try:
         cid = _wait_cid(cidfile, proc, CIDFILE_WAIT_S)
         out.container_id = cid
         if cid:
             started = dataclasses.replace(subject, container_id=cid)
-            witness.take(witness.STARTED, started, run_dir, write_json)
+            taken = witness.take(witness.STARTED, started, run_dir, write_json)
+            sampler = _sample(telemetry, taken.get("container"), run_dir, out)
             if on_started:
                 on_started(cid)
         else:
@@ -204,6 +237,7 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
             proc.kill()
             out.launcher_exit = proc.wait()
             out.notes.append("the docker CLI did not exit after the container stopped; killed")
+        _sampled(sampler, out)
         for p in pumps:
             p.join(timeout=60)
         out.ended = utc_now()

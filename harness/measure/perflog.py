@@ -30,7 +30,7 @@ from harness.base import flock
 from harness.base.names import is_name
 from harness.base.readfile import InputError, read_bounded
 from harness.base.timeutil import parse_or_none
-from harness.config.reference import FIGURE_UNITS, FIGURES
+from harness.config.reference import FIGURE_UNITS, FIGURES, TELEMETRY_UNITS
 from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.measure.metrics import METRICS, UNITS
 from harness.measure.runfolder import layout
@@ -79,11 +79,21 @@ def figures(run: Mapping[str, Any], metrics_doc: Mapping[str, Any] | None) -> di
                                                               lock.get("released")),
         "exit_code": number(outcome.get("exit_code")),
     }
-    return {**found, **{m: number(metrics.get(m)) for m in METRICS}}
+    return {**found, **{m: number(metrics.get(m)) for m in METRICS},
+            **telemetry_figures(_dict(run.get("telemetry")))}
+
+
+def telemetry_figures(block: Mapping[str, Any]) -> dict:
+    """The run's telemetry figures (config.reference.TELEMETRY_FIGURES): None where it was
+    not sampled, or where the host gave no power figure (energy)."""
+    container = _dict(_dict(block.get("figures")).get("container"))
+    return {"energy_j": number(block.get("energy_j")),
+            "memory_peak_bytes": number(_dict(container.get("memory_peak_bytes")).get("peak")),
+            "cpu_pct_mean": number(block.get("cpu_pct_mean"))}
 
 
 def unit(metric: str) -> str:
-    return FIGURE_UNITS.get(metric) or UNITS.get(metric, "")
+    return FIGURE_UNITS.get(metric) or TELEMETRY_UNITS.get(metric) or UNITS.get(metric, "")
 
 
 def rows(entry: Mapping[str, Any]) -> list[dict]:

@@ -26,6 +26,7 @@ from harness.measure.runfolder.manifest import make_read_only, write_manifest
 from harness.measure.runfolder.record import RunRecord
 from harness.measure.seal import seal_changes, source_seal
 from harness.measure.slurm import identity as slurm_identity
+from harness.pipeline import bracket
 from harness.pipeline.carried import Carried
 from harness.pipeline.clean import clean
 from harness.pipeline.context import RunContext
@@ -61,7 +62,9 @@ def recheck(ctx: RunContext) -> tuple[list[Reason], Carried | None]:
     return reasons, handover
 
 
-def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> RunRecord:
+def run_record(ctx: RunContext, status: str, reasons: list[Reason],
+               around: dict[str, dict | None] | None = None) -> RunRecord:
+    around = around or {}
     camp, pre, held = ctx.loaded.campaign, ctx.preflight, ctx.launch.held
     outcome = ctx.outcome or {}
     return RunRecord(
@@ -90,6 +93,8 @@ def run_record(ctx: RunContext, status: str, reasons: list[Reason]) -> RunRecord
         provenance=pre.provenance,
         approval=pre.approval,
         slurm=slurm_identity.record(os.environ),
+        telemetry=around.get("telemetry"),
+        kernel_log=around.get("kernel_log"),
     )
 
 
@@ -111,14 +116,29 @@ def metrics(ctx: RunContext) -> None:
         ctx.ui.event("metrics-not-written", error=f"{type(e).__name__}: {e}"[:500])
 
 
+def measured_around(ctx: RunContext) -> tuple[dict[str, dict | None], list[Reason]]:
+    """The telemetry and kernel-log blocks (`bracket`) and what they refuse with. Reading
+    either may fail on a sick host: that is said in its block, never a lost seal."""
+    blocks: dict[str, dict | None] = {}
+    reasons: list[Reason] = []
+    for name, read in (("telemetry", bracket.telemetry), ("kernel_log", bracket.kernel_log)):
+        try:
+            blocks[name], found = read(ctx)
+        except Exception as e:  # the seal matters more than this evidence
+            blocks[name], found = {"error": f"{type(e).__name__}: {e}"[:500]}, []
+        reasons += found
+    return blocks, reasons
+
+
 def run(ctx: RunContext) -> Sealed:
     removed = clean(ctx.run_dir)  # nothing unsealable may reach write_manifest
     metrics(ctx)
+    around, faults = measured_around(ctx)
     checked, handover = recheck(ctx)
-    after = [*ctx.after, *removed, *checked]  # with what launch found after the run
+    after = [*ctx.after, *removed, *faults, *checked]  # with what launch found after the run
     status, reasons = decide(preflight=list(ctx.stopped), outcome=ctx.outcome,
                              post=list(ctx.post.results), after=after)
-    record.write(ctx.run_dir, run_record(ctx, status, reasons))
+    record.write(ctx.run_dir, run_record(ctx, status, reasons, around))
     faultpoint.reach("sealing")
     write_manifest(ctx.run_dir)
     make_read_only(ctx.run_dir)

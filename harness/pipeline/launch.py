@@ -28,10 +28,11 @@ from harness.config import mountable
 from harness.config.loader import resolve
 from harness.config.mountable import MountSource
 from harness.instrument.harness_observer import interface
-from harness.measure import execute, vector
+from harness.measure import execute, kmsg, vector
 from harness.measure.lock import GpuLock
 from harness.measure.runfolder import layout
 from harness.measure.slurm import identity as slurm_identity
+from harness.measure.telemetry import plan as telemetry_plan
 from harness.pipeline import orphans, sanitize
 from harness.pipeline.context import RunContext
 from harness.pipeline.results import Launch
@@ -147,6 +148,13 @@ def _checked(ctx: RunContext, lock: GpuLock) -> tuple[list[MountSource], MountSo
     return mounts, model, refused
 
 
+def sampling(ctx: RunContext) -> telemetry_plan.Plan:
+    """What the control's telemetry samples while its container runs."""
+    ctl = ctx.control
+    return telemetry_plan.Plan(ctl.telemetry.interval, ctl.device,
+                               telemetry_plan.gpu_indices(ctl.gpus))
+
+
 def _prepared(ctx: RunContext, mounts: list[MountSource],
               model: MountSource | None) -> vector.Vector:
     """The docker vector, recorded, and the observations folder it mounts."""
@@ -167,6 +175,7 @@ def run(ctx: RunContext, keep: Keep[Launch]) -> Launch:
     if lock is None:
         raise ValueError("the launch stage needs the run's GPU lock")
     found = keep(Launch(held=lock.acquire()))
+    found = keep(replace(found, kernel=kmsg.mark()))  # the window starts with the lock
     ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(found.held.wait_s, 3))
     launched: list[MountSource] = []
     try:
@@ -180,7 +189,8 @@ def run(ctx: RunContext, keep: Keep[Launch]) -> Launch:
             out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
                               grace=ctx.control.stop_grace,
                               on_started=lambda cid: ctx.ui.event("container", id=cid),
-                              on_interrupt=lambda sig, cid: _interrupted(ctx, sig, cid))
+                              on_interrupt=lambda sig, cid: _interrupted(ctx, sig, cid),
+                              telemetry=sampling(ctx))
             found = keep(replace(found, outcome=out.as_dict()))
     finally:
         try:  # the container has exited (or stopped)

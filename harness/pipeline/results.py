@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.base.reason import Reason
 from harness.base.states import Status
 from harness.judge.verdict import PostResult, post_reasons
+from harness.measure.kmsg import Mark
 from harness.measure.lock import Held
 from harness.measure.seal import SourceSeal
 from harness.pipeline.carried import Carried
@@ -44,6 +45,7 @@ class Launch:
     workload planted in its read-write mounts)."""
 
     held: Held | None = None
+    kernel: Mark | None = None  # where the kernel log's window starts (taken with the lock)
     outcome: dict | None = None  # outcome.json; None when no container ran
     reasons: tuple[Reason, ...] = ()
 

@@ -151,3 +151,17 @@ def test_a_night_runs_the_real_engine_unattended(engine_ready, tmp_path):
     nights = list((runs / "nights").iterdir())
     assert len(nights) == 1 and (nights[0] / "summary.md").is_file()
     assert "engine-cpu-inproc" in (nights[0] / "summary.md").read_text()
+
+
+def test_the_real_engines_telemetry_has_both_phases_and_no_gap(campaign_run):
+    """The container's cgroup sampled over the engine's whole run (about 30 s at 1 Hz):
+    samples before the engine core's start-up observation and after it, none missing."""
+    run = campaign_run["runs"]["engine-cpu-mp"]
+    tele = read_json(run / "run.json")["telemetry"]
+    assert tele["sampled"] and tele["gaps"] == 0 and tele["errors"] == 0, tele
+    assert tele["samples"] >= 10
+    assert set(tele["phases"]) == {"startup", "generation"}
+    peak = tele["figures"]["container"]["memory_peak_bytes"]["peak"]
+    assert peak > 1 << 30  # torch and vLLM in three processes, and a 1 GiB KV cache
+    assert tele["sampler_cpu_pct"] < 1
+    assert read_json(run / "run.json")["kernel_log"]["readable"]

@@ -103,6 +103,7 @@ STREAM_LOOPS = {
     HARNESS / "base" / "hashing.py": "hashes a file of any size in chunks",
     HARNESS / "measure" / "logs.py": "copies a container's stream of any length to its log",
     HARNESS / "measure" / "provenance.py": "drains git's two pipes against a deadline",
+    HARNESS / "measure" / "kmsg.py": "reads /dev/kmsg, where each read() is one record",
 }
 
 

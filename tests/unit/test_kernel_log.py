@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.base import catalogue
-from harness.judge.kernellog import EXCERPT, MAX_TEXT, Record, findings, record, window
+from harness.judge.kernellog import EXCERPT, findings
+from harness.measure.kmsg import MAX_TEXT, Record, record, window
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernellog"
 

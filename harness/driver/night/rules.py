@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from harness.base.errors import ENVIRONMENT, OK, REFUSED, InvalidInput, Refused
 from harness.base.states import TERMINAL, State
-from harness.driver.night.transitions import RetryPolicy, Row, latest_attempts
+from harness.driver.night.transitions import RetryPolicy, Row, judged_attempts, latest_attempts
 from harness.driver.policy import retry_allowed
 
 MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
@@ -124,8 +124,9 @@ def night_exit_code(rows: Sequence[Row]) -> int:
     doctor or its outcome's exit class is 3 (the harness's own environment rule: only
     the catalogue makes a reason one, so no post-step's text and no detail can); else 1
     (refused, failed, timed out, interrupted, or left unrun by the deadline or the stop
-    policy)."""
-    latest = list(latest_attempts(rows).values())
+    policy). A confirmation rerun never started leaves its slot to the attempt before
+    it (`judged_attempts`): a call alone never changes the night's exit code."""
+    latest = list(judged_attempts(rows).values())
     if any(r.state == State.DEFERRED or r.exit_class == ENVIRONMENT for r in latest):
         return ENVIRONMENT
     if all(r.state == State.ACCEPTED for r in latest):

@@ -29,7 +29,7 @@ from harness.config.loader import Loaded
 from harness.config.samehost import instances
 from harness.driver.cutoff import seal_left
 from harness.driver.drive import drive
-from harness.driver.night import rules
+from harness.driver.night import confirm, rules
 from harness.driver.night.executors import Fetch, night_executor
 from harness.driver.night.folders import night_folders, night_name
 from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, settle
@@ -191,8 +191,25 @@ class NightRunner:
         interrupted or environment."""
         assert self.executor is not None and self.result is not None
         runs = self.result.runs
+
+        def on_outcome(outcome: Outcome) -> None:
+            runs.append((outcome.status, outcome.run_dir))
+            self.regression(source.journal, outcome)
+
         return drive(source, self.executor, stop_policy=self.loaded.campaign.stop_policy,
-                     ui=self.ui, on_outcome=lambda o: runs.append((o.status, o.run_dir))).why
+                     ui=self.ui, on_outcome=on_outcome).why
+
+    def regression(self, journal: Journal, outcome: Outcome) -> None:
+        """The run's regression call, sealed, and its confirmation rerun when one is due
+        (harness.driver.night.confirm). A call that cannot be made is an event: it never
+        changes a run, the night's walk or its exit code."""
+        if not outcome.run_dir.is_dir():  # a Slurm run kept on its host's disk: not home yet
+            return
+        try:
+            confirm.after_outcome(self, journal, outcome)
+        except (HarnessError, OSError, ValueError) as e:
+            self.ui.event("regression-failed", run_id=outcome.run_dir.name,
+                          error=f"{type(e).__name__}: {e}")
 
     def run(self, night_dir: Path, resumed: bool, lock: NightLock) -> NightResult:
         self.night_dir = night_dir
@@ -224,6 +241,8 @@ class NightRunner:
                           deadline=iso(self.deadline) if self.deadline else None)
             try:
                 self.recover(journal)
+                for row in confirm.uncalled_rows(journal.rows(), self.runs_dir):  # a crash missed
+                    self.regression(journal, Outcome.of(Path(str(row.run_dir)), row.state))
                 return self.loop(source)
             except Interrupted as e:
                 self.ui.event("interrupted", signal=str(e))

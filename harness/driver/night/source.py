@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.base.catalogue import ENV_DOCTOR
+from harness.base.errors import InvalidInput
 from harness.base.reason import Reason
 from harness.base.states import State
-from harness.base.timeutil import iso
+from harness.base.timeutil import iso, utc_now
 from harness.driver.night import rules
 from harness.driver.night.journal import Journal, RetryPolicy, Row, latest_attempts, next_step
+from harness.driver.night.transitions import RERUN
 from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.driver.policy import Why
+from harness.measure.runfolder.reruns import append_index
 from harness.measure.ui import Reporter
 
 
@@ -134,14 +137,42 @@ class JournalSource:
         night.ui.event("control-start", control=row.control, attempt=row.attempt,
                        plan_index=row.plan_index)
         request = new_request(row.control, night.runs_dir, attempt=row.attempt,
-                              plan_index=row.plan_index)
+                              plan_index=row.plan_index, rerun_of=self._link(row))
         self._rows[request.run_id] = row
         return request
+
+    def _link(self, row: Row) -> dict | None:
+        """A rerun row's backward link, as `harness rerun` records it in run.json: the
+        original's run id and folder, and why (None for any other row)."""
+        if row.origin != RERUN or row.rerun_of is None:
+            return None
+        original = self.journal.row(row.rerun_of)
+        if not original.run_id or not original.run_dir:
+            return None
+        return {"run_id": original.run_id, "path": original.run_dir,
+                "reason": row.link_reason or ""}
+
+    def _index(self, request: LaunchRequest, status: str) -> None:
+        """A rerun's forward link in the rerun index beside the run folders, as `harness
+        rerun` appends it (`started`, then its end)."""
+        link = request.rerun_of
+        if link is None:
+            return
+        night_dir = getattr(self.night, "night_dir", None)  # a test's side may lack it
+        try:
+            append_index(self.night.runs_dir, {
+                "original": {"run_id": link["run_id"], "path": link["path"]},
+                "rerun": {"run_id": request.run_id, "path": str(request.run_dir)},
+                "reason": link["reason"], "night": str(night_dir) if night_dir else None,
+                "at": utc_now(), "status": status})
+        except InvalidInput as e:  # the journal and run.json still link both ways
+            self.night.ui.event("rerun-index-failed", run_id=request.run_id, error=e.message)
 
     def started(self, request: LaunchRequest) -> None:
         row = self._rows[request.run_id]
         self._rows[request.run_id] = self.journal.mark_running(
             row, request.run_id, str(request.run_dir))  # committed before the folder exists
+        self._index(request, State.RUNNING)
 
     def submitted(self, request: LaunchRequest, token: str, job_id: str) -> None:
         """A Slurm job now runs this launch: its id goes into the journal at once."""
@@ -151,6 +182,7 @@ class JournalSource:
     def finished(self, request: LaunchRequest, outcome: Outcome) -> None:
         row = self._rows.pop(request.run_id)
         self.journal.finish(row, outcome.status, outcome.reasons)
+        self._index(request, outcome.status)
 
     def past_deadline(self) -> bool:
         return rules.past(self.night.deadline, datetime.now(UTC))

@@ -18,7 +18,7 @@ from harness.base.states import TERMINAL, State, Status
 from harness.driver.policy import RetryPolicy, retry_allowed
 
 __all__ = ["EVENTS", "TERMINAL", "TRANSITIONS", "IllegalTransition", "RetryPolicy", "Row",
-           "Step", "chain_of", "latest_attempts", "next_step", "outcome_event",
+           "Step", "chain_of", "judged_attempts", "latest_attempts", "next_step", "outcome_event",
            "resume_steps", "transition"]
 
 # (state, event) -> new state. Anything absent is illegal.
@@ -37,6 +37,8 @@ TRANSITIONS: dict[tuple[State, str], State] = {
     (State.DEFERRED, "requeue"): State.PLANNED,  # a later start of the night tries again
 }
 EVENTS = tuple(sorted({event for _, event in TRANSITIONS}))
+
+RERUN = "rerun"  # the origin of a rerun's row (schema.ORIGINS): an operator's or a night's
 
 # A sealed folder's status -> the journal event that records it (the state is the status).
 STATUS_EVENT = {Status.ACCEPTED: "accept", Status.REFUSED: "refuse", Status.FAILED: "fail",
@@ -128,7 +130,8 @@ def next_step(rows: Sequence[Row], policy: RetryPolicy) -> Step:
 
     Order: a stale `running` row is interrupted first; then the earliest interrupted slot
     that the policy lets retry gets a new attempt; then the earliest `planned` row is
-    launched; otherwise the night is done. Finished rows are never chosen, and a slot
+    launched, a rerun's (a night's confirmation rerun) only once no planned control is
+    left; otherwise the night is done. Finished rows are never chosen, and a slot
     whose newest attempt is terminal is never run again.
     """
     ordered = sorted(rows, key=lambda r: (r.plan_index, r.attempt))
@@ -140,11 +143,18 @@ def next_step(rows: Sequence[Row], policy: RetryPolicy) -> Step:
         row = latest[plan_index]
         if retry_allowed(policy, row.state, row.attempt):
             return Step("retry", row)
-    for plan_index in sorted(latest):
-        row = latest[plan_index]
-        if row.state == State.PLANNED:
-            return Step("launch", row)
+    planned = [latest[i] for i in sorted(latest) if latest[i].state == State.PLANNED]
+    if planned:  # min keeps the first of equals: plan order among controls, among reruns
+        return Step("launch", min(planned, key=lambda r: r.origin == RERUN))
     return Step("done")
+
+
+def judged_attempts(rows: Iterable[Row]) -> dict[int, Row]:
+    """The attempt of each slot that its outcome is judged by: the newest, except a rerun
+    never started (a confirmation rerun the deadline left planned), which says nothing
+    of the slot, so the attempt before it speaks. Pure."""
+    started = [r for r in rows if not (r.origin == RERUN and r.state == State.PLANNED)]
+    return latest_attempts(started)
 
 
 def chain_of(rows: Sequence[Row], run_id: str) -> list[Row]:

@@ -308,3 +308,16 @@ def judge_lock_fs(path: str, fstype: str | None, slurm: bool) -> Check:
         return Check("lock-fs", problem[0], problem[1])
     return Check("lock-fs", "ok", f"{path} is on {fstype or 'an unknown file system'}, "
                  "not a network file system")
+
+
+def judge_kernel_log(source: str, kind: str, error: str | None) -> Check:
+    """Whether runs can keep the kernel log of their window (a GPU reset or an MCE there
+    refuses a run). Unreadable is a warning: only a control with `kernel_log: {required:
+    true}` is refused for it."""
+    if error is None:
+        return Check("kernel-log", "ok", f"{source} readable: runs keep the kernel's lines "
+                     "from the lock to the seal")
+    return Check("kernel-log", "warn", f"cannot read the kernel log ({error}); to allow it: "
+                 "run the harness as root or give it CAP_SYSLOG (for /dev/kmsg), or set "
+                 "kernel.dmesg_restrict=0 (for dmesg), or point HARNESS_KERNEL_LOG at a log "
+                 "file the harness's user can read (rsyslog's kern.log, group adm)")

@@ -18,13 +18,14 @@ from harness.judge.doctor.checks import (
     judge_gpu_tools,
     judge_groups,
     judge_images,
+    judge_kernel_log,
     judge_kfd,
     judge_lock,
     judge_lock_fs,
     judge_render,
     soften,
 )
-from harness.measure import engine
+from harness.measure import engine, kmsg
 from harness.measure.host import fstype, tools
 
 
@@ -71,6 +72,8 @@ def run_checks(
     checks.append(judge_lock(**facts))
     checks.append(judge_lock_fs(str(lock_path), fstype.fs_type(Path(lock_path)),
                                 fstype.under_slurm(os.environ)))
+    kernel = kmsg.mark()
+    checks.append(judge_kernel_log(kernel.source, kernel.kind, kernel.error))
     measured_at, free = probes.free_space(Path(runs_dir))
     checks.append(
         judge_disk(

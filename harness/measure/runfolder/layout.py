@@ -30,6 +30,10 @@ drift apart. A run folder, as `harness run` leaves it:
                              generation.json, ...
       outcome.json           OUTCOME: exit code, OOM flag, timeout, timings
       metrics.json           METRICS: figures read from the native log
+      telemetry.jsonl        TELEMETRY: figures sampled while the container ran (its cgroup;
+                             on rocm each GPU from amd-smi), one JSON line per sample
+      kernel.log             KERNEL_LOG: the kernel log's lines from the lock to the seal
+                             (where the host lets the harness read it)
       mounts-sanitized.json  MOUNTS_SANITIZED: what was cleared from read-write mounts
       post-steps/NAME/       POST_STEPS: each post-step's stdout.log, stderr.log,
                              result.json and verdict.json
@@ -66,6 +70,8 @@ HOST_BEFORE = "host-before.json"
 HOST_AFTER = "host-after.json"
 OUTCOME = "outcome.json"
 METRICS = "metrics.json"
+TELEMETRY = "telemetry.jsonl"
+KERNEL_LOG = "kernel.log"
 MOUNTS_SANITIZED = "mounts-sanitized.json"
 ORPHANS_REMOVED = "orphans-removed.json"
 REMOVED = "non-regular-removed.json"

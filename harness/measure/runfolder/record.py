@@ -70,6 +70,10 @@ class RunRecord:
     approval: dict[str, Any] | None = None
     # the Slurm job it ran in (harness.measure.slurm.identity): job_id, token, node, gpus
     slurm: dict[str, Any] | None = None
+    # what was sampled while the container ran (pipeline.bracket): figures, gaps, energy
+    telemetry: dict[str, Any] | None = None
+    # the kernel log from the lock to the seal: where from, readable, lines, faults
+    kernel_log: dict[str, Any] | None = None
     schema: str = SCHEMA
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -94,6 +98,10 @@ class RunRecord:
             doc["approval"] = self.approval
         if self.slurm is not None:
             doc["slurm"] = self.slurm
+        if self.telemetry is not None:
+            doc["telemetry"] = self.telemetry
+        if self.kernel_log is not None:
+            doc["kernel_log"] = self.kernel_log
         return doc
 
     def view(self) -> dict[str, Any]:
@@ -192,6 +200,7 @@ def from_dict(doc: dict[str, Any]) -> RunRecord:
         stages=[s for s in _of(doc, "stages", list, []) if isinstance(s, dict)] or None,
         provenance=provenance_of(doc.get("provenance")),
         approval=_of(doc, "approval", dict), slurm=_of(doc, "slurm", dict),
+        telemetry=_of(doc, "telemetry", dict), kernel_log=_of(doc, "kernel_log", dict),
         schema=_of(doc, "schema", str, ""), raw=doc)
 
 

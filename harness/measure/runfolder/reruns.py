@@ -1,15 +1,20 @@
-"""The rerun index read back: `RUNS_DIR/reruns.jsonl`, the forward links from original runs
-to their reruns (harness.driver.rerun appends it).
+"""The rerun index: `RUNS_DIR/reruns.jsonl`, the forward links from original runs to their
+reruns, appended (`append_index`: by `harness rerun`, and by a night for its confirmation
+reruns) and read back.
 
 Apart from harness.driver.rerun so that `harness show`, which lists a run's reruns, loads none of
-the code that launches one.
+the code that launches one, and so that a night's journal source and `harness rerun` append
+through one writer.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
+from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
 
 INDEX = "reruns.jsonl"
@@ -57,3 +62,22 @@ def reruns_of(run_dir: Path) -> list[dict]:
             out.append({"run_id": rid, "path": e["rerun"].get("path"), "reason": e.get("reason"),
                         "status": e.get("status"), "at": e.get("at")})
     return sorted(out, key=lambda r: str(r["at"]))
+
+
+def append_index(runs_dir: Path, entry: dict) -> None:
+    """Append one JSON line to `runs_dir/reruns.jsonl`, durably, never rewriting it."""
+    line = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    path = runs_dir / INDEX
+    try:  # never through a planted link, never blocked on a FIFO
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot append to the rerun index: "
+                           f"{e.strerror or e} (is it a link or a FIFO?)") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{path}: the rerun index is not a regular file")
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

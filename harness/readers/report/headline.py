@@ -62,6 +62,12 @@ def _slots(entries: Sequence[Mapping[str, Any]], links: Mapping[str, str]) -> li
     return sorted((sorted(g, key=order) for g in groups.values()), key=min)
 
 
+def _unrun_rerun(entry: Mapping[str, Any]) -> bool:
+    """A rerun row that never started (a night's confirmation rerun the deadline left
+    planned): it says nothing of its slot, so the attempt before it speaks."""
+    return entry.get("origin") == RERUN and not entry.get("run_id")
+
+
 def _how(entry: Mapping[str, Any]) -> str:
     """How an attempt after the first came to be: an operator's rerun or a retry."""
     return RETRY if entry.get("origin") == RETRY else RERUN
@@ -89,6 +95,7 @@ def tally(entries: Sequence[Mapping[str, Any]],
     after: dict[str, dict[str, int]] = {}
     superseded: dict[int, str] = {}
     for group in slots:
+        group = [i for i in group if not _unrun_rerun(entries[i])] or group
         last = entries[group[-1]]
         status = str(last.get("status") or "unknown")
         final[status] = final.get(status, 0) + 1
@@ -101,9 +108,10 @@ def tally(entries: Sequence[Mapping[str, Any]],
     for e in entries:
         s = str(e.get("status") or "unknown")
         attempts[s] = attempts.get(s, 0) + 1
+    finals = [([i for i in g if not _unrun_rerun(entries[i])] or g)[-1] for g in slots]
     return {"controls": len(slots), "final": _accepted_first(final),
             "after": after, "attempts": _accepted_first(attempts),
-            "superseded": superseded, "finals": [g[-1] for g in slots]}
+            "superseded": superseded, "finals": finals}
 
 
 def _accepted_first(counts: dict[str, int]) -> dict[str, int]:

@@ -108,6 +108,18 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
     return record
 
 
+def with_regressions(records: list[dict]) -> list[dict]:
+    """The night's records, each with its run's sealed `regression` addendum (None when
+    it has none, or it does not verify): read for the night reported, not for the nights
+    a trend reads, so a year of history reads no addenda."""
+    from harness.driver.regress import read_sealed  # only a report of one night needs it
+
+    for record in records:
+        record["regression"] = read_sealed(Path(record["path"])) if record.get("path") \
+            else None
+    return records
+
+
 def rerun_links(runs_dir: Path) -> dict[str, str]:
     """rerun run id -> original run id, from RUNS_DIR/reruns.jsonl (bounded; {} when
     missing or unreadable): ties a rerun to its original where no journal row does."""

@@ -21,6 +21,7 @@ from harness.measure import perflog
 from harness.measure.runfolder import layout
 from harness.readers.report.format import figure_text
 from harness.readers.report.inert import inert
+from harness.readers.report.regressions import regression_lines
 from harness.readers.report.steps import gate0_lines
 from harness.readers.report.summary import (
     LABELS,
@@ -202,6 +203,9 @@ def render_html(summary: Mapping[str, Any]) -> str:
     out += [f"<li>{_h(label)}: <code>{_h(value)}</code></li>"
             for label, value in night_facts(night)]
     out += [f"<li>attempts: {_h(counts_text(summary))}</li>", "</ul>"]
+    if found := regression_lines(summary):  # confirmed ones first: the only alerts
+        out += ["<h2>Regressions</h2>", "<ul>", *(f"<li>{_h(line)}</li>" for line in found),
+                "</ul>"]
     metrics = shown_metrics(summary["runs"])
     head = ["#", "control", "status", "reasons and links", "times"] + (["vLLM"] if metrics
                                                                        else [])

@@ -37,7 +37,7 @@ MAX_PLOTTED = 1e15  # past it a figure is not a measurement (and its axis would 
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("svg", force=True)
@@ -51,7 +51,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _svg(plt: Any, fig: Any, prefix: str, title: str) -> str:
+def svg_of(plt: Any, fig: Any, prefix: str, title: str) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
@@ -142,7 +142,7 @@ def figure_plot(plt: Any, nights: Sequence[str], series: Mapping[str, Sequence[A
         labels.append(labels.pop(i))
     ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0),
               frameon=False)
-    return _svg(plt, fig, prefix, title)
+    return svg_of(plt, fig, prefix, title)
 
 
 def status_plot(plt: Any, nights: Sequence[str], statuses: Mapping[str, Sequence[str | None]],
@@ -172,7 +172,7 @@ def status_plot(plt: Any, nights: Sequence[str], statuses: Mapping[str, Sequence
         else "exit codes: see the table or the perf log"
     ax.set_title(f"status per night ({note})", loc="left", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    return _svg(plt, fig, prefix, "status per night")
+    return svg_of(plt, fig, prefix, "status per night")
 
 
 def _plottable(value: Any) -> float | int | None:
@@ -189,7 +189,7 @@ def render_plots(nights: Sequence[str], trends: Mapping[str, Sequence[Mapping[st
     """
     if not trends or not nights:
         return []
-    plt = _pyplot()
+    plt = pyplot()
     statuses = {c: [v.get("status") for v in pts] for c, pts in trends.items()}
     exits = {c: [v.get("exit_code") for v in pts] for c, pts in trends.items()}
     plots = [("status per night", status_plot(plt, nights, statuses, exits, "p0"))]

@@ -24,6 +24,7 @@ from harness.readers.report.format import figure_text
 from harness.readers.report.gitline import git_line
 from harness.readers.report.headline import attempts_text, headline, tally
 from harness.readers.report.inert import inert
+from harness.readers.report.regressions import regression_lines, regression_lists
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 
 SCHEMA = "harness.summary/v1"
@@ -223,6 +224,7 @@ def build_summary(
     shown_trends = {control: [[name, _trend_values(values)] for name, values in pts]
                     for control, pts in sorted((trends or {}).items())}
     _next_steps(runs, facts, {c: [(n, v) for n, v in pts] for c, pts in shown_trends.items()})
+    regressions, unconfirmed = regression_lists(records)
     return {
         "schema": SCHEMA,
         "night": facts,
@@ -232,6 +234,8 @@ def build_summary(
         "counts": dict(sorted(counts.items())),
         "runs": runs,
         "trends": shown_trends,
+        "regressions": regressions,  # confirmed by their rerun: the only ones that alert
+        "unconfirmed": unconfirmed,  # one-offs: called, not confirmed
     }
 
 
@@ -338,6 +342,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         lines += [f"**{_md(summary['headline'])}**", ""]
     lines += [f"- {label}: {_md(value)}" for label, value in night_facts(night)]
     lines += [f"- attempts: {_md(counts_text(summary))}", ""]
+    if found := regression_lines(summary):
+        lines += ["## Regressions", "", *(f"- {_md(line)}" for line in found), ""]
     shown = shown_metrics(summary["runs"])
     head = ["#", "control", "attempt", "status", "reasons"]
     head += [LABELS[m] for m in (*TIME_FIGURES, *shown)]

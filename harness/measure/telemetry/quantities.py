@@ -1,0 +1,30 @@
+"""The quantities a telemetry source may report, each with its unit, spelled once.
+
+A sample is `{source: {quantity: value}}`: a source names what it reads (`container`, `gpu0`),
+a quantity is one of these names, and a value is a number or None when the source said the
+figure is not available. The unit is part of the name so a reader of telemetry.jsonl needs
+no table, and `UNITS` gives the axis label for plots.
+"""
+
+from __future__ import annotations
+
+CPU_S = "cpu_s"  # CPU time used so far (cumulative), seconds
+MEMORY_BYTES = "memory_bytes"  # memory in use now
+MEMORY_PEAK_BYTES = "memory_peak_bytes"  # the most in use so far
+POWER_W = "power_w"  # average socket power, watts
+TEMPERATURE_C = "temperature_c"  # edge temperature, degrees Celsius
+HOTSPOT_C = "hotspot_c"  # junction (hotspot) temperature, degrees Celsius
+GFX_CLOCK_MHZ = "gfx_clock_mhz"
+MEMORY_CLOCK_MHZ = "memory_clock_mhz"
+VRAM_USED_BYTES = "vram_used_bytes"
+VRAM_TOTAL_BYTES = "vram_total_bytes"
+GFX_UTIL_PCT = "gfx_util_pct"  # graphics engine activity, percent
+MEMORY_UTIL_PCT = "memory_util_pct"  # memory controller activity, percent
+
+UNITS: dict[str, str] = {
+    CPU_S: "s", MEMORY_BYTES: "B", MEMORY_PEAK_BYTES: "B", POWER_W: "W",
+    TEMPERATURE_C: "°C", HOTSPOT_C: "°C", GFX_CLOCK_MHZ: "MHz", MEMORY_CLOCK_MHZ: "MHz",
+    VRAM_USED_BYTES: "B", VRAM_TOTAL_BYTES: "B", GFX_UTIL_PCT: "%", MEMORY_UTIL_PCT: "%",
+}
+QUANTITIES = frozenset(UNITS)
+CUMULATIVE = frozenset({CPU_S})  # a running total: its mean over samples means nothing

@@ -1,0 +1,160 @@
+"""What a night's hook is given: one JSON document made from the night's summary.json.
+
+Pure but for `read_summary`, the one bounded read. The night folder lies in the runs dir,
+which other users may write, so summary.json is read as hostile: a regular file (never
+through a symlink), at most SUMMARY_LIMIT bytes, strict UTF-8 JSON (no NaN, no duplicate
+keys) of the summary's own schema, and its bytes are hashed as read, so the digest sent
+is that of the very bytes the counts came from. The payload carries no credential: the
+hook's URL and headers come from the environment at sending time (`send`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.base.readfile import InputError, read_bounded
+from harness.readers.report.morning import SUMMARY_FILES
+from harness.readers.report.summary import SCHEMA as SUMMARY_SCHEMA
+
+SCHEMA = "harness.night-hook/v1"
+SUMMARY_LIMIT = 32 * 1024 * 1024  # a year of nightly trends is a few MiB
+MAX_RUNS = 10_000
+TEXT_LIMIT = 1000
+
+
+class SummaryUnreadable(ValueError):
+    """summary.json cannot be read as the night's summary; `message` says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The parts of summary.json a hook is given, checked, and the digest of its bytes."""
+
+    headline: str
+    attempts: str
+    controls: dict
+    counts: dict[str, int]
+    regressions: list
+    runs: list[dict]
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Bundled:
+    """The night's bundle as exported for the hook (`path` None: not exported, `error` why)."""
+
+    path: str | None = None
+    sha256: str | None = None
+    error: str | None = None
+
+    def record(self) -> dict | None:
+        return None if self.path is None else {"path": self.path, "sha256": self.sha256}
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise SummaryUnreadable(f"the key {key[:64]!r} appears twice")
+        out[key] = value
+    return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise SummaryUnreadable(f"{name} is not a JSON number")
+
+
+def parse_summary(raw: bytes) -> Summary:
+    """Pure: the checked summary in `raw` (summary.json's bytes); SummaryUnreadable why not."""
+    try:
+        doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates,
+                         parse_constant=_refuse_constant)
+    except SummaryUnreadable:
+        raise
+    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, a 5000-digit number
+        raise SummaryUnreadable(f"not JSON text ({type(e).__name__})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SUMMARY_SCHEMA:
+        raise SummaryUnreadable(f"not a night summary (schema {SUMMARY_SCHEMA})")
+    counts, controls = doc.get("counts"), doc.get("controls")
+    if not isinstance(counts, dict) or not all(
+            isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()):
+        raise SummaryUnreadable("counts is not a mapping of status to a count")
+    if not isinstance(controls, dict):
+        raise SummaryUnreadable("controls is not a mapping")
+    regressions = doc.get("regressions", [])
+    if not isinstance(regressions, list):
+        raise SummaryUnreadable("regressions is not a list")
+    runs = doc.get("runs")
+    if not isinstance(runs, list) or len(runs) > MAX_RUNS:
+        raise SummaryUnreadable(f"runs is not a list of at most {MAX_RUNS} entries")
+    return Summary(_text(doc, "headline"), _text(doc, "attempts"), controls, counts,
+                   regressions, [_run(r) for r in runs], hashlib.sha256(raw).hexdigest())
+
+
+def _text(doc: Mapping[str, Any], key: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or len(value) > TEXT_LIMIT:
+        raise SummaryUnreadable(f"{key} is not a line of text")
+    return value
+
+
+def _run(entry: Any) -> dict:
+    """One run of the night, as a receiver needs it to name it; no paths, no reasons."""
+    if not isinstance(entry, dict):
+        raise SummaryUnreadable("an entry of runs is not a mapping")
+    out = {}
+    for key in ("control", "run_id", "status", "superseded_by"):
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > TEXT_LIMIT):
+            raise SummaryUnreadable(f"a run's {key} is not a line of text")
+        out[key] = value
+    attempt = entry.get("attempt")
+    out["attempt"] = attempt if type(attempt) is int else None
+    return out
+
+
+def read_summary(night_dir: Path) -> Summary:
+    """The night's summary.json, read bounded and strictly (see the module)."""
+    path = Path(night_dir) / SUMMARY_FILES["json"]
+    try:
+        raw = read_bounded(path, SUMMARY_LIMIT, what="night summary")
+    except InputError as e:
+        raise SummaryUnreadable(e.message) from None
+    try:
+        return parse_summary(raw)
+    except SummaryUnreadable as e:
+        raise SummaryUnreadable(f"{path}: {e.message}") from None
+
+
+def build_payload(summary: Summary, *, campaign: str, night: str, ended: str,
+                  exit_code: int, bundle: Bundled) -> dict:
+    """Pure: the document a hook receives (schema harness.night-hook/v1)."""
+    return {
+        "schema": SCHEMA,
+        "campaign": campaign,
+        "night": night,
+        "ended": ended,
+        "exit_code": exit_code,
+        "headline": summary.headline,
+        "attempts": summary.attempts,
+        "controls": summary.controls,
+        "counts": summary.counts,
+        "regressions": summary.regressions,
+        "runs": summary.runs,
+        "bundle": bundle.record(),
+        "summary_sha256": summary.sha256,
+    }
+
+
+def payload_bytes(payload: Mapping[str, Any]) -> bytes:
+    """The one encoding sent to the command and the webhook: sorted keys, UTF-8."""
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"

@@ -1,0 +1,116 @@
+"""The night's regressions as the morning report shows them: only the confirmed ones alert.
+
+Pure: in, each run's sealed `regression` addendum (harness.driver.regress.read_sealed,
+one per run record as `record["regression"]`); out, two lists for summary.json. A
+confirmation rerun's addendum (`confirms`) says, per figure its original alone was called
+a regression on, whether the run and its rerun together (and the rerun alone) are one
+too: `confirmed` goes to
+`regressions`, naming both runs, `unconfirmed` to `unconfirmed` (a one-off: no alert).
+An original called a regression that no rerun answered (the deadline left no room, the
+control had its one rerun, or the rerun was not accepted) is listed as unconfirmed too,
+with why. Every value comes from evidence and is normalised: inert text, finite numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.judge.comparable import Confirmation
+from harness.measure import perflog
+from harness.readers.report.inert import inert
+
+_number = perflog.number
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return inert(value, 200) if isinstance(value, str) and value else None
+
+
+def _figures(call: Mapping[str, Any]) -> dict:
+    return {"p_value": _number(call.get("p_value")), "shift": _number(call.get("shift")),
+            "baseline_median": _number(call.get("baseline_median")),
+            "recent_median": _number(call.get("recent_median")),
+            "baseline": _number(call.get("baseline")), "recent": _number(call.get("recent"))}
+
+
+def _confirmed(doc: Mapping[str, Any], control: str) -> list[tuple[bool, dict]]:
+    """(confirmed?, item) for each figure a rerun's addendum answers for its original."""
+    confirms = _dict(doc.get("confirms"))
+    figures, calls = _dict(confirms.get("figures")), _dict(doc.get("figures"))
+    out = []
+    for name, found in sorted(figures.items()):
+        found = _dict(found)
+        item = {"control": control, "figure": inert(name, 64),
+                "run_id": _text(confirms.get("run_id")), "rerun_id": _text(doc.get("run_id")),
+                **_figures(_dict(calls.get(name))),
+                "alone": _figures(_dict(found.get("alone"))),
+                "rerun_alone": _figures(_dict(found.get("rerun_alone"))), "why": None}
+        out.append((found.get("confirmation") == Confirmation.CONFIRMED, item))
+    return out
+
+
+def _unanswered(doc: Mapping[str, Any], control: str, answered: set[tuple]) -> list[dict]:
+    """An original's regression calls no rerun's addendum answers, with why."""
+    calls = _dict(doc.get("figures"))
+    run_id = _text(doc.get("run_id"))
+    rerun = _dict(doc.get("rerun"))
+    why = _text(rerun.get("why")) if rerun.get("scheduled") is not True else \
+        "its confirmation rerun was scheduled and not sealed accepted"
+    out = []
+    for name in doc.get("regressions") if isinstance(doc.get("regressions"), list) else []:
+        if not isinstance(name, str) or (run_id, name) in answered:
+            continue
+        call = _figures(_dict(calls.get(name)))
+        out.append({"control": control, "figure": inert(name, 64), "run_id": run_id,
+                    "rerun_id": None, **call, "alone": call, "rerun_alone": None, "why": why})
+    return out
+
+
+def regression_lists(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict], list[dict]]:
+    """(regressions, unconfirmed) of a night's run records, in the order of the runs."""
+    confirmed: list[dict] = []
+    unconfirmed: list[dict] = []
+    answered: set[tuple] = set()
+    docs = [_dict(r.get("regression")) for r in records]
+    for doc in docs:
+        control = _text(doc.get("control")) or "?"
+        for yes, item in _confirmed(doc, control):
+            answered.add((item["run_id"], item["figure"]))
+            (confirmed if yes else unconfirmed).append(item)
+    for doc in docs:
+        if doc and not doc.get("confirms"):
+            unconfirmed += _unanswered(doc, _text(doc.get("control")) or "?", answered)
+    return confirmed, unconfirmed
+
+
+def _pct(shift: float | None) -> str:
+    return "?" if shift is None else f"{shift:+.1%}"
+
+
+def _p(p: float | None) -> str:
+    return "?" if p is None else f"{p:.3f}"
+
+
+def regression_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The Markdown section (its text still to be escaped by the caller's `md`): each
+    confirmed regression naming both runs, each unconfirmed call as a one-off."""
+    lines: list[str] = []
+    for r in summary.get("regressions") or []:
+        lines.append(f"REGRESSION {r['control']} {r['figure']}: median {_pct(r['shift'])} "
+                     f"(p={_p(r['p_value'])}, {r['recent']} recent against {r['baseline']} "
+                     f"earlier runs), run {r['run_id']} confirmed by its rerun {r['rerun_id']}")
+    for r in summary.get("unconfirmed") or []:
+        again = r.get("rerun_alone") or {}
+        then = (f"its rerun {r['rerun_id']} did not confirm it (the rerun alone: median "
+                f"{_pct(again.get('shift'))}, p={_p(again.get('p_value'))}; with the run: "
+                f"p={_p(r['p_value'])})" if r["rerun_id"] else
+                f"not confirmed: {r['why'] or 'no rerun'}")
+        lines.append(f"one-off {r['control']} {r['figure']}: run {r['run_id']} was called "
+                     f"{_pct(r['alone']['shift'])} (p={_p(r['alone']['p_value'])}); {then}; "
+                     "no alert")
+    return lines

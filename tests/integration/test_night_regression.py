@@ -1,0 +1,105 @@
+"""Regressions called in a real night, on the real engine: a baseline night of a trivial
+control, a night where it is slower by a large step (called, rerun, confirmed: the morning
+summary lists it with both runs), and a night with one slow run whose rerun is normal (a
+one-off: no alert). The step comes from outside the sealed inputs, a value in a read-write
+mount the workload reads, so the original and its rerun ran the very same inputs, as
+`harness diff` shows; `harness verify` passes, and a changed byte in the addendum fails it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import containers_with_label
+
+BASELINE = 19  # a run alone is called only against 19 earlier ones (p = 1/20 <= 0.05)
+CONTROL = """\
+command: [python3, -c, "import os, time; o = '/state/slow-once'; x = float(open(o).read()) \
+if os.path.exists(o) else 0.0; os.path.exists(o) and os.remove(o); \
+time.sleep(float(open('/state/delay').read()) + x)"]
+mounts:
+  - {source: ../state, target: /state, read_only: false}
+timeout: 1m
+"""
+
+
+def nights(project) -> list[Path]:
+    return sorted((project.runs / "nights").iterdir())
+
+
+def night(project, camp: Path) -> tuple[Path, dict]:
+    r = project.harness("night", str(camp), "--runs-dir", str(project.runs), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr  # a call never changes the exit code
+    assert "Traceback" not in r.stderr and "regression-failed" not in r.stderr, r.stderr
+    latest = nights(project)[-1]
+    return latest, json.loads((latest / "summary.json").read_text())
+
+
+def addendum(run_dir: Path) -> dict:
+    [folder] = (run_dir / "addenda").iterdir()
+    return json.loads((folder / "regression.json").read_text())
+
+
+def test_a_step_is_confirmed_and_a_one_off_is_not(project, cleanup_containers):
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    state = project.root / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    delay = state / "delay"
+    delay.write_text("0")
+    delay.chmod(0o666)
+    project.control("steady", CONTROL)
+    camp = project.campaign("regcamp", [{"control": "steady", "repeat": BASELINE}])
+
+    _, first = night(project, camp)  # the baseline: no call can be a regression yet
+    assert first["regressions"] == first["unconfirmed"] == []
+    assert len(first["runs"]) == BASELINE and {e["origin"] for e in first["runs"]} == {"plan"}
+
+    project.campaign("regcamp", ["steady"])  # one run a night from now on
+    delay.write_text("1.5")  # the step: every run from tonight on is 1.5 s slower
+    step_dir, step = night(project, camp)
+    original, rerun = (Path(e["path"]) for e in step["runs"])
+    assert project.record(rerun)["rerun_of"]["run_id"] == original.name
+    figures = {r["figure"]: r for r in step["regressions"]}
+    assert "duration_s" in figures, step
+    called = figures["duration_s"]
+    assert (called["run_id"], called["rerun_id"]) == (original.name, rerun.name)
+    assert called["shift"] > 1.0 and called["p_value"] < 0.01
+    assert called["baseline"] == BASELINE and called["recent"] == 2
+    assert f"confirmed by its rerun {rerun.name}" in (step_dir / "summary.md").read_text()
+    alone = addendum(original)
+    assert alone["figures"]["duration_s"]["p_value"] <= 0.05
+    assert len(alone["baseline"]) == BASELINE and alone["rerun"]["scheduled"] is True
+
+    delay.write_text("0")
+    once = state / "slow-once"
+    once.write_text("4")  # one slow run, slower than the step's: its rerun is normal
+    once.chmod(0o666)
+    one_off_dir, one_off = night(project, camp)
+    slow, normal = (Path(e["path"]) for e in one_off["runs"])
+    assert not once.exists(), "the slow run consumed its delay"
+    assert one_off["regressions"] == [], one_off["regressions"]
+    [unconfirmed] = [u for u in one_off["unconfirmed"] if u["figure"] == "duration_s"]
+    assert (unconfirmed["run_id"], unconfirmed["rerun_id"]) == (slow.name, normal.name)
+    assert addendum(normal)["confirms"]["figures"]["duration_s"]["confirmation"] == (
+        "unconfirmed")
+    md = (one_off_dir / "summary.md").read_text()
+    assert "did not confirm it" in md and "no alert" in md and "REGRESSION" not in md
+
+    diff = project.harness("diff", str(slow), str(normal))
+    assert diff.returncode == 0, diff.stderr
+    lines = diff.stdout.splitlines()
+    assert "differs: nothing" in lines or "differs: metrics" in lines, diff.stdout
+    assert any(line.startswith("seal: same") for line in lines), diff.stdout
+    for folder in (step_dir, one_off_dir):
+        v = project.harness("verify", str(folder))
+        assert v.returncode == 0, v.stdout + v.stderr
+    [folder] = (slow / "addenda").iterdir()
+    target = folder / "regression.json"
+    folder.chmod(0o755)
+    target.chmod(0o644)
+    target.write_bytes(target.read_bytes().replace(b"regression", b"regressioN", 1))
+    bad = project.harness("verify", str(slow))
+    assert bad.returncode == 1 and "regression.json" in bad.stdout + bad.stderr
+    assert containers_with_label(f"org.harness.lock={project.lock}") == []
