@@ -108,8 +108,8 @@ def test_a_night_tells_its_command_and_webhook_and_writes_no_secret(
     payload = json.loads(sent)
     statuses = [project.record(p)["status"] for p in project.run_dirs()
                 if (p / "run.json").is_file()]
-    assert sorted(statuses) == [Status.ACCEPTED.value, Status.REFUSED.value]
-    assert payload["counts"] == {Status.ACCEPTED.value: 1, Status.REFUSED.value: 1}
+    assert sorted(statuses) == [Status.ACCEPTED.value, Status.FAILED.value]
+    assert payload["counts"] == {Status.ACCEPTED.value: 1, Status.FAILED.value: 1}
     summary_raw = (night / "summary.json").read_bytes()
     assert payload["counts"] == json.loads(summary_raw)["counts"]
     assert payload["summary_sha256"] == hashlib.sha256(summary_raw).hexdigest()
@@ -137,7 +137,7 @@ def test_a_night_tells_its_command_and_webhook_and_writes_no_secret(
 
 @pytest.mark.parametrize(("exit_code", "sleep", "answer", "timeout", "words"), [
     (1, 0.0, (500, 0.0), "10s", [f"command {PYTHON}: exited 1", "webhook: answered HTTP 500"]),
-    (0, 30.0, (200, 30.0), "2s", ["killed", "no answer within its timeout"]),
+    (0, 30.0, (200, 30.0), "2s", ["killed", "webhook: timed out"]),
 ])
 def test_a_failing_hook_leaves_the_nights_exit_code(project, cleanup_containers, webhook,
                                                     exit_code, sleep, answer, timeout,
