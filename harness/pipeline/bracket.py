@@ -78,10 +78,10 @@ def telemetry(ctx: RunContext) -> tuple[dict | None, list[Reason]]:
         return ({"sampled": False, "why": why, "required": required},
                 judge_telemetry.refusals({}, required=required, why=why))
     interval = float(sampled.get("interval_s") or ctx.control.telemetry.interval)
+    seconds = float(sampled.get("seconds") or 0.0)
     doc = judge_telemetry.summarise(
         samples.read(ctx.run_dir / layout.TELEMETRY), interval=interval,
-        end=float(sampled.get("seconds") or 0.0), startup_unix=startup_time(ctx.run_dir))
-    seconds = float(sampled.get("seconds") or 0.0)
+        end=seconds, startup_unix=startup_time(ctx.run_dir))
     cpu = float(sampled.get("cpu_s") or 0.0)
     doc = {"sampled": True, "required": required, "file": layout.TELEMETRY,
            "ended": sampled.get("ended"), "missing": sampled.get("missing") or [],
