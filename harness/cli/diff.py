@@ -249,6 +249,17 @@ def sections(t: dict) -> dict[str, list[Line]]:
             "metrics": _plain(_mapping("metrics", t["metrics"]))}
 
 
+def repeat_words(r: Mapping[str, Any]) -> str:
+    """`plain repeat: same inputs (...)`, `not a repeat: engine, env changed`, or `repeat:
+    not known (inputs not recorded)`: whether b ran what a ran."""
+    if r.get("plain") is True:
+        return "plain repeat: same seal, inputs, git, image, model, engine args, env and " \
+               "docker argv"
+    if r.get("plain") is False:
+        return f"not a repeat: {', '.join(r.get('changed') or [])} changed"
+    return f"repeat: not known ({', '.join(r.get('unknown') or [])} not recorded)"
+
+
 def render_lines(doc: dict) -> list[Line]:
     """The diff document as (text, style) lines, one group per topic in SECTIONS order
     (the `differs` line too); every value inert."""
@@ -260,6 +271,7 @@ def render_lines(doc: dict) -> list[Line]:
     differs = sorted(doc["differs"], key=lambda x: SECTIONS.index(x) if x in SECTIONS
                      else len(SECTIONS))
     lines.append(f"differs: {', '.join(differs)}" if differs else "differs: nothing")
+    lines.append(repeat_words(doc.get("repeat") or {}))
     out = _plain(lines)
     by_topic = sections(doc["topics"])
     for name in SECTIONS:

@@ -24,7 +24,8 @@ has elided, so only what someone changed differs; the lines only in a, only in b
 (the environment the container was given, from the same argv: added, removed, changed;
 secret-looking values only as sha256 markers), gate0 (each field either run's Gate 0
 found differing, with both runs' start-up and generation values) and metrics (metrics.json
-figures). v2 added inputs, docker and env, and the git topic's commit and state.
+figures), and `repeat`: whether every input topic is the same (a plain repeat, as a
+confirmation rerun is). v2 added inputs, docker and env, and the git topic's commit and state.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ SCHEMA = "harness.diff/v2"
 FILE_LIMIT = 16 * 1024 * 1024
 TOPICS = ("status", "rules", "seal", "inputs", "git", "approval", "image", "model", "engine",
           "docker", "env", "gate0", "metrics")
+# What went into a run: two runs the same in all of these are a plain repeat (a rerun that
+# changed nothing), whatever their outcome and figures say.
+INPUT_TOPICS = ("seal", "inputs", "git", "image", "model", "engine", "docker", "env")
 YAML_INPUTS = ("control", "campaign")  # the kept inputs compared line by line
 HUNK_CONTEXT = 3
 MAX_HUNK_LINES = 400  # of one file's unified diff; the rest is counted
@@ -431,7 +435,18 @@ def compare(a: dict, b: dict) -> dict:
         "metrics": mapping(metrics_a, metrics_b),
     }
     return {"schema": SCHEMA, "a": _head(a, ra), "b": _head(b, rb),
-            "differs": [t for t in TOPICS if topics[t]["same"] is False], "topics": topics}
+            "differs": [t for t in TOPICS if topics[t]["same"] is False],
+            "repeat": repeat(topics), "topics": topics}
+
+
+def repeat(topics: dict) -> dict:
+    """Pure: whether b repeats a: `plain` True when every input topic (INPUT_TOPICS) was
+    recorded by both and is the same, False when any differs, None when none differs but
+    some were not recorded (then `unknown` names them)."""
+    changed = [t for t in INPUT_TOPICS if topics[t]["same"] is False]
+    unknown = [t for t in INPUT_TOPICS if topics[t]["same"] is None]
+    plain = False if changed else (None if unknown else True)
+    return {"plain": plain, "changed": changed, "unknown": unknown}
 
 
 def gate0_differences(run_dir: Path) -> list[dict]:

@@ -327,3 +327,31 @@ def test_a_difference_is_matched_by_its_process_and_field_never_by_its_label_tex
     fields = {f["field"]: f["b"] for f in compare(a, b)["topics"]["gate0"]["fields"]}
     assert fields == {f"engine-core: {odd}": {"kind": None, "startup": [1], "generation": [1]},
                       f"worker-0: {CUSTOM_OPS}": None}
+
+
+def _provenance(commit: str) -> dict:
+    return {"provenance": {"commit": commit, "dirty": False, "changed": []}}
+
+
+def test_a_rerun_that_changed_nothing_is_a_plain_repeat_whatever_its_figures() -> None:
+    kept = {"inputs": {"control": {"text": "name: k\n"}, "campaign": {"text": "name: c\n"}}}
+    a = accepted_side(record=_provenance("1" * 40), **kept)
+    b = accepted_side(record=_provenance("1" * 40), **kept)
+    b["metrics"] = {"metrics": {"kv_cache_gib": 12.0}}  # a slow or odd run: figures only
+    doc = compare(a, b)
+    assert doc["differs"] == ["metrics"]
+    assert doc["repeat"]["plain"] is True and doc["repeat"]["changed"] == []
+    assert "plain repeat: same seal, inputs, git" in "\n".join(render(doc))
+
+
+def test_a_changed_input_or_an_unrecorded_one_is_not_called_a_repeat() -> None:
+    base = accepted_side(record=_provenance("1" * 40))
+    changed = accepted_side(record=_provenance("2" * 40))
+    changed["vector"] = vector({"dtype": "half"})
+    doc = compare(base, changed)
+    assert doc["repeat"]["plain"] is False
+    assert doc["repeat"]["changed"] == ["git", "engine"]
+    assert "not a repeat: git, engine changed" in render(doc)
+    unrecorded = compare(side("accepted", FILES_B), side("accepted", FILES_B))
+    assert unrecorded["repeat"]["plain"] is None and "docker" in unrecorded["repeat"]["unknown"]
+    assert any(line.startswith("repeat: not known (") for line in render(unrecorded))

@@ -164,6 +164,24 @@ def test_hostile_lines_are_failed_reads(tmp_path: Path) -> None:
     assert list(points(tmp_path / "absent")) == []
 
 
+def test_a_fifo_a_symlink_or_an_endless_line_is_read_without_hanging(tmp_path: Path) -> None:
+    """A sealed folder read anywhere later (a copied runs dir) may hold anything here."""
+    import os
+
+    from harness.measure.telemetry.sampler import MAX_LINE
+
+    os.mkfifo(tmp_path / "fifo")
+    assert list(points(tmp_path / "fifo")) == []  # no writer: an open() would block
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(b'{"t": 0, "unix": 1, "figures": {"c": {"cpu_s": 1}}}\n')
+    (tmp_path / "link").symlink_to(good)
+    assert list(points(tmp_path / "link")) == []
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(b"x" * (3 * MAX_LINE + 5) + b"\n" + good.read_bytes())
+    got = list(points(long))
+    assert len(got) == 5 and [p.figures is None for p in got] == [True] * 4 + [False]
+
+
 def test_the_plan_names_what_it_cannot_sample(tmp_path: Path, monkeypatch) -> None:
     from harness.measure.telemetry import plan
 

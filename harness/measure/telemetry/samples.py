@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,16 +28,21 @@ class Point:
 
 
 def read(path: Path) -> Iterator[Point]:
-    """The file's samples, streamed (an absent file has none)."""
+    """The file's samples, streamed (an absent file, a symlink, a FIFO or a device has
+    none). Each line is read at most MAX_LINE bytes at a time: a longer one is failed
+    reads, never a line held whole in memory."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 (closed by the with below; this is a generator)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return
-    with f:
-        for n, raw in enumerate(f):
-            if n >= 2 * MAX_SAMPLES:
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        for _ in range(2 * MAX_SAMPLES):
+            raw = f.readline(MAX_LINE)
+            if not raw:
                 return
-            yield point(raw[:MAX_LINE])
+            yield point(raw)
 
 
 def point(raw: bytes) -> Point:

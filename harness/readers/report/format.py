@@ -6,6 +6,8 @@ import math
 
 from harness.measure import perflog
 
+MIB = 1 << 20
+
 
 def _finite(v: float | int | None) -> bool:
     if v is None or isinstance(v, bool) or not isinstance(v, int | float):
@@ -46,4 +48,6 @@ def figure_text(name: str, value: float | int | None) -> str:
         return seconds_text(value if _finite(value) else None)
     if name == "exit_code":
         return str(value) if _finite(value) else "—"
+    if perflog.unit(name) == "B":  # bytes read best as MiB (the perf log keeps bytes)
+        return fmt(value / MIB if _finite(value) else None, "MiB")
     return fmt(value, perflog.unit(name))

@@ -17,7 +17,7 @@ from harness.readers.report.nights import (
     campaign_name,
     load_night,
     rerun_links,
-    with_regressions,
+    with_night_evidence,
 )
 from harness.readers.report.page import render_html
 from harness.readers.report.summary import build_summary, csv_rows, render_markdown, trend_points
@@ -50,7 +50,7 @@ def summary_for_night(night_dir: Path) -> dict:
     """The summary of one night, with trends over its campaign's nights up to it."""
     night_dir = Path(night_dir)
     info, records = load_night(night_dir)
-    with_regressions(records)
+    with_night_evidence(records)
     siblings = night_folders(night_dir.parent, info["campaign"]) if info.get("campaign") else []
     names = [p.name for p in siblings]
     if night_dir.name in names:
@@ -69,7 +69,7 @@ def summary_for_campaign(campaign_file: Path, runs_dir: Path) -> dict:
         raise InvalidInput(f"no nights of campaign {name!r} under {Path(runs_dir) / 'nights'}")
     latest = nights[-1]
     info, records = load_night(latest)
-    with_regressions(records)
+    with_night_evidence(records)
     links = rerun_links(Path(runs_dir))
     return build_summary(info, records, _history(nights, latest, records), links)
 

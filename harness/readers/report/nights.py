@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InvalidInput
-from harness.base.readfile import InputError, read_bounded
+from harness.base.readfile import InputError, read_bounded, read_text_bounded
 from harness.base.states import Status
 from harness.driver.night.folders import campaign_of_night_name
 from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.judge.diff import gate0_differences
 from harness.measure.runfolder import record as run_record
-from harness.measure.runfolder.layout import METRICS, POST_STEPS, RECORD, VERDICT
+from harness.measure.runfolder.layout import KERNEL_LOG, METRICS, POST_STEPS, RECORD, VERDICT
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
+from harness.readers.report.inert import inert
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 REFERENCE_STEP = "reference"  # the post-step whose verdict holds the reference findings
@@ -108,16 +109,37 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
     return record
 
 
-def with_regressions(records: list[dict]) -> list[dict]:
-    """The night's records, each with its run's sealed `regression` addendum (None when
-    it has none, or it does not verify): read for the night reported, not for the nights
-    a trend reads, so a year of history reads no addenda."""
-    from harness.driver.regress import read_sealed  # only a report of one night needs it
+def with_night_evidence(records: list[dict]) -> list[dict]:
+    """The night's records, each with what only the night reported shows (not the nights
+    a trend reads, so a year of history reads none of it): its run's sealed `regression`
+    addendum (None when it has none, or it does not verify), its telemetry as plot series
+    and the kernel log's fault lines."""
+    from harness.driver.regress import read_sealed  # only a report of one night needs these
+    from harness.readers.report.runplots import read_series
 
     for record in records:
-        record["regression"] = read_sealed(Path(record["path"])) if record.get("path") \
-            else None
+        path = record.get("path")
+        record["regression"] = read_sealed(Path(path)) if path else None
+        record["telemetry"] = read_series(path) if path else {}
+        record["kernel"] = kernel_excerpt(path) if path else []
     return records
+
+
+def kernel_excerpt(run_dir: str) -> list[dict]:
+    """The faults the run's kept kernel log shows ({"rule", "count", "lines"}, the lines
+    inert text), found again by the judge's own rules from the sealed kernel.log: what a
+    reader sees is what refused the run."""
+    from harness.judge.kernellog import findings
+    from harness.measure import kmsg
+
+    try:
+        text = read_text_bounded(os.path.join(run_dir, KERNEL_LOG), kmsg.MAX_BYTES,
+                                 what="kernel log")
+    except InputError:
+        return []  # none kept (nothing in the window, or not readable): run.json says which
+    found = findings([r for line in text.splitlines() if (r := kmsg.record(line))])
+    return [{"rule": f.rule, "count": f.count, "lines": [inert(x, 300) for x in f.lines]}
+            for f in found]
 
 
 def rerun_links(runs_dir: Path) -> dict[str, str]:

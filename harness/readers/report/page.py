@@ -17,9 +17,10 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.base.states import State
+from harness.config.reference import TELEMETRY_FIGURES
 from harness.measure import perflog
 from harness.measure.runfolder import layout
-from harness.readers.report.format import figure_text
+from harness.readers.report.format import MIB, figure_text
 from harness.readers.report.inert import inert
 from harness.readers.report.regressions import regression_lines
 from harness.readers.report.steps import gate0_lines
@@ -28,10 +29,13 @@ from harness.readers.report.summary import (
     TIME_FIGURES,
     UNCAPPED,
     counts_text,
+    figure_value,
+    kernel_heading,
     link_text,
     night_facts,
     reference_note,
     shown_metrics,
+    shown_telemetry,
 )
 
 SYMBOLS = {State.ACCEPTED: "✓", State.REFUSED: "✗", State.FAILED: "!", State.TIMED_OUT: "⏱",
@@ -67,6 +71,7 @@ gap:.75rem}
 figure{margin:0;background:#fff;border:1px solid #ddd;padding:.5rem;min-width:0}
 figure svg{max-width:100%;height:auto;display:block}
 figcaption{font-size:.8rem;color:#555}
+.kernel{margin:.4rem 0}.kernel code{display:block;white-space:pre-wrap;margin:.1rem 0}
 @media (max-width:900px){
 table,thead,tbody,tr,td{display:block;width:100%}thead{display:none}
 tr{border:1px solid #ccc;margin-bottom:.6rem;background:#fff}
@@ -117,7 +122,7 @@ def _links(e: Mapping[str, Any], night_dir: str | None) -> str:
 def _figures_cell(e: Mapping[str, Any], names: Sequence[str]) -> str:
     rows = []
     for name in names:
-        value = e["metrics"].get(name) if name in e["metrics"] else e.get(name)
+        value = figure_value(e, name)
         note = reference_note(e, name)
         mark = ""
         if note:
@@ -142,7 +147,8 @@ def _notes(e: Mapping[str, Any]) -> str:
     return out
 
 
-def _row(e: Mapping[str, Any], metrics: Sequence[str], night_dir: str | None) -> str:
+def _row(e: Mapping[str, Any], metrics: Sequence[str], telemetry: Sequence[str],
+         night_dir: str | None) -> str:
     status = str(e["status"])
     css = status if status.replace("-", "").isalpha() else "unknown"
     reasons = _notes(e)
@@ -165,8 +171,38 @@ def _row(e: Mapping[str, Any], metrics: Sequence[str], night_dir: str | None) ->
     ]
     if metrics:
         cells.append(f'<td data-label="vLLM">{_figures_cell(e, metrics)}</td>')
+    if telemetry:
+        cells.append(f'<td data-label="telemetry">{_figures_cell(e, telemetry)}</td>')
     row_class = ' class="superseded"' if e.get("superseded_by") else ""
     return f"<tr{row_class}>" + "".join(cells) + "</tr>"
+
+
+def _kernel(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each fault a run's kernel-log window showed, with its first lines."""
+    out = []
+    for e in runs:
+        for fault in e.get("kernel") or []:
+            lines = "".join(f"<code>{_h(line)}</code>" for line in fault["lines"])
+            out.append(f'<div class="kernel"><div>{_h(kernel_heading(e, fault))}</div>'
+                       f"{lines}</div>")
+    return ["<h2>Kernel log</h2>", *out] if out else []
+
+
+def _run_plots(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each run's telemetry over its run (the attempts that speak for their control)."""
+    from harness.readers.report.runplots import telemetry_svg
+
+    out = []
+    for i, e in enumerate(runs):
+        if e.get("superseded_by") or not e.get("series"):
+            continue
+        title = f"row {e.get('number')}, {e['control']} attempt {e['attempt'] or '?'}"
+        svg = telemetry_svg(e["series"], f"t{i}", title)
+        if svg:
+            out.append(f"<figure>{svg}<figcaption>{_h(title)}: {_h(e['run_id'] or '')}"
+                       "</figcaption></figure>")
+    return ["<h2>Telemetry per run</h2>", '<div class="plots">', *out, "</div>"] if out \
+        else []
 
 
 def _plots(summary: Mapping[str, Any]) -> list[str]:
@@ -177,15 +213,25 @@ def _plots(summary: Mapping[str, Any]) -> list[str]:
     if not trends:
         return []
     names = [name for name, _ in next(iter(trends.values()))]
-    series = {c: [values for _, values in pts] for c, pts in trends.items()}
-    shown = [(m, LABELS[m], perflog.unit(m)) for m in ("duration_s", "lock_wait_s",
-                                                        *SHOWN_METRICS)]
+    series = {c: [_in_shown_units(values) for _, values in pts] for c, pts in trends.items()}
+    shown = [(m, LABELS[m], _unit(m)) for m in ("duration_s", "lock_wait_s", *SHOWN_METRICS,
+                                                 *TELEMETRY_FIGURES)]
     plots = render_plots(night_labels(names), series, shown)
     out = [f"<h2>Across nights ({len(names)} night{'s' if len(names) != 1 else ''})</h2>",
            '<div class="plots">']
     for title, svg in plots:
         out.append(f"<figure>{svg}<figcaption>{_h(title)}</figcaption></figure>")
     return [*out, "</div>"]
+
+
+def _unit(name: str) -> str:
+    return "MiB" if perflog.unit(name) == "B" else perflog.unit(name)
+
+
+def _in_shown_units(values: Mapping[str, Any]) -> dict:
+    """A night's trend values with bytes as MiB, as `_unit` labels them."""
+    return {k: v / MIB if perflog.unit(k) == "B" and isinstance(v, int | float)
+            and not isinstance(v, bool) else v for k, v in values.items()}
 
 
 def render_html(summary: Mapping[str, Any]) -> str:
@@ -206,13 +252,15 @@ def render_html(summary: Mapping[str, Any]) -> str:
     if found := regression_lines(summary):  # confirmed ones first: the only alerts
         out += ["<h2>Regressions</h2>", "<ul>", *(f"<li>{_h(line)}</li>" for line in found),
                 "</ul>"]
-    metrics = shown_metrics(summary["runs"])
-    head = ["#", "control", "status", "reasons and links", "times"] + (["vLLM"] if metrics
-                                                                       else [])
+    metrics, telemetry = shown_metrics(summary["runs"]), shown_telemetry(summary["runs"])
+    head = ["#", "control", "status", "reasons and links", "times"]
+    head += (["vLLM"] if metrics else []) + (["telemetry"] if telemetry else [])
     out.append("<table><thead><tr>" + "".join(f"<th>{_h(c)}</th>" for c in head)
                + "</tr></thead><tbody>")
-    out += [_row(e, metrics, night.get("dir")) for e in summary["runs"]]
+    out += [_row(e, metrics, telemetry, night.get("dir")) for e in summary["runs"]]
     out.append("</tbody></table>")
+    out += _kernel(summary["runs"])
+    out += _run_plots(summary["runs"])
     out += _plots(summary)
     out.append("</body></html>")
     return "\n".join(out) + "\n"

@@ -69,7 +69,7 @@ def read_series(run_dir: Path | str) -> Series:
     return series(samples.read(Path(run_dir) / layout.TELEMETRY))
 
 
-def _valid(data: Any) -> Series:
+def valid(data: Any) -> Series:
     """summary.json's copy is read back like any input: only [t, v] number pairs."""
     out: Series = {}
     for source, values in (data or {}).items() if isinstance(data, Mapping) else ():
@@ -83,7 +83,7 @@ def _valid(data: Any) -> Series:
 
 def telemetry_svg(data: Any, prefix: str, title: str) -> str | None:
     """The run's panels as one inline SVG; None when nothing was sampled."""
-    found = _valid(data)
+    found = valid(data)
     panels = [(name, unit, quantity, scale) for name, unit, quantity, scale in PANELS
               if any(quantity in values for values in found.values())]
     if not panels:

@@ -13,9 +13,11 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.base.plural import counted
 from harness.base.reason import Reason
 from harness.base.states import State, Status
-from harness.config.reference import range_text
+from harness.config.reference import TELEMETRY_FIGURES, range_text
+from harness.judge.kernellog import EXCERPT
 from harness.measure import perflog
 from harness.measure.metrics import METRICS
 from harness.measure.runfolder.layout import RECORD
@@ -25,6 +27,7 @@ from harness.readers.report.gitline import git_line
 from harness.readers.report.headline import attempts_text, headline, tally
 from harness.readers.report.inert import inert
 from harness.readers.report.regressions import regression_lines, regression_lists
+from harness.readers.report.runplots import valid
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 
 SCHEMA = "harness.summary/v1"
@@ -45,6 +48,7 @@ LABELS = {
     "model_load_s": "model load time", "graph_capture_gib": "graph capture",
     "graph_capture_s": "graph capture time", "engine_init_s": "engine init",
     "compilation_s": "compilation",
+    "memory_peak_bytes": "peak memory", "cpu_pct_mean": "mean CPU", "energy_j": "energy",
 }
 
 
@@ -133,9 +137,19 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
             for p in _list(run.get("post_steps")) if isinstance(p, dict)
         ],
         "started": _text(times.get("started")),
+        "series": valid(record.get("telemetry")),
+        "kernel": kernel_faults(record.get("kernel")),
         "gate0": gate0_values(record.get("gate0")),
         "number": None, "superseded_by": None, "next": [],  # set by build_summary
     }
+
+
+def kernel_faults(found: Any) -> list[dict]:
+    """The kernel log's faults as `harness.readers.report.nights.kernel_excerpt` gave them,
+    read back like any input (summary.json is rendered again by `report`)."""
+    return [{"rule": inert(f.get("rule"), 64), "count": _int(f.get("count")),
+             "lines": [inert(x, 300) for x in _list(f.get("lines"))[:EXCERPT]]}
+            for f in _list(found) if isinstance(f, dict)]
 
 
 def _findings(verdict: Any) -> dict[str, dict]:
@@ -155,6 +169,7 @@ def _figures(record: Mapping[str, Any], run: dict) -> dict:
         "lock_wait_s": found["lock_wait_s"], "lock_hold_s": found["lock_hold_s"],
         "duration_s": found["duration_s"], "exit_code": _int(found["exit_code"]),
         "metrics": {name: found[name] for name in METRICS},
+        "telemetry": {name: found[name] for name in TELEMETRY_FIGURES},
         "findings": _findings(record.get("reference")),
         "path": _text(record.get("path")),
         "sealed": _text(_dict(run.get("times")).get("sealed")),
@@ -249,6 +264,12 @@ def shown_metrics(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return [m for m in SHOWN_METRICS if any(e["metrics"].get(m) is not None for e in runs)]
 
 
+def shown_telemetry(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The telemetry figures with a value in some run of the night."""
+    return [m for m in TELEMETRY_FIGURES
+            if any(e.get("telemetry", {}).get(m) is not None for e in runs)]
+
+
 def csv_rows(summary: Mapping[str, Any]) -> list[dict]:
     """The night's perf-log lines (harness.measure.perflog's columns), for `--format csv`."""
     out = []
@@ -294,8 +315,18 @@ def reference_note(entry: Mapping[str, Any], name: str) -> str | None:
                                     else "")
 
 
+def figure_value(entry: Mapping[str, Any], name: str) -> Any:
+    """A row's figure by name: vLLM's from its metrics, telemetry's from its telemetry, the
+    times from the row."""
+    if name in METRICS:
+        return entry["metrics"].get(name)
+    if name in TELEMETRY_FIGURES:
+        return (entry.get("telemetry") or {}).get(name)
+    return entry.get(name)
+
+
 def figure_cell(entry: Mapping[str, Any], name: str) -> str:
-    value = entry["metrics"].get(name) if name in METRICS else entry.get(name)
+    value = figure_value(entry, name)
     note = reference_note(entry, name)
     text = figure_text(name, value)
     return f"{text} ⚠ {note}" if note and not note.startswith("within") else text
@@ -344,7 +375,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     lines += [f"- attempts: {_md(counts_text(summary))}", ""]
     if found := regression_lines(summary):
         lines += ["## Regressions", "", *(f"- {_md(line)}" for line in found), ""]
-    shown = shown_metrics(summary["runs"])
+    shown = [*shown_metrics(summary["runs"]), *shown_telemetry(summary["runs"])]
     head = ["#", "control", "attempt", "status", "reasons"]
     head += [LABELS[m] for m in (*TIME_FIGURES, *shown)]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -358,6 +389,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
             cells[3] = f"**{cells[3]}**"  # the only markup in a row, around escaped text
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    lines += _kernel_markdown(summary["runs"])
     lines += _next_markdown(summary["runs"])
     for e in summary["runs"]:
         if e["run_id"]:
@@ -377,6 +409,23 @@ def _md_command(cmd: str) -> str:
     return f"    {cmd}" if not _MARKUP & set(cmd) else f"- {_md(cmd)}"
 
 
+def kernel_heading(e: Mapping[str, Any], fault: Mapping[str, Any]) -> str:
+    """`Row 2, kv-auto attempt 1: KERNEL-LOG-GPU-RESET, 3 lines`."""
+    return (f"Row {e.get('number')}, {e['control']} attempt {e['attempt'] or '?'}: "
+            f"{fault['rule']}, {counted(fault['count'] or 0, 'line')}")
+
+
+def _kernel_markdown(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """`## Kernel log`: each fault a run's window showed, with its first lines (each as
+    a commands line is: literal, and escaped text where it holds markup)."""
+    out: list[str] = []
+    for e in runs:
+        for fault in e.get("kernel") or []:
+            out += [_md(kernel_heading(e, fault)), "",
+                    *(_md_command(line) for line in fault["lines"]), ""]
+    return ["## Kernel log", "", *out] if out else []
+
+
 def _next_markdown(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """`## Next steps`: per row that did not end accepted, its commands as an indented code
     block (literal to every renderer; each command is one inert line, so none can end it)."""
@@ -392,7 +441,7 @@ def _next_markdown(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _trend_tables(trends: Mapping[str, Any]) -> list[str]:
     names = ["duration_s", "lock_wait_s", "exit_code"]
-    names += [m for m in SHOWN_METRICS
+    names += [m for m in (*SHOWN_METRICS, *TELEMETRY_FIGURES)
               if any(v.get(m) is not None for pts in trends.values() for _, v in pts)]
     lines = []
     for control, points in trends.items():
@@ -425,6 +474,7 @@ def trend_points(
             if entry["control"] not in best or attempt >= best[entry["control"]][0]:
                 values = {k: entry[k] for k in TIME_FIGURES}
                 best[entry["control"]] = (attempt, {**values, **entry["metrics"],
+                                                    **entry["telemetry"],
                                                     "status": entry["status"],
                                                     "run_id": entry["run_id"]})
         per_night.append((name, {c: m for c, (_, m) in best.items()}))
