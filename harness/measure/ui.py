@@ -50,9 +50,18 @@ SENTENCES = {
     "metrics-not-written": "metrics not written: {error}",
     "summary-failed": "the morning summary was not written: {error}",
     "summary-start": "writing the morning summary (summary.md, summary.html) …",
+    "regression-call": "run {run_id} called against its earlier runs; regressions: "
+                       "{regressions}{confirmed}; sealed in {addendum}",
+    "regression-rerun": "run {run_id} of control {control} may have regressed in {figures}: "
+                        "attempt {attempt} reruns it to confirm before anyone is told",
+    "regression-not-rerun": "run {run_id} may have regressed, but is not rerun: {why}",
+    "regression-uncalled": "run {run_id} not called against its earlier runs: {why}",
+    "regression-failed": "the regression call of run {run_id} failed: {error}",
+    "rerun-index-failed": "the rerun of {run_id} is not in the rerun index: {error}",
 }
 # Optional parts: shown (in this form) only when the field is there and not empty or false.
 OPTIONAL = {"sealed": {"reasons": ": {}"}, "interrupted": {"doing": ": {}", "again": "; {}"},
+            "regression-call": {"confirmed": "; confirmed by its rerun: {}"},
             "night-start": {"resumed": " (resumed)", "deadline": ", until {}"}}
 
 

@@ -69,3 +69,23 @@ def test_without_a_terminal_each_event_is_one_exact_json_object() -> None:
     # durations are written to the millisecond: a clock's last digits are noise, not evidence
     assert first["event"] == "lock-released" and first["hold_s"] == 2.49
     assert second["progress"] == {"done": 1, "total": 2}
+
+
+def test_a_nights_regression_events_read_as_sentences() -> None:
+    """The fields as harness/driver/night/confirm.py emits them."""
+    call = sentence("regression-call", {"run_id": "r2", "regressions": ["duration_s"],
+                                        "confirmed": ["duration_s"], "addendum": "/runs/r2/x"})
+    assert call == ("run r2 called against its earlier runs; regressions: duration_s; "
+                    "confirmed by its rerun: duration_s; sealed in /runs/r2/x")
+    quiet = sentence("regression-call", {"run_id": "r2", "regressions": [], "confirmed": [],
+                                         "addendum": "/a"})
+    assert quiet == "run r2 called against its earlier runs; regressions: none; sealed in /a"
+    assert sentence("regression-rerun", {"run_id": "r2", "control": "c", "figures":
+                                         ["duration_s", "kv_tokens"], "attempt": 2}) == (
+        "run r2 of control c may have regressed in duration_s; kv_tokens: attempt 2 reruns "
+        "it to confirm before anyone is told")
+    for kind in ("regression-not-rerun", "regression-uncalled", "regression-failed",
+                 "rerun-index-failed"):
+        said = sentence(kind, {"run_id": "r2", "why": "no time", "error": "no time"})
+        assert said.startswith("the ") or said.startswith("run r2 "), said
+        assert "no time" in said and ":" in said and "_" not in said
