@@ -31,11 +31,14 @@ FIGURE_UNITS = {"duration_s": "s", "lock_wait_s": "s", "lock_hold_s": "s", "exit
 VLLM_METRICS = (
     "kv_cache_gib", "kv_tokens", "max_concurrency", "max_model_len", "model_load_gib",
     "model_load_s", "graph_capture_s", "graph_capture_gib", "engine_init_s", "compilation_s",
+    "generated_tokens",
 )
 # From the run's telemetry (run.json's `telemetry` block), where it was sampled: the energy
-# its GPUs drew (rocm, where power is known), the container's memory peak and mean CPU use.
-TELEMETRY_FIGURES = ("energy_j", "memory_peak_bytes", "cpu_pct_mean")
-TELEMETRY_UNITS = {"energy_j": "J", "memory_peak_bytes": "B", "cpu_pct_mean": "%"}
+# its GPUs drew (rocm, where power is known) and per generated token (where the workload
+# said how many it generated), the container's memory peak and mean CPU use.
+TELEMETRY_FIGURES = ("energy_j", "energy_per_token_j", "memory_peak_bytes", "cpu_pct_mean")
+TELEMETRY_UNITS = {"energy_j": "J", "energy_per_token_j": "J/token", "memory_peak_bytes": "B",
+                   "cpu_pct_mean": "%"}
 NAMES = FIGURES + VLLM_METRICS + TELEMETRY_FIGURES
 MAX_ABS = 1e15  # a bound on every number here: past it a figure is not a measurement
 MAX_TOLERANCE = 10.0  # ±1000 %: wider is no reference at all

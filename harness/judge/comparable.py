@@ -60,11 +60,13 @@ DIRECTIONS: dict[str, Worse] = {
     "engine_init_s": Worse.HIGHER,
     "compilation_s": Worse.HIGHER,
     "energy_j": Worse.HIGHER,  # the GPUs drew more energy (telemetry, where power is known)
+    "energy_per_token_j": Worse.HIGHER,  # each generated token cost more energy
     "memory_peak_bytes": Worse.HIGHER,  # the container's memory peak (telemetry)
 }
 # The perflog's figures that are never called, and why (the addendum names them).
 NOT_CALLED = {
     "exit_code": "an outcome, not a measure",
+    "generated_tokens": "what the workload asked for, not how well it ran",
     "cpu_pct_mean": "a rate over the run's own length: the same work done faster shows a "
                     "higher mean, so neither way is worse",
 }

@@ -71,6 +71,7 @@ METRICS = (
     "graph_capture_gib",
     "engine_init_s",
     "compilation_s",
+    "generated_tokens",
 )
 UNITS = {
     "kv_cache_gib": "GiB",
@@ -83,6 +84,7 @@ UNITS = {
     "graph_capture_gib": "GiB",
     "engine_init_s": "s",
     "compilation_s": "s",
+    "generated_tokens": "tokens",
 }
 # What a log lacked when a metric is null: the note says "the log did not give it: " this.
 _LOAD = "no `Model loading took X GiB memory and Y seconds` line"
@@ -100,6 +102,8 @@ ABSENT = {
     "graph_capture_gib": "no `Graph capturing finished in X secs, took Y GiB` line",
     "engine_init_s": f"no {_INIT}` line",
     "compilation_s": f"no {_INIT} (compilation: Y s)` line (vLLM adds it if compiling took time)",
+    "generated_tokens": 'no `"tokens": N, "since_start_s": X` line (harness_observer.driver '
+                        "prints one per prompt it generated for)",
 }
 
 # ASCII digits only ([0-9], not \d: no Arabic-Indic or full-width digits). Unbounded here so
@@ -182,6 +186,12 @@ _PATTERNS = (
             re.ASCII,
         ),
         (("engine_init_s", 1, _float), ("compilation_s", 2, _float)),
+    ),
+    _Pattern(  # the offline driver's JSON line per prompt (json.dumps escapes a quote in
+        # the generated text, so only the driver's own keys read `"tokens": N, "since`)
+        '"since_start_s"',
+        re.compile(r'"tokens": ' + _INT + r', "since_start_s": ', re.ASCII),
+        (("generated_tokens", 1, _int),),
     ),
 )
 

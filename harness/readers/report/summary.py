@@ -49,6 +49,7 @@ LABELS = {
     "graph_capture_s": "graph capture time", "engine_init_s": "engine init",
     "compilation_s": "compilation",
     "memory_peak_bytes": "peak memory", "cpu_pct_mean": "mean CPU", "energy_j": "energy",
+    "energy_per_token_j": "energy per token", "generated_tokens": "generated tokens",
 }
 
 
