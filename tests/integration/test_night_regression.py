@@ -92,6 +92,8 @@ def test_a_step_is_confirmed_and_a_one_off_is_not(project, cleanup_containers):
     lines = diff.stdout.splitlines()
     assert "differs: nothing" in lines or "differs: metrics" in lines, diff.stdout
     assert any(line.startswith("seal: same") for line in lines), diff.stdout
+    assert "plain repeat: same seal, inputs, git, image, model, engine args, env and docker " \
+        "argv" in lines, diff.stdout
     for folder in (step_dir, one_off_dir):
         v = project.harness("verify", str(folder))
         assert v.returncode == 0, v.stdout + v.stderr
