@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +30,7 @@ from harness.readers.hook.payload import (
 )
 from harness.readers.hook.send import post_webhook, redact, run_command
 from harness.readers.report.summary import build_summary
+from tests.campaign_runs import repo_campaign
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_PATH = "/services/T0SECRET/B0SECRET/xoxsecretpath"
@@ -38,16 +38,7 @@ TOKEN = "Bearer tok-3f1e-very-secret"
 
 
 def campaign(tmp_path: Path, hook: str) -> Path:
-    camp = tmp_path / "campaigns" / "c.yaml"
-    camp.parent.mkdir(exist_ok=True)
-    camp.write_text(textwrap.dedent(f"""\
-        name: c
-        row: ROW-1
-        images_lock: {REPO / 'images.lock'}
-        controls_dir: {REPO / 'controls'}
-        controls: [night-a]
-        """) + textwrap.dedent(hook))
-    return camp
+    return repo_campaign(tmp_path, "[night-a]", hook)
 
 
 # -- the block, with positions --------------------------------------------------------

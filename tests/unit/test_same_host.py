@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,22 +18,14 @@ from harness.driver.night.source import JournalSource, group_busy, group_rows, l
 from harness.driver.night.transitions import Row
 from harness.driver.plan import Outcome
 from harness.measure.ui import Reporter
+from tests.campaign_runs import repo_campaign
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = str(Path(sys.executable).parent / "harness")
 
 
 def campaign(tmp_path: Path, groups: str, controls: str = "[night-a, night-b, night-c]") -> Path:
-    camp = tmp_path / "campaigns" / "c.yaml"
-    camp.parent.mkdir(exist_ok=True)
-    camp.write_text(textwrap.dedent(f"""\
-        name: c
-        row: ROW-1
-        images_lock: {REPO / 'images.lock'}
-        controls_dir: {REPO / 'controls'}
-        controls: {controls}
-        """) + groups)
-    return camp
+    return repo_campaign(tmp_path, controls, groups)
 
 
 def test_groups_load_in_their_order(tmp_path: Path) -> None:
