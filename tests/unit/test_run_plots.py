@@ -33,3 +33,11 @@ def test_the_plot_has_a_panel_per_figure_with_units() -> None:
     assert telemetry_svg({}, "r2", "none") is None
     forged = {"gpu0": {q.POWER_W: [["1", 2], [1, float("nan")], "x"]}, "c": "y", 3: {}}
     assert telemetry_svg(forged, "r3", "forged") is None  # nothing plottable in it
+
+
+def test_a_name_with_dollars_is_drawn_as_text_never_parsed_as_math() -> None:
+    """mathtext raises on `$\\bad{$`: one such name would stop the whole morning page."""
+    hostile = {r"$\frac{a}{$": {q.MEMORY_BYTES: [[0, 1], [1, 2]]},
+               r"$\undefined$": {q.MEMORY_BYTES: [[0, 1], [1, 2]]}}
+    svg = telemetry_svg(hostile, "m1", r"run $\bad{$: telemetry")
+    assert svg is not None and "<svg" in svg

@@ -38,13 +38,16 @@ _ID = re.compile(r'\bid="([^"]+)"')
 
 
 def pyplot() -> Any:
+    """matplotlib's pyplot for the report's plots. Every text on a plot (a title, a legend
+    entry, a tick) is drawn as it is written: `text.parse_math` off, so a name holding `$`
+    is never mathtext (whose parser raises on what it cannot read)."""
     import matplotlib
 
     matplotlib.use("svg", force=True)
     matplotlib.rcParams.update({
         "svg.fonttype": "path", "svg.hashsalt": "harness-report", "font.family": "DejaVu Sans",
         "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
-        "figure.dpi": 72,
+        "figure.dpi": 72, "text.parse_math": False,
     })
     import matplotlib.pyplot as plt
 
