@@ -40,6 +40,7 @@ from harness.readers.report.summary import (
 
 SYMBOLS = {State.ACCEPTED: "✓", State.REFUSED: "✗", State.FAILED: "!", State.TIMED_OUT: "⏱",
            State.INTERRUPTED: "■", State.DEFERRED: "…"}
+MAX_RUN_PLOTS = 48  # a run's plot is ~0.3 s to draw and ~35 KB: a night of hundreds is not
 _STAMP = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$")
 
 _CSS = """
@@ -192,17 +193,21 @@ def _run_plots(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each run's telemetry over its run (the attempts that speak for their control)."""
     from harness.readers.report.runplots import telemetry_svg
 
+    sampled = [(i, e) for i, e in enumerate(runs) if e.get("series")
+               and not e.get("superseded_by")]
     out = []
-    for i, e in enumerate(runs):
-        if e.get("superseded_by") or not e.get("series"):
-            continue
+    for i, e in sampled[:MAX_RUN_PLOTS]:
         title = f"row {e.get('number')}, {e['control']} attempt {e['attempt'] or '?'}"
         svg = telemetry_svg(e["series"], f"t{i}", title)
         if svg:
             out.append(f"<figure>{svg}<figcaption>{_h(title)}: {_h(e['run_id'] or '')}"
                        "</figcaption></figure>")
-    return ["<h2>Telemetry per run</h2>", '<div class="plots">', *out, "</div>"] if out \
-        else []
+    if not out:
+        return []
+    more = len(sampled) - MAX_RUN_PLOTS
+    rest = [f'<p class="meta">and {more} more sampled runs: each keeps its samples in '
+            f"{_h(layout.TELEMETRY)}</p>"] if more > 0 else []
+    return ["<h2>Telemetry per run</h2>", '<div class="plots">', *out, "</div>", *rest]
 
 
 def _plots(summary: Mapping[str, Any]) -> list[str]:
