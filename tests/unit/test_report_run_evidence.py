@@ -85,11 +85,13 @@ def test_a_forged_summary_json_shows_no_plot_and_no_fault(tmp_path: Path) -> Non
 
 def test_a_night_of_many_sampled_runs_plots_the_first_and_counts_the_rest(tmp_path: Path,
                                                                           monkeypatch) -> None:
-    from harness.readers.report import page
+    from harness.readers.report import summary
 
-    monkeypatch.setattr(page, "MAX_RUN_PLOTS", 2)
+    monkeypatch.setattr(summary, "MAX_RUN_PLOTS", 2)
     folders = [run_folder(tmp_path, f"r{n}", None) for n in range(3)]
     records = with_night_evidence([record(f, n, "accepted") for n, f in enumerate(folders)])
-    html = render_html(build_summary({"name": "n1"}, records))
+    built = build_summary({"name": "n1"}, records)
+    assert [bool(e["series"]) for e in built["runs"]] == [True, True, False]  # not carried
+    html = render_html(built)
     assert html.count("<figcaption>row ") == 2
     assert "and 1 more sampled runs: each keeps its samples in telemetry.jsonl" in html

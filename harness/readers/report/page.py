@@ -40,7 +40,6 @@ from harness.readers.report.summary import (
 
 SYMBOLS = {State.ACCEPTED: "✓", State.REFUSED: "✗", State.FAILED: "!", State.TIMED_OUT: "⏱",
            State.INTERRUPTED: "■", State.DEFERRED: "…"}
-MAX_RUN_PLOTS = 48  # a run's plot is ~0.3 s to draw and ~35 KB: a night of hundreds is not
 _STAMP = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$")
 
 _CSS = """
@@ -189,14 +188,15 @@ def _kernel(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["<h2>Kernel log</h2>", *out] if out else []
 
 
-def _run_plots(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each run's telemetry over its run (the attempts that speak for their control)."""
+def _run_plots(runs: Sequence[Mapping[str, Any]], left_out: Any) -> list[str]:
+    """Each run's telemetry over its run (the attempts that speak for their control, as
+    many as `build_summary` kept series for; `left_out` more were sampled)."""
     from harness.readers.report.runplots import telemetry_svg
 
-    sampled = [(i, e) for i, e in enumerate(runs) if e.get("series")
-               and not e.get("superseded_by")]
     out = []
-    for i, e in sampled[:MAX_RUN_PLOTS]:
+    for i, e in enumerate(runs):
+        if not e.get("series") or e.get("superseded_by"):
+            continue
         title = f"row {e.get('number')}, {e['control']} attempt {e['attempt'] or '?'}"
         svg = telemetry_svg(e["series"], f"t{i}", title)
         if svg:
@@ -204,7 +204,7 @@ def _run_plots(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                        "</figcaption></figure>")
     if not out:
         return []
-    more = len(sampled) - MAX_RUN_PLOTS
+    more = left_out if isinstance(left_out, int) and not isinstance(left_out, bool) else 0
     rest = [f'<p class="meta">and {more} more sampled runs: each keeps its samples in '
             f"{_h(layout.TELEMETRY)}</p>"] if more > 0 else []
     return ["<h2>Telemetry per run</h2>", '<div class="plots">', *out, "</div>", *rest]
@@ -265,7 +265,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
     out += [_row(e, metrics, telemetry, night.get("dir")) for e in summary["runs"]]
     out.append("</tbody></table>")
     out += _kernel(summary["runs"])
-    out += _run_plots(summary["runs"])
+    out += _run_plots(summary["runs"], summary.get("plots_left_out"))
     out += _plots(summary)
     out.append("</body></html>")
     return "\n".join(out) + "\n"

@@ -31,6 +31,7 @@ from harness.readers.report.runplots import valid
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 
 SCHEMA = "harness.summary/v1"
+MAX_RUN_PLOTS = 48  # a run's plot is ~0.3 s to draw and ~35 KB: a night of hundreds is not
 UNCAPPED = 10**9  # the renderers only escape; the length was capped when the entry was built
 MAX_INT = 10**18  # larger "metrics" are not figures: float() of them could overflow
 # Night-level trend: per control, a list of (night name, {figure: value, "status": text}).
@@ -236,6 +237,10 @@ def build_summary(
     tallied = tally(runs, links)
     for i, by in tallied["superseded"].items():
         runs[i]["superseded_by"] = by
+    plotted = [e for e in runs if e["series"] and not e["superseded_by"]]
+    for e in runs:  # series only where the page plots them: summary.json stays small
+        if e["series"] and (e["superseded_by"] or e not in plotted[:MAX_RUN_PLOTS]):
+            e["series"] = {}
     facts = {inert(k, 200): _text(v) for k, v in night.items()}
     shown_trends = {control: [[name, _trend_values(values)] for name, values in pts]
                     for control, pts in sorted((trends or {}).items())}
@@ -252,6 +257,7 @@ def build_summary(
         "trends": shown_trends,
         "regressions": regressions,  # confirmed by their rerun: the only ones that alert
         "unconfirmed": unconfirmed,  # one-offs: called, not confirmed
+        "plots_left_out": max(0, len(plotted) - MAX_RUN_PLOTS),  # sampled runs not plotted
     }
 
 
