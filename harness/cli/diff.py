@@ -244,7 +244,8 @@ def sections(t: dict) -> dict[str, list[Line]]:
             "approval": _plain(_approval(t["approval"])),
             "image": _plain([_pair("image", t["image"])]),
             "model": _plain(_mapping("model", t["model"])),
-            "engine": _plain([_pair("engine args", t["engine"])]),
+            "engine": _plain([_pair("engine args", t["engine"]) if t["engine"]["a"] is not None
+                              or not t["engine"]["same"] else "engine args: none in either run"]),
             "env": _env(t["env"]), "docker": _docker(t["docker"]),
             "metrics": _plain(_mapping("metrics", t["metrics"]))}
 

@@ -219,6 +219,13 @@ def engine_args(vector: Any) -> Any:
     return None
 
 
+def _engine_topic(va: Any, vb: Any) -> dict:
+    """Both runs' engine args, compared wherever both argvs were recorded (two that give
+    none, a control that is no engine, are the same); a side with no argv is not compared."""
+    launched = all(isinstance(_dict(v).get("argv"), list) for v in (va, vb))
+    return scalar(engine_args(va), engine_args(vb), optional=not launched)
+
+
 def _lines(text: str) -> list[str]:
     """A file's lines, split at line feeds only (any other control character stays in its
     line, to be made inert where it is shown); a last line break ends a line."""
@@ -427,8 +434,7 @@ def compare(a: dict, b: dict) -> dict:
         "approval": _approval_topic(ra, rb),
         "image": scalar(ra.image.get("id"), rb.image.get("id")),
         "model": mapping(ra.model_hashes, rb.model_hashes),
-        "engine": scalar(engine_args(a.get("vector")), engine_args(b.get("vector")),
-                         optional=True),
+        "engine": _engine_topic(a.get("vector"), b.get("vector")),
         "docker": _docker_topic(va, vb),
         "env": _env_topic(va, vb),
         "gate0": _gate0_topic(a, b),

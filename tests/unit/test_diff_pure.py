@@ -355,3 +355,16 @@ def test_a_changed_input_or_an_unrecorded_one_is_not_called_a_repeat() -> None:
     unrecorded = compare(side("accepted", FILES_B), side("accepted", FILES_B))
     assert unrecorded["repeat"]["plain"] is None and "docker" in unrecorded["repeat"]["unknown"]
     assert any(line.startswith("repeat: not known (") for line in render(unrecorded))
+
+
+def test_two_launches_of_a_control_that_is_no_engine_are_a_plain_repeat() -> None:
+    plain = {"argv": ["docker", "run", "--env", "A=1", "img"]}
+    kept = {"inputs": {"control": {"text": "name: k\n"}, "campaign": {"text": "name: c\n"}}}
+    a, b = (side("accepted", FILES_B, record=_provenance("1" * 40), vector=plain, **kept)
+            for _ in range(2))
+    doc = compare(a, b)
+    assert doc["topics"]["engine"]["same"] is True and doc["repeat"]["plain"] is True
+    assert "engine args: none in either run" in render(doc)
+    other = side("accepted", FILES_B, record=_provenance("1" * 40), vector=vector({"x": 1}),
+                 **kept)
+    assert compare(a, other)["repeat"]["changed"] == ["engine", "env"]
