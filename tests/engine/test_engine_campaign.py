@@ -128,6 +128,7 @@ def test_the_native_log_and_the_memory_figures_it_gives(campaign_run):
                    for n in notes), notes
         tokens = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
         assert [t["tokens"] for t in tokens] == [8], name
+        assert figures["generated_tokens"] == 8, name  # the driver's line, read as a figure
 
 
 def test_a_night_runs_the_real_engine_unattended(engine_ready, tmp_path):
