@@ -317,7 +317,9 @@ def diff(run_a: Path, run_b: Path, as_json: bool, exit_code: bool, color: str) -
     """What differs between two runs: first the outcome (status, rules, each Gate-0 field
     either run found differing), then what went in (the source seal and its files, the
     control's and campaign's YAML, git state, the approval each ran under, image Id, model
-    pins, engine args, the environment and the docker argv), then metrics.
+    pins, engine args, the environment and the docker argv), then metrics. A line under
+    `differs` says whether b is a plain repeat of a: every input the same (as a
+    confirmation rerun's are), `not a repeat: <topics> changed`, or not known.
 
     The YAML is each run's own copy (inputs/, sealed with the run), shown as a unified
     diff; a run made before runs kept their inputs is "not compared". The docker argv and
