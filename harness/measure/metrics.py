@@ -190,7 +190,7 @@ _PATTERNS = (
     _Pattern(  # the offline driver's JSON line per prompt (json.dumps escapes a quote in
         # the generated text, so only the driver's own keys read `"tokens": N, "since`)
         '"since_start_s"',
-        re.compile(r'"tokens": ' + _INT + r', "since_start_s": ', re.ASCII),
+        re.compile(r'"tokens": ([0-9]+), "since_start_s": ', re.ASCII),  # JSON: no commas
         (("generated_tokens", 1, _int),),
     ),
 )
