@@ -54,9 +54,12 @@ def pyplot() -> Any:
     return plt
 
 
-def svg_of(plt: Any, fig: Any, prefix: str, title: str) -> str:
+def svg_of(plt: Any, fig: Any, prefix: str, title: str, *, tight: bool = True) -> str:
+    """The figure as inline SVG, its ids prefixed. `tight` crops to what was drawn (a
+    second drawing pass: about half the cost); a figure laid out to fit says False."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(buf, format="svg", bbox_inches="tight" if tight else None,
+                metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]

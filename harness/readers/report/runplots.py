@@ -89,7 +89,7 @@ def telemetry_svg(data: Any, prefix: str, title: str) -> str | None:
     if not panels:
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7.2, 1.6 * len(panels) + 0.4),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.2, 1.6 * len(panels) + 0.6),
                              sharex=True, squeeze=False)
     for ax, (name, unit, quantity, scale) in zip(axes[:, 0], panels, strict=True):
         for source, values in sorted(found.items()):
@@ -102,4 +102,7 @@ def telemetry_svg(data: Any, prefix: str, title: str) -> str | None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     axes[-1, 0].set_xlabel("seconds since the container started")
     axes[0, 0].set_title(title, loc="left", fontsize=10)
-    return svg_of(plt, fig, prefix, title)
+    height = 1.6 * len(panels) + 0.6  # inches: margins for the title, the x label, legends
+    fig.subplots_adjust(left=0.11, right=0.80, top=1 - 0.35 / height, bottom=0.5 / height,
+                        hspace=0.25)
+    return svg_of(plt, fig, prefix, title, tight=False)  # laid out: one drawing pass

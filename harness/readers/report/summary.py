@@ -31,7 +31,7 @@ from harness.readers.report.runplots import valid
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 
 SCHEMA = "harness.summary/v1"
-MAX_RUN_PLOTS = 48  # a run's plot is ~0.3 s to draw and ~35 KB: a night of hundreds is not
+MAX_RUN_PLOTS = 48  # a run's plot is ~0.15 s to draw and ~35 KB: a night of hundreds is not
 UNCAPPED = 10**9  # the renderers only escape; the length was capped when the entry was built
 MAX_INT = 10**18  # larger "metrics" are not figures: float() of them could overflow
 # Night-level trend: per control, a list of (night name, {figure: value, "status": text}).
