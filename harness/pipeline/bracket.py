@@ -60,7 +60,7 @@ def startup_time(run_dir: Path) -> float | None:
         text = read_text_bounded(run_dir / layout.OBSERVATIONS / layout.STARTUP,
                                  MAX_STARTUP, what="observation")
         when = json.loads(text).get("observed", {}).get("time")
-    except (InputError, ValueError, AttributeError):
+    except (InputError, ValueError, AttributeError, RecursionError):
         return None
     return float(when) if samples.number(when) else None
 
@@ -88,3 +88,14 @@ def telemetry(ctx: RunContext) -> tuple[dict | None, list[Reason]]:
            "source_error": sampled.get("error"), "sampler_cpu_s": cpu,
            "sampler_cpu_pct": round(100 * cpu / seconds, 3) if seconds > 0 else None, **doc}
     return doc, judge_telemetry.refusals(doc, required=required)
+
+
+def unread(name: str, ctx: RunContext, why: str) -> list[Reason]:
+    """What a reader above that raised (`name`: "telemetry" or "kernel_log") refuses with:
+    nothing when the control did not ask for that evidence, else the refusal an unreadable
+    source earns, so no failure of a reader can stand in for evidence that was required."""
+    if name == "telemetry":
+        return judge_telemetry.refusals({}, required=ctx.control.telemetry.required, why=why)
+    if ctx.control.kernel_log.required:
+        return [Reason(ENV_KERNEL_LOG_UNREADABLE, f"{why}; {KERNEL_HINT}")]
+    return []

@@ -118,14 +118,16 @@ def metrics(ctx: RunContext) -> None:
 
 def measured_around(ctx: RunContext) -> tuple[dict[str, dict | None], list[Reason]]:
     """The telemetry and kernel-log blocks (`bracket`) and what they refuse with. Reading
-    either may fail on a sick host: that is said in its block, never a lost seal."""
+    either may fail on a sick host: that is said in its block, never a lost seal, and a
+    control that required that evidence is refused for it (`bracket.unread`)."""
     blocks: dict[str, dict | None] = {}
     reasons: list[Reason] = []
     for name, read in (("telemetry", bracket.telemetry), ("kernel_log", bracket.kernel_log)):
         try:
             blocks[name], found = read(ctx)
-        except Exception as e:  # the seal matters more than this evidence
-            blocks[name], found = {"error": f"{type(e).__name__}: {e}"[:500]}, []
+        except Exception as e:  # the seal matters more than this evidence; never a pass
+            error = f"{type(e).__name__}: {e}"[:500]
+            blocks[name], found = {"error": error}, bracket.unread(name, ctx, error)
         reasons += found
     return blocks, reasons
 
