@@ -68,7 +68,7 @@ class _Summary:
     def add(self, point: Point) -> None:
         for source, values in (point.figures or {}).items():
             for quantity, value in values.items():
-                if isinstance(value, (int, float)) and math.isfinite(value):
+                if q.number(value):
                     self.figures.setdefault((source, quantity), _Figure()).add(point.t, value)
 
     def as_dict(self) -> dict:

@@ -21,6 +21,7 @@ from harness.judge import kernellog
 from harness.judge import telemetry as judge_telemetry
 from harness.measure import kmsg
 from harness.measure.runfolder import layout
+from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry import samples
 from harness.pipeline.context import RunContext
 
@@ -62,7 +63,7 @@ def startup_time(run_dir: Path) -> float | None:
         when = json.loads(text).get("observed", {}).get("time")
     except (InputError, ValueError, AttributeError, RecursionError):
         return None
-    return float(when) if samples.number(when) else None
+    return float(when) if q.number(when) else None
 
 
 def telemetry(ctx: RunContext) -> tuple[dict | None, list[Reason]]:

@@ -207,3 +207,11 @@ def test_energy_per_token_only_where_both_are_known() -> None:
     assert figures(run, {"metrics": {"generated_tokens": -8}})["energy_per_token_j"] is None
     no_power = {"telemetry": {"energy_j": None}}  # the cpu profile: no power figure
     assert figures(no_power, {"metrics": {"generated_tokens": 8}})["energy_per_token_j"] is None
+
+
+def test_a_true_is_no_figure_in_the_summary_either() -> None:
+    """The sampler writes None for a bool; a file with one is read as no value, not 1."""
+    pts = [Point(float(t), 1.0 + t, {"c": {q.MEMORY_BYTES: True if t == 1 else 10.0}})
+           for t in range(3)]
+    mem = judge.summarise(pts, interval=1.0, end=2.0)["figures"]["c"][q.MEMORY_BYTES]
+    assert mem["samples"] == 2 and mem["mean"] == 10.0

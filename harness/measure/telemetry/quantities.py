@@ -8,6 +8,8 @@ no table, and `UNITS` gives the axis label for plots.
 
 from __future__ import annotations
 
+import math
+
 CPU_S = "cpu_s"  # CPU time used so far (cumulative), seconds
 MEMORY_BYTES = "memory_bytes"  # memory in use now
 MEMORY_PEAK_BYTES = "memory_peak_bytes"  # the most in use so far
@@ -28,3 +30,10 @@ UNITS: dict[str, str] = {
 }
 QUANTITIES = frozenset(UNITS)
 CUMULATIVE = frozenset({CPU_S})  # a running total: its mean over samples means nothing
+
+
+def number(value: object) -> bool:
+    """A value a figure may have: a finite int or float (not a bool, never NaN). The one
+    test the sampler writes by, and every reader of its file reads by."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.timeutil import unix_now
+from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry.source import Figures, Gone, Source
 
 MAX_LINE = 64 * 1024  # one sample of a few GPUs is about 1 KiB
@@ -44,8 +45,7 @@ class Sampled:
 
 def _clean(figures: Figures) -> Figures:
     """Only finite numbers are written (a source's NaN would make the line invalid JSON)."""
-    return {src: {k: (v if isinstance(v, (int, float)) and not isinstance(v, bool)
-                      and math.isfinite(v) else None) for k, v in vals.items()}
+    return {src: {k: (v if q.number(v) else None) for k, v in vals.items()}
             for src, vals in figures.items()}
 
 

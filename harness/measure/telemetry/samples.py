@@ -8,13 +8,13 @@ as untrusted, bounded, and a line that is not a sample is a failed read, never a
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.measure.telemetry.quantities import number
 from harness.measure.telemetry.sampler import MAX_LINE, MAX_SAMPLES
 
 
@@ -57,8 +57,3 @@ def point(raw: bytes) -> Point:
         return Point(t if number(t) else 0.0, 0.0, None)
     return Point(t, unix, {s: v for s, v in figures.items() if isinstance(v, dict)})
 
-
-def number(value: object) -> bool:
-    """A finite int or float (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)

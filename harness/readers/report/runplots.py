@@ -36,7 +36,7 @@ def series(points: Iterable[samples.Point], max_points: int = MAX_POINTS) -> Ser
     for p in points:
         for source, values in (p.figures or {}).items():
             for quantity, value in values.items():
-                if samples.number(value) and quantity in q.QUANTITIES:
+                if q.number(value) and quantity in q.QUANTITIES:
                     raw.setdefault((source, quantity), []).append((p.t, float(value)))
     out: Series = {}
     for (source, quantity), pts in sorted(raw.items()):
@@ -75,7 +75,7 @@ def valid(data: Any) -> Series:
     for source, values in (data or {}).items() if isinstance(data, Mapping) else ():
         for quantity, pts in (values or {}).items() if isinstance(values, Mapping) else ():
             good = [p for p in pts if isinstance(p, list) and len(p) == 2
-                    and all(samples.number(x) for x in p)] if isinstance(pts, list) else []
+                    and all(q.number(x) for x in p)] if isinstance(pts, list) else []
             if good and quantity in q.QUANTITIES:
                 out.setdefault(str(source), {})[quantity] = good
     return out
