@@ -36,6 +36,7 @@ from harness.judge.regression import (
     Worse,
     call,
 )
+from harness.measure.host import identity
 
 ADDENDUM = "regression"  # the addendum folder: addenda/<stamp>-regression/
 FILE = "regression.json"
@@ -72,9 +73,10 @@ NOT_CALLED = {
 }
 NO_DIRECTION = "no direction in harness.judge.comparable.DIRECTIONS"
 # Host snapshot fields (harness.measure.host.identity) that change with no change to the
-# host: when it was taken, the uptime, and the boot (a reboot is the same machine; a new
-# kernel, driver, firmware or engine is not).
-HOST_VOLATILE = frozenset({"taken_at", "uptime_s", "boot_id"})
+# host: those that differ between two snapshots of one boot (when it was taken, the
+# uptime), and the boot (a reboot is the same machine; a new kernel, driver, firmware or
+# engine is not).
+HOST_VOLATILE = identity.VOLATILE_KEYS | {"boot_id"}
 
 
 class Confirmation(enum.StrEnum):
