@@ -25,7 +25,6 @@ from pathlib import Path
 from harness.base.errors import HarnessError, InvalidInput
 from harness.base.plural import counted
 from harness.base.states import State, Status
-from harness.base.timeutil import utc_now
 from harness.config.checkout import checkout, inside
 from harness.config.loader import Loaded, require_campaign
 from harness.driver.drive import run_one
@@ -39,7 +38,7 @@ from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import PREFLIGHT, RECORD
 from harness.measure.runfolder.record import RunRecord
 from harness.measure.runfolder.reruns import INDEX as INDEX  # where tests and callers look
-from harness.measure.runfolder.reruns import append_index
+from harness.measure.runfolder.reruns import append_index, index_entry
 from harness.measure.runfolder.sealed import read_record
 from harness.measure.seal import SourceSeal, source_seal
 from harness.measure.ui import Reporter
@@ -300,11 +299,7 @@ class RerunRecorder:
         return replace(request, attempt=self.row.attempt)
 
     def _entry(self, request: LaunchRequest, status: Status | str) -> dict:
-        return {"original": {"run_id": self.link["run_id"], "path": self.link["path"]},
-                "rerun": {"run_id": request.run_id, "path": str(request.run_dir)},
-                "reason": self.link["reason"],
-                "night": str(self.night) if self.night else None,
-                "at": utc_now(), "status": status}
+        return index_entry(self.link, request.run_id, request.run_dir, self.night, status)
 
     def started(self, request: LaunchRequest) -> None:
         if self.journal is not None and self.row is not None:

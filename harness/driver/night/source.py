@@ -20,13 +20,13 @@ from harness.base.catalogue import ENV_DOCTOR
 from harness.base.errors import InvalidInput
 from harness.base.reason import Reason
 from harness.base.states import State
-from harness.base.timeutil import iso, utc_now
+from harness.base.timeutil import iso
 from harness.driver.night import rules
 from harness.driver.night.journal import Journal, RetryPolicy, Row, latest_attempts, next_step
 from harness.driver.night.transitions import RERUN
 from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.driver.policy import Why
-from harness.measure.runfolder.reruns import append_index
+from harness.measure.runfolder.reruns import append_index, index_entry
 from harness.measure.ui import Reporter
 
 
@@ -160,11 +160,8 @@ class JournalSource:
             return
         night_dir = getattr(self.night, "night_dir", None)  # a test's side may lack it
         try:
-            append_index(self.night.runs_dir, {
-                "original": {"run_id": link["run_id"], "path": link["path"]},
-                "rerun": {"run_id": request.run_id, "path": str(request.run_dir)},
-                "reason": link["reason"], "night": str(night_dir) if night_dir else None,
-                "at": utc_now(), "status": status})
+            append_index(self.night.runs_dir, index_entry(link, request.run_id,
+                                                          request.run_dir, night_dir, status))
         except InvalidInput as e:  # the journal and run.json still link both ways
             self.night.ui.event("rerun-index-failed", run_id=request.run_id, error=e.message)
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
+from harness.base.timeutil import utc_now
 
 INDEX = "reruns.jsonl"
 INDEX_LIMIT = 64 * 1024 * 1024
@@ -62,6 +65,16 @@ def reruns_of(run_dir: Path) -> list[dict]:
             out.append({"run_id": rid, "path": e["rerun"].get("path"), "reason": e.get("reason"),
                         "status": e.get("status"), "at": e.get("at")})
     return sorted(out, key=lambda r: str(r["at"]))
+
+
+def index_entry(link: Mapping[str, Any], rerun_id: str, rerun_path: Path | str,
+                night: Path | str | None, status: str) -> dict:
+    """One line of the index: the original (`link`: its run id, path and why, as run.json's
+    `rerun_of` holds it), the rerun, the night it ran in, now, and where it stands."""
+    return {"original": {"run_id": link["run_id"], "path": link["path"]},
+            "rerun": {"run_id": rerun_id, "path": str(rerun_path)},
+            "reason": link["reason"], "night": str(night) if night else None,
+            "at": utc_now(), "status": status}
 
 
 def append_index(runs_dir: Path, entry: dict) -> None:
