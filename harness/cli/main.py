@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness import __version__
 from harness.base import signals, terminal
 from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput, ruled
 from harness.base.iofault import io_fault_anywhere
@@ -94,8 +93,22 @@ def _import(module: str) -> object:
             gc.enable()
 
 
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """`--version`: the version, and where this harness runs from (the installed
+    distribution and its RECORD, or the source checkout and its commit), as run.json
+    records it."""
+    if not value or ctx.resilient_parsing:
+        return
+    from harness.measure.origin import describe  # only when asked: not a cost of every start
+    from harness.measure.provenance import harness_state
+
+    click.echo(describe(harness_state()))
+    ctx.exit(0)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="harness")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version and where this harness runs from, and exit.")
 def cli() -> None:
     """Run pinned-image GPU controls under the host GPU lock and seal their evidence.
 

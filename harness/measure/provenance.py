@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.tree import printable
+from harness.measure.origin import CHECKOUT, INSTALLED, Origin, parse_record, record_problems, which
+from harness.measure.seal import HARNESS_LABEL
 
 MAX_CHANGED = 200  # paths kept in "changed"; "changed_total" counts them all
 MAX_OUTPUT = 4 * 1024 * 1024  # bytes read from one git command's stdout
@@ -210,6 +212,7 @@ class CleanCheck:
     clean: bool
     problems: tuple[str, ...]
     problems_total: int
+    harness: dict | None = None  # the harness that checked (`harness_state`)
 
     def as_dict(self) -> dict:
         return {"commit": self.commit, "clean": self.clean, "problems": list(self.problems),
@@ -347,10 +350,10 @@ def _tree(git: str, project_dir: Path) -> tuple[Path, dict[str, Tracked], str] |
         return f"git ls-tree: {e}"
 
 
-def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
-    """Is every file in `files` (label -> path: the source seal's own list) tracked in HEAD
-    with the same bytes, and the rest of the checkout unchanged? `git status` alone never
-    lists a git-ignored file or one outside the repository; the seal's list does."""
+def _clean_in_checkout(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
+    """Is every file in `files` tracked in HEAD of the checkout holding `project_dir` with
+    the same bytes, and the rest of that checkout unchanged? `git status` alone never lists
+    a git-ignored file or one outside the repository; the seal's list does."""
     state = git_state(project_dir)
     git = shutil.which("git")
     if state["error"] or git is None or not isinstance(state["commit"], str):
@@ -366,3 +369,95 @@ def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
     problems += _hidden(git, project_dir) + file_problems(tree, found, fmt)
     return CleanCheck(state["commit"], not problems, tuple(problems[:MAX_PROBLEMS]),
                       len(problems))
+
+
+def _top(project_dir: Path) -> Path | None:
+    """The work tree's top folder holding `project_dir` (None: not in one)."""
+    git = shutil.which("git")
+    rc, out, _ = _git(git, project_dir, "rev-parse", "--show-toplevel") if git else (1, b"", "")
+    if rc != 0:
+        return None
+    return Path(os.path.realpath(out.decode("utf-8", "surrogateescape").strip("\n")))
+
+
+def _read_own(files: dict[str, Path]) -> dict[str, bytes | None]:
+    """The harness's own sealed files by label (`harness/<path>`, as RECORD spells them),
+    read without following a symlink (a linked file is not the file pip installed)."""
+    out: dict[str, bytes | None] = {}
+    for label, path in files.items():
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            out[label] = None
+            continue
+        with os.fdopen(fd, "rb") as f:
+            out[label] = f.read()
+    return out
+
+
+def _installed_problems(found: Origin, files: dict[str, Path]) -> list[str]:
+    """Why the installed harness's sealed files are not its distribution's RECORD."""
+    try:
+        listed = parse_record(found.record or "")
+    except ValueError as e:
+        return [f"harness {found.version} at {found.location}: its RECORD is not pip's ({e})"]
+    where = (f"harness {found.version} installed at {found.location}: reinstall it from its "
+             "wheel")
+    return [f"{problem} ({where})" for problem in record_problems(listed, _read_own(files))]
+
+
+def harness_state(found: Origin | None = None) -> dict:
+    """What a run, a gate record and an approval name of the harness that made them: its
+    distribution, version, mode, location and RECORD digest (`origin.Origin.as_dict`), and,
+    for a checkout, the commit it was at and whether it was dirty (None: git cannot tell)."""
+    found = found or which()
+    doc: dict = {**found.as_dict(), "commit": None, "dirty": None}
+    if found.mode == CHECKOUT:
+        state = git_state(found.location)
+        doc.update(commit=state["commit"], dirty=state["dirty"])
+    return doc
+
+
+def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
+    """Is every sealed byte vouched for? `files` (label -> path) is the source seal's own
+    list. The campaign's files must be tracked in HEAD of the checkout holding
+    `project_dir` with the same bytes, and the rest of that checkout unchanged. The
+    harness's own files (labels `harness/...`) are vouched for where they come from
+    (`origin.which`): an installed distribution by its RECORD (every file listed, with the
+    same sha256, nothing added or gone); a source checkout by git, at its own commit when it
+    is another checkout than the campaign's (an editable install of a dirty tree is dirty).
+    `commit` stays the campaign checkout's HEAD, the one an approval names."""
+    found = which()
+    own = {label: p for label, p in files.items() if label.startswith(HARNESS_LABEL)}
+    rest = {label: p for label, p in files.items() if label not in own}
+    state = harness_state(found)
+    if found.mode == INSTALLED:
+        check = _clean_in_checkout(project_dir, rest)
+        extra = _installed_problems(found, own)
+    else:
+        home = _home(own) or found.location
+        top = _top(home)
+        if top is not None and top == _top(project_dir):
+            return _with(_clean_in_checkout(project_dir, files), [], state)
+        check = _clean_in_checkout(project_dir, rest)
+        theirs = (_clean_in_checkout(home, own) if top is not None else
+                  CleanCheck(None, False, (f"{home}: not a git work tree",), 1))
+        extra = ([] if theirs.clean else
+                 [f"the harness's checkout {top or home} at "
+                  f"{theirs.commit}: {p}" for p in theirs.problems]
+                 + [f"{theirs.problems_total - len(theirs.problems)} more problem(s) in "
+                    "the harness's checkout"] * (theirs.problems_total > len(theirs.problems)))
+    return _with(check, extra, state)
+
+
+def _home(own: dict[str, Path]) -> Path | None:
+    """The folder holding the sealed harness package (the checkout git judges it in): the
+    package's `__init__.py` as the seal listed it, two levels up."""
+    init = own.get(HARNESS_LABEL + "__init__.py")
+    return Path(os.path.abspath(init)).parent.parent if init is not None else None
+
+
+def _with(check: CleanCheck, extra: list[str], harness: dict) -> CleanCheck:
+    problems = [*check.problems, *extra]
+    return CleanCheck(check.commit, check.clean and not extra, tuple(problems[:MAX_PROBLEMS]),
+                      check.problems_total + len(extra), harness)

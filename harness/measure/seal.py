@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.hashing import sha256_many
+from harness.measure.origin import PACKAGE_DIR
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
+HARNESS_LABEL = "harness/"  # the label prefix of the harness's own files (origin vouches)
 
 
 # ---- source seal -------------------------------------------------------------------------
@@ -21,7 +22,7 @@ def source_files(project_dir: Path, inputs: list[Path]) -> dict[str, Path]:
     """Label -> path for every byte that defines a run: harness + instrument source, inputs."""
     out: dict[str, Path] = {}
     for p in sorted(_package_files()):
-        out["harness/" + p.relative_to(PACKAGE_DIR).as_posix()] = p
+        out[HARNESS_LABEL + p.relative_to(PACKAGE_DIR).as_posix()] = p
     for p in inputs:
         p = Path(os.path.abspath(p))
         out[input_label(project_dir, p)] = p

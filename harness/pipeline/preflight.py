@@ -37,7 +37,7 @@ from harness.judge.approval import check as approval
 from harness.measure import engine, modelcache
 from harness.measure.host import fstype, identity
 from harness.measure.imagepin import how_to_obtain
-from harness.measure.provenance import git_state
+from harness.measure.provenance import git_state, harness_state
 from harness.measure.runfolder import layout
 from harness.measure.seal import source_seal
 from harness.measure.slurm import identity as slurm_identity
@@ -233,6 +233,7 @@ def record(ctx: RunContext, found: Preflight, carried: Carried | None) -> dict:
         "source_seal": found.seal.as_dict() if found.seal else None,
         "carried": None if carried is None else carried.record(host=not found.reasons),
         "provenance": found.provenance,
+        "harness": found.harness,
         "image": {"name": ctx.control.image, "id": found.image_id},
         "model_hashes": found.model_hashes,
         "model_path": None if ctx.control.model is None else {
@@ -250,7 +251,8 @@ def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
     seal = (carried.seal if carried is not None and carried.seal is not None
             else source_seal(ctx.loaded.project_dir, inputs))
     found = keep(Preflight(seal=seal))
-    found = keep(replace(found, provenance=git_state(ctx.loaded.project_dir)))
+    found = keep(replace(found, provenance=git_state(ctx.loaded.project_dir),
+                         harness=harness_state()))
     kept_reasons = keep_inputs(ctx, seal)  # inputs/: the sealed bytes of campaign and control
     approved, reasons = approval.for_run(ctx.loaded, seal.digest, inputs,
                                          runs_dir=ctx.run_dir.parent)

@@ -22,6 +22,7 @@ from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_text_bounded
 from harness.base.states import Status
 from harness.judge.diff import gate0_differences
+from harness.measure.origin import describe
 from harness.measure.runfolder import inputs as kept
 from harness.measure.runfolder.layout import ADDENDA, RECOVERED
 from harness.measure.runfolder.record import RunRecord, provenance_of
@@ -72,6 +73,8 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
         ("image", _field(_dict(record.get("image")).get("id"))),
         ("seal", _field(record.get("seal"))),
         ("git", git_line(provenance_of(record.get("provenance")))),
+        *([("harness", describe(record["harness"]))] if isinstance(record.get("harness"), dict)
+          else []),
         ("exit code", _field(out.get("exit_code"))),
         ("duration", _seconds(out.get("duration_s"))),
         ("lock", (f"{_field(lock.get('path'))}: acquired {_field(lock.get('acquired'))}, "

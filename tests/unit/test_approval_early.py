@@ -227,7 +227,8 @@ def test_before_run_on_a_dirty_approved_checkout_says_to_commit(proj):
     with pytest.raises(Refused) as e:
         early.before_run(require_campaign(proj / CAMPAIGN), proj / "runs")
     assert e.value.rule == PROVENANCE_DIRTY and "notes.txt" in e.value.message
-    assert e.value.message.endswith("Next: commit (or remove) what is not clean, then run again")
+    assert e.value.message.endswith("Next: commit (or remove) what is not clean, or reinstall "
+                                    "an edited installed harness from its wheel, then run again")
 
 
 def test_harness_run_refuses_before_any_folder_and_says_the_rule_once(proj, capsys):

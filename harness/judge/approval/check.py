@@ -142,7 +142,8 @@ def what_runs(loaded: Loaded, inputs: list[Path]) -> list[Finding]:
     clean = clean_at(loaded.project_dir, source_files(loaded.project_dir, inputs))
     if not clean.clean:
         found.append((PROVENANCE_DIRTY, f"{clean.why()}: commit, or run from a clean "
-                                        "checkout"))
+                                        "checkout (an edited installed harness: reinstall "
+                                        "it from its wheel)"))
     return found
 
 

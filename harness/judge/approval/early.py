@@ -58,7 +58,8 @@ NEXT: dict[str, str] = {
     APPROVAL_GATES_DIRTY: _REPLACE,
     APPROVAL_GATES_OTHER_COMMIT: _REPLACE,
     APPROVAL_GATES_MISSING: "run with the --runs-dir that holds its gate record, or " + _REPLACE,
-    PROVENANCE_DIRTY: "commit (or remove) what is not clean, then run again",
+    PROVENANCE_DIRTY: ("commit (or remove) what is not clean, or reinstall an edited "
+                       "installed harness from its wheel, then run again"),
     APPROVAL_UNSEALED_MOUNT: "mark the mount `sealed: true` (or drop require_approval), then "
                              + _NEW_SEAL,
 }

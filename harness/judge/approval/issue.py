@@ -101,7 +101,7 @@ def approve(loaded: Loaded, gate_dir: Path, reviewer: str,
     campaign_file = loaded.campaign_file.relative_to(loaded.project_dir).as_posix()
     doc = build({"name": loaded.campaign.name, "file": campaign_file},
                 pins_of(loaded, seal), {"commit": clean.commit, "dirty": False},
-                {"record": record_of(gate_dir), **summary}, reviewer, utc_now())
+                {"record": record_of(gate_dir), **summary}, reviewer, utc_now(), clean.harness)
     path = approvals_dir(loaded) / file_name(loaded.campaign.name, seal)
     if os.path.islink(path.parent):  # a run would refuse it: approvals live in the repo
         raise InvalidInput(f"{printable(str(path.parent))} is a symlink; approvals must be a "

@@ -61,12 +61,17 @@ def pins_of(loaded: Loaded, seal: str) -> Pins:
 
 
 def build(campaign: dict[str, str], pins: Pins, git: dict[str, Any], gates: dict[str, Any],
-          reviewer: str, at: str) -> dict[str, Any]:
-    """The approval document (pure)."""
-    return {"schema": SCHEMA, "campaign": campaign, "source_seal": pins.seal,
-            "images": pins.images, "models": pins.models,
-            "git": {"commit": git.get("commit"), "dirty": git.get("dirty")},
-            "gates": gates, "reviewer": reviewer, "approved_at": at}
+          reviewer: str, at: str, harness: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The approval document (pure). `harness` names the harness whose bytes the seal
+    holds and how they were vouched for (`provenance.harness_state`): its distribution,
+    version and RECORD digest when installed, its checkout and commit otherwise."""
+    doc = {"schema": SCHEMA, "campaign": campaign, "source_seal": pins.seal,
+           "images": pins.images, "models": pins.models,
+           "git": {"commit": git.get("commit"), "dirty": git.get("dirty")},
+           "gates": gates, "reviewer": reviewer, "approved_at": at}
+    if harness is not None:
+        doc["harness"] = harness
+    return doc
 
 
 def _str_map(value: Any) -> bool:

@@ -45,6 +45,9 @@ _TOP = {"schema": str, "campaign": dict, "source_seal": str, "git": dict, "times
 _TOP_V2 = {**_TOP, "refusals": list}
 _GIT_V2 = {"commit": (str, type(None)), "clean": bool, "problems": list, "problems_total": int}
 _REFUSAL = {"rule": str, "detail": str}
+_OPT_STR = (str, type(None))
+_HARNESS = {"distribution": str, "version": str, "mode": str, "location": str,
+            "record_sha256": _OPT_STR, "commit": _OPT_STR, "dirty": (bool, type(None))}
 _CAMPAIGN = {"name": str, "file": str}
 _TIMES = {"started": str, "ended": str}
 _NUM = (int, float)
@@ -78,9 +81,14 @@ def _v2_problems(doc: dict[str, Any]) -> list[str]:
 
 
 def problems(doc: dict[str, Any]) -> list[str]:
-    """Pure: why a parsed gates.json is not a v2 (or v1) gate record ([] when it is one)."""
+    """Pure: why a parsed gates.json is not a v2 (or v1) gate record ([] when it is one).
+    A v2 record may name the harness that ran its gates (`harness`, absent from records
+    made before it was recorded); when there, it has its shape."""
     v1 = doc.get("schema") == SCHEMA_V1
-    out = _fields(doc, _TOP if v1 else _TOP_V2, "gates.json")
+    top = _TOP if v1 else {**_TOP_V2, **({"harness": dict} if "harness" in doc else {})}
+    out = _fields(doc, top, "gates.json")
+    if not out and isinstance(doc.get("harness"), dict):
+        out += _fields(doc["harness"], _HARNESS, "harness")
     if out:
         return out
     if doc["schema"] not in (SCHEMA, SCHEMA_V1):

@@ -15,6 +15,7 @@ from typing import Any
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
 from harness.judge.gates.record import GATE_RECORD, RECORD_LIMIT, parse
+from harness.measure.origin import describe
 from harness.measure.runfolder.layout import RECORD
 from harness.measure.runfolder.manifest import verify_folder
 
@@ -77,6 +78,8 @@ def render(folder: Path, doc: dict[str, Any], inert: Inert) -> list[str]:
             f"({inert(doc['campaign']['file'], 500)})",
             f"  source seal {inert(doc['source_seal'], 80)}",
             f"  git {_git(doc['git'], inert)}",
+            *([f"  made by {inert(describe(doc['harness']), 1000)}"] if "harness" in doc
+              else []),
             f"  times {inert(doc['times']['started'], 40)} .. {inert(doc['times']['ended'], 40)}",
             f"  folder seal {seal}",
             f"  {verdict}: {sum(g['passed'] for g in doc['gates'])}/{len(doc['gates'])} gates",

@@ -66,6 +66,8 @@ class RunRecord:
     stages: list[dict[str, Any]] | None = None
     # the project's git state at preflight: commit, dirty, changed, changed_total, error
     provenance: dict[str, Any] | None = None
+    # the harness that made it (provenance.harness_state): distribution, version, origin
+    harness: dict[str, Any] | None = None
     # the approval it ran under (require_approval): file, digest, seal, commit reviewed
     approval: dict[str, Any] | None = None
     # the Slurm job it ran in (harness.measure.slurm.identity): job_id, token, node, gpus
@@ -94,6 +96,8 @@ class RunRecord:
             doc["stages"] = self.stages
         if self.provenance is not None:
             doc["provenance"] = self.provenance
+        if self.harness is not None:
+            doc["harness"] = self.harness
         if self.approval is not None:
             doc["approval"] = self.approval
         if self.slurm is not None:
@@ -198,7 +202,7 @@ def from_dict(doc: dict[str, Any]) -> RunRecord:
         post_steps=[p for p in _of(doc, "post_steps", list, []) if isinstance(p, dict)],
         rerun_of=_of(doc, "rerun_of", dict), recovered=_of(doc, "recovered", dict),
         stages=[s for s in _of(doc, "stages", list, []) if isinstance(s, dict)] or None,
-        provenance=provenance_of(doc.get("provenance")),
+        provenance=provenance_of(doc.get("provenance")), harness=_of(doc, "harness", dict),
         approval=_of(doc, "approval", dict), slurm=_of(doc, "slurm", dict),
         telemetry=_of(doc, "telemetry", dict), kernel_log=_of(doc, "kernel_log", dict),
         schema=_of(doc, "schema", str, ""), raw=doc)

@@ -26,7 +26,8 @@ _OPTIONAL = {"attempt": (int, _OPT), "image": dict, "seal": (str, _OPT),
              "model_hashes": dict, "reasons": list, "rules": list, "times": dict,
              "lock": (dict, _OPT), "outcome": dict, "post_steps": list,
              "rerun_of": (dict, _OPT), "recovered": (dict, _OPT), "stages": (list, _OPT),
-             "provenance": (dict, _OPT), "approval": (dict, _OPT), "slurm": (dict, _OPT),
+             "provenance": (dict, _OPT), "harness": (dict, _OPT), "approval": (dict, _OPT),
+             "slurm": (dict, _OPT),
              "telemetry": (dict, _OPT), "kernel_log": (dict, _OPT)}
 _CAMPAIGN = {"name": str, "file": (str, _OPT), "row": (str, _OPT)}
 _CONTROL = {"name": str, "file": (str, _OPT), "device": (str, _OPT)}
