@@ -13,7 +13,7 @@ ENGINE_VENV  := .engine-venv
 ENGINE_MODEL := controls/models/tiny-llama
 ENGINE_TAG   := harness-engine:local
 
-.PHONY: setup image browser demo test test-unit test-integration test-slurm lint mutation test-upstream test-image-gates bench faults fuzz clean engine engine-venv engine-image engine-model test-engine demo-engine
+.PHONY: setup image browser demo dist test test-unit test-integration test-slurm test-installed lint mutation test-upstream test-image-gates bench faults fuzz clean engine engine-venv engine-image engine-model test-engine demo-engine
 
 setup: $(STAMP)
 
@@ -24,6 +24,13 @@ $(STAMP): pyproject.toml
 	@$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $@
 	@echo "harness installed at $(BIN)/harness"
+
+# The sdist and the wheel in dist/ (python -m build: the wheel built from the sdist), made
+# from the files git tracks, in a temporary copy (scripts/dist.py): an untracked file never
+# ships, and the tree gains no build/ or *.egg-info.
+dist: setup
+	@rm -rf dist
+	@$(BIN)/python scripts/dist.py dist
 
 # Build the rehearsal image from pinned Debian packages (no registry) and pin its Id. The
 # build stops, saying how to move the pins, when Debian no longer serves a pinned version;
@@ -150,13 +157,27 @@ ifeq ($(CI),true)
 SLURM_TIER := 1
 endif
 
+# The installed tier (tests/installed): the wheel built from the tracked files, installed
+# into a fresh venv outside the tree, and the rehearsal campaign run from an operator's
+# repository made by `harness init`. Part of `make test` wherever Docker is there, and
+# always under CI=true: a wheel that cannot be built or installed fails, never skips.
+INSTALLED_TIER := $(shell command -v docker >/dev/null 2>&1 && echo 1)
+ifeq ($(CI),true)
+INSTALLED_TIER := 1
+endif
+
+test-installed: image
+	HARNESS_INSTALLED=1 $(BIN)/python -m pytest -q -p no:randomly tests/installed $(PYTEST_ARGS)
+
 test: image browser $(if $(ENGINE_TIER),engine)
 	$(BIN)/ruff check harness tests images scripts benchmarks
 	$(BIN)/lint-imports
 	@[ -n "$(SLURM_TIER)" ] || echo "Slurm cannot be installed here (not root, no apt-get): tests/slurm are left out"
 	@[ -n "$(ENGINE_TIER)" ] || echo "no python3.11 or docker here: the real-engine tier (tests/engine) is left out"
+	@[ -n "$(INSTALLED_TIER)" ] || echo "no docker here: the installed tier (tests/installed) is left out"
 	@[ -n "$(MUTATION_TIER)" ] || echo "the mutation gate is left out here (CI runs it): make mutation, or make test MUTATION_TIER=1"
-	HARNESS_SLURM=$(SLURM_TIER) HARNESS_ENGINE=$(ENGINE_TIER) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	HARNESS_SLURM=$(SLURM_TIER) HARNESS_ENGINE=$(ENGINE_TIER) HARNESS_INSTALLED=$(INSTALLED_TIER) \
+	  $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	$(if $(MUTATION_TIER),MUTATION_FLOOR= bash scripts/mutation.sh)
 
 test-unit: setup

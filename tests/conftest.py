@@ -109,9 +109,12 @@ os.environ.setdefault("HARNESS_TEST", "1")
 
 # The upstream tier installs vLLM into its own venv (`make test-upstream`), the image gates
 # mount it into the rehearsal image (`make test-image-gates`), and the Slurm tier brings up
-# a private cluster (`make test-slurm`); none is part of the default suite.
+# a private cluster (`make test-slurm`); none is part of the default suite. The engine and
+# installed tiers (`make test-engine`, `make test-installed`) run where `make test` turns
+# them on.
 collect_ignore = [name for name, switch in (("upstream", "HARNESS_UPSTREAM"),
                                             ("image_gates", "HARNESS_IMAGE_GATES"),
                                             ("slurm", "HARNESS_SLURM"),
-                                            ("engine", "HARNESS_ENGINE"))
+                                            ("engine", "HARNESS_ENGINE"),
+                                            ("installed", "HARNESS_INSTALLED"))
                   if not os.environ.get(switch)]

@@ -24,10 +24,12 @@ COMMANDS: dict[str, str] = {
     "refinalize": "harness.cli.finalize:refinalize",
     "report": "harness.cli.report:report",
     "schedule": "harness.cli.schedule:schedule",
+    "selftest": "harness.cli.selftest:selftest",
     "bundle": "harness.cli.bundle:bundle",
     "approve": "harness.cli.approve:approve",
     "gates": "harness.cli.gates:gates",
     "ls": "harness.cli.ls:ls",
+    "init": "harness.cli.init:init",
 }
 
 
@@ -50,6 +52,7 @@ SUMMARIES: dict[str, str] = {
                  "engine."),
     "gates": "Run the campaign's gates in order and write a sealed gate record.",
     "images": "Pin and verify image Ids in images.lock.",
+    "init": "Start a campaign repository in DIR (default: the current folder).",
     "ls": "List the runs in the runs dir, newest first, as `docker ps -a` lists containers.",
     "model": "Pin the files of a model folder.",
     "night": "Run a whole campaign unattended, journaled so it can resume after a crash.",
@@ -62,6 +65,8 @@ SUMMARIES: dict[str, str] = {
     ),
     "rerun": "Run RUN_DIR's control again as a new attempt, linked both ways to the original.",
     "run": "Run a campaign's controls, one at a time under the GPU lock, and seal each run.",
+    "selftest": ("Check this harness's Gate 0 against the cases shipped with it, or run the "
+                 "image gate."),
     "schedule": (
         "Print a systemd user service + timer (Persistent=true) that runs `harness night "
         "CAMPAIGN`, and a cron line as an alternative."

@@ -30,7 +30,7 @@ from harness.pipeline import orphans, recover
 @click.command()
 @click.argument("campaign", type=click.Path(path_type=Path))
 @click.option("--control", "only", multiple=True, help="run only this control (repeatable)")
-@runs_dir_option("creates", help="where run folders go (DIR/<run-id>/)")
+@runs_dir_option("creates", help="where run folders go (DIR/<run-id>/)", campaign="campaign")
 @click.option("--lock-timeout", type=DURATION, help="how long to wait for the GPU lock, "
               "e.g. 600 or 2h (default: the campaign's lock_timeout)")
 @click.option("--json-lines/--no-json-lines", default=None,

@@ -72,7 +72,9 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
     loaded = require_campaign(campaign)
     pins = loaded.image_lock.images if loaded.image_lock else {}
     controls = [ctl for ctl, _ in loaded.controls.values()]
-    images = {c.image: pins[c.image].model_dump() for c in controls if c.image in pins}
+    # an image the lock does not pin yet is named too, as a failure (judge_images)
+    images = {c.image: pins[c.image].model_dump() if c.image in pins else {}
+              for c in controls}
     devices = {c.device for c in controls}
     fail_bytes = int(loaded.campaign.host.min_free_gib * GIB)
     gpu_free = profile is None and "rocm" not in devices  # --profile cpu: checked, as warnings
@@ -93,7 +95,8 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
     help="GPU lock file to check for writability (default: the campaign's lock, else "
     "$HOME/gpu.lock).",
 )
-@runs_dir_option("any", help="Folder that will hold run folders; checked for free disk")
+@runs_dir_option("any", help="Folder that will hold run folders; checked for free disk",
+                 campaign="campaign")
 @click.option(
     "--images-lock",
     type=click.Path(path_type=Path),

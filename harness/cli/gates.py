@@ -22,7 +22,8 @@ def _line(entry: dict[str, Any]) -> None:
 
 @click.command("gates")
 @click.argument("campaign", type=click.Path(path_type=Path))
-@runs_dir_option("creates", help="the record goes to DIR/gates/<campaign>-<UTC stamp>/")
+@runs_dir_option("creates", help="the record goes to DIR/gates/<campaign>-<UTC stamp>/",
+                 campaign="campaign")
 @click.option("--only", multiple=True, metavar="NAME",
               help="run only this gate (repeatable); the record lists only those run")
 def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:

@@ -45,7 +45,8 @@ from harness.readers.report.morning import SUMMARY_FILES, write_night_summary
 @click.option("--window", metavar="HH:MM-HH:MM",
               help="local times: start only inside this window, and no control starts after "
                    "its end; a start outside it starts nothing (exit 1)")
-@runs_dir_option("creates", help="run folders; nights live in RUNS_DIR/nights/")
+@runs_dir_option("creates", help="run folders; nights live in RUNS_DIR/nights/",
+                 campaign="campaign")
 @click.option("--night", "night_name", metavar="NAME_OR_DIR",
               help="continue this night folder (default: the campaign's latest, if unfinished)")
 @click.option("--new", is_flag=True, help="start a new night even if the latest is unfinished")
@@ -269,10 +270,12 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
 
     The control is read from the campaign file as it is in the checkout NOW (the path the
     original recorded, or --campaign FILE), so a fix to a control or to the harness is
-    what runs. Before launching it prints the files it uses and the source seal they
-    make, and says plainly whether that seal changed against the original's: "plain
-    repeat: seal unchanged", or "seal changed: N files" and each file added, removed or
-    changed (from the original's preflight.json).
+    what runs. A recorded campaign must lie in the git checkout holding the original's
+    runs folder (outside git: the current folder's), from whatever folder this runs.
+    Before launching it prints the files it uses and the source seal they make, and says
+    plainly whether that seal changed against the original's: "plain repeat: seal
+    unchanged", or "seal changed: N files" and each file added, removed or changed (from
+    the original's preflight.json).
 
     The new run.json names the original and the reason (`rerun_of`); the original folder
     stays as sealed, so a refused run stays refused. The forward link is recorded in

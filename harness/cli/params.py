@@ -64,22 +64,34 @@ HOURS = _Bounded("hours", parse_hours)
 RUNS_DIR_KEY = "harness.runs_dir"  # ctx.meta: the resolved RunsDir, for RUN references
 
 
-def runs_dir_option(mode: str = "reads", help: str = "run folders") -> Any:
+def runs_dir_option(mode: str = "reads", help: str = "run folders",
+                    campaign: str | None = None) -> Any:
     """The one `--runs-dir` option, resolved by harness.config.runsdir (option, then
     HARNESS_RUNS_DIR, then harness.toml, then the default) and checked for the command's
     use. `mode`: "reads" (it must exist: exit 2), "creates" (it may be made, in a folder
     that exists), "any" (no check), "lazy" (the RunsDir itself; the command checks),
-    "optional" (None unless given; then as "creates"). Eager, so run references
-    (RUN) resolve under it whatever the order on the command line."""
+    "optional" (None unless given; then as "creates").
+
+    `campaign` names the command's campaign parameter: the runs dir is then that
+    campaign project's, whatever the current folder. Such an option is resolved after
+    the campaign (not eager: click takes an option not on the command line after every
+    parameter that is, and the campaign parameter comes first); a campaign that is not a
+    file is left to the command to refuse, its runs dir unchecked. Without `campaign` the
+    option is eager, so run references (RUN) resolve under it whatever the order on the
+    command line."""
     from harness.config import runsdir
 
     def callback(command: click.Context, param: click.Parameter, value: Any) -> Any:
         if value is None and mode == "optional":
             return None
-        runs = runsdir.resolve(value)
+        given = command.params.get(campaign) if campaign is not None else None
+        named = given is not None and os.path.isfile(given)
+        runs = runsdir.resolve(value, campaign=given if named else None)
         command.meta[RUNS_DIR_KEY] = runs
         if mode == "lazy":
             return runs
+        if given is not None and not named:  # the command refuses the campaign first
+            return runs.path
         if mode == "reads":
             return runsdir.require_existing(runs)
         if mode in ("creates", "optional"):
@@ -88,9 +100,10 @@ def runs_dir_option(mode: str = "reads", help: str = "run folders") -> Any:
 
     where = (" (default: beside the original; ids resolve under $HARNESS_RUNS_DIR, else "
              f"the {runsdir.CONFIG} runs_dir, else {runsdir.DEFAULT}/)") if mode == "optional" \
-        else f" ({runsdir.WHERE_FROM})"
+        else f" ({runsdir.WHERE_FROM if campaign is None else runsdir.WHERE_FROM_CAMPAIGN})"
     return click.option("--runs-dir", type=click.Path(path_type=Path), default=None,
-                        is_eager=True, callback=callback, metavar="DIR", help=help + where)
+                        is_eager=campaign is None, callback=callback, metavar="DIR",
+                        help=help + where)
 
 
 def runs_dir_in(ctx: click.Context | None) -> Any:

@@ -62,14 +62,15 @@ def _write(output: Path, text: str) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="write the report to FILE (atomically) and print its path")
 @runs_dir_option("lazy", help="Where a campaign's nights live "
-                 "(RUNS_DIR/nights/<campaign>-<stamp>/)")
+                 "(RUNS_DIR/nights/<campaign>-<stamp>/)", campaign="target")
 def report(target: Path, fmt: str | None, output: Path | None, runs_dir: RunsDir) -> None:
     """Report a night: per control its status, verdict and reasons, lock wait and hold,
     duration, exit code and the vLLM metrics it has (marked where outside the control's
     reference), with links to each run's folder and logs and, in HTML, plots across the
     campaign's nights.
 
-    TARGET is a night folder, or a campaign file (its latest night under --runs-dir).
+    TARGET is a night folder, or a campaign file (its latest night in the runs dir: the
+    campaign project's unless --runs-dir or HARNESS_RUNS_DIR says otherwise).
     The headline counts controls ("3/3 controls accepted (1 after rerun)"); an attempt a
     rerun replaced is marked superseded; a row that did not end accepted carries its
     Gate-0 values and the `harness rerun` / `harness diff` commands to go on. Rows are

@@ -10,6 +10,7 @@ import click
 from harness.base.atomic import write_text
 from harness.base.errors import InvalidInput
 from harness.cli.params import HOURS
+from harness.config.checkout import project_of
 from harness.config.runsdir import resolve
 from harness.driver.schedule import Units, check_calendar, default_harness, render_units
 from harness.readers.report.nights import campaign_name
@@ -56,9 +57,10 @@ def _install(units: Units, service_path: Path, timer_path: Path, force: bool) ->
               help="hours after which no control starts (under 24: also the window's length)")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="run folders; the report lands in RUNS_DIR/nights/ (relative to "
-                   "WORKDIR; default, found from WORKDIR: $HARNESS_RUNS_DIR, else runs_dir in "
-                   "the project's harness.toml, else gpu-runs/ in the project folder); the "
-                   "unit gets it as an absolute path")
+                   "--workdir when given, else to the current folder; default, as `harness "
+                   "night` finds it: $HARNESS_RUNS_DIR, else runs_dir in the campaign "
+                   "project's harness.toml, else gpu-runs/ in the campaign's project "
+                   "folder); the unit gets it as an absolute path")
 @click.option("--on-failure", metavar="UNIT",
               help="add OnFailure=UNIT to the service (e.g. a mail unit) for nights that "
                    "exit 1 or 3")
@@ -68,7 +70,8 @@ def _install(units: Units, service_path: Path, timer_path: Path, force: bool) ->
 @click.option("--harness", "harness_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The harness executable the unit runs (default: this one).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder the night runs in; default: the current folder.")
+              help="Folder the night runs in; default: the campaign's project folder (the "
+                   "folder above campaigns/).")
 def schedule(campaign: Path, on_calendar: str, until: str | None, max_hours: float | None,
              runs_dir: Path | None, on_failure: str | None, install: bool, force: bool,
              harness_path: Path | None, workdir: Path | None) -> None:
@@ -86,8 +89,9 @@ def schedule(campaign: Path, on_calendar: str, until: str | None, max_hours: flo
     if normalized is None:
         click.echo("harness: systemd-analyze not found; --on-calendar was not checked", err=True)
     harness = [str(harness_path.absolute())] if harness_path else default_harness()
-    work = (workdir or Path.cwd()).absolute()
-    runs = resolve(runs_dir, cwd=work).path  # as `harness night` would, from WORKDIR
+    here = (workdir or Path.cwd()).absolute()  # where a relative --runs-dir is read from
+    runs = resolve(runs_dir, cwd=here, campaign=campaign).path  # as `harness night` would
+    work = workdir.absolute() if workdir else project_of(Path(os.path.abspath(campaign)))
     units = render_units(
         campaign=name, campaign_file=str(campaign.absolute()), on_calendar=on_calendar,
         harness=harness, workdir=str(work), normalized=normalized, runs_dir=str(runs),

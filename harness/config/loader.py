@@ -7,17 +7,19 @@ exactly a file that runs. Faults are GCC style: FILE:LINE:COL: message.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.base.catalogue import MODEL_UNPINNED
+from harness.base.catalogue import IMAGE_NOT_PINNED, MODEL_UNPINNED
 from harness.base.errors import InvalidInput
 from harness.base.plural import counted
 from harness.config import wrongfile
 from harness.config.builtins import OPTIONS
+from harness.config.checkout import project_of
 from harness.config.executor import ExecutorBlock, ExecutorConfig
 from harness.config.gates import Gate, GateList
 from harness.config.hook import HookBlock, HookConfig, environment_faults
@@ -74,12 +76,6 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, Document | None, l
     return obj, doc, faults
 
 
-def project_of(campaign_file: Path) -> Path:
-    """The project a campaign belongs to: the folder above its own (campaigns/X.yaml). The
-    one rule for where approvals/, the default mount root and the seal's base are."""
-    return Path(campaign_file).parent.parent
-
-
 @dataclass
 class Loaded:
     """A campaign with everything it names, resolved to absolute paths.
@@ -99,6 +95,7 @@ class Loaded:
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # `executor:`, checked
     hook: HookConfig | None = None  # `hook:`, checked (the variables it names, where set)
     same_host: tuple[tuple[str, ...], ...] = ()  # paired controls run on one host, in order
+    warnings: list[Fault] = field(default_factory=list)  # what every run would be refused for
     roots: tuple[Path, ...] = field(init=False)
     lock_file: Path = field(init=False)
 
@@ -282,12 +279,26 @@ def load_campaign(path: Path) -> tuple[Loaded | None, list[Fault]]:
             faults.append(ctl_doc.fault(("name",), f"control name {ctl.name!r} does not match "
                                                    f"its file name {ctl_path.name!r}"))
         if image_lock is not None and ctl.image not in image_lock.images:
-            faults.append(ctl_doc.fault(("image",), f"image {ctl.image!r} is not in "
-                                                    f"{lock_file}"
-                                                    f"{hint(ctl.image, set(image_lock.images))}"))
+            near = hint(ctl.image, set(image_lock.images))
+            if near:  # a pinned name is near: a typo, not an image still to pin
+                faults.append(ctl_doc.fault(("image",), f"image {ctl.image!r} is not in "
+                                                        f"{lock_file}{near}"))
+            else:
+                loaded.warnings.append(ctl_doc.fault(("image",), _unpinned(ctl.image,
+                                                                           lock_file)))
         faults += _check_mounts(ctl, ctl_path, ctl_doc, roots) + _check_options(ctl, ctl_doc)
         loaded.controls[ref.control] = (ctl, ctl_path)
     return (loaded if not faults else None), faults
+
+
+def _unpinned(name: str, lock_file: Path) -> str:
+    """The warning for an image the lock does not pin yet: the run-time refusal
+    (IMAGE-NOT-PINNED, at preflight, before any lock) and the command that lifts it."""
+    lock = "" if lock_file == Path.cwd() / "images.lock" else (
+        f" --lock-file {shlex.quote(os.path.relpath(lock_file))}")
+    return (f"warning: image {name!r} is not pinned in {lock_file.name}, so every run is "
+            f"refused ({IMAGE_NOT_PINNED}) until `harness images pin {name} REF{lock}` "
+            "pins the local image REF (a tag or repo digest) on the host that runs it")
 
 
 def _load_hook(loaded: Loaded, doc: Document) -> list[Fault]:
@@ -329,8 +340,10 @@ def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
     """(faults, warnings) for any mix of campaigns, controls and image locks.
 
     A warning is something every run of a valid file will be refused for until the
-    operator acts on the GPU host (a model whose files are not pinned yet)."""
+    operator acts on the GPU host (a model whose files are not pinned yet, an image the
+    campaign's lock does not pin yet)."""
     faults: list[Fault] = []
+    pending: list[Fault] = []  # the campaigns' own warnings (an image to pin)
     controls: dict[str, tuple[Path, Control, Document | None]] = {}  # once per real file
     for p in paths:
         try:
@@ -342,6 +355,7 @@ def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
         if kind == "campaign":
             loaded, found = load_campaign(p)
             faults += found
+            pending += [w for w in (loaded.warnings if loaded else ()) if w not in pending]
             for ctl, ctl_path in (loaded.controls.values() if loaded else ()):
                 controls.setdefault(os.path.realpath(ctl_path), (ctl_path, ctl, None))
         else:
@@ -351,7 +365,7 @@ def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
             if isinstance(obj, Control):
                 controls[os.path.realpath(p)] = (p, obj, doc)
     warnings = [w for path, ctl, doc in controls.values() for w in _warnings(path, ctl, doc)]
-    return faults, warnings
+    return faults, pending + warnings
 
 
 def _warnings(path: Path, ctl: Control, doc: Document | None) -> list[Fault]:

@@ -1,11 +1,18 @@
 """Where run folders live: one answer for every command, and where it came from.
 
 The runs dir is, in this order: the command's `--runs-dir`; else `$HARNESS_RUNS_DIR`; else
-`runs_dir = "..."` in the project's `harness.toml` (the first found in the current folder
-or a parent, stopping at a git root or the file system root), relative to that file's
-folder; else `gpu-runs` in the project folder (the one holding `harness.toml`, else the
-current folder). So `harness status` or `harness ls` from a sub-folder, or from anywhere
-with `HARNESS_RUNS_DIR` set, reads the same runs as from the project root.
+`runs_dir = "..."` in the project's `harness.toml` (the first found from a folder upwards,
+stopping at a git root or the file system root), relative to that file's folder; else
+`gpu-runs` beside that `harness.toml`, or, with none, in the project folder.
+
+Which project: a command given a campaign file works for that campaign's project, so the
+search starts in the campaign's folder and the last default is the campaign's project
+folder (`checkout.project_of`): `harness run /srv/ops/campaigns/c.yaml` writes the same
+runs from any folder. A command given only run ids (`show`, `ls`, `status`) has no
+campaign: its search starts in the current folder, and the last default is that folder.
+So `harness status` from a sub-folder, or from anywhere with `HARNESS_RUNS_DIR` set, reads
+the same runs as from the project root. A relative `--runs-dir` or `HARNESS_RUNS_DIR` is
+the operator's word where it is typed: relative to the current folder.
 
 Every answer says where it came from, so "no such runs dir: X (from HARNESS_RUNS_DIR)"
 tells the operator which knob to turn. `choose` is pure; `resolve` reads the environment,
@@ -21,16 +28,22 @@ from pathlib import Path
 
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
+from harness.config.checkout import project_of
 
 DEFAULT = "gpu-runs"
 ENV = "HARNESS_RUNS_DIR"
 CONFIG = "harness.toml"
 CONFIG_LIMIT = 64 * 1024
 MAX_PARENTS = 64  # a config search climbs at most this many folders
-# The one sentence every command's --help gives for its --runs-dir default.
+# The one sentence every command's --help gives for its --runs-dir default: the commands
+# that take run ids, and those that take a campaign.
 WHERE_FROM = (f"default: ${ENV}, else runs_dir in the project's {CONFIG}, else "
               f"{DEFAULT}/ in the project folder (the one holding {CONFIG}, else the "
               "current folder)")
+WHERE_FROM_CAMPAIGN = (f"default: ${ENV}, else runs_dir in the campaign project's {CONFIG} "
+                       f"(searched from the campaign's folder upwards), else {DEFAULT}/ in "
+                       "the campaign's project folder; a relative DIR is taken from the "
+                       "current folder")
 
 
 @dataclass(frozen=True)
@@ -60,9 +73,11 @@ def _expand(text: str) -> Path:
 
 
 def choose(option: str | Path | None, env: str | None, config: ProjectConfig | None,
-           cwd: Path) -> RunsDir:
+           cwd: Path, project: Path | None = None) -> RunsDir:
     """The runs dir by precedence: option, environment, config file, default. Pure; an
-    empty environment value counts as unset (as a shell's `VAR=` means)."""
+    empty environment value counts as unset (as a shell's `VAR=` means). The option and
+    the environment are relative to `cwd`, the config's runs_dir to its file; the default
+    is beside the config file, else in `project` (a campaign's project), else in `cwd`."""
     if option is not None and str(option) != "":
         return RunsDir(Path(os.path.abspath(cwd / _expand(str(option)))), "--runs-dir")
     if env:
@@ -70,7 +85,7 @@ def choose(option: str | Path | None, env: str | None, config: ProjectConfig | N
     if config is not None and config.runs_dir:
         base = config.file.parent
         return RunsDir(Path(os.path.abspath(base / _expand(config.runs_dir))), str(config.file))
-    base = config.file.parent if config is not None else cwd
+    base = config.file.parent if config is not None else project or cwd
     return RunsDir(Path(os.path.abspath(base / DEFAULT)), "the default")
 
 
@@ -113,13 +128,20 @@ def read_config(path: Path) -> ProjectConfig:
     return ProjectConfig(path, parse_config(data, str(path)))
 
 
-def resolve(option: str | Path | None, cwd: Path | None = None) -> RunsDir:
+def resolve(option: str | Path | None, cwd: Path | None = None, *,
+            campaign: Path | None = None) -> RunsDir:
     """The runs dir for this command line, from the option, the environment, the config
-    file found from `cwd` (default: the current folder), or the default."""
+    file, or the default. `cwd` (default: the current folder) is where a relative option
+    or environment value is read from. With `campaign` (the command's campaign file, as
+    the loader reads it: relative to the current folder) the config is searched from the
+    campaign's folder and the default is its project's; without, both come from `cwd`."""
     here = Path(os.path.abspath(cwd or Path.cwd()))
-    found = None if option or os.environ.get(ENV) else find_config(here)
+    where = None if campaign is None else Path(os.path.abspath(campaign))
+    found = None if option or os.environ.get(ENV) else find_config(
+        here if where is None else where.parent)
     config = read_config(found) if found is not None else None
-    return choose(option, os.environ.get(ENV), config, here)
+    return choose(option, os.environ.get(ENV), config, here,
+                  None if where is None else project_of(where))
 
 
 def missing(runs: RunsDir) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from harness.base.errors import HarnessError, InvalidInput
 from harness.base.plural import counted
 from harness.base.states import State, Status
-from harness.config.checkout import checkout, inside
+from harness.config.checkout import inside, of_run
 from harness.config.loader import Loaded, require_campaign
 from harness.driver.drive import run_one
 from harness.driver.local import LocalExecutor
@@ -125,19 +125,22 @@ def campaign_of(run_dir: Path, original: RunRecord, root: Path) -> Path:
         raise InvalidInput(f"{run_dir}/{RECORD} names no campaign file")
     if not inside(Path(named), root):
         raise InvalidInput(f"{run_dir}/{RECORD} names campaign {named!r}, outside the checkout "
-                           f"{root}: a rerun runs only the checkout's campaigns (run it from "
-                           "the checkout that holds the campaign, or name one with --campaign)")
+                           f"{root} (the git work tree holding the run's runs folder, else the "
+                           "current folder's): a rerun runs only that checkout's campaigns "
+                           "(name the campaign with --campaign)")
     return Path(named)
 
 
 def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
     """The original's control from the campaign file as it is on disk now (the recorded
-    path, or `campaign`), and the seal it gives against the original's. Reads only. A
-    symlink to a run (`latest`) is followed once, here: the rerun, its link and its journal
-    row belong beside the real folder, never beside the link."""
+    path, which must lie in the checkout holding the run as it was addressed, or
+    `campaign`), and the seal it gives against the original's. Reads only. A symlink to a
+    run (`latest`) is followed once, here: the rerun, its link and its journal row belong
+    beside the real folder, never beside the link."""
+    root = of_run(run_dir)  # the operator's address of the run decides, not its record
     run_dir = Path(os.path.realpath(run_dir))
     original = read_original(run_dir)
-    camp_file = campaign or campaign_of(run_dir, original, checkout())
+    camp_file = campaign or campaign_of(run_dir, original, root)
     control_name = (original.control or {}).get("name")
     if not control_name:
         raise InvalidInput(f"{run_dir}/{RECORD} names no control")
@@ -256,7 +259,9 @@ def night_failures(night_dir: Path) -> list[Path]:
     A journal is evidence like any other and may be forged: each row's folder must be the
     folder named for its run id directly in the night's runs folder (a night folder is
     RUNS/nights/NIGHT), and no folder may be named twice; else nothing is rerun (exit 2),
-    so a forged row cannot make a rerun write beside a folder outside the runs folder."""
+    so a forged row cannot make a rerun write beside a folder outside the runs folder.
+    Each is returned in the runs folder as the operator addressed the night (a linked runs
+    folder is not followed), which decides the checkout a rerun belongs to."""
     night_dir = Path(os.path.abspath(night_dir))
     path = night_dir / JOURNAL_NAME
     if not path.is_file():
@@ -264,6 +269,7 @@ def night_failures(night_dir: Path) -> list[Path]:
     with Journal.open(path, readonly=True) as j:
         rows = failed_rows(j.rows())
     runs_dir = os.path.realpath(night_dir.parent.parent)
+    seen: set[str] = set()
     out: list[Path] = []
     for r in rows:
         where = os.path.realpath(str(r.run_dir))
@@ -272,10 +278,11 @@ def night_failures(night_dir: Path) -> list[Path]:
             raise InvalidInput(  # repr: the journal's text with every control escaped
                 f"{path}: row {r.id} names run folder {r.run_dir!r} for run {r.run_id!r}, "
                 f"not a folder named for it in {runs_dir}: a night's runs live there")
-        if Path(where) in out:
+        if where in seen:
             raise InvalidInput(f"{path}: run folder {r.run_dir!r} is named by more than "
                                "one slot")
-        out.append(Path(where))
+        seen.add(where)
+        out.append(night_dir.parent.parent / r.run_id)
     return out
 
 

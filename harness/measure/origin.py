@@ -42,21 +42,21 @@ class Origin:
     """The running harness: its distribution and version, and where its package lies.
 
     `location` is the folder holding the `harness` package (site-packages, or the checkout
-    top); `record` is RECORD's text for an installed distribution (None for a checkout) and
-    `record_sha256` its digest, which an approval names so a reviewer can hold it against
-    the released wheel's."""
+    top); `record` is RECORD's bytes for an installed distribution (None for a checkout)
+    and `record_sha256` their digest, which an approval names so a reviewer can hold it
+    against `sha256sum` of the RECORD in the released wheel."""
 
     distribution: str
     version: str
     mode: str
     location: Path
-    record: str | None = None
+    record: bytes | None = None
 
     @property
     def record_sha256(self) -> str | None:
         if self.record is None:
             return None
-        return "sha256:" + hashlib.sha256(self.record.encode("utf-8")).hexdigest()
+        return "sha256:" + hashlib.sha256(self.record).hexdigest()
 
     def as_dict(self) -> dict[str, str | None]:
         """What run.json, a gate record and an approval name of the harness."""
@@ -74,16 +74,30 @@ def _ours(dist: metadata.Distribution) -> bool:
         f.as_posix() == "harness/__init__.py" for f in dist.files or ())
 
 
+def _record_bytes(dist: metadata.Distribution) -> bytes | None:
+    """RECORD's bytes as pip wrote them (CRLF rows: the text reader would translate them,
+    and the digest must be the file's), bounded; None when it cannot be read."""
+    for listed in dist.files or ():
+        if listed.name == "RECORD" and listed.parent.name.endswith(".dist-info"):
+            try:
+                with open(dist.locate_file(listed), "rb") as f:
+                    data = f.read(RECORD_LIMIT + 1)
+            except (OSError, ValueError):
+                return None
+            return data if len(data) <= RECORD_LIMIT else None
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def which() -> Origin:
     """The running harness's origin (read once a process: the package cannot move while it
     runs). Installed when a distribution on sys.path has a RECORD listing this package;
     a checkout otherwise, located at the package's parent folder."""
     for dist in metadata.distributions(name=DISTRIBUTION):
-        text = dist.read_text("RECORD")
-        if text is not None and len(text) <= RECORD_LIMIT and _ours(dist):
+        data = _record_bytes(dist) if _ours(dist) else None
+        if data is not None:
             return Origin(DISTRIBUTION, str(dist.version), INSTALLED, PACKAGE_DIR.parent,
-                          text)
+                          data)
     return Origin(DISTRIBUTION, harness.__version__, CHECKOUT, PACKAGE_DIR.parent)
 
 

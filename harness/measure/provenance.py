@@ -132,6 +132,16 @@ def _git(git: str, project_dir: Path, *args: str) -> tuple[int | None, bytes, st
     return (None if why else rc), out, why or (first[0] if first else f"git exited {rc}")
 
 
+def git_command(folder: Path, *args: str) -> tuple[int | None, bytes, str]:
+    """git run in `folder` as every git call of the harness runs (no hooks, no fsmonitor,
+    no caller's GIT_* variables, bounded output, a timeout): (exit status or None when it
+    was stopped or is not there, stdout, first line of stderr or why)."""
+    git = shutil.which("git")
+    if git is None:
+        return None, b"", "git not found on PATH"
+    return _git(git, folder, *args)
+
+
 def git_state(project_dir: Path) -> dict:
     """{"commit", "dirty", "changed", "changed_total", "error"} of the repository holding
     `project_dir`; commit/dirty None (and `error` says why) when git cannot tell."""
@@ -373,8 +383,7 @@ def _clean_in_checkout(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
 
 def _top(project_dir: Path) -> Path | None:
     """The work tree's top folder holding `project_dir` (None: not in one)."""
-    git = shutil.which("git")
-    rc, out, _ = _git(git, project_dir, "rev-parse", "--show-toplevel") if git else (1, b"", "")
+    rc, out, _ = git_command(project_dir, "rev-parse", "--show-toplevel")
     if rc != 0:
         return None
     return Path(os.path.realpath(out.decode("utf-8", "surrogateescape").strip("\n")))
@@ -398,8 +407,8 @@ def _read_own(files: dict[str, Path]) -> dict[str, bytes | None]:
 def _installed_problems(found: Origin, files: dict[str, Path]) -> list[str]:
     """Why the installed harness's sealed files are not its distribution's RECORD."""
     try:
-        listed = parse_record(found.record or "")
-    except ValueError as e:
+        listed = parse_record((found.record or b"").decode("utf-8"))
+    except ValueError as e:  # UnicodeDecodeError too
         return [f"harness {found.version} at {found.location}: its RECORD is not pip's ({e})"]
     where = (f"harness {found.version} installed at {found.location}: reinstall it from its "
              "wheel")

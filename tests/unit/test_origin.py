@@ -20,9 +20,10 @@ def _b64(data: bytes) -> str:
 
 def _record(files: dict[str, bytes]) -> str:
     rows = [f"{path},sha256={_b64(data)},{len(data)}" for path, data in sorted(files.items())]
+    # pip writes CRLF rows
     rows += ["harness/__pycache__/x.cpython-311.pyc,,", "harness-0.1.0.dist-info/RECORD,,",
              "../../../bin/harness,sha256=" + _b64(b"#!python") + ",8"]
-    return "\n".join(rows) + "\n"
+    return "\r\n".join(rows) + "\r\n"
 
 
 def test_record_rows_parse_as_pip_writes_them():
@@ -71,7 +72,8 @@ def test_the_running_checkout_is_a_checkout():
 
 
 def test_describe_says_where_each_kind_runs_from_and_escapes_values():
-    installed = Origin("harness", "1.2", INSTALLED, Path("/v/site"), "rows\n")
+    installed = Origin("harness", "1.2", INSTALLED, Path("/v/site"), b"rows\r\n")
+    assert installed.record_sha256 == "sha256:" + hashlib.sha256(b"rows\r\n").hexdigest()
     text = describe({**installed.as_dict(), "commit": None, "dirty": None})
     assert text == (f"harness 1.2, installed at /v/site (RECORD {installed.record_sha256})")
     assert describe({"distribution": "harness", "version": "1.2", "mode": CHECKOUT,
@@ -120,7 +122,7 @@ def test_an_installed_harness_is_clean_while_its_files_are_its_record(tmp_path, 
     for rel, data in files.items():
         (site / rel).write_bytes(data)
     monkeypatch.setattr(provenance, "which", lambda: Origin(
-        "harness", "0.1.0", INSTALLED, site, _record(files)))
+        "harness", "0.1.0", INSTALLED, site, _record(files).encode()))
     check = provenance.clean_at(campaign_repo, _files(campaign_repo, package))
     assert check.clean, check.problems
     assert check.harness["mode"] == INSTALLED and check.harness["version"] == "0.1.0"
@@ -139,7 +141,7 @@ def test_a_forged_record_is_not_pips(tmp_path, monkeypatch, campaign_repo):
     (site / "harness").mkdir(parents=True)
     (site / "harness" / "__init__.py").write_text("")
     monkeypatch.setattr(provenance, "which", lambda: Origin(
-        "harness", "0.1.0", INSTALLED, site, "one,field\n"))
+        "harness", "0.1.0", INSTALLED, site, b"one,field\n"))
     check = provenance.clean_at(campaign_repo, _files(campaign_repo, site / "harness"))
     assert not check.clean and "RECORD is not pip's" in check.problems[0]
 
@@ -150,7 +152,7 @@ def test_the_campaign_checkout_is_judged_whatever_the_harness(tmp_path, monkeypa
     (site / "harness").mkdir(parents=True)
     (site / "harness" / "__init__.py").write_text("")
     monkeypatch.setattr(provenance, "which", lambda: Origin(
-        "harness", "0.1.0", INSTALLED, site, _record({"harness/__init__.py": b""})))
+        "harness", "0.1.0", INSTALLED, site, _record({"harness/__init__.py": b""}).encode()))
     (campaign_repo / "campaigns" / "c.yaml").write_text("name: changed\n")
     check = provenance.clean_at(campaign_repo, _files(campaign_repo, site / "harness"))
     assert not check.clean and check.problems == ("campaigns/c.yaml: differs from HEAD",)

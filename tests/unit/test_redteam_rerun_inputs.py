@@ -221,3 +221,42 @@ def test_a_sealed_record_naming_a_campaign_outside_the_checkout_is_bad_input(
     assert "outside the checkout" not in err
     assert sorted(p for p in tmp_path.rglob("*") if "mine" not in p.parts
                   and "other" not in p.parts) == before
+
+
+def test_a_recorded_campaign_in_the_runs_checkout_reruns_from_any_folder(
+        tmp_path: Path, monkeypatch) -> None:
+    """The checkout is the git work tree holding the run's runs folder, not the current
+    folder's: a run of ops/ names ops/'s campaign, and plans the same from elsewhere."""
+    from harness.driver.rerun import plan_rerun
+
+    ops = tmp_path / "ops"
+    (ops / ".git").mkdir(parents=True)
+    camp = _project(ops, "echo")
+    run = _original(ops, str(camp))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".git").mkdir(parents=True)  # another checkout: it has no say
+    monkeypatch.chdir(elsewhere)
+    plan = plan_rerun(run)
+    assert plan.loaded.campaign_file == camp and plan.control == "echo"
+    assert list(elsewhere.iterdir()) == [elsewhere / ".git"]
+
+
+def test_a_forged_run_cannot_bring_its_own_checkout(tmp_path: Path, capsys,
+                                                    monkeypatch) -> None:
+    """A run folder laid out by the record's author: outside git it is no checkout (the
+    current folder's decides); a link in the operator's runs folder is taken as addressed,
+    so a git work tree it leads to is not the checkout either. Exit 2, nothing written."""
+    ops = tmp_path / "ops"
+    (ops / ".git").mkdir(parents=True)
+    (ops / "runs").mkdir()
+    monkeypatch.chdir(ops)
+    unpacked = tmp_path / "unpacked"  # no git: an archive's folders
+    loose = _original(unpacked, str(_project(unpacked, "echo")))
+    evil = tmp_path / "evil"
+    (evil / ".git").mkdir(parents=True)
+    (ops / "runs" / "latest").symlink_to(_original(evil, str(_project(evil, "echo"))))
+    before = sorted(tmp_path.rglob("*"))
+    for run, root in ((loose, ops), (ops / "runs" / "latest", ops)):
+        code, err = _rerun([str(run), "--reason", "again"], capsys)
+        assert code == 2 and f"outside the checkout {root}" in err, err
+    assert sorted(tmp_path.rglob("*")) == before

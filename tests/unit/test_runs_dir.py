@@ -97,3 +97,88 @@ def test_the_option_factory_resolves_checks_and_says_where_the_default_comes_fro
     assert isinstance(r.exception, InvalidInput) and "(from --runs-dir)" in r.exception.message
     help_text = " ".join(CliRunner().invoke(_reader, ["--help"]).output.split())
     assert "default: $HARNESS_RUNS_DIR, else runs_dir in the project's harness.toml" in help_text
+
+
+# ---- a command given a campaign: its project, not the current folder ------------------------
+
+def test_a_campaign_project_holds_the_default_when_no_config_names_one() -> None:
+    proj, here = Path("/srv/ops"), Path("/tmp/elsewhere")
+    assert choose(None, None, None, here, proj) == runsdir.RunsDir(Path("/srv/ops/gpu-runs"),
+                                                                   "the default")
+    cfg = ProjectConfig(Path("/srv/ops/harness.toml"), "runs")
+    assert choose(None, None, cfg, here, proj) == runsdir.RunsDir(Path("/srv/ops/runs"),
+                                                                  "/srv/ops/harness.toml")
+    # the operator's own words stay where they were typed
+    assert choose("r", None, cfg, here, proj).path == Path("/tmp/elsewhere/r")
+    assert choose(None, "e", cfg, here, proj).path == Path("/tmp/elsewhere/e")
+
+
+def _two_projects(tmp_path: Path) -> tuple[Path, Path]:
+    """A campaign in project `ops` (its harness.toml: runs), and an unrelated git folder
+    `here` with a harness.toml of its own (runs_dir = here-runs)."""
+    ops, here = tmp_path / "ops", tmp_path / "here"
+    for folder in (ops, here):
+        (folder / ".git").mkdir(parents=True)
+    (ops / "campaigns").mkdir()
+    (ops / runsdir.CONFIG).write_text('runs_dir = "runs"\n')
+    (here / runsdir.CONFIG).write_text('runs_dir = "here-runs"\n')
+    campaign = ops / "campaigns" / "c.yaml"
+    campaign.write_text("name: c\n")
+    return campaign, here
+
+
+def test_resolve_with_a_campaign_reads_the_campaign_projects_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    campaign, here = _two_projects(tmp_path)
+    ops = campaign.parent.parent
+    monkeypatch.delenv(runsdir.ENV, raising=False)
+    monkeypatch.chdir(here)
+    assert runsdir.resolve(None).path == here / "here-runs"  # no campaign: this folder's
+    found = runsdir.resolve(None, campaign=campaign)
+    assert found == runsdir.RunsDir(ops / "runs", str(ops / runsdir.CONFIG))
+    monkeypatch.chdir(ops / "campaigns")  # a relative campaign path, as typed
+    assert runsdir.resolve(None, campaign=Path("c.yaml")).path == ops / "runs"
+    (ops / runsdir.CONFIG).unlink()  # no config in the campaign's project: its default
+    monkeypatch.chdir(here)
+    assert runsdir.resolve(None, campaign=campaign) == runsdir.RunsDir(ops / "gpu-runs",
+                                                                       "the default")
+    assert runsdir.resolve("x", campaign=campaign).path == here / "x"
+    monkeypatch.setenv(runsdir.ENV, "env-runs")
+    assert runsdir.resolve(None, campaign=campaign) == runsdir.RunsDir(here / "env-runs",
+                                                                       runsdir.ENV)
+
+
+@click.command()
+@click.argument("campaign", type=click.Path(path_type=Path))
+@runs_dir_option("creates", campaign="campaign")
+def _runner(campaign: Path, runs_dir: Path) -> None:
+    if not campaign.is_file():
+        raise InvalidInput(f"{campaign}: no such campaign file")
+    click.echo(str(runs_dir))
+
+
+@pytest.mark.parametrize("order", ["campaign first", "option first", "no option"])
+def test_the_option_follows_the_campaign_whatever_the_order_on_the_command_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str) -> None:
+    campaign, here = _two_projects(tmp_path)
+    monkeypatch.delenv(runsdir.ENV, raising=False)
+    monkeypatch.chdir(here)
+    args = {"campaign first": [str(campaign), "--runs-dir", "mine"],
+            "option first": ["--runs-dir", "mine", str(campaign)],
+            "no option": [str(campaign)]}[order]
+    r = CliRunner().invoke(_runner, args)
+    assert r.exit_code == 0, r.output
+    want = here / "mine" if "--runs-dir" in args else campaign.parent.parent / "runs"
+    assert r.output.strip() == str(want)
+    assert sorted(p.name for p in here.iterdir()) == [".git", runsdir.CONFIG]  # nothing made
+
+
+def test_a_missing_campaign_is_refused_for_itself_not_for_its_runs_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(runsdir.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(_runner, [str(tmp_path / "nowhere" / "campaigns" / "c.yaml")])
+    assert isinstance(r.exception, InvalidInput)
+    assert "no such campaign file" in r.exception.message
+    help_text = " ".join(CliRunner().invoke(_runner, ["--help"]).output.split())
+    assert "runs_dir in the campaign project's harness.toml" in help_text

@@ -253,3 +253,29 @@ def test_cli_says_where_the_report_lands(campaign: Path, tmp_path: Path) -> None
     assert (f"report: {tmp_path}/nightly/nights/rehearsal-night-<UTC stamp>/summary.md"
             in out.output)
     assert f"--runs-dir {tmp_path}/nightly" in out.output
+
+
+def test_cli_follows_the_campaign_project_not_the_current_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From any folder the units are the same: the night runs in the campaign's project
+    folder and writes to the runs dir its harness.toml names; a relative --runs-dir is
+    still the operator's, from the current folder."""
+    ops = tmp_path / "ops"
+    (ops / "campaigns").mkdir(parents=True)
+    (ops / ".git").mkdir()
+    (ops / "harness.toml").write_text('runs_dir = "runs"\n')
+    camp = ops / "campaigns" / "n.yaml"
+    camp.write_text("name: n\nrow: R\ncontrols: [echo]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("HARNESS_RUNS_DIR", raising=False)
+    args = [str(camp), "--on-calendar", "*-*-* 02:00", "--harness", "/opt/h"]
+    out = CliRunner().invoke(schedule, args)
+    assert out.exit_code == 0, out.output
+    assert f"WorkingDirectory={ops}\n" in out.output
+    assert f"--runs-dir {ops}/runs" in out.output and f"cd {ops} && " in out.output
+    assert f"report: {ops}/runs/nights/n-<UTC stamp>/summary.md" in out.output
+    mine = CliRunner().invoke(schedule, [*args, "--runs-dir", "mine"])
+    assert f"--runs-dir {elsewhere}/mine" in mine.output
+    assert list(elsewhere.iterdir()) == []

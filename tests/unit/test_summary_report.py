@@ -247,3 +247,20 @@ def test_trend_points_align_nights_and_pick_newest_attempt() -> None:
     trends = trend_points(nights)
     assert [(n, v.get("kv_cache_gib")) for n, v in trends["a"]] == [("n1", 2.0), ("n2", None)]
     assert [(n, v.get("kv_cache_gib")) for n, v in trends["b"]] == [("n1", None), ("n2", 5.0)]
+
+
+def test_a_relative_run_folder_in_a_journal_is_found_from_the_night_not_the_current_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A journal row's relative run_dir (a night started with a relative --runs-dir from
+    the project folder) is read beside the night's runs dir, from whatever folder."""
+    from harness.readers.report.nights import resolve_run_dir
+
+    night = tmp_path / "proj" / "runs" / "nights" / "n1"
+    night.mkdir(parents=True)
+    (tmp_path / "proj" / "runs" / "r1").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "runs" / "r2").mkdir(parents=True)  # the current folder's: no say
+    monkeypatch.chdir(elsewhere)
+    assert resolve_run_dir("runs/r1", night) == tmp_path / "proj" / "runs" / "r1"
+    assert resolve_run_dir("r1", night) == tmp_path / "proj" / "runs" / "r1"
+    assert resolve_run_dir("runs/r2", night) is None

@@ -103,7 +103,10 @@ def judge_images(
         want = str(entry.get("id") or "")
         got = found.get(name)
         label = f"image {name}"
-        if not want.startswith("sha256:"):
+        if not want:  # a campaign's control names it; the lock has no entry yet
+            checks.append(Check(label, "fail", "not pinned in images.lock, so every run is "
+                                f"refused: `harness images pin {name} REF`"))
+        elif not want.startswith("sha256:"):
             checks.append(Check(label, "fail", f"images.lock id {want!r} is not a full sha256 Id"))
         elif got == want:
             checks.append(Check(label, "ok", f"present as {want}"))

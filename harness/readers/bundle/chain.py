@@ -22,7 +22,7 @@ from harness.base.errors import InvalidInput
 from harness.base.names import RUN_ID_MAX, is_name
 from harness.base.readfile import InputError, read_bounded
 from harness.base.tree import walk
-from harness.config.loader import project_of
+from harness.config.checkout import project_of
 from harness.judge.approval import gates
 from harness.judge.approval.check import SIG_SUFFIX, read_doc
 from harness.judge.approval.record import APPROVALS_DIR, parse, reviewed_commit

@@ -69,11 +69,15 @@ def read_run(run_dir: Path | str) -> tuple[dict | None, str | None]:
 
 
 def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
-    """Where a journal's run_dir points: absolute, or relative to the night, the runs dir, cwd."""
+    """Where a journal's run_dir points: absolute, or relative to the night, the runs dir
+    (RUNS/nights/NIGHT), or the folder holding the runs dir (a night started with a
+    relative --runs-dir from the project folder): never the current folder, so a report
+    reads the same runs from anywhere."""
     path = Path(run_dir)
     if path.is_absolute():
         return path if path.is_dir() else None
-    for base in (night_dir, night_dir.parent.parent, Path.cwd()):
+    night = Path(os.path.abspath(night_dir))
+    for base in (night, night.parent.parent, night.parent.parent.parent):
         if (base / path).is_dir():
             return base / path
     return None
