@@ -43,8 +43,10 @@ class Origin:
 
     `location` is the folder holding the `harness` package (site-packages, or the checkout
     top); `record` is RECORD's bytes for an installed distribution (None for a checkout)
-    and `record_sha256` their digest, which an approval names so a reviewer can hold it
-    against `sha256sum` of the RECORD in the released wheel."""
+    and `record_sha256` their digest: `sha256sum` of that install's RECORD (pip writes it at
+    install, adding the console script and bytecode rows to the wheel's own), so it tells
+    one install from another; what the harness's bytes are, file by file, is in the source
+    seal."""
 
     distribution: str
     version: str
