@@ -124,6 +124,12 @@ MOUNT_SETUID_PLANTED = _rule("MOUNT-SETUID-PLANTED", "the workload left setuid/s
                              "a read-write mount (undone)", REFUSED, "launch")
 MOUNT_DEVICE_PLANTED = _rule("MOUNT-DEVICE-PLANTED", "the workload left device nodes in a "
                              "read-write mount (removed)", REFUSED, "launch")
+WITNESS_EXEC_UNCONFIRMED = _rule("WITNESS-EXEC-UNCONFIRMED", "the launcher witness never saw "
+                                 "the launcher run the docker CLI with its arguments "
+                                 "(it exited first, or the exec did not show in time)",
+                                 REFUSED, "launch")
+WITNESS_ARGV_DIFFERS = _rule("WITNESS-ARGV-DIFFERS", "the argv the launcher witness saw is "
+                             "not the docker vector the run recorded", REFUSED, "launch")
 MOUNT_SANITIZE_INCOMPLETE = _rule("MOUNT-SANITIZE-INCOMPLETE", "a read-write mount could not be "
                                   "checked whole for planted files", REFUSED, "launch")
 

@@ -82,7 +82,7 @@ def campaign_doc(loaded: Loaded, image: str, scenario: Path) -> dict[str, Any]:
     the scenario folder as its one mount root, the two controls."""
     if loaded.image_lock_file is None:
         raise InvalidInput(f"{loaded.campaign_file}: names no images.lock")
-    return {"name": CAMPAIGN, "row": "SELFTEST-IMAGE-GATE",
+    return {"name": CAMPAIGN, "row": "SELFTEST",
             "description": (f"The image gate of campaign {loaded.campaign.name} "
                             f"({printable(str(loaded.campaign_file))}) in its image {image}, "
                             "staged by harness selftest --image-gate."),

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import os
 import select
+import shutil
 import subprocess
 import threading
 import time
@@ -52,9 +53,20 @@ class ContainerExit:
     log_errors: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     telemetry: dict | None = None  # the sampler's account (telemetry.sampler.Sampled)
+    # the launcher witness's document, for the launch stage to judge (its own file holds it)
+    launcher: dict | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
-        return {"schema": "harness.outcome/v1", **asdict(self)}
+        doc = asdict(self)
+        del doc["launcher"]
+        return {"schema": "harness.outcome/v1", **doc}
+
+
+def _program(name: str, env: dict[str, str]) -> str | None:
+    """The path `Popen` runs for argv[0], as its PATH search finds it: what the kernel
+    names a script launcher by when an interpreter runs it."""
+    found = shutil.which(name, path=env.get("PATH", os.defpath))
+    return os.path.abspath(found) if found else None
 
 
 def _wait_cid(cidfile: Path, proc: subprocess.Popen, limit: float) -> str | None:
@@ -211,8 +223,9 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
     proc = subprocess.Popen(vector.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
     # Witness first, before anything else can happen to the launcher.
-    subject = witness.Subject(proc.pid, secret_names=frozenset(vector.passed_env))
-    witness.take(witness.LAUNCHED, subject, run_dir, write_json)
+    subject = witness.Subject(proc.pid, secret_names=frozenset(vector.passed_env),
+                              program=_program(vector.argv[0], env))
+    out.launcher = witness.take(witness.LAUNCHED, subject, run_dir, write_json).get("launcher")
     pumps = _pumps(proc, logs)
     cid = sampler = None
     try:

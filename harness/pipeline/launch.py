@@ -28,6 +28,7 @@ from harness.config import mountable
 from harness.config.loader import resolve
 from harness.config.mountable import MountSource
 from harness.instrument.harness_observer import interface
+from harness.judge import witnessed
 from harness.measure import execute, kmsg, vector
 from harness.measure.lock import GpuLock
 from harness.measure.runfolder import layout
@@ -191,7 +192,9 @@ def run(ctx: RunContext, keep: Keep[Launch]) -> Launch:
                               on_started=lambda cid: ctx.ui.event("container", id=cid),
                               on_interrupt=lambda sig, cid: _interrupted(ctx, sig, cid),
                               telemetry=sampling(ctx))
-            found = keep(replace(found, outcome=out.as_dict()))
+            found = keep(replace(found, outcome=out.as_dict(),
+                                 reasons=(*found.reasons,
+                                          *witnessed.judge(out.launcher, list(vec.argv)))))
     finally:
         try:  # the container has exited (or stopped)
             planted = after_container(ctx, launched)

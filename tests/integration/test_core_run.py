@@ -40,6 +40,7 @@ def test_accepted_run_leaves_a_sealed_verifiable_folder(project):
     assert argv[:3] == ["docker", "run", "--pull=never"] and project.image_id in argv
     wit = json.loads((run / "launcher-witness.json").read_text())
     assert wit["argv"] == argv and wit["boot_id"] and wit["create_time"] > 0
+    assert wit["exec"]["confirmed"] is True  # read after the exec, as the run's verdict needs
     insp = json.loads((run / "container-inspect.json").read_text())
     assert insp["init_pid"] and insp["init_pid"] > 0, insp.get("note")
     assert insp["inspect"]["Image"] == project.image_id

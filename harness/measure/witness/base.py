@@ -18,11 +18,15 @@ MOMENTS = (LAUNCHED, STARTED)
 
 @dataclass(frozen=True)
 class Subject:
-    """What a witness may look at: the launcher's pid, then the container's Id."""
+    """What a witness may look at: the launcher's pid, then the container's Id. `program`
+    is the real path of the binary the launcher was started to run (the docker CLI): the
+    launcher witness waits until the process runs it, so it never records the moment
+    between fork and exec."""
 
     launcher_pid: int
     container_id: str | None = None
     secret_names: frozenset[str] = frozenset()
+    program: str | None = None
 
 
 class Witness(Protocol):

@@ -1,7 +1,17 @@
-"""Witness of the launcher: the `docker run` process, taken the moment it starts."""
+"""Witness of the launcher: the `docker run` process, taken once it runs the docker CLI.
+
+`Popen` returns when the child's exec has begun, but the kernel sets the new program's
+arguments a moment later: read at once, under load, the witness saw an empty argv (or,
+before the exec, the harness's own). So the witness waits, bounded, until the process's
+arguments are readable and are no longer the ones it inherited from the harness, and
+says whether it saw that (`exec.confirmed`), how long it waited, and the program path the
+launcher was started with (`exec.program`, as the PATH search found it). It records what it saw;
+comparing that with the recorded vector is a judge's (`judge.witnessed`).
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,11 +47,41 @@ def _proc(p: psutil.Process) -> dict:
     return info
 
 
-def collect(pid: int) -> dict:
-    """pid, create time, boot id, argv, exe, uid and the parent chain of the launcher."""
+EXEC_WAIT_S = 5.0  # how long the witness waits for the exec to show
+_POLL_S = (0.0005, 0.02)  # first and longest pause between two looks
+
+
+def _exec(p: psutil.Process, program: str, limit: float) -> dict:
+    """Wait until `p` has exec'd: its argv is readable and is no longer the one it
+    inherited from this process at fork. What was seen and for how long; NoSuchProcess
+    passes through (the launcher exited: nothing to witness)."""
+    own = psutil.Process().cmdline()
+    t0, pause, looks = time.monotonic(), _POLL_S[0], 0
+    while True:
+        looks += 1
+        try:
+            argv = p.cmdline()
+        except psutil.ZombieProcess:
+            raise psutil.NoSuchProcess(p.pid) from None  # it exited: it will exec nothing
+        except psutil.AccessDenied:
+            argv = []
+        ran = bool(argv) and argv != own
+        waited = time.monotonic() - t0
+        if ran or waited >= limit:
+            return {"program": program, "confirmed": ran, "waited_s": round(waited, 6),
+                    "looks": looks}
+        time.sleep(pause)
+        pause = min(pause * 2, _POLL_S[1])
+
+
+def collect(pid: int, program: str | None = None, limit: float | None = None) -> dict:
+    """pid, create time, boot id, argv, exe, uid and the parent chain of the launcher,
+    read once it runs `program` (or at once, with none given: `exec` is then null)."""
     try:
         p = psutil.Process(pid)
-        launcher = _proc(p)
+        seen = None if program is None else _exec(
+            p, program, EXEC_WAIT_S if limit is None else limit)
+        launcher = {**_proc(p), "exec": seen}
         parents = []
         for parent in p.parents()[:3]:
             try:
@@ -62,7 +102,7 @@ class LauncherWitness:
     file: str = layout.LAUNCHER_WITNESS
 
     def collect(self, subject: Subject) -> dict:
-        return collect(subject.launcher_pid)
+        return collect(subject.launcher_pid, subject.program)
 
 
 WITNESS = LauncherWitness()

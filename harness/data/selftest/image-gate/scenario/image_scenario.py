@@ -160,7 +160,7 @@ def run(engine_core: str, out: str) -> dict[str, Any]:
     return {"vllm": str(getattr(vllm, "__version__", "unknown")), "vllm_file": vllm.__file__,
             "platform": f"{platform.__module__}.{platform.__qualname__}",
             "plugins": plugin_names(), "observer_file": plugin.__file__,
-            "observations": written, "custom_ops": list(cfg.compilation_config.custom_ops),
+            "written": written, "custom_ops": list(cfg.compilation_config.custom_ops),
             "engine_core": engine_core}
 
 
@@ -169,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine-core", choices=("multiprocess", "in-process"),
                         default="multiprocess")
     args = parser.parse_args(argv)
-    out = os.environ.get("HARNESS_OBSERVATIONS_DIR")
+    from harness_observer import interface  # the mounted instrument, as every import here
+
+    out = os.environ.get(interface.ENV_OBSERVATIONS_DIR)
     if not out or not os.path.isdir(out):
-        return fail("HARNESS_OBSERVATIONS_DIR must name the observations folder")
+        return fail(f"{interface.ENV_OBSERVATIONS_DIR} must name the observations folder")
     if "amdsmi" in sys.modules or os.environ.get("VLLM_TARGET_DEVICE"):
         return fail("run in a fresh interpreter without VLLM_TARGET_DEVICE")
     install_amdsmi_standin()
