@@ -207,6 +207,12 @@ GATE0_PROCESS_MISSING = _rule("GATE0-PROCESS-MISSING", "a process that holds the
                               "observed at start-up or at generation", REFUSED, "gate0")
 GATE0_PROCESS_KIND = _rule("GATE0-PROCESS-KIND", "an observation document is not of the "
                            "process its file name says", REFUSED, "gate0")
+GATE0_PROCESS_UNEXPECTED = _rule("GATE0-PROCESS-UNEXPECTED", "an observation document is of a "
+                                 "process the engine's layout does not run", REFUSED, "gate0")
+GATE0_BUILD_DIFFERS = _rule("GATE0-BUILD-DIFFERS", "a process ran another engine build, seal "
+                            "or image than the engine core", REFUSED, "gate0")
+GATE0_INSTRUMENT_ERROR = _rule("GATE0-INSTRUMENT-ERROR", "the instrument recorded an error of "
+                               "its own (in a document or the trace)", REFUSED, "gate0")
 GATE0_NOTHING_COMPARED = _rule("GATE0-NOTHING-COMPARED", "no field was compared: an empty "
                                "comparison proves nothing", REFUSED, "gate0")
 

@@ -53,6 +53,9 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
     the run `interrupted` (exit 1). Ctrl-C does the same and exits 130; a second Ctrl-C
     kills the container at once instead of waiting out its stop_grace.
 
+    Each sealed run prints `STATUS: RUN_DIR`; a campaign its stop_policy (or a signal)
+    stopped then prints `not executed: CONTROL: WHY` for each control it left unrun.
+
     --dry-run prints what would run and what would be refused, and launches nothing."""
     needs_dry_run(as_json, dry_run)
     if dry_run:  # with --json, an error too is the one JSON object (as night and rerun)
@@ -137,6 +140,10 @@ def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | 
     driven = drive(PlanSource(plan, runs_dir, run_id=run_id, attempt=attempt), executor,
                    stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
                    on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
+    for n in driven.not_executed:  # the end lines name what the stop left unrun, and why
+        ui.event("not-executed", control=n.slot.control, repeat_index=n.slot.repeat_index,
+                 why=n.why)
+        click.echo(f"not executed: {n.line()}")
     return driven.worst
 
 

@@ -6,7 +6,8 @@ outcome is recorded (journal first) as it arrives, in the order launches end, an
 stop policy (`policy.stop_reason`) is asked after each one; the deadline is asked each
 cycle while launches fly. Once the walk stops nothing more is started, the launches
 still pending are cancelled (recorded as not run: a journal plans them again), and the
-running ones finish and seal.
+running ones finish and seal. What the walk left unrun is named, with why, in its result
+(`Driven.not_executed`, decided by `policy.not_executed`).
 
 Why the source is told which slots are `busy`: a slot in flight is `running` in the
 journal, which the walk would otherwise take for a run a dead harness left behind.
@@ -27,7 +28,7 @@ from harness.base.errors import REFUSED, HarnessError
 from harness.base.reason import Reason
 from harness.base.states import Status
 from harness.driver.plan import Executor, InFlight, LaunchRequest, LaunchSource, Outcome, Recorder
-from harness.driver.policy import Why, stop_reason
+from harness.driver.policy import NotExecuted, StoppedAfter, Why, not_executed, stop_reason
 from harness.measure.ui import Reporter
 
 
@@ -57,10 +58,13 @@ def run_one(request: LaunchRequest, executor: Executor, recorder: Recorder) -> O
 
 @dataclass
 class Driven:
-    """How a walk of the plan ended: why it stopped and every outcome, in order."""
+    """How a walk of the plan ended: why it stopped, every outcome in order, the outcome
+    it stopped after (if one stopped it), and each slot it left unrun with why."""
 
     why: Why | str
     outcomes: list[Outcome] = field(default_factory=list)
+    after: StoppedAfter | None = None
+    not_executed: tuple[NotExecuted, ...] = ()
 
     @property
     def worst(self) -> int:
@@ -108,6 +112,8 @@ class _Walk:
             if why == Why.STOP_POLICY:
                 self.ui.event("stop-policy", policy=self.stop_policy, status=outcome.status)
             self.stop = why
+            self.driven.after = StoppedAfter(request.control, outcome.status,
+                                             tuple(r.rule for r in outcome.reasons))
 
     def start(self, executor: Executor, requests: tuple[LaunchRequest, ...]) -> None:
         """Record every member `started` (committed before the launch exists), then start
@@ -129,11 +135,12 @@ class _Walk:
 
 
 def drive(source: LaunchSource, executor: Executor, *, stop_policy: str, ui: Reporter,
-          raise_errors: bool = False,
-          on_outcome: Callable[[Outcome], None] | None = None) -> Driven:
+          raise_errors: bool = False, on_outcome: Callable[[Outcome], None] | None = None,
+          deadline: str | None = None) -> Driven:
     """Keep up to `executor.window` launches in flight until the plan is done or the walk
     stops. `raise_errors`: a control the harness could not run raises its error (after it
-    is recorded) instead of stopping the walk as interrupted."""
+    is recorded) instead of stopping the walk as interrupted. `deadline`: what set the
+    source's deadline (`--until 06:30`), named where it leaves controls unrun."""
     walk = _Walk(source, stop_policy, ui, on_outcome, raise_errors)
     last: Why | str = Why.DONE
     changed = True
@@ -151,8 +158,11 @@ def drive(source: LaunchSource, executor: Executor, *, stop_policy: str, ui: Rep
         if walk.stop is not None and walk.flying:
             executor.cancel_pending(walk.flying)  # only those never started; once each
         if not walk.flying:
-            walk.driven.why = walk.stop or last
-            return walk.driven
+            driven = walk.driven
+            driven.why = walk.stop or last
+            driven.not_executed = not_executed(source.left(), driven.why, stop_policy,
+                                               driven.after, deadline)
+            return driven
         executor.pause(changed, max(w.failures for w in walk.flying))
         done, changed = executor.poll(walk.flying)
         for _, request, outcome in done:

@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 from harness.base.names import RunId
 from harness.base.reason import Reason
 from harness.base.states import Status, exit_code
-from harness.driver.policy import Why
+from harness.driver.policy import Slot, Why, slots_of
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,10 @@ class LaunchSource(Recorder, Protocol):
 
     def past_deadline(self) -> bool: ...
 
+    def left(self) -> tuple[Slot, ...]:
+        """The plan's slots not started (or planned again) so far, in plan order."""
+        ...
+
 
 class InFlight(Protocol):
     """A launch an executor started and follows: its members, and its failed queries."""
@@ -138,6 +142,7 @@ class PlanSource:
 
     def __init__(self, plan: Sequence[tuple[str, int]], runs_dir: Path, *,
                  run_id: RunId | None = None, attempt: int = 1) -> None:
+        self._plan = list(plan)
         self._todo = list(enumerate(plan))
         self._runs_dir = Path(os.path.abspath(runs_dir))
         self._run_id = run_id  # chosen by a controller (a Slurm job's): a one-control plan
@@ -165,3 +170,6 @@ class PlanSource:
 
     def past_deadline(self) -> bool:
         return False
+
+    def left(self) -> tuple[Slot, ...]:
+        return slots_of(self._plan, (i for i, _ in self._todo))

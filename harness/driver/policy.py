@@ -8,6 +8,7 @@ same rule that stops every walk on a host fault.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -15,8 +16,9 @@ from typing import Protocol
 from harness.base.errors import ENVIRONMENT, InvalidInput
 from harness.base.states import STATUSES, TERMINAL, State, Status
 
-__all__ = ["STATUSES", "STOP_POLICIES", "RetryPolicy", "Why", "environment_stops",
-           "retry_allowed", "stop_reason"]
+__all__ = ["STATUSES", "STOP_POLICIES", "NotExecuted", "RetryPolicy", "Slot", "StoppedAfter",
+           "Why", "environment_stops", "not_executed", "retry_allowed", "slots_of",
+           "stop_reason", "why_not_executed"]
 
 STOP_POLICIES = ("continue", "stop-on-refusal", "stop-on-failure")
 _FAILURES = frozenset(TERMINAL - {Status.ACCEPTED, Status.REFUSED})  # failed, timed out
@@ -96,3 +98,89 @@ def retry_allowed(policy: RetryPolicy, state: State | str, attempt: int) -> bool
     Only an interruption is retried (the host, not the control, stopped it); a refused,
     failed or timed-out control would only repeat its verdict."""
     return state == State.INTERRUPTED and attempt < policy.max_attempts
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One slot of the plan: its index, control and repeat index (0-based), and whether
+    its control repeats in the plan (only then is the repeat worth naming)."""
+
+    plan_index: int
+    control: str
+    repeat_index: int = 0
+    repeats: bool = False
+
+    @property
+    def label(self) -> str:
+        """`kv-auto`, or `kv-auto (repeat 2)` where the control repeats."""
+        return f"{self.control} (repeat {self.repeat_index + 1})" if self.repeats \
+            else self.control
+
+
+def slots_of(plan: Sequence[tuple[str, int]], indices: Iterable[int]) -> tuple[Slot, ...]:
+    """The plan's slots at `indices` (plan order), each knowing whether its control repeats."""
+    counts: dict[str, int] = {}
+    for control, _ in plan:
+        counts[control] = counts.get(control, 0) + 1
+    return tuple(Slot(i, plan[i][0], plan[i][1], counts[plan[i][0]] > 1)
+                 for i in sorted(set(indices)) if 0 <= i < len(plan))
+
+
+@dataclass(frozen=True)
+class StoppedAfter:
+    """The outcome after which a walk stopped: its control, status and rule ids."""
+
+    control: str
+    status: Status
+    rules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NotExecuted:
+    """A slot of the plan the walk left unrun, and why in one line."""
+
+    slot: Slot
+    why: str
+
+    def line(self) -> str:
+        """`kv-auto (repeat 2): stop_policy stop-on-refusal after a was refused (RULE)`."""
+        return f"{self.slot.label}: {self.why}"
+
+    def as_dict(self) -> dict:
+        return {"control": self.slot.control, "plan_index": self.slot.plan_index,
+                "repeat_index": self.slot.repeat_index, "label": self.slot.label,
+                "why": self.why}
+
+
+def why_not_executed(why: Why | str, policy: str, after: StoppedAfter | None = None,
+                     deadline: str | None = None) -> str:
+    """Why a walk that ended so left the rest of its plan unrun, in one line.
+
+    `after`: the outcome the stop policy (or a host fault) stopped on; `deadline`: what
+    set the walk's deadline (`--until 06:30`, `window 22:00-06:30`)."""
+    rules = f" ({', '.join(after.rules)})" if after is not None and after.rules else ""
+    if why == Why.STOP_POLICY:
+        if after is None:
+            return f"stop_policy {policy} stopped the campaign"
+        return f"stop_policy {policy} after {after.control} was {after.status}{rules}"
+    if why == Why.DEADLINE:
+        if deadline is not None and deadline.startswith("window"):
+            return f"{deadline} closed"
+        return f"deadline {deadline} reached" if deadline else "deadline reached"
+    if why == Why.INTERRUPTED:
+        return str(Status.INTERRUPTED)
+    if why == Why.ENVIRONMENT:
+        return (f"environment fault after {after.control} was {after.status}{rules}"
+                if after is not None else "environment fault")
+    return f"the walk ended ({why})"
+
+
+def not_executed(left: Iterable[Slot], why: Why | str, policy: str,
+                 after: StoppedAfter | None = None,
+                 deadline: str | None = None) -> tuple[NotExecuted, ...]:
+    """Each slot `left` unrun by a walk that ended with `why`, in plan order; none when the
+    walk was done (a slot left then was deferred by the doctor, which says so itself)."""
+    if why == Why.DONE:
+        return ()
+    text = why_not_executed(why, policy, after, deadline)
+    return tuple(NotExecuted(s, text) for s in sorted(left, key=lambda s: s.plan_index))

@@ -359,15 +359,18 @@ def _difference_key(d: dict) -> str:
     return f"{process}: {d['field']}" if isinstance(process, str) else d["field"]
 
 
-def _differences(verdict: Any) -> dict[str, dict] | None:
+DIFFERENCE_KEYS = ("field", "process", "kind", "startup", "generation")
+
+
+def _differences(verdict: Any, keys: tuple[str, ...] = DIFFERENCE_KEYS
+                 ) -> dict[str, dict] | None:
     diffs = _dict(verdict).get("differences")
     if not isinstance(diffs, list):
         return None
     out: dict[str, dict] = {}
     for d in diffs:
         if isinstance(d, dict) and isinstance(d.get("field"), str):
-            out.setdefault(_difference_key(d), {k: d.get(k) for k in (
-                "field", "process", "kind", "startup", "generation")})
+            out.setdefault(_difference_key(d), {k: d.get(k) for k in keys})
     return out
 
 
@@ -457,10 +460,11 @@ def repeat(topics: dict) -> dict:
 
 def gate0_differences(run_dir: Path) -> list[dict]:
     """The fields a run's Gate 0 found differing, from post-steps/gate0/verdict.json (read
-    bounded): [{"field", "process", "kind", "startup", "generation"}] ("process" None in
-    verdicts that name none); [] when none or unreadable."""
+    bounded): [{"field", "process", "processes", "kind", "startup", "generation"}]
+    ("process" None in verdicts that name none; "processes" every process that holds the
+    one configuration object, None in verdicts before it); [] when none or unreadable."""
     path = Path(run_dir) / layout.post_step_file(GATE0_STEP, layout.VERDICT)
-    found = _differences(read_json(path, "Gate-0 verdict", []))
+    found = _differences(read_json(path, "Gate-0 verdict", []), (*DIFFERENCE_KEYS, "processes"))
     return list((found or {}).values())
 
 

@@ -46,6 +46,7 @@ SENTENCES = {
     "control-start": "control {control}, attempt {attempt}",
     "deferred": "control {control} deferred: {reasons}",
     "deadline": "deadline {deadline} reached with {left} control(s) not started",
+    "not-executed": "control {control} not executed: {why}",
     "progress": "{done}/{total} done",
     "metrics-not-written": "metrics not written: {error}",
     "summary-failed": "the morning summary was not written: {error}",

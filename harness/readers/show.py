@@ -137,7 +137,11 @@ def _addenda(run_dir: Path) -> list[str]:
 
 
 def _where(difference: dict) -> str:
-    """`in engine-core: `: the process a difference was found in, when the verdict says."""
+    """`in engine-core: `: the process a difference was found in, when the verdict says;
+    `in engine-core, worker-0: ` for one configuration object that several hold."""
+    held = difference.get("processes")
+    if isinstance(held, list) and len(held) > 1 and all(isinstance(p, str) for p in held):
+        return f"in {', '.join(plain(p, 40) for p in held[:8])}: "
     process = difference.get("process")
     return f"in {plain(process, 40)}: " if isinstance(process, str) else ""
 

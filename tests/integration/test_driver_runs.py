@@ -48,7 +48,10 @@ def test_run_stops_on_failure_as_the_campaign_says(project):
     r = project.harness("run", str(camp), "--runs-dir", str(project.runs), "--json-lines")
     assert r.returncode == 1, r.stderr
     assert controls_run(project) == [("boom", "failed"), ("ok", "accepted")]
-    assert [line.split(":")[0] for line in r.stdout.splitlines()] == ["accepted", "failed"]
+    assert [line.split(":")[0] for line in r.stdout.splitlines()] == [
+        "accepted", "failed", "not executed"]
+    assert r.stdout.splitlines()[-1].startswith(
+        "not executed: never: stop_policy stop-on-failure after boom was failed")
     [stop] = events(r.stderr, "stop-policy")
     assert (stop["policy"], stop["status"]) == ("stop-on-failure", "failed")
 

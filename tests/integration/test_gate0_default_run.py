@@ -34,6 +34,7 @@ def test_no_contract_is_the_vllm_identity_and_all_is_a_choice(project):
     rec, verdict = run_inproc(project, "contract: all\n")
     assert rec["status"] == "refused" and rec["rules"] == ["GATE0-FIELD-DIFFERS"]
     assert verdict["contract"] is None
-    # the engine core's and its uni worker's (one config object): sized after start-up
-    assert [(d["process"], d["field"]) for d in verdict["differences"]] == [
-        ("engine-core", "cache.num_gpu_blocks"), ("worker-0", "cache.num_gpu_blocks")]
+    # the engine core's and its uni worker's (one config object, named once): sized after
+    # start-up
+    assert [(d["processes"], d["field"]) for d in verdict["differences"]] == [
+        (["engine-core", "worker-0"], "cache.num_gpu_blocks")]

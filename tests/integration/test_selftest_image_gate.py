@@ -74,9 +74,8 @@ def test_the_gate_rests_on_gate0_finding_the_seed_case_in_the_second_post_init(
     seed = read(runs["selftest-image-gate"] / "post-steps" / "image-gate" / "verdict.json")
     assert seed["verdict"] == "accepted", seed["reasons"]
     assert seed["gate0"]["refused_by"] == [GATE0_FIELD_DIFFERS]
-    assert [(d["process"], d["field"], d["kind"]) for d in seed["gate0"]["differences"]] == [
-        ("engine-core", "compilation.custom_ops", "value-changed"),
-        ("worker-0", "compilation.custom_ops", "value-changed")]
+    assert [(d["processes"], d["field"], d["kind"]) for d in seed["gate0"]["differences"]] == [
+        (["engine-core", "worker-0"], "compilation.custom_ops", "value-changed")]
     [change] = seed["attribution"][0]["changes"]
     assert change["within"][0] == SECOND
     pair = read(runs["selftest-image-gate-inproc"] / "post-steps" / "image-gate"

@@ -18,9 +18,15 @@ from harness.driver.policy import (
     STATUSES,
     STOP_POLICIES,
     RetryPolicy,
+    Slot,
+    StoppedAfter,
+    Why,
     environment_stops,
+    not_executed,
     retry_allowed,
+    slots_of,
     stop_reason,
+    why_not_executed,
 )
 
 # status -> (exit code `harness.judge.verdict.exit_code` gives it, stops under each policy)
@@ -212,3 +218,54 @@ def test_plan_source_gives_each_slot_once_with_a_fresh_folder() -> None:
     assert all(r.run_dir.is_absolute() and r.run_dir.name.startswith(f"{r.control}-")
                for r in requests)
     assert len({r.run_id for r in requests}) == 3
+
+
+REFUSAL = StoppedAfter("a", Status.REFUSED, ("GATE0-FIELD-DIFFERS",))
+
+
+@pytest.mark.parametrize(("why", "after", "deadline", "text"), [
+    (Why.STOP_POLICY, REFUSAL, None,
+     "stop_policy stop-on-refusal after a was refused (GATE0-FIELD-DIFFERS)"),
+    (Why.STOP_POLICY, StoppedAfter("a", Status.FAILED), None,
+     "stop_policy stop-on-refusal after a was failed"),
+    (Why.DEADLINE, None, "--until 06:30", "deadline --until 06:30 reached"),
+    (Why.DEADLINE, None, "--max-hours 2", "deadline --max-hours 2 reached"),
+    (Why.DEADLINE, None, "window 22:00-06:30", "window 22:00-06:30 closed"),
+    (Why.DEADLINE, None, None, "deadline reached"),
+    (Why.INTERRUPTED, REFUSAL, None, "interrupted"),
+    (Why.ENVIRONMENT, StoppedAfter("a", Status.FAILED, ("ENV-DISK-FULL",)), None,
+     "environment fault after a was failed (ENV-DISK-FULL)"),
+])
+def test_why_a_slot_was_not_executed_names_the_stop(why, after, deadline, text) -> None:
+    assert why_not_executed(why, "stop-on-refusal", after, deadline) == text
+
+
+def test_not_executed_names_each_slot_left_with_its_repeat_where_the_control_repeats() -> None:
+    plan = [("a", 0), ("b", 0), ("b", 1), ("c", 0)]
+    left = slots_of(plan, [3, 1, 2])
+    assert [s.label for s in left] == ["b (repeat 1)", "b (repeat 2)", "c"]
+    found = not_executed(reversed(left), Why.STOP_POLICY, "stop-on-refusal", REFUSAL)
+    assert [n.line() for n in found] == [
+        f"{label}: stop_policy stop-on-refusal after a was refused (GATE0-FIELD-DIFFERS)"
+        for label in ("b (repeat 1)", "b (repeat 2)", "c")]
+    assert found[0].as_dict() == {
+        "control": "b", "plan_index": 1, "repeat_index": 0, "label": "b (repeat 1)",
+        "why": "stop_policy stop-on-refusal after a was refused (GATE0-FIELD-DIFFERS)"}
+    assert not_executed(left, Why.DONE, "continue") == ()  # a done walk left nothing by a stop
+    assert slots_of(plan, [7, -1]) == ()
+    assert Slot(0, "a").label == "a"
+
+
+@pytest.mark.parametrize(("statuses", "left"), [
+    (["refused", "accepted", "accepted"], ["b", "c"]),
+    (["accepted", "refused", "accepted"], ["c"]),
+    (["accepted", "accepted", "refused"], []),
+])
+def test_drive_carries_the_slots_a_stop_left_unrun(statuses, left) -> None:
+    source = Source(["a", "b", "c"], statuses)
+    driven = drive(source, source, stop_policy="stop-on-refusal", ui=Events())
+    assert [n.slot.control for n in driven.not_executed] == left
+    stopped = "abc"[statuses.index("refused")]
+    assert {n.why for n in driven.not_executed} <= {
+        f"stop_policy stop-on-refusal after {stopped} was refused (X-WHY)"}
+    assert driven.after == StoppedAfter(stopped, Status.REFUSED, ("X-WHY",))

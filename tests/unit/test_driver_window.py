@@ -18,6 +18,7 @@ from harness.base.reason import Reason
 from harness.base.states import Status
 from harness.driver.drive import drive
 from harness.driver.plan import LaunchRequest, Outcome
+from harness.driver.policy import Slot
 from harness.measure.ui import Reporter
 
 
@@ -93,6 +94,7 @@ class Plan:
                      for launch in controls]
         self.log: list[tuple[str, str]] = []
         self.deadline_after = deadline_after  # cycles until the deadline passes
+        self.withdrawn_slots: list[Slot] = []
 
     def next_launches(self, busy: frozenset[int] = frozenset(), *, together: bool = True,
                       ) -> tuple[LaunchRequest, ...] | str:
@@ -111,6 +113,11 @@ class Plan:
 
     def withdrawn(self, request: LaunchRequest, reason: str) -> None:
         self.log.append(("not-run", request.control))
+        self.withdrawn_slots.append(Slot(request.plan_index or 0, request.control))
+
+    def left(self) -> tuple[Slot, ...]:
+        return (*self.withdrawn_slots,
+                *(Slot(index, control) for launch in self.todo for index, control in launch))
 
     def past_deadline(self) -> bool:
         if self.deadline_after is None:
@@ -148,6 +155,9 @@ def test_a_stop_cancels_the_pending_jobs_and_lets_the_running_ones_finish() -> N
     assert driven.why == "stop-policy"
     assert script.cancelled == ["p1", "p2"]
     assert ("accepted", "long") in plan.log  # finished and recorded after the stop
+    # the cancelled jobs and the rest of the plan are named, with the refusal that stopped it
+    assert [n.line() for n in driven.not_executed] == [
+        f"{c}: stop_policy stop-on-refusal after r was refused" for c in ("p1", "p2", "later")]
     assert ("not-run", "p1") in plan.log and ("not-run", "p2") in plan.log
     assert not any(c == "later" for _, c in plan.log), "nothing is submitted after a stop"
 
@@ -170,6 +180,8 @@ def test_the_deadline_passing_with_a_full_window_cancels_its_pending_jobs() -> N
     assert driven.why == "deadline" and script.cancelled == ["c"]
     assert [c for s, c in plan.log if s == "accepted"] == ["a", "b"]
     assert ("not-run", "c") in plan.log and not any(c == "d" for _, c in plan.log)
+    assert [n.line() for n in driven.not_executed] == ["c: deadline reached",
+                                                       "d: deadline reached"]
 
 
 def test_a_group_is_one_job_its_members_started_first_and_recorded_in_order() -> None:

@@ -34,6 +34,7 @@ EXPECTED = {
     ("running", "slurm-job"): "running",  # records the Slurm job; the row stays running
     ("running", "withdraw"): "planned",  # its job was cancelled while pending: not run
     ("deferred", "requeue"): "planned",
+    ("planned", "leave"): "planned",  # the walk ended before it ran: why, in its reason
 }
 
 

@@ -241,3 +241,18 @@ def test_a_withdrawn_row_is_planned_again_without_its_run_and_launched_next(
     with pytest.raises(IllegalTransition):
         j.withdraw(j.mark_accepted(again), "too late")
     j.close()
+
+
+def test_a_row_left_unrun_keeps_why_until_it_runs(tmp_path: Path) -> None:
+    """The walk ended before a planned row: it stays planned with why as its reason (a
+    `leave` event), a later start runs it and the reason is gone; a row that ran is not
+    left."""
+    j = make(tmp_path)
+    row = j.leave(j.rows()[0], "deadline --until 06:30 reached")
+    assert (row.state, row.reason) == ("planned", "deadline --until 06:30 reached")
+    assert [e["event"] for e in j.events(row.id)][-1] == "leave"
+    again = j.mark_running(row, "run-0", "/runs/run-0")
+    assert again.reason is None
+    with pytest.raises(IllegalTransition):
+        j.leave(again, "interrupted")
+    j.close()

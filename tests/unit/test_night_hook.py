@@ -161,6 +161,20 @@ def test_the_payload_carries_the_summarys_counts_and_its_digest() -> None:
     no_bundle = build_payload(summary, campaign="c", night="n", ended="done", exit_code=0,
                               bundle=Bundled(error="a run does not verify"))
     assert no_bundle["bundle"] is None
+    assert doc["not_executed"] == []
+
+
+def test_the_payload_names_the_slots_the_night_left_and_why() -> None:
+    doc = json.loads(real_summary())
+    left = {"control": "c", "plan_index": 2, "repeat_index": 0, "label": "c",
+            "why": "deadline --until 06:30 reached"}
+    doc["not_executed"] = [left]
+    summary = parse_summary(json.dumps(doc).encode())
+    payload = build_payload(summary, campaign="c", night="n", ended="deadline", exit_code=1,
+                            bundle=Bundled())
+    assert payload["not_executed"] == [left]
+    del doc["not_executed"]  # a summary an older harness wrote
+    assert parse_summary(json.dumps(doc).encode()).not_executed == []
 
 
 @pytest.mark.parametrize(("raw", "words"), [
@@ -181,6 +195,8 @@ def test_a_forged_summary_is_refused(raw: bytes, words: str) -> None:
     ("counts", [], "counts"), ("regressions", {}, "regressions is not a list"),
     ("headline", "x" * 5000, "headline"), ("runs", [1], "not a mapping"),
     ("counts", {"accepted": float("nan")}, "NaN"),
+    ("not_executed", {}, "not_executed is not a list"),
+    ("not_executed", [1], "not a mapping"), ("not_executed", [{"control": 1}], "control"),
 ])
 def test_a_summary_of_the_wrong_shape_is_refused(key: str, value, words: str) -> None:
     doc = json.loads(real_summary())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InvalidInput, Refused
-from harness.driver.night.rules import in_window, night_deadline, parse_window
+from harness.driver.night.rules import deadline_named, in_window, night_deadline, parse_window
 
 REPO = Path(__file__).resolve().parents[2]
 TZ = timezone(timedelta(hours=1))
@@ -46,6 +46,16 @@ def test_a_late_start_is_refused_and_an_early_one_ends_with_its_window() -> None
     assert night_deadline(at(3), "05:00", None, "01:30-06:00") == at(5)
     assert night_deadline(at(3), None, 1, "01:30-06:00") == at(4)
     assert night_deadline(at(3), None, None, None) is None
+
+
+def test_the_deadline_is_named_by_what_set_it() -> None:
+    """The earliest of --until, --max-hours and the window's end names the deadline, so
+    the controls it leaves say which one ended the night."""
+    assert deadline_named(at(3), None, None, "01:30-06:00") == "window 01:30-06:00"
+    assert deadline_named(at(3), "05:00", None, "01:30-06:00") == "--until 05:00"
+    assert deadline_named(at(3), "07:00", None, "01:30-06:00") == "window 01:30-06:00"
+    assert deadline_named(at(3), "05:00", 1, None) == "--max-hours 1"
+    assert deadline_named(at(3), None, None, None) is None
 
 
 def test_night_outside_its_window_starts_nothing(tmp_path: Path) -> None:

@@ -121,10 +121,13 @@ def test_gate0_refuses_with_the_custom_ops_difference_only(run_dir, tmp_path):
     assert gate0.run(run_dir, tmp_path, {"contract": contract}) == 1
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["refused_by"] == ["GATE0-FIELD-DIFFERS"]
-    # the uni worker shares the engine core's config object, so it saw the change too
-    assert [(d["process"], d["field"], d["kind"]) for d in verdict["differences"]] == [
-        ("engine-core", "compilation.custom_ops", "value-changed"),
-        ("worker-0", "compilation.custom_ops", "value-changed")]
+    # the uni worker shares the engine core's config object (same pid, same object id):
+    # one change, reported once, naming both processes that hold it
+    assert [(d["processes"], d["field"], d["kind"]) for d in verdict["differences"]] == [
+        (["engine-core", "worker-0"], "compilation.custom_ops", "value-changed")]
+    assert verdict["differences"][0]["process"] == "engine-core"
+    assert len(verdict["reasons"]) == 1 and "one configuration object" in \
+        verdict["reasons"][0]["detail"]
     assert verdict["compared"] == 29
     assert {p["process"]: p["verdict"] for p in verdict["processes"]} == {
         "engine-core": "refused", "frontend": "accepted", "worker-0": "refused"}
@@ -142,7 +145,8 @@ def test_gate0_without_a_contract_compares_the_vllm_identity(run_dir, tmp_path):
     assert gate0.run(run_dir, tmp_path, {}) == 1
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["refused_by"] == ["GATE0-FIELD-DIFFERS"]
-    assert [d["field"] for d in verdict["differences"]] == ["compilation.custom_ops"] * 2
+    assert [(d["field"], d["processes"]) for d in verdict["differences"]] == [
+        ("compilation.custom_ops", ["engine-core", "worker-0"])]
     assert verdict["contract"] == list(VLLM_IDENTITY)
     assert verdict["compared"] == len(VLLM_IDENTITY)
 

@@ -264,3 +264,51 @@ def test_a_relative_run_folder_in_a_journal_is_found_from_the_night_not_the_curr
     assert resolve_run_dir("runs/r1", night) == tmp_path / "proj" / "runs" / "r1"
     assert resolve_run_dir("r1", night) == tmp_path / "proj" / "runs" / "r1"
     assert resolve_run_dir("runs/r2", night) is None
+
+
+def test_the_slots_a_stopped_night_left_are_named_with_why_until_they_run(tmp_path: Path,
+                                                                          ) -> None:
+    """A night stopped by its policy leaves its planned rows with why: summary.json,
+    summary.md, summary.html, every `report` format and the end lines name each (its
+    repeat where the control repeats); once a later start runs one, it is gone."""
+    from harness.readers.report.ending import night_end_lines
+    from harness.readers.report.morning import render, summary_for_night
+
+    night = tmp_path / "runs" / "nights" / "c-20261129T020000Z"
+    night.mkdir(parents=True)
+    j = Journal.create(night / "journal.sqlite", campaign="c", campaign_file="c.yaml",
+                       plan=[("a", 0), ("b", 0), ("b", 1)], seal="sha256:" + "b" * 64)
+    a, b0, b1 = j.rows()
+    j.mark_refused(j.mark_running(a, "a-1", "/nowhere/a-1"), "GATE0-FIELD-DIFFERS: x")
+    why = "stop_policy stop-on-refusal after a was refused (GATE0-FIELD-DIFFERS)"
+    j.leave(b0, why)
+    j.leave(b1, why)
+    j.close()
+    written = write_night_summary(night)
+    doc = json.loads((night / "summary.json").read_text())
+    assert [(e["label"], e["why"]) for e in doc["not_executed"]] == [
+        ("b (repeat 1)", why), ("b (repeat 2)", why)]
+    assert doc["not_executed"][1]["repeat_index"] == 1
+    md = (night / "summary.md").read_text()
+    assert "## Not executed" in md and "- b (repeat 2): stop\\_policy stop-on-refusal" in md
+    assert "<h2>Not executed</h2>" in (night / "summary.html").read_text()
+    assert f"<li>b (repeat 1): {why}</li>" in (night / "summary.html").read_text()
+    summary = summary_for_night(night)
+    assert f"  b (repeat 1): {why}" in render(summary, "table", 200)
+    assert json.loads(render(summary, "json"))["not_executed"] == doc["not_executed"]
+    lines = night_end_lines(night, written)
+    assert [x for x in lines if x.startswith("not executed")] == [
+        f"not executed: b (repeat 1): {why}", f"not executed: b (repeat 2): {why}"]
+
+    with Journal.open(night / "journal.sqlite") as j:  # resumed: the first b runs
+        j.mark_accepted(j.mark_running(j.rows()[1], "b-1", "/nowhere/b-1"))
+    write_night_summary(night)
+    doc = json.loads((night / "summary.json").read_text())
+    assert [e["label"] for e in doc["not_executed"]] == ["b (repeat 2)"]
+
+
+def test_a_night_that_left_nothing_names_nothing(runs: Path) -> None:
+    night = runs / "nights" / "rehearsal-night-20261129T020000Z"
+    write_night_summary(night)
+    assert json.loads((night / "summary.json").read_text())["not_executed"] == []
+    assert "Not executed" not in (night / "summary.md").read_text()

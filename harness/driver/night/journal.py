@@ -382,6 +382,11 @@ class Journal:
         """Commit a row whose job was cancelled while pending: not run (planned again)."""
         return self._move(row, "withdraw", reason, reason=reason, run_id=None, run_dir=None)
 
+    def leave(self, row: Row | int, reason: str) -> Row:
+        """Commit why the walk ended before this planned row ran (it stays planned: a later
+        start of the night that runs it clears the reason)."""
+        return self._move(row, "leave", reason, reason=reason)
+
     def finish(self, row: Row | int, status: Status | str, reasons: Reasons = ()) -> Row:
         """Commit how the run ended: its state is the sealed folder's `status`; beside
         the reasons' text for people, their rules and exit class, which the night's exit

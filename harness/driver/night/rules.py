@@ -62,6 +62,23 @@ def night_deadline(now: datetime, until: str | None, max_hours: float | None,
     return min(d for d in (deadline, closes) if d is not None)
 
 
+def deadline_named(now: datetime, until: str | None, max_hours: float | None,
+                   window: str | None) -> str | None:
+    """What sets the deadline `night_deadline` gives (`--until 06:30`, `--max-hours 2`,
+    `window 22:00-06:30`: the earliest; None without one), to say why controls were left."""
+    found = []
+    if until is not None:
+        found.append((deadline_from(now, until, None), f"--until {until.strip()}"))
+    if max_hours is not None:
+        found.append((deadline_from(now, None, max_hours), f"--max-hours {max_hours:g}"))
+    if window is not None:
+        _, end = parse_window(window)
+        closes = deadline_from(now, f"{end[0]:02d}:{end[1]:02d}", None)
+        found.append((closes, f"window {window.strip()}"))
+    dated = [(at, name) for at, name in found if at is not None]
+    return min(dated, key=lambda p: p[0])[1] if dated else None
+
+
 def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> datetime | None:
     """The earliest of `--until` (the next such local wall-clock time after `now`) and
     `now + --max-hours`; None when neither is given. `now` must be timezone-aware."""

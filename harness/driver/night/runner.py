@@ -28,15 +28,22 @@ from harness.config.executor import ExecutorConfig
 from harness.config.loader import Loaded
 from harness.config.samehost import instances
 from harness.driver.cutoff import seal_left
-from harness.driver.drive import drive
+from harness.driver.drive import Driven, drive
 from harness.driver.night import confirm, rules
 from harness.driver.night.executors import Fetch, night_executor
 from harness.driver.night.folders import night_folders, night_name
-from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, Row, settle
+from harness.driver.night.journal import (
+    JOURNAL_NAME,
+    Journal,
+    RetryPolicy,
+    Row,
+    latest_attempts,
+    settle,
+)
 from harness.driver.night.nightlock import NightLock
 from harness.driver.night.source import JournalSource, left_running
 from harness.driver.plan import LaunchRequest, NightExecutor, Outcome
-from harness.driver.policy import ENDED_ON_PURPOSE, Why
+from harness.driver.policy import ENDED_ON_PURPOSE, NotExecuted, Why, not_executed
 from harness.measure.seal import seal_digest, source_files
 from harness.measure.ui import Reporter
 
@@ -51,6 +58,7 @@ class NightResult:
     runs: list[tuple[Status, Path]] = field(default_factory=list)
     summary: list[Path] = field(default_factory=list)
     why: Why | str = Why.DONE
+    not_executed: tuple[NotExecuted, ...] = ()  # slots the walk left unrun, with why
 
 
 def policy_of(loaded: Loaded) -> RetryPolicy:
@@ -131,7 +139,7 @@ class NightRunner:
     def __init__(self, loaded: Loaded, runs_dir: Path, ui: Reporter, *,
                  lock_timeout: float | None, deadline: datetime | None,
                  summarize: Summarize | None = None, config: ExecutorConfig | None = None,
-                 fetch: Fetch | None = None) -> None:
+                 fetch: Fetch | None = None, deadline_named: str | None = None) -> None:
         self.loaded = loaded
         self.config = config or loaded.executor  # the campaign's `executor:`, command line on top
         self.executor: NightExecutor | None = None  # made once the night folder is known
@@ -140,6 +148,7 @@ class NightRunner:
         self.ui = ui
         self.lock_timeout = lock_timeout
         self.deadline = deadline
+        self.deadline_named = deadline_named  # what set it: `--until 06:30`, `window …`
         self.policy = policy_of(loaded)
         self.instances = instances(loaded.plan(), loaded.same_host)  # same_host groups
         self.summarize = summarize
@@ -186,9 +195,9 @@ class NightRunner:
         assert self.executor is not None
         return self.executor.preflight(row.control, self.runs_dir)
 
-    def loop(self, source: JournalSource) -> Why | str:
-        """Run until done; return why the night stopped: done, deadline, stop-policy,
-        interrupted or environment."""
+    def loop(self, source: JournalSource) -> Driven:
+        """Run until done; return how the walk ended: why (done, deadline, stop-policy,
+        interrupted or environment) and what it left unrun."""
         assert self.executor is not None and self.result is not None
         runs = self.result.runs
 
@@ -197,7 +206,7 @@ class NightRunner:
             self.regression(source.journal, outcome)
 
         return drive(source, self.executor, stop_policy=self.loaded.campaign.stop_policy,
-                     ui=self.ui, on_outcome=on_outcome).why
+                     ui=self.ui, on_outcome=on_outcome, deadline=self.deadline_named)
 
     def regression(self, journal: Journal, outcome: Outcome) -> None:
         """The run's regression call, sealed, and its confirmation rerun when one is due
@@ -223,7 +232,8 @@ class NightRunner:
                 self.loaded, self.config, self.ui, night_dir=night_dir, runs_dir=self.runs_dir,
                 lock_timeout=self.lock_timeout, until=self.deadline,
                 on_submitted=source.submitted, fetch=self.fetch)
-            why = self.walk(journal, source, resumed)
+            driven = self.walk(journal, source, resumed)
+            self.leave(journal, driven.not_executed)
             rows = journal.rows()
         except BaseException:
             journal.close()
@@ -231,9 +241,20 @@ class NightRunner:
             raise
         finally:
             journal.close()
-        return self.end(night_dir, why, rows)
+        self.result.not_executed = driven.not_executed
+        return self.end(night_dir, driven.why, rows)
 
-    def walk(self, journal: Journal, source: JournalSource, resumed: bool) -> Why | str:
+    def leave(self, journal: Journal, left: tuple[NotExecuted, ...]) -> None:
+        """Each planned row the walk left unrun keeps why (its reason), for the summary."""
+        latest = latest_attempts(journal.rows())
+        for n in left:
+            row = latest.get(n.slot.plan_index)
+            if row is not None and row.state == State.PLANNED:
+                journal.leave(row, n.why)
+            self.ui.event("not-executed", control=n.slot.control,
+                          repeat_index=n.slot.repeat_index, why=n.why)
+
+    def walk(self, journal: Journal, source: JournalSource, resumed: bool) -> Driven:
         """Recover what a dead harness left, then the loop; a signal stops it interrupted."""
         with signals_interrupt():
             self.ui.event("night-start", campaign=self.loaded.campaign.name,
@@ -246,7 +267,9 @@ class NightRunner:
                 return self.loop(source)
             except Interrupted as e:
                 self.ui.event("interrupted", signal=str(e))
-                return Why.INTERRUPTED
+                why = Why.INTERRUPTED
+                return Driven(why, not_executed=not_executed(
+                    source.left(), why, self.loaded.campaign.stop_policy))
 
     def end(self, night_dir: Path, why: Why | str, rows: list[Row]) -> NightResult:
         """Mark a night that ended on purpose, its exit code, the morning summary."""
@@ -286,7 +309,8 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
     outside `window` is refused before anything is touched."""
     if night is not None and new:
         raise InvalidInput("--night and --new exclude each other")
-    deadline = rules.night_deadline(datetime.now().astimezone(), until, max_hours, window)
+    now = datetime.now().astimezone()
+    deadline = rules.night_deadline(now, until, max_hours, window)
     lock = NightLock(loaded.lock_path, kind="night", campaign=loaded.campaign.name)
     lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
     try:
@@ -295,7 +319,8 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
         night_dir = found or new_night_dir(nights_dir, loaded.campaign.name)
         runner = NightRunner(loaded, runs_dir, ui, lock_timeout=lock_timeout,
                              deadline=deadline.astimezone(UTC) if deadline else None,
-                             summarize=summarize, config=executor, fetch=fetch)
+                             summarize=summarize, config=executor, fetch=fetch,
+                             deadline_named=rules.deadline_named(now, until, max_hours, window))
         return runner.run(night_dir, found is not None, lock)
     finally:
         lock.release()

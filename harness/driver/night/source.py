@@ -11,6 +11,7 @@ a second job beside its partners.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from harness.driver.night import rules
 from harness.driver.night.journal import Journal, RetryPolicy, Row, latest_attempts, next_step
 from harness.driver.night.transitions import RERUN
 from harness.driver.plan import LaunchRequest, Outcome, new_request
-from harness.driver.policy import Why
+from harness.driver.policy import Slot, Why
 from harness.measure.runfolder.reruns import append_index, index_entry
 from harness.measure.ui import Reporter
 
@@ -183,6 +184,13 @@ class JournalSource:
 
     def past_deadline(self) -> bool:
         return rules.past(self.night.deadline, datetime.now(UTC))
+
+    def left(self) -> tuple[Slot, ...]:
+        """The slots whose newest attempt is planned (never started, or withdrawn)."""
+        latest = latest_attempts(self.journal.rows())
+        counts = Counter(r.control for r in latest.values())
+        return tuple(Slot(i, r.control, r.repeat_index, counts[r.control] > 1)
+                     for i, r in sorted(latest.items()) if r.state == State.PLANNED)
 
     def withdrawn(self, request: LaunchRequest, reason: str) -> None:
         """Its job was cancelled before it started: the row is planned again, not run."""

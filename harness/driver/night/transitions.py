@@ -34,6 +34,7 @@ TRANSITIONS: dict[tuple[State, str], State] = {
     (State.RUNNING, "interrupt"): State.INTERRUPTED,
     (State.RUNNING, "slurm-job"): State.RUNNING,  # its Slurm job's id and token, after sbatch
     (State.RUNNING, "withdraw"): State.PLANNED,  # its Slurm job was cancelled before it ran
+    (State.PLANNED, "leave"): State.PLANNED,  # the walk ended before it: why, in its reason
     (State.DEFERRED, "requeue"): State.PLANNED,  # a later start of the night tries again
 }
 EVENTS = tuple(sorted({event for _, event in TRANSITIONS}))

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from . import trace
 from .interface import (
     ENGINE_CORE,
     ENGINE_SECRET_PREFIX,
@@ -94,13 +95,14 @@ def frontend_config(llm: Any) -> Any:
 
 
 def observe_frontend(directory: str, llm: Any, phase: str, hook: str) -> None:
-    """Write the front-end's observation; a failure is said, and leaves the document
-    unwritten for the finalizer to refuse."""
+    """Write the front-end's observation; a failure is said, recorded in the trace as the
+    instrument's error (the finalizer refuses it), and leaves the document unwritten."""
     try:
         doc = observation(phase, frontend_config(llm), rank=0, kind=FRONTEND, hook=hook)
         write_document(directory, document_name(FRONTEND, phase), doc)
     except Exception as e:
         say(f"front-end {phase} observation failed: {type(e).__name__}: {e}")
+        (trace.tracer() or trace.Tracer(directory)).error(f"front-end {phase} observation", e)
 
 
 def expected_documents(llm: Any) -> list[str]:

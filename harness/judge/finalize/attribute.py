@@ -34,8 +34,14 @@ def read_trace(path: Path) -> tuple[list[dict[str, Any]], int]:
     decides what that means. An unreadable one raises harness.base.readfile.InputError."""
     if not os.path.lexists(path):
         return [], 0
+    return parse_trace(read_text_bounded(path, MAX_BYTES, "transition trace"))
+
+
+def parse_trace(text: str) -> tuple[list[dict[str, Any]], int]:
+    """The records of a trace's text (already read, bounded), and how many lines were not
+    records."""
     records, bad = [], 0
-    for line in read_text_bounded(path, MAX_BYTES, "transition trace").splitlines():
+    for line in text.splitlines():
         try:
             record = loads(line)
         except DecodeError:

@@ -21,17 +21,20 @@ from harness.base.readfile import InputError, TooLarge, read_fd
 from harness.base.reason import Reason, rules
 from harness.base.states import Verdict
 from harness.base.tree import open_beneath
-from harness.instrument.harness_observer.interface import PHASES
+from harness.instrument.harness_observer.interface import PHASES, TRANSITIONS
 from harness.judge import verdictfile
+from harness.judge.finalize.attribute import MAX_BYTES as TRACE_BYTES
+from harness.judge.finalize.attribute import parse_trace, read_trace
 from harness.judge.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
 from harness.judge.finalize.documents import DocumentError, parse_document, read_document
-from harness.judge.finalize.processes import BOUND, Process, expected, judge_processes
+from harness.judge.finalize.processes import BOUND, Process, judge_processes, named
 from harness.measure.runfolder import manifest
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import OBSERVATIONS, PREFLIGHT, RECORD, SUMS
 from harness.measure.runfolder.record import RunRecord
 
 RULE_NOT_INTACT = REFINALIZE_NOT_INTACT
+MAX_ENTRIES = 4096  # files in observations/: a real run writes a few dozen
 
 
 def refusal(reasons: list[Reason], contract: list[str] | None) -> dict[str, Any]:
@@ -105,6 +108,45 @@ class _Observations:
             self.unreadable += [Reason(GATE0_UNREADABLE, fault) for fault in e.faults]
             return None, False
 
+    def found(self) -> list[tuple[Process, str]]:
+        """Every observation document the folder holds (the seal's claims, for a sealed
+        one), by the process and phase its name says; other files are not observations."""
+        if self.sealed is not None:
+            names = self.sealed.names(OBSERVATIONS)
+        else:
+            folder = self.run_dir / OBSERVATIONS
+            if folder.is_symlink() or not folder.is_dir():
+                return []
+            names = []
+            with os.scandir(folder) as entries:
+                for count, entry in enumerate(entries, 1):
+                    if count > MAX_ENTRIES:
+                        self.unreadable.append(Reason(GATE0_UNREADABLE, f"{OBSERVATIONS}/ "
+                                                      f"holds more than {MAX_ENTRIES} entries"))
+                        break
+                    names.append(entry.name)
+        return sorted(filter(None, map(named, names)))
+
+    def trace(self) -> list[dict[str, Any]]:
+        """The transition trace's records (none when it is absent); unreadable: noted."""
+        rel = f"{OBSERVATIONS}/{TRANSITIONS}"
+        try:
+            if self.sealed is not None:
+                if not self.sealed.claims(rel):
+                    return []
+                return parse_trace(self.sealed.read(rel, TRACE_BYTES).decode())[0]
+            return read_trace(self.run_dir / rel)[0]
+        except InputError as e:
+            why = [e.message]
+        except DocumentError as e:
+            why = e.faults
+        except UnicodeDecodeError as e:  # strict, as the plain reader reads it
+            why = [f"{self.run_dir}/{rel}: the transition trace is not UTF-8 text "
+                   f"({e.reason} at byte {e.start})"]
+        self.unreadable += [Reason(GATE0_UNREADABLE, f"{rel} cannot be read: {fault}")
+                            for fault in why]
+        return []
+
     def pair(self, process: Process) -> tuple[dict[str, dict[str, Any]], set[str]]:
         """The process's documents by phase, and the phases whose document is unreadable."""
         docs, bad = {}, set()
@@ -135,14 +177,14 @@ def judge_run(run_dir: Path, contract: list[str] | None = None,
         return refusal(missing + observations.unreadable, contract)
     docs: dict[Process, dict[str, dict[str, Any]]] = {BOUND: bound}
     unreadable: set[tuple[Process, str]] = set()
-    for process in expected(bound["startup"]["fields"])[0]:
+    for process in dict.fromkeys(p for p, _ in observations.found()):
         if process != BOUND:
             docs[process], bad = observations.pair(process)
             unreadable |= {(process, phase) for phase in bad}
     source = (_source_of(sealed.record()) if sealed is not None
               else recorded_source(Path(run_dir)))
     verdict = judge_processes(docs, contract=contract, pins=pins, expected_source=source,
-                              unreadable=unreadable)
+                              unreadable=unreadable, trace=observations.trace())
     if observations.unreadable:
         verdict["reasons"] = verdictfile.items(observations.unreadable) + verdict["reasons"]
         verdict["refused_by"] = list(dict.fromkeys([GATE0_UNREADABLE, *verdict["refused_by"]]))
@@ -166,6 +208,11 @@ class SealedReader:
 
     def claims(self, rel: str) -> bool:
         return rel in self._claims
+
+    def names(self, folder: str) -> list[str]:
+        """The paths, relative to `folder`, of the files the seal vouches for beneath it."""
+        return [rel.removeprefix(f"{folder}/") for rel in self._claims
+                if rel.startswith(f"{folder}/")]
 
     def read(self, rel: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         """The bytes of `rel`, read once beneath the run folder; Refused unless they hash

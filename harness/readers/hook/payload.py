@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ class Summary:
     regressions: list
     runs: list[dict]
     sha256: str
+    not_executed: list[dict] = field(default_factory=list)  # slots left unrun, and why
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,12 @@ def parse_summary(raw: bytes) -> Summary:
     runs = doc.get("runs")
     if not isinstance(runs, list) or len(runs) > MAX_RUNS:
         raise SummaryUnreadable(f"runs is not a list of at most {MAX_RUNS} entries")
+    left = doc.get("not_executed", [])  # absent from a summary an older harness wrote
+    if not isinstance(left, list) or len(left) > MAX_RUNS:
+        raise SummaryUnreadable(f"not_executed is not a list of at most {MAX_RUNS} entries")
     return Summary(_text(doc, "headline"), _text(doc, "attempts"), controls, counts,
-                   regressions, [_run(r) for r in runs], hashlib.sha256(raw).hexdigest())
+                   regressions, [_run(r) for r in runs], hashlib.sha256(raw).hexdigest(),
+                   [_left(e) for e in left])
 
 
 def _text(doc: Mapping[str, Any], key: str) -> str:
@@ -119,6 +124,22 @@ def _run(entry: Any) -> dict:
         out[key] = value
     attempt = entry.get("attempt")
     out["attempt"] = attempt if type(attempt) is int else None
+    return out
+
+
+def _left(entry: Any) -> dict:
+    """One slot the night left unrun: its control, slot, label and why."""
+    if not isinstance(entry, dict):
+        raise SummaryUnreadable("an entry of not_executed is not a mapping")
+    out: dict[str, Any] = {}
+    for key in ("control", "label", "why"):
+        value = entry.get(key)
+        if not isinstance(value, str) or len(value) > TEXT_LIMIT:
+            raise SummaryUnreadable(f"a not-executed slot's {key} is not a line of text")
+        out[key] = value
+    for key in ("plan_index", "repeat_index"):
+        value = entry.get(key)
+        out[key] = value if type(value) is int else None
     return out
 
 
@@ -150,6 +171,7 @@ def build_payload(summary: Summary, *, campaign: str, night: str, ended: str,
         "counts": summary.counts,
         "regressions": summary.regressions,
         "runs": summary.runs,
+        "not_executed": summary.not_executed,
         "bundle": bundle.record(),
         "summary_sha256": summary.sha256,
     }

@@ -18,6 +18,7 @@ from harness.base.plural import counted
 from harness.base.readfile import InputError, read_bounded
 from harness.base.states import Status
 from harness.readers.report.inert import inert
+from harness.readers.report.unrun import not_executed_lines
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_LIMIT = 64 * 1024 * 1024
@@ -34,10 +35,13 @@ def to_rerun(summary: Mapping[str, Any]) -> int:
 
 def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, Any] | None,
               ) -> list[str]:
-    """`controls: …`, `summary: …` for each file written, and `next: …` commands. Pure."""
+    """`controls: …`, `not executed: …` for each slot left unrun, `summary: …` for each file
+    written, and `next: …` commands. Pure."""
     out = []
     if summary and isinstance(summary.get("headline"), str):
         out.append(f"controls: {inert(summary['headline'], 400)}")
+    if summary:  # what a stopped walk left unrun, and why
+        out += [f"not executed: {line}" for line in not_executed_lines(summary)]
     # a path is shown inert (a night folder's name comes from the campaign's) and quoted
     out += [f"summary: {inert(str(p), 1000)}" for p in written if p.suffix in (".md", ".html")]
     where = shlex.quote(inert(str(night_dir), 1000))

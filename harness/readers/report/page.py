@@ -37,6 +37,7 @@ from harness.readers.report.summary import (
     shown_metrics,
     shown_telemetry,
 )
+from harness.readers.report.unrun import not_executed_lines
 
 SYMBOLS = {State.ACCEPTED: "✓", State.REFUSED: "✗", State.FAILED: "!", State.TIMED_OUT: "⏱",
            State.INTERRUPTED: "■", State.DEFERRED: "…"}
@@ -256,6 +257,9 @@ def render_html(summary: Mapping[str, Any]) -> str:
     out += [f"<li>attempts: {_h(counts_text(summary))}</li>", "</ul>"]
     if found := regression_lines(summary):  # confirmed ones first: the only alerts
         out += ["<h2>Regressions</h2>", "<ul>", *(f"<li>{_h(line)}</li>" for line in found),
+                "</ul>"]
+    if left := not_executed_lines(summary):  # what a stopped walk left, and why
+        out += ["<h2>Not executed</h2>", "<ul>", *(f"<li>{_h(line)}</li>" for line in left),
                 "</ul>"]
     metrics, telemetry = shown_metrics(summary["runs"]), shown_telemetry(summary["runs"])
     head = ["#", "control", "status", "reasons and links", "times"]

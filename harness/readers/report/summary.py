@@ -29,6 +29,7 @@ from harness.readers.report.inert import inert
 from harness.readers.report.regressions import regression_lines, regression_lists
 from harness.readers.report.runplots import valid
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
+from harness.readers.report.unrun import not_executed, not_executed_lines
 
 SCHEMA = "harness.summary/v1"
 MAX_RUN_PLOTS = 48  # a run's plot is ~0.15 s to draw and ~35 KB: a night of hundreds is not
@@ -258,6 +259,7 @@ def build_summary(
         "regressions": regressions,  # confirmed by their rerun: the only ones that alert
         "unconfirmed": unconfirmed,  # one-offs: called, not confirmed
         "plots_left_out": max(0, len(plotted) - MAX_RUN_PLOTS),  # sampled runs not plotted
+        "not_executed": not_executed(records),  # slots a stopped walk left unrun, and why
     }
 
 
@@ -382,6 +384,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     lines += [f"- attempts: {_md(counts_text(summary))}", ""]
     if found := regression_lines(summary):
         lines += ["## Regressions", "", *(f"- {_md(line)}" for line in found), ""]
+    if left := not_executed_lines(summary):
+        lines += ["## Not executed", "", *(f"- {_md(line)}" for line in left), ""]
     shown = [*shown_metrics(summary["runs"]), *shown_telemetry(summary["runs"])]
     head = ["#", "control", "attempt", "status", "reasons"]
     head += [LABELS[m] for m in (*TIME_FIGURES, *shown)]

@@ -21,6 +21,7 @@ from harness.readers.report.format import figure_text
 from harness.readers.report.inert import inert
 from harness.readers.report.steps import gate0_lines
 from harness.readers.report.summary import counts_text, link_text, status_text
+from harness.readers.report.unrun import not_executed_lines
 
 MIN_WIDTH, MAX_WIDTH = 60, 200
 NOTE_MIN = 12
@@ -115,6 +116,8 @@ def render_table(summary: Mapping[str, Any], width: int = 100) -> str:
     lines = [cut(title, MAX_WIDTH), cut(summary.get("headline") or "", MAX_WIDTH),
              cut(f"attempts: {counts_text(summary)}", MAX_WIDTH), ""]
     lines += table_lines(summary["runs"], width)
+    if left := not_executed_lines(summary):
+        lines += ["", "not executed:", *(cut(f"  {line}", MAX_WIDTH) for line in left)]
     todo = [e for e in summary["runs"] if e["status"] != Status.ACCEPTED]
     for e in todo:
         lines += ["", *_detail(e)]
