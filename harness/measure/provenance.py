@@ -360,11 +360,13 @@ def _tree(git: str, project_dir: Path) -> tuple[Path, dict[str, Tracked], str] |
         return f"git ls-tree: {e}"
 
 
-def _clean_in_checkout(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
+def _clean_in_checkout(project_dir: Path, files: dict[str, Path],
+                       state: dict | None = None) -> CleanCheck:
     """Is every file in `files` tracked in HEAD of the checkout holding `project_dir` with
     the same bytes, and the rest of that checkout unchanged? `git status` alone never lists
-    a git-ignored file or one outside the repository; the seal's list does."""
-    state = git_state(project_dir)
+    a git-ignored file or one outside the repository; the seal's list does. `state`: the
+    folder's `git_state`, when the caller has just read it."""
+    state = state if state is not None else git_state(project_dir)
     git = shutil.which("git")
     if state["error"] or git is None or not isinstance(state["commit"], str):
         why = state["error"] or "no commit"
@@ -415,14 +417,19 @@ def _installed_problems(found: Origin, files: dict[str, Path]) -> list[str]:
     return [f"{problem} ({where})" for problem in record_problems(listed, _read_own(files))]
 
 
-def harness_state(found: Origin | None = None) -> dict:
+def harness_state(found: Origin | None = None,
+                  known: tuple[Path, dict] | None = None) -> dict:
     """What a run, a gate record and an approval name of the harness that made them: its
     distribution, version, mode, location and RECORD digest (`origin.Origin.as_dict`), and,
-    for a checkout, the commit it was at and whether it was dirty (None: git cannot tell)."""
+    for a checkout, the commit it was at and whether it was dirty (None: git cannot tell).
+    `known`: a folder and the `git_state` the caller has just read of it, reused when the
+    harness's checkout is that folder (this project's own layout), not asked of git again."""
     found = found or which()
     doc: dict = {**found.as_dict(), "commit": None, "dirty": None}
     if found.mode == CHECKOUT:
-        state = git_state(found.location)
+        same = known is not None and os.path.realpath(known[0]) == os.path.realpath(
+            found.location)
+        state = known[1] if same and known is not None else git_state(found.location)
         doc.update(commit=state["commit"], dirty=state["dirty"])
     return doc
 
@@ -439,16 +446,17 @@ def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
     found = which()
     own = {label: p for label, p in files.items() if label.startswith(HARNESS_LABEL)}
     rest = {label: p for label, p in files.items() if label not in own}
-    state = harness_state(found)
+    project = git_state(project_dir)
+    state = harness_state(found, (project_dir, project))
     if found.mode == INSTALLED:
-        check = _clean_in_checkout(project_dir, rest)
+        check = _clean_in_checkout(project_dir, rest, project)
         extra = _installed_problems(found, own)
     else:
         home = _home(own) or found.location
         top = _top(home)
         if top is not None and top == _top(project_dir):
-            return _with(_clean_in_checkout(project_dir, files), [], state)
-        check = _clean_in_checkout(project_dir, rest)
+            return _with(_clean_in_checkout(project_dir, files, project), [], state)
+        check = _clean_in_checkout(project_dir, rest, project)
         theirs = (_clean_in_checkout(home, own) if top is not None else
                   CleanCheck(None, False, (f"{home}: not a git work tree",), 1))
         extra = ([] if theirs.clean else

@@ -251,8 +251,9 @@ def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
     seal = (carried.seal if carried is not None and carried.seal is not None
             else source_seal(ctx.loaded.project_dir, inputs))
     found = keep(Preflight(seal=seal))
-    found = keep(replace(found, provenance=git_state(ctx.loaded.project_dir),
-                         harness=harness_state()))
+    project = git_state(ctx.loaded.project_dir)  # one read: the harness's too, in-tree
+    found = keep(replace(found, provenance=project,
+                         harness=harness_state(known=(ctx.loaded.project_dir, project))))
     kept_reasons = keep_inputs(ctx, seal)  # inputs/: the sealed bytes of campaign and control
     approved, reasons = approval.for_run(ctx.loaded, seal.digest, inputs,
                                          runs_dir=ctx.run_dir.parent)

@@ -183,3 +183,16 @@ def test_a_harness_folder_git_does_not_know_is_dirty(tmp_path, monkeypatch, camp
     monkeypatch.setattr(provenance, "which", lambda: Origin("harness", "0.1.0", CHECKOUT, loose))
     check = provenance.clean_at(campaign_repo, _files(campaign_repo, loose / "harness"))
     assert not check.clean and "not a git work tree" in check.problems[0]
+
+
+def test_a_checkout_already_read_is_not_asked_of_git_again(tmp_path, monkeypatch):
+    src = _repo(tmp_path / "src", {"harness/__init__.py": ""})
+    here = Origin("harness", "0.1.0", CHECKOUT, src)
+    read = provenance.git_state(src)
+    asked: list[Path] = []
+    real = provenance.git_state
+    monkeypatch.setattr(provenance, "git_state", lambda p: asked.append(p) or real(p))
+    state = provenance.harness_state(here, (src, read))
+    assert asked == [] and state["commit"] == read["commit"] and state["dirty"] is False
+    other = provenance.harness_state(here, (tmp_path, {"commit": "x", "dirty": True}))
+    assert asked == [src] and other["commit"] == read["commit"]

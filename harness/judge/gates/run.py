@@ -50,7 +50,7 @@ from harness.config.gates import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
 from harness.config.loader import Loaded
 from harness.judge.gates.judge import MAX_JUNIT, GateRun, GateVerdict, judge
 from harness.judge.gates.record import GATE_RECORD, GATES_DIR, SCHEMA, verdict
-from harness.measure.provenance import MAX_PROBLEMS, CleanCheck, clean_at, harness_state
+from harness.measure.provenance import MAX_PROBLEMS, CleanCheck, clean_at
 from harness.measure.runfolder.layout import SUMS
 from harness.measure.runfolder.manifest import make_read_only, write_manifest
 from harness.measure.seal import SourceSeal, seal_changes, source_files, source_seal
@@ -295,7 +295,7 @@ def run_gates(loaded: Loaded, runs_dir: Path, only: tuple[str, ...] = (),
            "source_seal": seal.digest, "git": joined(trees),
            "times": {"started": started, "ended": utc_now()},
            "gates": entries, "refusals": refusals, "passed": verdict(entries, refusals),
-           "harness": tree.harness or harness_state()}
+           "harness": tree.harness}
     try:
         write_json(folder / GATE_RECORD, doc, exclusive=True)
         _untouched(folder, gates, doc)
