@@ -107,9 +107,9 @@ demo: image
 	echo "    .venv/bin/harness night campaigns/rehearsal-night.yaml"
 
 # The real engine for a newcomer: builds the engine venv, image and model (a few minutes the
-# first time, cached after), runs campaigns/engine-cpu.yaml (about 1.5 minutes on 2 cores),
-# shows and verifies each run. engine-cpu-seed is refused on purpose (the seed's case on the
-# real engine); the demo succeeds when every run was sealed and verifies.
+# first time, cached after), runs campaigns/engine-cpu.yaml (about 3 minutes on 2 cores),
+# shows and verifies each run. engine-cpu-seed, -hidden and -build are refused on purpose
+# (cases made on the real engine); the demo succeeds when every run was sealed and verifies.
 demo-engine: image engine
 	@$(BIN)/harness check campaigns/engine-cpu.yaml controls/engine-cpu-*.yaml images.lock
 	@$(BIN)/harness run campaigns/engine-cpu.yaml --runs-dir gpu-runs --no-json-lines \
@@ -123,11 +123,13 @@ demo-engine: image engine
 	refused=$$(awk '$$1 == "refused:" {print $$2; exit}' $(VENV)/demo-engine-runs.txt); \
 	paired=$$(awk '$$2 ~ /engine-cpu-mp-/ {print $$2; exit}' $(VENV)/demo-engine-runs.txt); \
 	echo; \
-	echo "The refused run is on purpose: engine-cpu-seed is the seed's case on the real vLLM engine"; \
+	echo "The refused runs are on purpose: engine-cpu-seed is the seed's case on the real vLLM engine"; \
 	echo "(a TEST-ONLY plug-in gives the CPU platform ROCm's unguarded '+sparse_attn_indexer' append,"; \
 	echo "and the EngineCore's second post-init grows compilation.custom_ops); Gate 0 refuses it,"; \
 	echo "naming the engine core. engine-cpu-mp (vLLM's multiprocess layout) and engine-cpu-inproc"; \
 	echo "(one process) are accepted: every process that holds the configuration kept it."; \
+	echo "engine-cpu-hidden changes a field only vLLM's own hash sees (GATE0-HASH-DIFFERS), and"; \
+	echo "engine-cpu-build runs the worker on another engine build (GATE0-BUILD-DIFFERS)."; \
 	echo "What to look at next:"; \
 	echo "  the field, the process and its start-up and generation values:"; \
 	echo "    .venv/bin/harness show $${refused:-gpu-runs/<run-id>}"; \

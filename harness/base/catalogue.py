@@ -213,6 +213,11 @@ GATE0_BUILD_DIFFERS = _rule("GATE0-BUILD-DIFFERS", "a process ran another engine
                             "or image than the engine core", REFUSED, "gate0")
 GATE0_INSTRUMENT_ERROR = _rule("GATE0-INSTRUMENT-ERROR", "the instrument recorded an error of "
                                "its own (in a document or the trace)", REFUSED, "gate0")
+GATE0_HASH_DIFFERS = _rule("GATE0-HASH-DIFFERS", "vLLM's own configuration hash changed "
+                           "between start-up and generation while every compared field "
+                           "agrees: a change the compared fields did not see", REFUSED, "gate0")
+GATE0_HASH_MISSING = _rule("GATE0-HASH-MISSING", "vLLM's own configuration hash was recorded "
+                           "at one phase of a process and not at the other", REFUSED, "gate0")
 GATE0_NOTHING_COMPARED = _rule("GATE0-NOTHING-COMPARED", "no field was compared: an empty "
                                "comparison proves nothing", REFUSED, "gate0")
 

@@ -460,11 +460,13 @@ def repeat(topics: dict) -> dict:
 
 def gate0_differences(run_dir: Path) -> list[dict]:
     """The fields a run's Gate 0 found differing, from post-steps/gate0/verdict.json (read
-    bounded): [{"field", "process", "processes", "kind", "startup", "generation"}]
+    bounded): [{"field", "process", "processes", "kind", "startup", "generation",
+    "outside_engine_hash"}]
     ("process" None in verdicts that name none; "processes" every process that holds the
     one configuration object, None in verdicts before it); [] when none or unreadable."""
     path = Path(run_dir) / layout.post_step_file(GATE0_STEP, layout.VERDICT)
-    found = _differences(read_json(path, "Gate-0 verdict", []), (*DIFFERENCE_KEYS, "processes"))
+    found = _differences(read_json(path, "Gate-0 verdict", []),
+                         (*DIFFERENCE_KEYS, "processes", "outside_engine_hash"))
     return list((found or {}).values())
 
 

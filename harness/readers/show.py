@@ -29,6 +29,7 @@ from harness.measure.runfolder.record import RunRecord, provenance_of
 from harness.measure.runfolder.reruns import reruns_of
 from harness.readers.report.gitline import git_line
 from harness.readers.report.inert import inert
+from harness.readers.report.steps import holders
 
 STATUS_STYLE = {Status.ACCEPTED: "green", Status.REFUSED: "red", Status.FAILED: "red",
                 Status.TIMED_OUT: "yellow", Status.INTERRUPTED: "yellow"}
@@ -136,14 +137,14 @@ def _addenda(run_dir: Path) -> list[str]:
         return []
 
 
+OUTSIDE_HASH = " (outside vLLM's own hash, which agreed)"
+
+
 def _where(difference: dict) -> str:
     """`in engine-core: `: the process a difference was found in, when the verdict says;
     `in engine-core, worker-0: ` for one configuration object that several hold."""
-    held = difference.get("processes")
-    if isinstance(held, list) and len(held) > 1 and all(isinstance(p, str) for p in held):
-        return f"in {', '.join(plain(p, 40) for p in held[:8])}: "
-    process = difference.get("process")
-    return f"in {plain(process, 40)}: " if isinstance(process, str) else ""
+    held = holders(difference)
+    return f"in {held}: " if held else ""
 
 
 def gate0_lines(run_dir: Path, run: RunRecord) -> list[str]:
@@ -152,7 +153,8 @@ def gate0_lines(run_dir: Path, run: RunRecord) -> list[str]:
     if GATE0_FIELD_DIFFERS not in run.rules:
         return []
     found = gate0_differences(run_dir)
-    lines = [f"    {_where(d)}{plain(d['field'], 200)} ({_field(d.get('kind'))}): startup "
+    lines = [f"    {_where(d)}{plain(d['field'], 200)} ({_field(d.get('kind'))})"
+             f"{OUTSIDE_HASH if d.get('outside_engine_hash') is True else ''}: startup "
              f"{plain(d.get('startup'), GATE0_VALUE_CHARS)}, generation "
              f"{plain(d.get('generation'), GATE0_VALUE_CHARS)}"
              for d in found[:MAX_GATE0_FIELDS]]

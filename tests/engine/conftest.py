@@ -21,7 +21,8 @@ from tests.campaign_runs import REPO, harness, runs_by_control
 ENGINE_VENV = REPO / ".engine-venv"
 MODEL = REPO / "controls" / "models" / "tiny-llama"
 CAMPAIGN = REPO / "campaigns" / "engine-cpu.yaml"
-CONTROLS = ("engine-cpu-mp", "engine-cpu-inproc", "engine-cpu-seed")
+CONTROLS = ("engine-cpu-mp", "engine-cpu-inproc", "engine-cpu-seed", "engine-cpu-hidden",
+            "engine-cpu-build")
 
 
 @pytest.fixture(scope="session")

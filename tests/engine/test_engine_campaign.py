@@ -1,10 +1,12 @@
 """The real vLLM engine through `harness run` and `harness night`: what a reviewer of the
 engine campaign's evidence must be able to rely on.
 
-One `harness run campaigns/engine-cpu.yaml` (conftest.campaign_run) gives three sealed
-runs: vLLM's default multiprocess layout and the one-process layout, both accepted, and
-the seed's case (the test-only plug-in), refused by Gate 0 in the engine core. The night
-test runs the one-process control again as an unattended night.
+One `harness run campaigns/engine-cpu.yaml` (conftest.campaign_run) gives five sealed
+runs: vLLM's default multiprocess layout and the one-process layout, both accepted; the
+seed's case (a test-only plug-in), refused by Gate 0 in the engine core; a change only
+vLLM's own configuration hash sees, and a worker on another engine build (the test-only
+case plug-in), each refused by its own rule. The night test runs the one-process control
+again as an unattended night.
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ def verdict(run: Path) -> dict:
     return read_json(run / "post-steps" / "gate0" / "verdict.json")
 
 
-def test_the_campaign_seals_every_run_and_refuses_only_the_seed_case(campaign_run):
+def test_the_campaign_seals_every_run_and_refuses_only_the_made_cases(campaign_run):
     runs = campaign_run["runs"]
-    assert campaign_run["proc"].returncode == 1  # one run refused, on purpose
+    assert campaign_run["proc"].returncode == 1  # runs refused, on purpose
     status = {name: read_json(run / "run.json")["status"] for name, run in runs.items()}
     assert status == {"engine-cpu-mp": "accepted", "engine-cpu-inproc": "accepted",
-                      "engine-cpu-seed": "refused"}
+                      "engine-cpu-seed": "refused", "engine-cpu-hidden": "refused",
+                      "engine-cpu-build": "refused"}
     for run in runs.values():
         r = harness("verify", str(run), timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
@@ -96,6 +99,60 @@ def test_the_seed_case_is_refused_for_the_engine_cores_custom_ops(campaign_run):
     assert change["process"] == "EngineCore"
     assert change["within"][0] == "VllmConfig.__post_init__ #2"
     assert change["after"] == d["generation"]
+
+
+def test_every_document_carries_vllms_own_configuration_hash(campaign_run):
+    """The second witness is there in every process at every phase, on the real engine, and
+    agrees within each pair of the accepted runs."""
+    for name, run in campaign_run["runs"].items():
+        found = list((run / "observations").glob("*.json"))
+        assert len(found) == 6, (name, found)
+        for path in found:
+            witness = read_json(path)["engine_hash"]
+            assert witness["note"] is None, (name, path.name, witness)
+            assert len(witness["value"]) == 10 and int(witness["value"], 16) >= 0, witness
+    for name in ("engine-cpu-mp", "engine-cpu-inproc"):
+        for entry in verdict(campaign_run["runs"][name])["processes"]:
+            assert entry["engine_hash"]["compared"] and entry["engine_hash"]["agrees"], entry
+    # the seed's change is inside vLLM's hash too: both witnesses saw it, one reason
+    seed = verdict(campaign_run["runs"]["engine-cpu-seed"])
+    [core] = [e for e in seed["processes"] if e["process"] == "engine-core"]
+    assert core["engine_hash"]["agrees"] is False
+    assert "outside_engine_hash" not in seed["differences"][0]
+
+
+def test_a_change_outside_our_encoding_is_refused_by_vllms_own_hash(campaign_run):
+    run = campaign_run["runs"]["engine-cpu-hidden"]
+    v = verdict(run)
+    assert v["refused_by"] == ["GATE0-HASH-DIFFERS"]
+    assert v["differences"] == []  # every compared field agrees: our encoding saw nothing
+    [reason] = v["reasons"]
+    assert "in engine-core (EngineCore, pid" in reason["detail"]
+    assert {p["process"]: p["verdict"] for p in v["processes"]} == {
+        "engine-core": "refused", "frontend": "accepted", "worker-0": "accepted"}
+    core = docs(run)["engine-core"]
+    before, after = (core[phase]["engine_hash"]["value"] for phase in PHASES)
+    assert before != after and before in reason["detail"] and after in reason["detail"]
+    # the flipped field is one the observer never encodes (a private field)
+    assert not any("_allow_auto_resolve" in f for f in core["startup"]["fields"])
+    # without the plug-in the same engine core generates under the hash it started with
+    mp = docs(campaign_run["runs"]["engine-cpu-mp"])["engine-core"]
+    assert mp["startup"]["engine_hash"] == mp["generation"]["engine_hash"]
+
+
+def test_a_worker_on_another_engine_build_is_refused_across_processes(campaign_run):
+    run = campaign_run["runs"]["engine-cpu-build"]
+    v = verdict(run)
+    assert v["refused_by"] == ["GATE0-BUILD-DIFFERS"]
+    [reason] = v["reasons"]
+    assert reason["detail"].startswith("worker-0 (VllmWorker-0, pid ")
+    assert "'vllm@0.32.0+harness-test-other-build', the engine core 'vllm@0.32.0'" \
+        in reason["detail"]
+    found = docs(run)
+    # each pair agrees with itself: only the comparison across processes sees it
+    for pair in found.values():
+        assert pair["startup"]["source"] == pair["generation"]["source"]
+    assert v["differences"] == []
 
 
 def test_its_pair_without_the_plug_in_is_accepted_and_differs_only_by_it(campaign_run):

@@ -368,3 +368,15 @@ def test_two_launches_of_a_control_that_is_no_engine_are_a_plain_repeat() -> Non
     other = side("accepted", FILES_B, record=_provenance("1" * 40), vector=vector({"x": 1}),
                  **kept)
     assert compare(a, other)["repeat"]["changed"] == ["engine", "env"]
+
+
+def test_show_marks_a_difference_vllms_own_hash_did_not_see(tmp_path: Path) -> None:
+    diffs = [{"field": "model.dtype", "kind": "value-changed", "process": "engine-core",
+              "processes": ["engine-core", "worker-0"], "startup": "a", "generation": "b",
+              "outside_engine_hash": True},
+             {"field": "compilation.custom_ops", "kind": "value-changed", "startup": [1],
+              "generation": [1, 1], "outside_engine_hash": "yes"}]  # only true marks
+    out = _shown(tmp_path, diffs, ["GATE0-FIELD-DIFFERS"])
+    assert "in engine-core, worker-0: model.dtype (value-changed) (outside vLLM's own hash, " \
+        "which agreed): startup a, generation b" in out
+    assert "compilation.custom_ops (value-changed): startup [1]" in out

@@ -198,7 +198,9 @@ def test_the_per_process_entries_say_what_was_judged_in_each():
     core, front, worker = verdict["processes"]
     assert core == {"process": "engine-core", "kind": "engine-core", "rank": 0,
                     "name": "engine-core (EngineCore, pid 30)", "verdict": "accepted",
-                    "compared": 4, "differences": [], "reasons": []}
+                    "compared": 4, "differences": [], "reasons": [],
+                    "engine_hash": {"startup": None, "generation": None, "compared": False,
+                                    "note": "not recorded (no engine_hash in the documents)"}}
     assert front == {"process": "frontend", "kind": "frontend", "rank": 0,
                      "name": "frontend (MainProcess, pid 1)", "verdict": "refused",
                      "reasons": [{"rule": "GATE0-PROCESS-MISSING",

@@ -158,3 +158,40 @@ def test_pinned_cudagraph_mode_source_range_holds_the_installed_class(vllm):
     file, start, _ = installed_lines(CUDAGraphMode)
     assert file == source["file"]
     assert first <= start <= last, f"installed vllm {vllm.__version__}: {file}:{start}"
+
+
+def test_the_second_witness_is_vllms_own_compute_hash(vllm, tmp_path):
+    """Each document records `VllmConfig.compute_hash()` as vLLM 0.33.0 computes it: the
+    same value, read back from the file; a change vLLM hashes changes it, whether or not
+    the observer encodes the field; a field vLLM leaves out of its hash does not."""
+    from vllm.config import VllmConfig
+
+    from harness.judge.finalize.enginehash import witness
+    from harness.judge.finalize.rules import assess
+
+    cfg = VllmConfig()
+    start = snapshot.observation("startup", cfg, rank=0, hook="upstream tier")
+    assert start["engine_hash"] == {"value": cfg.compute_hash(), "note": None}
+    path = snapshot.write_document(str(tmp_path), "startup.json", start)
+    start = read_observation(Path(path).read_text())
+    assert start["engine_hash"]["value"] == cfg.compute_hash()
+
+    # a private field: vLLM hashes it, the observer never encodes it
+    hidden = "_allow_auto_resolve_cp_interleave_size"
+    setattr(cfg.parallel_config, hidden, not getattr(cfg.parallel_config, hidden))
+    gen = snapshot.observation("generation", cfg, rank=0, hook="upstream tier")
+    assert gen["fields"] == start["fields"]
+    assert gen["engine_hash"]["value"] == cfg.compute_hash() != start["engine_hash"]["value"]
+    pair = {"startup": start, "generation": gen}
+    found, comparison = assess(start, gen, contract=None, pins=load_pins())
+    assert comparison["differences"] == []
+    assert {r.rule for r in found} == {"GATE0-SOURCE"}  # no seal or image in this tier
+    reasons, entry = witness("engine-core", pair, [], set(start["fields"]))
+    assert [r.rule for r in reasons] == ["GATE0-HASH-DIFFERS"] and entry["agrees"] is False
+
+    # a field vLLM leaves out of its hash: ours sees it, vLLM's agrees
+    setattr(cfg.parallel_config, hidden, not getattr(cfg.parallel_config, hidden))
+    cfg.cache_config.num_gpu_blocks = 12345
+    later = snapshot.observation("generation", cfg, rank=0, hook="upstream tier")
+    assert later["engine_hash"] == start["engine_hash"]
+    assert later["fields"]["cache.num_gpu_blocks"] == 12345

@@ -284,6 +284,25 @@ def _field_faults(fields: Any) -> list[str]:
     return faults
 
 
+MAX_HASH = 128  # characters of vLLM's configuration hash (it gives 10 or 64)
+
+
+def _engine_hash_faults(witness: Any) -> list[str]:
+    """`engine_hash` is optional (documents written before it have none); when there it
+    is {"value": a short printable string or null, "note": a string or null}."""
+    if not isinstance(witness, dict) or set(witness) != {"value", "note"}:
+        return ["engine_hash must be an object with exactly value and note"]
+    value, note = witness["value"], witness["note"]
+    faults = []
+    if value is not None and not (isinstance(value, str) and 0 < len(value) <= MAX_HASH
+                                  and value.isascii() and value.isprintable()):
+        faults.append(f"engine_hash.value must be null or 1..{MAX_HASH} printable ASCII "
+                      "characters")
+    if not isinstance(note, (str, type(None))):
+        faults.append("engine_hash.note must be a string or null")
+    return faults
+
+
 def observation_faults(doc: Any) -> list[str]:
     """Everything structurally wrong with an observation document (empty list: readable).
 
@@ -301,6 +320,8 @@ def observation_faults(doc: Any) -> list[str]:
     if not isinstance(doc.get("complete"), bool):
         faults.append("complete must be true or false")
     faults += _field_faults(doc.get("fields"))
+    if "engine_hash" in doc:
+        faults += _engine_hash_faults(doc["engine_hash"])
     return faults
 
 

@@ -104,6 +104,29 @@ def source_identity() -> dict[str, Any]:
             "image": os.environ.get(ENV_IMAGE_ID)}
 
 
+MAX_HASH_NOTE = 300  # characters of why vLLM's hash could not be taken
+
+
+def engine_hash(config: Any) -> dict[str, Any]:
+    """vLLM's own hash of the configuration (`VllmConfig.compute_hash()`, the key of its
+    compile cache), a second witness beside our fields: it is computed by the engine's own
+    code from its own values, so an encoding of ours that misses a change cannot hide it
+    from this. `value` is None, with a `note` saying why, where the engine has no such
+    method or it fails."""
+    compute = getattr(config, "compute_hash", None)
+    if not callable(compute):
+        return {"value": None, "note": f"{type(config).__name__} has no compute_hash()"}
+    try:
+        value = compute()
+    except Exception as e:  # the witness is absent, never the run's failure
+        return {"value": None,
+                "note": f"compute_hash() raised {type(e).__name__}: {e}"[:MAX_HASH_NOTE]}
+    if not isinstance(value, str):
+        return {"value": None, "note": f"compute_hash() returned a {type(value).__name__}, "
+                "not a string"}
+    return {"value": value, "note": None}
+
+
 def observation(phase: str, config: Any, *, rank: int, hook: str,
                 kind: str | None = None) -> dict[str, Any]:
     """Build one observation document of `config` as it stands now."""
@@ -116,6 +139,7 @@ def observation(phase: str, config: Any, *, rank: int, hook: str,
         "complete": not errors,
         "errors": errors,
         "fields": fields,
+        "engine_hash": engine_hash(config),
         "observed": {"hook": hook, "config_id": id(config), "time": time.time(),
                      "run_id": os.environ.get(ENV_RUN_ID),
                      "instrument": f"harness_observer@{VERSION}"},

@@ -38,6 +38,7 @@ from harness.instrument.harness_observer.interface import (
     WORKER,
     document_name,
 )
+from harness.judge.finalize.enginehash import mark, witness
 from harness.judge.finalize.rules import SOURCE_KEYS, assess, document
 from harness.judge.verdictfile import items
 
@@ -162,12 +163,19 @@ def _judge_one(process: Process, pair: dict[str, dict[str, Any]], unreadable: se
         found, comparison = assess(pair["startup"], pair["generation"], **judged)
         faults += [Reason(r.rule, f"{r.detail}, in {name}") for r in found
                    if r.rule != GATE0_FIELD_DIFFERS]
-        differing = [Reason(r.rule, f"{r.detail}, in {name}") for r in found
-                     if r.rule == GATE0_FIELD_DIFFERS]
+        contract = judged.get("contract")
+        hashed, witnessed = witness(
+            name, pair, comparison["differences"],
+            set(contract) if contract is not None
+            else set(pair["startup"]["fields"]) | set(pair["generation"]["fields"]))
+        faults += hashed
+        marked = mark(comparison["differences"], witnessed)
+        differing = [Reason(GATE0_FIELD_DIFFERS, f"{field_differs(d)}, in {name}")
+                     for d in marked]
         # accepted unless a fault, the comparison's own included, refuses it below
         entry.update(verdict=Verdict.ACCEPTED, compared=comparison["compared"],
-                     differences=[{**d, "process": process.label}
-                                  for d in comparison["differences"]])
+                     differences=[{**d, "process": process.label} for d in marked],
+                     engine_hash=witnessed)
     entry["reasons"] = items(faults + differing)
     if faults or differing or "verdict" not in entry:
         entry["verdict"] = Verdict.REFUSED
@@ -212,11 +220,19 @@ def fold(entries: list[dict[str, Any]], identities: dict[str, Any]) -> list[dict
     return out
 
 
+def field_differs(difference: dict[str, Any]) -> str:
+    """`compilation.custom_ops differs (value-changed)`, and whether vLLM's own hash missed
+    it (`enginehash.mark`)."""
+    text = f"{difference['field']} differs ({difference['kind']})"
+    return text + (" outside vLLM's configuration hash (it agrees)"
+                   if difference.get("outside_engine_hash") else "")
+
+
 def differing(differences: list[dict[str, Any]], names: dict[str, str],
               label: str) -> list[Reason]:
     """GATE0-FIELD-DIFFERS of each difference first found in process `label`, naming every
     process that holds it."""
-    return [Reason(GATE0_FIELD_DIFFERS, f"{d['field']} differs ({d['kind']}), in "
+    return [Reason(GATE0_FIELD_DIFFERS, f"{field_differs(d)}, in "
                    + " and ".join(names[p] for p in d["processes"])
                    + (", one configuration object" if len(d["processes"]) > 1 else ""))
             for d in differences if d["processes"][0] == label]

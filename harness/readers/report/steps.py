@@ -22,6 +22,19 @@ REASON_PLACEHOLDER = "WHY"  # the operator says why (recorded in the rerun's run
 OTHER_PLACEHOLDER = "OTHER"  # no accepted run of the control known: the operator names one
 
 
+MAX_HOLDERS = 8  # processes named for one shared configuration object
+
+
+def holders(difference: Mapping[str, Any]) -> str | None:
+    """The process a difference is in, or every process that holds its one configuration
+    object (`engine-core, worker-0`), as the verdict names them; None when it names none."""
+    held = difference.get("processes")
+    if isinstance(held, list) and len(held) > 1 and all(isinstance(p, str) for p in held):
+        return ", ".join(inert(p, 40) for p in held[:MAX_HOLDERS])
+    process = difference.get("process")
+    return inert(process, 40) if isinstance(process, str) else None
+
+
 def gate0_values(differences: Any) -> list[dict]:
     """[{"field", "process", "startup", "generation"}] as inert, capped text, at most
     MAX_FIELDS, plus {"more": n} when the verdict names more."""
@@ -29,7 +42,7 @@ def gate0_values(differences: Any) -> list[dict]:
         if isinstance(differences, list) else []
     out: list[dict] = [{
         "field": inert(d.get("field"), 200),
-        "process": inert(d["process"], 40) if isinstance(d.get("process"), str) else None,
+        "process": holders(d),
         "startup": inert(d.get("startup"), VALUE_CHARS),
         "generation": inert(d.get("generation"), VALUE_CHARS),
     } for d in found[:MAX_FIELDS]]
