@@ -162,6 +162,10 @@ KERNEL_LOG_MCE = _rule("KERNEL-LOG-MCE", "the kernel logged a machine check (a h
                        "during the run", REFUSED, "evidence")
 KERNEL_LOG_AER = _rule("KERNEL-LOG-AER", "the kernel logged a PCIe bus error (AER) during the "
                        "run", REFUSED, "evidence")
+KERNEL_LOG_GAP = _rule("KERNEL-LOG-GAP", "the control requires the kernel log and part of the "
+                       "run's window could not be read (the log file was rotated out of reach "
+                       "or truncated, or the ring buffer overwrote records first)", REFUSED,
+                       "evidence")
 ENV_KERNEL_LOG_UNREADABLE = _rule("ENV-KERNEL-LOG-UNREADABLE", "the control requires the "
                                   "kernel log and the host does not let the harness read it "
                                   "(`harness doctor` says how to allow it)", ENVIRONMENT,

@@ -23,7 +23,7 @@ import click
 from harness.base.plural import counted
 from harness.base.terminal import isatty
 from harness.cli.params import RUN
-from harness.judge.diff import SCHEMA, diff_runs, exit_status
+from harness.judge.diff import SCHEMA, diff_runs, exit_status, mount_words
 from harness.readers.report.inert import inert
 
 VALUE_CHARS = 300
@@ -81,6 +81,23 @@ def _mapping(name: str, t: dict) -> list[str]:
     lines += [f"    removed {_v(k)}: {_v(v)}" for k, v in t["removed"].items()]
     lines += [f"    {_v(k)}: {_v(v['a'])} -> {_v(v['b'])}" for k, v in t["changed"].items()]
     return [f"{name}: {len(lines)} differ", *_capped(lines)]
+
+
+def _mounts(t: dict) -> list[str]:
+    """What each mount outside the seal held: `mounts: same (/opt/venv)`, or a head line
+    and one line per mount that differs or is not known."""
+    rows = t["mounts"]
+    targets = ", ".join(_v(r["target"]) for r in rows[:MAX_ITEMS])
+    if t["same"] is True:
+        return [f"mounts: same ({targets})" if rows else
+                "mounts: none outside the seal in either run"]
+    odd = [r for r in rows if r["same"] is not True]
+    head = (f"mounts: {len([r for r in odd if r['same'] is False])} of {len(rows)} differ"
+            if t["same"] is False else "mounts: not known, never the same")
+    lines = [f"    {inert(mount_words(r), VALUE_CHARS)}" for r in odd]
+    if not rows and t.get("note"):
+        lines.append(f"    {_v(t['note'])}")
+    return [head, *_capped(lines)]
 
 
 def _approval(t: dict) -> list[str]:
@@ -232,7 +249,7 @@ def _gate0(t: dict) -> list[str]:
 # values, the why of a refusal, never below a long YAML hunk), then what went into each run,
 # then its figures. The JSON document keeps `judge.diff.TOPICS` order.
 SECTIONS = ("status", "rules", "gate0", "seal", "inputs", "git", "approval", "image", "model",
-            "engine", "env", "docker", "metrics")
+            "mounts", "engine", "env", "docker", "metrics")
 
 
 def sections(t: dict) -> dict[str, list[Line]]:
@@ -244,21 +261,33 @@ def sections(t: dict) -> dict[str, list[Line]]:
             "approval": _plain(_approval(t["approval"])),
             "image": _plain([_pair("image", t["image"])]),
             "model": _plain(_mapping("model", t["model"])),
+            "mounts": _plain(_mounts(t["mounts"])),
             "engine": _plain([_pair("engine args", t["engine"]) if t["engine"]["a"] is not None
                               or not t["engine"]["same"] else "engine args: none in either run"]),
             "env": _env(t["env"]), "docker": _docker(t["docker"]),
             "metrics": _plain(_mapping("metrics", t["metrics"]))}
 
 
-def repeat_words(r: Mapping[str, Any]) -> str:
-    """`plain repeat: same inputs (...)`, `not a repeat: engine, env changed`, or `repeat:
-    not known (inputs not recorded)`: whether b ran what a ran."""
+def repeat_words(r: Mapping[str, Any], mounts: Mapping[str, Any] | None = None) -> str:
+    """`plain repeat: same inputs (...)`, `not a repeat: engine, mounts (/opt/venv)
+    changed`, or `repeat: not known (mounts (/opt/venv) not recorded)`: whether b ran what
+    a ran. `mounts`, the mounts topic, names the mounts that differ or are not known."""
+    rows = (mounts or {}).get("mounts") or []
+
+    def named(topics: Any, same: bool | None) -> str:
+        out = []
+        for topic in topics or []:
+            targets = [_v(m["target"]) for m in rows if m.get("same") is same]
+            out.append(f"{topic} ({', '.join(targets[:SHOWN_PATHS])})" if topic == "mounts"
+                       and targets else str(topic))
+        return ", ".join(out)
+
     if r.get("plain") is True:
-        return "plain repeat: same seal, inputs, git, image, model, engine args, env and " \
-               "docker argv"
+        return "plain repeat: same seal, inputs, git, image, model, mount contents, " \
+               "engine args, env and docker argv"
     if r.get("plain") is False:
-        return f"not a repeat: {', '.join(r.get('changed') or [])} changed"
-    return f"repeat: not known ({', '.join(r.get('unknown') or [])} not recorded)"
+        return f"not a repeat: {named(r.get('changed'), False)} changed"
+    return f"repeat: not known ({named(r.get('unknown'), None)} not recorded)"
 
 
 def render_lines(doc: dict) -> list[Line]:
@@ -272,7 +301,7 @@ def render_lines(doc: dict) -> list[Line]:
     differs = sorted(doc["differs"], key=lambda x: SECTIONS.index(x) if x in SECTIONS
                      else len(SECTIONS))
     lines.append(f"differs: {', '.join(differs)}" if differs else "differs: nothing")
-    lines.append(repeat_words(doc.get("repeat") or {}))
+    lines.append(repeat_words(doc.get("repeat") or {}, doc["topics"].get("mounts")))
     out = _plain(lines)
     by_topic = sections(doc["topics"])
     for name in SECTIONS:
@@ -317,9 +346,15 @@ def diff(run_a: Path, run_b: Path, as_json: bool, exit_code: bool, color: str) -
     """What differs between two runs: first the outcome (status, rules, each Gate-0 field
     either run found differing), then what went in (the source seal and its files, the
     control's and campaign's YAML, git state, the approval each ran under, image Id, model
-    pins, engine args, the environment and the docker argv), then metrics. A line under
-    `differs` says whether b is a plain repeat of a: every input the same (as a
-    confirmation rerun's are), `not a repeat: <topics> changed`, or not known.
+    pins, what each mount outside the seal held, engine args, the environment and the
+    docker argv), then metrics. A line under `differs` says whether b is a plain repeat of
+    a: every input the same (as a confirmation rerun's are), `not a repeat: <topics>
+    changed`, or not known.
+
+    A `sealed: false` or read-write mount is digested at preflight (every file's path,
+    type, mode, size and sha256, each symlink's target): `mounts: same`, a mount that
+    differs, or "not known" (a run made before mounts were digested, a mount too large or
+    unreadable, with why); a mount not known is never the same, so neither is the repeat.
 
     The YAML is each run's own copy (inputs/, sealed with the run), shown as a unified
     diff; a run made before runs kept their inputs is "not compared". The docker argv and

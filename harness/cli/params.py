@@ -106,18 +106,24 @@ def runs_dir_option(mode: str = "reads", help: str = "run folders",
                         help=help + where)
 
 
-def runs_dir_in(ctx: click.Context | None) -> Any:
+def runs_dir_in(line: click.Context | None) -> Any:
     """The RunsDir this command line resolved (its --runs-dir), else the one the
     environment, config file or default gives."""
     from harness.config import runsdir
 
-    found = ctx.meta.get(RUNS_DIR_KEY) if ctx is not None else None
-    return found if found is not None else runsdir.resolve(None)
+    found = line.meta.get(RUNS_DIR_KEY) if line is not None else None
+    if found is None:
+        found = runsdir.resolve(None)  # once per command line: a skipped config warns once
+        if line is not None:
+            line.meta[RUNS_DIR_KEY] = found
+    return found
 
 
 class RunRef(click.ParamType):
-    """A run folder: a path (an existing one always wins), or a run id, a unique prefix of
-    one, its hex tail, `latest` or `@-N`, resolved under the runs dir."""
+    """A run folder: a path (an existing one always wins: a name with a `/`, or one that
+    exists here), or a reference resolved under the runs dir by runfolder.refs: a whole
+    run id, an id prefix, 4 to 8 digits of its hex tail, `latest` or `@-N`; a reference
+    that is ambiguous (several runs, or a tail that matches a run's name) is exit 2."""
 
     name = "run"
 

@@ -156,6 +156,14 @@ def header_value_problem(value: str) -> str | None:
     return None
 
 
+def secret_values(hook: HookConfig, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Pure over `environ`: the values of the variables the hook names (the webhook's URL,
+    each header's value), where set: what no text the hook leaves may hold, whole or in
+    part (the readers' hook masks them in every line it writes or says)."""
+    names = [hook.webhook_env, *hook.headers_env.values()]
+    return tuple(environ[n] for n in names if n and environ.get(n))
+
+
 def environment_faults(hook: HookConfig, doc: Document,
                        environ: Mapping[str, str]) -> list[Fault]:
     """Pure over `environ`: the variables the hook names that are set but unusable, at

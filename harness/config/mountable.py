@@ -53,6 +53,13 @@ MOUNT_SPECIALS = frozenset(',"\'=\\')
 RESERVED_TARGETS = (INSTRUMENT_TARGET, OBSERVATIONS_TARGET)
 
 
+def digested(read_only: object, sealed: object) -> bool:
+    """Pure: does a mount need its content digested at preflight: every mount but a sealed
+    read-only one (whose files the source seal hashes). Takes the recorded values too, so
+    anything but a true boolean on both counts as digested."""
+    return not (read_only is True and sealed is True)
+
+
 def path_text_problem(value: str) -> str | None:
     """Why `value` cannot appear in a mount argument (None: it can). Pure, shared by the
     schema (`harness check`) and the vector (every `--mount` it emits)."""

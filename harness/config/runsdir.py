@@ -17,17 +17,40 @@ the operator's word where it is typed: relative to the current folder.
 Every answer says where it came from, so "no such runs dir: X (from HARNESS_RUNS_DIR)"
 tells the operator which knob to turn. `choose` is pure; `resolve` reads the environment,
 the current folder and the config file.
+
+Whose harness.toml: the search climbs folders the operator may not own (outside a git work
+tree it reaches `/tmp`, `/home`, `/`), and the file it finds decides where `ls` and `show`
+read and `run` writes. So, as git's `safe.directory` trusts only a repository its user
+owns, a harness.toml is obeyed only when (`unsafe`, pure):
+- it lies in the current git work tree: the search stops at the nearest folder holding
+  `.git`, and that folder and its `.git` are owned by the current user or root; or
+- it is owned by the current user or root and writable by no one else (no group or other
+  write bit), and its folder is owned by the current user or root and writable by no one
+  else unless sticky (a group or others that may write the folder may replace the file).
+The file is opened beneath its folder's descriptor without following a symlink, and those
+two descriptors are what is judged and read, so a link to another owner's file is never
+followed and a file swapped after its check is never the one read.
+
+An unsafe file found on the way up is skipped, with a warning on stderr naming it and why,
+and the search goes on upwards: the answer is then the one the same command gives where
+that file is absent, never a place someone else chose; refusing instead (exit 2) would let
+anyone who can write one folder above yours stop every harness command beneath it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
-from harness.base.readfile import InputError, read_bounded
+from harness.base.readfile import TooLarge, read_fd
+from harness.base.tree import printable
 from harness.config.checkout import project_of
 
 DEFAULT = "gpu-runs"
@@ -37,13 +60,15 @@ CONFIG_LIMIT = 64 * 1024
 MAX_PARENTS = 64  # a config search climbs at most this many folders
 # The one sentence every command's --help gives for its --runs-dir default: the commands
 # that take run ids, and those that take a campaign.
+TRUSTED = (f"a {CONFIG} another user could write is skipped, with a warning, unless it is "
+           "in your git work tree")
 WHERE_FROM = (f"default: ${ENV}, else runs_dir in the project's {CONFIG}, else "
               f"{DEFAULT}/ in the project folder (the one holding {CONFIG}, else the "
-              "current folder)")
+              f"current folder); {TRUSTED}")
 WHERE_FROM_CAMPAIGN = (f"default: ${ENV}, else runs_dir in the campaign project's {CONFIG} "
                        f"(searched from the campaign's folder upwards), else {DEFAULT}/ in "
                        "the campaign's project folder; a relative DIR is taken from the "
-                       "current folder")
+                       f"current folder; {TRUSTED}")
 
 
 @dataclass(frozen=True)
@@ -105,41 +130,186 @@ def parse_config(data: bytes, where: str) -> str | None:
     return value
 
 
-def find_config(start: Path) -> Path | None:
-    """The nearest harness.toml from `start` upwards; the search stops after a folder that
-    holds `.git` (the project root) or at the file system root."""
-    here = Path(os.path.abspath(start))
-    for _ in range(MAX_PARENTS):
-        candidate = here / CONFIG
-        if os.path.lexists(candidate):
-            return candidate
-        if os.path.lexists(here / ".git") or here.parent == here:
-            return None
-        here = here.parent
+@dataclass(frozen=True)
+class Skipped:
+    """A harness.toml the search did not obey, and why."""
+
+    file: Path
+    why: str
+
+
+@dataclass(frozen=True)
+class Search:
+    """What the search found: the config it obeys (None: none), and those it skipped."""
+
+    config: ProjectConfig | None
+    skipped: tuple[Skipped, ...] = ()
+
+
+ROOT = 0
+
+
+def _owner(st: os.stat_result, uid: int) -> str | None:
+    return None if st.st_uid in (uid, ROOT) else (
+        f"owned by uid {st.st_uid}, neither you (uid {uid}) nor root")
+
+
+def unsafe(file: os.stat_result, folder: os.stat_result, uid: int) -> str | None:
+    """Why a harness.toml outside the current git work tree must not be obeyed (None: it
+    may be): `file` is its lstat (or fstat), `folder` its folder's stat, `uid` the current
+    user's. Pure."""
+    if stat.S_ISLNK(file.st_mode):
+        return "a symlink, never followed"
+    if (why := _owner(file, uid)) is not None:
+        return why
+    if file.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "writable by its group or by others"
+    if (why := _owner(folder, uid)) is not None:
+        return f"its folder is {why}"
+    if folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not folder.st_mode & stat.S_ISVTX:
+        return "its folder is writable by its group or by others, without the sticky bit"
     return None
 
 
-def read_config(path: Path) -> ProjectConfig:
-    """A harness.toml read bounded (a regular file only); InvalidInput otherwise."""
+def _open_folder(folder: Path) -> int | None:
+    """A descriptor of `folder` to stat and open beneath (O_PATH: no read right needed), or
+    None where it cannot be opened (the search then looks further up)."""
     try:
-        data = read_bounded(path, CONFIG_LIMIT, what="project config")
-    except InputError as e:
-        raise InvalidInput(f"{path}: {e.message}") from None
-    return ProjectConfig(path, parse_config(data, str(path)))
+        return os.open(folder, os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_PATH", 0))
+    except OSError:
+        return None
+
+
+def _lstat_at(name: str, dfd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def _climb(start: Path, uid: int) -> tuple[list[Path], bool]:
+    """The folders the search looks in, from `start` up to the nearest folder holding
+    `.git` (included) or the file system root, at most MAX_PARENTS; and whether that
+    `.git` and its folder are the current user's or root's (the current work tree)."""
+    here, folders = Path(os.path.abspath(start)), []
+    for _ in range(MAX_PARENTS):
+        folders.append(here)
+        dfd = _open_folder(here)
+        if dfd is not None:
+            try:
+                git = _lstat_at(".git", dfd)
+                if git is not None:
+                    mine = _owner(git, uid) is None and _owner(os.fstat(dfd), uid) is None
+                    return folders, mine
+            finally:
+                os.close(dfd)
+        if here.parent == here:
+            break
+        here = here.parent
+    return folders, False
+
+
+def _read_beneath(folder: Path, dfd: int, trusted: bool,
+                  uid: int) -> ProjectConfig | Skipped | None:
+    """The harness.toml in `folder` (its descriptor `dfd`): None when there is none, Skipped
+    when it is unsafe and not `trusted`, else its ProjectConfig (InvalidInput when it
+    cannot be read as one). The file judged is the one read."""
+    path = folder / CONFIG
+    try:
+        fd = os.open(CONFIG, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dfd)
+    except OSError as e:
+        seen = _lstat_at(CONFIG, dfd)
+        if seen is None:
+            return None
+        why = None if trusted else unsafe(seen, os.fstat(dfd), uid)
+        if why is not None:
+            return Skipped(path, why)
+        if e.errno == errno.ELOOP:
+            raise InvalidInput(f"{path}: the project config is a symlink; give the file "
+                               "itself") from None
+        raise InvalidInput(f"{path}: cannot read the project config: {e.strerror or e}") \
+            from None
+    try:
+        st = os.fstat(fd)
+        why = None if trusted else unsafe(st, os.fstat(dfd), uid)
+        if why is not None:
+            return Skipped(path, why)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput(f"{path}: the project config is not a regular file")
+        return ProjectConfig(path, parse_config(read_fd(fd, CONFIG_LIMIT), str(path)))
+    except TooLarge:
+        raise InvalidInput(f"{path}: the project config is over the {CONFIG_LIMIT} byte "
+                           "limit") from None
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read the project config: {e.strerror or e}") \
+            from None
+    finally:
+        os.close(fd)
+
+
+def search(start: Path, uid: int | None = None) -> Search:
+    """The harness.toml the runs dir comes from: the nearest from `start` upwards that may
+    be obeyed (see the module's docstring), and the unsafe ones skipped on the way; the
+    search stops after a folder that holds `.git` (the project root) or at the file system
+    root. `uid`: whose files are trusted besides root's (default: the effective user)."""
+    uid = os.geteuid() if uid is None else uid
+    folders, trusted = _climb(start, uid)
+    skipped: list[Skipped] = []
+    for folder in folders:
+        dfd = _open_folder(folder)
+        if dfd is None:
+            continue
+        try:
+            found = _read_beneath(folder, dfd, trusted, uid)
+        finally:
+            os.close(dfd)
+        if isinstance(found, Skipped):
+            skipped.append(found)
+        elif found is not None:
+            return Search(found, tuple(skipped))
+    return Search(None, tuple(skipped))
+
+
+def find_config(start: Path, uid: int | None = None) -> Path | None:
+    """The harness.toml `search` obeys from `start` upwards, or None."""
+    found = search(start, uid).config
+    return None if found is None else found.file
+
+
+def skipped_warning(skipped: Skipped) -> str:
+    """The one warning for a harness.toml the search skipped: which, why, and what is
+    obeyed instead."""
+    return (f"harness: warning: {printable(str(skipped.file))} not obeyed: "
+            f"{skipped.why}; a {CONFIG} is obeyed in your git work tree, or where it and "
+            "its folder are yours or root's and no one else may write them")
+
+
+def _to_stderr(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or gone stderr changes nothing
+        pass
 
 
 def resolve(option: str | Path | None, cwd: Path | None = None, *,
-            campaign: Path | None = None) -> RunsDir:
+            campaign: Path | None = None,
+            warn: Callable[[str], None] = _to_stderr) -> RunsDir:
     """The runs dir for this command line, from the option, the environment, the config
     file, or the default. `cwd` (default: the current folder) is where a relative option
     or environment value is read from. With `campaign` (the command's campaign file, as
     the loader reads it: relative to the current folder) the config is searched from the
-    campaign's folder and the default is its project's; without, both come from `cwd`."""
+    campaign's folder and the default is its project's; without, both come from `cwd`.
+    Each harness.toml the search skipped is told to `warn` (default: stderr)."""
     here = Path(os.path.abspath(cwd or Path.cwd()))
     where = None if campaign is None else Path(os.path.abspath(campaign))
-    found = None if option or os.environ.get(ENV) else find_config(
-        here if where is None else where.parent)
-    config = read_config(found) if found is not None else None
+    config = None
+    if not (option or os.environ.get(ENV)):
+        found = search(here if where is None else where.parent)
+        for skipped in found.skipped:
+            warn(skipped_warning(skipped))
+        config = found.config
     return choose(option, os.environ.get(ENV), config, here,
                   None if where is None else project_of(where))
 

@@ -4,11 +4,26 @@ The decisions are `harness.judge.comparable`'s (which runs, which figures, which
 `harness.judge.regression`'s (the test); this is the I/O around them. Every value a call
 rests on is read from a run's own sealed folder, after `verify_folder` passed, as the
 bytes its SHA256SUMS vouches for (`SealedReader`); the seal digest named in the addendum is
-the sha256 of the very SHA256SUMS those claims came from. The candidates are found by
-folder name (a run id is `<control>-<stamp>-<hex>`, harness.base.names.RunId), newest
-first, at most `MAX_EXAMINED` of them, so the performance log (a convenience, not
-evidence) is never read. The call is written as `addenda/<stamp>-regression/` through the
-one addendum writer (atomic, with its own SHA256SUMS; `harness verify` checks it).
+the sha256 of the very SHA256SUMS those claims came from. The performance log (a
+convenience, not evidence) is never read. The call is written as
+`addenda/<stamp>-regression/` through the one addendum writer (atomic, with its own
+SHA256SUMS; `harness verify` checks it).
+
+A runs folder is hostile: anyone who can write it can name folders like runs of a control.
+So a name only makes a folder a candidate (`scan`: `<control>-<stamp>-<tail>`, the
+control matched whole, real folders only), and the baseline is chosen by what the folders
+hold (`choose`), with the work bounded by what is read, not by how many names there are:
+1. a glance (lstat only, uncounted): an entry that is no folder, an empty or unsealed
+   folder, one with no regular run.json, is junk at once;
+2. a read of SHA256SUMS, run.json and host-before.json, each file only as the seal claims
+   it (no whole-folder hash yet), the smallest first, at most `MAX_READ` folders and
+   `MAX_READ_BYTES` per call: a record forged after its seal, another control, status,
+   image, host or a later seal is sorted out here;
+3. the folders left are verified whole (`read_candidate`), newest first by their own
+   sealed time (never by the date in a name), until the baseline is full or
+   `MAX_FAILED` of them have failed.
+Junk is counted by kind and skipped, never counted against the baseline; a cap that
+leaves folders unexamined is said in the addendum (`unexamined`, `stopped`).
 """
 
 from __future__ import annotations
@@ -16,8 +31,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -32,11 +48,13 @@ from harness.judge.comparable import (
     Candidate,
     Confirmation,
     FigureCall,
+    Junk,
     Selection,
     Unverified,
     confirmations,
     document,
     figure_calls,
+    fill,
     host_identity,
     regressed,
     select,
@@ -47,74 +65,176 @@ from harness.judge.finalize.observed import SealedReader
 from harness.judge.regression import MAX_BASELINE
 from harness.measure import perflog
 from harness.measure.runfolder import manifest
-from harness.measure.runfolder.layout import ADDENDA, HOST_BEFORE, METRICS, SUMS
+from harness.measure.runfolder.layout import ADDENDA, HOST_BEFORE, METRICS, RECORD, SUMS
 
-MAX_EXAMINED = 4 * MAX_BASELINE  # folders of one control verified per call, newest first
+# Folders whose seal, record and host snapshot are read per call: 100 baselines' worth, so
+# a control's own history never reaches it, while a runs folder stuffed with look-alikes
+# costs a bounded read (the cap, when reached, is said in the addendum).
+MAX_READ = 100 * MAX_BASELINE
+MAX_READ_BYTES = 1024**3  # and at most this much of those three files in all
+MAX_FAILED = 4 * MAX_BASELINE  # folders that read as comparable yet fail the whole check
 MAX_SHOWN = 3  # seal problems named per folder left out
 _STAMP = re.compile(r"[0-9]{8}T[0-9]{6}Z")
 
 
-def run_folders(runs_dir: Path, control: str) -> list[Path]:
-    """The folders named as runs of `control`, newest first by the stamp in their name
-    (symlinks and other kinds are not run folders); [] when the folder cannot be listed."""
-    found = []
+@dataclass(frozen=True)
+class Listing:
+    """The entries of a runs folder named as runs of one control."""
+
+    folders: tuple[Path, ...] = ()  # real folders, newest first by the stamp in their name
+    junk: tuple[Unverified, ...] = ()  # named so, and no folder
+
+
+def _named_for(name: str, control: str) -> bool:
+    head, _, tail = name.rpartition("-")
+    named, _, when = head.rpartition("-")
+    return named == control and bool(tail) and _STAMP.fullmatch(when) is not None
+
+
+def scan(runs_dir: Path, control: str) -> Listing:
+    """The entries of `runs_dir` named as runs of `control` (`ctl` is not `ctl-b`): the
+    real folders, and every other kind of entry (a symlink, a file) as junk; nothing is
+    read but the listing. An empty listing when the folder cannot be listed."""
+    found, junk = [], []
     try:
         with os.scandir(runs_dir) as it:
             for e in it:
-                head, _, tail = e.name.rpartition("-")
-                name, _, when = head.rpartition("-")
-                if (name == control and _STAMP.fullmatch(when) and tail
-                        and e.is_dir(follow_symlinks=False)):
-                    found.append((when, e.name))
+                if not _named_for(e.name, control):
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    found.append((e.name.rpartition("-")[0].rpartition("-")[2], e.name))
+                else:
+                    kind = "a symlink" if e.is_symlink() else "not a folder"
+                    junk.append(Unverified(e.name, kind, Junk.NOT_A_FOLDER))
     except OSError:
-        return []
-    return [Path(runs_dir) / n for _, n in sorted(found, reverse=True)[:MAX_EXAMINED]]
+        return Listing()
+    return Listing(tuple(Path(runs_dir) / n for _, n in sorted(found, reverse=True)),
+                   tuple(junk))
+
+
+def _glance(folder: Path) -> Unverified | int:
+    """Junk seen with lstat alone, or how many bytes the read of step 2 will cost."""
+    name = folder.name
+    sizes = 0
+    for rel in (SUMS, RECORD, HOST_BEFORE):
+        try:
+            st = os.lstat(folder / rel)
+        except FileNotFoundError:
+            if rel == HOST_BEFORE:
+                continue
+            if rel == RECORD:
+                return Unverified(name, f"no {RECORD}", Junk.UNREADABLE)
+            try:
+                with os.scandir(folder) as it:
+                    empty = next(it, None) is None
+            except OSError:
+                empty = False
+            return (Unverified(name, "an empty folder", Junk.EMPTY) if empty else
+                    Unverified(name, f"never sealed: no {SUMS}", Junk.UNSEALED))
+        except OSError as e:
+            return Unverified(name, f"{rel}: {e.strerror or e}", Junk.UNREADABLE)
+        if not stat.S_ISREG(st.st_mode):
+            kind = Junk.SEAL_FAILS if rel == SUMS else Junk.UNREADABLE
+            return Unverified(name, f"its {rel} is not a regular file", kind)
+        sizes += st.st_size
+    return sizes
 
 
 def _seal_bytes(run_dir: Path) -> bytes:
     return read_bounded(run_dir / SUMS, manifest.MANIFEST_LIMIT, "seal")
 
 
-def _problems(run_dir: Path) -> str | None:
+def _problems(run_dir: Path) -> Unverified | None:
     found = manifest.verify_folder(run_dir)
     if not found:
         return None
     shown = "; ".join(str(p) for p in found[:MAX_SHOWN])
     more = f"; and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
-    return f"its seal does not verify ({shown}{more})"
+    kind = Junk.UNSEALED if any(p.kind == "no-manifest" for p in found) else Junk.SEAL_FAILS
+    return Unverified(run_dir.name, f"its seal does not verify ({shown}{more})", kind)
+
+
+def _read(run_dir: Path, whole: bool) -> Candidate | Unverified:
+    """The run as its folder says, each file read only as its SHA256SUMS claims it; the
+    whole folder verified first when `whole` (else a claims-only reading, digest and
+    figures left empty, that only sorts folders out: the whole check still decides)."""
+    name = run_dir.name
+    try:
+        if whole and (problem := _problems(run_dir)) is not None:
+            return problem
+        sums = _seal_bytes(run_dir) if whole else b""
+        reader = SealedReader(run_dir)
+        if not reader.claims(RECORD):
+            return Unverified(name, f"its {SUMS} does not vouch for a {RECORD}")
+        record = reader.record()
+        host = reader.json(HOST_BEFORE)
+        metrics = reader.json(METRICS) if whole else None
+        if whole and _seal_bytes(run_dir) != sums:
+            return Unverified(name, f"its {SUMS} changed while it was read")
+    except Refused as e:
+        return Unverified(name, getattr(e, "message", None) or str(e))
+    except (InputError, DocumentError) as e:
+        return Unverified(name, getattr(e, "message", None) or str(e), Junk.UNREADABLE)
+    if record is None or record.run_id != name:
+        return Unverified(name, f"its {RECORD} is unreadable or names another run",
+                          Junk.UNREADABLE)
+    figures = {k: float(v) for k, v in perflog.figures(record.view(), metrics).items()
+               if v is not None} if whole else {}
+    return Candidate(name, (record.control or {}).get("name"), record.status,
+                     (record.image or {}).get("id"), host_identity(host),
+                     parse_or_none((record.times or {}).get("sealed")),
+                     hashlib.sha256(sums).hexdigest() if whole else "", figures)
 
 
 def read_candidate(run_dir: Path) -> Candidate | Unverified:
     """A run as its sealed folder says, verified first; Unverified naming why not."""
-    run_dir = Path(run_dir)
-    name = run_dir.name
-    try:
-        problem = _problems(run_dir)
-        if problem is not None:
-            return Unverified(name, problem)
-        sums = _seal_bytes(run_dir)
-        reader = SealedReader(run_dir)
-        record = reader.record()
-        host, metrics = reader.json(HOST_BEFORE), reader.json(METRICS)
-        if _seal_bytes(run_dir) != sums:
-            return Unverified(name, "its SHA256SUMS changed while it was read")
-    except (Refused, InputError, DocumentError) as e:
-        return Unverified(name, getattr(e, "message", None) or str(e))
-    if record is None or record.run_id != name:
-        return Unverified(name, "its run.json is unreadable or names another run")
-    view = record.view()
-    figures = {k: float(v) for k, v in perflog.figures(view, metrics).items() if v is not None}
-    return Candidate(name, (record.control or {}).get("name"), record.status,
-                     (record.image or {}).get("id"), host_identity(host),
-                     parse_or_none((record.times or {}).get("sealed")),
-                     hashlib.sha256(sums).hexdigest(), figures)
+    return _read(Path(run_dir), whole=True)
 
 
-def candidates(runs_dir: Path, control: str | None) -> Iterator[Candidate | Unverified]:
-    """Every run folder of `control` under `runs_dir`, read and verified, newest first."""
-    if control:
-        for folder in run_folders(runs_dir, control):
-            yield read_candidate(folder)
+class _Reads:
+    """Step 2 of `choose` over a listing: its junk, each folder's glance, then the claims
+    reading of those worth it, cheapest first (a real run's three files are small, so
+    a few large look-alikes cannot spend the budget before the runs are read), within the
+    caps; `unread` counts the folders the caps left."""
+
+    def __init__(self, listing: Listing, max_read: int, max_read_bytes: int) -> None:
+        self.listing, self.max_read, self.max_bytes = listing, max_read, max_read_bytes
+        self.unread = 0
+
+    def __iter__(self) -> Iterator[Candidate | Unverified]:
+        yield from self.listing.junk
+        worth = []
+        for i, folder in enumerate(self.listing.folders):  # newest name first on a tie
+            glance = _glance(folder)
+            if isinstance(glance, Unverified):
+                yield glance
+            else:
+                worth.append((glance, i, folder))
+        read = spent = 0
+        for cost, _, folder in sorted(worth):
+            if read >= self.max_read or spent + cost > self.max_bytes:
+                self.unread += 1
+                continue
+            read, spent = read + 1, spent + cost
+            yield _read(folder, whole=False)
+
+
+def choose(run: Candidate, runs_dir: Path, *, exclude: Iterable[str] = (),
+           max_read: int = MAX_READ, max_read_bytes: int = MAX_READ_BYTES,
+           max_failed: int = MAX_FAILED) -> Selection:
+    """The baseline of `run` (its earlier comparable runs, newest first, at most
+    MAX_BASELINE) from the folders under `runs_dir` that verify, in the three steps the
+    module says; every other folder named as a run of its control counted as junk."""
+    if not run.control:
+        return Selection(())
+    reads = _Reads(scan(runs_dir, run.control), max_read, max_read_bytes)
+    sorted_out = select(run, reads, exclude=exclude, limit=len(reads.listing.folders))
+    if reads.unread:
+        sorted_out = replace(sorted_out, unexamined=reads.unread, stopped=(
+            f"{reads.unread} folders named as runs of {run.control} were not read: the cap "
+            f"of {max_read} folders or {max_read_bytes} bytes read per call was reached"))
+    verified = (read_candidate(Path(runs_dir) / c.run_id) for c in sorted_out.baseline)
+    return fill(run, verified, sorted_out, exclude=exclude, max_failed=max_failed)
 
 
 @dataclass(frozen=True)
@@ -152,7 +272,7 @@ def call_run(run_dir: Path, runs_dir: Path) -> Called | Unverified:
     run = read_candidate(run_dir)
     if isinstance(run, Unverified):
         return run
-    selection = select(run, candidates(runs_dir, run.control))
+    selection = choose(run, runs_dir)
     return Called(run, (run,), tuple(figure_calls([run], selection.baseline)), selection)
 
 
@@ -167,8 +287,7 @@ def call_rerun(rerun_dir: Path, original_dir: Path, runs_dir: Path) -> Called | 
         return rerun
     if isinstance(original, Unverified):
         return Unverified(rerun.run_id, f"its original {original.run_id}: {original.why}")
-    selection = select(original, candidates(runs_dir, original.control),
-                       exclude=(rerun.run_id,))
+    selection = choose(original, runs_dir, exclude=(rerun.run_id,))
     alone = tuple(figure_calls([original], selection.baseline))
     same = (rerun.image_id, rerun.host) == (original.image_id, original.host)
     pair = (original, rerun) if same else (original,)

@@ -6,7 +6,10 @@ changes the seal, and the new seal needs the gates and an approval first.
 
 A rerun reads the control from the campaign file as it is on disk now (`plan_rerun`), so
 a fix runs; the plan says which files and which source seal it uses and how that seal
-differs from the original's (the original's preflight.json file list). `--failed` takes
+differs from the original's (the original's preflight.json file list), and whether each
+mount outside the seal (`sealed: false`, read-write) holds what it held when the original
+ran (`measure.mountdigest`, compared by `judge.diff.mounts_topic`): a plain repeat only
+when both are unchanged, never while a mount's content is not known. `--failed` takes
 each slot of a night whose newest attempt did not succeed (`failed_rows`, pure).
 
 The original folder is sealed and read-only, so the backward link lives in the new run's
@@ -33,7 +36,16 @@ from harness.driver.night.journal import JOURNAL_NAME, Journal, Row, latest_atte
 from harness.driver.night.nightlock import NightLock
 from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.judge.approval.early import before_run
-from harness.judge.diff import file_changes, read_json, seal_files
+from harness.judge.diff import (
+    file_changes,
+    mount_words,
+    mounts_topic,
+    read_json,
+    recorded_mounts,
+    seal_files,
+)
+from harness.measure import mountdigest
+from harness.measure.runfolder import inputs as kept
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import PREFLIGHT, RECORD
 from harness.measure.runfolder.record import RunRecord
@@ -87,6 +99,9 @@ class RerunPlan:
     seal: SourceSeal
     changes: dict[str, list[str]] | None
     why_unknown: str | None = None
+    # The mounts topic (`judge.diff.mounts_topic`), the original against now; None: not
+    # compared, so not known.
+    mounts: dict | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -100,14 +115,27 @@ class RerunPlan:
 
 
 def seal_lines(plan: RerunPlan) -> list[str]:
-    """Pure: say plainly whether the seal changed against the original, and how."""
+    """Pure: say plainly whether the seal and the mounts outside it changed against the
+    original, and how: a plain repeat only when neither did and every mount is known."""
+    topic = plan.mounts or {"same": None, "mounts": [], "note": "not compared"}
+    rows = [r for r in topic["mounts"] if r["same"] is not True]
+    mounts = [f"  mount {mount_words(r)}" for r in rows]
+    if not rows and topic["same"] is not True:
+        mounts.append(f"  mounts: not known ({topic.get('note')})")
+    if plan.unchanged and topic["same"] is True:
+        same = [str(r["target"]) for r in topic["mounts"]]
+        return ["plain repeat: seal unchanged" + (
+            f", mounts unchanged ({', '.join(same)})" if same else "")]
     if plan.unchanged:
-        return ["plain repeat: seal unchanged"]
+        return [("not a plain repeat: seal unchanged, but a mount's content changed"
+                 if topic["same"] is False else "repeat not known: seal unchanged, but a "
+                 "mount's content is not known"), *mounts]
     if plan.changes is None:
-        return [f"seal changed: the original's file list is unreadable ({plan.why_unknown})"]
+        return [f"seal changed: the original's file list is unreadable ({plan.why_unknown})",
+                *mounts]
     names = [f"  {kind} {name}" for kind in ("added", "removed", "changed")
              for name in plan.changes[kind]]
-    return [f"seal changed: {counted(len(names), 'file')}", *names]
+    return [f"seal changed: {counted(len(names), 'file')}", *names, *mounts]
 
 
 def read_original(run_dir: Path) -> RunRecord:
@@ -148,10 +176,16 @@ def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
     if control_name not in loaded.controls:
         raise InvalidInput(f"campaign {camp_file} no longer has control {control_name!r}")
     new_seal = source_seal(loaded.project_dir, loaded.files())
-    files, why = seal_files(read_json(run_dir / PREFLIGHT, "preflight record", []),
-                            original.seal)
+    preflight = read_json(run_dir / PREFLIGHT, "preflight record", [])
+    files, why = seal_files(preflight, original.seal)
     changes = file_changes(files, new_seal.files) if files is not None else None
-    return RerunPlan(run_dir, original, loaded, control_name, new_seal, changes, why)
+    control, control_file = loaded.controls[control_name]
+    now = mountdigest.digest_mounts(control, control_file, loaded.may_mount,
+                                    mountdigest.cache_path(os.environ))
+    mounts = mounts_topic(recorded_mounts(preflight, kept.read_kept_json(run_dir,
+                                                                         "resolved")[0]),
+                          ({m.target: m.record() for m in now}, None))
+    return RerunPlan(run_dir, original, loaded, control_name, new_seal, changes, why, mounts)
 
 
 def check_reason(reason: str) -> None:

@@ -7,7 +7,11 @@ place, so a run is compared only with earlier **accepted** runs of the same cont
 same image Id and the same host identity (its host snapshot, `host-before.json`, less what
 changes on every run or every boot: `HOST_VOLATILE`); a refused run's figures describe a
 run that was judged wrong. Each candidate comes from its own sealed folder, verified
-first; one whose seal does not verify is left out and named (`Unverified`).
+first. A folder named like a run of the control that is none (not a folder, empty,
+unsealed, failing its seal, unreadable, or naming another control) is junk (`Junk`): it
+is counted by kind, the first of it named, and skipped, never compared and never counted
+against the baseline's size, so no number of such folders can push a verified run out
+(`select`, `fill`).
 
 `DIRECTIONS` is the one table of which way each figure of the performance log gets worse.
 A figure not in it is not called, and the addendum says so and why (`uncalled`,
@@ -103,24 +107,50 @@ class Candidate:
         return {"run_id": self.run_id, "seal_digest": self.digest}
 
 
+class Junk(enum.StrEnum):
+    """Why a folder named like a run of the control is no run a baseline may rest on. Junk
+    is counted and skipped: it never stands in a baseline and never counts against its
+    size, whatever its name says."""
+
+    NOT_A_FOLDER = "not a folder"  # a symlink, a file, a device: no run folder
+    EMPTY = "empty"  # nothing in it
+    UNSEALED = "unsealed"  # no SHA256SUMS
+    SEAL_FAILS = "seal fails"  # its files are not the ones its SHA256SUMS vouches for
+    UNREADABLE = "unreadable"  # no readable run record of this very run
+    ANOTHER_CONTROL = "another control"  # its sealed run.json names another control
+
+
 @dataclass(frozen=True)
 class Unverified:
     """A run folder left out because its seal does not verify (or it cannot be read)."""
 
     run_id: str
     why: str
+    kind: Junk = Junk.SEAL_FAILS
 
     def doc(self) -> dict:
-        return {"run_id": self.run_id, "why": self.why}
+        return {"run_id": self.run_id, "kind": str(self.kind), "why": self.why}
+
+
+MAX_NAMED = 10  # junk folders a call names with why (every one is counted, by kind)
 
 
 @dataclass(frozen=True)
 class Selection:
-    """The baseline of a call (newest first) and the folders left out of it, named."""
+    """The baseline of a call (newest first) and the folders left out of it: junk counted
+    by kind (`skipped`), the first of it named (`left_out`), and what a cap on the work
+    left unexamined (`unexamined` folders, `stopped` saying which cap)."""
 
     baseline: tuple[Candidate, ...]
     left_out: tuple[Unverified, ...] = ()
-    other: int = 0  # runs of the control not comparable (status, image, host, later)
+    other: int = 0  # runs of the control not in the baseline (status, image, host, later, older)
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    unexamined: int = 0
+    stopped: str | None = None
+
+    @property
+    def junk(self) -> int:
+        return sum(self.skipped.values())
 
 
 @dataclass(frozen=True)
@@ -170,29 +200,83 @@ def comparable(run: Candidate, other: Candidate, before: datetime) -> bool:
             and other.sealed is not None and other.sealed < before)
 
 
+class _Tally:
+    """Sorts found folders into the baseline, junk (counted by kind, the first named) and
+    the other runs of the control; the one sorting `select` and `fill` share."""
+
+    def __init__(self, run: Candidate, before: datetime | None, exclude: Iterable[str],
+                 earlier: Selection | None = None) -> None:
+        self.run, self.cutoff = run, before or run.sealed
+        self.skip = {run.run_id, *exclude}
+        self.baseline: list[Candidate] = []
+        self.named = list(earlier.left_out) if earlier else []
+        self.skipped = dict(earlier.skipped) if earlier else {}
+        self.other = earlier.other if earlier else 0
+
+    def add(self, c: Candidate | Unverified) -> bool:
+        """Sort one in; True when it is junk."""
+        if c.run_id in self.skip:
+            return False
+        if isinstance(c, Candidate) and c.control != self.run.control:
+            c = Unverified(c.run_id, f"its run.json names control {str(c.control)[:64]!r}",
+                           Junk.ANOTHER_CONTROL)
+        if isinstance(c, Unverified):
+            self.skipped[str(c.kind)] = self.skipped.get(str(c.kind), 0) + 1
+            if len(self.named) < MAX_NAMED:
+                self.named.append(c)
+            return True
+        if self.cutoff is not None and comparable(self.run, c, self.cutoff):
+            self.baseline.append(c)
+        else:
+            self.other += 1
+        return False
+
+    def selection(self, limit: int, unexamined: int = 0, stopped: str | None = None,
+                  more: int = 0) -> Selection:
+        self.baseline.sort(key=lambda c: (c.sealed, c.run_id), reverse=True)
+        over = max(0, len(self.baseline) - limit)
+        return Selection(tuple(self.baseline[:limit]), tuple(self.named),
+                         self.other + over + more, dict(sorted(self.skipped.items())),
+                         unexamined, stopped)
+
+
 def select(run: Candidate, found: Iterable[Candidate | Unverified], *,
            before: datetime | None = None, exclude: Iterable[str] = (),
            limit: int = MAX_BASELINE) -> Selection:
     """Pure: the newest `limit` runs comparable with `run` sealed before `before` (its own
     seal time by default: a confirmation rerun is compared with its original's baseline),
-    newest first, leaving out `exclude` and naming every unverified folder."""
-    cutoff = before or run.sealed
-    skip = {run.run_id, *exclude}
-    baseline: list[Candidate] = []
-    left_out: list[Unverified] = []
-    other = 0
+    newest first, leaving out `exclude`; every folder that is no run of the control
+    (unverified, or its run.json names another control) counted as junk, never compared."""
+    tally = _Tally(run, before, exclude)
     for c in found:
-        if c.run_id in skip:
-            continue
-        if isinstance(c, Unverified):
-            left_out.append(c)
-        elif cutoff is not None and comparable(run, c, cutoff):
-            baseline.append(c)
-        else:
-            other += 1
-    baseline.sort(key=lambda c: (c.sealed, c.run_id), reverse=True)
-    return Selection(tuple(baseline[:limit]), tuple(left_out),
-                     other + max(0, len(baseline) - limit))
+        tally.add(c)
+    return tally.selection(limit)
+
+
+def fill(run: Candidate, verified: Iterable[Candidate | Unverified], earlier: Selection, *,
+         before: datetime | None = None, exclude: Iterable[str] = (),
+         limit: int = MAX_BASELINE, max_failed: int) -> Selection:
+    """Pure over a lazy sequence: the baseline from `verified`, the verified reading of
+    `earlier.baseline` (the folders whose claims read as comparable, newest first by their
+    own sealed time), taken one at a time only until `limit` runs stand in it or
+    `max_failed` have failed verification. Junk is skipped, never counted against
+    `limit`; what `earlier` counted is carried; the candidates never reached are counted
+    with the other runs when the baseline is full, as unexamined (and said) when the
+    failures stopped it."""
+    tally = _Tally(run, before, exclude, earlier)
+    waiting, failed = len(earlier.baseline), 0
+    unexamined, stopped = earlier.unexamined, earlier.stopped
+    for c in verified:
+        waiting -= 1
+        failed += tally.add(c)
+        if len(tally.baseline) >= limit:
+            return tally.selection(limit, unexamined, stopped, more=waiting)
+        if failed >= max_failed and waiting > 0:
+            why = (f"verification stopped after {failed} folders whose run.json read as "
+                   f"comparable failed it; {waiting} more were not verified")
+            return tally.selection(limit, unexamined + waiting,
+                                   f"{stopped}; {why}" if stopped else why)
+    return tally.selection(limit, unexamined, stopped)
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -271,7 +355,9 @@ def document(run: Candidate, recent: Sequence[Candidate], selection: Selection,
         "recent": [r.ref() for r in recent],
         "baseline": [b.ref() for b in selection.baseline],
         "left_out": [u.doc() for u in selection.left_out],
+        "skipped": dict(selection.skipped),
         "not_comparable": selection.other,
+        "unexamined": selection.unexamined, "stopped": selection.stopped,
         "figures": {c.figure: c.doc() for c in calls},
         "uncalled": uncalled(run.figures),
         "regressions": regressed(calls),

@@ -15,7 +15,10 @@ status, notes), `differs` (the topics that differ, in TOPICS order) and `topics`
 entry per topic with `same` (true, false, or null when one side did not record it):
 status, rules, seal (with the seal's files added/removed/changed, from preflight.json),
 inputs (the control's and the campaign's YAML as each run kept it in inputs/, with a
-unified diff of each; null for a run made before runs kept their inputs), git
+unified diff of each; null for a run made before runs kept their inputs), mounts (what
+each mount outside the source seal, `sealed: false` or read-write, held at preflight: one
+digest per mount, by its target; a mount either run did not digest, or digested with no
+result, is null, never the same), git
 (provenance: the commit, and clean or dirty with the changed paths, each compared), approval
 (and whether the commit it reviewed is the one each run ran at), image, model
 (model_hashes), engine (the engine args as launched), docker (the recorded docker argv
@@ -25,18 +28,21 @@ has elided, so only what someone changed differs; the lines only in a, only in b
 secret-looking values only as sha256 markers), gate0 (each field either run's Gate 0
 found differing, with both runs' start-up and generation values) and metrics (metrics.json
 figures), and `repeat`: whether every input topic is the same (a plain repeat, as a
-confirmation rerun is). v2 added inputs, docker and env, and the git topic's commit and state.
+confirmation rerun is). v2 added inputs, docker and env, and the git topic's commit and
+state; v3 added mounts.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from harness.base.readfile import InputError, read_text_bounded
+from harness.config.mountable import digested
 from harness.instrument.harness_observer.interface import ENGINE_CORE, ENV_ENGINE_ARGS
 from harness.judge.finalize.documents import DocumentError, read_document
 from harness.measure import vectorview
@@ -46,13 +52,15 @@ from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.sealed import read_record
 from harness.measure.seal import seal_digest
 
-SCHEMA = "harness.diff/v2"
+SCHEMA = "harness.diff/v3"
 FILE_LIMIT = 16 * 1024 * 1024
-TOPICS = ("status", "rules", "seal", "inputs", "git", "approval", "image", "model", "engine",
-          "docker", "env", "gate0", "metrics")
+TOPICS = ("status", "rules", "seal", "inputs", "git", "approval", "image", "model", "mounts",
+          "engine", "docker", "env", "gate0", "metrics")
 # What went into a run: two runs the same in all of these are a plain repeat (a rerun that
 # changed nothing), whatever their outcome and figures say.
-INPUT_TOPICS = ("seal", "inputs", "git", "image", "model", "engine", "docker", "env")
+INPUT_TOPICS = ("seal", "inputs", "git", "image", "model", "mounts", "engine", "docker", "env")
+MOUNT_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+MOUNTS_NOT_RECORDED = "not recorded (a run made before the harness digested mount contents)"
 YAML_INPUTS = ("control", "campaign")  # the kept inputs compared line by line
 HUNK_CONTEXT = 3
 MAX_HUNK_LINES = 400  # of one file's unified diff; the rest is counted
@@ -121,6 +129,7 @@ def load_side(run_dir: Path) -> dict:
     side["startup"] = _fields(obs / layout.STARTUP, notes)
     side["generation"] = _fields(obs / layout.GENERATION, notes)
     side["inputs"] = read_inputs(run_dir)
+    side["resolved"] = kept.read_kept_json(run_dir, "resolved")[0]
     return side
 
 
@@ -306,6 +315,100 @@ def _env_topic(va: vectorview.View | None, vb: vectorview.View | None) -> dict:
     return {**mapping(env(va), env(vb)), "apart": [ENV_ENGINE_ARGS]}
 
 
+# ---- mounts ----------------------------------------------------------------------------------
+
+Mounts = tuple[dict[str, dict] | None, str | None]  # (target -> entry, or None; why not)
+
+
+def recorded_mounts(preflight: Any, resolved: Any) -> Mounts:
+    """Pure: each mount a run digested at preflight (preflight.json `mounts`), by target;
+    or None and why not known. A run made before mounts were digested is known only when
+    its control, as it kept it (inputs/resolved.json), had no mount to digest."""
+    pre = _dict(preflight)
+    if "mounts" in pre:
+        listed = pre["mounts"]
+        if listed is None:
+            return None, "not recorded (preflight stopped before it digested the mounts)"
+        if not isinstance(listed, list):
+            return None, "preflight.json's mounts are not a list"
+        out: dict[str, dict] = {}
+        for entry in listed:
+            target = _dict(entry).get("target")
+            if not isinstance(target, str):
+                return None, "preflight.json's mounts hold an entry with no target"
+            if target in out:
+                return None, "preflight.json names one mount target twice"
+            out[target] = entry
+        return out, None
+    mounts = _dict(_dict(resolved).get("control")).get("mounts")
+    if isinstance(mounts, list) and not any(
+            not isinstance(m, dict) or digested(m.get("read_only"), m.get("sealed"))
+            for m in mounts):
+        return {}, None
+    return None, MOUNTS_NOT_RECORDED
+
+
+def mount_digest(entry: Any) -> tuple[str | None, str]:
+    """Pure: (a recorded mount entry's digest, or None; why it has none)."""
+    digest = _dict(entry).get("digest")
+    if isinstance(digest, str) and MOUNT_DIGEST.fullmatch(digest):
+        return digest, ""
+    why = _dict(entry).get("why")
+    return None, why if isinstance(why, str) and why else "no digest recorded"
+
+
+def _mount_row(target: str, a: Mounts, b: Mounts) -> dict:
+    """One target in both runs: `same` True or False only when both digests are known (or
+    the mount is in one run only: False); else None, with `note` saying why not known."""
+    entries = {s: (m[0] or {}).get(target) for s, m in (("a", a), ("b", b))}
+    row: dict[str, Any] = {"target": target, **entries, "same": None, "note": None}
+    unknown = [f"{s}: {m[1]}" for s, m in (("a", a), ("b", b)) if m[0] is None]
+    if not unknown and (entries["a"] is None or entries["b"] is None):
+        row["same"], row["note"] = False, "only in " + ("a" if entries["b"] is None else "b")
+        return row
+    digests = {s: mount_digest(e) for s, e in entries.items() if e is not None}
+    unknown += [f"{s}: {why}" for s, (d, why) in digests.items() if d is None]
+    if unknown:
+        row["note"] = "; ".join(unknown)
+        return row
+    row["same"] = digests["a"][0] == digests["b"][0]
+    return row
+
+
+def mounts_topic(a: Mounts, b: Mounts) -> dict:
+    """Pure: the mounts topic of two runs' recorded mounts (`recorded_mounts`): one row per
+    target; `same` False when any mount differs, None when any is not known (or a run's
+    list is not known at all), True only when every mount of both runs has one digest."""
+    rows = [_mount_row(t, a, b) for t in sorted(set(a[0] or {}) | set(b[0] or {}))]
+    found = [r["same"] for r in rows]
+    same = False if False in found else (
+        None if None in found or a[0] is None or b[0] is None else True)
+    note = "; ".join(f"{s}: {m[1]}" for s, m in (("a", a), ("b", b)) if m[0] is None)
+    return {"same": same, "mounts": rows, "note": note or None}
+
+
+def _count(entry: Any) -> str:
+    """`3 files, 120 bytes, sha256:0a1b2c3d4e5f` of a recorded mount entry."""
+    counts, size = _dict(_dict(entry).get("counts")), _dict(entry).get("bytes")
+    files, digest = counts.get("files"), mount_digest(entry)[0]
+    said = f"{files} files, {size} bytes" if isinstance(files, int) and isinstance(
+        size, int) else "no counts"
+    return f"{said}, {digest[:19]}" if digest else said
+
+
+def mount_words(row: dict) -> str:
+    """Pure: one mount row in words (`/opt/venv: differs (a: 3 files, 120 bytes; b: 4
+    files, 130 bytes)`); its values come from run folders: the caller makes it inert."""
+    target = row.get("target")
+    if row.get("same") is True:
+        return f"{target}: same ({_count(row.get('a'))})"
+    if row.get("same") is False and row.get("note"):
+        return f"{target}: {row['note']}"
+    if row.get("same") is False:
+        return f"{target}: differs (a: {_count(row.get('a'))}; b: {_count(row.get('b'))})"
+    return f"{target}: not known ({row.get('note')})"
+
+
 # ---- the topics -----------------------------------------------------------------------------
 
 def _seal_topic(a: dict, b: dict, ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
@@ -437,6 +540,8 @@ def compare(a: dict, b: dict) -> dict:
         "approval": _approval_topic(ra, rb),
         "image": scalar(ra.image.get("id"), rb.image.get("id")),
         "model": mapping(ra.model_hashes, rb.model_hashes),
+        "mounts": mounts_topic(recorded_mounts(a.get("preflight"), a.get("resolved")),
+                               recorded_mounts(b.get("preflight"), b.get("resolved"))),
         "engine": _engine_topic(a.get("vector"), b.get("vector")),
         "docker": _docker_topic(va, vb),
         "env": _env_topic(va, vb),

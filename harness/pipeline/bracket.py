@@ -3,7 +3,7 @@ log from the lock to the seal.
 
 Each gives run.json a block that says what was read and from where, and the reasons it
 refuses with: a kernel fault in the window always (`harness.judge.kernellog`); a log that
-cannot be read, or telemetry with gaps, only when the control asks for that evidence
+cannot be read (or read whole), or telemetry with gaps, only when the control asks for that evidence
 (`kernel_log: {required: true}`, `telemetry: {required: true}`). Otherwise what could not
 be read is a note in the block, and the run is judged as before.
 """
@@ -37,18 +37,21 @@ def kernel_log(ctx: RunContext) -> tuple[dict | None, list[Reason]]:
     start = ctx.launch.kernel
     if start is None:
         return None, []
-    window = kmsg.read(start)
-    found = kernellog.findings(window.records)
+    tally = kernellog.Tally()
+    window = kmsg.read(start, each=tally.add)
+    found = tally.findings()
     block = {"source": window.source, "kind": window.kind, "readable": window.readable,
              "error": window.error, "lines": len(window.lines), "truncated": window.truncated,
              "window_usec": [window.start_usec, window.end_usec],
              "file": layout.KERNEL_LOG if window.lines else None,
-             "faults": [{"rule": f.rule, "count": f.count} for f in found]}
+             "faults": [{"rule": f.rule, "count": f.count} for f in found],
+             "mark": start.recorded(), "read": window.read,
+             "gaps": [g.detail() for g in window.gaps]}
     if window.lines:
         write_bytes(ctx.run_dir / layout.KERNEL_LOG,
                     ("\n".join(window.lines) + "\n").encode("utf-8", "replace"),
                     exclusive=True)
-    reasons = [Reason(f.rule, f.detail()) for f in found]
+    reasons = kernellog.refusals(found, window.gaps, required=ctx.control.kernel_log.required)
     if not window.readable and ctx.control.kernel_log.required:
         reasons.append(Reason(ENV_KERNEL_LOG_UNREADABLE, f"{window.error}; {KERNEL_HINT}"))
     return block, reasons

@@ -1,8 +1,10 @@
 """Stage 1, before the lock: is everything that defines this run as pinned?
 
 Checks the image Id against images.lock, takes the source seal, keeps the campaign and
-control it hashed in the run folder (`pipeline.inputs`), hashes the pinned model files and
-checks the device profile's prerequisites. Nothing here launches anything.
+control it hashed in the run folder (`pipeline.inputs`), hashes the pinned model files,
+digests what each mount outside the seal holds (`measure.mountdigest`: never a refusal,
+a fact `harness diff` compares) and checks the device profile's prerequisites. Nothing
+here launches anything.
 Each check is pure, `(facts) -> (value, reasons)`; `run` gathers the facts (the engine,
 the files, the environment) around them and returns what it found as a `Preflight`.
 """
@@ -34,7 +36,7 @@ from harness.base.reason import Reason
 from harness.config import gpumap
 from harness.config.schema import LockedImage, Model
 from harness.judge.approval import check as approval
-from harness.measure import engine, modelcache
+from harness.measure import engine, modelcache, mountdigest
 from harness.measure.host import fstype, identity
 from harness.measure.imagepin import how_to_obtain
 from harness.measure.provenance import git_state, harness_state
@@ -240,6 +242,7 @@ def record(ctx: RunContext, found: Preflight, carried: Carried | None) -> dict:
             "declared": str(ctx.model_declared),
             "real": str(found.model_real) if found.model_real else None},
         "model_cache": str(model_cache_path()) if ctx.control.model else None,
+        "mounts": None if found.mounts is None else [m.record() for m in found.mounts],
         "reasons": [str(r) for r in found.reasons],
     }
 
@@ -264,6 +267,9 @@ def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
     found = keep(replace(found, image_id=image_id))
     model_real, hashes, more = hash_declared_model(ctx)
     found = keep(replace(found, model_real=model_real, model_hashes=hashes))
+    found = keep(replace(found, mounts=mountdigest.digest_mounts(
+        ctx.control, ctx.control_file, ctx.loaded.may_mount,
+        mountdigest.cache_path(os.environ))))
     reasons += refused + more + device_check(ctx.control.device,
                                              absent_devices(ctx.control.device))
     nodes, refused = render_nodes(ctx.control.device, os.environ)

@@ -16,6 +16,7 @@ from harness.base.states import Status
 from harness.judge.verdict import PostResult, post_reasons
 from harness.measure.kmsg import Mark
 from harness.measure.lock import Held
+from harness.measure.mountdigest import MountDigest
 from harness.measure.seal import SourceSeal
 from harness.pipeline.carried import Carried
 
@@ -36,6 +37,9 @@ class Preflight:
     # In a Slurm job on the rocm profile: the allocated GPUs' render nodes, from the host's
     # GPU map; the container gets these instead of all /dev/dri.
     render_nodes: tuple[str, ...] | None = None
+    # What each mount outside the source seal (`sealed: false`, read-write) held before the
+    # launch; None until taken (a run cut short before then has no record of it).
+    mounts: tuple[MountDigest, ...] | None = None
     reasons: tuple[Reason, ...] = ()
 
 

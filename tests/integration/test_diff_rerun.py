@@ -51,7 +51,7 @@ def test_diff_names_custom_ops_and_the_status_change(project):
     d = project.harness("diff", str(refused), str(accepted), "--json")
     assert d.returncode == 0, d.stderr
     doc = json.loads(d.stdout)
-    assert doc["schema"] == "harness.diff/v2"
+    assert doc["schema"] == "harness.diff/v3"
     # one campaign: one seal; the two controls differ in their YAML, the env var of the fix
     # and the control label, and the double's figures may differ between them
     assert doc["differs"][:6] == ["status", "rules", "inputs", "docker", "env", "gate0"], \

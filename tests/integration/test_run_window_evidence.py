@@ -69,7 +69,9 @@ def test_a_night_seals_the_containers_cgroup_telemetry(project, cleanup_containe
     assert tele["gaps"] == 0 and tele["max_gap_s"] == 0
     container = tele["figures"]["container"]
     assert container["memory_peak_bytes"]["peak"] >= 64 << 20  # the bytearray
-    assert tele["cpu_pct_mean"] > 50  # a busy loop on one core
+    # a busy loop on one core: its share of a loaded 2-core machine (the suite's other
+    # workers, other containers) is far below 100, yet far above an idle container's ~0
+    assert tele["cpu_pct_mean"] > 10
     assert 0 <= tele["sampler_cpu_pct"] < 5
     assert "telemetry.jsonl" in (run / "SHA256SUMS").read_text()
     check = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=run,
@@ -112,6 +114,7 @@ def test_a_kernel_fault_in_the_window_refuses_that_run_only(project, cleanup_con
     assert rec["status"] == "refused" and rec["rules"] == ["KERNEL-LOG-GPU-RESET"]
     assert "GPU reset begin" in rec["reasons"][0]["detail"]
     assert rec["kernel_log"]["kind"] == "file" and rec["kernel_log"]["lines"] == 1
+    assert rec["kernel_log"]["gaps"] == [] and rec["kernel_log"]["mark"]["inode"] > 0
     assert (run / "kernel.log").read_text().count("GPU reset begin") == 1
     assert "kernel.log" in (run / "SHA256SUMS").read_text()
     check = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=run,
@@ -140,16 +143,18 @@ def test_an_unreadable_kernel_log_is_a_note_unless_required(project, cleanup_con
 
 def test_the_real_kmsg_is_read_over_the_window(project, cleanup_containers):
     """This machine's /dev/kmsg (the tests run as root, who may write to it): a line the
-    test writes while the container runs is in that run's kernel.log and refuses it."""
+    test writes while the container runs is in that run's kernel.log; written from user
+    space, the kernel files it under the user facility, so even a real reset line's text
+    forges no fault, and the run is accepted."""
     assert os.geteuid() == 0, "the kernel-log tier runs as root on this project's machines"
     project.control("real", SLEEP.format(s=3))
     camp = project.campaign("kmsg", ["real"])
     cleanup_containers.append(f"org.harness.lock={project.lock}")
-    line = "harness test suite: amdgpu 0000:03:00.0: amdgpu: GPU reset begin! (not a real fault)"
+    line = RESET.split("] ", 1)[1]
 
     def write() -> None:
         with open("/dev/kmsg", "w") as f:
-            f.write(line + "\n")
+            f.write(f"<4>{line}\n")  # asks for the kernel's facility (0): the kernel says no
 
     watcher = _when_running(project, "real", write)
     env = {k: v for k, v in os.environ.items() if k != "HARNESS_KERNEL_LOG"}
@@ -158,6 +163,8 @@ def test_the_real_kmsg_is_read_over_the_window(project, cleanup_containers):
     watcher.join(timeout=5)
     (run,) = _runs(project)
     rec = project.record(run)
-    assert rec["kernel_log"]["kind"] == "kmsg" and rec["kernel_log"]["readable"]
+    block = rec["kernel_log"]
+    assert block["kind"] == "kmsg" and block["readable"] and block["mark"]["seq"] >= 0
+    assert block["gaps"] == [] and block["read"] >= 1
     assert line in (run / "kernel.log").read_text()
-    assert rec["rules"] == ["KERNEL-LOG-GPU-RESET"] and r.returncode == 1
+    assert rec["status"] == "accepted" and r.returncode == 0, r.stdout + r.stderr

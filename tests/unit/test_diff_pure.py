@@ -45,7 +45,8 @@ def vector(args: dict | str) -> dict:
 def side(status: str, files: dict, **kw) -> dict:
     seal = seal_digest(files)
     out = {"dir": f"/runs/{status}", "record": {**rec(status, seal), **kw.pop("record", {})},
-           "preflight": {"source_seal": {"seal": seal, "files": files}}, "notes": []}
+           "preflight": {"source_seal": {"seal": seal, "files": files}, "mounts": []},
+           "notes": []}
     out.update(kw)
     return out
 
@@ -69,7 +70,7 @@ def accepted_side(**kw) -> dict:
 
 def test_refused_against_its_fix_names_every_topic_that_differs() -> None:
     doc = compare(refused_side(), accepted_side())
-    assert doc["schema"] == "harness.diff/v2"
+    assert doc["schema"] == "harness.diff/v3"
     assert doc["differs"] == ["status", "rules", "seal", "gate0", "metrics"]
     t = doc["topics"]
     assert t["seal"]["files"] == {"added": ["input/new.yaml"], "removed": ["input/old.yaml"],
@@ -282,10 +283,14 @@ def test_show_prints_no_gate0_values_for_other_refusals(tmp_path: Path) -> None:
     assert "Gate 0 differences" not in _shown(tmp_path / "x", "junk", ["GATE0-FIELD-DIFFERS"])
 
 
-def _plan(original_seal: str, files: dict, changes: dict | None) -> RerunPlan:
+NO_MOUNTS = {"same": True, "mounts": [], "note": None}
+
+
+def _plan(original_seal: str, files: dict, changes: dict | None,
+          mounts: dict | None = NO_MOUNTS) -> RerunPlan:
     original = record.from_dict(rec("refused", original_seal))
     return RerunPlan(Path("/r"), original, None, "c",  # type: ignore[arg-type]
-                     SourceSeal(seal_digest(files), files), changes, "unreadable")
+                     SourceSeal(seal_digest(files), files), changes, "unreadable", mounts)
 
 
 def test_rerun_says_plainly_whether_the_seal_changed() -> None:

@@ -203,7 +203,8 @@ def test_sections_come_in_the_text_order_with_the_outcome_first(pair) -> None:
     _, out = invoke(a, b)
     starts = {"status": "status:", "rules": "rules:", "gate0": "gate0 verdict:",
               "seal": "seal:", "inputs": "inputs:", "git": "git:", "approval": "approval:",
-              "image": "image:", "model": "model:", "engine": "engine args:", "env": "env:",
+              "image": "image:", "model": "model:", "mounts": "mounts:",
+              "engine": "engine args:", "env": "env:",
               "docker": "docker argv:", "metrics": "metrics:"}
     heads = [next(i for i, x in enumerate(out.splitlines()) if x.startswith(starts[t]))
              for t in SECTIONS]
@@ -264,7 +265,7 @@ def test_the_json_document_names_its_schema(pair) -> None:
     a, b, _ = pair
     code, out = invoke(a, b, "--json")
     doc = json.loads(out)
-    assert code == 0 and SCHEMA == doc["schema"] == "harness.diff/v2"
+    assert code == 0 and SCHEMA == doc["schema"] == "harness.diff/v3"
     assert doc["differs"] == ["status", "inputs", "git", "env"]  # in TOPICS order
     assert doc["topics"]["env"]["added"] == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     assert doc["topics"]["git"]["commit"]["a"] == COMMIT_A  # whole, not cut to 12

@@ -34,7 +34,10 @@ def lines_of(name: str) -> list[Record]:
      [catalogue.KERNEL_LOG_RING_TIMEOUT, catalogue.KERNEL_LOG_GPU_RESET]),
     ("mce.dmesg", [catalogue.KERNEL_LOG_MCE]),
     ("aer.dmesg", [catalogue.KERNEL_LOG_AER]),
+    ("amdgpu-syslog-forms.log",
+     [catalogue.KERNEL_LOG_RING_TIMEOUT, catalogue.KERNEL_LOG_GPU_RESET]),
     ("clean-host.kmsg", []),
+    ("user-write.kmsg", []),
 ])
 def test_each_real_fault_is_named_by_its_own_rule(name, rules) -> None:
     assert [f.rule for f in findings(lines_of(name))] == rules
@@ -64,7 +67,7 @@ def test_kmsg_and_dmesg_records_are_read_on_the_boot_clock() -> None:
 
 def test_only_the_runs_window_counts() -> None:
     """A reset before the lock was taken, or after the seal, is another run's."""
-    records = [Record(1_000, "amdgpu: GPU reset begin!"),
+    records = [Record(1_000, "amdgpu 0000:0a:00.0: amdgpu: GPU reset begin!"),
                Record(2_000, "amdgpu: quiet"),
                Record(3_000, "mce: [Hardware Error]: Machine check events logged")]
     assert [r.usec for r in window(records, 1_500, 2_500)] == [2_000]

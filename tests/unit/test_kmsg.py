@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.judge.kernellog import findings
+from harness.judge.kernellog import Tally, findings
 from harness.measure import kmsg
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernellog"
@@ -29,7 +29,7 @@ def test_a_file_source_keeps_only_what_was_appended(tmp_path: Path) -> None:
     assert [f.rule for f in findings(window.records)] == ["KERNEL-LOG-GPU-RESET"]
 
 
-def test_a_rotated_file_is_read_from_its_start(tmp_path: Path) -> None:
+def test_a_file_truncated_in_place_is_read_from_its_start_after_a_gap(tmp_path: Path) -> None:
     log = tmp_path / "kern.log"
     log.write_text("x" * 1000 + "\n")
     start = kmsg.mark({kmsg.ENV: str(log)})
@@ -37,17 +37,27 @@ def test_a_rotated_file_is_read_from_its_start(tmp_path: Path) -> None:
                    "logged\n")
     window = kmsg.read(start)
     assert [f.rule for f in findings(window.records)] == ["KERNEL-LOG-MCE"]
+    assert [g.where for g in window.gaps] == [str(log)] and "truncated" in window.gaps[0].why
 
 
-def test_a_flood_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kmsg, "MAX_BYTES", 1000)
+def test_a_flood_is_judged_whole_and_kept_bounded(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line is handed to the judge; the first ones are kept, and a fault line past
+    them too, in the reserve."""
+    monkeypatch.setattr(kmsg, "MAX_BYTES", 1300)
+    monkeypatch.setattr(kmsg, "RESERVE", 300)
     log = tmp_path / "kern.log"
     log.write_text("")
     start = kmsg.mark({kmsg.ENV: str(log)})
-    log.write_text("[ 1.0] " + "y" * 90 + "\n" * 1 + ("[ 2.0] " + "z" * 90 + "\n") * 50)
-    window = kmsg.read(start)
-    assert window.truncated and sum(len(x) + 1 for x in window.lines) <= 1000
-    assert window.lines[0].startswith("[ 1.0] y")
+    reset = "[ 3.0] amdgpu 0000:28:00.0: GPU reset begin!. Source:  1"
+    log.write_text("[ 1.0] " + "y" * 90 + "\n" + ("[ 2.0] " + "z" * 90 + "\n") * 50
+                   + reset + "\n")
+    tally = Tally()
+    window = kmsg.read(start, each=tally.add)
+    assert window.read == 52 and window.truncated
+    assert sum(len(x) + 1 for x in window.lines) <= 1300
+    assert window.lines[0].startswith("[ 1.0] y") and window.lines[-1] == reset
+    assert [f.rule for f in tally.findings()] == ["KERNEL-LOG-GPU-RESET"]
 
 
 def test_unreadable_sources_are_said_not_raised(tmp_path: Path) -> None:
@@ -72,8 +82,8 @@ def test_dmesg_window_is_after_the_newest_line_at_the_mark(tmp_path: Path) -> No
     env = {kmsg.ENV: kmsg.DMESG, "PATH": str(fake.parent)}
     start = kmsg.mark(env)
     assert (start.kind, start.usec, start.error) == ("dmesg", 2_000_000, None)
-    out.write_text(out.read_text() + "[  3.250000] amdgpu: ring sdma0 timeout, signaled "
-                   "seq=1, emitted seq=2\n")
+    out.write_text(out.read_text() + "[  3.250000] amdgpu 0000:28:00.0: ring gfx_0.0.0 timeout, "
+                   "signaled seq=57638, emitted seq=57641\n")
     window = kmsg.read(start, env)
     assert [r.usec for r in window.records] == [3_250_000]
     assert [f.rule for f in findings(window.records)] == ["KERNEL-LOG-RING-TIMEOUT"]

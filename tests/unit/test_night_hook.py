@@ -28,7 +28,8 @@ from harness.readers.hook.payload import (
     parse_summary,
     read_summary,
 )
-from harness.readers.hook.send import post_webhook, redact, run_command
+from harness.readers.hook.redact import Redactor
+from harness.readers.hook.send import post_webhook, run_command
 from harness.readers.report.summary import build_summary
 from tests.campaign_runs import repo_campaign
 
@@ -317,7 +318,7 @@ def test_the_command_gets_the_payload_on_stdin_and_its_failures_are_words(
     loud = [sys.executable, "-c", f"import sys; print('token {TOKEN}', file=sys.stderr); "
                                   "sys.exit(3)"]
     sent = run_command(loud, b"{}", timeout=10, cwd=tmp_path, env=os.environ,
-                       secrets=[TOKEN])
+                       redactor=Redactor.of([TOKEN]))
     assert (sent.ok, sent.code) == (False, 3) and "exited 3" in sent.error
     assert TOKEN not in sent.error and "<redacted>" in sent.error
     t0 = time.monotonic()
@@ -330,7 +331,7 @@ def test_the_command_gets_the_payload_on_stdin_and_its_failures_are_words(
 
 
 def test_redact_replaces_every_secret_and_makes_one_line() -> None:
-    assert redact(f"a {TOKEN}\nb {SECRET_PATH}", [TOKEN, SECRET_PATH]) == (
+    assert Redactor.of([TOKEN, SECRET_PATH]).clean(f"a {TOKEN}\nb {SECRET_PATH}") == (
         "a <redacted>\\x0ab <redacted>")
 
 

@@ -111,3 +111,36 @@ def test_a_confirmation_rerun_the_deadline_left_unrun_does_not_speak_for_its_slo
                                         row(2, 2, "planned", "rerun", None)])
     assert got["headline"] == "1/1 control accepted"
     assert [e["superseded_by"] for e in got["runs"]] == [None, None]
+
+
+def test_a_baseline_that_skipped_junk_is_said_in_the_morning_summary() -> None:
+    """A call made on a baseline that look-alike folders were skipped from (or that a cap
+    cut short) gets a note naming the counts: an `insufficient data` answer is never
+    silent about why."""
+    doc = {**original("r1"), "regressions": [], "baseline": [{"run_id": "a"}] * 3,
+           "skipped": {"empty": 800, "seal fails": 12}, "unexamined": 4,
+           "stopped": "4 folders named as runs of c were not read: the cap was reached"}
+    quiet = {**original("r2"), "regressions": [], "baseline": [], "skipped": {},
+             "unexamined": 0, "stopped": None}
+    got = summary(doc, quiet, None)
+    assert got["baselines"] == [{"control": "c", "run_id": "r1", "baseline": 3,
+                                 "skipped": {"empty": 800, "seal fails": 12},
+                                 "unexamined": 4, "stopped": doc["stopped"]}]
+    md = render_markdown(got)
+    assert "baseline c: run r1 compared with 3 earlier runs; 812 folders named like its " \
+           "runs skipped (800 empty, 12 seal fails); 4 not examined" in md
+    assert "## Regressions" in md and "r2" not in md.split("## Regressions")[1].split("##")[0]
+    assert "812 folders" in render_html(got)
+
+
+def test_hostile_baseline_notes_neither_crash_nor_inject() -> None:
+    hostile = [{**original("r1"), "regressions": [], "skipped": "x", "unexamined": "9",
+                "stopped": 3},
+               {**original("r2"), "regressions": [], "baseline": "abc",
+                "skipped": {"<b>x</b>": 2, "y": -1, "z": True, "w": float("nan")},
+                "unexamined": -5, "stopped": "<script>"}]
+    got = summary(*hostile)
+    [note] = got["baselines"]
+    assert note["baseline"] == 0 and note["unexamined"] == 0
+    assert list(note["skipped"].values()) == [2]
+    assert "<script>" not in render_html(got) and "<b>x</b>" not in render_html(got)

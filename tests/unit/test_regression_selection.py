@@ -13,13 +13,14 @@ from regression_helpers import HOST, T0, sealed_run
 
 from harness.base.states import Status
 from harness.config.reference import NAMES
-from harness.driver.regress import read_candidate, read_sealed, run_folders, seal
+from harness.driver.regress import choose, read_candidate, read_sealed, scan, seal
 from harness.judge.comparable import (
     DIRECTIONS,
     HOST_VOLATILE,
     NOT_CALLED,
     Candidate,
     Confirmation,
+    Junk,
     Unverified,
     confirmation,
     confirmations,
@@ -112,16 +113,17 @@ def test_only_earlier_accepted_runs_of_the_same_control_image_and_host_count() -
     found = [
         cand(1), cand(2),
         cand(3, status=Status.REFUSED), cand(4, status=Status.FAILED), cand(5, status=None),
-        cand(6, image="sha256:bb"), cand(7, host="h2"), cand(8, control="d"),
+        cand(6, image="sha256:bb"), cand(7, host="h2"),
+        cand(8, control="d"),  # named like a run of c, its record says d: junk
         cand(60),  # sealed after the run: never its baseline
         Unverified("c-009", "its seal does not verify (run.json: changed)"),
         run,
     ]
     got = select(run, found)
     assert [c.run_id for c in got.baseline] == ["c-002", "c-001"]  # newest first
-    assert got.left_out == (Unverified("c-009", "its seal does not verify (run.json: "
-                                                "changed)"),)
-    assert got.other == 7
+    assert [(u.run_id, u.kind) for u in got.left_out] == [
+        ("d-008", Junk.ANOTHER_CONTROL), ("c-009", Junk.SEAL_FAILS)]
+    assert got.other == 6 and got.skipped == {"another control": 1, "seal fails": 1}
 
 
 def test_a_run_of_unknown_image_or_host_is_compared_with_nothing() -> None:
@@ -232,13 +234,18 @@ def test_a_folder_whose_seal_fails_is_left_out_and_named(tmp_path) -> None:
     never = sealed_run(tmp_path, 4)
     (never / "SHA256SUMS").unlink()
     (tmp_path / "c-20261201T230000Z-deadbeef").symlink_to(good[0])  # a link: no run folder
-    found = [read_candidate(p) for p in run_folders(tmp_path, "c")]
+    listing = scan(tmp_path, "c")
+    assert [u.run_id for u in listing.junk] == ["c-20261201T230000Z-deadbeef"]
+    found = [read_candidate(p) for p in listing.folders]
     assert [f.run_id for f in found] == [p.name for p in (never, bad, *good[::-1])]
     assert isinstance(found[0], Unverified) and "SHA256SUMS: no-manifest" in found[0].why
+    assert found[0].kind == Junk.UNSEALED
     assert isinstance(found[1], Unverified) and "run.json: changed" in found[1].why
-    got = select(read_candidate(sealed_run(tmp_path, 9)), found)
+    got = choose(read_candidate(sealed_run(tmp_path, 9)), tmp_path)
     assert [c.run_id for c in got.baseline] == [p.name for p in good[::-1]]
-    assert [u.run_id for u in got.left_out] == [never.name, bad.name]
+    assert [u.run_id for u in got.left_out] == [
+        "c-20261201T230000Z-deadbeef", never.name, bad.name]
+    assert got.skipped == {"not a folder": 1, "seal fails": 1, "unsealed": 1}
 
 
 def test_another_host_on_disk_is_not_comparable(tmp_path) -> None:
@@ -247,8 +254,9 @@ def test_another_host_on_disk_is_not_comparable(tmp_path) -> None:
     sealed_run(tmp_path, 3, status="refused")
     kept = sealed_run(tmp_path, 4, host={**HOST, "boot_id": "after-a-reboot"})
     run = read_candidate(sealed_run(tmp_path, 9))
-    got = select(run, [read_candidate(p) for p in run_folders(tmp_path, "c")])
+    got = choose(run, tmp_path)
     assert [c.run_id for c in got.baseline] == [kept.name] and got.other == 3
+    assert got.skipped == {}
 
 
 def test_the_addendum_is_sealed_verifies_and_a_changed_byte_fails(tmp_path) -> None:

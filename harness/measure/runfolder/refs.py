@@ -1,14 +1,25 @@
-"""Run references: a run id, a unique prefix of one, `latest` or `@-N`, found in a runs dir.
+"""Run references: the forms a run may be named by on a command line, found in a runs dir.
 
 As docker takes an id prefix and git a short hash, every command that takes a run folder
-also takes a reference resolved here against the names of the runs dir's run folders:
-- the whole run id, or a prefix only one run id has (`rehearsal-gate0-2026120`);
-- the 8 hex digits that end a run id, or a prefix of them of at least 4 (`ad5ab0af`);
-- `latest` (the newest run by the stamp in its id), `@-1` the one before it, `@-2` ...
+also takes a reference resolved here against the names of the runs dir's entries. A run
+id is `<control>-<UTC stamp>-<8 hex>` and each form matches only its own part of it:
+- `latest` (the newest run by the stamp in its id), `@-1` the one before it, `@-2` ...;
+- the whole run id: a real run folder of exactly that name always wins;
+- the tail: 1 to 8 hex digits and nothing else (either case) are the start of the 8 hex
+  digits that end a run id, and need at least 4 of them (`ad5ab0af`, `ad5a`);
+- an id prefix: anything else is the start of the whole run id, from its control name on
+  (`rehearsal-gate0-2026120`), and must name one run.
+A reference is ambiguous (InvalidInput, exit 2, listing at most MAX_CANDIDATES
+candidates and how each matched) when it matches more than one entry, or when a tail
+also starts an entry's name (the control `c0ffee` of `c0ffee-...`): a string typed as a
+tail must never reach a run by its control name, nor a prefix meant for one run another.
+An entry named like a run that is not a real folder (a symlink, a file) is never resolved
+to, but it is a candidate: a reference that matches it names it and refuses.
 
-`resolve_ref` is pure over a list of names; `run_names` is the thin reader: the runs dir's
-entries that are real folders (a link is never followed) named like a run id, bounded.
-An existing path always wins over a reference; that is the caller's test (`looks_like_ref`).
+`resolve_ref` is pure over names; `run_entries` is the thin reader of a runs dir (what
+each entry named like a run is, a link never followed, bounded), `run_names` the real
+folders among them. An existing path always wins over a reference (a name with a `/`, or
+an entry in the current folder): that is the caller's test (`looks_like_ref`).
 """
 
 from __future__ import annotations
@@ -16,18 +27,22 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
 from harness.base.names import RUN_ID_MAX, is_name
 
-MAX_NAMES = 100_000  # a runs dir holding more run folders than this is read this far
-MAX_CANDIDATES = 10  # an ambiguous prefix lists at most this many
+MAX_NAMES = 100_000  # a runs dir holding more entries named like runs is read this far
+MAX_CANDIDATES = 10  # an ambiguous reference lists at most this many
 MIN_HEX = 4  # a shorter hex tail prefix matches too much to mean one run
+TAIL_HEX = 8  # the hex digits that end a run id
 LATEST = "latest"
+FOLDER = "a folder"
+BY_TAIL, BY_ID, BY_NAME = "by its tail", "by its id", "by its control name, not its tail"
 _SHAPE = re.compile(r"(.+)-(\d{8}T\d{6}Z)-([0-9a-f]{8})")
 _BACK = re.compile(r"@-([0-9]{1,6})")
+_TAIL = re.compile(r"[0-9a-fA-F]{1,8}")
 
 
 def run_parts(name: str) -> tuple[str, str, str] | None:
@@ -47,13 +62,32 @@ def looks_like_ref(text: str) -> bool:
     return bool(text) and "/" not in text and text not in (".", "..")
 
 
-def _ambiguous(ref: str, found: list[str], where: str) -> InvalidInput:
-    shown = ", ".join(found[:MAX_CANDIDATES])
+def is_tail(ref: str) -> bool:
+    """Whether `ref` has the tail's form (only hex digits, at most 8): it then matches the
+    tail of a run id and nothing else. Pure."""
+    return _TAIL.fullmatch(ref) is not None
+
+
+def _matches(ref: str, name: str) -> str | None:
+    """How `ref` matches the run-shaped `name`: BY_TAIL, BY_ID (an id prefix), BY_NAME (a
+    tail that starts the name instead: a conflict, never a match), or None. Pure."""
+    if is_tail(ref):
+        if run_parts(name)[2].startswith(ref.lower()):  # type: ignore[index]
+            return BY_TAIL
+        return BY_NAME if name.startswith(ref) else None
+    return BY_ID if name.startswith(ref) else None
+
+
+def _ambiguous(ref: str, found: list[tuple[str, str]], where: str) -> InvalidInput:
+    shown = ", ".join(f"{n} ({how})" for n, how in found[:MAX_CANDIDATES])
     more = f" and {len(found) - MAX_CANDIDATES} more" if len(found) > MAX_CANDIDATES else ""
-    control = any(run_parts(n)[0] == ref for n in found)  # type: ignore[index]
+    count = f"{len(found)} runs match" if len(found) > 1 else "1 run matches, not by its tail"
+    control = any(run_parts(n)[0] == ref for n, _ in found)  # type: ignore[index]
     tip = f" (`harness ls --control {ref}` lists that control's runs)" if control else ""
-    return InvalidInput(f"run {ref[:200]!r} is ambiguous in {where}: {len(found)} runs match "
-                        f"({shown}{more}); give more of the id{tip}")
+    give = ("give more of the tail, or of the run id up to a character that is not a hex "
+            "digit" if is_tail(ref) else "give more of the id")
+    return InvalidInput(f"run {ref[:200]!r} is ambiguous in {where}: {count} "
+                        f"({shown}{more}); {give}{tip}")
 
 
 def _by_age(ref: str, ordered: list[str], where: str) -> str:
@@ -64,25 +98,59 @@ def _by_age(ref: str, ordered: list[str], where: str) -> str:
     return ordered[back]
 
 
-def resolve_ref(ref: str, names: Sequence[str], where: str) -> str:
-    """The one run folder name `ref` means among `names` (newest first or not); InvalidInput
-    (exit 2) when none or several match, naming the candidates or the nearest. Pure."""
+def resolve_ref(ref: str, names: Sequence[str], where: str,
+                not_folders: Mapping[str, str] | None = None) -> str:
+    """The one run folder name `ref` means among `names` (the real run folders, in any
+    order); `not_folders` maps the other entries named like a run to what they are ("a
+    symlink"), candidates never resolved to. InvalidInput (exit 2) when none or more than
+    one entry matches, or a tail matches by the name, naming the candidates or the
+    nearest. Pure."""
     ordered = newest_first(names)
     if ref == LATEST or _BACK.fullmatch(ref):
         return _by_age(ref, ordered, where)
     if ref in ordered:
         return ref
-    found = [n for n in ordered if n.startswith(ref)]
-    if not found and len(ref) >= MIN_HEX and re.fullmatch(r"[0-9a-f]{1,8}", ref):
-        found = [n for n in ordered if run_parts(n)[2].startswith(ref)]  # type: ignore[index]
-    if len(found) == 1:
-        return found[0]
+    if is_tail(ref) and len(ref) < MIN_HEX:
+        raise InvalidInput(f"no run {ref!r} in {where}: a tail needs at least {MIN_HEX} of "
+                           f"its {TAIL_HEX} hex digits, an id prefix a character that is not "
+                           "a hex digit (`harness ls` lists the runs)")
+    others = {n: what for n, what in (not_folders or {}).items()
+              if run_parts(n) is not None and n not in ordered}
+    found = [(n, how) for n in ordered if (how := _matches(ref, n))]
+    found += [(n, f"{how}; {what}, never followed")
+              for n, what in sorted(others.items()) if (how := _matches(ref, n))]
+    if len(found) == 1 and found[0][0] in others:
+        name = found[0][0]
+        raise InvalidInput(f"run {ref[:200]!r} in {where} is {name}: {others[name]}, not a "
+                           "run folder, never followed")
+    if len(found) == 1 and found[0][1] in (BY_TAIL, BY_ID):
+        return found[0][0]
     if found:
         raise _ambiguous(ref, found, where)
     near = next((n for n in ordered if ref in n), None) or next(
         iter(difflib.get_close_matches(ref, ordered[:1000], n=1, cutoff=0.6)), None)
     hint = f"; did you mean {near}?" if near else ""
     raise InvalidInput(f"no run {ref[:200]!r} in {where}{hint} (`harness ls` lists them)")
+
+
+def _what(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return "a symlink"
+    return FOLDER if entry.is_dir(follow_symlinks=False) else "not a folder"
+
+
+def run_entries(runs_dir: Path, limit: int = MAX_NAMES) -> dict[str, str]:
+    """Each entry directly in `runs_dir` named like a minted run id, and what it is
+    (FOLDER for a real folder, "a symlink", "not a folder"; a link is never followed), at
+    most `limit`; OSError if the runs dir cannot be read."""
+    found: dict[str, str] = {}
+    with os.scandir(runs_dir) as entries:
+        for entry in entries:
+            if len(found) >= limit:
+                break
+            if run_parts(entry.name) is not None:
+                found[entry.name] = _what(entry)
+    return found
 
 
 def run_names(runs_dir: Path, limit: int = MAX_NAMES) -> list[str]:
@@ -101,7 +169,9 @@ def run_names(runs_dir: Path, limit: int = MAX_NAMES) -> list[str]:
 def find_run(ref: str, runs_dir: Path, where: str) -> Path:
     """The run folder `ref` names in `runs_dir` (`where` says which runs dir, and why)."""
     try:
-        names = run_names(runs_dir)
+        entries = run_entries(runs_dir)
     except OSError as e:
         raise InvalidInput(f"cannot read {where}: {e.strerror or e}") from None
-    return Path(runs_dir) / resolve_ref(ref, names, where)
+    names = [n for n, what in entries.items() if what == FOLDER]
+    others = {n: what for n, what in entries.items() if what != FOLDER}
+    return Path(runs_dir) / resolve_ref(ref, names, where, others)

@@ -8,9 +8,10 @@ not sent (hook.json and the terminal say why), a command or webhook that fails i
 on stderr. `hook.json` is written once (exclusive), so a night's hook runs at most once.
 
 What hook.json holds: what ran ("command" and argv[0]'s base name, or "webhook": never the
-URL), its exit code or HTTP status, seconds, an error with every credential redacted,
-the payload's sha256 and the bundle's path and sha256. No value of an environment
-variable the hook names is written anywhere.
+URL), its exit code or HTTP status, seconds, an error, the payload's sha256 and the
+bundle's path and sha256. No value of an environment variable the hook names is written
+anywhere, whole or in part: one `Redactor` is built from them here, and every string of
+hook.json and every line told goes through its `clean` as it leaves (redact.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from harness.base.atomic import write_json
 from harness.base.errors import HarnessError
 from harness.base.hashing import sha256_file
 from harness.base.timeutil import utc_now
-from harness.config.hook import HookConfig
+from harness.config.hook import HookConfig, secret_values
 from harness.readers.bundle import export_bundle
 from harness.readers.bundle.export import ExportRefused
 from harness.readers.hook.payload import (
@@ -36,7 +37,8 @@ from harness.readers.hook.payload import (
     payload_bytes,
     read_summary,
 )
-from harness.readers.hook.send import Sent, post_webhook, redact, run_command
+from harness.readers.hook.redact import Redactor
+from harness.readers.hook.send import Sent, post_webhook, run_command
 from harness.readers.report.inert import inert
 
 HOOK_FILE = "hook.json"
@@ -105,11 +107,6 @@ def export_night(night_dir: Path, runs_dir: Path) -> Bundled:
         return Bundled(error=inert(f"cannot write the bundle: {e.strerror or e}", 1000))
 
 
-def _secrets(hook: HookConfig, environ: Mapping[str, str]) -> list[str]:
-    names = [hook.webhook_env, *hook.headers_env.values()]
-    return [environ[n] for n in names if n and environ.get(n)]
-
-
 def _webhook(hook: HookConfig, body: bytes, environ: Mapping[str, str]) -> Sent:
     """The POST, its URL and headers read from the environment now."""
     missing = [n for n in (hook.webhook_env, *hook.headers_env.values())
@@ -122,21 +119,22 @@ def _webhook(hook: HookConfig, body: bytes, environ: Mapping[str, str]) -> Sent:
     return post_webhook(environ[hook.webhook_env], headers, body, timeout=hook.timeout)
 
 
-def _send(hook: HookConfig, night: Night, body: bytes, environ: Mapping[str, str]
-          ) -> list[Sent]:
+def _send(hook: HookConfig, night: Night, body: bytes, environ: Mapping[str, str],
+          redactor: Redactor) -> list[Sent]:
     sent = []
     if hook.command is not None:
         env = {**environ, "HARNESS_NIGHT_DIR": str(night.night_dir)}
         sent.append(run_command(hook.command, body, timeout=hook.timeout, cwd=night.cwd,
-                                env=env, secrets=_secrets(hook, environ)))
+                                env=env, redactor=redactor))
     if hook.webhook_env is not None:
         sent.append(_webhook(hook, body, environ))
     return sent
 
 
-def _record(night: Night, document: dict, told: Told) -> None:
+def _record(night: Night, document: dict, told: Told, redactor: Redactor) -> None:
     try:
-        write_json(night.night_dir / HOOK_FILE, document, exclusive=True)
+        write_json(night.night_dir / HOOK_FILE, redactor.clean_tree(document),
+                   exclusive=True)
     except OSError as e:
         told.failed.append(f"hook: cannot write {night.night_dir / HOOK_FILE}: "
                            f"{e.strerror or e}")
@@ -146,15 +144,17 @@ def after_night(hook: HookConfig, night: Night, environ: Mapping[str, str]) -> T
     """Bundle (when asked), build the payload, send it each way, record hook.json. Whatever
     goes wrong is told, never raised: the night is over and its exit code is set."""
     told = Told()
+    redactor = Redactor.of(secret_values(hook, environ))
     try:
-        return _after_night(hook, night, environ, told)
+        _after_night(hook, night, environ, told, redactor)
     except Exception as e:  # a fault of ours: said by its kind only (no text may hold a secret)
         told.failed.append(f"hook: failed: {type(e).__name__} in the harness's hook")
-        return told
+    return Told([redactor.clean(line) for line in told.said],
+                [redactor.clean(line) for line in told.failed])
 
 
-def _after_night(hook: HookConfig, night: Night, environ: Mapping[str, str], told: Told
-                 ) -> Told:
+def _after_night(hook: HookConfig, night: Night, environ: Mapping[str, str], told: Told,
+                 redactor: Redactor) -> Told:
     if os.path.lexists(night.night_dir / HOOK_FILE):
         told.said.append(f"hook: already ran for this night ({night.night_dir / HOOK_FILE})")
         return told
@@ -171,15 +171,15 @@ def _after_night(hook: HookConfig, night: Night, environ: Mapping[str, str], tol
     except SummaryUnreadable as e:
         document["error"] = inert(f"not sent: {e.message}", 1000)
         told.failed.append(f"hook: failed: {document['error']}")
-        _record(night, document, told)
+        _record(night, document, told, redactor)
         return told
     payload = build_payload(summary, campaign=night.campaign, night=night.night_dir.name,
                             ended=night.ended, exit_code=night.exit_code, bundle=bundle)
     body = payload_bytes(payload)
     document["payload_sha256"] = hashlib.sha256(body).hexdigest()
-    sent = _send(hook, night, body, environ)
+    sent = _send(hook, night, body, environ, redactor)
     document["sent"] = [s.record() for s in sent]
     for s in sent:
-        (told.said if s.ok else told.failed).append(redact(s.line(), _secrets(hook, environ)))
-    _record(night, document, told)
+        (told.said if s.ok else told.failed).append(s.line())
+    _record(night, document, told, redactor)
     return told

@@ -5,17 +5,20 @@ HTTP status, seconds, an error in words) and never raises for what the other sid
 a hook that fails is said and recorded, and the night's exit code stays as it was.
 
 Credentials: the webhook's URL (Slack's and Teams' embed their secret) and its header
-values come from the environment only, and every text that leaves here (the error, a
-command's stderr) has each of them replaced by `<redacted>` first; the URL is never
-named, only "webhook". Errors from urllib can quote the URL, so they are put in words
-from their kind and errno instead, and redacted as well.
+values come from the environment only, and every error here goes out through a
+`Redactor` (redact.py) built from them, which masks each value and every part of one
+(path, query, user info, the token after its scheme, any 8 characters of them in a row,
+encoded or not) before the text is cut: a command's stderr is masked whole and only then
+kept to its last STDERR_CHARS. The URL is never named, only "webhook"; errors from urllib
+can quote it, so they are put in words from their kind and errno instead.
 
-Bounds: the command runs in its own session with the payload on stdin from a file (a
-command that never reads it cannot block us), its stdout and stderr drained as it runs
-keeping the last few KiB, and its whole session killed at the timeout. The POST follows
-no redirect (a 3xx is an answer, not a hop to a host nobody configured), reads at most
-RESPONSE_LIMIT bytes of the answer, and is abandoned at the timeout however the server
-drips its bytes.
+Bounds: the command runs in its own session and process group with the payload on stdin
+from a file (a command that never reads it cannot block us), its stdout and stderr
+drained as it runs keeping the last few KiB, and its whole group killed when it ends or
+at the timeout, whichever comes first: a child it left running (`sleep 100 &`, a daemon
+that forked twice) dies with it. The POST follows no redirect (a 3xx is an answer, not a
+hop to a host nobody configured), reads at most RESPONSE_LIMIT bytes of the answer, and
+is abandoned at the timeout however the server drips its bytes.
 """
 
 from __future__ import annotations
@@ -30,19 +33,19 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
 from harness.config.hook import LOCAL_HOSTS, url_problem
-from harness.readers.report.inert import inert
+from harness.readers.hook.redact import Redactor
 
 RESPONSE_LIMIT = 64 * 1024
 TAIL = 2048  # bytes of a command's stdout/stderr kept, from its end
+STDERR_CHARS = 500  # of the masked stderr, from its end, in the error
 ERROR_CHARS = 600
-REDACTED = "<redacted>"
 USER_AGENT = "harness-night-hook/1"
 
 
@@ -73,22 +76,6 @@ class Sent:
         return f"hook: failed: {what}: {self.error} (after {took})"
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with each secret (longest first) replaced, then one inert bounded line."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return inert(text, ERROR_CHARS)
-
-
-def url_secrets(url: str) -> list[str]:
-    """The URL and the parts of it that carry its secret (path, query, user info)."""
-    parts = urlsplit(url)
-    found = [url, parts.netloc if "@" in parts.netloc else "", parts.query]
-    if len(parts.path) > 1:
-        found.append(parts.path)
-    return [s for s in found if s]
-
-
 # -- the command -----------------------------------------------------------------------
 
 
@@ -110,17 +97,39 @@ class _Tail:
         return self.kept.decode("utf-8", "replace").strip()
 
 
-def _kill_session(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wait_and_end_group(proc: subprocess.Popen, timeout: float) -> int | None:
+    """The command's exit code (None: still running at `timeout`), its whole process
+    group killed either way. The group is killed while its leader is exited but not yet
+    reaped: its id cannot then have been given to another process's group."""
+    deadline, delay, exited = time.monotonic() + timeout, 0.0005, False
+    while True:
+        try:
+            exited = os.waitid(os.P_PID, proc.pid,
+                               os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:  # reaped already (cannot be by us): nothing to wait on
+            exited = True
+        left = deadline - time.monotonic()
+        if exited or left <= 0:
+            break
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.05)
+    _kill_group(proc)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+    return proc.returncode if exited else None
 
 
 def run_command(argv: list[str], body: bytes, *, timeout: float, cwd: Path,
-                env: Mapping[str, str], secrets: Iterable[str] = ()) -> Sent:
-    """Run `argv` (no shell) in `cwd` with `body` on stdin, for at most `timeout` s."""
-    name, secrets, t0 = Path(argv[0]).name, list(secrets), time.monotonic()
+                env: Mapping[str, str], redactor: Redactor | None = None) -> Sent:
+    """Run `argv` (no shell) in `cwd` with `body` on stdin, for at most `timeout` s; its
+    process group is gone when this returns."""
+    name, t0 = Path(argv[0]).name, time.monotonic()
+    redactor = redactor if redactor is not None else Redactor()
     with tempfile.TemporaryFile() as stdin:
         stdin.write(body)
         stdin.seek(0)
@@ -129,23 +138,21 @@ def run_command(argv: list[str], body: bytes, *, timeout: float, cwd: Path,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     start_new_session=True, close_fds=True)
         except OSError as e:
-            return Sent("command", name, False, None, time.monotonic() - t0,
-                        redact(f"cannot start {argv[0]}: {e.strerror or type(e).__name__}",
-                               secrets))
+            return Sent("command", name, False, None, time.monotonic() - t0, redactor.clean(
+                f"cannot start {argv[0]}: {e.strerror or type(e).__name__}", ERROR_CHARS))
     out, err = _Tail(proc.stdout), _Tail(proc.stderr)
-    try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_session(proc)
-        return Sent("command", name, False, None, time.monotonic() - t0,
-                    f"still running after its timeout of {timeout:g} s: killed")
+    code = _wait_and_end_group(proc, timeout)
     seconds = time.monotonic() - t0
     stderr, _ = err.text(), out.text()
     if code == 0:
         return Sent("command", name, True, 0, seconds)
-    why = f"killed by signal {-code}" if code < 0 else f"exited {code}"
+    if code is None:
+        why = f"still running after its timeout of {timeout:g} s: killed"
+    else:
+        why = f"killed by signal {-code}" if code < 0 else f"exited {code}"
+    said = f": {redactor.clean(stderr, STDERR_CHARS, keep_end=True)}" if stderr else ""
     return Sent("command", name, False, code, seconds,
-                redact(f"{why}{': ' + stderr[-500:] if stderr else ''}", secrets))
+                redactor.clean(f"{why}{said}", ERROR_CHARS))
 
 
 # -- the webhook -----------------------------------------------------------------------
@@ -198,7 +205,7 @@ def _failure(e: BaseException) -> str:
 def post_webhook(url: str, headers: Mapping[str, str], body: bytes, *,
                  timeout: float) -> Sent:
     """POST `body` to `url` for at most `timeout` s in all; 2xx is success."""
-    secrets = [*url_secrets(url), *headers.values()]
+    redactor = Redactor.of([url, *headers.values()])
     if (why := url_problem(url)) is not None:
         return Sent("webhook", "webhook", False, None, 0.0, f"the URL {why}")
     result: dict[str, Any] = {}
@@ -219,7 +226,7 @@ def post_webhook(url: str, headers: Mapping[str, str], body: bytes, *,
                     f"no answer within its timeout of {timeout:g} s")
     if "error" in result:
         return Sent("webhook", "webhook", False, None, seconds,
-                    redact(result["error"], secrets))
+                    redactor.clean(result["error"], ERROR_CHARS))
     code = result["code"]
     ok = 200 <= code < 300
     return Sent("webhook", "webhook", ok, code, seconds,

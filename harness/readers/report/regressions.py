@@ -1,14 +1,16 @@
 """The night's regressions as the morning report shows them: only the confirmed ones alert.
 
 Pure: in, each run's sealed `regression` addendum (harness.driver.regress.read_sealed,
-one per run record as `record["regression"]`); out, two lists for summary.json. A
+one per run record as `record["regression"]`); out, lists for summary.json. A
 confirmation rerun's addendum (`confirms`) says, per figure its original alone was called
 a regression on, whether the run and its rerun together (and the rerun alone) are one
 too: `confirmed` goes to
 `regressions`, naming both runs, `unconfirmed` to `unconfirmed` (a one-off: no alert).
 An original called a regression that no rerun answered (the deadline left no room, the
 control had its one rerun, or the rerun was not accepted) is listed as unconfirmed too,
-with why. Every value comes from evidence and is normalised: inert text, finite numbers.
+with why. A call whose baseline skipped junk or stopped at a cap gets a note
+(`baseline_notes`). Every value comes from evidence and is normalised: inert text,
+finite numbers.
 """
 
 from __future__ import annotations
@@ -88,6 +90,32 @@ def regression_lists(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict], 
     return confirmed, unconfirmed
 
 
+def _count(value: Any) -> int:
+    found = _number(value)
+    return int(found) if found is not None and found >= 0 else 0
+
+
+def baseline_notes(records: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """Each call whose baseline skipped junk (folders named like runs of its control that
+    are none: counted by kind) or left folders unexamined at a cap, in the order of the
+    runs: a baseline pushed short, and so a call of `insufficient data`, is said, not
+    silent."""
+    out = []
+    for r in records:
+        doc = _dict(r.get("regression"))
+        skipped = {inert(k, 64): _count(v) for k, v in sorted(_dict(doc.get("skipped")).items())
+                   if _count(v)}
+        unexamined, stopped = _count(doc.get("unexamined")), _text(doc.get("stopped"))
+        if not (skipped or unexamined or stopped):
+            continue
+        base = doc.get("baseline")
+        out.append({"control": _text(doc.get("control")) or "?",
+                    "run_id": _text(doc.get("run_id")),
+                    "baseline": len(base) if isinstance(base, list) else 0,
+                    "skipped": skipped, "unexamined": unexamined, "stopped": stopped})
+    return out
+
+
 def _pct(shift: float | None) -> str:
     return "?" if shift is None else f"{shift:+.1%}"
 
@@ -113,4 +141,12 @@ def regression_lines(summary: Mapping[str, Any]) -> list[str]:
         lines.append(f"one-off {r['control']} {r['figure']}: run {r['run_id']} was called "
                      f"{_pct(r['alone']['shift'])} (p={_p(r['alone']['p_value'])}); {then}; "
                      "no alert")
+    for n in summary.get("baselines") or []:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in n["skipped"].items())
+        junk = sum(n["skipped"].values())
+        said = [f"{junk} folders named like its runs skipped ({kinds})"] if junk else []
+        if n["unexamined"] or n["stopped"]:
+            said.append(f"{n['unexamined']} not examined: {n['stopped'] or 'a cap'}")
+        lines.append(f"baseline {n['control']}: run {n['run_id']} compared with "
+                     f"{n['baseline']} earlier runs; {'; '.join(said)}")
     return lines

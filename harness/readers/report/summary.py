@@ -26,7 +26,11 @@ from harness.readers.report.format import figure_text
 from harness.readers.report.gitline import git_line
 from harness.readers.report.headline import attempts_text, headline, tally
 from harness.readers.report.inert import inert
-from harness.readers.report.regressions import regression_lines, regression_lists
+from harness.readers.report.regressions import (
+    baseline_notes,
+    regression_lines,
+    regression_lists,
+)
 from harness.readers.report.runplots import valid
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 from harness.readers.report.unrun import not_executed, not_executed_lines
@@ -258,6 +262,7 @@ def build_summary(
         "trends": shown_trends,
         "regressions": regressions,  # confirmed by their rerun: the only ones that alert
         "unconfirmed": unconfirmed,  # one-offs: called, not confirmed
+        "baselines": baseline_notes(records),  # calls whose baseline skipped junk or a cap
         "plots_left_out": max(0, len(plotted) - MAX_RUN_PLOTS),  # sampled runs not plotted
         "not_executed": not_executed(records),  # slots a stopped walk left unrun, and why
     }
