@@ -88,18 +88,34 @@ def test_a_field_that_differs_under_an_agreeing_hash_is_marked_outside_it():
     assert d["outside_engine_hash"] is True
 
 
-@pytest.mark.parametrize("lost", ["startup", "generation"])
-def test_a_hash_recorded_at_one_phase_only_refuses(lost):
+@pytest.mark.parametrize(("lost", "shown", "kept"), [
+    ("generation", "generation", "start-up"), ("startup", "start-up", "generation")])
+def test_a_hash_recorded_at_one_phase_only_refuses(lost, shown, kept):
     pair = ("aaaa", None) if lost == "generation" else (None, "aaaa")
     docs = hashed(layout(), worker_0=pair)
     verdict = judged(docs)
     assert verdict["refused_by"] == ["GATE0-HASH-MISSING"]
-    [reason] = texts(verdict["reasons"])
-    shown = "start-up" if lost == "startup" else "generation"
-    assert f"not at {shown} (why), in worker-0 (VllmWorker-0, pid 43)" in reason
-    del docs[Process("worker", 0)]["generation" if lost == "generation" else "startup"][
-        "engine_hash"]  # a document without the key at all is as unrecorded
-    assert judged(docs)["refused_by"] == ["GATE0-HASH-MISSING"]
+    assert texts(verdict["reasons"]) == [
+        f"GATE0-HASH-MISSING: vLLM's configuration hash was recorded at {kept} (aaaa) and "
+        f"not at {shown} (why), in worker-0 (VllmWorker-0, pid 43)"]
+    entry = {p["process"]: p for p in verdict["processes"]}["worker-0"]["engine_hash"]
+    assert entry == {"startup": pair[0], "generation": pair[1], "compared": False,
+                     "note": f"not recorded at {shown} (why)"}
+    del docs[Process("worker", 0)][lost]["engine_hash"]  # no key at all: as unrecorded
+    verdict = judged(docs)
+    assert texts(verdict["reasons"]) == [
+        f"GATE0-HASH-MISSING: vLLM's configuration hash was recorded at {kept} (aaaa) and "
+        f"not at {shown}, in worker-0 (VllmWorker-0, pid 43)"]
+    entry = {p["process"]: p for p in verdict["processes"]}["worker-0"]["engine_hash"]
+    assert entry["note"] == f"not recorded at {shown}"
+
+
+def test_both_notes_are_said_once_each():
+    docs = hashed(layout(), value=None)
+    docs[BOUND]["generation"]["engine_hash"]["note"] = "other"
+    entries = {p["process"]: p["engine_hash"] for p in judged(docs)["processes"]}
+    assert entries["engine-core"]["note"] == "why; other"
+    assert entries["frontend"]["note"] == "why"
 
 
 def test_documents_without_the_witness_keep_their_verdict_and_say_so():
@@ -133,13 +149,15 @@ def test_uncompared_changes_are_the_recorded_fields_outside_the_comparison():
     assert uncompared_changes({"x": True}, {"x": 1}, set()) == ["x"]  # canonical, typed
 
 
-def test_a_hash_reason_names_at_most_ten_fields():
-    start = {f"f{i:02}": 0 for i in range(12)}
+@pytest.mark.parametrize(("count", "tail"), [(10, "f09"), (11, "f09 and 1 more"),
+                                             (12, "f09 and 2 more")])
+def test_a_hash_reason_names_at_most_ten_fields(count, tail):
+    start = {f"f{i:02}": 0 for i in range(count)}
     pair = {"startup": {"fields": start, "engine_hash": {"value": "a", "note": None}},
             "generation": {"fields": {k: 1 for k in start},
                            "engine_hash": {"value": "b", "note": None}}}
     [reason], _ = witness("p", pair, [], set())
-    assert reason.detail.endswith("f00, f01, f02, f03, f04, f05, f06, f07, f08, f09 and 2 more")
+    assert reason.detail.endswith(f"f07, f08, {tail}")
 
 
 # -- the instrument's side ----------------------------------------------------------------
@@ -173,22 +191,35 @@ def test_a_long_failure_is_noted_short():
     assert len(note) == snapshot.MAX_HASH_NOTE
 
 
-@pytest.mark.parametrize("witnessed", [
-    "abc", [], {"value": "a"}, {"value": "a", "note": None, "extra": 1},
-    {"value": 5, "note": None}, {"value": "", "note": None}, {"value": "a\nb", "note": None},
-    {"value": "é", "note": None}, {"value": "a" * 129, "note": None},
-    {"value": None, "note": 3},
+SHAPE = "engine_hash must be an object with exactly value and note"
+VALUE = "engine_hash.value must be null or 1..128 printable ASCII characters"
+NOTE = "engine_hash.note must be a string or null"
+
+
+@pytest.mark.parametrize(("witnessed", "faults"), [
+    ("abc", [SHAPE]), ([], [SHAPE]), ({"value": "a"}, [SHAPE]),
+    ({"value": "a", "note": None, "extra": 1}, [SHAPE]),
+    ({"value": 5, "note": None}, [VALUE]), ({"value": "", "note": None}, [VALUE]),
+    ({"value": "a\nb", "note": None}, [VALUE]), ({"value": "é", "note": None}, [VALUE]),
+    ({"value": "a" * 129, "note": None}, [VALUE]), ({"value": None, "note": 3}, [NOTE]),
+    ({"value": 5, "note": 3}, [VALUE, NOTE]),
 ])
-def test_a_malformed_witness_makes_the_document_unreadable(witnessed):
+def test_a_malformed_witness_makes_the_document_unreadable(witnessed, faults):
     doc = snapshot.observation("startup", object(), rank=0, hook="test")
     doc["engine_hash"] = witnessed
-    with pytest.raises(DecodeError, match="engine_hash"):
+    with pytest.raises(DecodeError) as raised:
         read_observation(json.dumps(doc))
+    assert str(raised.value) == "; ".join(faults)
+    doc["complete"] = "yes"  # the witness's faults are added to the others, not instead
+    with pytest.raises(DecodeError) as raised:
+        read_observation(json.dumps(doc))
+    assert str(raised.value) == "; ".join(["complete must be true or false", *faults])
 
 
-def test_a_hash_of_the_longest_length_reads():
-    doc = snapshot.observation("startup", Config("a" * 128), rank=0, hook="test")
-    assert read_observation(json.dumps(doc))["engine_hash"]["value"] == "a" * 128
+@pytest.mark.parametrize("value", ["a", "a" * 128])
+def test_a_hash_of_one_to_128_characters_reads(value):
+    doc = snapshot.observation("startup", Config(value), rank=0, hook="test")
+    assert read_observation(json.dumps(doc))["engine_hash"]["value"] == value
 
 
 # -- what the reader sees ------------------------------------------------------------------

@@ -40,7 +40,8 @@ def compare_fields(startup: dict[str, Any], generation: dict[str, Any],
                    contract: list[str] | None, pins: dict[str, Any]) -> dict[str, Any]:
     """Compare the contract's fields (or the union without one), raw values kept as seen.
 
-    Returns {"compared": N, "differences": [...], "contract_missing": [...]}."""
+    Returns {"compared": N, "names": the fields compared, "differences": [...],
+    "contract_missing": [...]}."""
     names = list(contract) if contract is not None else sorted(set(startup) | set(generation))
     differences = []
     contract_missing = []
@@ -54,5 +55,5 @@ def compare_fields(startup: dict[str, Any], generation: dict[str, Any],
             differences.append({"field": name, "kind": kind,
                                 "startup": None if s is MISSING else s,
                                 "generation": None if g is MISSING else g})
-    return {"compared": len(names), "differences": differences,
+    return {"compared": len(names), "names": names, "differences": differences,
             "contract_missing": contract_missing}

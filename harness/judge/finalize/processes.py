@@ -163,11 +163,8 @@ def _judge_one(process: Process, pair: dict[str, dict[str, Any]], unreadable: se
         found, comparison = assess(pair["startup"], pair["generation"], **judged)
         faults += [Reason(r.rule, f"{r.detail}, in {name}") for r in found
                    if r.rule != GATE0_FIELD_DIFFERS]
-        contract = judged.get("contract")
-        hashed, witnessed = witness(
-            name, pair, comparison["differences"],
-            set(contract) if contract is not None
-            else set(pair["startup"]["fields"]) | set(pair["generation"]["fields"]))
+        hashed, witnessed = witness(name, pair, comparison["differences"],
+                                    set(comparison["names"]))
         faults += hashed
         marked = mark(comparison["differences"], witnessed)
         differing = [Reason(GATE0_FIELD_DIFFERS, f"{field_differs(d)}, in {name}")
