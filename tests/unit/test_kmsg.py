@@ -89,18 +89,17 @@ def test_dmesg_window_is_after_the_newest_line_at_the_mark(tmp_path: Path) -> No
     assert [f.rule for f in findings(window.records)] == ["KERNEL-LOG-RING-TIMEOUT"]
 
 
-def test_the_real_kmsg_window_holds_a_line_written_inside_it() -> None:
-    """On this project's machines the tests run as root, who may read and write /dev/kmsg;
+def test_the_real_kmsg_window_is_read_from_its_mark() -> None:
+    """On this project's machines the tests run as root, who may read /dev/kmsg (never
+    written here: a test's line would sit in every other run's window on the host);
     elsewhere the mark must say why it cannot (never raise)."""
     start = kmsg.mark({})
     if os.geteuid() != 0:
         assert start.error is not None or start.kind == "dmesg"
         return
     assert (start.kind, start.error) == ("kmsg", None) and start.seq >= 0
-    with open(kmsg.KMSG, "w") as f:  # root may write a line into the kernel's log
-        f.write("harness-test: inside the window\n")
     window = kmsg.read(start)
-    assert "harness-test: inside the window" in [r.text for r in window.records]
     assert all(start.usec <= r.usec <= window.end_usec for r in window.records)
-    later = kmsg.read(kmsg.mark({}))
-    assert "harness-test: inside the window" not in [r.text for r in later.records]
+    assert all(r.seq > start.seq for r in window.records if r.seq is not None)
+
+
