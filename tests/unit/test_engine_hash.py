@@ -236,3 +236,10 @@ def test_the_morning_report_names_every_holder_of_a_shared_difference():
     assert line == "in engine-core, worker-0: model.dtype: start-up a, generation b"
     assert gate0_values([{**shared, "processes": ["engine-core"]}])[0]["process"] == \
         "engine-core"
+
+
+def test_a_one_phase_hash_names_every_note_the_instrument_left():
+    docs = hashed(layout(), worker_0=("aaaa", None))
+    docs[Process("worker", 0)]["startup"]["engine_hash"]["note"] = "slow"
+    [reason] = texts(judged(docs)["reasons"])
+    assert "and not at generation (slow; why), in worker-0" in reason
