@@ -180,8 +180,8 @@ def _nights(cfg: Config, runs: list[Path], nights: int) -> tuple[Path, Path]:
     """`nights` night folders of one campaign, a night a day, each journal holding one row
     per run folder (accepted; every fifth night one row refused), as `harness night` leaves
     them. Returns (the campaign file, the runs folder)."""
-    from harness.driver.night.folders import night_name
-    from harness.driver.night.journal import JOURNAL_NAME, Journal
+    from harness.measure.nightfolder.journal import Journal
+    from harness.measure.nightfolder.naming import JOURNAL_NAME, night_name
 
     proj = Project(cfg.work / "report365", cfg.image_id)
     camp = proj.campaign("report365", ["trivial"])

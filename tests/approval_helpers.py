@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness.config.loader import require_campaign
-from harness.judge.approval.sign import NAMESPACE
+from harness.judge.approval.signature import NAMESPACE
 from harness.measure import seal as seal_module
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.seal import PACKAGE_DIR, source_seal

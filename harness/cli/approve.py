@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from harness.config.loader import require_campaign
-from harness.judge.approval.issue import approve as do_approve
-from harness.judge.approval.issue import default_reviewer, reviewer_mismatch, signer_of
-from harness.judge.approval.sign import SignatureCheck
+from harness.judge.approval.issue import reviewer_mismatch
+from harness.judge.approval.signature import SignatureCheck
+from harness.probe.approval.issue import approve as do_approve
+from harness.probe.approval.issue import default_reviewer, signer_of
 from harness.readers.report.inert import inert
 
 

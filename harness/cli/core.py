@@ -22,9 +22,9 @@ from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.night.nightlock import NightLock
 from harness.driver.plan import PlanSource
-from harness.judge.approval.early import before_run
 from harness.measure.ui import Reporter, reporter
 from harness.pipeline import orphans, recover
+from harness.probe.approval.check import before_run
 
 
 @click.command()

@@ -14,9 +14,10 @@ import click
 
 from harness.base.errors import InvalidInput
 from harness.cli.params import runs_dir_option
-from harness.judge.doctor import Check, any_failed, run_checks
+from harness.judge.doctor import Check, any_failed
 from harness.judge.doctor.checks import GIB
 from harness.judge.doctor.report import render_json, render_plain, render_table
+from harness.probe.doctor.run import run_checks
 
 
 def default_lock() -> Path:
@@ -177,8 +178,8 @@ def doctor(
 def _drain_and_exit(checks: list[Check], code: int) -> None:
     """Say what failed on stderr, drain this node with that as the reason, exit `code`
     (3 when Slurm did not take the drain)."""
-    from harness.judge.doctor.gpumap import node_name
     from harness.measure.slurm import calls
+    from harness.probe.doctor.gpumap import node_name
 
     failing = [c for c in checks if c.status == "fail"]
     click.echo(render_plain(failing), nl=False, err=True)

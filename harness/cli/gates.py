@@ -9,8 +9,8 @@ import click
 
 from harness.cli.params import runs_dir_option
 from harness.config.loader import require_campaign
-from harness.judge.gates.run import run_gates
 from harness.judge.gates.show import headline
+from harness.probe.gates import run_gates
 from harness.readers.report.inert import inert
 
 

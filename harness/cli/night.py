@@ -16,7 +16,6 @@ from harness.cli.params import DURATION, HOURS, RUN, runs_dir_option
 from harness.cli.targets import refuse_night
 from harness.config.executor import KINDS, ExecutorConfig, merged
 from harness.config.loader import Loaded, require_campaign
-from harness.driver.night.journal import JOURNAL_NAME, settle
 from harness.driver.night.rules import night_deadline
 from harness.driver.night.runner import NightResult, run_night
 from harness.driver.policy import ENDED_ON_PURPOSE, environment_stops
@@ -29,8 +28,10 @@ from harness.driver.rerun import (
     seal_lines,
     sealed_with,
 )
-from harness.judge.approval.early import before_run
+from harness.measure.nightfolder.journal import settle
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.ui import Reporter, reporter
+from harness.probe.approval.check import before_run
 from harness.readers.report.ending import night_end_lines
 from harness.readers.report.inert import inert
 from harness.readers.report.morning import SUMMARY_FILES, write_night_summary

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
-from harness.driver.night.schema import JOURNAL_NAME
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 
 BUNDLE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 BAG_DECLARATION = "bagit.txt"

@@ -5,7 +5,7 @@ A campaign names them inline (`gates:`, a list) or in a separate YAML file
 gate is an argv list, never a shell string; the literal token `{gate_dir}` in an argument
 is replaced by the gate's own output folder (also passed as the environment variable
 HARNESS_GATE_DIR), so a gate can write its JUnit XML there without a shell. `harness gates`
-(harness.judge.gates.run) runs them; `harness check` validates them with positions
+(harness.probe.gates) runs them; `harness check` validates them with positions
 (harness.config.loader). The Campaign model keeps the raw list, so this module (which
 builds on the schema's types) is validated here and schema.py imports nothing from it.
 """

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 from harness.base.catalogue import HARNESS_ERROR
 from harness.base.errors import REFUSED, HarnessError
 from harness.base.reason import Reason
+from harness.base.slots import NotExecuted
 from harness.base.states import Status
 from harness.driver.plan import Executor, InFlight, LaunchRequest, LaunchSource, Outcome, Recorder
-from harness.driver.policy import NotExecuted, StoppedAfter, Why, not_executed, stop_reason
+from harness.driver.policy import StoppedAfter, Why, not_executed, stop_reason
 from harness.measure.ui import Reporter
 
 

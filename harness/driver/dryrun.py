@@ -35,20 +35,22 @@ from harness.base.states import State
 from harness.config.loader import Loaded
 from harness.config.samehost import instances
 from harness.driver.local import LocalExecutor
-from harness.driver.night.journal import JOURNAL_NAME, Journal
-from harness.driver.night.nightlock import BY_HAND, describe, night_lock_path, read_night_holder
+from harness.driver.night.nightlock import BY_HAND
 from harness.driver.night.runner import find_night, inputs_seal, policy_of
-from harness.driver.night.transitions import RetryPolicy, Row, latest_attempts
-from harness.driver.policy import retry_allowed
-from harness.judge.approval import check as approval
+from harness.driver.policy import RetryPolicy, retry_allowed
 from harness.measure.host import fstype
 from harness.measure.lock import describe_holder, read_holder
+from harness.measure.nightfolder.holder import describe, night_lock_path, read_night_holder
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME, NIGHTS
+from harness.measure.nightfolder.rows import Row, latest_attempts
 from harness.measure.seal import SourceSeal, source_seal
 from harness.measure.ui import Reporter
 from harness.measure.vector import LAUNCHER_PID, LAUNCHER_STARTED
 from harness.pipeline import launch, preflight
 from harness.pipeline.context import RunContext
 from harness.pipeline.results import Preflight
+from harness.probe.approval import check as approval
 
 SCHEMA = "harness.dry-run/v1"
 RUN_ID = "<run-id>"  # the placeholder a planned run's id reads as
@@ -301,7 +303,7 @@ def night_pick(loaded: Loaded, runs_dir: Path, night: str | None, new: bool) -> 
     of the night it would continue. Reads only."""
     if night is not None and new:
         raise InvalidInput("--night and --new exclude each other")
-    nights_dir = Path(os.path.abspath(runs_dir)) / "nights"
+    nights_dir = Path(os.path.abspath(runs_dir)) / NIGHTS
     plan_rows = loaded.plan()
     found = find_night(nights_dir, loaded, night, new,
                        rows_of=lambda folder: _night_rows(folder, loaded))
@@ -316,7 +318,7 @@ def night_pick(loaded: Loaded, runs_dir: Path, night: str | None, new: bool) -> 
 
 def night_notes(loaded: Loaded, runs_dir: Path, pick: NightPick) -> list[str]:
     """The night's own facts in words: which night folder, what is left, the night lock."""
-    nights = Path(os.path.abspath(runs_dir)) / "nights"
+    nights = Path(os.path.abspath(runs_dir)) / NIGHTS
     if pick.night_dir is None:
         out = [f"a new night folder would go to {nights}/{loaded.campaign.name}-<UTC stamp>/"]
     else:

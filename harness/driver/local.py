@@ -92,8 +92,8 @@ class LocalExecutor:
 
     def preflight(self, control: str, runs_dir: Path) -> list[str]:
         """The doctor's failing lines for this control's profile (empty: the host is fit)."""
-        from harness.judge.doctor import run_checks  # a night's check, not `harness run`'s
         from harness.judge.doctor.checks import GIB
+        from harness.probe.doctor.run import run_checks  # a night's check, not `harness run`'s
 
         ctl, _ = self.loaded.controls[control]
         lock = self.loaded.image_lock

@@ -17,8 +17,9 @@ from typing import Protocol, TypeVar
 
 from harness.base.names import RunId
 from harness.base.reason import Reason
+from harness.base.slots import Slot, slots_of
 from harness.base.states import Status, exit_code
-from harness.driver.policy import Slot, Why, slots_of
+from harness.driver.policy import Why
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ bytes its SHA256SUMS vouches for (`SealedReader`); the seal digest named in the 
 the sha256 of the very SHA256SUMS those claims came from. The performance log (a
 convenience, not evidence) is never read. The call is written as
 `addenda/<stamp>-regression/` through the one addendum writer (atomic, with its own
-SHA256SUMS; `harness verify` checks it).
+SHA256SUMS; `harness verify` checks it); `harness.judge.regressionfile` reads it back.
 
 A runs folder is hostile: anyone who can write it can name folders like runs of a control.
 So a name only makes a folder a candidate (`scan`: `<control>-<stamp>-<tail>`, the
@@ -44,7 +44,6 @@ from harness.base.timeutil import iso, parse_or_none
 from harness.judge.comparable import (
     ADDENDUM,
     FILE,
-    SCHEMA,
     Candidate,
     Confirmation,
     FigureCall,
@@ -65,7 +64,7 @@ from harness.judge.finalize.observed import SealedReader
 from harness.judge.regression import MAX_BASELINE
 from harness.measure import perflog
 from harness.measure.runfolder import manifest
-from harness.measure.runfolder.layout import ADDENDA, HOST_BEFORE, METRICS, RECORD, SUMS
+from harness.measure.runfolder.layout import HOST_BEFORE, METRICS, RECORD, SUMS
 
 # Folders whose seal, record and host snapshot are read per call: 100 baselines' worth, so
 # a control's own history never reaches it, while a runs folder stuffed with look-alikes
@@ -303,28 +302,3 @@ def seal(called: Called, run_dir: Path, now: datetime, **extra: object) -> Path:
     doc = document(called.run, called.recent, called.selection, called.calls, iso(now),
                    confirms=called.confirms(), **extra)
     return write_addendum(Path(run_dir), ADDENDUM, {FILE: dumps_json(doc).encode()}, now)
-
-
-_FOLDER = re.compile(r"[0-9]{8}T[0-9]{6}Z-" + ADDENDUM + r"(-[0-9]{1,2})?")
-
-
-def read_sealed(run_dir: Path) -> dict | None:
-    """The run's newest `regression` addendum, read as its own SHA256SUMS vouches for
-    (None when it has none, or it does not verify or is not ours)."""
-    try:
-        with os.scandir(Path(run_dir) / ADDENDA) as it:
-            names = sorted(e.name for e in it if _FOLDER.fullmatch(e.name)
-                           and e.is_dir(follow_symlinks=False))
-    except OSError:
-        return None
-    for name in reversed(names):
-        folder = Path(run_dir) / ADDENDA / name
-        try:
-            if manifest.verify_folder(folder):
-                continue
-            doc = SealedReader(folder).json(FILE)
-        except (Refused, InputError, DocumentError):
-            continue
-        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
-            return doc
-    return None

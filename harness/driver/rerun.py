@@ -1,7 +1,7 @@
 """Operator reruns: the same control again as a new attempt, linked both ways.
 
 Under `require_approval`, a rerun whose seal no approval covers is refused before any
-folder, journal row or lock (`approval.early.before_run`), with the next step: a fix
+folder, journal row or lock (`probe.approval.check.before_run`), with the next step: a fix
 changes the seal, and the new seal needs the gates and an approval first.
 
 A rerun reads the control from the campaign file as it is on disk now (`plan_rerun`), so
@@ -32,10 +32,8 @@ from harness.config.checkout import inside, of_run
 from harness.config.loader import Loaded, require_campaign
 from harness.driver.drive import run_one
 from harness.driver.local import LocalExecutor
-from harness.driver.night.journal import JOURNAL_NAME, Journal, Row, latest_attempts
 from harness.driver.night.nightlock import NightLock
 from harness.driver.plan import LaunchRequest, Outcome, new_request
-from harness.judge.approval.early import before_run
 from harness.judge.diff import (
     file_changes,
     mount_words,
@@ -45,6 +43,9 @@ from harness.judge.diff import (
     seal_files,
 )
 from harness.measure import mountdigest
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME, NIGHTS
+from harness.measure.nightfolder.rows import Row, latest_attempts
 from harness.measure.runfolder import inputs as kept
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import PREFLIGHT, RECORD
@@ -54,6 +55,7 @@ from harness.measure.runfolder.reruns import append_index, index_entry
 from harness.measure.runfolder.sealed import read_record
 from harness.measure.seal import SourceSeal, source_seal
 from harness.measure.ui import Reporter
+from harness.probe.approval.check import before_run
 
 
 def night_of(run_id: str, nights_dirs: list[Path]) -> Path | None:
@@ -235,7 +237,7 @@ def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None
     # naming the next step; the preflight asks the same again and seals its answer.
     before_run(loaded, runs_dir, seal=plan.seal.digest)
     runs_dir.mkdir(parents=True, exist_ok=True)
-    night = night or night_of(run_id, [runs_dir / "nights", run_dir.parent / "nights"])
+    night = night or night_of(run_id, [runs_dir / NIGHTS, run_dir.parent / NIGHTS])
 
     lock = NightLock(loaded.lock_path, kind="rerun", campaign=loaded.campaign.name)
     lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)

@@ -8,7 +8,6 @@ place decides timeouts, and what "no engine" means for a run (exit 3) and for a 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from typing import Any
 
 import docker
@@ -46,36 +45,6 @@ def short_error(e: BaseException) -> str:
     """The first line of an SDK error, at most 200 characters: fit for one report line."""
     text = str(e).strip().splitlines()
     return (text[0] if text else type(e).__name__)[:200]
-
-
-def image_store(info: Mapping[str, Any]) -> str:
-    """'containerd' when `docker info` shows the containerd image store, else 'graph-driver'.
-
-    With the containerd store an image Id is the manifest digest, not the config digest,
-    so the same image has different Ids on the two kinds of daemon.
-    """
-    for pair in info.get("DriverStatus") or []:
-        if (
-            len(pair) == 2
-            and str(pair[0]).lower() == "driver-type"
-            and "containerd" in str(pair[1])
-        ):
-            return "containerd"
-    driver = str(info.get("Driver", "")).lower()
-    if "containerd" in driver and "snapshotter" in driver:
-        return "containerd"
-    return "graph-driver"
-
-
-def store_kind(recorded: str | None) -> str | None:
-    """A store recorded in images.lock, in image_store()'s words; None when not recorded.
-
-    Pins made before image_store() had one answer recorded the storage driver's name
-    (overlay2, fuse-overlayfs) for a graph-driver daemon, and 'containerd' otherwise.
-    """
-    if not recorded:
-        return None
-    return "containerd" if "containerd" in recorded else "graph-driver"
 
 
 def local_image(ref: str) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from harness.base.timeutil import utc_now
 from harness.config.loader import load_model
 from harness.config.schema import ARCHIVE_NAME, ImageArchive, ImageLock, LockedImage
 from harness.measure import engine, imagearchive, imagepin
+from harness.measure.imagestore import image_store
 
 HEADER = ("# images.lock: image names pinned to full image Ids (`harness images pin NAME REF`).\n"
           "# A launch uses the Id, never a tag; a missing image or another Id is refused.\n"
@@ -129,7 +130,7 @@ def pin(path: Path, name: str, ref: str, *, replace: bool = False, reason: str |
         raise EnvironmentFault(f"the engine reports Id {image_id!r} for {ref!r}, not a full "
                                "sha256 Id; nothing pinned")
     digests = [d for d in info.get("RepoDigests") or [] if _REPO_DIGEST.fullmatch(str(d))]
-    store = engine.image_store(engine.client().info())
+    store = image_store(engine.client().info())
     new = LockedImage(id=image_id, ref=ref, repo_digest=digests[0] if digests else None,
                       store=store if _STORE.fullmatch(store) else None,
                       archive=_archive(archive, image_id) if archive else None, build=build)

@@ -35,7 +35,6 @@ from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.base.reason import Reason
 from harness.config import gpumap
 from harness.config.schema import LockedImage, Model
-from harness.judge.approval import check as approval
 from harness.measure import engine, modelcache, mountdigest
 from harness.measure.host import fstype, identity
 from harness.measure.imagepin import how_to_obtain
@@ -48,6 +47,7 @@ from harness.pipeline.context import RunContext
 from harness.pipeline.inputs import keep as keep_inputs
 from harness.pipeline.results import Preflight
 from harness.pipeline.stage import Keep
+from harness.probe.approval import check as approval
 
 DEVICE_PATHS = {"rocm": ("/dev/kfd", "/dev/dri"), "cpu": ()}
 

@@ -28,7 +28,7 @@ class Preflight:
     seal: SourceSeal | None = None
     provenance: dict | None = None  # the project's git state (measure.provenance.git_state)
     harness: dict | None = None  # the harness that ran it (measure.provenance.harness_state)
-    approval: dict | None = None  # the approval it runs under (judge.approval.check)
+    approval: dict | None = None  # the approval it runs under (probe.approval.check.for_run)
     image_id: str | None = None  # set only when the local image is the pinned one
     model_hashes: dict[str, str] = field(default_factory=dict)
     # The model folder's real path (every symlink resolved) when it was hashed: the launch

@@ -3,7 +3,7 @@
 Everything here only reads: the holder records beside the locks, the engine's container
 list (by the `org.harness.run-id` label), the latest night of each campaign (its journal,
 read-only, and its ended.json) and the systemd user timers `harness schedule` installed.
-A night's progress is counted by harness.driver.night.rules.progress, the one count the
+A night's progress is counted by harness.measure.nightfolder.progress, the one count the
 night's own lines use too.
 
 A running harness container whose launcher (the pid, start time and host its labels name)
@@ -24,10 +24,6 @@ from pathlib import Path
 from harness.base.errors import HarnessError
 from harness.base.readfile import InputError, read_bounded
 from harness.base.states import State
-from harness.driver.night.folders import latest_night, parse_night_name
-from harness.driver.night.journal import JOURNAL_NAME, Journal
-from harness.driver.night.nightlock import describe, read_night_holder
-from harness.driver.night.rules import progress
 from harness.measure import vector
 from harness.measure.lock import (
     FIELD_MAX,
@@ -37,6 +33,16 @@ from harness.measure.lock import (
     pid_alive,
     read_holder,
 )
+from harness.measure.nightfolder.holder import describe, read_night_holder
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import (
+    ENDED,
+    JOURNAL_NAME,
+    NIGHTS,
+    latest_night,
+    parse_night_name,
+)
+from harness.measure.nightfolder.progress import progress
 from harness.readers.report.inert import inert
 
 
@@ -120,9 +126,6 @@ def on_lock(container: dict, lock_path: Path) -> bool:
         container.get("device") == "rocm"
 
 
-ENDED = "ended.json"  # harness.driver.night.runner.ENDED: written when a night ends on purpose
-
-
 def ended_of(night_dir: Path) -> dict | None:
     """{"at", "why"} from the night's ended.json (bounded; None when it did not end on
     purpose, or the file is unreadable: then `ended` is still true, with no time)."""
@@ -164,7 +167,7 @@ def current_night(runs_dir: Path, night_holder: dict | None) -> Path | None:
         path = Path(named)
         if path.is_dir() and not path.is_symlink():
             return path
-    return latest_night(runs_dir / "nights")
+    return latest_night(runs_dir / NIGHTS)
 
 
 MAX_CAMPAIGNS = 50  # campaigns listed; a runs dir with more says how many it left out
@@ -196,7 +199,7 @@ def gather(runs_dir: Path, lock_path: Path, *, timers: bool = True) -> dict:
         c["on_lock"] = on_lock(c, lock_path)
     night_dir = current_night(runs_dir, lock["night_holder"])
     current = night_state(night_dir, lock["night_holder"]) if night_dir else None
-    latest = latest_per_campaign(runs_dir / "nights")
+    latest = latest_per_campaign(runs_dir / NIGHTS)
     nights = [current if current and p == night_dir else night_state(p, lock["night_holder"])
               for p in latest[:MAX_CAMPAIGNS]]
     if current and night_dir not in latest:  # a live night of another runs dir
@@ -217,7 +220,7 @@ def without_lock(c: dict) -> str:
 
 def progress_text(p: dict) -> str:
     """`2/3 done; accepted 2, interrupted 1`: the night's own line says the same words
-    (harness.measure.ui.human over the same rules.progress)."""
+    (harness.measure.ui.human over the same nightfolder.progress)."""
     states = ", ".join(f"{inert(k)} {inert(v)}" for k, v in p["states"].items())
     return f"{inert(p['done'])}/{inert(p['total'])} done" + (f"; {states}" if states else "")
 

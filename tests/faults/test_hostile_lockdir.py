@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.driver.night.nightlock import night_lock_path
 from harness.measure.lock import GpuLock, holder_path, is_free
+from harness.measure.nightfolder.holder import night_lock_path
 
 SHORT = 'command: [python3, -c, "print(1)"]\n'
 KINDS = ["fifo", "inf", "deep", "symlink", "markup"]

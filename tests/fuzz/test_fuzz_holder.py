@@ -13,8 +13,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.driver.night.nightlock import describe, night_lock_path
 from harness.measure.lock import describe_holder, holder_path, parse_holder, read_holder
+from harness.measure.nightfolder.holder import describe, night_lock_path
 from harness.readers.status import lock_state, render
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))

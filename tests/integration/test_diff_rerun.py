@@ -9,7 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
-from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.runfolder.manifest import verify_folder
 from harness.measure.runfolder.reruns import reruns_of
 from tests.conftest import REPO

@@ -9,7 +9,8 @@ import os
 import time
 from pathlib import Path
 
-from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 
 OK = 'command: [python3, -c, "print(1)"]\n'
 BOOM = 'command: [python3, -c, "import sys; sys.exit(7)"]\n'

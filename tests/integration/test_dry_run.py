@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from harness.base.gpuslot import GpuSlot
-from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.runfolder import record
 from tests.integration.test_night_runs import SLEEP, running_container, runs
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 
 
 def summary_runs(night: Path) -> dict[str, str]:

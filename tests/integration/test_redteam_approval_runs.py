@@ -101,8 +101,8 @@ def test_a_process_outliving_its_gate_fails_it_and_never_writes_after_the_grace(
     import time
 
     from harness.config.gates import Gate
-    from harness.judge.gates import run as gates_run
     from harness.judge.gates.judge import judge
+    from harness.probe import gates as gates_run
 
     monkeypatch.setattr(gates_run, "GRACE_S", 0.5)
     late = "import time; time.sleep(2); print('late', flush=True)"

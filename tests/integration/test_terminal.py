@@ -18,8 +18,9 @@ from datetime import datetime
 
 import pytest
 
-from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.measure.lock import is_free
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.runfolder.manifest import verify_folder
 from tests.conftest import containers_with_label
 

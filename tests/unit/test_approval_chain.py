@@ -24,13 +24,14 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import InvalidInput, Refused
 from harness.config.loader import require_campaign
-from harness.judge.approval import check, issue
 from harness.judge.approval import gates as approval_gates
+from harness.judge.approval.check import what_runs
 from harness.judge.approval.record import Pins, build, file_name
 from harness.judge.gates import record as gate_doc
-from harness.judge.gates.run import run_gates
 from harness.measure.provenance import Found, Tracked, blob_id, clean_at, file_problems, parse_tree
 from harness.measure.seal import source_files, source_seal
+from harness.probe.approval import check, issue
+from harness.probe.gates import run_gates
 from harness.readers.bundle import chain
 from harness.readers.bundle.facts import RunFacts
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, seal_of
@@ -317,7 +318,8 @@ def test_a_dirty_tree_is_refused_under_an_approval_of_its_seal(proj, dirt):
     _write(proj, dirt, "x = 1\n")
     assert run_rules(proj) == [PROVENANCE_DIRTY]
     loaded = require_campaign(camp(proj))
-    assert dirt.split("/")[0] in check.what_runs(loaded, loaded.files())[0][1]
+    clean = clean_at(proj, source_files(proj, loaded.files()))
+    assert dirt.split("/")[0] in what_runs(loaded, clean)[0][1]
 
 
 def test_an_unsealed_mount_is_refused_under_require_approval(tmp_path, monkeypatch):

@@ -26,11 +26,13 @@ from harness.base.states import Status
 from harness.cli.main import _run as harness_cli
 from harness.config.loader import require_campaign
 from harness.driver.rerun import RerunPlan, execute
-from harness.judge.approval import early, issue
+from harness.judge.approval import early
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.seal import source_seal
 from harness.measure.ui import Reporter
+from harness.probe.approval import issue
+from harness.probe.approval.check import before_run
 from tests.approval_helpers import (
     ONE_CONTROL_CAMPAIGN,
     ONE_CONTROL_IMAGE,
@@ -197,7 +199,7 @@ def test_before_run_refuses_an_unapproved_seal_naming_the_next_step(proj):
     loaded = require_campaign(proj / CAMPAIGN)
     seal = seal_of(proj / CAMPAIGN)
     with pytest.raises(Refused) as e:
-        early.before_run(loaded, proj / "runs")
+        before_run(loaded, proj / "runs")
     assert e.value.rule == SEAL_NOT_APPROVED
     assert e.value.message.endswith(
         f"Next: run `harness gates {CAMPAIGN} --runs-dir runs` then "
@@ -208,24 +210,24 @@ def test_before_run_refuses_an_unapproved_seal_naming_the_next_step(proj):
 def test_before_run_names_the_seal_it_is_given(proj):
     loaded = require_campaign(proj / CAMPAIGN)
     with pytest.raises(Refused) as e:
-        early.before_run(loaded, proj / "runs", seal=SEAL)
+        before_run(loaded, proj / "runs", seal=SEAL)
     assert e.value.message.endswith(f"for seal {SEAL}")
 
 
 def test_before_run_passes_an_approved_seal_and_a_campaign_needing_none(proj, tmp_path,
                                                                         monkeypatch):
     approve(proj)
-    assert early.before_run(require_campaign(proj / CAMPAIGN), proj / "runs") is None
+    assert before_run(require_campaign(proj / CAMPAIGN), proj / "runs") is None
     other = tmp_path / "other"
     make_project(other, monkeypatch, require=False)
-    assert early.before_run(require_campaign(other / CAMPAIGN), None) is None
+    assert before_run(require_campaign(other / CAMPAIGN), None) is None
 
 
 def test_before_run_on_a_dirty_approved_checkout_says_to_commit(proj):
     approve(proj)
     (proj / "notes.txt").write_text("uncommitted\n")
     with pytest.raises(Refused) as e:
-        early.before_run(require_campaign(proj / CAMPAIGN), proj / "runs")
+        before_run(require_campaign(proj / CAMPAIGN), proj / "runs")
     assert e.value.rule == PROVENANCE_DIRTY and "notes.txt" in e.value.message
     assert e.value.message.endswith("Next: commit (or remove) what is not clean, or reinstall "
                                     "an edited installed harness from its wheel, then run again")

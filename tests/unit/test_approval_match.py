@@ -1,5 +1,5 @@
 """Approvals without Docker: the pure matching, the document, the seal's coverage, and the
-run-time check (`approval.check.for_run`) over a real git project on disk, rule by rule."""
+run-time check (`probe.approval.check.for_run`) over a real git project on disk, rule by rule."""
 
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import InvalidInput, Refused
 from harness.config.loader import require_campaign
-from harness.judge.approval import check, issue
+from harness.judge.approval.issue import dirty_reason
 from harness.judge.approval.record import SCHEMA, Pins, build, file_name, match, parse
 from harness.measure.provenance import CleanCheck
 from harness.measure.seal import source_files, source_seal
+from harness.probe.approval import check, issue
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, make_keys, seal_of
 
 SEAL_A, SEAL_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
@@ -100,7 +101,7 @@ def test_parse_reads_back_what_build_writes():
     (CleanCheck(None, True, (), 0), True),  # no commit to name
 ])
 def test_only_a_clean_head_may_be_approved(clean, dirty):
-    assert (issue.dirty_reason(clean) is not None) is dirty
+    assert (dirty_reason(clean) is not None) is dirty
 
 
 # ---- a project on disk ----------------------------------------------------------------------

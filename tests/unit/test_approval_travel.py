@@ -21,11 +21,13 @@ from harness.base.catalogue import (
 from harness.base.errors import InvalidInput, Refused
 from harness.cli.main import _run as harness_cli
 from harness.config.loader import require_campaign
-from harness.judge.approval import check, early, issue
 from harness.judge.approval import gates as approval_gates
-from harness.judge.gates.run import run_gates
+from harness.judge.approval.issue import reviewer_mismatch
+from harness.judge.approval.signature import SignatureCheck
 from harness.judge.gates.show import headline
 from harness.measure import seal as seal_module
+from harness.probe.approval import check, issue
+from harness.probe.gates import run_gates
 from tests.approval_helpers import (
     GIT_ENV,
     ONE_CONTROL_CAMPAIGN,
@@ -101,7 +103,7 @@ def test_an_approval_made_on_one_host_passes_on_another_holding_the_record(tmp_p
     named, reasons = check.for_run(loaded, seal_now(host_b / CAMPAIGN), runs_dir=other_runs)
     assert reasons == []
     assert named is not None and named["file"] == f"approvals/{approval.name}"
-    early.before_run(loaded, other_runs)  # and `harness run` there would start
+    check.before_run(loaded, other_runs)  # and `harness run` there would start
 
 
 def test_without_the_record_in_the_runs_dir_the_refusal_says_where_it_looked(tmp_path,
@@ -116,7 +118,7 @@ def test_without_the_record_in_the_runs_dir_the_refusal_says_where_it_looked(tmp
     assert folder.name in reasons[0].detail and str(empty / "gates") in reasons[0].detail
     assert rules(root, None) == [APPROVAL_GATES_MISSING]
     with pytest.raises(Refused) as e:
-        early.before_run(loaded, empty)
+        check.before_run(loaded, empty)
     assert e.value.message.endswith(f"run with the --runs-dir that holds its gate record, "
                                     f"or remove approvals/{_approval_name(root)} in a commit, "
                                     f"then run `harness gates {root / CAMPAIGN} --runs-dir "
@@ -254,12 +256,12 @@ def test_a_key_the_campaign_does_not_trust_is_warned_at_once(tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("check_of, warned", [
-    (None, None), (issue.SignatureCheck(True, "ok", "rev@example"), None),
-    (issue.SignatureCheck(True, "ok", None), None),
-    (issue.SignatureCheck(True, "ok", "bob@example"), "not the signing principal 'bob@example'"),
-    (issue.SignatureCheck(False, "no principal matched"), "(no principal matched)")])
+    (None, None), (SignatureCheck(True, "ok", "rev@example"), None),
+    (SignatureCheck(True, "ok", None), None),
+    (SignatureCheck(True, "ok", "bob@example"), "not the signing principal 'bob@example'"),
+    (SignatureCheck(False, "no principal matched"), "(no principal matched)")])
 def test_reviewer_mismatch_is_pure(check_of, warned):
-    got = issue.reviewer_mismatch("rev@example", check_of)
+    got = reviewer_mismatch("rev@example", check_of)
     assert got is None if warned is None else warned in got
 
 

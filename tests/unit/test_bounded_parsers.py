@@ -34,6 +34,7 @@ from harness.measure.host.tools import ToolRun, read_amd_smi, read_rocminfo
 from harness.measure.metrics import MetricsParser
 from harness.measure.slurm import gres, identity, query
 from harness.pipeline import orphans
+from harness.probe.doctor.gpumap import gather
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 TEN_MB = 10 * 1024 * 1024
@@ -261,7 +262,7 @@ def write_map(tmp: Path) -> Path:
 def test_an_unparseable_gres_conf_is_a_fail_line(tmp_path: Path, kind: str) -> None:
     conf = tmp_path / "gres.conf"
     conf.write_bytes(GRES_FILES[kind])
-    facts = dmap.gather({"SLURMD_NODENAME": "n1"}, given=write_map(tmp_path), required=True,
+    facts = gather({"SLURMD_NODENAME": "n1"}, given=write_map(tmp_path), required=True,
                         gres_conf=conf)
     checks = {c.name: c for c in dmap.judge(facts)}
     line = checks["gpu-map-gres"]
@@ -276,7 +277,7 @@ def test_an_absent_or_unsupported_gres_conf_is_still_a_warning(tmp_path: Path) -
         conf = tmp_path / "gres.conf"
         if text is not None:
             conf.write_text(text)
-        facts = dmap.gather({"SLURMD_NODENAME": "r1n1"}, given=gmap, required=True,
+        facts = gather({"SLURMD_NODENAME": "r1n1"}, given=gmap, required=True,
                             gres_conf=conf)
         line = {c.name: c for c in dmap.judge(facts)}["gpu-map-gres"]
         assert line.status == "warn" and line.detail.endswith("indexes not compared"), line

@@ -216,7 +216,7 @@ VOUCHES = {
 @pytest.mark.parametrize("case", sorted(VOUCHES), ids=lambda c: "-".join(
     [c[0], c[1], "listed" if c[2] else "no-signers"]))
 def test_coreutils_recipe_and_harness_agree_on_who_vouches(tmp_path, case):
-    from harness.judge.approval.sign import sign as sign_in
+    from harness.probe.sshsig import sign as sign_in
     from harness.readers.bundle import verify_tree
 
     bag, approval, listed = case
@@ -337,7 +337,7 @@ SIGNERS = {
 @pytest.mark.parametrize("case", sorted(SIGNERS, key=str), ids=lambda c: "-".join(
     [c[0], "+".join(c[1] or ["none"]), "+".join(c[2] or ["one-file"])]))
 def test_recipe_and_bundle_verify_agree_with_one_signers_file_or_two(tmp_path, case):
-    from harness.judge.approval.sign import sign as sign_approval
+    from harness.probe.sshsig import sign as sign_approval
 
     signer, allowed, reviewers = case
     bundle, keys = _approved_bundle(tmp_path)

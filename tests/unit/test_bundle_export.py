@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
-from harness.driver.night.journal import Journal
+from harness.measure.nightfolder.journal import Journal
 from harness.readers.bundle import export_bundle, safe_extract, verify_bundle
 from harness.readers.bundle.export import ExportRefused
 

@@ -12,7 +12,8 @@ import pytest
 from bundle_helpers import make_run
 
 from harness.base.errors import InvalidInput
-from harness.driver.night.journal import Journal, Row
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.rows import Row
 from harness.readers.bundle import export_bundle, verify_bundle
 from harness.readers.bundle.nightruns import journal_runs, left_out
 

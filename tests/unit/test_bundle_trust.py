@@ -31,7 +31,7 @@ from bundle_helpers import (
 
 from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
-from harness.judge.approval.sign import sign as sign_in
+from harness.probe.sshsig import sign as sign_in
 from harness.readers.bundle import export_bundle, verify_bundle, verify_tree
 from harness.readers.bundle.collect import RECORD, admits, collect_drop, collect_run, drop_run
 from harness.readers.bundle.merge import MergeRefused, merge_bundles

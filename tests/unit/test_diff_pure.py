@@ -15,9 +15,9 @@ from harness.base.catalogue import RUN_NOT_INTACT
 from harness.base.errors import Refused
 from harness.cli.diff import render
 from harness.cli.main import main
-from harness.driver.night.transitions import Row
 from harness.driver.rerun import RerunPlan, failed_rows, seal_lines
 from harness.judge.diff import compare, diff_runs, engine_args, file_changes, seal_files
+from harness.measure.nightfolder.rows import Row
 from harness.measure.runfolder import record
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.seal import SourceSeal, seal_digest

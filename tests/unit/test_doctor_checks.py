@@ -22,8 +22,8 @@ from harness.judge.doctor.checks import (
     judge_render,
     soften,
 )
-from harness.measure.engine import image_store
 from harness.measure.host.tools import ToolRun
+from harness.measure.imagestore import image_store
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"
 ROCMINFO_7900 = (FIX / "rocminfo-gfx1100-rx7900xtx.txt").read_text()

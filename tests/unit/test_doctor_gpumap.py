@@ -20,6 +20,7 @@ from harness.judge.doctor import gpumap as dmap
 from harness.judge.doctor.checks import DeviceNode
 from harness.measure.slurm.calls import DRAIN_REASON_MAX, drain_argv
 from harness.pipeline.preflight import job_render_nodes
+from harness.probe.doctor.gpumap import gather
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
@@ -113,16 +114,16 @@ def test_gather_reads_a_map_of_fake_devices_and_gres(tmp_path):
     path = write_map(tmp_path / "map.yaml", dict(enumerate(devs)))
     conf = write_gres(tmp_path / "gres.conf", "node2", devs)
     env = {"SLURMD_NODENAME": "node2"}
-    facts = dmap.gather(env, given=path, required=True, gres_conf=conf)
+    facts = gather(env, given=path, required=True, gres_conf=conf)
     assert lines(facts) == {
         "gpu-map": ("ok", f"{path}: 2 GPU(s): 0 -> {devs[0]}, 1 -> {devs[1]}"),
         "gpu-map-gres": ("ok", f"matches {conf}: node node2's 2 GPU(s), index by index")}
-    other = dmap.gather({"SLURMD_NODENAME": "node1"}, given=path, required=True,
+    other = gather({"SLURMD_NODENAME": "node1"}, given=path, required=True,
                         gres_conf=conf)
     assert lines(other)["gpu-map-gres"][0] == "warn"  # gres.conf names no GPU of node1
     (tmp_path / "dev" / "renderD129").unlink()
     (tmp_path / "dev" / "renderD129").write_text("")
-    broken = lines(dmap.gather(env, given=path, required=True, gres_conf=conf))
+    broken = lines(gather(env, given=path, required=True, gres_conf=conf))
     assert broken["gpu-map"] == ("fail", f"{path}: GPU 1: {devs[1]} is not a character "
                                  "device")
 

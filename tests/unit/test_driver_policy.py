@@ -11,6 +11,7 @@ import pytest
 
 from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.base.reason import Reason
+from harness.base.slots import Slot, slots_of
 from harness.base.states import Status
 from harness.driver.drive import crashed, drive, run_one
 from harness.driver.plan import LaunchRequest, Outcome, PlanSource
@@ -18,13 +19,11 @@ from harness.driver.policy import (
     STATUSES,
     STOP_POLICIES,
     RetryPolicy,
-    Slot,
     StoppedAfter,
     Why,
     environment_stops,
     not_executed,
     retry_allowed,
-    slots_of,
     stop_reason,
     why_not_executed,
 )

@@ -13,10 +13,12 @@ import pytest
 from harness.base.errors import EnvironmentFault
 from harness.base.reason import Reason
 from harness.driver.drive import crashed, run_one
-from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy
 from harness.driver.night.source import JournalSource
 from harness.driver.plan import LaunchRequest, Outcome
+from harness.driver.policy import RetryPolicy
 from harness.driver.rerun import INDEX, RerunRecorder
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 
 SEAL_FAILED = EnvironmentFault("could not seal /runs/x: disk full", rule="ENV-SEAL")
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness.base.reason import Reason
+from harness.base.slots import Slot
 from harness.base.states import Status
 from harness.driver.drive import drive
 from harness.driver.plan import LaunchRequest, Outcome
-from harness.driver.policy import Slot
 from harness.measure.ui import Reporter
 
 

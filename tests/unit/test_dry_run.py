@@ -25,7 +25,8 @@ from harness.driver.dryrun import (
     placeholders,
     walk_order,
 )
-from harness.driver.night.transitions import RetryPolicy, Row
+from harness.driver.policy import RetryPolicy
+from harness.measure.nightfolder.rows import Row
 from harness.measure.seal import SourceSeal
 from harness.measure.vector import LAUNCHER_PID, LAUNCHER_STARTED
 

@@ -14,10 +14,10 @@ import uuid
 import docker
 import pytest
 
-from harness.judge.doctor import run_checks
 from harness.judge.doctor.checks import judge_images
-from harness.measure import engine, images
+from harness.measure import images, imagestore
 from harness.measure.host import identity
+from harness.probe.doctor.run import run_checks
 
 ID_A = "sha256:" + "a" * 64
 
@@ -34,7 +34,7 @@ ID_A = "sha256:" + "a" * 64
     ],
 )
 def test_a_recorded_store_reads_in_the_one_vocabulary(recorded, kind):
-    assert engine.store_kind(recorded) == kind
+    assert imagestore.store_kind(recorded) == kind
 
 
 def test_an_old_driver_name_pin_is_not_reported_as_another_store():

@@ -22,7 +22,7 @@ from rich.console import Console
 
 from harness.base import atomic
 from harness.base.errors import EnvironmentFault
-from harness.driver.night.nightlock import NightLock, describe, night_lock_path, read_night_holder
+from harness.driver.night.nightlock import NightLock
 from harness.measure.lock import (
     GpuLock,
     HeldFile,
@@ -31,6 +31,7 @@ from harness.measure.lock import (
     is_free,
     read_holder,
 )
+from harness.measure.nightfolder.holder import describe, night_lock_path, read_night_holder
 from harness.measure.ui import TerminalReporter
 from harness.readers.status import lock_state, render
 

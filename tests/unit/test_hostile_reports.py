@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 
 from harness.base.atomic import dumps_json
-from harness.driver.night.journal import Journal
 from harness.measure.metrics import (
     MAX_NOTES,
     MAX_NUMBER_CHARS,
@@ -23,6 +22,7 @@ from harness.measure.metrics import (
     parse_lines,
     write_metrics,
 )
+from harness.measure.nightfolder.journal import Journal
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.manifest import write_manifest
 from harness.pipeline import finish

@@ -15,7 +15,8 @@ from rich.console import Console
 
 from harness.base.errors import EnvironmentFault
 from harness.cli.display import NightLive
-from harness.driver.night.journal import JOURNAL_NAME, Journal
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.readers.status import night_state, render
 from tests.inprocess import invoke
 

@@ -12,12 +12,15 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import EnvironmentFault
-from harness.driver.night import schema
-from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy, next_step
-from harness.driver.night.migrate import evidence_of, upgrade_event, upgrade_state
+from harness.driver.night.nextstep import next_step
 from harness.driver.night.rules import night_exit_code
+from harness.driver.policy import RetryPolicy
+from harness.measure.nightfolder import schema
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.migrate import evidence_of, upgrade_event, upgrade_state
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 
-# Schema version 1, exactly as harness/driver/night/journal.py created it.
+# Schema version 1, exactly as the journal (harness/measure/nightfolder/journal.py) created it.
 V1_SCHEMA = """
 PRAGMA application_id = 1213090353;
 PRAGMA user_version = 1;

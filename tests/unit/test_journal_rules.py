@@ -7,13 +7,13 @@ import itertools
 import pytest
 
 from harness.base.states import TERMINAL, State
-from harness.driver.night.transitions import (
+from harness.driver.night.nextstep import next_step
+from harness.driver.policy import RetryPolicy
+from harness.measure.nightfolder.rows import Row
+from harness.measure.nightfolder.transitions import (
     EVENTS,
     IllegalTransition,
-    RetryPolicy,
-    Row,
     Step,
-    next_step,
     outcome_event,
     resume_steps,
     transition,

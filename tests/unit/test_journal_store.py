@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import EnvironmentFault, InvalidInput
-from harness.driver.night.journal import (
-    IllegalTransition,
-    Journal,
-    RetryPolicy,
-    next_step,
-)
+from harness.driver.night.nextstep import next_step
+from harness.driver.policy import RetryPolicy
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.transitions import IllegalTransition
 
 PLAN = [("echo", 0), ("sleep", 0), ("echo", 1)]
 
@@ -110,7 +108,7 @@ CRASHER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from harness.driver.night.journal import Journal
+    from harness.measure.nightfolder.journal import Journal
     j = Journal.open(Path(sys.argv[1]))
     row = j.rows()[1]
     j.mark_accepted(j.mark_running(j.rows()[0], "run-0", "/r0"))

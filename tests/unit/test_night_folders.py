@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.driver.night.folders import latest_night, night_folders, night_name, parse_night_name
+from harness.measure.nightfolder.naming import (
+    latest_night,
+    night_folders,
+    night_name,
+    parse_night_name,
+)
 
 
 def test_a_name_made_is_parsed_back() -> None:

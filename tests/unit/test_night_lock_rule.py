@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import EnvironmentFault
-from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.driver.night.nightlock import NightLock
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.readers import status
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,15 +10,12 @@ import pytest
 
 from harness.base.errors import InvalidInput
 from harness.base.reason import Reason
-from harness.driver.night.journal import JOURNAL_NAME, Journal
-from harness.driver.night.rules import (
-    deadline_from,
-    night_exit_code,
-    past,
-    progress,
-    unfinished,
-)
-from harness.driver.night.transitions import RetryPolicy, Row
+from harness.driver.night.rules import deadline_from, night_exit_code, past, unfinished
+from harness.driver.policy import RetryPolicy
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.nightfolder.progress import progress
+from harness.measure.nightfolder.rows import Row
 from harness.measure.runfolder.reruns import fold_index
 
 NOW = datetime(2026, 11, 30, 22, 15, tzinfo=timezone(timedelta(hours=1)))

@@ -22,7 +22,7 @@ STATES = HARNESS / "base" / "states.py"
 REASON = HARNESS / "base" / "reason.py"
 CATALOGUE = HARNESS / "base" / "catalogue.py"
 NAMES = HARNESS / "base" / "names.py"
-LAYERS = {"base", "config", "measure", "judge", "pipeline", "driver", "readers", "cli",
+LAYERS = {"base", "config", "measure", "judge", "probe", "pipeline", "driver", "readers", "cli",
           "instrument", "data"}
 STATUS_WORDS = frozenset({*(s.value for s in Status), *(s.value for s in State),
                           *(v.value for v in Verdict)}) - {"running"}  # docker's word too

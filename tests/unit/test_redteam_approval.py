@@ -13,9 +13,9 @@ import pytest
 from harness.base.catalogue import APPROVAL_INVALID, APPROVAL_SIGNATURE, ENV_ERROR, PROVENANCE_DIRTY
 from harness.config.gates import Gate
 from harness.config.loader import require_campaign
-from harness.judge.approval import check, issue
-from harness.judge.gates import run as gates_run
 from harness.measure.seal import source_seal
+from harness.probe import gates as gates_run
+from harness.probe.approval import check, issue
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, make_keys, seal_of
 
 IMG = "sha256:" + "1" * 64
@@ -153,7 +153,7 @@ def test_ssh_keygen_missing_is_an_environment_fault_not_a_bad_approval(proj, tmp
                                                                          monkeypatch):
     _signed(proj, tmp_path)
     which = shutil.which  # git stays: only OpenSSH is missing
-    monkeypatch.setattr("harness.judge.approval.sign.shutil.which",
+    monkeypatch.setattr("harness.probe.sshsig.shutil.which",
                         lambda name: None if name == "ssh-keygen" else which(name))
     found = reasons(proj)
     assert [r.rule for r in found] == [ENV_ERROR] and "ssh-keygen" in found[0].detail

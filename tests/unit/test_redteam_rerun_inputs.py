@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InvalidInput
-from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.driver.rerun import INDEX, append_index, night_failures
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 
 PLAN = [("echo", 0), ("sleep", 0)]
 

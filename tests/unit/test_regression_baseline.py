@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from regression_helpers import HOST, T0, sealed_run
 
-from harness.driver.regress import call_run, choose, read_candidate, read_sealed, seal
+from harness.driver.regress import call_run, choose, read_candidate, seal
 from harness.judge.comparable import MAX_NAMED, Junk, fill, select
+from harness.judge.regressionfile import read_sealed
 from harness.measure.runfolder.manifest import verify_folder, write_manifest
 
 REAL = 20  # real earlier runs: one more than a run alone needs to be called

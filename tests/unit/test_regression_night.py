@@ -22,12 +22,15 @@ from harness.driver.night.confirm import (
     rerun_decision,
     uncalled_rows,
 )
-from harness.driver.night.journal import JOURNAL_NAME, Journal
-from harness.driver.night.rules import night_exit_code
+from harness.driver.night.nextstep import next_step
+from harness.driver.night.rules import judged_attempts, night_exit_code
 from harness.driver.night.source import JournalSource
-from harness.driver.night.transitions import RetryPolicy, Row, judged_attempts, next_step
 from harness.driver.plan import Outcome
-from harness.driver.regress import read_sealed
+from harness.driver.policy import RetryPolicy
+from harness.judge.regressionfile import read_sealed
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.nightfolder.rows import Row
 from harness.measure.runfolder.manifest import verify_folder
 from harness.measure.runfolder.reruns import reruns_of
 from harness.measure.ui import Reporter

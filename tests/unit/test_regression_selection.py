@@ -13,7 +13,7 @@ from regression_helpers import HOST, T0, sealed_run
 
 from harness.base.states import Status
 from harness.config.reference import NAMES
-from harness.driver.regress import choose, read_candidate, read_sealed, scan, seal
+from harness.driver.regress import choose, read_candidate, scan, seal
 from harness.judge.comparable import (
     DIRECTIONS,
     HOST_VOLATILE,
@@ -31,6 +31,7 @@ from harness.judge.comparable import (
     uncalled,
 )
 from harness.judge.regression import MIN_BASELINE, Movement, Worse
+from harness.judge.regressionfile import read_sealed
 from harness.measure.runfolder.manifest import verify_folder
 
 

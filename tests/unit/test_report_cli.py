@@ -17,7 +17,7 @@ import click
 import pytest
 
 from harness.cli.report import chosen_format
-from harness.driver.night.journal import Journal
+from harness.measure.nightfolder.journal import Journal
 from harness.readers.report.ending import end_lines, night_end_lines
 from harness.readers.report.morning import summary_for_night, write_night_summary
 from harness.readers.report.timers import parse_timers

@@ -13,10 +13,12 @@ import pytest
 
 from harness.config.loader import load_campaign
 from harness.config.samehost import instances
-from harness.driver.night.journal import JOURNAL_NAME, Journal, RetryPolicy
 from harness.driver.night.source import JournalSource, group_busy, group_rows, left_running
-from harness.driver.night.transitions import Row
 from harness.driver.plan import Outcome
+from harness.driver.policy import RetryPolicy
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.nightfolder.rows import Row
 from harness.measure.ui import Reporter
 from tests.campaign_runs import repo_campaign
 

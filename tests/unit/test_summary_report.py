@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from harness.base.errors import InvalidInput
 from harness.cli.report import report
-from harness.driver.night.journal import Journal
 from harness.measure.metrics import write_metrics
+from harness.measure.nightfolder.journal import Journal
 from harness.readers.report.morning import summary_for_campaign, write_night_summary
 from harness.readers.report.page import render_html
 from harness.readers.report.plots import render_plots, y_limits

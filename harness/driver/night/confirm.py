@@ -6,7 +6,7 @@ comparable runs (`harness.driver.regress`: recent = [run]) and the call is seale
 the run's folder as its `regression` addendum. A regression schedules a confirmation
 rerun (`rerun_decision`, pure): a journal row that reruns it (`Journal.add_rerun`, linked
 both ways as `harness rerun` links: `rerun_of` in the new run.json, the journal row, the
-rerun index), which `transitions.next_step` launches only once no planned control is
+rerun index), which `nextstep.next_step` launches only once no planned control is
 left. When that rerun is sealed accepted, it is called with recent = [run, rerun], and
 alone, against its original's baseline; each regression of the original is confirmed
 only when both calls are regressions too (`comparable.confirmation` says why the pair's
@@ -28,11 +28,12 @@ from typing import Protocol
 from harness.base.errors import HarnessError
 from harness.base.states import State, Status
 from harness.base.timeutil import parse_or_none
-from harness.driver.night.journal import Journal, Row
-from harness.driver.night.transitions import RERUN
 from harness.driver.plan import Outcome
-from harness.driver.regress import Called, call_rerun, call_run, read_sealed, seal
+from harness.driver.regress import Called, call_rerun, call_run, seal
 from harness.judge.comparable import Confirmation, Unverified
+from harness.judge.regressionfile import read_sealed
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.rows import RERUN, Row
 from harness.measure.runfolder.record import read
 from harness.measure.ui import Reporter
 

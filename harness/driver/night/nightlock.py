@@ -4,7 +4,8 @@ The GPU lock serialises single runs; a night also owns its journal and decides w
 its runs died, so two nights must never drive one GPU lock together. The night lock is a
 kernel flock on the GPU slot's night lock, `<gpu lock>.night` (`harness.base.gpuslot`;
 freed by the kernel however its holder dies), with a holder record beside it that says
-who holds it, for the refusal message and `status`.
+who holds it, for the refusal message and `status` (read back by
+`harness.measure.nightfolder.holder`).
 
 Policy, one rule for what an operator starts by hand: neither `harness run` nor
 `harness rerun` launches a control while a night holds this lock; each waits for it (up
@@ -24,36 +25,12 @@ from pathlib import Path
 
 from harness.base.catalogue import ENV_LOCK_TIMEOUT, ENV_NIGHT_BUSY
 from harness.base.errors import EnvironmentFault
-from harness.base.gpuslot import GpuSlot
 from harness.base.timeutil import utc_now
-from harness.measure.lock import HeldFile, describe_holder, read_holder
+from harness.measure.lock import HeldFile, read_holder
+from harness.measure.nightfolder.holder import describe, night_lock_path
 
 POLL_S = 0.5
 BY_HAND = ("run", "rerun")  # kinds an operator starts; a night waits for them
-
-
-def night_lock_path(gpu_lock: Path) -> Path:
-    return GpuSlot(Path(gpu_lock)).night_lock
-
-
-def read_night_holder(gpu_lock: Path) -> dict | None:
-    """Who holds the night lock (with `alive`), or None."""
-    return read_holder(night_lock_path(gpu_lock))
-
-
-def describe(holder: dict | None) -> str:
-    """One bounded, printable line (fields were cleaned by `read_holder`)."""
-    if not holder:
-        return "an unknown process (no holder record yet)"
-    if "unreadable" in holder:
-        return describe_holder(holder)
-    state = "" if holder.get("alive") else ", not running any more"
-    what = holder.get("kind", "night")
-    where = holder.get("night_dir") or holder.get("run_dir") or "-"
-    return (f"{what} of campaign {holder.get('campaign', '?')} (pid {holder.get('pid', '?')}, "
-            f"{holder.get('user', '?')}@{holder.get('host', '?')}, "
-            f"since {holder.get('since', '?')}, "
-            f"{where}{state})")
 
 
 class NightLock:

@@ -1,5 +1,7 @@
 """The night runner's decisions, as pure functions: deadline, what counts as finished,
-and the night's exit code (from each row's stored exit class, never from its text).
+and the night's exit code (from each row's stored exit class, never from its text). How
+far a night is, which `harness status` prints too, is the night folder's
+(`harness.measure.nightfolder.progress`).
 
 Kept apart from the loop so each rule is tested without Docker, SQLite or a clock.
 """
@@ -8,13 +10,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from harness.base.errors import ENVIRONMENT, OK, REFUSED, InvalidInput, Refused
 from harness.base.states import TERMINAL, State
-from harness.driver.night.transitions import RetryPolicy, Row, judged_attempts, latest_attempts
-from harness.driver.policy import retry_allowed
+from harness.driver.policy import RetryPolicy, retry_allowed
+from harness.measure.nightfolder.rows import RERUN, Row, latest_attempts
 
 MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
 _UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
@@ -118,22 +120,12 @@ def unfinished(rows: Sequence[Row], policy: RetryPolicy, *, ended: bool) -> bool
     return any(not slot_final(r, policy) for r in latest_attempts(rows).values())
 
 
-def progress(rows: Sequence[Row]) -> dict:
-    """{"done", "total", "states": {state: count}} over the newest attempt of each slot:
-    the one count the night's own lines and `harness status` both print.
-
-    "done" is a slot whose newest attempt has a verdict (accepted, refused, failed, timed
-    out). It does not depend on the retry policy: `harness status` reads a journal without
-    the campaign, and counting an interrupted slot as done only when no retry is left made
-    the night say "1/3 done" where status said "2/3 done" for the same rows. An interrupted
-    slot is never done (its state says it was interrupted, and whether it runs again is the
-    night's `unfinished`)."""
-    latest = latest_attempts(rows).values()
-    states: dict[str, int] = {}
-    for r in latest:
-        states[str(r.state)] = states.get(str(r.state), 0) + 1
-    return {"done": sum(r.state in TERMINAL for r in latest), "total": len(latest),
-            "states": dict(sorted(states.items()))}
+def judged_attempts(rows: Iterable[Row]) -> dict[int, Row]:
+    """The attempt of each slot that its outcome is judged by: the newest, except a rerun
+    never started (a confirmation rerun the deadline left planned), which says nothing
+    of the slot, so the attempt before it speaks. Pure."""
+    started = [r for r in rows if not (r.origin == RERUN and r.state == State.PLANNED)]
+    return latest_attempts(started)
 
 
 def night_exit_code(rows: Sequence[Row]) -> int:

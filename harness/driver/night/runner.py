@@ -22,6 +22,7 @@ from harness.base.atomic import write_json
 from harness.base.errors import REFUSED, HarnessError, InvalidInput
 from harness.base.hashing import sha256_many
 from harness.base.signals import Interrupted, signals_interrupt
+from harness.base.slots import NotExecuted
 from harness.base.states import State, Status
 from harness.base.timeutil import iso, stamp, utc_now
 from harness.config.executor import ExecutorConfig
@@ -31,23 +32,23 @@ from harness.driver.cutoff import seal_left
 from harness.driver.drive import Driven, drive
 from harness.driver.night import confirm, rules
 from harness.driver.night.executors import Fetch, night_executor
-from harness.driver.night.folders import night_folders, night_name
-from harness.driver.night.journal import (
-    JOURNAL_NAME,
-    Journal,
-    RetryPolicy,
-    Row,
-    latest_attempts,
-    settle,
-)
 from harness.driver.night.nightlock import NightLock
 from harness.driver.night.source import JournalSource, left_running
 from harness.driver.plan import LaunchRequest, NightExecutor, Outcome
-from harness.driver.policy import ENDED_ON_PURPOSE, NotExecuted, Why, not_executed
+from harness.driver.policy import ENDED_ON_PURPOSE, RetryPolicy, Why, not_executed
+from harness.measure.nightfolder.journal import Journal, settle
+from harness.measure.nightfolder.naming import (
+    ENDED,
+    JOURNAL_NAME,
+    NIGHTS,
+    night_folders,
+    night_name,
+)
+from harness.measure.nightfolder.progress import progress
+from harness.measure.nightfolder.rows import Row, latest_attempts
 from harness.measure.seal import seal_digest, source_files
 from harness.measure.ui import Reporter
 
-ENDED = "ended.json"
 Summarize = Callable[[Path], list[Path]]
 
 
@@ -284,7 +285,7 @@ class NightRunner:
         self.result.summary = self.summary(night_dir)
         settle(night_dir / JOURNAL_NAME)  # the summary was the last reader: only the file stays
         self.ui.event("night-end", why=why, exit_code=self.result.exit_code,
-                      progress=rules.progress(rows))
+                      progress=progress(rows))
         return self.result
 
     def summary(self, night_dir: Path) -> list[Path]:
@@ -314,7 +315,7 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
     lock = NightLock(loaded.lock_path, kind="night", campaign=loaded.campaign.name)
     lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
     try:
-        nights_dir = Path(os.path.abspath(runs_dir)) / "nights"
+        nights_dir = Path(os.path.abspath(runs_dir)) / NIGHTS
         found = find_night(nights_dir, loaded, night, new)
         night_dir = found or new_night_dir(nights_dir, loaded.campaign.name)
         runner = NightRunner(loaded, runs_dir, ui, lock_timeout=lock_timeout,

@@ -20,13 +20,16 @@ from typing import Protocol
 from harness.base.catalogue import ENV_DOCTOR
 from harness.base.errors import InvalidInput
 from harness.base.reason import Reason
+from harness.base.slots import Slot
 from harness.base.states import State
 from harness.base.timeutil import iso
 from harness.driver.night import rules
-from harness.driver.night.journal import Journal, RetryPolicy, Row, latest_attempts, next_step
-from harness.driver.night.transitions import RERUN
+from harness.driver.night.nextstep import next_step
 from harness.driver.plan import LaunchRequest, Outcome, new_request
-from harness.driver.policy import Slot, Why
+from harness.driver.policy import RetryPolicy, Why
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.progress import progress
+from harness.measure.nightfolder.rows import RERUN, Row, latest_attempts
 from harness.measure.runfolder.reruns import append_index, index_entry
 from harness.measure.ui import Reporter
 
@@ -110,7 +113,7 @@ class JournalSource:
         night, journal = self.night, self.journal
         while True:
             rows = [r for r in journal.rows() if r.plan_index not in busy]
-            p = rules.progress(rows)
+            p = progress(rows)
             if hasattr(night.ui, "set_progress"):
                 night.ui.set_progress(p["done"], p["total"])
             step = next_step(rows, night.policy)

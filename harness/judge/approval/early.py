@@ -1,12 +1,12 @@
-"""The approval check before any run folder exists, with the next step spelled out.
+"""The refusal before any run folder exists, with the next step spelled out: pure.
 
-Under `require_approval: true`, `harness run`, `night` and `rerun` ask `check.for_run` (the
-one decision) before they create a run or night folder: a seal no approval covers exits 1
-with nothing written, naming each rule and what to do next ("run `harness gates C` then
-`harness approve C --gates RECORD` for seal sha256:..."), instead of sealing a refused
-attempt per control. The preflight stage asks the same function again under the run's
-own seal and records its answer, so a change between the two is still refused, and the
-two can never disagree on the same bytes.
+Under `require_approval: true`, `harness run`, `night` and `rerun` ask the one decision
+(`harness.probe.approval.check.before_run`, over `for_run`) before they create a run or
+night folder: a seal no approval covers exits 1 with nothing written, naming each rule and
+what to do next ("run `harness gates C` then `harness approve C --gates RECORD` for seal
+sha256:..."), instead of sealing a refused attempt per control. The preflight stage asks
+the same function again under the run's own seal and records its answer, so a change
+between the two is still refused, and the two can never disagree on the same bytes.
 """
 
 from __future__ import annotations
@@ -35,10 +35,7 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import EnvironmentFault, HarnessError, Refused
 from harness.base.reason import Reason
-from harness.config.loader import Loaded
-from harness.judge.approval.check import for_run
-from harness.judge.approval.record import APPROVALS_DIR, file_name, refusal_text
-from harness.measure.seal import source_seal
+from harness.judge.approval.record import refusal_text
 
 # What to do next, per rule; {gates}/{approve} are the two commands, {file} the approval.
 _NEW_SEAL = "run {gates} then {approve} for seal {seal}"
@@ -98,18 +95,3 @@ def refusal(reasons: list[Reason], campaign: str, seal: str, runs_dir: str | Non
     kind = EnvironmentFault if any(r.environment for r in reasons) else Refused
     return kind(message, rule=rule)
 
-
-def before_run(loaded: Loaded, runs_dir: Path | None, seal: str | None = None) -> None:
-    """Raise the refusal of a `require_approval` campaign whose seal (now, or `seal`) no
-    approval covers, before any folder is made; nothing when it needs none or has one."""
-    if not loaded.campaign.require_approval:
-        return
-    inputs = loaded.files()
-    seal = seal or source_seal(loaded.project_dir, inputs).digest
-    _, reasons = for_run(loaded, seal, inputs, runs_dir=runs_dir)
-    cwd = Path.cwd()
-    approval = f"{APPROVALS_DIR}/{file_name(loaded.campaign.name, seal)}"
-    error = refusal(reasons, shown_path(loaded.campaign_file, cwd), seal,
-                    None if runs_dir is None else shown_path(runs_dir, cwd), approval)
-    if error is not None:
-        raise error

@@ -1,8 +1,8 @@
 """The doctor's decisions: facts about the host in, one ok/warn/fail line per check out.
 
-Every function here is pure: the probes (probes.py, measure.host.tools, measure.engine) gather
- the facts, these judge them, so each verdict is tested without a GPU, a Docker engine
-or a particular disk.
+Every function here is pure: the probes (harness.probe.doctor, measure.host.tools,
+measure.engine) gather the facts, these judge them, so each verdict is tested without a GPU,
+a Docker engine or a particular disk.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from harness.measure.engine import image_store, store_kind
 from harness.measure.host.fstype import lock_fs_problem
 from harness.measure.host.parsers import base_gfx, gib
 from harness.measure.host.tools import GpuView, ToolRun, read_amd_smi, read_rocminfo
 from harness.measure.imagepin import how_to_obtain
+from harness.measure.imagestore import image_store, store_kind
 
 Status = Literal["ok", "warn", "fail", "skip"]
 PROFILES = ("rocm", "cpu")

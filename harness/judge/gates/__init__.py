@@ -1,1 +1,2 @@
-"""Gate records: the CPU gates a campaign lists, run in order, sealed as a folder."""
+"""Gate records: what one gate run means (`judge`), what the whole run comes to (`outcome`),
+the sealed record and its reader (`record`, `show`); harness.probe.gates runs the commands."""

@@ -23,6 +23,7 @@ from harness.base.timeutil import utc_now
 from harness.measure import engine
 from harness.measure.host import tools
 from harness.measure.host.tools import ToolRun, read_amd_smi, read_rocminfo
+from harness.measure.imagestore import image_store
 
 SCHEMA = "harness.host/v1"
 RULE_HOST_DRIFT = HOST_DRIFT
@@ -71,7 +72,7 @@ def docker_engine(client: Any | None = None) -> dict[str, Any]:
         "version": version.get("Version"),
         "api_version": version.get("ApiVersion"),
         "storage_driver": info.get("Driver"),
-        "image_store": engine.image_store(info),
+        "image_store": image_store(info),
         "containerd": (info.get("ContainerdCommit") or {}).get("ID"),
         "runc": (info.get("RuncCommit") or {}).get("ID"),
         "root_dir": info.get("DockerRootDir"),

@@ -2,11 +2,11 @@
 squeue counts as ended, how long a host may take to seal, and what a retry avoids. Pure:
 the executor (harness.driver.slurm) is the thin shell that applies them.
 
-A row's states are the night journal's own (harness.driver.night.transitions): `running` is
-committed before sbatch, a `slurm-job` event (job id and token) after it, and the row
-ends with the status its sealed run records, never Slurm's word. Slurm's end (done,
-cancelled, out of time, node lost) only starts the seal grace: a node set DOWN kept
-running its job and sealed 11 s after Slurm's NODE_FAIL.
+A row's states are the night journal's own (harness.measure.nightfolder.transitions):
+`running` is committed before sbatch, a `slurm-job` event (job id and token) after it,
+and the row ends with the status its sealed run records, never Slurm's word. Slurm's end
+(done, cancelled, out of time, node lost) only starts the seal grace: a node set DOWN
+kept running its job and sealed 11 s after Slurm's NODE_FAIL.
 """
 
 from __future__ import annotations

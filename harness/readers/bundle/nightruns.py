@@ -24,10 +24,11 @@ from pathlib import Path, PurePosixPath
 from harness.base.errors import HarnessError
 from harness.base.readfile import InputError, read_bounded
 from harness.base.states import State
-from harness.driver.night.journal import JOURNAL_NAME, Journal, Row
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME, NIGHTS
+from harness.measure.nightfolder.rows import Row
 from harness.readers.bundle.sums import unsafe_name_reason
 
-NIGHTS = "nights"  # a night folder is RUNS/nights/<night>
 JOURNAL_LIMIT = 256 * 1024 * 1024
 # SQLite's side files of the journal. `-shm` is a shared-memory index rebuilt from the WAL
 # on every open, whose bytes change when anyone merely reads the journal; an empty `-wal`

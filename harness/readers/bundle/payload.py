@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.base.errors import InvalidInput
 from harness.base.tree import MAX_DEPTH, printable, walk
-from harness.driver.night.journal import JOURNAL_NAME
+from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.runfolder import layout
 from harness.readers.bundle.nightruns import left_out, night_run_folders
 from harness.readers.bundle.places import NIGHTS, PAYLOAD, arc_folder

@@ -1,7 +1,7 @@
 """Detached SSH signatures over tagmanifest-sha256.txt, via OpenSSH's `ssh-keygen -Y`.
 
 The tag manifest pins every tag file, and the tag files pin every payload file, so one
-signature covers the bundle. The signing code is `harness.judge.approval.sign` (approvals use it
+signature covers the bundle. The signing code is `harness.probe.sshsig` (approvals use it
 too, in their own namespace); bundles sign in `harness-evidence`.
 """
 
@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.judge.approval import sign as sshsig
-from harness.judge.approval.sign import ARMOUR_BEGIN, ARMOUR_END, SignatureCheck, canonical_armour
+from harness.judge.approval.signature import (
+    ARMOUR_BEGIN,
+    ARMOUR_END,
+    SignatureCheck,
+    canonical_armour,
+)
+from harness.probe import sshsig
 
 NAMESPACE = "harness-evidence"
 

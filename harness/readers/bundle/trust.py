@@ -40,9 +40,9 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import InvalidInput
 from harness.judge.approval.check import SIG_SUFFIX
-from harness.judge.approval.sign import NAMESPACE as APPROVAL_NAMESPACE
-from harness.judge.approval.sign import SignatureCheck
-from harness.judge.approval.sign import verify as verify_approval
+from harness.judge.approval.signature import NAMESPACE as APPROVAL_NAMESPACE
+from harness.judge.approval.signature import SignatureCheck
+from harness.probe.sshsig import verify as verify_approval
 from harness.readers.bundle import bag
 from harness.readers.bundle.records import BadMember, read_member
 from harness.readers.bundle.sign import NAMESPACE as BAG_NAMESPACE

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from harness.base.atomic import dumps_json, write_text
 from harness.base.errors import HarnessError, InvalidInput
-from harness.driver.night.folders import night_folders
 from harness.measure import perflog
+from harness.measure.nightfolder.naming import NIGHTS, night_folders
 from harness.readers.report.nights import (
     campaign_name,
     load_night,
@@ -64,9 +64,9 @@ def summary_for_night(night_dir: Path) -> dict:
 def summary_for_campaign(campaign_file: Path, runs_dir: Path) -> dict:
     """The summary of the campaign's latest night under `runs_dir/nights`, trends over all."""
     name = campaign_name(campaign_file)
-    nights = night_folders(Path(runs_dir) / "nights", name)
+    nights = night_folders(Path(runs_dir) / NIGHTS, name)
     if not nights:
-        raise InvalidInput(f"no nights of campaign {name!r} under {Path(runs_dir) / 'nights'}")
+        raise InvalidInput(f"no nights of campaign {name!r} under {Path(runs_dir) / NIGHTS}")
     latest = nights[-1]
     info, records = load_night(latest)
     with_night_evidence(records)

@@ -1,7 +1,7 @@
 """Finding a campaign's nights and reading what each night left behind, for reports.
 
 Night folders live at `<runs-dir>/nights/<campaign>-<UTCstamp>/` (named and parsed by
-`harness.driver.night.folders`) and hold the journal;
+`harness.measure.nightfolder.naming`) and hold the journal;
 run folders live wherever the journal's `run_dir` says (normally `<runs-dir>/<run-id>/`).
 Everything read here is evidence from disk: it is opened read-only, size-capped, and a
 damaged file becomes a line in the report rather than a traceback.
@@ -18,9 +18,9 @@ from typing import Any
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded, read_text_bounded
 from harness.base.states import Status
-from harness.driver.night.folders import campaign_of_night_name
-from harness.driver.night.journal import JOURNAL_NAME, Journal
 from harness.judge.diff import gate0_differences
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME, campaign_of_night_name
 from harness.measure.runfolder import record as run_record
 from harness.measure.runfolder.layout import KERNEL_LOG, METRICS, POST_STEPS, RECORD, VERDICT
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
@@ -118,7 +118,7 @@ def with_night_evidence(records: list[dict]) -> list[dict]:
     a trend reads, so a year of history reads none of it): its run's sealed `regression`
     addendum (None when it has none, or it does not verify), its telemetry as plot series
     and the kernel log's fault lines."""
-    from harness.driver.regress import read_sealed  # only a report of one night needs these
+    from harness.judge.regressionfile import read_sealed  # only a report of one night needs these
     from harness.readers.report.runplots import read_series
 
     for record in records:

@@ -1,6 +1,6 @@
 """The night's regressions as the morning report shows them: only the confirmed ones alert.
 
-Pure: in, each run's sealed `regression` addendum (harness.driver.regress.read_sealed,
+Pure: in, each run's sealed `regression` addendum (harness.judge.regressionfile.read_sealed,
 one per run record as `record["regression"]`); out, lists for summary.json. A
 confirmation rerun's addendum (`confirms`) says, per figure its original alone was called
 a regression on, whether the run and its rerun together (and the rerun alone) are one

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.base.slots import NotExecuted, Slot
 from harness.base.states import State
-from harness.driver.policy import NotExecuted, Slot
 from harness.readers.report.inert import inert
 
 MAX_WHY = 400

@@ -1,4 +1,7 @@
-"""`run_checks`: every doctor check, in report order; the night runner calls it per control."""
+"""`run_checks`: every doctor check, in report order; the night runner calls it per control.
+
+Gathers each fact here or in harness.measure (the engine, the GPU tools, the kernel log)
+and asks harness.judge.doctor for its line."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.judge.doctor import gpumap, probes
 from harness.judge.doctor.checks import (
     GIB,
     PROFILES,
@@ -25,8 +27,11 @@ from harness.judge.doctor.checks import (
     judge_render,
     soften,
 )
+from harness.judge.doctor.gpumap import judge as judge_map
 from harness.measure import engine, kmsg
 from harness.measure.host import fstype, tools
+from harness.measure.imagestore import image_store
+from harness.probe.doctor import gpumap, host
 
 
 def run_checks(
@@ -68,13 +73,13 @@ def run_checks(
         checks += [soften(c) for c in gpu] if profile == "cpu" else gpu
     checks += _map_checks(profile, gpu_map, strict_map, gres_conf)
 
-    facts = probes.lock_facts(Path(lock_path))
+    facts = host.lock_facts(Path(lock_path))
     checks.append(judge_lock(**facts))
     checks.append(judge_lock_fs(str(lock_path), fstype.fs_type(Path(lock_path)),
                                 fstype.under_slurm(os.environ)))
     kernel = kmsg.mark()
     checks.append(judge_kernel_log(kernel.source, kernel.kind, kernel.error))
-    measured_at, free = probes.free_space(Path(runs_dir))
+    measured_at, free = host.free_space(Path(runs_dir))
     checks.append(
         judge_disk(
             str(runs_dir),
@@ -95,7 +100,7 @@ def _map_checks(profile: str, given: Path | None, strict: bool,
     slurm = fstype.under_slurm(os.environ)
     facts = gpumap.gather(os.environ, given=given, gres_conf=gres_conf,
                           required=strict or (slurm and profile == "rocm"))
-    lines = gpumap.judge(facts)
+    lines = judge_map(facts)
     if profile == "cpu" and not strict and given is None:
         return [soften(c) for c in lines]
     return lines
@@ -108,14 +113,14 @@ def _engine_checks(
     client, err = (
         (docker_client, None)
         if docker_client is not None
-        else engine.try_client(probes.ENGINE_TIMEOUT_S)
+        else engine.try_client(host.ENGINE_TIMEOUT_S)
     )
     version, info, engine_err = engine.facts(client) if client is not None else (None, None, err)
     checks = [judge_engine(version, info, engine_err)]
     if images is not None:
         if engine_err is None and client is not None:
-            found, by_ref = probes.image_ids(client, images)
-            checks += judge_images(images, found, by_ref, engine.image_store(info or {}))
+            found, by_ref = host.image_ids(client, images)
+            checks += judge_images(images, found, by_ref, image_store(info or {}))
         else:
             checks += judge_images(images, {}, {}, None, engine_error=engine_err)
     return checks
@@ -125,9 +130,9 @@ def _gpu_checks(
     dev: str, required_gfx: str | None, tool_timeout: float, search_path: str | None
 ) -> list[Check]:
     """Device nodes, the user's access to them, and what the GPU tools say."""
-    kfd = probes.device_node(f"{dev}/kfd")
-    renders = probes.render_nodes(f"{dev}/dri")
-    user, uid, gids = probes.current_user()
+    kfd = host.device_node(f"{dev}/kfd")
+    renders = host.render_nodes(f"{dev}/dri")
+    user, uid, gids = host.current_user()
     return [
         judge_kfd(kfd),
         judge_render(renders),

@@ -25,7 +25,7 @@ from pathlib import Path
 from harness.base.errors import OK
 from harness.base.reason import Reason, exit_class, rules
 from harness.base.states import TERMINAL, State
-from harness.driver.night.schema import (
+from harness.measure.nightfolder.schema import (
     EVENT_COLUMNS,
     EVENTS_TABLE,
     ROW_COLUMNS,

@@ -1,8 +1,9 @@
 """Thin I/O shells that gather the facts only the doctor judges: images, devices, paths.
 
-Nothing here decides ok/warn/fail; that is checks.py. The GPU tools and the engine's own
-facts are gathered by measure.host.tools and measure.engine, which a run's host snapshot shares.
- Every probe returns plain data and turns an absent image or path into data.
+Nothing here decides ok/warn/fail; that is harness.judge.doctor.checks. The GPU tools and
+the engine's own facts are gathered by measure.host.tools and measure.engine, which a run's
+host snapshot shares. Every probe returns plain data and turns an absent image or path into
+data.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The journal file itself: its schema, and the checks that refuse any file but our own.
+"""The journal file itself (`journal.sqlite`, naming.py): its schema, and the checks that
+refuse any file but our own.
 
 A file that is not a harness journal, or is damaged, is refused with a clear message and
 left exactly where it is. Nothing here writes: `Journal` (journal.py) opens and writes,
@@ -24,7 +25,6 @@ from harness.base.states import State
 APPLICATION_ID = 0x484E4A31  # "HNJ1": marks the file as ours, so a foreign SQLite file is refused
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)  # older ones migrate on a writable open
-JOURNAL_NAME = "journal.sqlite"
 
 NIGHT_TABLE = """CREATE TABLE night (
     id INTEGER PRIMARY KEY CHECK (id = 1),

@@ -1,7 +1,10 @@
-"""Night folder names, `<campaign>-<UTC stamp>`: made here, parsed here, for every reader.
+"""The night folder's names: where nights live, each folder's name, and the files in it.
 
-The night runner makes them; reports, `harness status` and `harness rerun` find nights by
-them. One owner, so a change of form cannot leave a reader looking for the old one.
+A night is `RUNS/nights/<campaign>-<UTC stamp>/`, holding its journal (`journal.sqlite`,
+journal.py) and, once it ended on purpose, `ended.json`; the morning summary's files
+beside them are the report's. The night runner makes these names; reports, `harness
+status`, bundles and `harness rerun` find nights by them. One owner, so a change of form
+cannot leave a reader looking for the old one.
 """
 
 from __future__ import annotations
@@ -9,6 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+NIGHTS = "nights"  # RUNS/nights/<night>: the folder every night of a runs folder is in
+JOURNAL_NAME = "journal.sqlite"  # the night's journal (schema.py)
+ENDED = "ended.json"  # {"at", "why"}: written when a night ends on purpose, never rewritten
 STAMP = r"\d{8}T\d{6}Z"  # harness.base.timeutil.stamp(): 20261130T021500Z
 _NAME = re.compile(r"(.+)-(" + STAMP + ")")
 

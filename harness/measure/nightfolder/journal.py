@@ -5,10 +5,11 @@ finished run. So every state change is its own transaction, committed (WAL,
 synchronous=FULL) before the caller starts the action it announces: `mark_running`
 returns only once the journal says `running`, and only then does the caller launch.
 
-The rules (which moves are legal, what to do next, what to do on resume) are pure
-functions over rows (transitions.py), so they are tested without a database; the file's
-schema and its checks are in schema.py, older files' upgrade in migrate.py. `Journal` is
-the thin shell. This module never deletes or rewrites a file it did not create.
+The rules (which moves are legal, what to do on resume) are pure functions over rows
+(transitions.py, over rows.py), so they are tested without a database; the file's schema
+and its checks are in schema.py, older files' upgrade in migrate.py. `Journal` is the
+thin shell; what runs next is the driver's (`harness.driver.night.nextstep`). This
+module never deletes or rewrites a file it did not create.
 """
 
 from __future__ import annotations
@@ -24,29 +25,18 @@ from harness.base.errors import OK, EnvironmentFault, InvalidInput
 from harness.base.reason import Reason, exit_class, ordered, rules
 from harness.base.states import TERMINAL, State, Status
 from harness.base.timeutil import utc_now
-from harness.driver.night import schema
-from harness.driver.night.migrate import migrate, upgrade_event, upgrade_row
-from harness.driver.night.schema import JOURNAL_NAME, SCHEMA_VERSION, clamp, damaged, typed
-from harness.driver.night.transitions import (
-    EVENTS,
-    TRANSITIONS,
+from harness.measure.nightfolder import schema
+from harness.measure.nightfolder.migrate import migrate, upgrade_event, upgrade_row
+from harness.measure.nightfolder.rows import Row, chain_of
+from harness.measure.nightfolder.schema import SCHEMA_VERSION, clamp, damaged, typed
+from harness.measure.nightfolder.transitions import (
     IllegalTransition,
-    RetryPolicy,
-    Row,
     Step,
-    chain_of,
-    latest_attempts,
-    next_step,
     outcome_event,
     resume_steps,
     transition,
 )
 
-__all__ = [
-    "EVENTS", "JOURNAL_NAME", "TERMINAL", "TRANSITIONS", "IllegalTransition", "Journal",
-    "NightRecord", "RetryPolicy", "Row", "Step", "latest_attempts", "next_step",
-    "resume_steps", "transition",
-]
 Reasons = Iterable[Reason] | Reason | str  # typed reasons, or a note for people
 # Why a row a dead harness left `running` is interrupted when nothing else says more.
 STOPPED = Reason(RUN_INTERRUPTED, "the harness stopped during the run")

@@ -1,16 +1,17 @@
 """`harness gates`: run a campaign's gates in order and seal what they showed.
 
-The thin shell around `harness.judge.gates.judge`. Each gate's command runs without a shell, in
-its own process group (killed whole at its timeout), stdin closed, its stdout and stderr
-kept (each up to MAX_LOG bytes) in `<record>/<name>/stdout.log` and `stderr.log`. The
-gate writes into a scratch folder (HARNESS_GATE_DIR, and the `{gate_dir}` token in its
-argv); of that folder only the JUnit file its `expect` names is copied into the record,
-read bounded and never through a symlink, so nothing a gate leaves behind can make the
-record unsealable. A gate never gets the operator's ssh-agent (AGENT_ENV is removed: code
-under test must not sign an approval); a process it leaves holding its output fails it, and
-writes nothing to its logs after the grace. Then gates.json and SHA256SUMS
-(harness.measure.runfolder.manifest), read-only, unless anything but the harness wrote into the
-record folder or rewrote gates.json (GATES-TAMPERED: left unsealed).
+The thin shell around `harness.judge.gates.judge` (one gate) and
+`harness.judge.gates.outcome` (the record's verdict and exit code). Each gate's command runs
+without a shell, in its own process group (killed whole at its timeout), stdin closed, its
+stdout and stderr kept (each up to MAX_LOG bytes) in `<record>/<name>/stdout.log` and
+`stderr.log`. The gate writes into a scratch folder (HARNESS_GATE_DIR, and the `{gate_dir}`
+token in its argv); of that folder only the JUnit file its `expect` names is copied into the
+record, read bounded and never through a symlink, so nothing a gate leaves behind can make
+the record unsealable. A gate never gets the operator's ssh-agent (AGENT_ENV is removed:
+code under test must not sign an approval); a process it leaves holding its output fails it,
+and writes nothing to its logs after the grace. Then gates.json and SHA256SUMS
+(harness.measure.runfolder.manifest), read-only, unless anything but the harness wrote into
+the record folder or rewrote gates.json (GATES-TAMPERED: left unsealed).
 
 The record's verdict is decided completely before it is sealed: the source seal and the
 checkout's state at its commit (`provenance.clean_at`, over the seal's own file list) are
@@ -42,33 +43,24 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from harness.base.atomic import dumps_json, write_json
-from harness.base.catalogue import GATES_SEAL_CHANGED, GATES_TAMPERED
-from harness.base.errors import ENVIRONMENT, OK, REFUSED, EnvironmentFault, InvalidInput, Refused
+from harness.base.catalogue import GATES_TAMPERED
+from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.base.timeutil import stamp, utc_now
 from harness.base.tree import NotRegular, TooMany, open_beneath, printable, walk
 from harness.config.gates import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
 from harness.config.loader import Loaded
-from harness.judge.gates.judge import MAX_JUNIT, GateRun, GateVerdict, judge
+from harness.judge.gates.judge import MAX_JUNIT, GateRun, judge
+from harness.judge.gates.outcome import exit_code, gate_entry, joined, refusals_of, select
 from harness.judge.gates.record import GATE_RECORD, GATES_DIR, SCHEMA, verdict
-from harness.measure.provenance import MAX_PROBLEMS, CleanCheck, clean_at
+from harness.measure.provenance import CleanCheck, clean_at
 from harness.measure.runfolder.layout import SUMS
 from harness.measure.runfolder.manifest import make_read_only, write_manifest
-from harness.measure.seal import SourceSeal, seal_changes, source_files, source_seal
+from harness.measure.seal import SourceSeal, source_files, source_seal
 
 MAX_LOG = 64 * 1024 * 1024
 KILL_TAIL = 1024 * 1024  # the kill score line is looked for in the last MiB of stdout
 AGENT_ENV = frozenset({"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO"})
 GRACE_S = 10.0  # after a kill, how long the copiers may take to see the pipes close
-
-
-def select(gates: list[Gate], only: tuple[str, ...]) -> list[Gate]:
-    """Pure: the gates to run, in campaign order; InvalidInput naming an unknown --only."""
-    names = {g.name for g in gates}
-    unknown = [n for n in only if n not in names]
-    if unknown:
-        raise InvalidInput(f"--only {', '.join(unknown)}: no such gate (the campaign lists "
-                           f"{', '.join(sorted(names)) or 'none'})")
-    return [g for g in gates if not only or g.name in only]
 
 
 def _copy(src: BinaryIO, dest: Path, stop: threading.Event | None = None) -> None:
@@ -167,52 +159,6 @@ def _cwd(gate: Gate, project_dir: Path) -> Path:
         raise InvalidInput(f"gate {gate.name}: cwd {gate.cwd!r} is not a folder inside the "
                            f"project {project_dir}")
     return cwd
-
-
-def gate_entry(gate: Gate, argv: list[str], out: GateRun,
-               verdict: GateVerdict) -> dict[str, Any]:
-    """Pure: one gate's entry in gates.json."""
-    return {"name": gate.name, "argv": argv, "exit_code": out.exit_code,
-            "passed": verdict.passed, "duration_s": out.duration_s, "counts": verdict.counts,
-            "kill_score": verdict.kill_score, "min_kill_score": gate.expect.min_kill_score,
-            "why": verdict.why}
-
-
-def exit_code(entries: list[dict[str, Any]], runs: list[GateRun],
-              refusals: list[dict[str, str]] = ()) -> int:
-    """Pure: 3 when a gate could not start or was interrupted, else 1 when one failed or
-    the record holds a refusal, else 0."""
-    if any(o.start_error is not None or o.interrupted for o in runs):
-        return ENVIRONMENT
-    return OK if verdict(entries, list(refusals)) else REFUSED
-
-
-def refusals_of(before: SourceSeal, after: list[tuple[str, SourceSeal]]) -> list[dict[str, str]]:
-    """Pure: what `harness gates` refuses of its own run: a source seal that changed while
-    the gates ran, as taken after each gate (`after`: gate name, seal), so a change made
-    and reverted between two gates is seen too; the first change is named, with its files."""
-    for name, seal in after:
-        if seal.digest != before.digest:
-            changed = seal_changes(before.files, seal.files)
-            return [{"rule": GATES_SEAL_CHANGED,
-                     "detail": f"the source seal changed while the gates ran (from "
-                               f"{before.digest} to {seal.digest} after gate {name}: "
-                               f"{', '.join(changed[:10])}); they did not test the sealed "
-                               "bytes: run the gates again"}]
-    return []
-
-
-def joined(checks: list[CleanCheck]) -> dict[str, Any]:
-    """Pure: the record's `git`: clean only when the checkout was clean at one commit
-    before the first gate and after each one."""
-    first = checks[0]
-    moved = sorted({f"HEAD moved from {first.commit} to {c.commit} while the gates ran"
-                    for c in checks if c.commit != first.commit})
-    problems = list(dict.fromkeys([*moved, *(p for c in checks for p in c.problems)]))
-    return {"commit": first.commit,
-            "clean": all(c.clean for c in checks) and not moved,
-            "problems": problems[:MAX_PROBLEMS],
-            "problems_total": max(c.problems_total for c in checks) + len(moved)}
 
 
 def _folder(runs_dir: Path, campaign: str) -> Path:

@@ -1,29 +1,26 @@
 """Detached SSH signatures via OpenSSH's `ssh-keygen -Y`, under a namespace of the caller's.
 
 OpenSSH is used rather than a Python crypto library so a reviewer can check the same
-signature with the same tool, without the harness. Approvals sign in `NAMESPACE`; evidence
-bundles (`harness.readers.bundle.sign`) use these functions with their own namespace.
+signature with the same tool, without the harness. Approvals sign in
+`harness.judge.approval.signature.NAMESPACE`; evidence bundles (`harness.readers.bundle.sign`)
+use these functions with their own namespace. What a signature file must look like and what
+a check found are the judge's (`harness.judge.approval.signature`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import EnvironmentFault, InvalidInput
-from harness.base.tree import printable
-
-NAMESPACE = "harness-approval@v1"
-
-
-def one_line(text: str) -> str:
-    """`tree.printable` leaving backslashes alone (paths may already be printable)."""
-    return "\\".join(printable(part) for part in text.split("\\"))
+from harness.judge.approval.signature import (
+    NAMESPACE,
+    SignatureCheck,
+    canonical_armour,
+    one_line,
+)
 
 
 def _ssh_keygen() -> str:
@@ -51,33 +48,6 @@ def sign(data: bytes, key: Path, namespace: str = NAMESPACE, name: str = "messag
             detail = result.stderr.strip() or f"ssh-keygen exited {result.returncode}"
             raise InvalidInput(f"cannot sign with {one_line(str(key))}: {one_line(detail)}")
         return signature.read_bytes()
-
-
-ARMOUR_BEGIN = b"-----BEGIN SSH SIGNATURE-----\n"
-ARMOUR_END = b"-----END SSH SIGNATURE-----\n"
-
-
-def canonical_armour(signature: bytes) -> bool:
-    """True when the file is exactly as `ssh-keygen -Y sign` writes it (base64 in 70-column
-    lines). OpenSSH skips stray whitespace in the armour, which the signature does not cover,
-    so without this an edited signature file could still read as the same signature."""
-    if not (signature.startswith(ARMOUR_BEGIN) and signature.endswith(ARMOUR_END)):
-        return False
-    body = signature[len(ARMOUR_BEGIN):-len(ARMOUR_END)]
-    try:
-        blob = base64.b64decode(body.replace(b"\n", b""), validate=True)
-    except binascii.Error:
-        return False
-    encoded = base64.b64encode(blob)
-    lines = [encoded[i:i + 70] + b"\n" for i in range(0, len(encoded), 70)]
-    return body == b"".join(lines)
-
-
-@dataclass(frozen=True)
-class SignatureCheck:
-    ok: bool
-    detail: str  # who signed, or why the signature is not accepted
-    principal: str | None = None  # the allowed_signers principal of a good signature
 
 
 def _principals(tool: str, sig_path: Path, allowed: Path) -> tuple[list[str], str]:
