@@ -227,12 +227,22 @@ def test_oom_is_recorded(project):
 command: [python3, -c, "x = bytearray(512 * 1024 * 1024); print(len(x))"]
 resources: {memory: 48m}
 """)
-    r = project.harness("run", str(project.campaign("camp", ["hog"])),
-                        "--runs-dir", str(project.runs))
-    assert r.returncode == 1
-    rec = project.record(only_run(project))
-    assert rec["status"] == "failed" and rec["outcome"]["oom_killed"] is True
-    assert "RUN-OOM" in rec["rules"]
+    # Docker's State.OOMKilled comes from containerd's OOM event, which can lose the race
+    # with the exit on a busy host (moby/moby#18510, hashicorp/nomad#13119): every attempt
+    # must fail as killed (137), and the one Docker flags must be recorded as the OOM it is.
+    camp = project.campaign("camp", ["hog"])
+    seen: set[Path] = set()
+    for _ in range(3):
+        r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
+        assert r.returncode == 1
+        [run] = set(project.run_dirs()) - seen
+        seen.add(run)
+        rec = project.record(run)
+        assert rec["status"] == "failed" and rec["outcome"]["exit_code"] == 137, rec
+        assert rec["outcome"]["oom_killed"] == ("RUN-OOM" in rec["rules"])
+        if rec["outcome"]["oom_killed"]:
+            break
+    assert rec["outcome"]["oom_killed"] is True, f"Docker never said OOM in {len(seen)} runs"
 
 
 def test_a_container_ignoring_sigterm_is_killed_at_the_timeout(project):

@@ -13,6 +13,7 @@ when the hook returns. No mocks: real subprocesses, real files.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -207,15 +208,22 @@ def test_text_without_a_secret_is_kept(text: str, kept: str) -> None:
 def gone(pid: int, within: float = 5.0) -> bool:
     """`pid` no longer runs (a zombie awaiting a reaper that is not us counts as gone)."""
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    while True:  # looked at once at least, however short `within`
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (FileNotFoundError, ProcessLookupError):
             return True
         if state in ("Z", "X"):
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
-    return False
+
+
+def kill_left(pid: int) -> None:
+    """Clean up after a failed check: the process may be gone by now (reaped), never raise."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 LEFT_RUNNING = {
@@ -241,7 +249,7 @@ def test_a_child_the_command_leaves_running_is_killed_with_its_group(
         assert gone(pid), f"pid {pid} outlived the hook"
     finally:
         if not gone(pid, 0):
-            os.kill(pid, signal.SIGKILL)
+            kill_left(pid)
 
 
 def test_a_child_is_killed_at_the_timeout_too_and_after_night_leaves_none(
@@ -254,5 +262,5 @@ def test_a_child_is_killed_at_the_timeout_too_and_after_night_leaves_none(
         assert gone(pid), f"pid {pid} outlived the hook's timeout"
     finally:
         if not gone(pid, 0):
-            os.kill(pid, signal.SIGKILL)
+            kill_left(pid)
     assert document["sent"][0]["code"] is None and "timeout of 1 s" in printed
