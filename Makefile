@@ -171,6 +171,14 @@ endif
 test-installed: image
 	HARNESS_INSTALLED=1 $(BIN)/python -m pytest -q -p no:randomly tests/installed $(PYTEST_ARGS)
 
+# The suite runs in TEST_JOBS pytest-xdist workers (default 2: the 2 cores CI has): each test
+# has its own tmp folder, lock and runs dir; the tiers with a session-wide set-up (Slurm,
+# engine, installed) keep to one worker each (tests/conftest.py), so each is set up once.
+# TEST_JOBS=0 runs everything in this process. Tests marked `alone` (a foreign container the
+# idle-GPU check must refuse would refuse the other worker's runs too) run after, by themselves.
+TEST_JOBS ?= 2
+XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS))
+
 test: image browser $(if $(ENGINE_TIER),engine)
 	$(BIN)/ruff check harness tests images scripts benchmarks
 	$(BIN)/lint-imports
@@ -179,14 +187,17 @@ test: image browser $(if $(ENGINE_TIER),engine)
 	@[ -n "$(INSTALLED_TIER)" ] || echo "no docker here: the installed tier (tests/installed) is left out"
 	@[ -n "$(MUTATION_TIER)" ] || echo "the mutation gate is left out here (CI runs it): make mutation, or make test MUTATION_TIER=1"
 	HARNESS_SLURM=$(SLURM_TIER) HARNESS_ENGINE=$(ENGINE_TIER) HARNESS_INSTALLED=$(INSTALLED_TIER) \
-	  $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	  $(BIN)/python -m pytest -q $(XDIST) -m "not alone" $(PYTEST_ARGS)
+	HARNESS_SLURM=$(SLURM_TIER) HARNESS_ENGINE=$(ENGINE_TIER) HARNESS_INSTALLED=$(INSTALLED_TIER) \
+	  $(BIN)/python -m pytest -q -m alone $(PYTEST_ARGS)
 	$(if $(MUTATION_TIER),MUTATION_FLOOR= bash scripts/mutation.sh)
 
 test-unit: setup
-	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) tests/unit $(PYTEST_ARGS)
 
 test-integration: image
-	$(BIN)/python -m pytest -q tests/integration $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not alone" tests/integration $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m alone tests/integration $(PYTEST_ARGS)
 
 # Real Slurm (issue 13): a private two-host cluster under a temp folder, brought up by
 # scripts/slurm-cluster.sh (which installs the Debian packages as root) and torn down by

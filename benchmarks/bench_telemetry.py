@@ -5,10 +5,15 @@
   of one core; `telemetry_sampler_cpu_pct_10hz` the same at 10 Hz (context).
 - `telemetry_control_ratio` (context): the wall time of a fixed CPU-bound container with the
   sampler at 10 Hz against the same container without it, alternated round by round.
+- `telemetry_busy_cpu_pct` (context, about 100 on an idle host): a one-core busy loop's CPU
+  share as the sampler's figures give it (container CPU time over sampled time, as run.json's
+  `cpu_pct_mean`). It is the host's load as much as the sampler's: a figure for this
+  report, never for a test.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -64,6 +69,24 @@ def _timed_work(cfg: Config, n: int, sampled: bool) -> float:
     return took
 
 
+def _busy_share(cfg: Config, seconds: float) -> float:
+    """% of one core a busy-loop container used, from the first to the last sample."""
+    loop = f"import time\nt = time.time()\nwhile time.time() - t < {seconds + 5}: pass"
+    cid = _container(cfg.image_id, "python3", "-c", loop)
+    out = cfg.work / "busy.jsonl"
+    try:
+        sampler = Sampler([Cgroup(_cgroup_lines(cid))], out, 0.5).start()
+        time.sleep(seconds)
+        sampler.stop()
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
+    points = [(p["t"], p["figures"]["container"]["cpu_s"])
+              for p in map(json.loads, out.read_text().splitlines())
+              if "cpu_s" in p.get("figures", {}).get("container", {})]
+    (t0, c0), (t1, c1) = points[0], points[-1]
+    return 100 * (c1 - c0) / (t1 - t0)
+
+
 def run_telemetry(cfg: Config) -> dict[str, float]:
     seconds = cfg.size(30, 8)
     n = cfg.size(30_000_000, 8_000_000)
@@ -74,4 +97,5 @@ def run_telemetry(cfg: Config) -> dict[str, float]:
     out["telemetry_control_ratio"] = round(median([s / b for s, b in zip(sampled, bare,
                                                                          strict=True)]), 4)
     out["telemetry_control_bare_s"] = round(median(bare), 3)
+    out["telemetry_busy_cpu_pct"] = round(_busy_share(cfg, cfg.size(10, 3)), 2)
     return out

@@ -14,7 +14,7 @@ A listed mutant that no longer exists or is now killed fails the run, so the lis
 outlive the code it speaks for; one that timed out is inconclusive (an equivalent mutant
 changes nothing, so only a loaded machine makes its tests slow) and stays left out. The
 kill line keeps the exact prefix `mutation: killed K/T = S%` that the gate judge
-(harness/judge/gates/judge.py) parses.
+(harness/judge/gaterecord/onegate.py) parses.
 
 Standard library only: it runs before anything else is trusted.
 """

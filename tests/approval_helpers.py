@@ -49,8 +49,9 @@ def seal_of(campaign: Path, root: Path | None = None) -> str:
 
 def gate_record(folder: Path, campaign: str, seal: str, *, passed: bool = True,
                 commit: str | None = None, clean: bool = True, v1: bool = False) -> Path:
-    """A minimal sealed gate record (the shape harness.judge.gates.record reads): v2, its gates
-    run from `commit` (clean or not), or a v1 record, which says nothing of its tree."""
+    """A minimal sealed gate record (the shape harness.judge.gaterecord.gatesjson reads): v2,
+    its gates run from `commit` (clean or not), or a v1 record, which says nothing of its
+    tree."""
     folder.mkdir(parents=True)
     gate = {"name": "unit", "argv": ["true"], "exit_code": 0 if passed else 1,
             "passed": passed, "duration_s": 0.1, "counts": None, "kill_score": None,

@@ -105,6 +105,31 @@ def cleanup_containers():
             subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
 
 
+# `make test` runs the tiers in two pytest-xdist workers: a tier whose session fixture is a
+# whole set-up (a Slurm cluster, the engine campaign's runs, the installed wheel) keeps to one
+# worker, so it is set up once; every other test goes where a worker is free (each has its own
+# tmp folder, lock and runs dir). A scheduler of our own, because xdist's `loadgroup` marks
+# a group by rewriting `item._nodeid`, which pytest 9 no longer reads: its groups split.
+ONE_WORKER_TIERS = ("slurm", "engine", "installed", "image_gates", "upstream")
+
+
+def tier_scope(nodeid: str) -> str:
+    """The unit of scheduling: a one-worker tier's name, else the test itself."""
+    parts = nodeid.split("/")
+    tier = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+    return tier if tier in ONE_WORKER_TIERS else nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TierScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return tier_scope(nodeid)
+
+    return TierScheduling(config, log)
+
+
 os.environ.setdefault("HARNESS_TEST", "1")
 
 # The upstream tier installs vLLM into its own venv (`make test-upstream`), the image gates

@@ -1,14 +1,8 @@
 """Atomic, durable file writes: temp file in the same folder, fsync, rename, fsync folder.
 
-Evidence must never be half-written: a reader sees either nothing or the whole file.
-
-The folder may be shared (a group-writable lock folder) or written by a workload (a run's
-output mount), so anyone may have planted a symlink, a FIFO or a file at any name in it.
-The temp file is therefore created with O_CREAT|O_EXCL|O_NOFOLLOW under an unpredictable
-name: it is always a new inode of ours, so a planted name is never written through or
-chmod'ed (the create fails instead). The final rename replaces whatever is at the target
-(a planted symlink is replaced, never followed); `exclusive` uses link(), which fails on
-any existing entry, symlinks included.
+Evidence must never be half-written. The folder may be shared or written by a workload,
+so the temp file is created O_EXCL|O_NOFOLLOW under an unpredictable name (a planted name
+is never written through), and the rename replaces, never follows, what is at the target.
 """
 
 from __future__ import annotations
@@ -98,11 +92,9 @@ def iter_json(obj: Any) -> Iterator[str]:
 
 
 def iter_json_spliced(obj: Any, lists: dict[str, Iterable[str]]) -> Iterator[str]:
-    """`dumps_json` of a document whose long lists are never held whole. In `obj`, each such
-    list is a one-item list of a placeholder string `key`; `lists[key]` yields its items,
-    each already encoded as `dumps_json(item)` less its newline. The result equals
-    `dumps_json` of `obj` with each placeholder list replaced by the decoded items. The
-    placeholders must be unguessable: the rest of the document may hold hostile strings."""
+    """`dumps_json` of `obj` with each one-item placeholder list `[key]` replaced by the
+    already encoded items `lists[key]` yields, so long lists are never held whole. The
+    placeholders must be unguessable: the document may hold hostile strings."""
     text = dumps_json(obj)
     found = []
     for key, items in lists.items():

@@ -1,14 +1,9 @@
 """The bounds every parser of outside text shares: numbers, ranges, lines and fields.
 
-Outside text (gres.conf, Slurm's answers, the GPU tools' output, variables a user can set)
-is hostile until read, and Python's own parsing is not bounded the way a parser needs:
-`int()` of a 5000-digit string raises a bare ValueError from deep inside a parser (its own
-4300-digit guard) and accepts `+1`, ` 1 `, `1_0` and other scripts' digits; a range such as
-`[0-99999999]` expanded into a list costs gigabytes; one 10 MB line makes a backtracking
-pattern quadratic. So each bound is named here once, and every way past one is the same
-typed error, `BadText` (a ValueError), whose message says what was read and which bound
-it broke. Each parser catches it and gives its own bad-input answer: a skipped line, a
-`fail` line of the doctor, a field left unknown. Pure.
+Python's own parsing is not bounded the way a parser of hostile text needs (`int()` of
+5000 digits raises deep inside, accepts `+1`, `1_0` and other scripts' digits; a range
+expanded into a list costs gigabytes), so each bound is named here once and every way
+past one is the same `BadText` (a ValueError) saying which bound broke. Pure.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ code refuses with. The exit class says what a run stopped by this rule exits wit
 from __future__ import annotations
 
 import re
+import sys
 from typing import NamedTuple
 
 from harness.base.errors import ENVIRONMENT, INVALID, REFUSED
@@ -102,6 +103,17 @@ ENV_GPU_MAP = _rule("ENV-GPU-MAP", "in a Slurm job on the rocm profile, the GPUs
                    "allocated have no render node in the host's GPU map (no map, an invalid "
                    "one, an index it lacks, or a node that is not a character device): the "
                    "container would get no GPU, or another job's", ENVIRONMENT, "preflight")
+
+# -- idle GPU: under the lock, before launch and after exit (harness.judge.idlegpu) --------
+ENV_GPU_BUSY = _rule("ENV-GPU-BUSY", "before launch a process the run does not own holds the "
+                     "GPU (on the cpu profile: a container pinned on, or free to use, the "
+                     "control's CPUs), named by pid, user, name and memory", ENVIRONMENT,
+                     "idle-gpu")
+ENV_GPU_VRAM_IN_USE = _rule("ENV-GPU-VRAM-IN-USE", "before launch more VRAM is in use than "
+                            "the control's idle_gpu.vram_max_mb allows", ENVIRONMENT,
+                            "idle-gpu")
+GPU_LEFT_BEHIND = _rule("GPU-LEFT-BEHIND", "after the run's container exited, its container or "
+                        "one of its processes still holds the GPU", REFUSED, "idle-gpu")
 
 # -- launch: the mounts and the container ------------------------------------------------------
 MOUNT_OUTSIDE_ROOTS = _rule("MOUNT-OUTSIDE-ROOTS", "a mount source is outside the mount roots",
@@ -234,7 +246,7 @@ IMAGE_GATE_TRACE = _rule("IMAGE-GATE-TRACE", "the transition trace does not name
                          "image gate expects, or is unreadable or incomplete", REFUSED,
                          "image-gate")
 
-# -- reference: a control's expected figures (harness.config.reference) -----------------------
+# -- reference: a control's expected figures (harness.config.references) -----------------------
 REFERENCE_OUTSIDE = _rule("REFERENCE-OUTSIDE", "a figure the control marks `refuse: true` is "
                           "outside its reference range", REFUSED, "reference")
 REFERENCE_MISSING = _rule("REFERENCE-MISSING", "a figure the control marks `refuse: true` has no "
@@ -375,8 +387,6 @@ def markdown() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - a thin shell around markdown()
-    import sys
-
     if sys.argv[1:] != ["--markdown"]:
         sys.exit("usage: python -m harness.base.catalogue --markdown")
     sys.stdout.write(markdown())

@@ -1,12 +1,8 @@
 """Named points where a test can freeze the harness, to kill it at one exact stage.
 
-Off unless `HARNESS_FAULTPOINT=NAME[:SECONDS]` is set: on reaching NAME the harness writes
-`HARNESS_FAULTPOINT_MARKER` (if set) and sleeps, so a fault test can send SIGKILL or
-SIGTERM knowing precisely what state the run is in. It changes no behaviour otherwise.
-
-Points: `lock-held` (the GPU lock is held, nothing launched), `sealing` (run.json written,
-SHA256SUMS not yet), `addendum-sealed` (refinalize: the addendum is written and sealed in
-its temporary folder beside the run, not yet renamed into `addenda/`).
+Off unless `HARNESS_FAULTPOINT=NAME[:SECONDS]` is set: at NAME it writes
+`HARNESS_FAULTPOINT_MARKER` (if set) and sleeps. Points: `lock-held`, `sealing`,
+`addendum-sealed`.
 """
 
 from __future__ import annotations

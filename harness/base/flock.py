@@ -1,25 +1,8 @@
 """The one lock primitive: an exclusive kernel flock on a descriptor opened here.
 
-Why a flock: the kernel drops it when its holder dies, however it dies, so a crashed
-harness never leaves anything locked, and no stale-lock guesswork is needed. Everything
-the harness serialises takes one: the GPU and night locks (`harness.measure.lock`, which
-adds the holder record), one refinalize of a run folder and one pin of an images.lock
-(on the folder's own descriptor, so nothing is created beside evidence or project files),
-the model-hash cache and the performance log.
-
-A lock folder may be shared by a group (docs/reliability.md), so any member may plant a
-symlink, FIFO, folder or device at a lock's name. Hence, by construction, a lock file is
-opened with O_NOFOLLOW|O_NONBLOCK, never truncated, and chmod'ed only when this process
-has just created it (O_EXCL); anything but a regular file is refused (before the open and
-again on the open descriptor), and a file replaced between the open and the flock is
-opened again. A lock that cannot be used is `ENV-LOCK-PATH`, one held past its timeout
-`ENV-LOCK-TIMEOUT` (both exit 3: the host is at fault, not the run).
-
-Why not the filelock library: filelock 4.x does open with O_NOFOLLOW, but it turns ENOENT
-from a folder where nothing can be created (e.g. /proc) into a silent retry for the whole
-timeout, carries soft-lock fallbacks that write into the folder, and its open/chmod
-behaviour has changed between versions; the few lines needed here (open, fstat, flock)
-are easier to audit than to pin.
+A flock dies with its holder. A lock folder may be shared, so the file is opened
+O_NOFOLLOW|O_NONBLOCK, never truncated, refused unless regular, and reopened if replaced
+before the flock. Not the filelock library: it retries silently and writes fallbacks.
 """
 
 from __future__ import annotations
@@ -45,10 +28,8 @@ _SYMLINK = "it is a symlink (never followed: it could point at anyone's file)"
 
 
 def open_file(path: Path, *, create: bool = True, shared: bool = True) -> int | None:
-    """A descriptor on the regular file `path` to flock; None if it is missing and not
-    `create`. A missing file is created, `shared` ones 0664 for the group (the only chmod,
-    and only of a file created here). Raises OSError, NotRegular for a symlink, FIFO,
-    folder or device (which is never opened)."""
+    """A descriptor on the regular file `path` to flock; None if missing and not `create`.
+    Created `shared` 0664 (the only chmod); NotRegular for anything else, never opened."""
     for _ in range(8):
         try:
             st = os.lstat(path)

@@ -1,10 +1,5 @@
-"""A GPU slot: one GPU as the harness knows it, named by its lock file.
-
-The lock file is the GPU's identity on a host: runs serialise on it (`measure.lock`), a
-night or a rerun holds the slot's night lock beside it, its containers carry the lock's
-path as a label (how `status` and the orphan reaper find them), and the holder record
-sits next to it. Each of those is derived here, from the one path, so no caller spells a
-suffix or a label itself.
+"""A GPU slot, named by its lock file: the night lock, the container label and the holder
+record are derived here from that one path, so no caller spells a suffix itself.
 """
 
 from __future__ import annotations

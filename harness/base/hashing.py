@@ -1,9 +1,6 @@
-"""SHA-256 of files, fast: large reads, and several files at once on several cores.
-
-hashlib releases the GIL while it hashes a large buffer, so threads scale across cores.
-Every file is opened through `harness.base.tree`, so hashing never blocks on a FIFO, never
-reads a device, and never follows a symlink unless the caller says so (model folders
-may be symlink farms, e.g. a Hugging Face snapshot; evidence trees never are).
+"""SHA-256 of files, fast: large reads, several files at once on several cores (hashlib
+releases the GIL). Files open through `harness.base.tree`, so hashing never blocks on a
+FIFO, reads a device, or follows a symlink unless the caller says so (model folders).
 """
 
 from __future__ import annotations
@@ -110,12 +107,8 @@ def _hash_owned(fd: int) -> str:
 def sha256_tree_each(root: Path, rels: Iterable[str],
                      workers: int | None = None) -> dict[str, str | OSError]:
     """Hash files inside an evidence tree by relative path, following no symlink anywhere.
-    One file's failure (a symlink, a FIFO, gone) is its own result, an OSError, so a
-    verifier names every problem, not the first.
-
-    Each folder is opened once (beneath `root`, no symlink on the way) and its files are
-    opened relative to it; small files are hashed at once (threads only cost there),
-    large ones on `workers` threads, which hashlib lets run on several cores."""
+    One file's failure is its own result (an OSError), so a verifier names every problem;
+    small files are hashed at once, large ones on `workers` threads."""
     rels = list(rels)
     out: dict[str, str | OSError] = {}
     pending: list[tuple[str, Future[str]]] = []

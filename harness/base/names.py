@@ -1,13 +1,8 @@
 """Names that become folder names, labels and arguments: one alphabet, checked once.
 
-Every name the harness puts on disk or on a command line comes from a campaign, a control
-or a bundle, so it is hostile until checked. One alphabet serves them all (letters,
-digits, '.', '_' and '-', starting with a letter or digit): such a name is one path
+Every such name comes from a campaign, a control or a bundle, so it is hostile until
+checked: letters, digits, '.', '_' and '-', starting with a letter or digit, is one path
 component, never '.' or '..', never an option, never needs quoting.
-- `SafeName`: a campaign's, control's or partition's name (at most 64 characters);
-- `RunId`: `<control>-<UTC stamp>-<8 hex>`, minted here, parsed here (at most 200
-  characters, so a folder name within any file system's limit).
-Both are `str`s: they go into JSON and SQLite as they are.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """The one bounded reader of input files: campaigns, contracts, observations, records.
 
-Every input is hostile until read: a FIFO blocks `open()` forever, `/dev/zero` never ends,
-a symlink can point anywhere, and a 10 GB "campaign" exhausts memory. So an input is
-opened without following a final symlink and without blocking, must be a regular file
-(checked on the open descriptor, not on the path), and is read up to `limit` bytes: one
-more byte means the file is refused, never silently cut.
-
-`read_fd` is the one loop that reads "at most `limit` bytes" of an open descriptor; the
-readers that open files their own way (beneath an evidence tree's descriptor, through a
-seal) call it too, so every bounded read stops one byte past its limit, the same way.
-Copying or hashing a stream of any length (`measure.logs`, `base.hashing`) and draining a
-child's pipes against a deadline (`measure.provenance`) are other ideas: they keep their
-own loops.
+Every input is hostile (a FIFO blocks, `/dev/zero` never ends, a symlink points anywhere):
+opened without following a final symlink or blocking, regular on the descriptor, and read
+up to `limit` bytes; one byte more refuses it.
 """
 
 from __future__ import annotations
@@ -70,9 +61,7 @@ def _kind(mode: int) -> str:
 def read_bounded(path: Path | str, limit: int = DEFAULT_LIMIT, what: str = "file", *,
                  follow_symlinks: bool = False) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; InputError otherwise.
-
-    A final symlink is refused unless `follow_symlinks` (for files the operator names
-    on the command line, never for anything inside evidence or the lock folder)."""
+    A final symlink only with `follow_symlinks` (files the operator names, never evidence)."""
     name = os.fspath(path)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
     if not follow_symlinks:

@@ -1,15 +1,8 @@
 """A reason: why something was refused, as one typed value every seam carries.
 
-A reason names its rule (MLPerf's checker: every refusal names its rule), who found it
-(`by`: the harness, or a post-step by name) and a detail for people. Its exit class comes
-from the rule catalogue, never from its text: only the harness's own catalogued
-environment rules make a run exit 3, so a post-step cannot claim the host was at fault by
-naming an `ENV-` rule.
-
-Evidence stores a reason as `{"rule", "by", "detail"}`; `Reason.of` is the one reader of
-every stored form, older text ones included ("RULE: detail", "[step] RULE: detail",
-"POST-<step>: detail"). It is the only place in the harness that reads a reason's text
-back: nothing decides anything from it.
+It names its rule, who found it (`by`) and a detail for people. Its exit class comes from
+the rule catalogue, never its text, so a post-step cannot claim the host was at fault.
+`Reason.of` is the one reader of every stored form; nothing decides from the text.
 """
 
 from __future__ import annotations
@@ -68,11 +61,9 @@ class Reason:
 
     @classmethod
     def of(cls, item: object, *, by: str = HARNESS, default_rule: str = "") -> Reason:
-        """A reason from any form evidence stores it in; `default_rule` is the rule of
-        one that names none. `by` is who wrote the evidence: read from a post-step's own
-        output (`by` its name), every reason is that step's, whatever it claims; read
-        from the harness's own records (`by` HARNESS), an object's `by` and a text's
-        "[step]" or "POST-<step>:" prefix say which step found it."""
+        """A reason from any stored form. Read from a post-step's own output (`by` its name)
+        every reason is that step's, whatever it claims; from the harness's own records the
+        object's `by` or the text's step prefix says who found it."""
         if isinstance(item, Reason):
             return item if by == HARNESS else cls(item.rule, item.detail, by)
         if isinstance(item, Mapping):

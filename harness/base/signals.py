@@ -1,32 +1,9 @@
 """The one owner of stop signals: SIGTERM, SIGHUP and SIGINT become `Interrupted`.
 
-Inside `signals_interrupt()` (one run, one night) the first stop signal raises
-`Interrupted` in the main thread, and the code it lands in stops the container, releases
-the lock once the container is gone and seals the run `interrupted`. SIGHUP is SIGTERM's
-twin: an ssh connection that drops must not leave a container running beside a free lock
-and an unsealed folder. A hang-up the harness was started ignoring (`nohup`) stays
-ignored: that is what the operator asked for.
-
-A repeat does not raise again: under Slurm one stop arrives twice (scancel signals every
-process of the job, and the job script forwards the TERM its shell got), and a second
-`Interrupted` would cut short the container stop and the seal the first one started. A
-second Ctrl-C is a person insisting, though: it runs what `on_second_interrupt` registered
-(the container is killed at once instead of waiting out its stop grace); the seal still
-happens and the lock is still released.
-
-What the command received decides its exit code (`exit_code`): 130 after a SIGINT, the
-shell's convention for Ctrl-C, whatever the interrupted run's status says; a SIGTERM or
-SIGHUP leaves the code to the run's status (`interrupted` is exit 1).
-
-Why the state is the module's (`_STOPS`), not an object a caller owns: a signal handler is
-process-wide. `signal.signal` installs one handler per signal for the whole process, and
-it runs wherever the main thread happens to be, with no caller in reach. What it must
-know (whether a scope defers, whether this scope raised already, the hurry actions a wait
-registered, what the command received for its exit code) therefore lives beside it, once
-per process. Callers own their scopes instead (`signals_interrupt`, `signals_deferred`,
-`on_second_interrupt`), which save and restore what they change. A caller-owned object
-would have to be handed from the CLI through the driver and the pipeline down into
-`measure.execute`, and two such objects would still share the one set of handlers.
+Inside `signals_interrupt()` the first stop signal raises `Interrupted` in the main thread,
+so the run stops its container, releases the lock and seals `interrupted`; a repeat does
+not raise again (Slurm delivers one stop twice), a second Ctrl-C runs
+`on_second_interrupt`. The state is the module's: a signal handler is process-wide.
 """
 
 from __future__ import annotations

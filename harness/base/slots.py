@@ -1,9 +1,6 @@
-"""A slot of a campaign's plan, and one a walk of the plan left unrun, with why.
-
-Vocabulary shared by the driver, which decides what a walk leaves (`harness.driver.policy
-.not_executed`), and the readers, which read it back from a night's journal rows
-(`harness.readers.report.unrun`): both build the same types, so the one line a left slot
-prints is spelled once. Pure.
+"""A slot of a campaign's plan, and one a walk of the plan left unrun, with why: the driver
+decides, the readers read it back from the journal, and both build these types so the
+line a left slot prints is spelled once. Pure.
 """
 
 from __future__ import annotations

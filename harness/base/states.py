@@ -1,16 +1,8 @@
 """The words runs, post-steps, stages and journal rows end in, each spelled once.
 
-"Refused" is a run's status, a post-step's verdict and a stage's result; each is its own
-type here, so the code (and a type checker) says which one it means:
-- `Status`: what a sealed run is (`run.json`'s `status`), and what its journal row says;
-- `Verdict`: what one post-step (or Gate 0) decided (`verdict.json`'s `verdict`);
-- `StageResult`: how one stage of a run ended (`stages` in `run.json`);
-- `State`: a night journal row's state: the run statuses plus `planned`, `running` and
-  `deferred`.
-
-They are `StrEnum`s so a member is its word in JSON, SQLite and YAML, and a word read
-back from evidence is parsed with `Status(word)` (ValueError on anything else).
-`TERMINAL` and `exit_code` sit beside them: the one rule for what a status exits with.
+"Refused" is a run's `Status`, a post-step's `Verdict` and a stage's `StageResult`; each is
+its own type so the code says which one it means. `StrEnum`s, so a member is its word in
+JSON, SQLite and YAML, and a word read back is parsed with `Status(word)`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """The one owner of the process's terminal output: stdout and stderr, written best effort.
 
-Progress and command output are for a person; the run is the evidence. A reader that
-went away (`harness night … | head -1`), a closed descriptor (`>&-`, `2>&-`) or a
-terminal that hung up (an ssh drop: EIO) must change nothing about a run, its seal or
-its exit code. So `install()`, called once when the command starts:
-
-- opens /dev/null onto any of descriptors 0, 1 and 2 that is closed, so no file the
-  harness opens later (a journal, a lock, a log) can land on 1 or 2 and receive
-  progress lines, and a child never inherits a closed standard descriptor;
-- replaces `sys.stdout` and `sys.stderr` with `BestEffort` writers. click's echo, rich's
-  consoles, `print` and tracebacks all write through them.
-
-A `BestEffort` writer never raises an I/O error: after its first failed write or flush
-it drops everything silently, and it puts /dev/null onto the failed descriptor, so the
-bytes still buffered below it, which Python flushes at exit, go nowhere instead of
-printing "Exception ignored … BrokenPipeError" and turning the exit code into 120.
+A reader that went away (`| head -1`) or a hung-up terminal must change nothing about a
+run, its seal or its exit code: `install()` fills closed descriptors 0-2 with /dev/null and
+wraps stdout and stderr so that, after a first failed write, they drop everything (and
+Python's flush at exit cannot turn the exit code into 120).
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
-"""UTC time stamps in the one format evidence uses.
-
-Every time written into evidence (run.json, host snapshots, witnesses, journals) comes from
-utc_now() or iso(), so a reader compares and sorts them as text or with parse(). Folders
-sealed before this format was everywhere may hold older forms; parse() still reads them.
+"""UTC time stamps in the one format evidence uses, so readers compare and sort them as
+text; parse() also reads the older forms sealed folders may hold.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 # utc_now()'s form, and the older forms sealed folders may hold: whole seconds
 # (2026-11-30T08:30:00Z) and datetime.isoformat() with an offset (…+00:00).
@@ -58,3 +57,33 @@ def parse_or_none(value: object) -> datetime | None:
     except ValueError:  # the shape matched, the date does not exist (month 13)
         return None
     return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+_DURATION = re.compile(r"^\s*([0-9]{1,12}(?:\.[0-9]{1,12})?)\s*(s|sec|m|min|h|d)?\s*$")
+_UNITS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+MAX_DURATION = 30 * 86400.0  # a bound, not a wish: NaN, inf or 1e308 would switch it off
+
+
+def parse_duration(value: Any) -> float:
+    """`90`, `90s`, `30m`, `2h` -> seconds, finite, positive and at most 30 days: NaN or inf
+    would silently disable the bound that releases the GPU."""
+    if isinstance(value, bool):
+        raise ValueError("a duration, not a boolean")
+    try:
+        if isinstance(value, int | float):
+            seconds = float(value)
+        elif isinstance(value, str) and (m := _DURATION.match(value)):
+            seconds = float(m.group(1)) * _UNITS[m.group(2)]
+        else:
+            raise ValueError(f"not a duration: {str(value)[:40]!r} (use e.g. 90, 90s, 30m, 2h)")
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise ValueError("a duration must be a finite number of seconds "
+                         "(not NaN, not infinity)")
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"a duration must be at most 30 days ({MAX_DURATION:.0f} s), "
+                         f"not {seconds:g} s")
+    return seconds

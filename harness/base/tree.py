@@ -1,16 +1,9 @@
 """The one walker of evidence trees: run folders, addenda, bundles, recovery.
 
-A run folder holds whatever the workload wrote into its output mount, so every name and
-every entry in it is hostile. This walker is the only code that lists such a tree:
-- it never follows a symlink (every directory is opened relative to its parent's
-  descriptor with O_NOFOLLOW, and checked to be the one `lstat` saw);
-- it never opens anything but directories while walking; files are opened later only
-  through `open_regular` / `open_beneath`, which refuse anything that is not a regular
-  file on the open descriptor itself (so a FIFO never blocks, a device is never read);
-- it says, for every path, whether its name can be sealed (`name_problem`): only names
-  that `sha256sum` writes and reads back unchanged, in every tool, are sealable.
-
-Sealing, recovery, `verify`, `refinalize` and bundles all walk through here.
+Every name in a run folder is hostile (the workload wrote it), so this walker never
+follows a symlink (each directory opened O_NOFOLLOW relative to its parent), opens only
+directories while walking (files later through `open_regular` / `open_beneath`, regular
+files only), and says whether each name can be sealed (`name_problem`).
 """
 
 from __future__ import annotations
@@ -28,10 +21,8 @@ MAX_PATH_BYTES = 1024  # a longer relative path is not sealed: `sha256sum -c` op
 # whole, and PATH_MAX (4096) must still hold it below a bundle's or reviewer's prefix
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# Categories a sealable name may not contain: controls (\n, \r, U+0085, DEL...), format
-# characters (bidi overrides, zero-width), line/paragraph separators (U+2028/2029) and
-# surrogates (what a non-UTF-8 byte decodes to). Python's str.splitlines() and many
-# viewers break lines at some of these; coreutils escapes others; none can be trusted.
+# Categories a sealable name may not contain (controls, format characters, line separators,
+# surrogates): some tool breaks lines at, or escapes, each of them.
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
@@ -145,12 +136,8 @@ class TooMany(OSError):
 
 
 def walk(root: Path | str, max_entries: int | None = None) -> list[Entry]:
-    """Every entry below `root` (not `root` itself), parents before children, sorted.
-
-    `root` itself must be a real folder, not a symlink to one (NotRegular otherwise).
-    With `max_entries`, a tree holding more raises TooMany as soon as that is known, so
-    neither memory nor time grows with a hostile tree's size.
-    """
+    """Every entry below the real folder `root`, parents before children, sorted. With
+    `max_entries`, TooMany as soon as a hostile tree is known to be larger."""
     try:
         fd = _open_dir(os.fspath(root), None, None)
     except OSError as e:
@@ -202,11 +189,8 @@ def _walk(dir_fd: int, prefix: str, problem: str | None, out: list[Entry], depth
 
 def open_regular(path: Path | str, *, dir_fd: int | None = None,
                  follow_symlinks: bool = False) -> int:
-    """Open a regular file for reading without ever blocking or reading a device.
-
-    The check is made on the open descriptor, so swapping the path between a check and
-    the open gains nothing. A final symlink is refused unless `follow_symlinks`.
-    """
+    """Open a regular file for reading without ever blocking or reading a device; checked
+    on the descriptor, so a swap gains nothing. A final symlink only with `follow_symlinks`."""
     flags = _FILE_FLAGS if not follow_symlinks else _FILE_FLAGS & ~os.O_NOFOLLOW
     try:
         fd = os.open(path, flags, dir_fd=dir_fd)
@@ -289,10 +273,8 @@ def _split(rel: str) -> tuple[str, str]:
 
 def chmod_beneath(root: Path | str, rel: str, mode: int,
                   owner: tuple[int, int] | None = None) -> None:
-    """Set the mode (and, with `owner` and the privilege to, the owner) of the file or
-    folder `root/rel` ("" is `root`) without following any symlink: the entry is pinned by
-    an O_PATH descriptor and its type checked on it, so a symlink (whose chmod would
-    change its target) is refused, never followed."""
+    """Set the mode (and `owner`, where allowed) of `root/rel` ("" is `root`) through an
+    O_PATH descriptor, so a symlink (whose chmod would change its target) is refused."""
     if rel:
         parent, name = _split(rel)
         dfd = open_dir_beneath(root, parent)
@@ -316,12 +298,9 @@ def chmod_beneath(root: Path | str, rel: str, mode: int,
 
 
 def remove_beneath(root: Path | str, rel: str) -> None:
-    """Remove `root/rel` and, for a real folder, everything below it, following no symlink.
-
-    A symlink is unlinked, never followed. A folder is emptied iteratively, whatever its
-    depth: each sub-folder is renamed up into one staging folder beside it (same file
-    system) before it is emptied, so no recursion and no chain of open descriptors grows
-    with a hostile tree's depth."""
+    """Remove `root/rel` and everything below a real folder, following no symlink.
+    Sub-folders are renamed up into one staging folder before they are emptied, so no
+    recursion or chain of descriptors grows with a hostile tree's depth."""
     parent, name = _split(rel)
     dfd = open_dir_beneath(root, parent)
     try:

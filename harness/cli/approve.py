@@ -9,8 +9,8 @@ import click
 from harness.config.loader import require_campaign
 from harness.judge.approval.issue import reviewer_mismatch
 from harness.judge.approval.signature import SignatureCheck
-from harness.probe.approval.issue import approve as do_approve
-from harness.probe.approval.issue import default_reviewer, signer_of
+from harness.probe.approval.write import approve as do_approve
+from harness.probe.approval.write import default_reviewer, signer_of
 from harness.readers.report.inert import inert
 
 
@@ -27,26 +27,15 @@ def approve(campaign: Path, gate_record: Path, sign_key: Path | None,
             reviewer: str | None) -> None:
     """Approve the campaign's current source seal for runs.
 
-    Writes approvals/<campaign>-<seal hex 12>.json in the project (and .sig with
-    --sign-key): the source seal, the git commit reviewed, the image Ids and model pins of
-    the campaign's controls, the gate record's digest, campaign and seal, the reviewer and
-    the time. A campaign with `require_approval: true` runs only under an approval of its
-    run's seal (docs/approval.md). An approval is never overwritten.
+    Writes approvals/<campaign>-<seal hex 12>.json (and .sig with --sign-key): the seal,
+    the commit reviewed, image Ids, model pins, the gate record, the reviewer and the time.
+    A campaign with `require_approval: true` runs only under an approval of its run's seal;
+    an approval is never overwritten (docs/approval.md).
 
-    The gate record is named by its folder name (a run looks for it in RUNS/gates/), so
-    the approval verifies on any host that has the record. With --sign-key and the
-    campaign's allowed_signers, the signature is checked at once and a reviewer that is
-    not the signing principal is warned about (stderr and stdout): runs and bundle verify
-    trust the signer, never the reviewer's name.
-
-    Exit codes: 0 written; 1 refused, naming its rule: the checkout is not clean at its
-    commit (APPROVAL-DIRTY-TREE: a file of the seal untracked, git-ignored, outside the
-    repository or changed, or any other path changed or untracked; approvals/ aside), the
-    gate record is missing, fails verification, failed, was made for another seal or
-    campaign, or its gates did not run from this same clean commit (APPROVAL-GATES-*);
-    2 invalid campaign, reviewer, key, a --gates folder that is not in a gates/
-    folder, or an approval of this seal exists; 3 environment
-    (no ssh-keygen).
+    Exit codes: 0 written; 1 refused, naming its rule (the checkout not clean at its
+    commit, or the gate record missing, failed, unverifiable or for another seal, campaign
+    or commit); 2 invalid campaign, reviewer, key or --gates folder, or an approval of this
+    seal exists; 3 no ssh-keygen.
     """
     loaded = require_campaign(campaign)
     who = reviewer if reviewer is not None else default_reviewer(loaded.project_dir)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -13,12 +12,10 @@ from harness.base.errors import REFUSED, Refused
 from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.params import RUN
 from harness.readers.bundle import export_bundle, verify_bundle
-from harness.readers.bundle.export import ExportRefused
+from harness.readers.bundle.collect import collect_drop
+from harness.readers.bundle.export import ExportRefused, ExportResult
+from harness.readers.bundle.merge import MergeRefused, MergeResult, merge_bundles
 from harness.readers.bundle.sums import one_line
-
-if TYPE_CHECKING:  # merge is imported by its command only (a lazy CLI)
-    from harness.readers.bundle.export import ExportResult
-    from harness.readers.bundle.merge import MergeResult
 
 
 @click.group("bundle")
@@ -43,12 +40,9 @@ OUTPUT = click.option("-o", "--output", required=True, type=click.Path(path_type
 def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | None) -> None:
     """Bundle RUN_DIR or NIGHT_DIR folders into one deterministic archive.
 
-    A NIGHT_DIR (RUNS/nights/<night>/) brings every run folder its journal names, reruns
-    included, from RUNS/<run-id>/; give a run kept elsewhere as well. A run may also be
-    given by its id, a unique prefix of one, `latest` or `@-1` (`harness ls`).
-    Exporting the same folders twice gives byte-identical archives. Exit 1, naming each
-    problem, when a run does not verify (`harness verify`) or a SHA256SUMS lies outside a
-    run; exit 2 for symlinks, FIFOs, devices or odd names in the folders.
+    A NIGHT_DIR brings every run its journal names, reruns included; a run may also be
+    given by id, unique prefix, `latest` or `@-1`. Exit 1, naming each problem, when a run
+    does not verify; 2 for symlinks, FIFOs, devices or odd names in the folders.
     """
     try:
         result = export_bundle(list(folders), output, sign_key)
@@ -62,10 +56,8 @@ def _say_written(result: ExportResult | MergeResult) -> None:
     """The one line export and merge print for the bundle they wrote."""
     signed = "signed" if result.signed else "unsigned"
     shown = one_line(str(result.output))
-    click.echo(
-        f"wrote {shown}: {result.files} files, {len(result.runs)} run(s), "
-        f"top folder {one_line(str(result.top))}, {signed}"
-    )
+    click.echo(f"wrote {shown}: {result.files} files, {len(result.runs)} run(s), "
+               f"top folder {one_line(str(result.top))}, {signed}")
     # in `sha256sum` format: send it out of band; the reviewer checks with `sha256sum -c`
     click.echo(f"sha256 {result.sha256}  {shown}")
 
@@ -92,19 +84,16 @@ def verify_command(source: Path, allowed_signers: Path | None, reviewers: Path |
                    as_json: bool) -> None:
     """Verify a bundle FILE (or an unpacked bundle folder) offline.
 
-    Prints a line per run (status, control, approval, superseded by a rerun), then OK
-    with the archive's sha256 (exit 0) when every file matches and every signature the
-    options ask for is there and valid (each `vouched:` line says which signer vouches
-    for what); FAIL naming each problem otherwise (exit 1); exit 2 for a hostile or
-    unreadable archive.
+    A line per run, then OK with the archive's sha256 (exit 0) when every file matches and
+    every signature asked for is valid (`vouched:` lines say who vouches for what); FAIL
+    naming each problem (exit 1); exit 2 for a hostile or unreadable archive.
     """
     with as_json_errors(as_json, source=str(source)):
         report = verify_bundle(source, allowed_signers, reviewers=reviewers)
     if as_json:
         code = 0 if report.ok else REFUSED
         emit({"source": str(source), "ok": report.ok, "exit_code": code,
-              "sha256": report.sha256 or None,
-              "files": report.files, "runs": list(report.runs),
+              "sha256": report.sha256 or None, "files": report.files, "runs": list(report.runs),
               "run_lines": [line.as_dict() for line in report.lines],
               "signature": report.signature,
               "vouches": [v.as_dict() for v in report.vouches],
@@ -116,10 +105,8 @@ def verify_command(source: Path, allowed_signers: Path | None, reviewers: Path |
         click.echo(one_line(str(line)))
     if report.ok:
         digest = f", sha256 {report.sha256}" if report.sha256 else ""
-        click.echo(
-            f"OK {shown}: {report.files} payload files, {len(report.runs)} run(s), "
-            f"{one_line(report.signature)}{digest}"
-        )
+        click.echo(f"OK {shown}: {report.files} payload files, {len(report.runs)} run(s), "
+                   f"{one_line(report.signature)}{digest}")
         for vouch in report.vouches:  # who vouches for what: the bag, then each approval
             click.echo(f"  vouched: {vouch}")
         return
@@ -141,14 +128,10 @@ def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None
                   allowed_signers: Path | None) -> None:
     """Merge BUNDLE files (one per host, say) into one bundle of all their runs.
 
-    Each input is verified as `bundle verify --allowed-signers` does; one that fails
-    refuses the merge (exit 1, naming it), as does a run id two inputs hold with different
-    bytes (byte-identical duplicates are kept once), or an input whose signature was
-    stripped. --sign-key without --allowed-signers is a usage error (exit 2). The result
-    verifies like any exported bundle.
+    Each input must verify as `bundle verify --allowed-signers` does, and a run id two
+    inputs hold with different bytes refuses the merge (exit 1); --sign-key needs
+    --allowed-signers (exit 2).
     """
-    from harness.readers.bundle.merge import MergeRefused, merge_bundles
-
     try:
         result = merge_bundles(list(bundles), output, sign_key, allowed_signers)
     except MergeRefused as e:
@@ -171,15 +154,10 @@ def merge_command(bundles: tuple[Path, ...], output: Path, sign_key: Path | None
 def collect_command(drop: Path, runs_dir: Path, allowed_signers: Path | None) -> None:
     """Verify each new bundle in DROP/bundles and unpack its run into RUNS.
 
-    A drop bundle is named for the one run it holds, <run-id>.tar.gz, and places that run
-    and nothing else (the night's own rule): another name, a symlink, or a bundle holding
-    another run or more is refused and places nothing. Each bundle's sha256 is recorded in
-    RUNS/collected.jsonl; one already collected is skipped, so collect can run again (a
-    host that could not deliver before). A run RUNS already holds is left as it is. Exit 1
-    when a bundle is refused, fails to verify or conflicts.
+    A drop bundle, <run-id>.tar.gz, places that one run only, else it is refused. Each
+    one's sha256 goes to RUNS/collected.jsonl, so collect can run again; a run RUNS already
+    holds is left as it is. Exit 1 when a bundle is refused, fails to verify or conflicts.
     """
-    from harness.readers.bundle.collect import collect_drop
-
     arrivals = collect_drop(drop, runs_dir, allowed_signers)
     bad = 0
     for a in arrivals:

@@ -23,10 +23,9 @@ from harness.readers.report.inert import inert
 def check(files: tuple[Path, ...], as_json: bool) -> None:
     """Validate campaigns, controls and image locks without launching anything.
 
-    Prints every fault as FILE:LINE:COL: message. Exit 0 when valid, 2 when not. A
-    warning (FILE:LINE:COL: warning: ...) names what every run of a valid file would be
-    refused for until the operator acts, such as a model with no file pinned; it does not
-    change the exit code.
+    Prints every fault as FILE:LINE:COL: message; exit 0 when valid, 2 when not. A warning
+    names what every run would be refused for until the operator acts (a model with no
+    file pinned); it does not change the exit code.
     """
     with as_json_errors(as_json, files=[str(f) for f in files]):
         faults, warnings = check_all(list(files))

@@ -1,20 +1,18 @@
-"""The core commands: run, images, model (check, verify and show have their own modules)."""
+"""`harness run`: a campaign's controls, one at a time under the GPU lock, each sealed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from harness.base.catalogue import ENV_MISSING_IMAGE
-from harness.base.errors import ENVIRONMENT, EnvironmentFault, InvalidInput
+from harness.base.errors import InvalidInput
 from harness.base.names import RUN_ID_MAX, RunId
 from harness.base.states import Status
-from harness.cli.dryrun import DRY_RUN_HELP, JSON_HELP, needs_dry_run
-from harness.cli.dryrun import show as show_dry_run
-from harness.cli.jsonout import as_json_errors, emit
+from harness.cli.jsonout import as_json_errors
 from harness.cli.params import DURATION, runs_dir_option
+from harness.cli.planprint import DRY_RUN_HELP, JSON_HELP, needs_dry_run
+from harness.cli.planprint import show as show_dry_run
 from harness.cli.targets import refuse_night
 from harness.config.loader import Loaded, require_campaign
 from harness.config.suggest import hint
@@ -24,7 +22,7 @@ from harness.driver.night.nightlock import NightLock
 from harness.driver.plan import PlanSource
 from harness.measure.ui import Reporter, reporter
 from harness.pipeline import orphans, recover
-from harness.probe.approval.check import before_run
+from harness.probe.approval.runcheck import before_run
 
 
 @click.command()
@@ -46,17 +44,10 @@ def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: flo
         as_json: bool) -> None:
     """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
 
-    Like `rerun`, it waits for a night on this GPU lock to finish (up to the lock
-    timeout) before each control, so it never slips between a night's controls.
-
-    SIGTERM or SIGHUP stops the container, releases the lock once it has exited and seals
-    the run `interrupted` (exit 1). Ctrl-C does the same and exits 130; a second Ctrl-C
-    kills the container at once instead of waiting out its stop_grace.
-
-    Each sealed run prints `STATUS: RUN_DIR`; a campaign its stop_policy (or a signal)
-    stopped then prints `not executed: CONTROL: WHY` for each control it left unrun.
-
-    --dry-run prints what would run and what would be refused, and launches nothing."""
+    Waits for a night on this GPU lock before each control. SIGTERM or SIGHUP stops the
+    container and seals the run `interrupted` (exit 1); Ctrl-C too, exiting 130 (a second
+    kills it at once). Prints `STATUS: RUN_DIR` per run and `not executed: CONTROL: WHY`
+    for each one a stop left unrun. --dry-run launches nothing."""
     needs_dry_run(as_json, dry_run)
     if dry_run:  # with --json, an error too is the one JSON object (as night and rerun)
         with as_json_errors(as_json, command="run", campaign=str(campaign)):
@@ -92,12 +83,9 @@ def _planned(campaign: Path, only: tuple[str, ...],
 
 
 class AfterNight:
-    """Before each control, wait until no night (or operator rerun) holds this GPU lock's
-    night lock, as `rerun` does (up to the lock timeout, then exit 3, nothing launched):
-    a `run` never slips between a night's controls. The night lock is not kept during
-    the control, so two operators' runs still take turns control by control at the GPU
-    lock, and a night that starts meanwhile waits only for the control in progress
-    (harness/driver/night/nightlock.py)."""
+    """Before each control, wait (up to the lock timeout, then exit 3) until no night
+    holds this GPU lock's night lock, so a run never slips between a night's controls;
+    not held during the control, so operators' runs still take turns at the GPU lock."""
 
     def __init__(self, loaded: Loaded, ui: Reporter, timeout: float) -> None:
         self.loaded, self.ui, self.timeout = loaded, ui, timeout
@@ -145,117 +133,3 @@ def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | 
                  why=n.why)
         click.echo(f"not executed: {n.line()}")
     return driven.worst
-
-
-@click.group()
-def images() -> None:
-    """Pin and verify image Ids in images.lock."""
-
-
-@images.command("pin")
-@click.argument("name")
-@click.argument("ref")
-@click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
-              show_default=True)
-@click.option("--replace", is_flag=True, help="replace NAME's pin with another Id "
-              "(needs --reason)")
-@click.option("--reason", metavar="TEXT", help="why the pin is replaced: one line, kept in "
-              "the entry's history with the old and new Ids, the time and the user")
-@click.option("--archive", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE.tar",
-              help="the `docker save` archive of REF: its sha256 is recorded (after checking "
-              "that it holds that Id), so doctor can say `docker load -i FILE.tar`")
-@click.option("--build", metavar="COMMAND", help="a command that rebuilds this Id "
-              "reproducibly (recorded as advice, never run), e.g. 'make image'")
-def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str | None,
-               archive: Path | None, build: str | None) -> None:
-    """Record the Id of the local image REF under NAME.
-
-    A new NAME is pinned; the same Id again changes nothing (exit 0). Another Id for a
-    pinned NAME is refused (exit 1) unless --replace --reason TEXT: then the old and new
-    Ids are printed and the change is appended to the entry's `history`. An --archive
-    that does not hold that Id: exit 1, nothing recorded. Bad NAME, REF or option text:
-    exit 2; REF not in the local engine: exit 3 (no registry is used).
-    """
-    from harness.measure import images as image_lock  # here: `run` does not load the pin writer
-
-    decision = image_lock.pin(lock_file, name, ref, replace=replace, reason=reason,
-                              archive=archive, build=build)
-    for line in decision.describe(name):
-        click.echo(line)
-
-
-@images.command("verify")
-@click.argument("names", nargs=-1)
-@click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
-              show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
-              "exit_code, and per image its name, pinned Id, local Id and advice")
-def images_verify(names: tuple[str, ...], lock_file: Path, as_json: bool) -> None:
-    """Check images.lock entries (all, or NAMES) against the local engine.
-
-    Exit 3 if any is absent or has another Id; each such line says how to obtain the
-    pinned image (its archive, repo digest or build), never to re-pin. Exit 2 for a bad
-    images.lock or a NAME it does not pin."""
-    from harness.measure import images as image_lock
-
-    with as_json_errors(as_json, lock_file=str(lock_file)):
-        lock = image_lock.read(lock_file)
-        unknown = [n for n in names if n not in lock.images]
-        if unknown:
-            raise InvalidInput(f"{lock_file}: no entry {', '.join(map(repr, unknown))}"
-                               f"{hint(unknown[0], set(lock.images))}")
-        chosen = {n: p for n, p in lock.images.items() if not names or n in names}
-        checks = [image_lock.check_one(name, pinned) for name, pinned in sorted(chosen.items())]
-    bad = sum(not c.ok for c in checks)
-    if as_json:
-        emit({"ok": not bad, "exit_code": ENVIRONMENT if bad else 0, "lock_file": str(lock_file),
-              "images": [{"name": c.name, "ok": c.ok, "pinned": c.expected, "local": c.found,
-                          "advice": None if c.ok else c.advice} for c in checks]})
-        raise click.exceptions.Exit(ENVIRONMENT if bad else 0)
-    for c in checks:
-        click.echo(("ok    " if c.ok else "FAIL  ") + c.describe())
-    if bad:
-        raise EnvironmentFault(f"{bad} of {len(chosen)} pinned image(s) not present "
-                               "with their pinned Id", rule=ENV_MISSING_IMAGE)
-
-
-@click.group()
-def model() -> None:
-    """Pin the files of a model folder."""
-
-
-@model.command("pin")
-@click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
-def model_pin(folder: Path) -> None:
-    """Print the `sha256:` mapping of every file under FOLDER, to paste into a control."""
-    from harness.base.hashing import sha256_many
-    from harness.base.tree import NotRegular, kind_of
-    from harness.measure.seal import files_under
-
-    names = files_under(folder)
-    if not names:
-        raise InvalidInput(f"{folder}: no files to pin")
-    special = []  # a FIFO would block the hash, a device never end: name them, read none
-    for n in names:
-        try:
-            mode = (folder / n).stat().st_mode
-        except OSError as e:
-            special.append(f"{folder / n}: {e.strerror or e}")
-            continue
-        if kind_of(mode) != "file":
-            special.append(f"{folder / n}: is a {kind_of(mode)}, not a regular file")
-    if special:
-        raise InvalidInput(f"{folder}: a model folder holds only regular files "
-                           f"({len(special)} other)", faults=special)
-    try:  # follows symlinks as the preflight's model check does (snapshot symlink farms)
-        digests = sha256_many((folder / n for n in names), follow_symlinks=True)
-    except NotRegular as e:  # swapped in after the check above: still never read
-        raise InvalidInput(f"{e.filename}: {e.strerror}; not pinned") from None
-    except OSError as e:
-        raise InvalidInput(f"{e.filename or folder}: cannot read: {e.strerror or e}") from None
-    click.echo("sha256:")
-    for n in names:
-        click.echo(f"  {json.dumps(n)}: {digests[folder / n]}")
-
-
-ALL = [run, images, model]

@@ -1,12 +1,8 @@
-"""`harness diff RUN_A RUN_B [--json] [--exit-code] [--color WHEN]`: what differs between
-two runs.
+"""`harness diff`: prints `harness.judge.difference`'s comparison of two runs.
 
-The comparison is `harness.judge.diff` (pure); this module prints it. Every value comes from a
-run folder, so each one goes out through `inert` (one line, controls escaped, bounded);
-the --json document is written with ensure_ascii, so no control character reaches a
-terminal either. Colour is added only around text already made inert, only on a terminal
-(or `--color always`), and never when NO_COLOR is set (https://no-color.org), unless
-`--color always` asks for it.
+Every value comes from a run folder, so each goes out through `inert`; colour wraps only
+text already made inert, and --json is ensure_ascii, so no control character reaches a
+terminal.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ import click
 from harness.base.plural import counted
 from harness.base.terminal import isatty
 from harness.cli.params import RUN
-from harness.judge.diff import SCHEMA, diff_runs, exit_status, mount_words
+from harness.judge.difference import SCHEMA, diff_runs, exit_status, mount_words
 from harness.readers.report.inert import inert
 
 VALUE_CHARS = 300
@@ -84,8 +80,7 @@ def _mapping(name: str, t: dict) -> list[str]:
 
 
 def _mounts(t: dict) -> list[str]:
-    """What each mount outside the seal held: `mounts: same (/opt/venv)`, or a head line
-    and one line per mount that differs or is not known."""
+    """`mounts: same (/opt/venv)`, or a head line and one per mount differing or unknown."""
     rows = t["mounts"]
     targets = ", ".join(_v(r["target"]) for r in rows[:MAX_ITEMS])
     if t["same"] is True:
@@ -245,9 +240,8 @@ def _gate0(t: dict) -> list[str]:
 
 # ---- the document -----------------------------------------------------------------------------
 
-# The text's order: the outcome first (status, rules, and Gate 0's fields with both runs'
-# values, the why of a refusal, never below a long YAML hunk), then what went into each run,
-# then its figures. The JSON document keeps `judge.diff.TOPICS` order.
+# The text's order: the outcome (the why of a refusal, never below a long YAML hunk), then
+# the inputs, then figures. The JSON document keeps `judge.diff.TOPICS` order.
 SECTIONS = ("status", "rules", "gate0", "seal", "inputs", "git", "approval", "image", "model",
             "mounts", "engine", "env", "docker", "metrics")
 
@@ -269,9 +263,8 @@ def sections(t: dict) -> dict[str, list[Line]]:
 
 
 def repeat_words(r: Mapping[str, Any], mounts: Mapping[str, Any] | None = None) -> str:
-    """`plain repeat: same inputs (...)`, `not a repeat: engine, mounts (/opt/venv)
-    changed`, or `repeat: not known (mounts (/opt/venv) not recorded)`: whether b ran what
-    a ran. `mounts`, the mounts topic, names the mounts that differ or are not known."""
+    """Whether b ran what a ran: `plain repeat: ...`, `not a repeat: engine, mounts
+    (/opt/venv) changed`, or `repeat: not known (...)`; `mounts` names the mounts."""
     rows = (mounts or {}).get("mounts") or []
 
     def named(topics: Any, same: bool | None) -> str:
@@ -291,8 +284,7 @@ def repeat_words(r: Mapping[str, Any], mounts: Mapping[str, Any] | None = None) 
 
 
 def render_lines(doc: dict) -> list[Line]:
-    """The diff document as (text, style) lines, one group per topic in SECTIONS order
-    (the `differs` line too); every value inert."""
+    """The diff document as (text, style) lines, by topic in SECTIONS order; all inert."""
     lines = []
     for side in ("a", "b"):
         h = doc[side]
@@ -343,38 +335,18 @@ def painted(line: Line, colour: bool) -> str:
               help="colour removed lines red and added lines green: on a terminal unless "
                    "NO_COLOR is set (auto), always, or never")
 def diff(run_a: Path, run_b: Path, as_json: bool, exit_code: bool, color: str) -> None:
-    """What differs between two runs: first the outcome (status, rules, each Gate-0 field
-    either run found differing), then what went in (the source seal and its files, the
-    control's and campaign's YAML, git state, the approval each ran under, image Id, model
-    pins, what each mount outside the seal held, engine args, the environment and the
-    docker argv), then metrics. A line under `differs` says whether b is a plain repeat of
-    a: every input the same (as a confirmation rerun's are), `not a repeat: <topics>
-    changed`, or not known.
+    """What differs between two runs: the outcome first, then the inputs, then metrics.
 
-    A `sealed: false` or read-write mount is digested at preflight (every file's path,
-    type, mode, size and sha256, each symlink's target): `mounts: same`, a mount that
-    differs, or "not known" (a run made before mounts were digested, a mount too large or
-    unreadable, with why); a mount not known is never the same, so neither is the repeat.
+    Outcome: status, rules, each Gate-0 field either run found differing. Inputs: the
+    source seal and its files, each run's own copy of the YAML as a unified diff, git
+    state, the approval, image Id, model pins, what each mount outside the seal held,
+    engine args, the environment and docker argv (one launch's own tokens elided). A line
+    says whether b is a plain repeat of a. A topic one run did not record is "not
+    compared"; a mount not known is never the same. Reads only. Each run may be a folder,
+    a run id, a unique prefix, `latest` or `@-1` (`harness ls`). More: README.md.
 
-    The YAML is each run's own copy (inputs/, sealed with the run), shown as a unified
-    diff; a run made before runs kept their inputs is "not compared". The docker argv and
-    the environment come from each run's recorded `docker run` argv, with the tokens one
-    launch alone has elided (run id, container name, run folder and cidfile, launcher pid
-    and start time, Slurm job, the seal the container is told), so a fix shows as the line
-    it added: `+ --env VLLM_ENABLE_V1_MULTIPROCESSING=0`; secret-looking values only as
-    sha256 markers. git reads `clean -> dirty (controls/x.yaml) at <commit>` or
-    `<commit> -> <commit>` (12 hex digits here, whole in --json). The Gate-0 lines give each
-    differing field with both runs' start-up and generation values; the approval line also
-    says whether it reviewed the commit the run ran at.
-
-    Nothing is written: both folders are only read. Each run may be a folder, a run id,
-    a unique prefix of one, `latest` or `@-1` (looked up in the runs dir: `harness ls`).
-    A topic one run did not record is "not compared".
-
-    Exit codes: 0 both runs were read and compared, whether or not they differ (the
-    `differs` line, or the JSON's "differs" list, says what does); with `--exit-code`, 1
-    when they differ in anything compared and 0 when not; 2 either folder has no readable
-    run.json; 1 either is not sealed or fails verification.
+    Exit codes: 0 both read and compared (with --exit-code: 1 when they differ); 1 either
+    is not sealed or fails verification; 2 either has no readable run.json.
     """
     doc = diff_runs(run_a, run_b)
     if as_json:

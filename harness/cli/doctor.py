@@ -14,10 +14,15 @@ import click
 
 from harness.base.errors import InvalidInput
 from harness.cli.params import runs_dir_option
+from harness.config.gpumapfile import load_map, map_path
+from harness.config.loader import load_model, require_campaign
+from harness.config.schema import ImageLock
 from harness.judge.doctor import Check, any_failed
 from harness.judge.doctor.checks import GIB
-from harness.judge.doctor.report import render_json, render_plain, render_table
-from harness.probe.doctor.run import run_checks
+from harness.judge.doctor.table import render_json, render_plain, render_table
+from harness.measure.slurm import calls
+from harness.probe.doctor.allchecks import run_checks
+from harness.probe.doctor.gpufacts import node_name
 
 
 def default_lock() -> Path:
@@ -25,18 +30,11 @@ def default_lock() -> Path:
 
 
 def load_expected_images(path: Path) -> dict[str, dict[str, Any]] | None:
-    """images.lock as {name: {"id", "ref", "store", and the source fields recorded}}.
-
-    None when the file does not exist. The source (archive, repo digest, build) goes
-    through, so a miss is explained with how to obtain that image, never with "re-pin".
-
-    A file that exists but is malformed is invalid input (exit 2), not a sick host.
-    """
+    """images.lock as {name: {"id", "ref", "store", and its source fields}}; None when
+    missing. The source goes through so a miss says how to obtain the image, never to
+    re-pin; a malformed file is invalid input (exit 2), not a sick host."""
     if not path.exists():
         return None
-    from harness.config.loader import load_model
-    from harness.config.schema import ImageLock
-
     lock, _doc, faults = load_model(path, ImageLock)
     if faults or lock is None:
         raise InvalidInput(f"{path}: not a valid images.lock", faults=[str(f) for f in faults])
@@ -64,12 +62,9 @@ class Scope:
 
 def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
                    lock_path: Path | None) -> Scope:
-    """The campaign's own needs, as a night's doctor checks them before each control: its
-    controls' images (by their pins in the campaign's images.lock), `rocm` when any
-    control runs on the GPU (else `cpu`), its lock, its host gfx and min_free_gib. Options
-    given on the command line win. A campaign that does not check is exit 2."""
-    from harness.config.loader import require_campaign
-
+    """The campaign's own needs, as a night's doctor checks them before each control
+    (images, profile, lock, gfx, free disk); command-line options win. Exit 2 for a
+    campaign that does not check."""
     loaded = require_campaign(campaign)
     pins = loaded.image_lock.images if loaded.image_lock else {}
     controls = [ctl for ctl, _ in loaded.controls.values()]
@@ -88,39 +83,21 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
 
 @click.command("doctor")
 @click.argument("campaign", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--lock",
-    "lock_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="GPU lock file to check for writability (default: the campaign's lock, else "
-    "$HOME/gpu.lock).",
-)
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None,
+              help="GPU lock file to check for writability (default: the campaign's lock, "
+              "else $HOME/gpu.lock).")
 @runs_dir_option("any", help="Folder that will hold run folders; checked for free disk",
                  campaign="campaign")
-@click.option(
-    "--images-lock",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="images.lock whose every image must be present by Id (default: images.lock; "
-    "with CAMPAIGN, the campaign's, and only its controls' images).",
-)
-@click.option(
-    "--profile",
-    type=click.Choice(["rocm", "cpu"]),
-    default=None,
-    help="Device profile: on 'cpu' a missing GPU is a warning, not a failure (default: "
-    "rocm; with CAMPAIGN, rocm when one of its controls runs on the GPU, else cpu and the "
-    "GPU checks skipped).",
-)
-@click.option(
-    "--gfx",
-    "required_gfx",
-    default=None,
-    metavar="TARGET",
-    help="Required gfx target (e.g. gfx1100); a host without it fails (default: the "
-    "campaign's host.gfx).",
-)
+@click.option("--images-lock", type=click.Path(path_type=Path), default=None,
+              help="images.lock whose every image must be present by Id (default: "
+              "images.lock; with CAMPAIGN, the campaign's, and only its controls' images).")
+@click.option("--profile", type=click.Choice(["rocm", "cpu"]), default=None,
+              help="Device profile: on 'cpu' a missing GPU is a warning, not a failure "
+              "(default: rocm; with CAMPAIGN, rocm when one of its controls runs on the GPU, "
+              "else cpu and the GPU checks skipped).")
+@click.option("--gfx", "required_gfx", default=None, metavar="TARGET",
+              help="Required gfx target (e.g. gfx1100); a host without it fails (default: "
+              "the campaign's host.gfx).")
 @click.option("--gpu-map", "gpu_map", type=click.Path(path_type=Path), default=None,
               help="The host's GPU map (Slurm GPU index -> render node) to check (default: "
               "$HARNESS_GPU_MAP, else /etc/harness/gpu-map.yaml; checked when it exists, "
@@ -133,30 +110,17 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
               "fails, drain this node (scontrol update State=DRAIN Reason=...) and exit "
               "non-zero; otherwise exit 0 and print nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def doctor(
-    campaign: Path | None,
-    lock_path: Path | None,
-    runs_dir: Path,
-    images_lock: Path | None,
-    profile: str | None,
-    required_gfx: str | None,
-    gpu_map: Path | None,
-    gres_conf: Path | None,
-    slurm_health: bool,
-    as_json: bool,
-) -> None:
+def doctor(campaign: Path | None, lock_path: Path | None, runs_dir: Path,
+           images_lock: Path | None, profile: str | None, required_gfx: str | None,
+           gpu_map: Path | None, gres_conf: Path | None, slurm_health: bool,
+           as_json: bool) -> None:
     """Check the Docker engine, locked images, GPU devices, map and tools, the lock and disk.
 
-    With CAMPAIGN (a campaign file), only what its controls need: their images, its lock,
-    the GPU only when a control runs on it (else one `skip` line). The host's GPU map
-    (Slurm GPU index -> render node) is checked when it exists: each entry a character
-    device, none twice, each index the device gres.conf gives it. Each check prints one
-    line: ok, warn, fail or skip. Exit 0 when nothing fails, 1 otherwise, 2 for a
-    campaign, images.lock or GPU map that does not check. With --slurm-health (Slurm's
-    HealthCheckProgram), a failing check or input
-    drains this node (SLURMD_NODENAME, else the short host name), the failing lines go to
-    stderr and the exit is 1 (2 for bad input, 3 when the drain itself failed); a fit
-    node exits 0 silently.
+    With CAMPAIGN, only what its controls need. One line per check: ok, warn, fail or
+    skip. Exit 0 when nothing fails, 1 otherwise, 2 for a campaign, images.lock or GPU map
+    that does not check. With --slurm-health (Slurm's HealthCheckProgram) a failing check
+    drains this node, says why on stderr and exits 1 (3 when the drain failed); a fit node
+    exits 0 silently (docs/slurm.md).
     """
     if not slurm_health:
         checks = _checks(campaign, lock_path, runs_dir, images_lock, profile, required_gfx,
@@ -178,9 +142,6 @@ def doctor(
 def _drain_and_exit(checks: list[Check], code: int) -> None:
     """Say what failed on stderr, drain this node with that as the reason, exit `code`
     (3 when Slurm did not take the drain)."""
-    from harness.measure.slurm import calls
-    from harness.probe.doctor.gpumap import node_name
-
     failing = [c for c in checks if c.status == "fail"]
     click.echo(render_plain(failing), nl=False, err=True)
     node = node_name(os.environ)
@@ -202,8 +163,6 @@ def _checks(campaign: Path | None, lock_path: Path | None, runs_dir: Path,
     """Every check of the scope the options and the campaign give. Bad input raises
     InvalidInput (exit 2): a campaign, images.lock or a named GPU map that does not check."""
     if not strict_map:  # an invalid map is bad input here (file:line:col), a fail line there
-        from harness.config.gpumap import load_map, map_path
-
         path = map_path(os.environ, gpu_map)
         if os.path.lexists(path):
             load_map(path)
@@ -224,9 +183,8 @@ def _checks(campaign: Path | None, lock_path: Path | None, runs_dir: Path,
                         gpu_map=gpu_map, strict_map=strict_map, gres_conf=gres_conf,
                         skip_gpu=None if strict_map else scope.skip_gpu)
     if scope.images is None:
-        checks.insert(
-            1, Check("images", "fail", f"{scope.images_lock} not found: no image can be verified")
-        )
+        checks.insert(1, Check("images", "fail",
+                               f"{scope.images_lock} not found: no image can be verified"))
     return checks
 
 

@@ -14,12 +14,12 @@ import click
 from harness.base.atomic import dumps_json, write_json
 from harness.base.errors import InvalidInput
 from harness.cli.params import RUN
-from harness.config.contract import ALL, resolve
+from harness.config.fieldlist import ALL, resolve
 from harness.judge.finalize.contract import ContractError, load_contract
 from harness.judge.finalize.documents import DocumentError, read_document
+from harness.judge.finalize.explain import render
 from harness.judge.finalize.refinalize import refinalize as refinalize_run
 from harness.judge.finalize.refinalize import standing
-from harness.judge.finalize.report import render
 from harness.judge.finalize.rules import exit_code, judge
 
 FILE = click.Path(dir_okay=False, path_type=Path)
@@ -68,9 +68,8 @@ def finalize(startup: Path, generation: Path, contract: Path | None, all_fields:
              as_json: bool, out: Path | None) -> None:
     """Gate 0: refuse unless the start-up and generation observations name the same engine.
 
-    Without --contract the vLLM identity contract is compared: the engine's settings, less
-    the fields vLLM settles after start-up (cache.num_gpu_blocks, ...), each listed with
-    its reason in docs/gate0-contract.md. --all-fields compares every field."""
+    Without --contract the vLLM identity contract is compared (docs/gate0-contract.md);
+    --all-fields compares every field."""
     fields = resolve(_contract(contract, all_fields))
     start_doc, gen_doc = _documents(startup, generation)
     verdict = judge(start_doc, gen_doc, contract=fields)

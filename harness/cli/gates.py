@@ -9,8 +9,8 @@ import click
 
 from harness.cli.params import runs_dir_option
 from harness.config.loader import require_campaign
-from harness.judge.gates.show import headline
-from harness.probe.gates import run_gates
+from harness.judge.gaterecord.gatelines import headline
+from harness.probe.gaterun import run_gates
 from harness.readers.report.inert import inert
 
 
@@ -29,26 +29,15 @@ def _line(entry: dict[str, Any]) -> None:
 def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
     """Run the campaign's gates in order and write a sealed gate record.
 
-    Each gate (`gates:` in the campaign, or the file `gates_file:` names) is an argv run
-    without a shell, in the project folder (or its `cwd`), with its own output folder in
-    HARNESS_GATE_DIR and in place of the token {gate_dir} in its argv. It passes when it
-    exits with `expect.exit_code` (default 0) within its timeout and, where asked, its
-    JUnit file shows no failure or error and at least `min_tests` tests ran, and its
-    `mutation: killed K/T` line reaches `min_kill_score`. The record (gates.json, each
-    gate's stdout.log, stderr.log and junit.xml, SHA256SUMS) is bound to the source seal
-    and the git state; `harness verify` and `harness show` read it.
+    Each gate is an argv run without a shell in the project folder, its output folder in
+    HARNESS_GATE_DIR and {gate_dir}; it passes on its expected exit code within its timeout
+    and, where asked, its JUnit and mutation thresholds. The record is bound to the source
+    seal and git state; only a complete record from a clean checkout can carry an approval
+    (docs/approval.md).
 
-    The record also says whether the checkout was clean at one commit before the first gate
-    and after the last: every sealed file tracked in HEAD with the same bytes and nothing
-    else changed or untracked (approvals/ aside). Only such a record can carry an approval,
-    and only when it holds every gate of the campaign: a record made with --only ends with
-    "partial record (K of N gates): cannot carry an approval".
-
-    Exit codes: 0 every gate passed; 1 a gate failed (the record says why) or the source
-    seal changed while they ran (GATES-SEAL-CHANGED, recorded as a refusal: the record
-    says FAILED); 2 invalid campaign, gate list or --only; 3 a gate's command could not be
-    started (not found, not executable) or the record could not be written; 130 Ctrl-C (the
-    running gate is killed, the record of what ran is still sealed, as FAILED).
+    Exit codes: 0 every gate passed; 1 a gate failed or the source seal changed while they
+    ran; 2 invalid campaign, gate list or --only; 3 a gate could not be started or the
+    record not written; 130 Ctrl-C (the record of what ran is still sealed, as FAILED).
     """
     loaded = require_campaign(campaign)
     folder, doc, code = run_gates(loaded, Path(runs_dir), only, echo=_line)

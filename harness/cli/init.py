@@ -1,10 +1,6 @@
-"""`harness init [DIR]`: start a campaign repository, never replacing anything in it.
-
-The thin shell around `harness.config.scaffold`: it looks at each path (lstat, never
-following a link), creates the missing files (`atomic.write_text(exclusive=True)`: O_EXCL,
-so a file that appeared meanwhile is not replaced either) and runs `git init` the way
-every git call of the harness runs (`provenance`: no hooks, no fsmonitor, bounded, timed
-out). It never commits: what goes into the first commit is the operator's call.
+"""`harness init [DIR]`: the thin shell around `harness.config.scaffold`. Each path is
+lstat-ed, each file created O_EXCL (never replacing one that appeared meanwhile); `git
+init` runs as every harness git call does; it never commits (that is the operator's call).
 """
 
 from __future__ import annotations
@@ -100,14 +96,10 @@ def _git_init(folder: Path) -> str:
 def init(folder: Path, no_git: bool) -> None:
     """Start a campaign repository in DIR (default: the current folder).
 
-    Writes harness.toml (runs_dir = "runs"), a .gitignore for the runs dir, a README with
-    the next steps, images.lock (nothing pinned yet), and in campaigns/ and controls/ a
-    cpu-profile example that runs on any machine with Docker and a gfx1100 vLLM control
-    shaped like the seed's, its image and model left for the operator to pin (`harness
-    check` warns of both, exit 0). Never overwrites: an existing file is kept, and a
-    symlink or anything else in the way is named and left alone. DIR is created when
-    missing (its parent must exist). Outside a git work tree it runs `git init` there;
-    it never commits.
+    Writes harness.toml, .gitignore, a README with the next steps, an empty images.lock,
+    and a CPU example and a gfx1100 vLLM control to pin (`harness check` warns, exit 0).
+    Never overwrites: whatever is in the way is named and left alone. Creates DIR when
+    missing; runs `git init` outside a work tree; never commits.
 
     Exit 0 when every file is there afterwards; 1 when something in the way kept one from
     being written; 2 bad DIR; 3 git missing or failing.

@@ -59,15 +59,10 @@ def ls(runs_dir: Path, campaign: str | None, control: str | None, statuses: tupl
        since: datetime | None, last: int | None, as_json_out: bool, quiet: bool) -> None:
     """List the runs in the runs dir, newest first, as `docker ps -a` lists containers.
 
-    One row per run folder: RUN ID, CONTROL, CAMPAIGN, STATUS, STARTED (age), DURATION,
-    ATTEMPT and RERUN.
-    Each run's status is the one its sealed run.json records (its hash checked against
-    SHA256SUMS; `harness verify` re-hashes the whole folder). A folder is never left out:
-    one with no seal is `unsealed` (running, or left by a killed harness), one whose
-    run.json cannot be read `unreadable`, one whose run.json is not the sealed file
-    `not-intact`. The RERUN column says "rerun of ID" and "superseded by ID" (from
-    reruns.jsonl). Any id shown is accepted by show, diff, verify, rerun, refinalize and
-    bundle export, as is a unique prefix of one, `latest` or `@-1`.
+    Each status is the one its sealed run.json records (hash checked); a folder is never
+    left out: `unsealed`, `unreadable` or `not-intact` say why. Any id shown, a unique
+    prefix of one, `latest` or `@-1` works in show, diff, verify, rerun, refinalize and
+    bundle export.
 
     Exit 0 (also when no run matches); 2 when the runs dir is missing or unreadable.
     """

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-import gc
+import ast
+import difflib
 import importlib
+import importlib.util
 import os
 import sys
-from typing import TYPE_CHECKING
+import traceback
+from pathlib import Path
 
 import click
+from click.shell_completion import CompletionItem
 
 from harness.base import signals, terminal
 from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput, ruled
 from harness.base.iofault import io_fault_anywhere
-from harness.cli.commands import COMMANDS, SUMMARIES
+from harness.cli.commands import COMMANDS
+from harness.measure.origin import describe
+from harness.measure.provenance import harness_state
 from harness.readers.report.inert import inert
-
-if TYPE_CHECKING:
-    from click.shell_completion import CompletionItem
 
 
 class LazyGroup(click.Group):
-    """Commands are imported when invoked, not when the program starts; `--help` lists them
-    from SUMMARIES, so it imports none of them (an operator waits for it)."""
+    """Commands are imported when invoked, not when the program starts: `harness run` does
+    not load the bundle or report code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -32,7 +35,7 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module, _, attr = target.partition(":")
-        return getattr(_import(module), attr)
+        return getattr(importlib.import_module(module), attr)
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -40,68 +43,45 @@ class LazyGroup(click.Group):
         name = args[0] if args else ""
         if (name and name not in COMMANDS and not name.startswith("-")
                 and not ctx.resilient_parsing):
-            import difflib  # only on a mistyped command: not a cost of every start
-
             near = difflib.get_close_matches(name, sorted(COMMANDS), n=1, cutoff=0.6)
             ctx.fail(f"No such command {inert(name, 200)!r}."
                      + (f" Did you mean {near[0]!r}?" if near else ""))
         return super().resolve_command(ctx, args)
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-        """Command names for the shell, each with the short help `--help` shows, from
-        COMMANDS and SUMMARIES: completing `harness ni<TAB>` imports no command (click's
+        """Command names with their short help, read without importing any command (click's
         own would import every command the prefix matches); then the group's options."""
-        from click.shell_completion import CompletionItem  # only when completing
-
-        names = [CompletionItem(name, help=_stand_in(name).get_short_help_str())
+        names = [CompletionItem(name, help=self._listed(ctx, name).get_short_help_str())
                  for name in self.list_commands(ctx) if name.startswith(incomplete)]
         return names + click.Command.shell_complete(self, ctx, incomplete)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's listing (same widths and cuts), from a stand-in command holding the first
-        sentence in SUMMARIES: click cuts a short help at that sentence, so the line is the
-        same as the real command's at any terminal width."""
-        rows = []
-        for name in self.list_commands(ctx):
-            cmd = _stand_in(name) if name in SUMMARIES else self.get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd))
-        if rows:
-            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
-            with formatter.section("Commands"):
-                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
+        """click's listing (same widths and cuts) from each command's own docstring."""
+        rows = [(name, self._listed(ctx, name)) for name in self.list_commands(ctx)]
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
 
-
-def _stand_in(name: str) -> click.Command:
-    """A command that only holds `name`'s first sentence of help, for listings."""
-    return click.Command(name, help=SUMMARIES.get(name))
-
-
-def _import(module: str) -> object:
-    """Import a command's module with the cyclic collector paused, then freeze what it
-    built. Importing `run` allocates the long-lived objects of ~550 modules, and the
-    collector's ~110 passes over them while they load found a few hundred garbage
-    objects for about 15 ms of a 250 ms start; frozen, they are never scanned again. The
-    collector is on again (if it was) before the command runs."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return importlib.import_module(module)
-    finally:
-        if paused:
-            gc.freeze()
-            gc.enable()
+    def _listed(self, ctx: click.Context, name: str) -> click.Command:
+        """A stand-in holding `name`'s docstring read from its source, so a listing imports
+        no command (together they take seconds); else the command itself."""
+        module, _, attr = COMMANDS[name].partition(":")
+        spec = importlib.util.find_spec(module)
+        try:
+            tree = ast.parse(Path(spec.origin if spec and spec.origin else "").read_bytes())
+            doc = next(ast.get_docstring(node) for node in tree.body
+                       if isinstance(node, ast.FunctionDef) and node.name == attr)
+        except (OSError, SyntaxError, StopIteration):
+            doc = None
+        if doc is None:
+            return self.get_command(ctx, name) or click.Command(name)
+        return click.Command(name, help=doc)
 
 
 def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    """`--version`: the version, and where this harness runs from (the installed
-    distribution and its RECORD, or the source checkout and its commit), as run.json
-    records it."""
+    """`--version`: the version and where this harness runs from, as run.json records it."""
     if not value or ctx.resilient_parsing:
         return
-    from harness.measure.origin import describe  # only when asked: not a cost of every start
-    from harness.measure.provenance import harness_state
-
     click.echo(describe(harness_state()))
     ctx.exit(0)
 
@@ -112,11 +92,9 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def cli() -> None:
     """Run pinned-image GPU controls under the host GPU lock and seal their evidence.
 
-    Exit codes: 0 ok/accepted, 1 refused or verification failed,
-    2 invalid input or usage, 3 environment (no engine, lock timeout, missing image),
-    130 interrupted by Ctrl-C (SIGINT). A run stopped by SIGTERM or SIGHUP is sealed
-    `interrupted` (exit 1); a first Ctrl-C does the same and says so, a second one kills
-    the container at once.
+    Exit codes: 0 ok/accepted, 1 refused or verification failed, 2 invalid input or usage,
+    3 environment (no engine, lock timeout, missing image), 130 Ctrl-C. SIGTERM or SIGHUP
+    seal the run `interrupted` (exit 1); a second Ctrl-C kills the container at once.
     """
 
 
@@ -127,28 +105,21 @@ def _say(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the group and turn every failure into a message and an exit code.
-
-    Output is best effort from the first line on (`harness.base.terminal`: a closed pipe or
-    terminal changes nothing), and a command a Ctrl-C interrupted exits 130
-    (`harness.base.signals`)."""
+    """Entry point: run the group and turn every failure into a message and an exit code;
+    output is best effort from the first line on (`harness.base.terminal`)."""
     if COMPLETE_VAR in os.environ:  # the shell asks for completions: see `_complete`
         _complete(argv)
     terminal.install()
     signals.install()
-    code = _run(argv)
-    gc.freeze()  # nothing left to collect: skip the teardown sweep
-    sys.exit(signals.exit_code(code))
+    sys.exit(signals.exit_code(_run(argv)))
 
 
 COMPLETE_VAR = "_HARNESS_COMPLETE"  # click's name for `harness`: docs/completion.md
 
 
 def _complete(argv: list[str] | None) -> None:
-    """Shell completion (`_HARNESS_COMPLETE=bash_source harness` and the like; click reads
-    the variable and exits). It runs before `terminal.install`: click writes the
-    completion script as bytes, to the binary stream under sys.stdout, which the
-    best-effort writers do not have; what it prints is for a shell, not a person."""
+    """Shell completion (click reads `_HARNESS_COMPLETE` and exits), before
+    `terminal.install`: click writes the script to the binary stream under sys.stdout."""
     cli.main(args=argv, prog_name="harness", complete_var=COMPLETE_VAR)
 
 
@@ -191,8 +162,6 @@ def _run(argv: list[str] | None) -> int:
     except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
         _say(f"harness: internal error: {type(e).__name__}: {e}")
         if os.environ.get("HARNESS_DEBUG"):
-            import traceback  # only here: its import is a cost every start would pay
-
             traceback.print_exc()
         else:
             click.echo("harness: set HARNESS_DEBUG=1 for the traceback", err=True)

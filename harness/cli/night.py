@@ -10,9 +10,9 @@ import click
 
 from harness.base.errors import HarnessError
 from harness.cli.display import night_reporter
-from harness.cli.dryrun import DRY_RUN_HELP, JSON_HELP, needs_dry_run, show_night, show_rerun
 from harness.cli.jsonout import as_json_errors
 from harness.cli.params import DURATION, HOURS, RUN, runs_dir_option
+from harness.cli.planprint import DRY_RUN_HELP, JSON_HELP, needs_dry_run, show_night, show_rerun
 from harness.cli.targets import refuse_night
 from harness.config.executor import KINDS, ExecutorConfig, merged
 from harness.config.loader import Loaded, require_campaign
@@ -31,7 +31,9 @@ from harness.driver.rerun import (
 from harness.measure.nightfolder.journal import settle
 from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.ui import Reporter, reporter
-from harness.probe.approval.check import before_run
+from harness.probe.approval.runcheck import before_run
+from harness.readers.bundle.collect import collect_run
+from harness.readers.hook.atnightend import Night, after_night
 from harness.readers.report.ending import night_end_lines
 from harness.readers.report.inert import inert
 from harness.readers.report.morning import SUMMARY_FILES, write_night_summary
@@ -75,44 +77,18 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
           as_json: bool) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
-    The night folder is RUNS_DIR/nights/<campaign>-<UTC stamp>/ (journal.sqlite,
-    summary.md/html/json); run folders go to RUNS_DIR/<run-id>/. Starting the same
-    campaign again continues its latest night if that night did not end (killed,
-    rebooted, host deferred): sealed runs are never repeated, a run cut off mid-container
-    is sealed as `interrupted` and retried only if the campaign's retry.interrupted allows.
-    A night that ended (all done, deadline, stop policy) is not continued.
+    The night folder is RUNS_DIR/nights/<campaign>-<UTC stamp>/ (journal, summaries).
+    Starting the campaign again continues its latest unfinished night: sealed
+    runs are never repeated. The doctor checks the host before each control (a failing
+    host defers it). --until/--max-hours/--window bound this start only; one night at a
+    time per GPU lock. --executor slurm runs each control as one Slurm job
+    (docs/slurm.md); a campaign `hook:` is told the night's summary at its end
+    (docs/scheduling.md). --dry-run prints what this start would run and creates nothing.
 
-    Before each control the doctor checks the host for that control's profile; a failing
-    host defers the control (nothing is launched) and the next start retries it.
-    --until/--max-hours apply to this start only: past them no new control starts.
-    --window START-END (what `harness schedule` passes) also refuses a start outside the
-    window, so a timer catching up a missed night at boot does not hold the GPU all day.
-
-    One night at a time per GPU lock: a second night (of any campaign on the same lock)
-    refuses at once with exit 3, naming the night that runs; it waits only for an
-    operator rerun to finish.
-
-    --executor slurm (or a campaign `executor:` block) runs each control as one Slurm
-    job (`harness run` on whichever host Slurm picks, its run folder named by the
-    journal); the journal records each job's id, and each row's status is its sealed
-    run's, never Slurm's word. Up to --jobs jobs are submitted or running at once; a
-    stop (stop policy, --until) cancels only the ones still pending. The run folders come
-    home through a RUNS_DIR shared with the hosts or, with executor.host_runs_dir, as
-    bundles each job exports into the drop, verified and unpacked into RUNS_DIR as it
-    ends. See docs/slurm.md.
-
-    Exit codes: 0 every planned control accepted; 1 any refused, failed, timed out,
-    interrupted, or left unrun by the deadline or stop policy, or a start outside
-    --window; 2 invalid campaign or
-    options; 3 environment: another night holds the lock, the doctor deferred a control,
-    GPU lock timeout, engine unreachable, a damaged journal; 130 stopped by Ctrl-C (SIGTERM
-    or SIGHUP: 1). Either way the control in progress is stopped and sealed `interrupted`.
-
-    --dry-run prints the controls this start would run, in order (what is left of the
-    night it would continue), and creates nothing: no night folder, no journal, no lock.
-
-    A campaign `hook:` runs once the night ended: a JSON summary to its command's stdin and
-    webhook (credentials from the environment only); a failing one keeps the exit code.
+    Exit codes: 0 every control accepted; 1 any refused, failed, timed out, interrupted or
+    left unrun, or a start outside --window; 2 invalid campaign or options; 3 environment
+    (another night holds the lock, a deferred control, lock timeout, no engine, a damaged
+    journal); 130 Ctrl-C. The control in progress is sealed `interrupted`.
     """
     needs_dry_run(as_json, dry_run)
     with as_json_errors(as_json, command="night", campaign=str(campaign)):
@@ -148,8 +124,6 @@ def _night(loaded: Loaded, executor: ExecutorConfig, runs_dir: Path, json_lines:
 
 def _hook(loaded: Loaded, result: NightResult, runs_dir: Path) -> None:
     """The campaign's hook, told of the night that ended; its failures go to stderr."""
-    from harness.readers.hook.night import Night, after_night
-
     told = after_night(loaded.hook, Night(
         loaded.campaign.name, result.night_dir, Path(os.path.abspath(runs_dir)),
         str(result.why), result.exit_code, loaded.project_dir), os.environ)
@@ -170,15 +144,12 @@ def _say_night(result: NightResult) -> None:
 
 def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
     """A run sealed on a host's own disk, home from the drop as its job ends."""
-    from harness.readers.bundle.collect import collect_run
-
     arrival = collect_run(drop, runs_dir, run_id)
     return None if arrival is None else arrival.record()
 
 
 def _say_plan(plan: RerunPlan) -> None:
-    """What the rerun uses; the original's values (status, seal, its seal's file names)
-    come from a run folder, so every line goes out inert."""
+    """What the rerun uses; every line inert (the original's values come from its folder)."""
     lines = [f"rerun of: {plan.run_dir} ({plan.original.status})",
              *(f"uses: {path}" for path in plan.files()),
              f"seal: {plan.seal.digest} (original {plan.original.seal})", *seal_lines(plan)]
@@ -187,8 +158,7 @@ def _say_plan(plan: RerunPlan) -> None:
 
 
 def _rerun_one(run_dir: Path, reason: str, ui: Reporter, *, ending: bool = True, **kw) -> int:
-    """One rerun, said as it goes; with `ending`, a night's run ends as the night does
-    (its headline per control, both summaries, the next steps)."""
+    """One rerun, said as it goes; with `ending`, a night's run ends as the night does."""
     campaign, night_dir = kw.pop("campaign"), kw.pop("night", None)
     plan = plan_rerun(run_dir, campaign=campaign)
     _say_plan(plan)
@@ -236,8 +206,7 @@ def _nothing_to_rerun(night_dir: Path) -> str:
 
 def _dry_rerun(run_dir: Path | None, night_dir: Path | None, campaign: Path | None,
                runs_dir: Path | None, as_json: bool) -> int:
-    """`rerun --dry-run`: the plan of each rerun, nothing launched, no night lock taken,
-    no journal opened for writing; its exit code."""
+    """`rerun --dry-run`: the plan of each rerun, nothing launched, locked or written."""
     with as_json_errors(as_json, command="rerun"):
         todo = [run_dir] if run_dir is not None else night_failures(night_dir)
         if not todo and not as_json:
@@ -269,34 +238,16 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
           dry_run: bool, as_json: bool) -> None:
     """Run RUN_DIR's control again as a new attempt, linked both ways to the original.
 
-    The control is read from the campaign file as it is in the checkout NOW (the path the
-    original recorded, or --campaign FILE), so a fix to a control or to the harness is
-    what runs. A recorded campaign must lie in the git checkout holding the original's
-    runs folder (outside git: the current folder's), from whatever folder this runs.
-    Before launching it prints the files it uses and the source seal they make, and says
-    plainly whether that seal changed against the original's: "plain repeat: seal
-    unchanged", or "seal changed: N files" and each file added, removed or changed (from
-    the original's preflight.json).
+    The control is read from the campaign file as it is in the checkout now (the one the
+    original recorded, or --campaign), so a fix is what runs. It prints the files and
+    source seal it uses and whether that seal changed against the original's. The
+    original stays as sealed; the link goes to reruns.jsonl and the night's journal and
+    summaries. RUN_DIR may be a run id, a unique prefix, `latest` or `@-1` (`harness ls`).
+    --failed NIGHT_DIR reruns each newest attempt of the night that did not pass.
+    --dry-run launches nothing and writes nothing.
 
-    The new run.json names the original and the reason (`rerun_of`); the original folder
-    stays as sealed, so a refused run stays refused. The forward link is recorded in
-    reruns.jsonl beside the run folders and, when the original belongs to a night, in
-    that night's journal; then the night's summary.md/html/json are rewritten so the
-    morning report shows the rerun. Waits for a running night to end first.
-
-    RUN_DIR may also be a run id, a unique prefix of one, `latest` or `@-1`, looked up
-    in the runs dir (`harness ls`).
-
-    --failed NIGHT_DIR (instead of RUN_DIR) reruns each slot of the night whose newest
-    attempt is refused, failed, timed-out or interrupted, one after another, each linked
-    both ways, rewriting the night's summary files after each.
-
-    Exit codes as `harness run`: 0 accepted, 1 refused or failed, 2 invalid input, 3
-    environment; with --failed, the worst of the reruns (0 when there was nothing to
-    rerun), stopping at the first environment fault.
-
-    --dry-run prints what each rerun would use and launch, and what would be refused;
-    it launches nothing, takes no lock and writes no journal, index or run folder.
+    Exit codes as `harness run`; with --failed, the worst of the reruns (0 when there was
+    nothing to rerun), stopping at the first environment fault.
     """
     needs_dry_run(as_json, dry_run)
     if (run_dir is None) == (night_dir is None):
@@ -314,6 +265,3 @@ def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: P
     finally:
         ui.close()
     raise click.exceptions.Exit(code)
-
-
-ALL = [night, rerun]

@@ -1,9 +1,5 @@
-"""`harness report CAMPAIGN|NIGHT_DIR`: print a night's morning summary.
-
-On a terminal it prints a table (harness.readers.report.table); piped, the Markdown; with
-`-o FILE` it writes the chosen form there (atomically) and prints the path. HTML is a page
-for a browser, never dumped on a terminal.
-"""
+"""`harness report CAMPAIGN|NIGHT_DIR`: print a night's morning summary: a table on a
+terminal, Markdown piped, any form with -o (HTML never on a terminal)."""
 
 from __future__ import annotations
 
@@ -13,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from harness.base.atomic import write_text
+from harness.base.errors import InvalidInput
 from harness.base.terminal import isatty
 from harness.cli.params import runs_dir_option
 from harness.config.runsdir import RunsDir, require_existing
@@ -42,9 +40,6 @@ def chosen_format(fmt: str | None, output: Path | None, tty: bool) -> str:
 
 
 def _write(output: Path, text: str) -> None:
-    from harness.base.atomic import write_text
-    from harness.base.errors import InvalidInput
-
     if output.is_dir():
         raise InvalidInput(f"-o {output}: is a folder; name a file")
     if not output.parent.is_dir():
@@ -65,19 +60,13 @@ def _write(output: Path, text: str) -> None:
                  "(RUNS_DIR/nights/<campaign>-<stamp>/)", campaign="target")
 def report(target: Path, fmt: str | None, output: Path | None, runs_dir: RunsDir) -> None:
     """Report a night: per control its status, verdict and reasons, lock wait and hold,
-    duration, exit code and the vLLM metrics it has (marked where outside the control's
-    reference), with links to each run's folder and logs and, in HTML, plots across the
-    campaign's nights.
+    duration, exit code and vLLM metrics, with links to each run's folder and logs.
 
-    TARGET is a night folder, or a campaign file (its latest night in the runs dir: the
-    campaign project's unless --runs-dir or HARNESS_RUNS_DIR says otherwise).
-    The headline counts controls ("3/3 controls accepted (1 after rerun)"); an attempt a
-    rerun replaced is marked superseded; a row that did not end accepted carries its
-    Gate-0 values and the `harness rerun` / `harness diff` commands to go on. Rows are
-    numbered from 1 by plan slot (a rerun shares its original's number).
-
-    On a terminal the report is a table; piped, Markdown. -o FILE writes the chosen
-    format to FILE and prints its path; HTML is refused on a terminal without -o (exit 2).
+    TARGET is a night folder, or a campaign file (its latest night in the runs dir). A
+    row that did not end accepted carries its Gate-0 values and the `harness rerun` /
+    `harness diff` commands to go on (docs/report.md). On a terminal a table; piped,
+    Markdown; -o FILE writes the chosen format there (HTML on a terminal without -o: exit
+    2).
     """
     fmt = chosen_format(fmt, output, isatty(sys.stdout))
     if target.is_dir():

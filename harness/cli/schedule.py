@@ -12,7 +12,7 @@ from harness.base.errors import InvalidInput
 from harness.cli.params import HOURS
 from harness.config.checkout import project_of
 from harness.config.runsdir import resolve
-from harness.driver.schedule import Units, check_calendar, default_harness, render_units
+from harness.driver.unitfiles import Units, check_calendar, default_harness, render_units
 from harness.readers.report.nights import campaign_name
 
 
@@ -79,10 +79,8 @@ def schedule(campaign: Path, on_calendar: str, until: str | None, max_hours: flo
     CAMPAIGN`, and a cron line as an alternative. With --install, write the units; an
     installed timer is replaced only with --force (else exit 2).
 
-    With --until (or --max-hours under 24) the night runs with --window START-END, START
-    being the calendar's time of day, so a night the timer catches up at boot after the
-    window has closed starts nothing (exit 1) instead of holding the GPU all day. The
-    night's exit code is the unit's: 1 and 3 mark it failed (see docs/scheduling.md).
+    With --until (or --max-hours under 24) the night gets --window, so a night the timer
+    catches up at boot after the window has closed starts nothing (docs/scheduling.md).
     """
     name = campaign_name(campaign)
     normalized = check_calendar(on_calendar)

@@ -11,9 +11,16 @@ from click.core import ParameterSource
 
 from harness.base.atomic import write_bytes
 from harness.base.errors import ENVIRONMENT, OK, REFUSED, EnvironmentFault, InvalidInput
+from harness.cli.core import AfterNight
 from harness.cli.params import DURATION, runs_dir_option
-from harness.judge import selftest as cases
-from harness.judge.selftest import CaseResult
+from harness.config import runsdir
+from harness.config.loader import require_campaign
+from harness.driver import imagescenario as gate
+from harness.judge import gate0cases as cases
+from harness.judge.gate0cases import CaseResult
+from harness.measure.origin import describe
+from harness.measure.provenance import harness_state
+from harness.measure.ui import reporter
 from harness.readers.report.inert import inert
 
 GATE0_SUITE = "harness.selftest.gate0"
@@ -22,9 +29,6 @@ IMAGE_SUITE = "harness.selftest.image-gate"
 
 def _harness() -> tuple[str, dict[str, str]]:
     """Which harness runs this selftest: one line, and the JUnit properties naming it."""
-    from harness.measure.origin import describe
-    from harness.measure.provenance import harness_state
-
     state = harness_state()
     props = {f"harness.{key}": str(value) for key, value in state.items() if value is not None}
     return describe(state), props
@@ -79,12 +83,6 @@ def _gate0(junitxml: Path | None, names: tuple[str, ...], listing: bool) -> int:
 def _image_gate(campaign: Path, images: tuple[str, ...], runs: Any,
                 lock_timeout: float | None, junitxml: Path | None) -> int:
     """The image gate in each chosen image, through the one loop; the worst exit."""
-    from harness.cli.core import AfterNight
-    from harness.config import runsdir
-    from harness.config.loader import require_campaign
-    from harness.driver import selftest as gate
-    from harness.measure.ui import reporter
-
     loaded = require_campaign(campaign)
     chosen = gate.images_of(loaded, images)
     runs_dir = runsdir.require_creatable(runs)
@@ -142,31 +140,18 @@ def selftest(junitxml: Path | None, names: tuple[str, ...], listing: bool,
              lock_timeout: float | None) -> None:
     """Check this harness's Gate 0 against the cases shipped with it, or run the image gate.
 
-    Without --image-gate: each Gate-0 case shipped in the harness's package data (the
-    observation documents of every process at start-up and generation, with their trace
-    where the case is about which call changed a field, the seal and image the run
-    recorded, the contract, the outcome Gate 0 must reach) is laid out as a run folder in
-    a temporary folder and judged by the same Gate 0 the gate0 post-step runs, then held
-    against its expected verdict, rules and differences. One line per case, then a summary
-    naming the harness distribution, version and where it runs from (installed, or a source
-    checkout at a commit). Needs no Docker, no test runner and no source tree.
+    Without --image-gate: each Gate-0 case in the package data is laid out as a run
+    folder, judged by the real Gate 0 and held against its expected verdict, rules and
+    differences; needs no Docker and no source tree. With --image-gate CAMPAIGN: in each
+    image its controls use (or each --image), the instrument's CPU scenario runs as two
+    sealed controls through the normal pipeline: the seed's multiprocess layout must be
+    refused on exactly compilation.custom_ops, its in-process pair accepted
+    (docs/gate0-contract.md). As a campaign gate: `run: [harness, selftest, --junitxml,
+    "{gate_dir}/junit.xml"]` with `expect: {junit: junit.xml}`.
 
-    With --image-gate CAMPAIGN: in each image CAMPAIGN's controls use (or each --image),
-    the instrument's scenario runs on the CPU as two controls, through the normal pipeline
-    (a night on the lock waited for, the GPU lock, a sealed run folder each, in the runs
-    dir): the seed's multiprocess layout, accepted only when Gate 0 refuses exactly
-    compilation.custom_ops and the trace puts that change inside the second
-    VllmConfig.__post_init__, and its in-process pair, accepted only when Gate 0 finds
-    nothing. The image's own vLLM runs it; the campaign's own controls never run. One line
-    per run with its folder and the digest of its SHA256SUMS, then a summary.
-
-    As a campaign's gate (`harness gates`): `run: [harness, selftest, --junitxml,
-    "{gate_dir}/junit.xml"]` with `expect: {junit: junit.xml, min_tests: N}`.
-
-    Exit codes: 0 every case passed (every run accepted); 1 one failed, each failure says
-    why; 2 bad usage (an unknown --case, --image without --image-gate, an invalid campaign);
-    3 this installation lacks its selftest data, or a run could not be made (the image not
-    present with its pinned Id, no Docker engine, the lock not had in time)."""
+    Exit codes: 0 every case passed (every run accepted); 1 one failed, saying why; 2 bad
+    usage or campaign; 3 no selftest data, or a run could not be made (image, engine,
+    lock)."""
     if campaign is None:
         given = click.get_current_context().get_parameter_source("runs_dir")
         if images or lock_timeout is not None or given == ParameterSource.COMMANDLINE:

@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from harness.cli.params import RUN
-from harness.judge.gates import show as gate_show
+from harness.judge.gaterecord import gatelines as gate_show
 from harness.measure.runfolder.inputs import KEPT
 from harness.measure.runfolder.sealed import read_record
 from harness.readers.report.inert import inert
-from harness.readers.show import input_text, render_run
+from harness.readers.runview import input_text, render_run
 
 
 @click.command()
@@ -25,17 +25,13 @@ from harness.readers.show import input_text, render_run
 def show(run_dir: Path, as_json: bool, input_name: str | None) -> None:
     """Print a readable summary of a sealed run folder (or of a gate record: `harness gates`).
 
-    The run is read through the one verified reader: a folder never sealed or failing
-    verification (a file changed, missing or added after the seal) is not shown as a
-    record. RUN_DIR may be a run id, a unique prefix of one, `latest` or `@-1`, looked up
-    in the runs dir (`harness ls`). Exit codes: 0 shown; 1 not sealed or not intact (RUN-UNSEALED,
-    RUN-NOT-INTACT; `harness verify` names every problem); 2 run.json is not a run record,
-    or `--input` names a file the run did not keep.
+    Read through the one verified reader, so a folder never sealed or failing verification
+    is not shown as a record. RUN_DIR may be a run id, a unique prefix, `latest` or `@-1`
+    (`harness ls`). The "inputs" lines list what the run kept in inputs/ (campaign and
+    control YAML as sealed, resolved.json, image.json); --input NAME prints one whole.
 
-    The "inputs" lines list what the run was made from, kept in its folder at preflight and
-    sealed with it: the campaign and control YAML as the source seal hashed them, both as
-    resolved (resolved.json) and the images.lock entry (image.json); `--input NAME` prints
-    one whole. Runs made before the harness kept its inputs say "not kept".
+    Exit codes: 0 shown; 1 not sealed or not intact (`harness verify` names every
+    problem); 2 not a run record, or --input names a file the run did not keep.
     """
     if gate_show.is_gate_record(run_dir):
         if input_name is not None:

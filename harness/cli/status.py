@@ -14,7 +14,7 @@ import click
 from harness.base.catalogue import ENV_NO_ENGINE, ENV_ORPHAN_CONTAINER
 from harness.base.errors import EnvironmentFault
 from harness.cli.params import runs_dir_option
-from harness.readers.status import gather, render
+from harness.readers.statuslines import gather, render
 
 
 @click.command("status")
@@ -26,11 +26,9 @@ def status(runs_dir: Path, lock_path: Path, as_json: bool) -> None:
     """Who holds the GPU lock and since when, which harness containers run, and each
     campaign's latest night.
 
-    A night reads as its own end lines count it (done of total, per state), with when it
-    ended and, where a systemd timer runs it, when the timer starts it next. A running
-    harness container whose launcher is gone is flagged "GPU in use without the lock".
-    Exit 0; 2 when the runs dir does not exist; 3 when the Docker engine does not answer,
-    or when such a container uses this lock's GPU (everything is still printed)."""
+    A running harness container whose launcher is gone is flagged "GPU in use without the
+    lock". Exit 0; 2 when the runs dir does not exist; 3 when the Docker engine does not
+    answer, or such a container uses this lock's GPU (everything is still printed)."""
     lock_path = Path(os.path.expandvars(os.path.expanduser(str(lock_path))))
     state = gather(runs_dir, lock_path)
     if as_json:

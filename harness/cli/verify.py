@@ -12,7 +12,7 @@ from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.nightverify import verify_night
 from harness.cli.params import RUN
 from harness.cli.targets import is_night_folder, refuse_bundle
-from harness.judge.gates.record import GATE_RECORD
+from harness.judge.gaterecord.gatesjson import GATE_RECORD
 from harness.measure.runfolder.layout import RECORD, SUMS
 from harness.measure.runfolder.manifest import SealFault, verify_folder
 
@@ -39,13 +39,11 @@ def problem_doc(p: SealFault) -> dict[str, str | None]:
 @click.option("--json", "as_json", is_flag=True,
               help="one JSON object on stdout: path, ok, exit_code, problems (or error)")
 def verify(run_dir: Path, as_json: bool) -> None:
-    """Re-hash a sealed run folder (or gate record).
+    """Re-hash a sealed run folder (or gate record, or each run of a night folder).
 
-    RUN_DIR may be a run id, a unique prefix of one, `latest` or `@-1` (looked up in the
-    runs dir: `harness ls`), or a night folder: then every run its journal names is
-    verified, one line each. Exit 0 intact; 1 naming each changed, missing or extra file
-    (for a night: any run failing); 2 when RUN_DIR is not a run folder, gate record or
-    night folder (a bundle: `harness bundle verify`)."""
+    RUN_DIR may be a run id, a unique prefix, `latest` or `@-1` (`harness ls`). Exit 0
+    intact; 1 naming each changed, missing or extra file; 2 when RUN_DIR is none of those
+    (a bundle: `harness bundle verify`)."""
     with as_json_errors(as_json, path=str(run_dir)):
         refuse_bundle(run_dir)
     if is_night_folder(run_dir):

@@ -1,16 +1,14 @@
-"""The names of the built-in post-steps, and the check of each one's options.
-
-Config sits below the judges (docs/architecture.md): it validates a campaign's post-step
-names and options without importing harness.judge.poststeps, which maps each name to its module,
-so `harness check` refuses a bad option before the GPU is spent.
+"""The names of the built-in post-steps and the check of each one's options, without
+importing harness.judge (config sits below it), so `harness check` refuses a bad option
+before the GPU is spent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.config.contract import parse_choice
-from harness.config.imagegate import KEYS, parse_expectation
+from harness.config.fieldlist import parse_choice
+from harness.config.imagegatespec import KEYS, parse_expectation
 
 POSTSTEPS: tuple[str, ...] = ("exit-code", "gate0", "image-gate", "reference")
 

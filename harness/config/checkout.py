@@ -1,14 +1,9 @@
 """Where a campaign's project and checkout are, worked out from the files a command is
-given, never from the folder it is typed in: so every command reads and writes the same
-places from any folder.
+given, never from the current folder, so every command finds the same places.
 
-The project of a campaign is the folder above its own (`campaigns/X.yaml`). A path that a
-record names (a rerun's campaign) must lie inside the checkout the run belongs to (the git
-work tree holding its runs folder, as the operator addressed the run), so a forged record
-cannot make the harness run a campaign from anywhere else. A runs folder outside any git
-work tree belongs to no checkout: a folder the record's author laid out (an unpacked
-archive) must never count as one, so there the current folder's checkout is the
-operator's word, as it is for any path they type.
+A path a record names must lie inside the checkout holding the run's runs folder, so a
+forged record cannot point the harness elsewhere; a runs folder outside git (an unpacked
+archive) counts as no checkout, so there the operator's current checkout decides.
 """
 
 from __future__ import annotations
@@ -40,10 +35,9 @@ def checkout(start: Path) -> Path:
 
 
 def of_run(run_dir: Path, cwd: Path | None = None) -> Path:
-    """The checkout a run folder belongs to: the git work tree holding its runs folder (a
-    run folder is RUNS/<run-id>), taken as the operator addressed it (a link to a run or to
-    the runs folder is not followed), so the operator's path decides, never the record
-    inside the folder. Outside git, the checkout of `cwd` (default: the current folder)."""
+    """The checkout a run folder belongs to: the git work tree holding its runs folder as
+    the operator addressed it (links not followed), never the record inside; outside git,
+    the checkout of `cwd`."""
     found = work_tree(Path(os.path.abspath(run_dir)).parent.parent)
     return found or checkout(cwd or Path(os.getcwd()))
 

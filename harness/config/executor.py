@@ -1,17 +1,6 @@
-"""A campaign's `executor:` block: where `harness night` runs its controls.
-
-    executor:
-      kind: slurm          # local (default): here, one after another; slurm: one job each
-      partition: gpu       # sbatch --partition (optional)
-      account: lab         # sbatch --account (optional)
-      drop: /shared/drop   # shared folder: job scripts and logs (<drop>/jobs), bundles
-      host_runs_dir: /var/lib/harness/runs  # runs on each host's disk, home as bundles
-      seal_grace: 2m       # after Slurm says a job ended, how long to wait for its seal
-      window: 4            # at most this many jobs submitted or running at once
-
-`harness night --executor slurm --partition P --account A --drop DIR` sets the same keys
-for one start; the command line wins. The Campaign model keeps the raw mapping (schema.py
-imports nothing from here), and the loader validates it with positions, as for `gates:`.
+"""A campaign's `executor:` block: where `harness night` runs its controls (local, or one
+Slurm job each; keys in docs/slurm.md). The command line's flags win over it. Validated by
+the loader with positions, so schema.py imports nothing from here.
 """
 
 from __future__ import annotations

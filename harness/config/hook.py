@@ -1,20 +1,6 @@
-"""A campaign's `hook:` block: what `harness night` tells someone when a night ends.
-
-    hook:
-      command: [/usr/local/bin/notify, --night]   # argv, never a shell; the JSON on stdin
-      webhook_env: NIGHT_WEBHOOK_URL   # the NAME of the environment variable with the URL
-      headers_env: {Authorization: NIGHT_WEBHOOK_AUTH}  # header -> variable NAME
-      bundle: true                     # export the night's bundle first, send its sha256
-      timeout: 30s
-
-The campaign file is sealed, copied into every run folder and travels in bundles, so it
-never holds a credential: a Slack or Teams webhook URL embeds its secret, and a header
-value is usually a token. Both are given by the NAME of an environment variable; a
-literal URL or header value here is invalid input that says to use the `*_env` form.
-Where the variable is set when the campaign is loaded, its URL is checked too (https, or
-http only to this machine), at the `webhook_env` key, never echoing the value. The
-Campaign model keeps the raw mapping (schema.py imports nothing from here); the loader
-validates it with positions, as it does `executor:`.
+"""A campaign's `hook:` block: what `harness night` tells someone when a night ends
+(docs/scheduling.md). The campaign file is sealed and travels in bundles, so it never holds
+a credential: URL and headers are named by environment variable, a literal is invalid.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from harness.config import wrongfile
 from harness.config.builtins import OPTIONS
 from harness.config.checkout import project_of
 from harness.config.executor import ExecutorBlock, ExecutorConfig
-from harness.config.gates import Gate, GateList
+from harness.config.gatelist import Gate, GateList
 from harness.config.hook import HookBlock, HookConfig, environment_faults
-from harness.config.inputs import mount_inputs, mount_problems
 from harness.config.mountable import declared_problem, mountable, system_paths
+from harness.config.mountinputs import mount_inputs, mount_problems
 from harness.config.samehost import SameHostBlock
 from harness.config.samehost import faults as same_host_faults
 from harness.config.schema import Campaign, Control, ImageLock
@@ -80,10 +80,8 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, Document | None, l
 class Loaded:
     """A campaign with everything it names, resolved to absolute paths.
 
-    The mount roots and the lock path are resolved ONCE, here, when the campaign is loaded:
-    a workload with a read-write mount can later swap a folder for a symlink (a nested
-    root `scratch/models -> /`), and a root resolved again at launch would widen with it.
-    Every launch-time check compares real paths against the roots as they were at load."""
+    The mount roots and the lock path are resolved ONCE, at load: a read-write mount can
+    later swap a folder for a symlink, and a root resolved again at launch would widen."""
 
     campaign: Campaign
     campaign_file: Path
@@ -97,12 +95,12 @@ class Loaded:
     same_host: tuple[tuple[str, ...], ...] = ()  # paired controls run on one host, in order
     warnings: list[Fault] = field(default_factory=list)  # what every run would be refused for
     roots: tuple[Path, ...] = field(init=False)
-    lock_file: Path = field(init=False)
+    lock_path: Path = field(init=False)  # its folder canonical: see `canonical_lock`
 
     def __post_init__(self) -> None:
         declared = self.campaign.mount_roots or [str(self.project_dir)]
         self.roots = tuple(Path(os.path.realpath(r)) for r in declared)
-        self.lock_file = canonical_lock(resolve(self.campaign.lock, self.campaign_file.parent))
+        self.lock_path = canonical_lock(resolve(self.campaign.lock, self.campaign_file.parent))
 
     @property
     def project_dir(self) -> Path:
@@ -111,12 +109,6 @@ class Loaded:
     @property
     def controls_dir(self) -> Path:
         return resolve(self.campaign.controls_dir, self.campaign_file.parent)
-
-    @property
-    def lock_path(self) -> Path:
-        """The lock, its folder canonical (one lock, one spelling: the orphan check and the
-        container label filter compare it as text); see `canonical_lock`."""
-        return self.lock_file
 
     def plan(self, only: tuple[str, ...] | list[str] = ()) -> list[tuple[str, int]]:
         """(control, repeat index) in campaign order; `only` keeps just those controls."""
@@ -162,9 +154,8 @@ def resolve(value: str, base: Path) -> Path:
 
 
 def canonical_lock(path: Path) -> Path:
-    """Pure but for realpath: the lock's FOLDER resolved, its file name kept as written. The
-    file itself is never resolved: a planted `gpu.lock -> victim` must not move the lock
-    (and its holder records) onto the victim; `harness/measure/lock.py` refuses such a link."""
+    """The lock's folder resolved (one lock, one spelling: labels compare it as text), its
+    file name kept: a planted `gpu.lock -> victim` must not move the lock onto the victim."""
     return Path(os.path.realpath(path.parent)) / path.name
 
 
@@ -337,11 +328,8 @@ def check_files(paths: list[Path]) -> list[Fault]:
 
 
 def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
-    """(faults, warnings) for any mix of campaigns, controls and image locks.
-
-    A warning is something every run of a valid file will be refused for until the
-    operator acts on the GPU host (a model whose files are not pinned yet, an image the
-    campaign's lock does not pin yet)."""
+    """(faults, warnings) for any mix of campaigns, controls and image locks; a warning is
+    what every run of a valid file is refused for until the operator acts on the GPU host."""
     faults: list[Fault] = []
     pending: list[Fault] = []  # the campaigns' own warnings (an image to pin)
     controls: dict[str, tuple[Path, Control, Document | None]] = {}  # once per real file

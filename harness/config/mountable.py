@@ -1,26 +1,8 @@
 """The mount policy, in one place: what a mount source may be, judged on real paths.
 
-Every rule about a bind mount lives here, and every caller asks here:
-- syntax: what a path in docker's `--mount` CSV may hold (`path_text_problem`,
-  `plain_path_problem`, `target_problem`): the schema at load, the vector for every
-  `--mount` it emits;
-- geometry: `within` (under a mount root), `overlaps` (is, contains or lies inside);
-- system paths (`system_paths`): no mount, even read-only, is `/`, or is, contains or lies
-  inside `/proc`, `/sys`, `/dev`, `/run`, `/var/run`, `/boot`, `/etc`, the Docker socket
-  or its folder: a read-only bind of a socket's folder still lets one connect;
-- protected paths (`protected_paths`): no read-write mount is, contains or lies inside
-  anything the harness trusts: the runs folder, the lock, its code and Python, every
-  input of the next run, the project's own code and inputs (PROJECT_CODE and every file
-  git tracks), so a workload cannot rewrite what the harness, or the operator, runs next;
-- the judge (`judge`): pure, one source against all of the above.
-
-A source is judged twice, on purpose, by the same rules: at load, as the control declares
-it (`declared_problem`, so `harness check` faults the line), and at launch, under the GPU
-lock, where it leads then (`locate`, then `judge`): a previous control with a read-write
-mount can plant a symlink on a declared path (`data/later -> /outside`), so the folder
-checked at launch is the folder docker is given. The mount roots are resolved once, at
-load (`Loaded.roots`), so a root swapped for a symlink later cannot widen them. The seal
-asks `mountable` before it reads a mounted file.
+A source is judged twice by the same pure `judge`: at load as declared, so `harness check`
+faults the line, and at launch under the GPU lock where it then leads, because an earlier
+control's read-write mount can plant a symlink on a declared path.
 """
 
 from __future__ import annotations
@@ -190,10 +172,9 @@ def _spots(path: Path) -> set[Path]:
 
 def protected_paths(*, runs_dir: Path, lock: Path, project: Path,
                     inputs: Iterable[Path]) -> list[Path]:
-    """Real paths no read-write mount may be, contain or lie inside: the evidence
-    (`runs_dir`), the lock, the harness's code and Python, every input the next run reads
-    (`inputs`: `Loaded.next_run_inputs`), and the project's own code and inputs
-    (PROJECT_CODE, and every file git tracks)."""
+    """Real paths no read-write mount may be, contain or lie inside: the evidence, the
+    lock, the harness's code and Python, every input the next run reads, and the project's
+    own code and tracked files."""
     trusted = [runs_dir, lock, HARNESS_DIR, Path(sys.prefix), Path(sys.base_prefix), *inputs,
                *(project / name for name in PROJECT_CODE), *git_files(project)]
     return sorted(set().union(*map(_spots, trusted)))
@@ -260,10 +241,8 @@ def judge(src: MountSource, roots: list[Path], protected: list[Path],
 
 
 def declared_problem(host: Path, roots: list[Path], system: list[Path]) -> str | None:
-    """Why a source as a control declares it (resolved against the control's folder) may
-    not be mounted, in `harness check`'s words; None when it may. Where it leads is judged
-    again at launch (`judge`): the answer holds only as long as nobody swaps a folder on
-    the way."""
+    """Why a source as a control declares it may not be mounted, in `harness check`'s
+    words; None when it may. Judged again at launch (`judge`): a folder may be swapped."""
     if (why := plain_path_problem(str(host))) is not None:
         return f"resolves to {str(host)!r}, which {why}"
     found = place(Path(os.path.realpath(host)), roots, system)

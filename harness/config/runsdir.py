@@ -1,40 +1,9 @@
-"""Where run folders live: one answer for every command, and where it came from.
+"""Where run folders live: one answer for every command, naming its source.
 
-The runs dir is, in this order: the command's `--runs-dir`; else `$HARNESS_RUNS_DIR`; else
-`runs_dir = "..."` in the project's `harness.toml` (the first found from a folder upwards,
-stopping at a git root or the file system root), relative to that file's folder; else
-`gpu-runs` beside that `harness.toml`, or, with none, in the project folder.
-
-Which project: a command given a campaign file works for that campaign's project, so the
-search starts in the campaign's folder and the last default is the campaign's project
-folder (`checkout.project_of`): `harness run /srv/ops/campaigns/c.yaml` writes the same
-runs from any folder. A command given only run ids (`show`, `ls`, `status`) has no
-campaign: its search starts in the current folder, and the last default is that folder.
-So `harness status` from a sub-folder, or from anywhere with `HARNESS_RUNS_DIR` set, reads
-the same runs as from the project root. A relative `--runs-dir` or `HARNESS_RUNS_DIR` is
-the operator's word where it is typed: relative to the current folder.
-
-Every answer says where it came from, so "no such runs dir: X (from HARNESS_RUNS_DIR)"
-tells the operator which knob to turn. `choose` is pure; `resolve` reads the environment,
-the current folder and the config file.
-
-Whose harness.toml: the search climbs folders the operator may not own (outside a git work
-tree it reaches `/tmp`, `/home`, `/`), and the file it finds decides where `ls` and `show`
-read and `run` writes. So, as git's `safe.directory` trusts only a repository its user
-owns, a harness.toml is obeyed only when (`unsafe`, pure):
-- it lies in the current git work tree: the search stops at the nearest folder holding
-  `.git`, and that folder and its `.git` are owned by the current user or root; or
-- it is owned by the current user or root and writable by no one else (no group or other
-  write bit), and its folder is owned by the current user or root and writable by no one
-  else unless sticky (a group or others that may write the folder may replace the file).
-The file is opened beneath its folder's descriptor without following a symlink, and those
-two descriptors are what is judged and read, so a link to another owner's file is never
-followed and a file swapped after its check is never the one read.
-
-An unsafe file found on the way up is skipped, with a warning on stderr naming it and why,
-and the search goes on upwards: the answer is then the one the same command gives where
-that file is absent, never a place someone else chose; refusing instead (exit 2) would let
-anyone who can write one folder above yours stop every harness command beneath it.
+Order: `--runs-dir`; `$HARNESS_RUNS_DIR`; `runs_dir` in the nearest `harness.toml` (upwards,
+to the git root); else `gpu-runs`. A harness.toml in a folder someone else may write is
+skipped with a warning, never refused (as git's `safe.directory`): refusing would let them
+stop every harness command beneath it.
 """
 
 from __future__ import annotations
@@ -99,10 +68,8 @@ def _expand(text: str) -> Path:
 
 def choose(option: str | Path | None, env: str | None, config: ProjectConfig | None,
            cwd: Path, project: Path | None = None) -> RunsDir:
-    """The runs dir by precedence: option, environment, config file, default. Pure; an
-    empty environment value counts as unset (as a shell's `VAR=` means). The option and
-    the environment are relative to `cwd`, the config's runs_dir to its file; the default
-    is beside the config file, else in `project` (a campaign's project), else in `cwd`."""
+    """The runs dir by precedence: option, environment (empty is unset), config file,
+    default. Pure. The default is beside the config file, else in `project`, else `cwd`."""
     if option is not None and str(option) != "":
         return RunsDir(Path(os.path.abspath(cwd / _expand(str(option)))), "--runs-dir")
     if env:
@@ -249,10 +216,8 @@ def _read_beneath(folder: Path, dfd: int, trusted: bool,
 
 
 def search(start: Path, uid: int | None = None) -> Search:
-    """The harness.toml the runs dir comes from: the nearest from `start` upwards that may
-    be obeyed (see the module's docstring), and the unsafe ones skipped on the way; the
-    search stops after a folder that holds `.git` (the project root) or at the file system
-    root. `uid`: whose files are trusted besides root's (default: the effective user)."""
+    """The nearest harness.toml from `start` upwards (to the folder holding `.git`) that
+    may be obeyed, and the unsafe ones skipped on the way."""
     uid = os.geteuid() if uid is None else uid
     folders, trusted = _climb(start, uid)
     skipped: list[Skipped] = []
@@ -296,12 +261,9 @@ def _to_stderr(line: str) -> None:
 def resolve(option: str | Path | None, cwd: Path | None = None, *,
             campaign: Path | None = None,
             warn: Callable[[str], None] = _to_stderr) -> RunsDir:
-    """The runs dir for this command line, from the option, the environment, the config
-    file, or the default. `cwd` (default: the current folder) is where a relative option
-    or environment value is read from. With `campaign` (the command's campaign file, as
-    the loader reads it: relative to the current folder) the config is searched from the
-    campaign's folder and the default is its project's; without, both come from `cwd`.
-    Each harness.toml the search skipped is told to `warn` (default: stderr)."""
+    """The runs dir for this command line. With `campaign` the config is searched from the
+    campaign's folder and the default is its project's, else both come from `cwd`; each
+    harness.toml skipped is told to `warn`."""
     here = Path(os.path.abspath(cwd or Path.cwd()))
     where = None if campaign is None else Path(os.path.abspath(campaign))
     config = None

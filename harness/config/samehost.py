@@ -1,20 +1,6 @@
-"""A campaign's `same_host:` groups: paired controls that must run on one host, in order.
-
-    same_host:
-      - [rehearsal-gate0, rehearsal-gate0-inproc]   # a control, then its paired control
-
-Why: a control and its paired control (the same workload with one thing changed) are
-compared; on a cluster they must share a host, or the difference could be the host's. Under
-`--executor slurm` each group is ONE job that runs `harness run` once per member, in the
-group's order, on the node Slurm gave it (harness.measure.slurm.job); each member keeps its own run
-id, journal row and seal. Under the local executor every control runs on this host anyway:
-a group only makes its members run one after another, in its order.
-
-Rules, checked with positions (`harness check`): every member is a control the campaign
-lists; a control is in one group at most, once; a group holds 2..MAX_GROUP controls; the
-members are planned equally often (`repeat:`), since the k-th run of each member forms the
-group's k-th job (`instances`). The Campaign model keeps the raw list (schema.py imports
-nothing from here); the loader validates it with `SameHostBlock`, then `faults`.
+"""A campaign's `same_host:` groups: paired controls that must run on one host, in order,
+or their difference could be the host's. Under Slurm each group is one job; locally it
+only orders its members. A control is in one group at most.
 """
 
 from __future__ import annotations
@@ -72,10 +58,8 @@ def faults(groups: Sequence[Sequence[str]], plan: Sequence[tuple[str, int]],
 
 def instances(plan: Sequence[tuple[str, int]],
               groups: Sequence[Sequence[str]]) -> dict[int, tuple[int, ...]]:
-    """Plan slot -> the slots of its group's instance, in the group's order. Pure.
-
-    The k-th planned run of each member forms the group's k-th instance: one job. A slot
-    of a control in no group is absent (it runs alone). Assumes `faults` found nothing."""
+    """Plan slot -> the slots of its group's instance (one job), in the group's order;
+    a slot in no group is absent. Pure; assumes `faults` found nothing."""
     where: dict[str, list[int]] = {}
     for slot, (control, _) in enumerate(plan):
         where.setdefault(control, []).append(slot)

@@ -1,10 +1,6 @@
-"""What `harness init` writes: a campaign repository an operator starts from.
-
-The texts are package data (harness/data/scaffold/), so an installed harness carries them.
-This module says which file goes where and what to do with each path given what already
-lies there (`decide`, pure): a file is only ever created, never replaced, and nothing in
-the way (a file, a symlink, a folder, a device) is followed or touched. The command
-(harness/cli/init.py) looks at the paths and writes.
+"""What `harness init` writes (texts in harness/data/scaffold/) and what to do with each
+path given what lies there (`decide`, pure): a file is only created, never replaced, and
+nothing in the way is followed or touched.
 """
 
 from __future__ import annotations
@@ -87,10 +83,8 @@ def parents(path: str) -> list[str]:
 
 
 def decide(path: str, kinds: Mapping[str, Kind]) -> InitStep:
-    """Pure: what to do with `path`, given what lies at it and at each folder above it
-    (`kinds`, as lstat sees them: a symlink is a symlink, never what it points at; a path
-    not in `kinds` is missing). Only a missing file is created, and only below real
-    folders; an existing file is kept; anything else in the way is named and left alone."""
+    """Pure: what to do with `path`, given what lstat saw at it and above it (`kinds`):
+    only a missing file below real folders is created; anything else is left alone."""
     for folder in parents(path):
         kind = kinds.get(folder, "missing")
         if kind not in ("missing", "folder"):

@@ -1,13 +1,10 @@
-"""The shapes of campaigns, controls and the image lock, as strict pydantic models.
-
-Unknown keys are errors (a typo must not silently fall back to a default), names that
-become folder or container names are restricted to a safe set, and durations and sizes are
-parsed once here so the rest of the harness sees plain numbers.
+"""The shapes of campaigns, controls and the image lock, as strict pydantic models: unknown
+keys are errors (a typo must not fall back to a default), names are restricted, durations
+and sizes parsed once.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -23,10 +20,11 @@ from pydantic import (
 )
 
 from harness.base import names
+from harness.base.timeutil import parse_duration
 from harness.config.builtins import POSTSTEPS, check_options
-from harness.config.contract import parse_choice
+from harness.config.fieldlist import parse_choice
 from harness.config.mountable import path_text_problem, plain_path_problem, target_problem
-from harness.config.reference import References
+from harness.config.references import References
 
 SAFE_NAME = names.SAFE_NAME  # the one alphabet of names (harness.base.names)
 NameField = Annotated[str, StringConstraints(pattern=SAFE_NAME)]
@@ -34,65 +32,26 @@ ImageId = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^(sha256:)?[0-9a-f]{64}$")]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
-_DURATION = re.compile(r"^\s*([0-9]{1,12}(?:\.[0-9]{1,12})?)\s*(s|sec|m|min|h|d)?\s*$")
-_UNITS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-MAX_DURATION = 30 * 86400.0  # a bound, not a wish: NaN, inf or 1e308 would switch it off
 MAX_CPUS = 1024.0
-
-
-def parse_duration(value: Any) -> float:
-    """`90`, `90s`, `30m`, `2h` -> seconds, finite, positive and at most 30 days.
-
-    Every timeout, grace and lock wait is a bound the harness relies on to release the GPU;
-    NaN compares false with everything and inf never comes, so either would disable it."""
-    if isinstance(value, bool):
-        raise ValueError("a duration, not a boolean")
-    try:
-        if isinstance(value, int | float):
-            seconds = float(value)
-        elif isinstance(value, str) and (m := _DURATION.match(value)):
-            seconds = float(m.group(1)) * _UNITS[m.group(2)]
-        else:
-            raise ValueError(f"not a duration: {str(value)[:40]!r} (use e.g. 90, 90s, 30m, 2h)")
-    except OverflowError:
-        seconds = math.inf
-    if not math.isfinite(seconds):
-        raise ValueError("a duration must be a finite number of seconds "
-                         "(not NaN, not infinity)")
-    if seconds <= 0:
-        raise ValueError("a duration must be positive")
-    if seconds > MAX_DURATION:
-        raise ValueError(f"a duration must be at most 30 days ({MAX_DURATION:.0f} s), "
-                         f"not {seconds:g} s")
-    return seconds
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
-def _abs_path(value: str) -> str:
-    if (why := plain_path_problem(value)) is not None:
-        raise ValueError(f"{why}: {value!r}")
-    return value
+def _refused_by(problem: Any) -> Any:
+    """A validator that refuses a path text `problem` names a problem of."""
+    def check(value: str) -> str:
+        if (why := problem(value)) is not None:
+            raise ValueError(f"{why}: {value!r}")
+        return value
+    return check
 
 
-def _mount_target(value: str) -> str:
-    if (why := target_problem(value)) is not None:
-        raise ValueError(f"{why}: {value!r}")
-    return value
-
-
-def _mount_source(value: str) -> str:
-    """The raw text may be relative (to the control file); the resolved path is checked
-    again by the loader and by the vector, so this only refuses characters."""
-    if (why := path_text_problem(value)) is not None:
-        raise ValueError(f"{why}: {value!r}")
-    return value
-
-
-AbsPath = Annotated[str, AfterValidator(_abs_path)]
-MountTarget = Annotated[str, AfterValidator(_mount_target)]
-SourcePath = Annotated[str, AfterValidator(_mount_source)]  # as the control writes it
+AbsPath = Annotated[str, AfterValidator(_refused_by(plain_path_problem))]
+MountTarget = Annotated[str, AfterValidator(_refused_by(target_problem))]
+# As the control writes it (relative to its file): only characters are refused here; the
+# loader and the launch judge the resolved path.
+SourcePath = Annotated[str, AfterValidator(_refused_by(path_text_problem))]
 
 
 def _no_nul(data: Any) -> Any:
@@ -130,7 +89,7 @@ class Mount(Strict):
     source: SourcePath = Field(description="host path, relative to the control file")
     target: MountTarget
     read_only: bool = True
-    sealed: bool = True  # in the source seal; false: an environment (config/inputs.py)
+    sealed: bool = True  # in the source seal; false: an environment (config/mountinputs.py)
 
 
 class Model(Strict):
@@ -154,10 +113,8 @@ _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def size_bytes(value: str, least: int, most: int) -> int:
-    """`256m` -> bytes, as docker reads it (ASCII digits, b/k/m/g). Pure.
-
-    Bounded both ways: docker reads `0` as "no limit" and refuses less than 6 MiB of
-    memory at run time, so a file that checks clean must name a limit docker enforces."""
+    """`256m` -> bytes, as docker reads it. Pure. Bounded both ways: docker reads `0` as
+    "no limit" and refuses under 6 MiB of memory, so a clean file names a real limit."""
     m = _SIZE.fullmatch(value)
     if m is None:
         raise ValueError(f"not a size: {value!r} (use e.g. 512m or 2g)")
@@ -200,6 +157,15 @@ class Telemetry(Strict):
 
     interval: Annotated[Duration, Field(ge=0.1, le=60.0)] = 1.0
     required: bool = False
+
+
+class IdleGpu(Strict):
+    """The GPU proven idle under the lock before launch (harness.judge.idlegpu): VRAM in
+    use over `vram_max_mb` refuses; a foreign holder refuses at once, or after polling
+    up to `wait_s` seconds for it to leave."""
+
+    vram_max_mb: int = Field(default=512, ge=0, le=1 << 24)
+    wait_s: Annotated[Duration, Field(ge=0.0, le=86400.0)] = 0.0
 
 
 class PostStep(Strict):
@@ -253,9 +219,10 @@ class Control(Strict):
     engine: dict[str, Any] = Field(default_factory=dict)
     post_steps: list[Annotated[PostStep, BeforeValidator(_post_step)]] = Field(
         default_factory=lambda: [PostStep(name="exit-code")])
-    reference: References = Field(default_factory=dict)  # harness.config.reference
+    reference: References = Field(default_factory=dict)  # harness.config.references
     kernel_log: KernelLog = KernelLog()
     telemetry: Telemetry = Telemetry()
+    idle_gpu: IdleGpu = IdleGpu()
 
     @model_validator(mode="after")
     def _checks(self) -> Control:
@@ -313,7 +280,7 @@ class Campaign(Strict):
     stop_policy: Literal["continue", "stop-on-refusal", "stop-on-failure"] = "continue"
     retry: Retry = Retry()
     contract: Annotated[list[str] | str, AfterValidator(parse_choice)] | None = None  # or all
-    gates: list[Any] | None = None  # checked with positions by harness.config.gates (loader)
+    gates: list[Any] | None = None  # checked with positions by harness.config.gatelist (loader)
     gates_file: str | None = Field(default=None, min_length=1, max_length=1024)
     executor: dict[str, Any] | None = None  # checked with positions by harness.config.executor
     hook: dict[str, Any] | None = None  # checked with positions by harness.config.hook

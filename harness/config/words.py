@@ -1,10 +1,6 @@
-"""Validation errors in words an operator can act on.
-
-pydantic's messages are written for programmers: `String should match pattern
-'^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'`, `Input should be a valid dictionary or instance of
-Resources`. Here each pattern the schema uses has a sentence saying what is expected (a
-test walks the schema so none is missed), the common type errors say which YAML shape
-was wanted, and the offending value is quoted, bounded. Pure.
+"""Validation errors in words an operator can act on, instead of pydantic's regexes and
+type names: each schema pattern has a sentence (a test checks none is missed), the offending
+value quoted, bounded. Pure.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""When a command that wants a campaign is given something else: a mistyped file name, or
-a control. The message says what the file is and what to type instead ("did you mean"),
-as git does for a mistyped command, instead of the schema's faults for the wrong kind.
-
-The suggestions are pure (`nearest_file`, `control_hint`); `campaigns_naming` reads only
-the YAML files of the folders where campaigns live, each bounded by the one YAML loader.
+"""When a command that wants a campaign is given something else (a mistyped file name, a
+control): say what the file is and what to type instead, as git does, rather than the
+schema's faults for the wrong kind.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""A YAML loader that keeps positions and refuses what a config file never needs.
+"""A YAML loader that keeps positions (FILE:LINE:COL) and refuses what a config never needs.
 
-Safe by construction: the node graph is walked by hand, so only the core scalar, sequence
-and mapping tags are accepted (no tag ever builds an object), duplicate keys are errors,
-and size, depth and alias expansion are bounded, so a "billion laughs" file fails fast.
-Every value's position is kept, so schema errors can be reported as FILE:LINE:COL.
-
-YAML 1.1 reads some plain scalars in ways nobody means (`1:30` is 90, `017` is 15, `on` is
-true, `1_000` is 1000) and some never belong in a setting (`.nan`, `.inf`, a 5000-digit
-number, a lone surrogate from `"\\ud800"`); each is refused here, at its position, so no
-field behind this loader can be switched off by one. Files are read only through
-`harness.base.readfile`, so a FIFO or `/dev/zero` is refused instead of hanging.
+The node graph is walked by hand: only core tags, no duplicate keys, bounded size, depth
+and aliases. YAML 1.1's surprising plain scalars (`1:30`, `017`, `on`, `1_000`, `.nan`, a
+lone surrogate) are refused at their position, so no field can be switched off by one.
 """
 
 from __future__ import annotations
@@ -121,11 +114,7 @@ def yaml11_surprise(tag: str, text: str) -> str | None:
 
 
 def _bad_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return not text.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
 class _TooDeep(yaml.MarkedYAMLError):
@@ -183,21 +172,20 @@ class _Builder:
         self.doc.marks.setdefault(path, _pos(node))
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, "mapping keys must be plain strings")
-        if node.tag not in _SCALAR_TAGS:
-            raise self.fail(node, f"tag {node.tag!r} is not allowed")
-        if _bad_unicode(node.value):
-            raise self.fail(node, "not valid Unicode text (a lone surrogate such as \\ud800)")
-        if "\x00" in node.value:  # no argv element or path can carry it
-            raise self.fail(node, "contains a NUL character (\\0)")
+        self.text(node)
         return node.value
 
-    def scalar_value(self, node: yaml.ScalarNode) -> Any:
+    def text(self, node: yaml.ScalarNode) -> None:
+        """A scalar's text: a core tag, valid Unicode, no NUL (no argv or path carries it)."""
         if node.tag not in _SCALAR_TAGS:
             raise self.fail(node, f"tag {node.tag!r} is not allowed")
         if _bad_unicode(node.value):
             raise self.fail(node, "not valid Unicode text (a lone surrogate such as \\ud800)")
-        if "\x00" in node.value:  # no argv element or path can carry it
+        if "\x00" in node.value:
             raise self.fail(node, "contains a NUL character (\\0)")
+
+    def scalar_value(self, node: yaml.ScalarNode) -> Any:
+        self.text(node)
         if node.tag == "tag:yaml.org,2002:timestamp":
             return node.value  # keep dates as written; no datetime objects
         surprise = yaml11_surprise(node.tag, node.value)
@@ -278,11 +266,8 @@ def loads(text: str, file: str = "<string>") -> Document:
 
 def load(path: Path | str, what: str = "YAML file") -> Document:
     """Read (bounded, regular files only) and parse a YAML file; unreadable, special or
-    non-UTF-8 files are faults at 1:1 too.
-
-    These are the operator's project files (campaigns, controls, images.lock, contracts),
-    so a symlink to a regular file is followed (a FIFO or device behind it is still
-    refused); nothing a workload wrote is ever read through here."""
+    non-UTF-8 files are faults at 1:1. A symlink is followed: these are the operator's own
+    project files, never what a workload wrote."""
     name = str(path)
     try:
         text = read_text_bounded(path, MAX_BYTES, what, follow_symlinks=True)

@@ -1,15 +1,9 @@
 """What becomes of a run a dead harness left `running`: its container, its cut-off folder.
 
-A night's resume asks its executor about each such row; here is what the executors do
-with one whose folder the controller can reach.
-
-The container of a harness killed with SIGKILL keeps running (the kernel frees the GPU
-lock, not the GPU), so it is stopped first: it belongs to this night's own run id, and we
-hold the night lock, so nobody else is driving it. Then the cut-off folder is cleaned
-and sealed by `harness.pipeline.recover.seal_interrupted` (status `interrupted`; what the
-workload planted is removed and listed, no existing file is rewritten). A folder that
-cannot be sealed is reported in the reasons; it never stops the night's resume.
-"""
+A SIGKILLed harness's container keeps running (the kernel frees the lock, not the GPU), so
+it is stopped first (it is this night's own run, under the night lock); then the folder is
+sealed `interrupted` (`pipeline.recover.seal_interrupted`). A folder that cannot be sealed
+is a reason, never a stop of the night's resume."""
 
 from __future__ import annotations
 
@@ -52,8 +46,7 @@ def stop_run_containers(run_id: str, grace: float) -> list[str]:
 
 
 def status_of(word: object) -> Status:
-    """The status a sealed folder says it has; a word that is none (a folder edited by
-    hand) is `failed`, as the journal has always recorded an unknown status."""
+    """A sealed folder's status; a word that is none (edited by hand) is `failed`."""
     try:
         return Status(word)
     except ValueError:
@@ -85,8 +78,7 @@ def seal_cut_off(run_dir: Path, notes: list[str]) -> Outcome:
 
 def seal_left(request: LaunchRequest, grace: float, ui: Reporter, *,
               stop_containers: bool = True) -> Outcome:
-    """Stop the containers of a run a dead harness left (`stop_containers`: it has a run
-    id of its own), seal its folder as found, and say so."""
+    """Stop a dead harness's run's containers, seal its folder as found, and say so."""
     notes = stop_run_containers(request.run_id, grace) if stop_containers else []
     outcome = seal_cut_off(request.run_dir, notes)
     ui.event("recovered", run_id=request.run_id if stop_containers else None,

@@ -1,22 +1,11 @@
 """The one campaign loop, and the one way a launch is recorded around the executor.
 
-`drive` walks a plan with any executor: up to `executor.window` launches in flight (1 on
-this host, where `start` waits for the outcome; a Slurm submit window elsewhere). Each
-outcome is recorded (journal first) as it arrives, in the order launches end, and the
-stop policy (`policy.stop_reason`) is asked after each one; the deadline is asked each
-cycle while launches fly. Once the walk stops nothing more is started, the launches
-still pending are cancelled (recorded as not run: a journal plans them again), and the
-running ones finish and seal. What the walk left unrun is named, with why, in its result
-(`Driven.not_executed`, decided by `policy.not_executed`).
-
-Why the source is told which slots are `busy`: a slot in flight is `running` in the
-journal, which the walk would otherwise take for a run a dead harness left behind.
-
-A launch is one request, or a `same_host` group's members where the executor runs a
-group as one (`together`): each member is recorded `started` before the one job that
-runs them all is submitted, and each gets its own outcome as the executor finds it; the
-launch leaves the window once every member's outcome is recorded.
-"""
+`drive` keeps up to `executor.window` launches in flight, records each outcome (journal
+first) as it arrives and asks the stop policy after each; once it stops, pending launches
+are cancelled (not run: a journal plans them again) and running ones finish and seal.
+The source is told which slots are `busy`: a slot in flight is `running` in the journal,
+which it would otherwise take for a run a dead harness left. A `same_host` group run as
+one (`together`) records each member `started` before the one job is submitted."""
 
 from __future__ import annotations
 
@@ -43,10 +32,8 @@ def crashed(request: LaunchRequest, e: Exception) -> Outcome:
 
 
 def run_one(request: LaunchRequest, executor: Executor, recorder: Recorder) -> Outcome:
-    """Record the launch (durably), launch, record the outcome; return it.
-
-    Nothing is lost: a launch that raises is still recorded (failed) before the error
-    goes on up. An outcome carrying `error` is the caller's to raise or to stop on."""
+    """Record the launch (durably), launch, record the outcome; return it. A launch that
+    raises is still recorded (failed) before the error goes on up."""
     recorder.started(request)
     try:
         outcome = executor.launch(request)
@@ -59,8 +46,7 @@ def run_one(request: LaunchRequest, executor: Executor, recorder: Recorder) -> O
 
 @dataclass
 class Driven:
-    """How a walk of the plan ended: why it stopped, every outcome in order, the outcome
-    it stopped after (if one stopped it), and each slot it left unrun with why."""
+    """How a walk ended: why, every outcome, what stopped it, and each slot left unrun."""
 
     why: Why | str
     outcomes: list[Outcome] = field(default_factory=list)
@@ -89,8 +75,7 @@ class _Walk:
                          if r.plan_index is not None)
 
     def keep_open(self, given: list[InFlight]) -> None:
-        """Keep in flight the launches that still owe a member's outcome (a group's job
-        stays until its last member is given)."""
+        """Keep in flight the launches that still owe a member's outcome."""
         for w in given:
             self.given[id(w)] = self.given.get(id(w), 0) + 1
         ended = [w for w in self.flying if self.given.get(id(w), 0) >= len(w.requests)]
@@ -99,9 +84,8 @@ class _Walk:
         self.flying = [w for w in self.flying if not any(w is e for e in ended)]
 
     def record(self, request: LaunchRequest, outcome: Outcome) -> None:
-        """Record the outcome (journal first), then ask the stop policy. With
-        `raise_errors`, an outcome the harness could not seal past raises its error once
-        it is recorded."""
+        """Record the outcome (journal first), then ask the stop policy; with `raise_errors`
+        a harness error is raised once recorded."""
         self.source.finished(request, outcome)
         if outcome.error is not None and self.raise_errors:
             raise outcome.error
@@ -117,9 +101,8 @@ class _Walk:
                                              tuple(r.rule for r in outcome.reasons))
 
     def start(self, executor: Executor, requests: tuple[LaunchRequest, ...]) -> None:
-        """Record every member `started` (committed before the launch exists), then start
-        it; an outcome at once (this host's run, or a submission that failed) is every
-        member's."""
+        """Record every member `started` (committed before the launch exists), then start it;
+        an outcome at once is every member's."""
         for request in requests:
             self.source.started(request)
         try:
@@ -139,9 +122,8 @@ def drive(source: LaunchSource, executor: Executor, *, stop_policy: str, ui: Rep
           raise_errors: bool = False, on_outcome: Callable[[Outcome], None] | None = None,
           deadline: str | None = None) -> Driven:
     """Keep up to `executor.window` launches in flight until the plan is done or the walk
-    stops. `raise_errors`: a control the harness could not run raises its error (after it
-    is recorded) instead of stopping the walk as interrupted. `deadline`: what set the
-    source's deadline (`--until 06:30`), named where it leaves controls unrun."""
+    stops. `raise_errors`: raise a control's harness error (once recorded) instead of
+    stopping as interrupted; `deadline`: what set it, named where controls are left unrun."""
     walk = _Walk(source, stop_policy, ui, on_outcome, raise_errors)
     last: Why | str = Why.DONE
     changed = True

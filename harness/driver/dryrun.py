@@ -1,28 +1,13 @@
-"""`--dry-run` of `run`, `night` and `rerun`: what would run, and what would be refused.
-
-The plan (each control in order, the image Id it would run, the runs dir, the lock), the
-source seal, the docker argv each control would launch with (built by the one pure
-`measure.vector.build`, through the launch stage's own `build_vector`, with the run id a
-placeholder) and every reason the preflight would refuse a control for (image missing or
-not the pinned Id, model pins, approval, device paths, the lock's file system), from the
-preflight's own checks. Nothing here launches a container, takes the GPU lock (the lock
-is only probed, taken and dropped at once, to say whether it is free), or creates a run
-folder, a journal or a perflog row.
-
-A night's dry run first picks what its start would run (`night_pick`): the whole plan in
-a new night, or what is left of the night it would continue, found and read as the night
-finds it but with every journal opened read-only (no migration, no WAL switch).
-
-`plan` and `night_pick` gather the facts; `DryRun.document`, `DryRun.lines`,
-`pending_slots` and `walk_order` are pure.
-"""
+"""`--dry-run` of `run`, `night` and `rerun`: the real loop (`drive`) with `DryExecutor`,
+whose launch is its plan: the docker argv (the launch's own `build_vector`) and every
+reason preflight would refuse it for. Nothing is launched or written."""
 
 from __future__ import annotations
 
 import io
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,26 +16,26 @@ from harness.base.errors import HarnessError, InvalidInput
 from harness.base.flock import is_free
 from harness.base.plural import counted
 from harness.base.reason import Reason
-from harness.base.states import State
+from harness.base.states import State, Status
 from harness.config.loader import Loaded
-from harness.config.samehost import instances
+from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.night.nightlock import BY_HAND
-from harness.driver.night.runner import find_night, inputs_seal, policy_of
-from harness.driver.policy import RetryPolicy, retry_allowed
+from harness.driver.night.runner import NightRunner, find_night, hint, inputs_seal
+from harness.driver.night.source import JournalSource
+from harness.driver.plan import LaunchRequest, LaunchSource, Outcome, PlanSource
 from harness.measure.host import fstype
 from harness.measure.lock import describe_holder, read_holder
 from harness.measure.nightfolder.holder import describe, night_lock_path, read_night_holder
-from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.journal import STOPPED, Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME, NIGHTS
-from harness.measure.nightfolder.rows import Row, latest_attempts
 from harness.measure.seal import SourceSeal, source_seal
 from harness.measure.ui import Reporter
 from harness.measure.vector import LAUNCHER_PID, LAUNCHER_STARTED
 from harness.pipeline import launch, preflight
 from harness.pipeline.context import RunContext
 from harness.pipeline.results import Preflight
-from harness.probe.approval import check as approval
+from harness.probe.approval import runcheck as approval
 
 SCHEMA = "harness.dry-run/v1"
 RUN_ID = "<run-id>"  # the placeholder a planned run's id reads as
@@ -135,8 +120,7 @@ class DryRun:
 
 
 def placeholders(argv: list[str]) -> list[str]:
-    """Pure: the launching process's pid and start time (labels the orphan reaper reads)
-    as placeholders: they are the real launch's, not this dry run's."""
+    """Pure: the launcher's pid and start time labels as placeholders (not this run's)."""
     marks = {LAUNCHER_PID: "<pid>", LAUNCHER_STARTED: "<start time>"}
     out = []
     for arg in argv:
@@ -165,87 +149,99 @@ def lock_state(lock: Path) -> str | None:
     return describe_holder(read_holder(lock))
 
 
-def _context(loaded: Loaded, name: str, runs_dir: Path) -> RunContext:
-    """The run context a launch of `name` would have, its folder never made."""
-    control, control_file = loaded.controls[name]
-    run_id = f"{name}-{RUN_ID}"
-    return RunContext(loaded, control, control_file, run_id,  # type: ignore[arg-type]
-                      runs_dir / run_id, Reporter(io.StringIO()))
+class DryExecutor(LocalExecutor):
+    """A launch is planned, never made, and ends `accepted`, so the walk reaches the plan's
+    end; the doctor, approval and lock file system become reasons, not a deferral."""
 
+    def __init__(self, loaded: Loaded, runs_dir: Path, *, doctor: bool = False) -> None:
+        super().__init__(loaded, Reporter(io.StringIO()), lock_timeout=None)
+        self.runs_dir = Path(os.path.abspath(runs_dir))
+        self.doctor = doctor  # the host check a local night runs before each control
+        inputs = loaded.files()
+        self.seal = source_seal(loaded.project_dir, inputs)
+        self.approved, self.shared = approval.for_run(loaded, self.seal.digest, inputs,
+                                                      self.runs_dir)
+        warning, refused = preflight.lock_fs_check(fstype.lock_fs_problem(
+            str(loaded.lock_path), fstype.fs_type(loaded.lock_path),
+            fstype.under_slurm(os.environ)))
+        self.shared += refused
+        self.notes = (warning,) if warning else ()
+        self.launched: list[LaunchRequest] = []
+        self.planned: dict[str, PlannedControl] = {}
 
-def doctor_reasons(loaded: Loaded, name: str, runs_dir: Path) -> list[Reason]:
-    """What the doctor a night runs before each control would defer `name` for."""
-    failing = LocalExecutor(loaded, Reporter(io.StringIO()), lock_timeout=None).preflight(
-        name, runs_dir)
-    return [Reason(ENV_DOCTOR, f"the doctor would defer it: {line}") for line in failing]
+    def launch(self, request: LaunchRequest) -> Outcome:
+        if request.control not in self.planned:
+            self.planned[request.control] = self.plan(request.control)
+        self.launched.append(request)
+        return Outcome.of(request.run_dir, Status.ACCEPTED)
 
+    def preflight(self, control: str, runs_dir: Path) -> list[str]:
+        return []
 
-def plan_control(loaded: Loaded, name: str, repeats: int, runs_dir: Path, seal: SourceSeal,
-                 shared: list[Reason], *, doctor: bool = False) -> PlannedControl:
-    """The preflight's checks for one control (image, model pins, devices, GPU map), the
-    launch's mount checks, and the argv it would launch; `shared`: the campaign's own
-    reasons (approval, the lock's file system), which refuse every control; `doctor`: the
-    host check a night runs before each control, too."""
-    ctx = _context(loaded, name, runs_dir)
-    ctl = ctx.control
-    image_id, reasons = preflight.look_up_image(ctx)
-    if doctor:
-        reasons += doctor_reasons(loaded, name, runs_dir)
-    model_real, _, refused = preflight.hash_declared_model(ctx)
-    reasons = [*shared, *reasons, *refused,
-               *preflight.device_check(ctl.device, preflight.absent_devices(ctl.device))]
-    nodes, refused = preflight.render_nodes(ctl.device, os.environ)
-    reasons += refused
-    pinned = loaded.image_lock.images.get(ctl.image) if loaded.image_lock else None
-    shown_id = image_id or (pinned.id if pinned else "<no pinned image>")
-    ctx = replace(ctx, preflight=Preflight(seal=seal, image_id=shown_id,
-                                           model_real=model_real, render_nodes=nodes))
-    mounts, model, refused = launch.resolve_sources(ctx)
-    reasons += refused
-    try:
-        argv = placeholders(launch.build_vector(ctx, mounts, model).evidence()["argv"])
-    except HarnessError as e:  # an unsafe mount path, a bad render node: never launched
-        argv = []
-        reasons.append(Reason(e.rule or MOUNT_UNSAFE_PATH, e.message))
-    return PlannedControl(name, repeats, ctl.device, ctl.image, image_id, argv,
-                          tuple(reasons))
+    def recover(self, requests: tuple[LaunchRequest, ...], job_id: str | None,
+                ) -> list[tuple[LaunchRequest, Outcome | None]]:
+        return [(r, Outcome.of(r.run_dir, Status.INTERRUPTED, [STOPPED])) for r in requests]
+
+    def walk(self, source: LaunchSource) -> None:
+        drive(source, self, stop_policy=self.loaded.campaign.stop_policy, ui=self.ui)
+
+    def plan(self, name: str) -> PlannedControl:
+        """Preflight's, the doctor's and the launch's checks for one control, and its argv."""
+        control, control_file = self.loaded.controls[name]
+        run_id = f"{name}-{RUN_ID}"
+        ctx = RunContext(self.loaded, control, control_file, run_id,  # type: ignore[arg-type]
+                         self.runs_dir / run_id, self.ui)
+        ctl = ctx.control
+        image_id, reasons = preflight.look_up_image(ctx)
+        if self.doctor:
+            reasons += [Reason(ENV_DOCTOR, f"the doctor would defer it: {line}")
+                        for line in super().preflight(name, self.runs_dir)]
+        model_real, _, refused = preflight.hash_declared_model(ctx)
+        reasons = [*self.shared, *reasons, *refused,
+                   *preflight.device_check(ctl.device, preflight.absent_devices(ctl.device))]
+        nodes, refused = preflight.render_nodes(ctl.device, os.environ)
+        reasons += refused
+        pinned = self.loaded.image_lock.images.get(ctl.image) if self.loaded.image_lock else None
+        shown_id = image_id or (pinned.id if pinned else "<no pinned image>")
+        ctx = replace(ctx, preflight=Preflight(seal=self.seal, image_id=shown_id,
+                                               model_real=model_real, render_nodes=nodes))
+        mounts, model, refused = launch.resolve_sources(ctx)
+        reasons += refused
+        try:
+            argv = placeholders(launch.build_vector(ctx, mounts, model).evidence()["argv"])
+        except HarnessError as e:  # an unsafe mount path, a bad render node: never launched
+            argv = []
+            reasons.append(Reason(e.rule or MOUNT_UNSAFE_PATH, e.message))
+        return PlannedControl(name, 1, ctl.device, ctl.image, image_id, argv, tuple(reasons))
+
+    def dry_run(self, command: str, notes: tuple[str, ...] = ()) -> DryRun:
+        """What the walk planned, each control once in the order it first launched."""
+        loaded = self.loaded
+        holder = lock_state(loaded.lock_path)
+        held = (f"the GPU lock is held: each launch would wait for it (up to "
+                f"{loaded.campaign.lock_timeout:g} s)",) if holder is not None else ()
+        counts = Counter(r.control for r in self.launched)
+        controls = tuple(replace(self.planned[c], repeats=n) for c, n in counts.items())
+        return DryRun(command, loaded.campaign.name, loaded.campaign_file, self.runs_dir,
+                      loaded.lock_path, holder, self.seal, self.approved, controls,
+                      (*notes, *self.notes, *held),
+                      approval_required=loaded.campaign.require_approval)
 
 
 def plan(loaded: Loaded, rows: list[tuple[str, int]], runs_dir: Path, *, command: str,
-         notes: tuple[str, ...] = (), doctor: bool = False) -> DryRun:
-    """Gather what `command` would do with `rows` (the plan's (control, repeat) rows);
-    `doctor`: also the host check a local night runs before each control."""
-    runs_dir = Path(os.path.abspath(runs_dir))
-    inputs = loaded.files()
-    seal = source_seal(loaded.project_dir, inputs)
-    approved, shared = approval.for_run(loaded, seal.digest, inputs, runs_dir)
-    warning, refused = preflight.lock_fs_check(fstype.lock_fs_problem(
-        str(loaded.lock_path), fstype.fs_type(loaded.lock_path),
-        fstype.under_slurm(os.environ)))
-    shared += refused
-    notes = (*notes, *([warning] if warning else []))
-    order: dict[str, int] = {}
-    for name, _ in rows:
-        order[name] = order.get(name, 0) + 1
-    controls = tuple(plan_control(loaded, name, n, runs_dir, seal, shared, doctor=doctor)
-                     for name, n in order.items())
-    holder = lock_state(loaded.lock_path)
-    if holder is not None:
-        notes = (*notes, f"the GPU lock is held: each launch would wait for it (up to "
-                         f"{loaded.campaign.lock_timeout:g} s)")
-    return DryRun(command, loaded.campaign.name, loaded.campaign_file, runs_dir,
-                  loaded.lock_path, holder, seal, approved, controls, notes,
-                  approval_required=loaded.campaign.require_approval)
+         notes: tuple[str, ...] = ()) -> DryRun:
+    """What `command` (run, rerun) would do with the plan `rows` (control, repeat)."""
+    executor = DryExecutor(loaded, runs_dir)
+    executor.walk(PlanSource(rows, executor.runs_dir))
+    return executor.dry_run(command, notes)
 
 
 @dataclass(frozen=True)
 class NightPick:
-    """Which night a start of `harness night` would walk, and the plan rows (control,
-    repeat) it would launch, in the order it would launch them."""
+    """Which night a start of `harness night` would walk, and the slots, in order."""
 
     night_dir: Path | None  # the night it would continue; None: a new night folder
-    rows: list[tuple[str, int]]
-    slots: list[int]  # the plan slots of `rows`
+    slots: list[int]
     left_running: int = 0  # rows a stopped harness left `running`, recovered first
 
     def document(self) -> dict:
@@ -253,67 +249,45 @@ class NightPick:
                 "slots": self.slots, "left_running": self.left_running}
 
 
-def pending_slots(rows: Sequence[Row], policy: RetryPolicy) -> list[int]:
-    """Pure: the plan slots a start of this night would run, as its resume and its loop
-    decide (`resume_steps`, `next_step`): a row left running is recovered as interrupted,
-    a deferred one is planned again; then every slot whose newest attempt is planned, or
-    interrupted with a retry left. A finished slot never runs again."""
-    after_resume = {State.RUNNING: State.INTERRUPTED, State.DEFERRED: State.PLANNED}
-    out = []
-    for slot, row in sorted(latest_attempts(rows).items()):
-        state = after_resume.get(row.state, row.state)
-        if state == State.PLANNED or retry_allowed(policy, state, row.attempt):
-            out.append(slot)
-    return out
+class DrySource(JournalSource):
+    """The night's source over the in-memory journal: it appends to no rerun index."""
+
+    def _index(self, request: LaunchRequest, status: str) -> None:
+        return None
 
 
-def walk_order(pending: Sequence[int], groups: Mapping[int, tuple[int, ...]]) -> list[int]:
-    """Pure: the order a night launches the `pending` slots: plan order, except that a
-    same_host group's pending members go together, in the group's order, when the first
-    of them comes up (`source.group_rows`)."""
-    todo, out = set(pending), []
-    for slot in sorted(todo):
-        if slot in out:
-            continue
-        out += [m for m in groups.get(slot, (slot,)) if m in todo and m not in out]
-    return out
-
-
-def _night_rows(night_dir: Path, loaded: Loaded) -> list[Row]:
-    """The journal's rows, read-only (no migration, no WAL switch), refused as a start
-    would refuse them when the journal is another night's (exit 2)."""
+def _copy(night_dir: Path, loaded: Loaded) -> Journal:
+    """The night's journal copied into memory from a read-only open (nothing migrated)."""
     path = night_dir / JOURNAL_NAME
-    hint = (f" (night {night_dir}; start with --new to leave it as it is and begin a new "
-            "night)")
     try:
-        with Journal.open(path, readonly=True) as journal:
-            faults = journal.mismatches(campaign=loaded.campaign.name, plan=loaded.plan(),
-                                        seal=inputs_seal(loaded))
-            rows = journal.rows()
+        with Journal.open(path, readonly=True) as disk:
+            if faults := disk.mismatches(campaign=loaded.campaign.name, plan=loaded.plan(),
+                                         seal=inputs_seal(loaded)):
+                raise InvalidInput(f"journal {path} belongs to another night", faults=faults)
+            return disk.copy()
     except HarnessError as e:
-        e.message += hint
-        raise
-    if faults:
-        raise InvalidInput(f"journal {path} belongs to another night{hint}", faults=faults)
-    return rows
+        raise hint(e, night_dir) from None
 
 
-def night_pick(loaded: Loaded, runs_dir: Path, night: str | None, new: bool) -> NightPick:
-    """What a start of the night would run: the whole plan in a new night, or what is left
-    of the night it would continue. Reads only."""
+def night_walk(loaded: Loaded, runs_dir: Path, night: str | None, new: bool,
+               executor: DryExecutor) -> NightPick:
+    """Walk what a start of the night would run: find, recover, loop, in memory."""
     if night is not None and new:
         raise InvalidInput("--night and --new exclude each other")
-    nights_dir = Path(os.path.abspath(runs_dir)) / NIGHTS
-    plan_rows = loaded.plan()
-    found = find_night(nights_dir, loaded, night, new,
-                       rows_of=lambda folder: _night_rows(folder, loaded))
-    pending, running = list(range(len(plan_rows))), 0
-    if found is not None:
-        rows = _night_rows(found, loaded)
-        pending = pending_slots(rows, policy_of(loaded))
-        running = sum(r.state == State.RUNNING for r in rows)
-    order = walk_order(pending, instances(plan_rows, loaded.same_host))
-    return NightPick(found, [plan_rows[s] for s in order], order, running)
+    found = find_night(Path(os.path.abspath(runs_dir)) / NIGHTS, loaded, night, new)
+    journal = _copy(found, loaded) if found is not None else Journal.create(
+        Path(":memory:"),  # SQLite's name for a database in memory
+        campaign=loaded.campaign.name, campaign_file=str(loaded.campaign_file),
+        plan=loaded.plan())
+    with journal:
+        running = sum(r.state == State.RUNNING for r in journal.rows())
+        side = NightRunner(loaded, executor.runs_dir, executor.ui, lock_timeout=None,
+                           deadline=None)
+        side.executor = executor
+        side.recover(journal)
+        executor.walk(DrySource(side, journal))
+    return NightPick(found, [r.plan_index for r in executor.launched
+                             if r.plan_index is not None], running)
 
 
 def night_notes(loaded: Loaded, runs_dir: Path, pick: NightPick) -> list[str]:

@@ -1,8 +1,6 @@
 """The executor that runs a control on this host: its folder, the GPU lock, Docker, the seal.
-
-A window of one: `start` waits for the sealed outcome, so nothing is ever in flight and
-the one campaign loop asks the stop policy before the next control starts.
-"""
+A window of one: `start` waits for the sealed outcome, so the stop policy is asked before
+the next control starts."""
 
 from __future__ import annotations
 
@@ -17,16 +15,12 @@ from harness.driver.drive import crashed
 from harness.driver.plan import InFlight, LaunchRequest, Outcome
 from harness.measure.ui import Reporter
 from harness.pipeline.carried import Carried
-from harness.pipeline.run import make_context, run_control
+from harness.pipeline.onerun import make_context, run_control
 
 
 class LocalExecutor:
-    """`launch` = make the run folder, `run_control`, and say how it ended.
-
-    What a run's after-run checks measured is offered to the next run it launches
-    (`pipeline.carried.Carried`), unless the run was interrupted or a stop was asked.
-    `before_launch`, when given, is called before each launch (`harness run` waits there
-    for a night holding this GPU)."""
+    """`launch` = make the run folder, `run_control`, say how it ended; what a run measured
+    after it is offered to the next (`pipeline.carried`) unless it was interrupted."""
 
     window = 1  # one GPU: one control at a time
     together = False  # a same_host group's members run here one after another
@@ -60,8 +54,7 @@ class LocalExecutor:
                           stop_requested=sealed.stop_requested)
 
     def _wait_free(self, request: LaunchRequest) -> tuple[str, float]:
-        """Wait while another process holds the GPU lock, before this run's folder exists:
-        a stop meanwhile leaves nothing behind for a run that never launched."""
+        """Wait for a held GPU lock before the run folder exists: a stop leaves nothing."""
         from harness.base.signals import signals_interrupt
         from harness.measure.lockwait import wait_free
 
@@ -93,7 +86,9 @@ class LocalExecutor:
     def preflight(self, control: str, runs_dir: Path) -> list[str]:
         """The doctor's failing lines for this control's profile (empty: the host is fit)."""
         from harness.judge.doctor.checks import GIB
-        from harness.probe.doctor.run import run_checks  # a night's check, not `harness run`'s
+        from harness.probe.doctor.allchecks import (
+            run_checks,  # a night's check, not `harness run`'s
+        )
 
         ctl, _ = self.loaded.controls[control]
         lock = self.loaded.image_lock
@@ -109,8 +104,7 @@ class LocalExecutor:
 
     def recover(self, requests: tuple[LaunchRequest, ...], job_id: str | None,
                 ) -> list[tuple[LaunchRequest, Outcome | None]]:
-        """Launches a dead harness left `running` here: stop their containers, seal their
-        folders as found (`interrupted`)."""
+        """Stop the containers of launches left `running`, seal their folders as found."""
         return [(r, seal_left(r, self.stop_grace(r.control), self.ui)) for r in requests]
 
     def stop_grace(self, control: str) -> float:

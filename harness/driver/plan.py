@@ -1,11 +1,6 @@
-"""What one launch is, what came of it, and the shapes the one campaign loop walks.
-
-`LaunchRequest` and `Outcome` are plain, typed data: an executor that runs a control
-somewhere else (a Slurm job) takes the same request and answers with the same outcome, so
-the plan, the stop policy and the journal never learn where a control ran. An outcome's
-reasons are `harness.base.reason.Reason`s, its status a `Status`: what decides (the stop
-policy, the night's exit code) reads their fields, never their text.
-"""
+"""What one launch is (`LaunchRequest`), what came of it (`Outcome`), and the shapes the
+one campaign loop walks. Plain typed data, so the plan, the stop policy and the journal
+never learn where a control ran, and decisions read fields, never text."""
 
 from __future__ import annotations
 
@@ -46,10 +41,8 @@ def new_request(control: str, runs_dir: Path, *, attempt: int = 1,
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a launched control ended: what the run folder says, and what the caller needs.
-
-    `error` is set when the harness itself could not run or seal the control (its folder
-    could not be made or sealed); such an outcome is `failed` with the error's rule."""
+    """How a launched control ended. `error`: the harness itself could not run or seal it
+    (then `failed`, with the error's rule)."""
 
     run_dir: Path
     status: Status
@@ -62,8 +55,7 @@ class Outcome:
     @classmethod
     def of(cls, run_dir: Path, status: Status | str, reasons: Iterable[Reason] = (),
            **kw: object) -> Outcome:
-        """The outcome of a sealed `status` with `reasons`; its exit code by the one rule
-        (`harness.base.states.exit_code`)."""
+        """The outcome of a sealed `status`, its exit code by the one rule."""
         got = tuple(reasons)
         return cls(run_dir, Status(status), exit_code(Status(status), got), got, **kw)
 
@@ -77,10 +69,8 @@ class Recorder(Protocol):
 
 
 class LaunchSource(Recorder, Protocol):
-    """A plan being walked: the next launch, or why there is none (done, deadline, ...).
-
-    A launch is one request, or a `same_host` group's members when the executor runs a
-    group as one (`together`); `busy` are the plan slots of launches still in flight."""
+    """A plan being walked: the next launch (a request, or a `same_host` group's members
+    where `together`), or why there is none; `busy` are the slots still in flight."""
 
     def next_launches(self, busy: frozenset[int] = frozenset(), *, together: bool = False,
                       ) -> tuple[LaunchRequest, ...] | str: ...
@@ -105,11 +95,8 @@ W = TypeVar("W", bound=InFlight)
 
 
 class Executor(Protocol[W]):
-    """Where controls run; the one campaign loop (`drive.drive`) walks every executor.
-
-    What differs between executors is theirs to answer: how many launches may be in
-    flight (`window`: 1 on this host, where `start` waits for the outcome), whether a
-    `same_host` group is one launch (`together`), and how a launch is followed."""
+    """Where controls run: `window` launches in flight (1 here, where `start` waits),
+    whether a `same_host` group is one launch (`together`), and how a launch is followed."""
 
     window: int
     together: bool
@@ -127,9 +114,8 @@ class Executor(Protocol[W]):
 
 
 class NightExecutor(Executor[W], Protocol):
-    """What a night asks of its executor besides the walk: the check of the host before a
-    control (the doctor where the controls run here; none where each host is its own
-    doctor), and what became of launches a dead harness left `running`."""
+    """What a night asks of its executor besides the walk: the host check before a control,
+    and what became of launches a dead harness left `running`."""
 
     def preflight(self, control: str, runs_dir: Path) -> list[str]: ...
 
@@ -138,8 +124,7 @@ class NightExecutor(Executor[W], Protocol):
 
 
 class PlanSource:
-    """`harness run`'s plan: each (control, repeat) once, in order, recorded nowhere but in
-    the run folders themselves (which are sealed whatever happens)."""
+    """`harness run`'s plan: each (control, repeat) once; the sealed folders are the record."""
 
     def __init__(self, plan: Sequence[tuple[str, int]], runs_dir: Path, *,
                  run_id: RunId | None = None, attempt: int = 1) -> None:

@@ -1,10 +1,6 @@
-"""When a walk of the plan stops, and when an interrupted control is tried again. Pure.
-
-The one campaign loop (`drive.drive`) asks `stop_reason` after each outcome, whichever
-executor ran it, so the campaign's `stop_policy` means one thing for `run`, `night` and
-a Slurm night alike; `rerun --failed` asks `environment_stops` between its reruns, the
-same rule that stops every walk on a host fault.
-"""
+"""When a walk of the plan stops, and when an interrupted control is tried again. Pure,
+and asked after every outcome whichever executor ran it, so `stop_policy` means one thing
+for `run`, `night` and a Slurm night alike."""
 
 from __future__ import annotations
 
@@ -40,8 +36,7 @@ ENDED_ON_PURPOSE = frozenset({Why.DONE, Why.DEADLINE, Why.STOP_POLICY})
 
 
 def environment_stops(exit_code: int) -> bool:
-    """An environment fault (exit 3) stops every walk, whatever its policy: the next
-    control would meet the same host."""
+    """An environment fault stops every walk: the next control would meet the same host."""
     return exit_code == ENVIRONMENT
 
 
@@ -55,14 +50,9 @@ class Ended(Protocol):
 
 
 def stop_reason(policy: str, outcome: Ended) -> Why | None:
-    """Why the walk stops after `outcome`, or None to go on.
-
-    A signal (the run was interrupted, or a stop was asked while it sealed) stops every
-    campaign; so does an environment fault. Then the campaign's own policy:
-    `stop-on-refusal` stops on anything but accepted, `stop-on-failure` on failed or
-    timed out, `continue` never. A control that ran elsewhere (`remote`, a Slurm job)
-    and was interrupted (scancel, a lost node) stopped that host's run, not this walk:
-    the policy and the retry rule decide."""
+    """Why the walk stops after `outcome`, or None to go on. A signal or an environment
+    fault stops every campaign; then `stop_policy`. A remote control interrupted (scancel, a
+    lost node) stopped its host's run, not this walk: the policy and retry rule decide."""
     if policy not in STOP_POLICIES:
         raise InvalidInput(f"unknown stop policy {policy!r} (one of {', '.join(STOP_POLICIES)})")
     status = outcome.status
@@ -94,9 +84,7 @@ class RetryPolicy:
 
 
 def retry_allowed(policy: RetryPolicy, state: State | str, attempt: int) -> bool:
-    """Whether a slot whose newest attempt (number `attempt`) ended in `state` is tried again.
-
-    Only an interruption is retried (the host, not the control, stopped it); a refused,
+    """Is this slot tried again? Only an interruption is (the host stopped it); a refused,
     failed or timed-out control would only repeat its verdict."""
     return state == State.INTERRUPTED and attempt < policy.max_attempts
 
@@ -112,10 +100,8 @@ class StoppedAfter:
 
 def why_not_executed(why: Why | str, policy: str, after: StoppedAfter | None = None,
                      deadline: str | None = None) -> str:
-    """Why a walk that ended so left the rest of its plan unrun, in one line.
-
-    `after`: the outcome the stop policy (or a host fault) stopped on; `deadline`: what
-    set the walk's deadline (`--until 06:30`, `window 22:00-06:30`)."""
+    """Why the walk left the rest of its plan unrun, in one line (`after`: the outcome it
+    stopped on; `deadline`: what set the deadline)."""
     rules = f" ({', '.join(after.rules)})" if after is not None and after.rules else ""
     if why == Why.STOP_POLICY:
         if after is None:
@@ -136,8 +122,7 @@ def why_not_executed(why: Why | str, policy: str, after: StoppedAfter | None = N
 def not_executed(left: Iterable[Slot], why: Why | str, policy: str,
                  after: StoppedAfter | None = None,
                  deadline: str | None = None) -> tuple[NotExecuted, ...]:
-    """Each slot `left` unrun by a walk that ended with `why`, in plan order; none when the
-    walk was done (a slot left then was deferred by the doctor, which says so itself)."""
+    """Each slot left unrun by a walk that ended with `why`; none when it was done."""
     if why == Why.DONE:
         return ()
     text = why_not_executed(why, policy, after, deadline)

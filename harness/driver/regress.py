@@ -1,30 +1,15 @@
 """The regression call of a sealed run, read from sealed folders and sealed as an addendum.
 
-The decisions are `harness.judge.comparable`'s (which runs, which figures, which way) and
-`harness.judge.regression`'s (the test); this is the I/O around them. Every value a call
-rests on is read from a run's own sealed folder, after `verify_folder` passed, as the
-bytes its SHA256SUMS vouches for (`SealedReader`); the seal digest named in the addendum is
-the sha256 of the very SHA256SUMS those claims came from. The performance log (a
-convenience, not evidence) is never read. The call is written as
-`addenda/<stamp>-regression/` through the one addendum writer (atomic, with its own
-SHA256SUMS; `harness verify` checks it); `harness.judge.regressionfile` reads it back.
+The decisions are `judge.comparable`'s and `judge.regression`'s; this is the I/O. Every
+value is read from a verified sealed folder as the bytes its SHA256SUMS vouches for
+(`SealedReader`); the performance log (a convenience) is never read.
 
-A runs folder is hostile: anyone who can write it can name folders like runs of a control.
-So a name only makes a folder a candidate (`scan`: `<control>-<stamp>-<tail>`, the
-control matched whole, real folders only), and the baseline is chosen by what the folders
-hold (`choose`), with the work bounded by what is read, not by how many names there are:
-1. a glance (lstat only, uncounted): an entry that is no folder, an empty or unsealed
-   folder, one with no regular run.json, is junk at once;
-2. a read of SHA256SUMS, run.json and host-before.json, each file only as the seal claims
-   it (no whole-folder hash yet), the smallest first, at most `MAX_READ` folders and
-   `MAX_READ_BYTES` per call: a record forged after its seal, another control, status,
-   image, host or a later seal is sorted out here;
-3. the folders left are verified whole (`read_candidate`), newest first by their own
-   sealed time (never by the date in a name), until the baseline is full or
-   `MAX_FAILED` of them have failed.
-Junk is counted by kind and skipped, never counted against the baseline; a cap that
-leaves folders unexamined is said in the addendum (`unexamined`, `stopped`).
-"""
+A runs folder is hostile (anyone who can write it can name folders like runs), so a name
+only makes a candidate (`scan`), and the work is bounded by what is read: a glance (lstat)
+drops junk; a claimed-bytes read of SHA256SUMS, run.json and host-before.json (at most
+`MAX_READ` folders, `MAX_READ_BYTES`) sorts out the wrong control, status, image, host or
+seal; the rest are verified whole, newest sealed first, until the baseline is full or
+`MAX_FAILED` failed. A cap that leaves folders unexamined is said in the addendum."""
 
 from __future__ import annotations
 
@@ -66,9 +51,7 @@ from harness.measure import perflog
 from harness.measure.runfolder import manifest
 from harness.measure.runfolder.layout import HOST_BEFORE, METRICS, RECORD, SUMS
 
-# Folders whose seal, record and host snapshot are read per call: 100 baselines' worth, so
-# a control's own history never reaches it, while a runs folder stuffed with look-alikes
-# costs a bounded read (the cap, when reached, is said in the addendum).
+# Folders read per call: 100 baselines' worth, beyond a control's own history
 MAX_READ = 100 * MAX_BASELINE
 MAX_READ_BYTES = 1024**3  # and at most this much of those three files in all
 MAX_FAILED = 4 * MAX_BASELINE  # folders that read as comparable yet fail the whole check
@@ -91,9 +74,8 @@ def _named_for(name: str, control: str) -> bool:
 
 
 def scan(runs_dir: Path, control: str) -> Listing:
-    """The entries of `runs_dir` named as runs of `control` (`ctl` is not `ctl-b`): the
-    real folders, and every other kind of entry (a symlink, a file) as junk; nothing is
-    read but the listing. An empty listing when the folder cannot be listed."""
+    """The entries of `runs_dir` named as runs of `control` (`ctl` is not `ctl-b`): real
+    folders, and anything else as junk; only the listing is read."""
     found, junk = [], []
     try:
         with os.scandir(runs_dir) as it:
@@ -154,9 +136,8 @@ def _problems(run_dir: Path) -> Unverified | None:
 
 
 def _read(run_dir: Path, whole: bool) -> Candidate | Unverified:
-    """The run as its folder says, each file read only as its SHA256SUMS claims it; the
-    whole folder verified first when `whole` (else a claims-only reading, digest and
-    figures left empty, that only sorts folders out: the whole check still decides)."""
+    """The run as its folder says, each file read only as SHA256SUMS claims it; verified
+    whole first when `whole` (else a claims-only read that only sorts folders out)."""
     name = run_dir.name
     try:
         if whole and (problem := _problems(run_dir)) is not None:
@@ -191,10 +172,8 @@ def read_candidate(run_dir: Path) -> Candidate | Unverified:
 
 
 class _Reads:
-    """Step 2 of `choose` over a listing: its junk, each folder's glance, then the claims
-    reading of those worth it, cheapest first (a real run's three files are small, so
-    a few large look-alikes cannot spend the budget before the runs are read), within the
-    caps; `unread` counts the folders the caps left."""
+    """Step 2 of `choose`: junk, glances, then the claims read of those worth it, cheapest
+    first (so large look-alikes cannot spend the budget), within the caps."""
 
     def __init__(self, listing: Listing, max_read: int, max_read_bytes: int) -> None:
         self.listing, self.max_read, self.max_bytes = listing, max_read, max_read_bytes
@@ -221,9 +200,8 @@ class _Reads:
 def choose(run: Candidate, runs_dir: Path, *, exclude: Iterable[str] = (),
            max_read: int = MAX_READ, max_read_bytes: int = MAX_READ_BYTES,
            max_failed: int = MAX_FAILED) -> Selection:
-    """The baseline of `run` (its earlier comparable runs, newest first, at most
-    MAX_BASELINE) from the folders under `runs_dir` that verify, in the three steps the
-    module says; every other folder named as a run of its control counted as junk."""
+    """The baseline of `run` (earlier comparable runs that verify, newest first, at most
+    MAX_BASELINE), in the module's three steps; the rest counted as junk."""
     if not run.control:
         return Selection(())
     reads = _Reads(scan(runs_dir, run.control), max_read, max_read_bytes)
@@ -254,8 +232,7 @@ class Called:
         return regressed(self.calls)
 
     def confirms(self) -> dict | None:
-        """The rerun's `confirms`: its original, and each of the original's regression
-        calls confirmed or not (None for a run that is no confirmation)."""
+        """The rerun's `confirms`: each regression of its original, confirmed or not."""
         if self.original is None:
             return None
         alone = {c.figure: c for c in self.alone}
@@ -276,11 +253,9 @@ def call_run(run_dir: Path, runs_dir: Path) -> Called | Unverified:
 
 
 def call_rerun(rerun_dir: Path, original_dir: Path, runs_dir: Path) -> Called | Unverified:
-    """A confirmation rerun: its original alone, then [original, rerun] and the rerun
-    alone, all against the original's baseline (runs sealed before it); each figure the
-    original alone was called a regression on is confirmed only when the pair and the
-    rerun alone are called one too (`comparable.confirmation`). A rerun on another image
-    or host than its original confirms nothing."""
+    """A confirmation rerun: each regression of its original alone is confirmed only when
+    [original, rerun] and the rerun alone are called one too, against the original's
+    baseline. A rerun on another image or host confirms nothing."""
     rerun, original = read_candidate(rerun_dir), read_candidate(original_dir)
     if isinstance(rerun, Unverified):
         return rerun

@@ -1,27 +1,14 @@
 """Operator reruns: the same control again as a new attempt, linked both ways.
 
-Under `require_approval`, a rerun whose seal no approval covers is refused before any
-folder, journal row or lock (`probe.approval.check.before_run`), with the next step: a fix
-changes the seal, and the new seal needs the gates and an approval first.
-
-A rerun reads the control from the campaign file as it is on disk now (`plan_rerun`), so
-a fix runs; the plan says which files and which source seal it uses and how that seal
-differs from the original's (the original's preflight.json file list), and whether each
-mount outside the seal (`sealed: false`, read-write) holds what it held when the original
-ran (`measure.mountdigest`, compared by `judge.diff.mounts_topic`): a plain repeat only
-when both are unchanged, never while a mount's content is not known. `--failed` takes
-each slot of a night whose newest attempt did not succeed (`failed_rows`, pure).
-
-The original folder is sealed and read-only, so the backward link lives in the new run's
-run.json (`rerun_of`) and the forward link ("rerun by") lives outside run folders: in the
-night's journal when the original belongs to a night, and always in `reruns.jsonl` beside
-the run folders, appended (O_APPEND, one line per write, fsync) and never rewritten.
-"""
+A rerun reads the control as it is on disk now (`plan_rerun`), so a fix runs; the plan
+says how its seal and its unsealed read-write mounts differ from the original's: a plain
+repeat only when both are unchanged. Under `require_approval` an uncovered seal is refused
+before any folder, row or lock. The original is read-only, so the forward link lives in
+the night's journal and always in `reruns.jsonl` (appended, never rewritten)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,8 +20,9 @@ from harness.config.loader import Loaded, require_campaign
 from harness.driver.drive import run_one
 from harness.driver.local import LocalExecutor
 from harness.driver.night.nightlock import NightLock
+from harness.driver.night.runner import Summarize, rewrite_summary
 from harness.driver.plan import LaunchRequest, Outcome, new_request
-from harness.judge.diff import (
+from harness.judge.difference import (
     file_changes,
     mount_words,
     mounts_topic,
@@ -47,15 +35,15 @@ from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME, NIGHTS
 from harness.measure.nightfolder.rows import Row, latest_attempts
 from harness.measure.runfolder import inputs as kept
-from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.layout import PREFLIGHT, RECORD
-from harness.measure.runfolder.record import RunRecord
 from harness.measure.runfolder.reruns import INDEX as INDEX  # where tests and callers look
 from harness.measure.runfolder.reruns import append_index, index_entry
+from harness.measure.runfolder.runjson import RunRecord
 from harness.measure.runfolder.sealed import read_record
 from harness.measure.seal import SourceSeal, source_seal
 from harness.measure.ui import Reporter
-from harness.probe.approval.check import before_run
+from harness.probe.approval.runcheck import before_run
 
 
 def night_of(run_id: str, nights_dirs: list[Path]) -> Path | None:
@@ -76,9 +64,6 @@ def night_of(run_id: str, nights_dirs: list[Path]) -> Path | None:
     return None
 
 
-Summarize = Callable[[Path], list[Path]]  # the morning summary's writer (the caller's)
-
-
 @dataclass
 class RerunResult:
     run_dir: Path
@@ -90,9 +75,8 @@ class RerunResult:
 
 @dataclass
 class RerunPlan:
-    """What a rerun will use: the campaign and control as they are on disk now, the source
-    seal they make, and how that seal differs from the original's (`changes`: the seal's
-    files added/removed/changed; None when the original's file list is unreadable)."""
+    """What a rerun will use (campaign and control on disk now, their seal) and how the seal
+    differs from the original's (`changes`; None when its file list is unreadable)."""
 
     run_dir: Path
     original: RunRecord
@@ -101,8 +85,7 @@ class RerunPlan:
     seal: SourceSeal
     changes: dict[str, list[str]] | None
     why_unknown: str | None = None
-    # The mounts topic (`judge.diff.mounts_topic`), the original against now; None: not
-    # compared, so not known.
+    # `judge.diff.mounts_topic`, the original against now; None: not compared, not known
     mounts: dict | None = None
 
     @property
@@ -117,8 +100,7 @@ class RerunPlan:
 
 
 def seal_lines(plan: RerunPlan) -> list[str]:
-    """Pure: say plainly whether the seal and the mounts outside it changed against the
-    original, and how: a plain repeat only when neither did and every mount is known."""
+    """Pure: whether (and how) the seal and the mounts outside it changed."""
     topic = plan.mounts or {"same": None, "mounts": [], "note": "not compared"}
     rows = [r for r in topic["mounts"] if r["same"] is not True]
     mounts = [f"  mount {mount_words(r)}" for r in rows]
@@ -140,16 +122,8 @@ def seal_lines(plan: RerunPlan) -> list[str]:
     return [f"seal changed: {counted(len(names), 'file')}", *names, *mounts]
 
 
-def read_original(run_dir: Path) -> RunRecord:
-    """The original's record through the one verified reader: a run folder never sealed or
-    failing verification is refused (exit 1), so an edited run.json never chooses what a
-    rerun runs."""
-    return read_record(run_dir)
-
-
 def campaign_of(run_dir: Path, original: RunRecord, root: Path) -> Path:
-    """The campaign file the original's record names, which must lie inside the checkout
-    `root` (InvalidInput otherwise): a record names files, it never widens what may run."""
+    """The campaign file the record names, which must lie inside the checkout `root`."""
     named = (original.campaign or {}).get("file")
     if not named:
         raise InvalidInput(f"{run_dir}/{RECORD} names no campaign file")
@@ -162,14 +136,12 @@ def campaign_of(run_dir: Path, original: RunRecord, root: Path) -> Path:
 
 
 def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
-    """The original's control from the campaign file as it is on disk now (the recorded
-    path, which must lie in the checkout holding the run as it was addressed, or
-    `campaign`), and the seal it gives against the original's. Reads only. A symlink to a
-    run (`latest`) is followed once, here: the rerun, its link and its journal row belong
-    beside the real folder, never beside the link."""
+    """The original's control from the campaign file on disk now, and the seal it gives
+    against the original's. Reads only. A `latest` symlink is followed once, here: the rerun
+    belongs beside the real folder."""
     root = of_run(run_dir)  # the operator's address of the run decides, not its record
     run_dir = Path(os.path.realpath(run_dir))
-    original = read_original(run_dir)
+    original = read_record(run_dir)  # verified: an edited run.json never chooses a rerun
     camp_file = campaign or campaign_of(run_dir, original, root)
     control_name = (original.control or {}).get("name")
     if not control_name:
@@ -192,8 +164,7 @@ def plan_rerun(run_dir: Path, *, campaign: Path | None = None) -> RerunPlan:
 
 def check_reason(reason: str) -> None:
     """A rerun reason is recorded in run.json, the journal and reruns.jsonl: it must say
-    something, and be text UTF-8 can hold (a non-UTF-8 argv byte arrives as a lone
-    surrogate, which would fail those writes half-way through a rerun)."""
+    something, in text UTF-8 can hold (a lone surrogate would fail those writes half-way)."""
     if not reason.strip():
         raise InvalidInput("--reason must say why the run is repeated")
     try:
@@ -211,30 +182,15 @@ def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = N
                    lock_timeout=lock_timeout)
 
 
-def rewrite_summary(night: Path, summarize: Summarize | None, ui: Reporter) -> list[Path]:
-    """Rewrite the night's summary files after its rows changed, so the morning report
-    shows the rerun, not only the refusal. A failure is an event: the rerun stands."""
-    if summarize is None:
-        return []
-    try:
-        return summarize(night)
-    except (HarnessError, OSError, ValueError) as e:
-        ui.event("summary-failed", night=str(night), error=f"{type(e).__name__}: {e}")
-        return []
-
-
 def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
             lock_timeout: float | None = None, night: Path | None = None,
             summarize: Summarize | None = None) -> RerunResult:
-    """Launch a planned rerun under the night lock, linked both ways (`night`: the
-    original's night folder, when the caller knows it). When the original belongs to a
-    night, `summarize(night)` rewrites its summary files once the journal changed, whether
-    the rerun ended or failed on the way (still under the night lock)."""
+    """Launch a planned rerun under the night lock, linked both ways; for a night's run,
+    `summarize(night)` rewrites its summary once the journal changed, even on failure."""
     check_reason(reason)
     run_dir, loaded, run_id = plan.run_dir, plan.loaded, plan.original.run_id
     runs_dir = Path(os.path.abspath(runs_dir or run_dir.parent))
-    # A seal no approval covers is refused here, before any folder or journal row exists,
-    # naming the next step; the preflight asks the same again and seals its answer.
+    # refused before any folder or journal row exists; preflight asks again and seals it
     before_run(loaded, runs_dir, seal=plan.seal.digest)
     runs_dir.mkdir(parents=True, exist_ok=True)
     night = night or night_of(run_id, [runs_dir / NIGHTS, run_dir.parent / NIGHTS])
@@ -282,22 +238,16 @@ RERUN_STATES = frozenset(State.of(s) for s in Status if s != Status.ACCEPTED)
 
 
 def failed_rows(rows: list[Row]) -> list[Row]:
-    """Pure: the newest attempt of each slot of a night when it did not succeed (refused,
-    failed, timed out or interrupted) and has a run folder, in plan order."""
+    """Pure: each slot's newest attempt that did not succeed and has a run folder."""
     latest = latest_attempts(rows)
     return [latest[i] for i in sorted(latest)
             if latest[i].state in RERUN_STATES and latest[i].run_dir]
 
 
 def night_failures(night_dir: Path) -> list[Path]:
-    """The run folders `rerun --failed` repeats, from the night's journal (read-only).
-
-    A journal is evidence like any other and may be forged: each row's folder must be the
-    folder named for its run id directly in the night's runs folder (a night folder is
-    RUNS/nights/NIGHT), and no folder may be named twice; else nothing is rerun (exit 2),
-    so a forged row cannot make a rerun write beside a folder outside the runs folder.
-    Each is returned in the runs folder as the operator addressed the night (a linked runs
-    folder is not followed), which decides the checkout a rerun belongs to."""
+    """The run folders `rerun --failed` repeats, from the night's journal (read-only). A
+    journal may be forged: each row's folder must be named for its run id directly in the
+    night's runs folder, none twice, else nothing is rerun (exit 2)."""
     night_dir = Path(os.path.abspath(night_dir))
     path = night_dir / JOURNAL_NAME
     if not path.is_file():
@@ -323,8 +273,7 @@ def night_failures(night_dir: Path) -> list[Path]:
 
 
 class RerunRecorder:
-    """Records a rerun where its forward link lives: the original's night journal (if it
-    has one) and always reruns.jsonl beside the run folders."""
+    """Records a rerun in the original's night journal (if any) and reruns.jsonl."""
 
     def __init__(self, runs_dir: Path, journal: Journal | None, night: Path | None,
                  link: dict) -> None:

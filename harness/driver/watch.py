@@ -30,9 +30,8 @@ class Settings:
     env: Mapping[str, str] | None = None  # the Slurm clients' environment (SLURM_CONF)
     jobcomp: Path | None = None  # jobcomp/filetxt file, where there is no accounting
     use_sacct: bool = False
-    # Run id -> the record of its bundle's arrival (None: nothing new in the drop). Given by
-    # the command line (bundles are a layer above): it verifies `<drop>/bundles/<run id>`
-    # and unpacks the run into RUNS_DIR, so hosts may keep their runs on local disks.
+    # run id -> its verified bundle's arrival from the drop (None: nothing new), given by
+    # the command line (bundles are a layer above) where hosts keep runs on local disks
     fetch: Callable[[str], Mapping[str, object] | None] | None = None
 
 
@@ -45,8 +44,7 @@ def members(requests: Members) -> tuple[LaunchRequest, ...]:
 
 @dataclass
 class Watch:
-    """One job in flight: its requests (one, or a same_host group's members in order), and
-    what its follow-up has seen so far."""
+    """One job in flight: its requests, and what its follow-up has seen so far."""
 
     job_id: str
     requests: tuple[LaunchRequest, ...]
@@ -64,7 +62,3 @@ class Watch:
 
     def __post_init__(self) -> None:
         self.requests = members(self.requests)
-
-    @property
-    def request(self) -> LaunchRequest:
-        return self.requests[0]

@@ -1,22 +1,11 @@
 """Which earlier runs a run is compared with, which of its figures, which way each figure
-gets worse, and what the calls add up to. Pure: the regression calls' decisions (issue 25,
-parts 3 and 4); `harness.driver.regress` reads the sealed folders and writes the addendum.
+gets worse, and what the calls add up to. Pure: `harness.driver.regress` does the I/O.
 
-A figure means something only against runs that measured the same thing in the same
-place, so a run is compared only with earlier **accepted** runs of the same control, the
-same image Id and the same host identity (its host snapshot, `host-before.json`, less what
-changes on every run or every boot: `HOST_VOLATILE`); a refused run's figures describe a
-run that was judged wrong. Each candidate comes from its own sealed folder, verified
-first. A folder named like a run of the control that is none (not a folder, empty,
-unsealed, failing its seal, unreadable, or naming another control) is junk (`Junk`): it
-is counted by kind, the first of it named, and skipped, never compared and never counted
-against the baseline's size, so no number of such folders can push a verified run out
-(`select`, `fill`).
-
-`DIRECTIONS` is the one table of which way each figure of the performance log gets worse.
-A figure not in it is not called, and the addendum says so and why (`uncalled`,
-`NOT_CALLED`).
-"""
+A figure means something only against earlier ACCEPTED runs of the same control, image
+Id and host identity (less `HOST_VOLATILE`), each verified from its sealed folder. A
+folder named like such a run that is none is `Junk`: counted by kind and skipped, never
+counted against the baseline's size, so no number of them can push a verified run out.
+A figure not in `DIRECTIONS` is not called, and the addendum says why."""
 
 from __future__ import annotations
 
@@ -109,8 +98,7 @@ class Candidate:
 
 class Junk(enum.StrEnum):
     """Why a folder named like a run of the control is no run a baseline may rest on. Junk
-    is counted and skipped: it never stands in a baseline and never counts against its
-    size, whatever its name says."""
+    never stands in a baseline and never counts against its size, whatever its name says."""
 
     NOT_A_FOLDER = "not a folder"  # a symlink, a file, a device: no run folder
     EMPTY = "empty"  # nothing in it
@@ -257,12 +245,10 @@ def fill(run: Candidate, verified: Iterable[Candidate | Unverified], earlier: Se
          before: datetime | None = None, exclude: Iterable[str] = (),
          limit: int = MAX_BASELINE, max_failed: int) -> Selection:
     """Pure over a lazy sequence: the baseline from `verified`, the verified reading of
-    `earlier.baseline` (the folders whose claims read as comparable, newest first by their
-    own sealed time), taken one at a time only until `limit` runs stand in it or
-    `max_failed` have failed verification. Junk is skipped, never counted against
-    `limit`; what `earlier` counted is carried; the candidates never reached are counted
-    with the other runs when the baseline is full, as unexamined (and said) when the
-    failures stopped it."""
+    `earlier.baseline` (the folders whose claims read as comparable, newest first by their own
+    sealed time), taken one at a time only until `limit` runs stand in it or `max_failed` have
+    failed verification. Junk is never counted against `limit`; candidates never reached are
+    said as unexamined when failures stopped it."""
     tally = _Tally(run, before, exclude, earlier)
     waiting, failed = len(earlier.baseline), 0
     unexamined, stopped = earlier.unexamined, earlier.stopped
@@ -309,12 +295,10 @@ def regressed(calls: Iterable[FigureCall]) -> list[str]:
 
 
 def confirmation(first: Movement, pair: Movement, rerun: Movement) -> Confirmation | None:
-    """Pure: a regression called on a run alone is confirmed only when its run and its
-    rerun together (`pair`) are called a regression too, and so is the rerun on its own
-    (`rerun`); nothing to confirm otherwise. The pair alone is not enough: one extreme run
-    carries a pair past the level with a normal rerun anywhere in the top fifth of the
-    baseline (a one-off would page one night in four, tests/unit/test_regression_paging.py);
-    the rerun alone is past it only beyond every earlier run."""
+    """Pure: a regression called on a run alone is confirmed only when its run and its rerun
+    together (`pair`) are called a regression too, and so is the rerun on its own (`rerun`); nothing
+    to confirm otherwise. The pair alone is not enough: one extreme run carries a pair past the
+    level with a normal rerun (a one-off would page one night in four)."""
     if first != Movement.REGRESSION:
         return None
     if pair == Movement.REGRESSION and rerun == Movement.REGRESSION:
@@ -344,10 +328,8 @@ METHOD = {"test": "one-sided Mann-Whitney U, exact (harness.judge.regression)",
 
 def document(run: Candidate, recent: Sequence[Candidate], selection: Selection,
              calls: Sequence[FigureCall], at: str, **extra: Any) -> dict:
-    """Pure: the addendum's `regression.json` (schema harness.regression/v1): every call
-    with the medians and sizes it compared, and its inputs, each run id with its seal
-    digest. `extra`: `rerun` (the original's: scheduled or why not) or `confirms` (the
-    rerun's: the original and what became of each of its regression calls)."""
+    """Pure: the addendum's `regression.json` (schema harness.regression/v1): every call with the
+    medians and sizes it compared, and its inputs, each run id with its seal digest."""
     return {
         "schema": SCHEMA, "run_id": run.run_id, "control": run.control,
         "image_id": run.image_id, "host_identity": run.host, "called_at": at,

@@ -1,25 +1,11 @@
 """What the kernel said during a run's window, and whether that refuses it. Pure.
 
-A GPU reset, a ring timeout (a hung job the driver killed), a machine check or a PCIe
-bus error (AER) during a run makes its figures meaningless, however cleanly the workload
-exited: the run is refused with the fault's own rule and the lines that show it. A part
-of the window that could not be read (a log rotated out of reach, a ring buffer that
-overwrote records first) may have held one: it refuses a control that requires the
-kernel log (`KERNEL-LOG-GAP`), and is noted in run.json otherwise.
-
-`harness.measure.kmsg` reads the records of the run's window (from the lock taken to the
-seal) and hands each to a `Tally` as it reads, so the whole window is judged with bounded
-memory; `findings` names each fault once per kind, with its first lines as the excerpt.
-
-Every line comes from the host's log, where processes put their own text: a process's name
-(`comm`, 15 characters) and arguments appear inside the kernel's lines about it (a
-segfault, an OOM kill, an audit record, the driver's "Process x pid n"), and root may write
-whole lines into `/dev/kmsg`. So a fault shape is matched only at the start of a record's
-text and only on the driver's own message shape (`amdgpu <pci address>: ` and the kernel's
-own prefixes, longer than any process name), never anywhere in a line; and a record its
-source marks as a process's (`Record.kernel` False) is never a fault. Records are bounded,
-and their text goes out inert wherever it is shown.
-"""
+Processes put their own text in the kernel log (a `comm` inside a segfault line, root
+writing /dev/kmsg), so a fault is matched only at the start of a record's text on the
+driver's own message shape, and a record marked as a process's is never a fault.
+A fault makes the figures meaningless however cleanly the workload exited. An unreadable
+part of the window may have held one: it refuses a control requiring the kernel log. The
+window is judged as read, in bounded memory."""
 
 from __future__ import annotations
 
@@ -97,8 +83,8 @@ class Tally:
         self.lines: dict[str, list[str]] = {}
 
     def add(self, found: Record) -> bool:
-        """Count the record; True when it is one of its kind's first lines (the reader
-        keeps those, however far into the window they came)."""
+        """Count the record; True when it is one of its kind's first lines (kept however far
+        into the window they came)."""
         rule = fault(found)
         if rule is None:
             return False

@@ -1,27 +1,10 @@
 """Whether a control's figure moved: a regression called with statistics, never by eye. Pure.
 
-The question a night owner asks of a figure (a duration, a lock wait, a throughput) is
-whether tonight's runs are drawn from the same distribution as the earlier accepted runs
-of the same control, image Id and host. A single run against a mean and a tolerance
-answers it badly: noise makes false alarms, and a real step hides under a wide band. So
-the call is made as google/benchmark's `compare.py` and asv make theirs:
-
-- a **rank test** (one-sided Mann-Whitney U, exact for these sizes, a tie broken against
-  the call)
-  of the recent runs against the baseline: no assumption about the figure's distribution,
-  and one wild run moves a rank by one, not the mean by a lot;
-- an **effect floor**: the median must also have moved by at least `min_effect` of the
-  baseline's median, so a shift too small to matter is never paged however steady the
-  series;
-- a **minimum baseline**: below `min_baseline` earlier runs the answer is
-  "insufficient data", never a call.
-
-With two recent runs (tonight's and its confirmation rerun, or last night's) against nine
-earlier ones the smallest p-value the test can give is 1/55, so the level `alpha` 0.05 is
-reachable only when both recent runs lie beyond every earlier one but one: a step is
-called within two nights, and noise is called at most about 2 times in 55 before the
-effect floor removes most of those (the tests measure both rates on generated series).
-"""
+As google/benchmark's compare.py and asv do: a one-sided Mann-Whitney U rank test (one wild
+run moves a rank by one, not the mean by a lot), an effect floor on the median's move, and
+a minimum baseline below which the answer is "insufficient data", never a call.
+With two recent runs against nine earlier the smallest p is 1/55, so alpha 0.05 is reached
+only when both lie beyond all earlier runs but one: a step is called within two nights."""
 
 from __future__ import annotations
 
@@ -74,10 +57,8 @@ class Call:
 
 @lru_cache(maxsize=64)
 def _u_counts(m: int, n: int) -> tuple[int, ...]:
-    """How many of the C(m+n, m) orderings of m recent and n earlier runs give each value
-    of U (the pairs where a recent run is above an earlier one), U = 0 .. m*n. Built row
-    by row from the recurrence over the largest value: it is a recent run (adding the j
-    earlier runs below it) or an earlier one (adding nothing)."""
+    """How many of the C(m+n, m) orderings of m recent and n earlier runs give each value of U (the
+    pairs where a recent run is above an earlier one), U = 0 .."""
     row = [(1,)] * (n + 1)  # i = 0 recent runs: U is 0 whatever j
     for i in range(1, m + 1):
         new = [(1,)]  # j = 0 earlier runs: U is 0
@@ -94,16 +75,14 @@ def _u_counts(m: int, n: int) -> tuple[int, ...]:
 
 def u_statistic(recent: Sequence[float], baseline: Sequence[float]) -> int:
     """Pure: pairs (recent, earlier) with the recent run strictly higher. A tie counts for
-    nothing: tied figures come from rounding, their true order is unknown, and the order
-    least favourable to the call is the one taken."""
+    nothing: its true order is unknown, so the order least favourable to the call is taken."""
     return sum(1 for r in recent for b in baseline if r > b)
 
 
 def p_higher(recent: Sequence[float], baseline: Sequence[float]) -> float:
-    """Pure: the exact one-sided p-value that the recent runs are higher than chance puts
-    them: P(U >= u) over every ordering of distinct values. With ties it is the p-value of
-    the tie-breaking least favourable to the call (the largest of them), so ties never
-    make a figure look moved."""
+    """Pure: the exact one-sided p-value that the recent runs are higher than chance puts them: P(U
+    >= u) over every ordering of distinct values. With ties, that of the tie-breaking least
+    favourable to the call, so ties never make a figure look moved."""
     m, n = len(recent), len(baseline)
     counts = _u_counts(m, n)
     return sum(counts[u_statistic(recent, baseline):]) / math.comb(m + n, m)
@@ -112,8 +91,7 @@ def p_higher(recent: Sequence[float], baseline: Sequence[float]) -> float:
 def call(recent: Sequence[float], baseline: Sequence[float], worse: Worse, *,
          alpha: float = ALPHA, min_baseline: int = MIN_BASELINE,
          min_effect: float = MIN_EFFECT) -> Call:
-    """Pure: did the figure move between `baseline` (earlier accepted runs, oldest first)
-    and `recent` (tonight's, with its confirmation rerun or last night's)?"""
+    """Pure: did the figure move between `baseline` and `recent`?"""
     recent = [float(v) for v in recent if _finite(v)][-MAX_RECENT:]
     baseline = [float(v) for v in baseline if _finite(v)][-MAX_BASELINE:]
     if not recent or len(baseline) < min_baseline:

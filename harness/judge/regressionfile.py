@@ -1,11 +1,7 @@
 """A run's `regression` addendum, read back: `addenda/<stamp>-regression/regression.json`.
 
-The night writes a call into the run's folder through the one addendum writer
-(`harness.driver.regress.seal`); the night's confirmation step and every report of a night
-read it back here. The folder is hostile: only a real folder named as a regression
-addendum counts, and its document is read as the addendum's own SHA256SUMS vouches for,
-after the addendum verifies; one that does not, or is not ours, is no call.
-"""
+The folder is hostile: only a real folder named as a regression addendum counts, read as
+its own SHA256SUMS vouches after it verifies; one that does not is no call."""
 
 from __future__ import annotations
 

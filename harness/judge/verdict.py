@@ -1,11 +1,7 @@
 """Where a run's status is decided: a pure function of what was measured and judged.
 
-Every reason names its rule (MLPerf's checker) and who found it (`by`: the harness, or the
-post-step by name), so a refusal can be traced to one check. A post-step's own rule ids
-(`GATE0-FIELD-DIFFERS`) are kept as its reasons' rules, never folded into `POST-<name>`.
-Status precedence: a preflight refusal, then interrupted, timed-out, failed (the
-container itself), then refused (a judge, or a seal that changed), else accepted.
-"""
+Every reason names its rule and who found it, so a refusal traces to one check.
+Precedence: preflight refusal, interrupted, timed-out, failed, refused, else accepted."""
 
 from __future__ import annotations
 

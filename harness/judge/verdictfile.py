@@ -1,16 +1,9 @@
 """verdict.json, what one post-step decided: its one shape, written and read back here.
 
-A post-step writes `{"schema", "verdict", "reasons", ...}`: `verdict` a `Verdict` word and
-each reason an object `{"rule", "detail"}`. A reason it writes has no `by`: who found it is
-the step the harness ran, never what the step says of itself, so the reader attributes
-every reason to the step (`Reason.of(item, by=step)`) and no step can claim one of the
-harness's own environment rules (exit 3). Text reasons ("RULE: detail") still read: older
-sealed folders hold them, and a custom post-step may write them.
-
-The file is the step's to write, so it is hostile: read bounded, never through a symlink,
-as strict JSON, and type-checked. A file that is there but is not a verdict is a problem,
-never an exception (the pipeline refuses the step with POST-VERDICT-UNREADABLE).
-"""
+A reason's `by` is the step the harness ran, never what the step says of itself, so no
+step can claim one of the harness's environment rules (exit 3). The file is the step's,
+so it is hostile: bounded, no symlink, strict JSON, type-checked; a bad one is a problem
+(POST-VERDICT-UNREADABLE), never an exception."""
 
 from __future__ import annotations
 
@@ -86,8 +79,7 @@ def _item(raw: object) -> str | dict[str, str] | None:
 
 
 def _reasons(raw: object) -> list[str | dict[str, str]] | None:
-    """The reasons a verdict lists (at most MAX_REASONS, then a count); None when the
-    list is not one of reasons."""
+    """The reasons a verdict lists; None when the list is not one of reasons."""
     if raw is None:
         return []
     found = [_item(r) for r in raw] if isinstance(raw, list) else [None]
@@ -112,10 +104,8 @@ def _parse(doc: object) -> tuple[Verdict | None, list[str | dict[str, str]], str
 
 
 def read(out_dir: Path, step: str) -> tuple[Verdict | None, list[Reason], str | None]:
-    """(verdict, reasons, problem) from the `verdict.json` post-step `step` wrote in
-    `out_dir`, if it wrote one: each reason the step's, under the rule it named (or
-    POST-REFUSED). `problem` is None for no file or a well-formed one; anything else is a
-    problem, never an exception."""
+    """(verdict, reasons, problem) from the `verdict.json` post-step `step` wrote in `out_dir`, if
+    it wrote one: each reason the step's, under the rule it named (or POST-REFUSED)."""
     path = Path(out_dir) / VERDICT
     if not os.path.lexists(path):
         return None, [], None

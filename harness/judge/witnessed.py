@@ -1,11 +1,8 @@
 """The launcher witness against the recorded vector: the process that ran is the one the
 run says it launched.
 
-The seed names "the actual launcher PID witness" as evidence. A witness is evidence only
-when it saw the launcher after its exec (`measure.witness.launcher` waits for that) and
-what it saw is the docker argv the run recorded in vector.json: a witness that never saw
-the exec, or saw another argv, refuses the run with its own rule. Pure.
-"""
+A witness is evidence only when it saw the launcher after its exec and saw the docker
+argv the run recorded; otherwise it refuses the run with its own rule. Pure."""
 
 from __future__ import annotations
 

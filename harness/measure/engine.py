@@ -1,9 +1,4 @@
-"""The one place the harness talks to the Docker engine through the SDK.
-
-Only this module creates a Docker client (tests/unit/test_architecture.py greps for it): one
-place decides timeouts, and what "no engine" means for a run (exit 3) and for a report
-(a reason, in words).
-"""
+"""The one place the harness talks to the Docker engine through the SDK (a test checks it)."""
 
 from __future__ import annotations
 
@@ -31,10 +26,7 @@ def client() -> docker.DockerClient:
 
 
 def try_client(timeout: int = 10) -> tuple[docker.DockerClient | None, str | None]:
-    """A client for questions about the host (doctor, host snapshot), or why there is none.
-
-    Unlike client() it neither pings nor raises: a sick engine is a fact to report there.
-    """
+    """A client for the doctor and host snapshot, or why there is none: never pings or raises."""
     try:
         return docker.from_env(timeout=timeout), None
     except (docker.errors.DockerException, OSError) as e:

@@ -1,13 +1,11 @@
-"""Run one docker vector and measure it: witnesses, native logs, timeout, exit and OOM.
-
-This module measures; it never judges (BenchExec's split). The pipeline decides what the
-outcome means.
+"""Run one docker vector and measure it: native logs, timeout, exit and OOM, calling back
+at each phase around the container where `harness.pipeline.evidence` gathers. It measures,
+never judges (BenchExec's split).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import select
 import shutil
@@ -15,28 +13,25 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import docker.errors
 
-from harness.base.atomic import write_json
 from harness.base.signals import Interrupted, on_second_interrupt
 from harness.base.timeutil import utc_now
-from harness.measure import engine, witness
+from harness.measure import engine
 from harness.measure.logs import Pump
 from harness.measure.runfolder import layout
-from harness.measure.telemetry import plan as telemetry_plan
-from harness.measure.telemetry.sampler import Sampler
 from harness.measure.vector import Vector
+from harness.measure.witness.subject import DURING, EXITED, LAUNCHED, STARTED, Subject
 
 CIDFILE_WAIT_S = 60.0
 
 
 @dataclass
 class ContainerExit:
-    """How the container ended and what was measured on the way: outcome.json. Filled in
-    as `run` learns each part, then handed to the caller, which only reads it."""
+    """How the container ended and what was measured on the way: outcome.json."""
 
     exit_code: int | None = None
     oom_killed: bool = False
@@ -52,37 +47,26 @@ class ContainerExit:
     log_bytes: dict[str, int] = field(default_factory=dict)
     log_errors: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    telemetry: dict | None = None  # the sampler's account (telemetry.sampler.Sampled)
-    # the launcher witness's document, for the launch stage to judge (its own file holds it)
-    launcher: dict | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
-        doc = asdict(self)
-        del doc["launcher"]
-        return {"schema": "harness.outcome/v1", **doc}
+        return {"schema": "harness.outcome/v1", **asdict(self)}
 
 
 def _program(name: str, env: dict[str, str]) -> str | None:
-    """The path `Popen` runs for argv[0], as its PATH search finds it: what the kernel
-    names a script launcher by when an interpreter runs it."""
+    """The path `Popen`'s PATH search finds for argv[0], as the launcher witness sees it."""
     found = shutil.which(name, path=env.get("PATH", os.defpath))
     return os.path.abspath(found) if found else None
 
 
 def _wait_cid(cidfile: Path, proc: subprocess.Popen, limit: float) -> str | None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < limit:
-        try:
-            cid = cidfile.read_text().strip()
-            if cid:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        exited = proc.poll() is not None
+        with contextlib.suppress(OSError):
+            if cid := cidfile.read_text().strip():
                 return cid
-        except OSError:
-            pass
-        if proc.poll() is not None:
-            try:
-                return cidfile.read_text().strip() or None
-            except OSError:
-                return None
+        if exited:
+            return None
         time.sleep(0.01)
     return None
 
@@ -128,9 +112,8 @@ def stop_interrupted(cid: str | None, grace: float) -> str:
 
 def _interrupted(out: ContainerExit, signal: str, cid: str | None, grace: float,
                  on_interrupt: Callable[[str, str | None], None] | None) -> str | None:
-    """Record the interruption, say so, stop the container. `cid` was read again if the
-    signal came before docker had named it: a container created meanwhile is stopped too,
-    never left running beside a released lock."""
+    """Record the interruption, say so, stop the container (`cid` read again if docker had
+    not named it: one created meanwhile is never left running beside a released lock)."""
     out.interrupted, out.container_id = True, cid
     if on_interrupt:
         on_interrupt(signal, cid)
@@ -140,9 +123,8 @@ def _interrupted(out: ContainerExit, signal: str, cid: str | None, grace: float,
 
 def _wait_exit(proc: subprocess.Popen, cid: str | None, out: ContainerExit, *, deadline: float,
                timeout: float, grace: float) -> None:
-    """Wait for the launcher to exit; past the deadline stop the container. The wait wakes
-    when the launcher exits (its pidfd becomes readable), not at the next 50 ms poll: on a
-    short control that poll was a visible part of the harness's own time."""
+    """Wait for the launcher to exit, waking on its pidfd (a 50 ms poll was visible in a
+    short control's time); past the deadline stop the container."""
     pidfd = _pidfd(proc.pid)
     try:
         while proc.poll() is None:
@@ -162,33 +144,11 @@ def _wait_exit(proc: subprocess.Popen, cid: str | None, out: ContainerExit, *, d
 
 
 def _pidfd(pid: int) -> int | None:
-    """A descriptor that becomes readable when `pid` exits; None where the kernel (before
-    Linux 5.3) or the platform has none, and the wait polls instead."""
+    """A descriptor readable when `pid` exits; None before Linux 5.3 (the wait polls)."""
     try:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
-
-
-def _sample(plan: telemetry_plan.Plan | None, container: dict | None, run_dir: Path,
-            out: ContainerExit) -> Sampler | None:
-    """Start sampling the container's telemetry (`telemetry.plan`); what cannot be sampled
-    is said in the outcome, and the control runs regardless."""
-    if plan is None:
-        return None
-    try:
-        sampler, missing = telemetry_plan.start(plan, (container or {}).get("cgroup"),
-                                                run_dir / layout.TELEMETRY)
-    except Exception as e:  # telemetry is evidence gained, never a reason not to run
-        sampler, missing = None, [f"{type(e).__name__}: {e}"[:300]]
-    out.telemetry = {"interval_s": plan.interval, "missing": missing,
-                     "sampled": sampler is not None}
-    return sampler
-
-
-def _sampled(sampler: Sampler | None, out: ContainerExit) -> None:
-    if sampler is not None and out.telemetry is not None:
-        out.telemetry.update(dataclasses.asdict(sampler.stop()))
 
 
 def _pumps(proc: subprocess.Popen, logs: Path) -> list[Pump]:
@@ -207,12 +167,9 @@ def _pumps(proc: subprocess.Popen, logs: Path) -> list[Pump]:
 def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
         on_started: Callable[[str], None] | None = None,
         on_interrupt: Callable[[str, str | None], None] | None = None,
-        telemetry: telemetry_plan.Plan | None = None) -> ContainerExit:
-    """Launch, witness, stream, wait. Writes each witness's file (harness.measure.witness) and
-    logs/; returns the measured outcome (the caller writes outcome.json). On a stop
-    signal `on_interrupt(signal, container id)` is told before the container is stopped,
-    so a person learns at once what the harness is doing. `telemetry`: what to sample
-    while the container runs (telemetry.jsonl)."""
+        at: Callable[[str, Subject], None] = lambda _phase, _subject: None) -> ContainerExit:
+    """Launch, stream to logs/, wait; `at(phase, subject)` at each phase. On a stop signal
+    `on_interrupt` is told before the container is stopped, so a person learns at once."""
     out = ContainerExit()
     logs = run_dir / layout.LOGS
     logs.mkdir(exist_ok=True)
@@ -223,18 +180,18 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
     proc = subprocess.Popen(vector.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
     # Witness first, before anything else can happen to the launcher.
-    subject = witness.Subject(proc.pid, secret_names=frozenset(vector.passed_env),
-                              program=_program(vector.argv[0], env))
-    out.launcher = witness.take(witness.LAUNCHED, subject, run_dir, write_json).get("launcher")
+    subject = Subject(proc.pid, secret_names=frozenset(vector.passed_env),
+                      program=_program(vector.argv[0], env), argv=tuple(vector.argv))
+    at(LAUNCHED, subject)
     pumps = _pumps(proc, logs)
-    cid = sampler = None
+    cid = None
     try:
         cid = _wait_cid(cidfile, proc, CIDFILE_WAIT_S)
         out.container_id = cid
         if cid:
-            started = dataclasses.replace(subject, container_id=cid)
-            taken = witness.take(witness.STARTED, started, run_dir, write_json)
-            sampler = _sample(telemetry, taken.get("container"), run_dir, out)
+            subject = replace(subject, container_id=cid)
+            at(STARTED, subject)
+            at(DURING, subject)
             if on_started:
                 on_started(cid)
         else:
@@ -250,7 +207,7 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
             proc.kill()
             out.launcher_exit = proc.wait()
             out.notes.append("the docker CLI did not exit after the container stopped; killed")
-        _sampled(sampler, out)
+        at(EXITED, subject)
         for p in pumps:
             p.join(timeout=60)
         out.ended = utc_now()

@@ -1,12 +1,8 @@
 """What a `docker save` archive holds, read safely: no extraction, bounded, no registry.
 
-`harness images pin --archive FILE` records the archive's sha256 so that `docker load -i`
-of those exact bytes gives the pinned image back. Before recording it, the archive must
-prove it holds that Id: a blob in it must hash to the Id (the image config for the
-graph-driver store, where Id = config digest; the manifest or index named by index.json
-for the containerd store, where Id = manifest digest). A digest is only believed after
-hashing the member's bytes, so a hostile manifest cannot name an Id it does not carry.
-"""
+Before its sha256 is recorded, an archive must prove it holds the pinned Id: a blob in it
+must hash to the Id (the config for the graph-driver store, the manifest or index for
+containerd), so a hostile manifest cannot name an Id it does not carry."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Pure rules for image pins: what a pin request does, and how to obtain a pinned image.
 
-A pin is what every launch trusts, so replacing one is never silent: it needs an explicit
-`--replace --reason`, and it leaves a history entry. When an image is missing, the advice
-names how to get *that* Id back (its archive, its repo digest, its reproducible build);
-it never suggests pinning whatever happens to be local. No I/O here: `harness.measure.images`
-is the shell that talks to the engine and writes images.lock.
-"""
+A pin is what every launch trusts, so replacing one needs `--replace --reason` and leaves
+a history entry; advice for a missing image names how to get *that* Id back."""
 
 from __future__ import annotations
 
@@ -29,7 +25,6 @@ from harness.config.schema import (
 )
 
 Action = Literal["new", "same", "replace"]
-REFUSED_RULE = IMAGE_PIN_EXISTS
 
 
 def _valid(kind: Any, value: str, what: str, rule: str) -> None:
@@ -45,8 +40,7 @@ def _valid(kind: Any, value: str, what: str, rule: str) -> None:
 
 @functools.cache
 def _adapter(kind: Any) -> TypeAdapter[Any]:
-    """Built at the first check, not at import: a run imports this module for
-    `how_to_obtain` and never checks a pin request."""
+    """Built at the first check: a run imports this module and never checks a pin."""
     return TypeAdapter(kind)
 
 
@@ -103,15 +97,11 @@ class PinDecision:
 
 def decide_pin(name: str, old: LockedImage | None, new: LockedImage, *, replace: bool,
                reason: str | None, user: str, at: str) -> PinDecision:
-    """Decide a pin request given the current entry (None: the name is not pinned).
+    """Decide a pin request given the current entry (None: not pinned).
 
-    A new name is pinned. The same Id changes nothing (not even the informational ref) but
-    may gain an --archive or --build (harmless for the same bytes: the Id is what launches,
-    and an archive is recorded only after it proved to hold that Id). Another Id is
-    refused (exit 1) unless `replace` with a `reason`; then the new entry carries the old
-    entry's history plus this change, and none of the old entry's source info (that info
-    describes the old image).
-    """
+    The same Id changes nothing but may gain an --archive or --build. Another Id is refused
+    (exit 1) unless `replace` with a `reason`; then the entry keeps the old history plus this
+    change, and none of the old entry's source info."""
     check_request(replace, reason)
     if old is None:
         return PinDecision("new", new.model_copy(update={"history": []}), True)
@@ -125,17 +115,14 @@ def decide_pin(name: str, old: LockedImage | None, new: LockedImage, *, replace:
             "never replaced silently: if the new image is approved, run again with "
             "--replace --reason TEXT (both Ids and the reason are kept in its history); if "
             "not, keep the pin and " + how_to_obtain(old.model_dump()),
-            rule=REFUSED_RULE)
+            rule=IMAGE_PIN_EXISTS)
     change = PinChange(at=at, old=old.id, new=new.id, reason=reason or "", user=user)
     entry = new.model_copy(update={"history": [*old.history, change]})
     return PinDecision("replace", entry, True, old.id)
 
 
 def how_to_obtain(entry: Mapping[str, Any]) -> str:
-    """Advice for a pinned image that is absent or has another Id: how to get *that* Id.
-
-    Never "re-pin": pinning whatever is local would launch an unapproved image.
-    """
+    """How to get *that* Id back; never "re-pin", which would launch an unapproved image."""
     ways = []
     archive = entry.get("archive") or {}
     if archive.get("sha256"):

@@ -1,28 +1,14 @@
 """Read the kernel log over a run's window: from the lock taken to the seal.
 
-Where the lines come from, in order:
-- `HARNESS_KERNEL_LOG` names a file the kernel's lines are appended to (`/var/log/kern.log`
-  where rsyslog writes one and `/dev/kmsg` is closed to the harness's user; a test's
-  fixture): the window is the bytes appended after the mark. The mark names the file by
-  device and inode, its size then, and a digest of the bytes just before that size, so a
-  rotation (the file renamed, a new one in its place), a copy-truncation or a rewrite is
-  seen at the read, whatever the new file's size: the renamed file is followed where it
-  still holds the marked inode under `<name>.1`; what cannot be read is a gap;
-- otherwise `/dev/kmsg` (every record, `PRIO,SEQ,USEC,FLAGS;TEXT`, its USEC on the
-  kernel's monotonic clock): the window is the records numbered after the newest one at
-  the mark. A number skipped inside the window (the ring buffer overwrote records before
-  they were read, which a read answers with EPIPE) is a gap;
-- otherwise `dmesg` (its `[  SEC.USEC]` lines, the same clock), where the host allows it
-  and not `/dev/kmsg` (`HARNESS_KERNEL_LOG=dmesg` chooses it): a ring that no longer holds
-  the mark's newest line has lost the window's first lines, a gap.
-Where none can be read, the window says why (`error`) and the run goes on: the kernel log
-is evidence a run gains where the host allows it, and a refusal only for a control that
-asks for it (`kernel_log: {required: true}`).
-
-The whole window is read line by line and each record handed to the caller's `each` as it
-is read, so it is judged whole with bounded memory; the lines kept for the run folder are
-bounded (the first ones, and those `each` asks to keep). This module reads; what the lines
-mean is `harness.judge.kernellog`'s to decide.
+Sources, in order: the file `HARNESS_KERNEL_LOG` names (rsyslog's kern.log where
+/dev/kmsg is closed to the harness; a test's fixture), marked by device, inode, size and a
+digest of the bytes before that size, so a rotation, copy-truncation or rewrite is seen
+(the renamed `<name>.1` is followed); else `/dev/kmsg` (records numbered after the mark's
+newest; a skipped number is an overwritten gap); else `dmesg` (`HARNESS_KERNEL_LOG=dmesg`),
+whose ring no longer holding the mark's newest line is a gap. Where none can be read the
+window says why and the run goes on: the log is evidence, a refusal only where a control
+asks for it. Records stream to the caller's `each` so memory stays bounded; what they mean
+is `harness.judge.kernellog`'s to decide.
 """
 
 from __future__ import annotations
@@ -34,6 +20,7 @@ import re
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -50,7 +37,6 @@ MAX_READ = 2_000_000  # records or lines read from one source, at most: past it 
 MAX_READ_BYTES = 2 * 1024 ** 3  # bytes read from a file's window, at most: past it is a gap
 TAIL = 4096  # bytes before a file's mark whose digest says it is still the same file
 DMESG_TIMEOUT_S = 10.0
-KINDS = ("kmsg", "dmesg", "file")
 ROTATED = ".1"  # where logrotate (and rsyslog's own rotation) renames the file it rotates
 
 _KMSG = re.compile(r"([0-9]+),([0-9]+),([0-9]+),[^;]*;(.*)")
@@ -65,11 +51,9 @@ _SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}"
 
 @dataclass(frozen=True)
 class Record:
-    """One kernel log record: when (microseconds on the kernel's log clock) and what it
-    said; `/dev/kmsg` also numbers each record (`seq`). `kernel` is False where the source
-    itself marks the line as a process's, not the kernel's: a `/dev/kmsg` record of a
-    facility other than the kernel's (the kernel gives every record written from user
-    space a user facility), or a syslog line tagged with another name than `kernel`."""
+    """One record: microseconds on the kernel's log clock, text, `/dev/kmsg`'s number.
+    `kernel` is False where the source marks the line as a process's (a user facility on
+    /dev/kmsg, a syslog tag other than `kernel`)."""
 
     usec: int
     text: str
@@ -91,7 +75,6 @@ class Gap:
 @dataclass(frozen=True)
 class Mark:
     """Where a run's window starts: the source chosen, and its position then."""
-
     source: str  # /dev/kmsg, dmesg, or the file's path
     kind: str  # one of KINDS
     usec: int = 0  # the newest record's time at the mark (the window is after it)
@@ -114,9 +97,7 @@ class Mark:
 
 @dataclass(frozen=True)
 class Window:
-    """The kernel's lines from the mark to the read: `read` of them were read (and handed
-    to the caller one by one), `lines` are those kept (bounded), `gaps` what could not be
-    read."""
+    """The lines from the mark to the read: `read` counted, `lines` kept (bounded)."""
 
     source: str
     kind: str
@@ -142,25 +123,16 @@ def record(line: str) -> Record | None:
     if kmsg is not None:
         return Record(int(kmsg.group(3)), kmsg.group(4)[:MAX_TEXT], int(kmsg.group(2)),
                       kernel=int(kmsg.group(1)) >> 3 == 0)
-    dmesg = _DMESG.match(line)
+    syslog = _SYSLOG.fullmatch(line) if not _DMESG.match(line) else None
+    kernel = syslog is None or syslog.group(2) == "kernel"
+    text = line if syslog is None else syslog.group(3)
+    dmesg = _DMESG.match(text)  # rsyslog's imklog keeps the kernel's own stamp
     if dmesg is not None:
         usec = int(dmesg.group(1)) * 1_000_000 + int(dmesg.group(2).ljust(6, "0"))
-        return Record(usec, _uncalled(dmesg.group(3))[:MAX_TEXT])
-    syslog = _SYSLOG.fullmatch(line)
-    if syslog is not None:
-        text = syslog.group(3)
-        inner = _DMESG.match(text)
-        if inner is not None:  # rsyslog's imklog keeps the kernel's own stamp
-            usec = int(inner.group(1)) * 1_000_000 + int(inner.group(2).ljust(6, "0"))
-            return Record(usec, _uncalled(inner.group(3))[:MAX_TEXT],
-                          kernel=syslog.group(2) == "kernel")
-        return Record(0, text[:MAX_TEXT], kernel=syslog.group(2) == "kernel")
-    return None
-
-
-def _uncalled(text: str) -> str:
-    caller = _CALLER.match(text)
-    return text[caller.end():] if caller else text
+        caller = _CALLER.match(dmesg.group(3))
+        return Record(usec, dmesg.group(3)[caller.end() if caller else 0:][:MAX_TEXT],
+                      kernel=kernel)
+    return None if syslog is None else Record(0, text[:MAX_TEXT], kernel=kernel)
 
 
 def window(records: Iterable[Record], start_usec: int, end_usec: int) -> list[Record]:
@@ -169,9 +141,8 @@ def window(records: Iterable[Record], start_usec: int, end_usec: int) -> list[Re
 
 
 def kmsg_records(chunks: Iterable[bytes | None]) -> Iterator[tuple[str, Record] | None]:
-    """Pure: the records in what reads of `/dev/kmsg` gave (or a file in its syntax): one
-    (line, record) per record's first line, its continuation lines (` KEY=value`) dropped;
-    None where a read said the ring overwrote what was next (EPIPE)."""
+    """Pure: (line, record) of each record in what reads of `/dev/kmsg` gave, continuation
+    lines dropped; None where a read said the ring overwrote what was next (EPIPE)."""
     rest = b""
     for chunk in chunks:
         if chunk is None:
@@ -191,8 +162,8 @@ def kmsg_records(chunks: Iterable[bytes | None]) -> Iterator[tuple[str, Record] 
 
 
 class _Kept:
-    """The window as it is read: every record goes to `each`; the first lines are kept up
-    to MAX_BYTES less RESERVE, and those `each` asks to keep in the reserve after them."""
+    """Every record goes to `each`; the first lines are kept up to MAX_BYTES less RESERVE,
+    then those `each` asks to keep, in the reserve."""
 
     def __init__(self, each: Callable[[Record], bool] | None) -> None:
         self.each = each
@@ -229,35 +200,27 @@ class _Kept:
 
 
 def mark(env: Mapping[str, str] | None = None) -> Mark:
-    """Choose the source and note where the window starts: after the newest record there
-    now (its number on /dev/kmsg, its time from dmesg, the file's size and identity). The
-    kernel's log clock is not quite the clock a process reads (it ran milliseconds ahead
-    of CLOCK_MONOTONIC on this project's machines), so the window is never cut by the
-    process's clock. Never raises: a source that cannot be read is a mark with an error."""
+    """Choose the source and mark the newest record there now. Never by the process's clock:
+    the kernel's log clock ran milliseconds ahead of CLOCK_MONOTONIC on this project's
+    machines. Never raises: a source that cannot be read is a mark with an error."""
     env = os.environ if env is None else env
     chosen = env.get(ENV, "")
     if chosen and chosen != DMESG:
         return _file_mark(chosen)
-    kmsg_error = None
+    kmsg_error, newest = None, deque[Record](maxlen=1)
     if not chosen:
-        newest: list[Record] = []
-        kmsg_error, flooded = _kmsg_stream(lambda _line, found: _newest(newest, found))
+        kmsg_error, flooded = _kmsg_stream(lambda _line, found: newest.append(found))
         kmsg_error = kmsg_error or flooded
         if kmsg_error is None:
             last = newest[0] if newest else None
             return Mark(KMSG, "kmsg", last.usec if last else 0,
                         seq=last.seq if last and last.seq is not None else -1)
-    newest_line: list[Record] = []
-    error = _dmesg_stream(env, lambda line: _newest(newest_line, record(line)))
+    newest.clear()
+    error = _dmesg_stream(env, lambda line: newest.extend(filter(None, [record(line)])))
     if error is None:
-        return Mark(DMESG, "dmesg", newest_line[0].usec if newest_line else -1)
+        return Mark(DMESG, "dmesg", newest[0].usec if newest else -1)
     both = f"{kmsg_error}; {error}" if kmsg_error else error
     return Mark(KMSG if kmsg_error else DMESG, "kmsg" if kmsg_error else "dmesg", error=both)
-
-
-def _newest(holder: list[Record], found: Record | None) -> None:
-    if found is not None:
-        holder[:] = [found]
 
 
 def _file_mark(path: str) -> Mark:
@@ -275,9 +238,8 @@ def _file_mark(path: str) -> Mark:
 
 def read(start: Mark, env: Mapping[str, str] | None = None,
          each: Callable[[Record], bool] | None = None) -> Window:
-    """The window from `start` to now, every record of it handed to `each` in order (which
-    answers whether that record must be kept past the first lines). Never raises: what
-    could not be read at all is the error, a part that could not be read a gap."""
+    """The window from `start` to now, each record handed to `each` (which answers whether
+    to keep it past the first lines). Never raises: unreadable is the error, a part a gap."""
     if start.error is not None:
         return Window(start.source, start.kind, start.usec, start.usec, error=start.error)
     kept = _Kept(each)
@@ -295,9 +257,8 @@ def read(start: Mark, env: Mapping[str, str] | None = None,
 
 
 def _kmsg_window(start: Mark, kept: _Kept) -> str | None:
-    """The records numbered after the mark's; a number skipped after it is a gap (the ring
-    overwrote those records before they were read), and so is an overwrite said by the
-    last read with no record after it."""
+    """The records numbered after the mark's; a skipped number, or an overwrite the last
+    read said, is a gap."""
     state = {"next": start.seq + 1, "overrun": False}
 
     def add(line: str | None, found: Record | None) -> None:
@@ -324,10 +285,8 @@ def _kmsg_window(start: Mark, kept: _Kept) -> str | None:
 
 
 def _kmsg_stream(add: Callable, overruns: bool = False) -> tuple[str | None, str | None]:
-    """Hand every record in the ring buffer now to `add(line, record)`, and an overwrite
-    (EPIPE) to `add(None, None)` when `overruns`: one read() is one record, EAGAIN says
-    none is left. Returns why it could not be read, and why it stopped before the end
-    (records kept coming past MAX_READ), each None when it did not."""
+    """Every record in the ring now to `add(line, record)`, an overwrite (EPIPE) to
+    `add(None, None)` when `overruns`. Returns (why unreadable, why stopped early)."""
     try:
         fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -367,8 +326,7 @@ def _kmsg_stream(add: Callable, overruns: bool = False) -> tuple[str | None, str
 
 
 def _dmesg_window(start: Mark, kept: _Kept, env: Mapping[str, str]) -> str | None:
-    """The lines stamped after the mark's newest; a ring whose oldest line is newer than
-    the mark's has lost the lines between (a gap)."""
+    """The lines stamped after the mark's newest; an oldest line newer than it is a gap."""
     state = {"first": True}
 
     def add(line: str) -> None:
@@ -387,8 +345,7 @@ def _dmesg_window(start: Mark, kept: _Kept, env: Mapping[str, str]) -> str | Non
 
 
 def _dmesg_stream(env: Mapping[str, str], add: Callable[[str], None]) -> str | None:
-    """`dmesg`'s lines (util-linux: `[  SEC.USEC] text`), each to `add` as it is printed,
-    or why it gave none; killed past DMESG_TIMEOUT_S."""
+    """`dmesg`'s lines each to `add`, or why it gave none; killed past DMESG_TIMEOUT_S."""
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen([DMESG], stdout=subprocess.PIPE, stderr=err,
@@ -420,9 +377,8 @@ def _dmesg_stream(env: Mapping[str, str], add: Callable[[str], None]) -> str | N
 
 
 def _lines(f: BinaryIO, whole_only: bool = False) -> Iterator[bytes]:
-    """The lines of `f`, without their newline, each cut at MAX_LINE bytes (the rest of a
-    longer line is skipped, never held); a last line with no newline is left out when
-    `whole_only` (a line still being written)."""
+    """The lines of `f`, each cut at MAX_LINE bytes (the rest skipped, never held); a last
+    line with no newline (still being written) is left out when `whole_only`."""
     while True:
         line = f.readline(MAX_LINE + 1)
         if not line:
@@ -445,11 +401,9 @@ def _lines(f: BinaryIO, whole_only: bool = False) -> Iterator[bytes]:
 
 
 def _file_window(start: Mark, kept: _Kept) -> str | None:
-    """The lines appended to the marked file since the mark, then the lines of the file
-    now at its path when that is another (the marked one was rotated). A marked file not
-    found (renamed elsewhere, compressed, deleted), shrunk or rewritten before the mark
-    (copy-truncated, then written again) is a gap, and the file now at the path is read
-    from its start. A line with no kernel timestamp is kept with time 0."""
+    """The lines appended to the marked file since the mark, then those of the file now at
+    its path when that is another (rotated). A marked file gone, shrunk or rewritten is a
+    gap. A line with no kernel timestamp is kept with time 0."""
     path = start.source
     try:
         current = open(path, "rb")  # noqa: SIM115 - closed below, on every path
@@ -486,8 +440,7 @@ def _same(st: os.stat_result, start: Mark) -> bool:
 
 
 def _rotated(path: str, start: Mark) -> BinaryIO | None:
-    """The marked file where a rotation renamed it (`<name>.1` in the same folder, still
-    the marked device and inode), opened; None where it is not there."""
+    """The marked file opened where a rotation renamed it (`<name>.1`), or None."""
     if start.inode < 0:
         return None
     try:
@@ -501,8 +454,8 @@ def _rotated(path: str, start: Mark) -> BinaryIO | None:
 
 
 def _from_mark(f: BinaryIO, where: str, start: Mark, kept: _Kept, whole_only: bool) -> None:
-    """The marked file's lines after the mark; from its start, after a gap, when it is
-    shorter than the mark or its bytes before the mark are no longer those marked."""
+    """The lines after the mark; from the start, after a gap, when the file shrank or its
+    bytes before the mark changed."""
     size = os.fstat(f.fileno()).st_size
     offset = start.offset
     if size < offset:

@@ -1,17 +1,9 @@
 """The host's GPU lock: the kernel flock of `harness.base.flock` plus a holder record.
 
-The flock is the mutual exclusion (the kernel frees it however its holder dies); the
-holder record beside it (`gpu.lock.holder.json`, `harness.base.gpuslot.holder_path`) only
-informs waiters and `harness status` who holds it, and is never trusted for exclusion.
-
-The lock folder may be shared by a group (docs/reliability.md), so any member may plant a
-symlink, FIFO, folder or odd JSON at any name in it. The lock file itself is opened only
-by `harness.base.flock`; the holder record is written through `atomic` (fresh O_EXCL temp
-file, rename) and read through `readfile.read_bounded`: a record that is not a small
-regular file of JSON with the expected field types is "unreadable", never an exception
-and never a hang; `release()` always drops the flock and unlinks the record only if the
-record is ours.
-"""
+The flock excludes (the kernel frees it however its holder dies); the holder record
+beside it only tells waiters who holds it. The lock folder may be shared by a group, so
+the record is hostile: written atomically, read bounded, anything odd is "unreadable",
+never an exception or a hang; `release()` unlinks it only if it is ours."""
 
 from __future__ import annotations
 
@@ -46,8 +38,6 @@ TEXT_FIELDS = ("host", "user", "run_id", "since", "kind", "campaign", "night_dir
 _UNSHOWABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, bidi, surrogates, breaks
 
 
-# -- the holder record: information only, hostile until parsed -------------------------
-
 def clean_text(value: str, limit: int = FIELD_MAX) -> str:
     """`value` as one printable line of at most `limit` characters (controls become '?')."""
     out = "".join("?" if unicodedata.category(c) in _UNSHOWABLE else c for c in value[:limit])
@@ -55,9 +45,7 @@ def clean_text(value: str, limit: int = FIELD_MAX) -> str:
 
 
 def parse_holder(raw: bytes) -> dict:
-    """The usable fields of a holder record's bytes (pure). Unknown keys are dropped,
-    wrong-typed fields are left out; bytes that are not a JSON object give
-    {"unreadable": why}. Never raises."""
+    """The usable fields of a holder record (pure); {"unreadable": why} otherwise. Never raises."""
     try:
         doc = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
@@ -84,8 +72,7 @@ def _no_constant(name: str) -> None:
 
 
 def read_holder(lock_path: Path) -> dict | None:
-    """The holder record beside `lock_path` with `alive` (does its pid still run as
-    recorded?); None when there is none. Bounded, non-blocking, never raises."""
+    """The holder record with `alive`; None when there is none. Bounded; never raises."""
     path = holder_path(Path(lock_path))
     try:
         raw = read_bounded(path, HOLDER_LIMIT, "holder record")
@@ -94,21 +81,14 @@ def read_holder(lock_path: Path) -> dict | None:
             return None
         return {"unreadable": clean_text(e.message, 2 * FIELD_MAX), "alive": False}
     rec = parse_holder(raw)
-    rec["alive"] = _alive(rec)
+    # both pid and start time must match: a recycled pid is not the holder
+    rec["alive"] = "pid_create_time" in rec and "pid" in rec and pid_alive(
+        rec["pid"], rec["pid_create_time"])
     return rec
 
 
-def _alive(rec: dict) -> bool:
-    """Both pid and start time must match: a recycled pid is not the holder."""
-    if "pid" not in rec or "pid_create_time" not in rec:
-        return False
-    return pid_alive(rec["pid"], rec["pid_create_time"])
-
-
 def pid_alive(pid: int, created: float) -> bool:
-    """Is `pid` still the process that started at `created` (psutil's create time), not
-    a later process that reused its number? The one answer for holder records and for
-    the launcher a container's labels name."""
+    """Is `pid` still the process that started at `created`, not a later one reusing its number?"""
     try:
         return abs(psutil.Process(pid).create_time() - created) < START_TOLERANCE_S
     except (psutil.Error, ValueError, TypeError, OverflowError):
@@ -145,8 +125,7 @@ class Held:
 
 
 class HeldFile(Flock):
-    """The flock on `path` plus the holder record beside it: what both the GPU lock and
-    the night lock hold."""
+    """The flock on `path` plus the holder record: what the GPU and night locks hold."""
 
     def __init__(self, path: Path, what: str) -> None:
         super().__init__(path, what)
@@ -171,11 +150,10 @@ class HeldFile(Flock):
     def _is_our_record(self, rec: dict | None) -> bool:
         ours = self.record
         return bool(rec) and "pid" in ours and rec.get("pid") == ours["pid"] and abs(
-            rec.get("pid_create_time", -1.0) - ours["pid_create_time"]) < 0.01
+            rec.get("pid_create_time", -1.0) - ours["pid_create_time"]) < START_TOLERANCE_S
 
     def release(self) -> None:
-        """Remove our holder record (only if it is a regular file that is ours), then
-        always drop the flock. Never blocks, never raises on a hostile record."""
+        """Unlink our holder record (only if ours), then always drop the flock. Never raises."""
         if not self.locked:
             return
         try:

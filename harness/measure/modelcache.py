@@ -1,19 +1,9 @@
 """Model re-checks without re-reading the model: a stat cache of each file's sha256.
 
-A run hashes its pinned model before launch and again after the container exits; for a
-10 GB model that is two full reads per run, on the path between one control and the next.
-The cache keeps, per file, the sha256 computed last time together with the file's
-(device, inode, size, mtime_ns, ctime_ns). When all five are the same the file has not
-been written since (ctime moves on every write, chmod and utime, and cannot be set back
-without changing the clock), so the stored digest stands; any difference forces a full hash.
-
-Like git's index, a digest is stored only when the file stayed still while it was read and
-its last change is older than RACY_NS: a file changed within the timestamp granularity of
-its filesystem could change again without moving mtime or ctime.
-
-The cache is an optimisation, never evidence: an unreadable cache is empty, and a cache
-that cannot be written is skipped.
-"""
+A run hashes its model before and after the container; the cache keeps each file's last
+digest with its (device, inode, size, mtime_ns, ctime_ns), and a digest stands only while
+all five match. Like git's index, one is stored only when the file stayed still while read
+and its last change is older than RACY_NS. An optimisation, never evidence."""
 
 from __future__ import annotations
 
@@ -50,10 +40,7 @@ def lookup(entry: object, key: StatKey) -> str | None:
 
 
 def cacheable(before: StatKey, after: StatKey, now_ns: int, racy_ns: int = RACY_NS) -> bool:
-    """Pure: may a digest read between stats `before` and `after` be stored at `now_ns`?
-
-    Only when the file did not move while it was read, and its last change (mtime or
-    ctime) is at least `racy_ns` old, so a later write must show in the timestamps."""
+    """Pure: may a digest read between stats `before` and `after` be stored at `now_ns`?"""
     return before == after and now_ns - max(after[3], after[4]) >= racy_ns
 
 
@@ -76,8 +63,7 @@ def load(cache_path: Path) -> dict[str, dict]:
 
 
 def save(cache_path: Path, updates: dict[str, dict]) -> bool:
-    """Merge `updates` into the cache on disk, atomically, under a lock; drop entries whose
-    file is gone. Returns False when the cache could not be written (it is then skipped)."""
+    """Merge `updates` into the cache atomically under a lock; False when it could not write."""
     cache_path = Path(cache_path)
     try:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,10 +79,8 @@ def save(cache_path: Path, updates: dict[str, dict]) -> bool:
 
 def hash_files(paths: dict[str, Path], cache_path: Path | None,
                *, racy_ns: int = RACY_NS) -> dict[str, str]:
-    """"sha256:<hex>" for each relative name in `paths`, from the cache where the file's
-    stat is unchanged, by a full (parallel) hash otherwise. `cache_path` None: no cache.
-
-    Raises OSError when a file cannot be stat'ed or read, as a plain hash would."""
+    """"sha256:<hex>" per relative name in `paths`, from the cache where the stat is unchanged,
+    else by a full hash; OSError when a file cannot be read. `cache_path` None: no cache."""
     real = {rel: os.path.realpath(p) for rel, p in paths.items()}
     entries = load(cache_path) if cache_path is not None else {}
     before: dict[str, StatKey] = {}

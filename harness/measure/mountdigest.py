@@ -1,23 +1,13 @@
 """What a mount held at preflight, as one digest: the mounts the source seal does not cover.
 
-A sealed read-only mount is part of the source seal (`config.inputs`). Two kinds of mount
-are not: a `sealed: false` one (an environment such as a venv, thousands of files) and a
-read-write one (the run's scratch, which holds whatever the previous run left there). Both
-are still bytes the workload reads, so two runs can only be called a plain repeat when they
-held the same. Preflight, before the launch, takes one digest of each such mount: every
-entry's relative path, type, permission bits, size and content (a regular file's sha256, a
-symlink's target text, a device's numbers), walked from the mount's real path without ever
-following a symlink (every folder and file is opened relative to its parent's descriptor,
-with O_NOFOLLOW; a FIFO, socket or device is listed, never opened).
-
-The walk is its own, not `base.tree.walk` (the walker of evidence trees): it streams, one
-folder at a time into one running digest, so memory does not grow with the mount, and it
-needs each file's full stat for the cache. The cache (`modelcache`'s stat cache, in a file
-of its own) keeps each file's sha256 under its (device, inode, size, mtime_ns, ctime_ns):
-a file written since, even with its size and mtime put back, has another ctime and is read
-again. The cache is a performance aid, never evidence. A mount whose walk fails or passes
-a bound (entries, bytes, depth) gets no digest and says why: it is "not known", never
-"same".
+A `sealed: false` mount (a venv) and a read-write one (the run's scratch) are bytes the
+workload reads that the source seal leaves out, so two runs are a plain repeat only when
+they held the same. Each gets one digest of every entry's path, type, mode, size and content,
+walked without following a symlink (each entry opened relative to its parent with
+O_NOFOLLOW; a FIFO or device listed, never opened). The walk streams into one running
+digest, so memory does not grow with the mount. A stat cache (device, inode, size, mtime,
+ctime) spares re-reading files; it is an aid, never evidence. A walk that fails or passes a
+bound gives no digest and says why: "not known", never "same".
 """
 
 from __future__ import annotations
@@ -88,16 +78,14 @@ def cache_path(environ: Mapping[str, str]) -> Path | None:
 
 
 def entry_line(rel: str, kind: str, mode: int, size: int, content: str) -> bytes:
-    """Pure: one entry as the digest takes it: a JSON array on one line (every name, however
-    hostile, is escaped, so no entry can pose as two). A folder's size is left out: it
-    depends on the file system, not on what the folder holds."""
+    """Pure: one entry as a JSON line (escaped: no name can pose as two entries). A folder's
+    size depends on the file system, not its content, so it is left out."""
     return (json.dumps([rel, kind, stat.S_IMODE(mode), 0 if kind == "dir" else size,
                         content], ensure_ascii=True, separators=(",", ":")) + "\n").encode()
 
 
 @dataclass
 class _Hasher:
-    """The running state of one mount's walk."""
 
     root: str
     entries: dict[str, dict]  # the cache as loaded
@@ -122,7 +110,6 @@ class _Hasher:
         self.digest.update(entry_line(rel, kind, st.st_mode, st.st_size, content))
 
     def file_sha(self, name: str, dir_fd: int | None, rel: str, st: os.stat_result) -> str:
-        """A regular file's sha256, from the cache when its stat is unchanged."""
         self.size += st.st_size
         if self.size > self.max_bytes:
             raise NotDigested(f"holds over {self.max_bytes >> 30} GiB: too large to digest")
@@ -148,12 +135,10 @@ class _Hasher:
 
     def one(self, name: str, dir_fd: int | None, rel: str, st: os.stat_result,
             depth: int) -> None:
-        """One entry (and, for a folder, everything below it)."""
         try:
             self._one(name, dir_fd, rel, st, depth)
         except OSError as e:
-            why = e.strerror or errno.errorcode.get(e.errno or 0, type(e).__name__)
-            raise NotDigested(f"{_shown(rel)}: cannot be read ({why})") from None
+            raise NotDigested(f"{_shown(rel)}: cannot be read ({_why(e)})") from None
 
     def _one(self, name: str, dir_fd: int | None, rel: str, st: os.stat_result,
              depth: int) -> None:
@@ -193,6 +178,10 @@ class _Hasher:
                      depth + 1)
 
 
+def _why(e: OSError) -> str:
+    return e.strerror or errno.errorcode.get(e.errno or 0, type(e).__name__)
+
+
 def _shown(rel: str) -> str:
     return printable(rel)[:300] or "the mount's own path"
 
@@ -209,27 +198,26 @@ def _utf8(path: str) -> bool:
 def digest_path(real: Path, entries: dict[str, dict], updates: dict[str, dict], *,
                 racy_ns: int = modelcache.RACY_NS, max_entries: int = MAX_ENTRIES,
                 max_bytes: int = MAX_BYTES) -> dict:
-    """The digest of what `real` holds: {"digest", "kind", "counts", "bytes", "read"}
-    (`digest` "sha256:<hex>"; an absent path has one too: absent is what it held).
-    NotDigested, or OSError, when it cannot be known. `entries`: the stat cache as loaded;
-    `updates` receives what may be stored back."""
+    """{"digest", "kind", "counts", "bytes", "read"} of what `real` holds (absent is what
+    it held, digested too); NotDigested or OSError when it cannot be known. `entries` is
+    the stat cache; `updates` receives what may be stored back."""
     walk = _Hasher(os.fspath(real), entries, updates, racy_ns, max_entries, max_bytes)
     try:
         st = os.lstat(real)
-    except FileNotFoundError:
+        kind = kind_of(st.st_mode)
+        walk.one(os.fspath(real), None, "", st, 0)
+    except FileNotFoundError:  # only lstat's: the walk says NotDigested
+        kind = "absent"
         walk.digest.update(entry_line("", "absent", 0, 0, ""))
-        return {"digest": "sha256:" + walk.digest.hexdigest(), "kind": "absent",
-                "counts": walk.counts, "bytes": 0, "read": 0}
-    walk.one(os.fspath(real), None, "", st, 0)
-    return {"digest": "sha256:" + walk.digest.hexdigest(), "kind": kind_of(st.st_mode),
+    return {"digest": "sha256:" + walk.digest.hexdigest(), "kind": kind,
             "counts": walk.counts, "bytes": walk.size, "read": walk.read}
 
 
 def digest_mount(mount: Mount, control_dir: Path, allowed: Allowed,
                  entries: dict[str, dict], updates: dict[str, dict], **limits: int
                  ) -> MountDigest:
-    """One mount's digest, or why it is not known. A source that resolves where no mount
-    may go (outside the mount roots, a system path) is never read: the launch refuses it."""
+    """One mount's digest, or why not known. A source where no mount may go is never read:
+    the launch refuses it."""
     source = resolve(mount.source, control_dir)
     real = Path(os.path.realpath(source))
     base = {"target": mount.target, "source": printable(str(source)),
@@ -241,13 +229,9 @@ def digest_mount(mount: Mount, control_dir: Path, allowed: Allowed,
     began = time.monotonic()
     try:
         found = digest_path(real, entries, updates, **limits)
-    except NotDigested as e:
-        return MountDigest(**base, digest=None, why=str(e),
-                           seconds=time.monotonic() - began)
-    except OSError as e:
-        why = e.strerror or errno.errorcode.get(e.errno or 0, type(e).__name__)
-        return MountDigest(**base, digest=None, why=f"the mount cannot be read ({why})",
-                           seconds=time.monotonic() - began)
+    except (NotDigested, OSError) as e:
+        why = str(e) if isinstance(e, NotDigested) else f"the mount cannot be read ({_why(e)})"
+        return MountDigest(**base, digest=None, why=why, seconds=time.monotonic() - began)
     return MountDigest(**base, digest=found["digest"], kind=found["kind"],
                        counts=found["counts"], size=found["bytes"], read=found["read"],
                        seconds=time.monotonic() - began)
@@ -255,9 +239,8 @@ def digest_mount(mount: Mount, control_dir: Path, allowed: Allowed,
 
 def digest_mounts(control: Control, control_file: Path, allowed: Allowed,
                   cache: Path | None, **limits: int) -> tuple[MountDigest, ...]:
-    """The digest of each mount of `control` the source seal does not cover (`digested`),
-    in the control's order; the stat cache `cache` (None: none) is read once and written
-    once."""
+    """The digest of each mount the source seal does not cover, in the control's order;
+    the stat cache `cache` (None: none) is read once and written once."""
     mounts = [m for m in control.mounts if digested(m.read_only, m.sealed)]
     if not mounts:
         return ()

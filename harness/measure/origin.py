@@ -1,19 +1,9 @@
 """Which harness is running: a distribution installed from its wheel, or a source checkout.
 
-An operator installs a released harness (a venv, pipx) and keeps campaigns in a repository
-of their own, so the harness's own bytes are in no commit of that repository. What vouches
-for them then is the distribution's RECORD: pip wrote the sha256 of every file it
-installed. `which()` says which of the two this process imports (`Origin`); `record_problems`
-is the pure check of the package's files against RECORD (an edited file, a file RECORD does
-not list, a listed file gone), the installed counterpart of "committed at commit X"
-(`provenance.clean_at` asks it). A harness imported from anywhere else (an editable install,
-`PYTHONPATH` on a source tree, a copied folder) is a checkout: git judges it, and a folder
-git does not know is dirty.
-
-The mode is decided by where the running package lies, never by what a distribution
-claims: a RECORD counts only when the file it lists as `harness/__init__.py` is this very
-package's.
-"""
+An installed harness's bytes are in no commit of the operator's repository; its RECORD
+(the sha256 pip wrote of each file) vouches for them instead (`record_problems`). Anything
+else (editable install, PYTHONPATH, a copied folder) is a checkout that git judges. The
+mode follows where the running package lies, never what a distribution claims."""
 
 from __future__ import annotations
 
@@ -39,14 +29,9 @@ RECORD_LIMIT = 4 * 1024 * 1024  # a RECORD larger than this is not pip's
 
 @dataclass(frozen=True)
 class Origin:
-    """The running harness: its distribution and version, and where its package lies.
-
-    `location` is the folder holding the `harness` package (site-packages, or the checkout
-    top); `record` is RECORD's bytes for an installed distribution (None for a checkout)
-    and `record_sha256` their digest: `sha256sum` of that install's RECORD (pip writes it at
-    install, adding the console script and bytecode rows to the wheel's own), so it tells
-    one install from another; what the harness's bytes are, file by file, is in the source
-    seal."""
+    """The running harness: its distribution, version, and the folder holding its package.
+    `record`: RECORD's bytes when installed (None for a checkout); `record_sha256` tells
+    one install from another."""
 
     distribution: str
     version: str
@@ -77,8 +62,7 @@ def _ours(dist: metadata.Distribution) -> bool:
 
 
 def _record_bytes(dist: metadata.Distribution) -> bytes | None:
-    """RECORD's bytes as pip wrote them (CRLF rows: the text reader would translate them,
-    and the digest must be the file's), bounded; None when it cannot be read."""
+    """RECORD's exact bytes (binary: its digest is the file's), bounded; None when unreadable."""
     for listed in dist.files or ():
         if listed.name == "RECORD" and listed.parent.name.endswith(".dist-info"):
             try:
@@ -92,9 +76,7 @@ def _record_bytes(dist: metadata.Distribution) -> bytes | None:
 
 @functools.lru_cache(maxsize=1)
 def which() -> Origin:
-    """The running harness's origin (read once a process: the package cannot move while it
-    runs). Installed when a distribution on sys.path has a RECORD listing this package;
-    a checkout otherwise, located at the package's parent folder."""
+    """The running harness's origin, read once a process (the package cannot move)."""
     for dist in metadata.distributions(name=DISTRIBUTION):
         data = _record_bytes(dist) if _ours(dist) else None
         if data is not None:
@@ -102,8 +84,6 @@ def which() -> Origin:
                           data)
     return Origin(DISTRIBUTION, harness.__version__, CHECKOUT, PACKAGE_DIR.parent)
 
-
-# ---- RECORD: the installed counterpart of "committed" ----------------------------------------
 
 @dataclass(frozen=True)
 class RecordRow:
@@ -114,9 +94,8 @@ class RecordRow:
 
 
 def parse_record(text: str) -> dict[str, RecordRow]:
-    """Pure: RECORD (CSV rows `path,sha256=<urlsafe base64>,size`, PEP 376/627) as
-    path -> RecordRow. A row whose hash is not sha256 reads as unhashed; ValueError for text
-    that is not CSV of three fields."""
+    """Pure: RECORD (CSV `path,sha256=<urlsafe base64>,size`) as path -> RecordRow; a non-sha256
+    hash reads as unhashed; ValueError for text that is not CSV of three fields."""
     out: dict[str, RecordRow] = {}
     for n, row in enumerate(csv.reader(io.StringIO(text)), 1):
         if not row:
@@ -138,10 +117,8 @@ def parse_record(text: str) -> dict[str, RecordRow]:
 
 def record_problems(listed: dict[str, RecordRow], found: dict[str, bytes | None],
                     package: str = "harness/") -> list[str]:
-    """Pure: why the package's files (`found`: path as RECORD spells it, e.g.
-    `harness/cli/main.py` -> bytes, None when unreadable) are not the files RECORD lists
-    ([] when they are). Every file of the package must be listed with its sha256 and hash
-    the same; every listed file of the package (bytecode aside) must be there."""
+    """Pure: why the package's files (RECORD path -> bytes, None when unreadable) are not the
+    files RECORD lists: each listed with its sha256, each listed one present (bytecode aside)."""
     out = []
     for path, data in sorted(found.items()):
         row = listed.get(path)
@@ -162,8 +139,7 @@ def record_problems(listed: dict[str, RecordRow], found: dict[str, bytes | None]
 
 
 def describe(doc: dict) -> str:
-    """Pure: one line naming a harness as `harness_state` records it (run.json, a gate
-    record, an approval, `--version`); values come from files, so each is escaped."""
+    """Pure: one line naming a harness as `harness_state` records it, escaped."""
     def text(key: str) -> str:
         return printable(str(doc.get(key)))[:300]
 

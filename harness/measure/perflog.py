@@ -1,17 +1,8 @@
 """The performance log: one line per figure of every sealed run, per campaign, for months.
 
-`RUNS_DIR/perflog/<campaign>.csv` and `.jsonl` grow by one line per figure each time a run
-is sealed (harness.pipeline.finish), so a lab can chart its nights with its own tools
-(`harness report --format csv` prints the same columns for one night). The log lives
-outside the sealed run folders: it is a convenience derived from them, never evidence, and
-can be rebuilt from them. Its writing never changes a run's status.
-
-Both files are appended under a lock (`<campaign>.lock`), each run's lines in one write to
-a file opened O_APPEND without following a symlink, so two runs sealing at once cannot
-interleave half lines. Every text cell is hostile (a campaign or control name, a status):
-CSV quoting is the csv module's, and a text cell that a spreadsheet would read as a formula
-(leading `=`, `+`, `-`, `@`, tab, CR) is prefixed with `'`. Numbers are written by us.
-"""
+`RUNS_DIR/perflog/<campaign>.csv` and `.jsonl`: a convenience derived from sealed runs,
+never evidence. Appended under a lock in one O_APPEND write so runs sealing at once never
+interleave; a text cell a spreadsheet would read as a formula is prefixed with `'`."""
 
 from __future__ import annotations
 
@@ -30,11 +21,11 @@ from harness.base import flock
 from harness.base.names import is_name
 from harness.base.readfile import InputError, read_bounded
 from harness.base.timeutil import parse_or_none
-from harness.config.reference import FIGURE_UNITS, FIGURES, TELEMETRY_UNITS
+from harness.config.references import FIGURE_UNITS, FIGURES, TELEMETRY_UNITS
 from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.measure.metrics import METRICS, UNITS
 from harness.measure.runfolder import layout
-from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder import runjson as run_record
 
 PERFLOG_DIR = "perflog"
 SCHEMA = "harness.perflog/v1"
@@ -65,8 +56,7 @@ def _dict(value: Any) -> dict:
 
 
 def figures(run: Mapping[str, Any], metrics_doc: Mapping[str, Any] | None) -> dict:
-    """Every figure of a sealed run from run.json and metrics.json (None where absent): the
-    one definition the report, the perf log and `harness report --format csv` share."""
+    """Every figure of a sealed run: the one definition the report, log and CSV report share."""
     times, lock, outcome = _dict(run.get("times")), _dict(run.get("lock")), \
         _dict(run.get("outcome"))
     doc = _dict(metrics_doc)
@@ -85,9 +75,7 @@ def figures(run: Mapping[str, Any], metrics_doc: Mapping[str, Any] | None) -> di
 
 
 def telemetry_figures(block: Mapping[str, Any], tokens: float | None = None) -> dict:
-    """The run's telemetry figures (config.reference.TELEMETRY_FIGURES): None where it was
-    not sampled, or where the host gave no power figure (energy); energy per token also
-    None where the workload did not say how many `tokens` it generated."""
+    """The run's telemetry figures; None where not sampled (energy per token: no tokens)."""
     container = _dict(_dict(block.get("figures")).get("container"))
     energy = number(block.get("energy_j"))
     return {"energy_j": energy,
@@ -102,9 +90,7 @@ def unit(metric: str) -> str:
 
 
 def rows(entry: Mapping[str, Any]) -> list[dict]:
-    """The log's lines for one run. `entry` holds sealed, campaign, control, run_id, attempt,
-    status, figures ({metric: value}) and findings ({metric: finding}); the figures every
-    run has get a line even without a value, vLLM's only when the run has one."""
+    """The log's lines for one run: the figures every run has always, vLLM's only with a value."""
     findings = _dict(entry.get("findings"))
     out = []
     for metric, value in _dict(entry.get("figures")).items():
@@ -150,8 +136,7 @@ def jsonl_text(lines: Iterable[Mapping[str, Any]]) -> str:
 
 
 def file_stem(campaign: Any) -> str:
-    """The log's file name for a campaign: its name when that is a plain name, otherwise a
-    digest of it (a hostile name never becomes a path)."""
+    """The log's file name: the campaign's name when plain, else a digest of it."""
     text = str(campaign)
     if is_name(text):  # one path component, never "." or ".."
         return text

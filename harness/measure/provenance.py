@@ -1,13 +1,9 @@
-"""The provenance of the project itself: which git commit ran, and whether its tree was clean.
+"""The project's provenance: which git commit ran, and whether its tree was clean.
 
-`git_state(project_dir)` is what a run records; `parse_status` and `parse_head` are the pure
-parsers over git's bytes, tested without git. A project repository is hostile like every
-other input: its own config can name commands git would run (`core.fsmonitor`, hooks,
-filter drivers), so git runs with the fsmonitor and hooks switched off, without optional
-locks (status never writes the index, so no index hook), without the caller's GIT_*
-variables, with a timeout and with its output bounded; a repository whose own config sets a
-filter driver (which `git status` may run on a changed file) is not asked for its status.
-"""
+The repository is hostile input: its config can name commands git would run (fsmonitor,
+hooks, filter drivers), so git runs with those off, without optional locks or the caller's
+GIT_* variables, with a timeout and bounded output; a repository whose own config sets a
+filter driver is not asked for its status."""
 
 from __future__ import annotations
 
@@ -47,9 +43,8 @@ def parse_head(data: bytes) -> str:
 
 
 def parse_status(data: bytes, limit: int = MAX_CHANGED) -> tuple[list[str], int]:
-    """The changed paths in `git status --porcelain=v1 -z` output: (at most `limit` of them,
-    sorted; how many in all). A rename or copy counts once, by its new path. Bytes that are
-    not UTF-8 read as `\\xNN` (a lone surrogate could not be written to run.json)."""
+    """The changed paths in `git status --porcelain=v1 -z` output: (at most `limit`, sorted;
+    how many in all). Non-UTF-8 bytes read as `\\xNN` so run.json can hold them."""
     paths: set[str] = set()
     fields = data.split(b"\0")
     if fields[-1] != b"":
@@ -70,8 +65,7 @@ def parse_status(data: bytes, limit: int = MAX_CHANGED) -> tuple[list[str], int]
 
 
 def unsafe_filters(data: bytes) -> list[str]:
-    """The filter-driver keys set outside the system and global config, from
-    `git config -z --show-scope --get-regexp ^filter\\.` (entries `scope NUL key LF value NUL`)."""
+    """Filter-driver keys set outside the system and global config (`--show-scope`)."""
     fields = data.split(b"\0")
     keys = []
     for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
@@ -111,13 +105,16 @@ def _drain(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes, str |
     return bytes(out[:MAX_OUTPUT]), bytes(err), why
 
 
-def _git(git: str, project_dir: Path, *args: str) -> tuple[int | None, bytes, str]:
-    """(exit status or None when stopped, stdout, first line of stderr or why stopped)."""
+def git_command(folder: Path, *args: str) -> tuple[int | None, bytes, str]:
+    """git as the harness always runs it: (exit status or None, stdout, first error line or why)."""
+    git = shutil.which("git")
+    if git is None:
+        return None, b"", "git not found on PATH"
     # core.excludesFile=/dev/null: only the repository's committed .gitignore files may hide
     # a path from `git status`, never the user's global excludes (info/exclude: clean_at)
     argv = [git, "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
             "-c", "core.excludesFile=/dev/null",
-            "--no-optional-locks", "-C", os.fspath(project_dir), *args]
+            "--no-optional-locks", "-C", os.fspath(folder), *args]
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=_env(), start_new_session=True)
@@ -132,48 +129,33 @@ def _git(git: str, project_dir: Path, *args: str) -> tuple[int | None, bytes, st
     return (None if why else rc), out, why or (first[0] if first else f"git exited {rc}")
 
 
-def git_command(folder: Path, *args: str) -> tuple[int | None, bytes, str]:
-    """git run in `folder` as every git call of the harness runs (no hooks, no fsmonitor,
-    no caller's GIT_* variables, bounded output, a timeout): (exit status or None when it
-    was stopped or is not there, stdout, first line of stderr or why)."""
-    git = shutil.which("git")
-    if git is None:
-        return None, b"", "git not found on PATH"
-    return _git(git, folder, *args)
-
-
 def git_state(project_dir: Path) -> dict:
-    """{"commit", "dirty", "changed", "changed_total", "error"} of the repository holding
-    `project_dir`; commit/dirty None (and `error` says why) when git cannot tell."""
+    """{"commit", "dirty", "changed", "changed_total", "error"} of `project_dir`'s repository."""
     state: dict = {"commit": None, "dirty": None, "changed": [], "changed_total": 0,
                    "error": None}
-    git = shutil.which("git")
-    if git is None:
-        state["error"] = "git not found on PATH"
-        return state
-    rc, out, msg = _git(git, project_dir, "rev-parse", "--is-inside-work-tree")
+    rc, out, msg = git_command(project_dir, "rev-parse", "--is-inside-work-tree")
     if rc != 0 or out.strip() != b"true":
         state["error"] = f"not a git work tree: {msg}" if rc != 0 else "not a git work tree"
         return state
-    rc, out, msg = _git(git, project_dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    rc, out, msg = git_command(project_dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
     try:
         state["commit"] = parse_head(out) if rc == 0 else None
     except GitOutputError as e:
         state["error"] = f"git rev-parse: {e}"
     if rc != 0:
         state["error"] = "the repository has no commit yet" if rc == 1 else msg
-    rc, out, msg = _git(git, project_dir, "config", "-z", "--show-scope", "--get-regexp",
+    rc, out, msg = git_command(project_dir, "config", "-z", "--show-scope", "--get-regexp",
                         r"^filter\.")
     keys = unsafe_filters(out) if rc == 0 else []
     if rc not in (0, 1) or keys:
         state["error"] = (f"the repository's own config sets filter drivers, which git status "
                           f"would run: {', '.join(keys[:5])}" if keys else f"git config: {msg}")
         return state
-    return _status(git, project_dir, state)
+    return _status(project_dir, state)
 
 
-def _status(git: str, project_dir: Path, state: dict) -> dict:
-    rc, out, msg = _git(git, project_dir, "status", "--porcelain=v1", "-z",
+def _status(project_dir: Path, state: dict) -> dict:
+    rc, out, msg = git_command(project_dir, "status", "--porcelain=v1", "-z",
                         "--untracked-files=normal", "--ignore-submodules=dirty")
     if rc != 0:
         state["error"] = f"git status: {msg}"
@@ -186,8 +168,6 @@ def _status(git: str, project_dir: Path, state: dict) -> dict:
     state.update(dirty=total > 0, changed=changed, changed_total=total)
     return state
 
-
-# ---- "clean at commit X": every sealed byte is in commit X ---------------------------------
 
 MAX_PROBLEMS = 20  # problems named in a CleanCheck; `problems_total` counts them all
 APPROVALS_PREFIX = "approvals/"  # new approvals are committed after the review: never dirty
@@ -203,8 +183,7 @@ class Tracked:
 
 @dataclass(frozen=True)
 class Found:
-    """One sealed file as the host has it: where it lies in the checkout (None: outside it),
-    whether the name is a symlink, and its bytes (None: unreadable, with why)."""
+    """One sealed file as the host has it (rel None: outside the checkout; data None: unread)."""
 
     label: str
     rel: str | None
@@ -215,8 +194,7 @@ class Found:
 
 @dataclass(frozen=True)
 class CleanCheck:
-    """Whether every sealed file is tracked in HEAD with the same bytes and nothing else in
-    the checkout is changed or untracked (approvals/ aside); `commit` is HEAD."""
+    """Whether every sealed file is in HEAD and the checkout is otherwise unchanged."""
 
     commit: str | None
     clean: bool
@@ -229,8 +207,7 @@ class CleanCheck:
                 "problems_total": self.problems_total}
 
     def why(self, shown: int = 10) -> str:
-        """One line for a refusal: the commit and the first `shown` problems, escaped (paths
-        come from the checkout), and how many more there are."""
+        """One line for a refusal: the commit and the first `shown` problems, escaped."""
         listed = "; ".join(printable(p) for p in self.problems[:shown])
         more = (f" (and {self.problems_total - shown} more)"
                 if self.problems_total > shown else "")
@@ -245,8 +222,7 @@ def blob_id(data: bytes, object_format: str = "sha1") -> str:
 
 
 def parse_tree(data: bytes) -> dict[str, Tracked]:
-    """Pure: `git ls-tree -r -z --full-tree HEAD` as path -> Tracked; GitOutputError for
-    anything that is not such a listing."""
+    """Pure: `git ls-tree -r -z --full-tree HEAD` as path -> Tracked."""
     out: dict[str, Tracked] = {}
     entries = data.split(b"\0")
     if entries[-1] != b"":
@@ -283,9 +259,8 @@ def file_problems(tree: dict[str, Tracked], found: list[Found],
 
 def status_problems(changed: list[str], total: int, sealed: frozenset[str] = frozenset()
                     ) -> list[str]:
-    """Pure: the changed or untracked paths `git status` listed, approvals/ and the sealed
-    files (named by `file_problems`) aside; paths it did not list (over MAX_CHANGED) count
-    as changes too."""
+    """Pure: the paths `git status` listed as changed, approvals/ and the sealed files aside;
+    paths beyond MAX_CHANGED count as changes too."""
     shown = [p for p in changed if not p.startswith(APPROVALS_PREFIX) and p not in sealed]
     out = [f"{p}: changed or untracked in the checkout" for p in shown]
     if total > len(changed):
@@ -294,9 +269,8 @@ def status_problems(changed: list[str], total: int, sealed: frozenset[str] = fro
 
 
 def hidden_entries(data: bytes) -> list[str]:
-    """Pure: the paths `git ls-files -v -z` marks assume-unchanged (a lowercase tag) or
-    skip-worktree (S): `git status` never looks at their bytes, so a stubbed test there
-    reads as clean."""
+    """Pure: the assume-unchanged or skip-worktree paths in `git ls-files -v -z`: `git status`
+    never looks at their bytes, so a stubbed file there reads as clean."""
     out = []
     for entry in data.split(b"\0"):
         tag, _, path = entry.partition(b" ")
@@ -306,20 +280,18 @@ def hidden_entries(data: bytes) -> list[str]:
 
 
 def exclude_lines(data: bytes) -> list[str]:
-    """Pure: the patterns of an info/exclude file (comments and blank lines aside): paths
-    it hides from `git status` were never committed for a reviewer to see."""
+    """Pure: an info/exclude file's patterns: what they hide was never committed for review."""
     lines = (line.strip() for line in data.decode("utf-8", "replace").splitlines())
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def _hidden(git: str, project_dir: Path) -> list[str]:
-    """Paths of the checkout that `git status` would not show as changed or untracked
-    although no committed .gitignore says so."""
-    rc, out, msg = _git(git, project_dir, "ls-files", "-v", "-z")
+def _hidden(project_dir: Path) -> list[str]:
+    """Paths `git status` would not show although no committed .gitignore says so."""
+    rc, out, msg = git_command(project_dir, "ls-files", "-v", "-z")
     problems = ([f"{p}: marked assume-unchanged or skip-worktree, so git status does not "
                  "look at it" for p in hidden_entries(out)] if rc == 0
                 else [f"git ls-files: {msg}"])
-    rc, out, _ = _git(git, project_dir, "rev-parse", "--git-path", "info/exclude")
+    rc, out, _ = git_command(project_dir, "rev-parse", "--git-path", "info/exclude")
     path = Path(project_dir, out.decode("utf-8", "surrogateescape").strip("\n"))
     try:
         patterns = exclude_lines(path.read_bytes()[:MAX_OUTPUT]) if rc == 0 else []
@@ -336,22 +308,30 @@ def _found(top: Path, label: str, path: Path) -> Found:
     rel = real.relative_to(top).as_posix()
     if os.path.islink(real):
         return Found(label, rel, is_link=True)
+    data = _read_nofollow(real)
+    if isinstance(data, OSError):
+        return Found(label, rel, why=data.strerror or str(data))
+    return Found(label, rel, data=data)
+
+
+def _read_nofollow(path: Path) -> bytes | OSError:
+    """A file's bytes without following a symlink or blocking on a FIFO."""
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
-        return Found(label, rel, why=e.strerror or str(e))
+        return e
     with os.fdopen(fd, "rb") as f:
-        return Found(label, rel, data=f.read())
+        return f.read()
 
 
-def _tree(git: str, project_dir: Path) -> tuple[Path, dict[str, Tracked], str] | str:
+def _tree(project_dir: Path) -> tuple[Path, dict[str, Tracked], str] | str:
     """(the work tree's top, HEAD's files, object format), or why git cannot tell."""
-    rc, out, msg = _git(git, project_dir, "rev-parse", "--show-toplevel")
+    rc, out, msg = git_command(project_dir, "rev-parse", "--show-toplevel")
     if rc != 0:
         return f"git rev-parse --show-toplevel: {msg}"
     top = Path(os.path.realpath(out.decode("utf-8", "surrogateescape").strip("\n")))
-    rc, fmt, _ = _git(git, project_dir, "rev-parse", "--show-object-format")
-    rc_tree, listing, msg = _git(git, project_dir, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+    rc, fmt, _ = git_command(project_dir, "rev-parse", "--show-object-format")
+    rc_tree, listing, msg = git_command(project_dir, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
     if rc_tree != 0:
         return f"git ls-tree: {msg}"
     try:
@@ -362,23 +342,20 @@ def _tree(git: str, project_dir: Path) -> tuple[Path, dict[str, Tracked], str] |
 
 def _clean_in_checkout(project_dir: Path, files: dict[str, Path],
                        state: dict | None = None) -> CleanCheck:
-    """Is every file in `files` tracked in HEAD of the checkout holding `project_dir` with
-    the same bytes, and the rest of that checkout unchanged? `git status` alone never lists
-    a git-ignored file or one outside the repository; the seal's list does. `state`: the
-    folder's `git_state`, when the caller has just read it."""
+    """Is every file in `files` tracked in HEAD with the same bytes, and the rest of the
+    checkout unchanged? `git status` alone never lists a git-ignored or outside file."""
     state = state if state is not None else git_state(project_dir)
-    git = shutil.which("git")
-    if state["error"] or git is None or not isinstance(state["commit"], str):
+    if state["error"] or not isinstance(state["commit"], str):
         why = state["error"] or "no commit"
         return CleanCheck(state["commit"], False, (f"git cannot tell: {why}",), 1)
-    listed = _tree(git, project_dir)
+    listed = _tree(project_dir)
     if isinstance(listed, str):
         return CleanCheck(state["commit"], False, (f"git cannot tell: {listed}",), 1)
     top, tree, fmt = listed
     found = [_found(top, label, Path(os.path.abspath(p))) for label, p in sorted(files.items())]
     sealed = frozenset(f.rel for f in found if f.rel is not None)
     problems = status_problems(state["changed"], state["changed_total"], sealed)
-    problems += _hidden(git, project_dir) + file_problems(tree, found, fmt)
+    problems += _hidden(project_dir) + file_problems(tree, found, fmt)
     return CleanCheck(state["commit"], not problems, tuple(problems[:MAX_PROBLEMS]),
                       len(problems))
 
@@ -391,21 +368,6 @@ def _top(project_dir: Path) -> Path | None:
     return Path(os.path.realpath(out.decode("utf-8", "surrogateescape").strip("\n")))
 
 
-def _read_own(files: dict[str, Path]) -> dict[str, bytes | None]:
-    """The harness's own sealed files by label (`harness/<path>`, as RECORD spells them),
-    read without following a symlink (a linked file is not the file pip installed)."""
-    out: dict[str, bytes | None] = {}
-    for label, path in files.items():
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            out[label] = None
-            continue
-        with os.fdopen(fd, "rb") as f:
-            out[label] = f.read()
-    return out
-
-
 def _installed_problems(found: Origin, files: dict[str, Path]) -> list[str]:
     """Why the installed harness's sealed files are not its distribution's RECORD."""
     try:
@@ -414,16 +376,15 @@ def _installed_problems(found: Origin, files: dict[str, Path]) -> list[str]:
         return [f"harness {found.version} at {found.location}: its RECORD is not pip's ({e})"]
     where = (f"harness {found.version} installed at {found.location}: reinstall it from its "
              "wheel")
-    return [f"{problem} ({where})" for problem in record_problems(listed, _read_own(files))]
+    own = {label: _read_nofollow(path) for label, path in files.items()}  # a link is not pip's
+    own = {label: None if isinstance(d, OSError) else d for label, d in own.items()}
+    return [f"{problem} ({where})" for problem in record_problems(listed, own)]
 
 
 def harness_state(found: Origin | None = None,
                   known: tuple[Path, dict] | None = None) -> dict:
-    """What a run, a gate record and an approval name of the harness that made them: its
-    distribution, version, mode, location and RECORD digest (`origin.Origin.as_dict`), and,
-    for a checkout, the commit it was at and whether it was dirty (None: git cannot tell).
-    `known`: a folder and the `git_state` the caller has just read of it, reused when the
-    harness's checkout is that folder (this project's own layout), not asked of git again."""
+    """The harness that made a record: `origin.Origin.as_dict`, plus commit and dirty for a
+    checkout. `known`: (folder, its `git_state`) the caller has already read, reused."""
     found = found or which()
     doc: dict = {**found.as_dict(), "commit": None, "dirty": None}
     if found.mode == CHECKOUT:
@@ -435,13 +396,9 @@ def harness_state(found: Origin | None = None,
 
 
 def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
-    """Is every sealed byte vouched for? `files` (label -> path) is the source seal's own
-    list. The campaign's files must be tracked in HEAD of the checkout holding
-    `project_dir` with the same bytes, and the rest of that checkout unchanged. The
-    harness's own files (labels `harness/...`) are vouched for where they come from
-    (`origin.which`): an installed distribution by its RECORD (every file listed, with the
-    same sha256, nothing added or gone); a source checkout by git, at its own commit when it
-    is another checkout than the campaign's (an editable install of a dirty tree is dirty).
+    """Is every sealed byte vouched for? The campaign's files by git (tracked in HEAD, the
+    checkout otherwise unchanged); the harness's own files where they come from: an
+    installed distribution by its RECORD, a source checkout by git at its own commit.
     `commit` stays the campaign checkout's HEAD, the one an approval names."""
     found = which()
     own = {label: p for label, p in files.items() if label.startswith(HARNESS_LABEL)}
@@ -468,8 +425,7 @@ def clean_at(project_dir: Path, files: dict[str, Path]) -> CleanCheck:
 
 
 def _home(own: dict[str, Path]) -> Path | None:
-    """The folder holding the sealed harness package (the checkout git judges it in): the
-    package's `__init__.py` as the seal listed it, two levels up."""
+    """The checkout holding the sealed harness package: its `__init__.py`, two levels up."""
     init = own.get(HARNESS_LABEL + "__init__.py")
     return Path(os.path.abspath(init)).parent.parent if init is not None else None
 

@@ -16,8 +16,6 @@ from harness.measure.origin import PACKAGE_DIR
 HARNESS_LABEL = "harness/"  # the label prefix of the harness's own files (origin vouches)
 
 
-# ---- source seal -------------------------------------------------------------------------
-
 def source_files(project_dir: Path, inputs: list[Path]) -> dict[str, Path]:
     """Label -> path for every byte that defines a run: harness + instrument source, inputs."""
     out: dict[str, Path] = {}
@@ -30,9 +28,7 @@ def source_files(project_dir: Path, inputs: list[Path]) -> dict[str, Path]:
 
 
 def input_label(project_dir: Path, path: Path) -> str:
-    """Pure but for abspath: the seal's label of one input file (`input/<path in the
-    project>`, or `input-abs<absolute path>` outside it); the run folder's copy of an input
-    (`runfolder.inputs`) finds the sealed digest it must match under this label."""
+    """The seal's label of an input file: `input/<path>`, or `input-abs<path>` outside."""
     p = Path(os.path.abspath(path))
     try:
         return "input/" + p.relative_to(project_dir).as_posix()
@@ -41,9 +37,7 @@ def input_label(project_dir: Path, path: Path) -> str:
 
 
 def _package_files() -> list[Path]:
-    """The package's files, no bytecode: os.walk, not rglob, so that the __pycache__ folders
-    (as many files again as the sources) are never listed. Like rglob it does not descend
-    into a linked folder, and a linked file counts when it leads to a regular file."""
+    """The package's files without bytecode: os.walk, so __pycache__ is never listed."""
     found = []
     for root, dirs, files in os.walk(PACKAGE_DIR):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -89,15 +83,7 @@ def seal_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return out
 
 
-# ---- model folders ------------------------------------------------------------------------
-
 def files_under(folder: Path) -> list[str]:
-    """Every regular file below `folder`, as sorted relative POSIX paths.
-
-    Follows symlinks (a model folder may be a symlink farm); never use it for evidence."""
-    out = []
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for f in files:
-            out.append((Path(root) / f).relative_to(folder).as_posix())
-    return sorted(out)
+    """Every regular file below `folder`, sorted; follows symlinks, so never use it for evidence."""
+    return sorted((Path(root) / f).relative_to(folder).as_posix()
+                  for root, _, files in os.walk(folder) for f in files)

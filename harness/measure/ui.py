@@ -1,12 +1,7 @@
-"""How progress reaches a person: a live display on a terminal, JSON lines otherwise.
+"""How progress reaches a person: readable lines on a terminal, JSON lines otherwise.
 
-Unattended runs (cron, systemd) get one JSON object per event on stderr, which journald
-and log shippers keep; a terminal gets readable lines and a waiting spinner. Either way
-it is written best effort (`harness.base.terminal`): a reader that went away or a terminal
-that hung up never reaches the run. A readable
-line is a sentence (`sentence`): no Python reprs, no `key=value`, seconds rounded; the
-exact values stay in the JSON form.
-"""
+Unattended runs get one JSON object per event on stderr, which journald keeps. Writes are
+best effort: a reader that went away never reaches the run."""
 
 from __future__ import annotations
 
@@ -19,9 +14,8 @@ from harness.base.terminal import best_effort, isatty
 from harness.base.timeutil import utc_now
 from harness.measure.lock import clean_text, describe_holder
 
-# One sentence per known event; `{name}` is the field, already made readable by `human`.
-# An event without a template, or missing a field its template names, reads as
-# "kind: field value, field value".
+# One sentence per known event (fields made readable by `human`); any other event, or one
+# missing a field its template names, reads as "kind: field value, field value".
 SENTENCES = {
     "run": "run {run_id} of control {control} in {dir}",
     "launch": "launching run {run_id} in image {image}",
@@ -67,8 +61,7 @@ OPTIONAL = {"sealed": {"reasons": ": {}"}, "interrupted": {"doing": ": {}", "aga
 
 
 def human(key: str, value: object) -> str:
-    """One value as words: seconds rounded with a unit, lists joined, mappings as
-    "name value" pairs, a night's progress as "N/M done; state count"; one line."""
+    """One value as words on one line: seconds with a unit, lists joined, progress as N/M."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float) and key.endswith("_s") and value == value:
@@ -91,16 +84,14 @@ def human(key: str, value: object) -> str:
 
 
 def to_ms(key: str, value: object) -> object:
-    """A duration (`*_s`, a float) rounded to the millisecond for a JSON line: the exact
-    figures are in the run folder; a log line needs no 2.771781816999976."""
+    """A `*_s` float rounded to the millisecond for a JSON line (the run folder is exact)."""
     if isinstance(value, float) and key.endswith("_s") and math.isfinite(value):
         return round(value, 3)
     return value
 
 
 def wait_line(holder: dict | None, waited: float) -> str:
-    """Pure: the plain line for a lock wait off a terminal (the holder record is the
-    holder's: `describe_holder` makes it one bounded printable line)."""
+    """Pure: the plain line for a lock wait off a terminal."""
     so_far = f" ({waited:.0f} s so far)" if waited >= 1 else ""
     return f"waiting for the GPU lock held by {describe_holder(holder)}{so_far} …"
 
@@ -166,29 +157,25 @@ class TerminalReporter(Reporter):
 
     def event(self, kind: str, **fields: object) -> None:
         self._stop_status()
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(sentence(kind, fields))}",
+        self._print(sentence(kind, fields))
+
+    def _print(self, line: str) -> None:
+        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(line)}",
                            highlight=False, markup=True, soft_wrap=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
         if not self.console.is_terminal:  # `--no-json-lines | cat`: no spinner to see
-            self._plain_wait(holder, waited)
+            if self._wait_due():
+                self._print(wait_line(holder, waited))
             return
         # The holder record is written by whoever holds the lock: never rich markup.
         text = self._escape(f"waiting {waited:.0f}s for the GPU lock, held by "
-                      f"{describe_holder(holder)}")
+                            f"{describe_holder(holder)}")
         if self._status is None:
             self._status = self.console.status(text)
             self._status.start()
         else:
             self._status.update(text)
-
-    def _plain_wait(self, holder: dict | None, waited: float) -> None:
-        """Off a terminal, one plain line when the wait begins and one every 30 s."""
-        if not self._wait_due():
-            return
-        line = wait_line(holder, waited)
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(line)}",
-                           highlight=False, markup=True, soft_wrap=True)
 
     def _stop_status(self) -> None:
         if self._status is not None:

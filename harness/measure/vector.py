@@ -1,16 +1,9 @@
 """The docker vector: the exact `docker run` argv for one run, built by a pure function.
 
-Safe defaults live here, where a reviewer can read them in one place: never
-`--privileged`, `--network none` unless the control asks, model and instrument mounts
-read-only, secrets passed by name only (their values never enter the argv), `--pull=never`
-(no registry), launch by image Id, and labels that let a later run find an orphan.
-
-No value from a campaign, a control or the command line can change the meaning of an
-argument: every value is its own argv element, except inside `--mount`, whose CSV is built
-by `mount_arg` alone from paths that `plain_path_problem` accepts (no `,` `=` quote,
-whitespace or control character; absolute and normalised). Secret-looking `engine:` keys
-travel like secret env names: by reference, their values in env vars passed by name.
-"""
+Safe defaults in one place: never `--privileged`, `--network none` unless asked, model and
+instrument mounts read-only, secrets by name only, `--pull=never`, launch by image Id, and
+labels that let a later run find an orphan. Every value is its own argv element, except
+inside `--mount`, whose CSV `mount_arg` builds from paths `plain_path_problem` accepts."""
 
 from __future__ import annotations
 
@@ -25,7 +18,7 @@ from harness.base import bounds
 from harness.base.bounds import BadText
 from harness.base.catalogue import ENV_GPU_MAP, MOUNT_UNSAFE_PATH
 from harness.base.errors import InvalidInput
-from harness.config.gpumap import node_problem
+from harness.config.gpumapfile import node_problem
 from harness.instrument.harness_observer import interface
 from harness.instrument.harness_observer.interface import (
     ENGINE_SECRET_PREFIX,
@@ -39,7 +32,6 @@ if TYPE_CHECKING:
     from harness.config.schema import Control
 
 LABEL_PREFIX = "org.harness"
-RULE_UNSAFE_MOUNT = MOUNT_UNSAFE_PATH
 SLURM_JOB_LABEL = f"{LABEL_PREFIX}.slurm-job"
 # Who launched a container (`labels`: from `VectorInput.launcher`), read back by the orphan
 # reaper and by `harness status`: is the harness that holds the lock for it still there?
@@ -51,10 +43,9 @@ LAUNCHER_HOST = f"{LABEL_PREFIX}.launcher-host"
 SECRET_REF = "$harness_secret_env"
 
 # vLLM's documented ROCm flags (see docs/vllm-notes.md), minus SYS_PTRACE: not needed to run.
-ROCM_DEVICES = ["--device", "/dev/kfd", "--device", "/dev/dri"]
 ROCM_REST = ["--group-add", "video", "--group-add", "render",
              "--ipc=host", "--security-opt", "seccomp=unconfined"]
-ROCM_FLAGS = ROCM_DEVICES + ROCM_REST
+ROCM_FLAGS = ["--device", "/dev/kfd", "--device", "/dev/dri", *ROCM_REST]
 # Device masks the host sets (Slurm's gres, a login shell): never read from the harness's
 # environment into a container, whose device numbering restarts at 0 (docs/slurm.md).
 HOST_DEVICE_MASKS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
@@ -112,7 +103,7 @@ def mount_arg(m: BindMount) -> str:
     for what, value, why in problems:
         if why is not None:
             raise InvalidInput(f"the {m.role} mount's {what} {value!r} {why}",
-                               rule=RULE_UNSAFE_MOUNT)
+                               rule=MOUNT_UNSAFE_PATH)
     return (f"type=bind,source={m.source},target={m.target}"
             + (",readonly" if m.read_only else ""))
 
@@ -132,9 +123,8 @@ def labels(inp: VectorInput) -> dict[str, str]:
 
 
 def launcher_of(container_labels: dict) -> tuple[int, float, str] | None:
-    """(pid, start time, host) of the harness that launched a container, from its labels
-    (`labels`); None when they are missing or not what a harness writes (labels are
-    anyone's who can reach the engine: bounded, ASCII, finite). Pure."""
+    """(pid, start time, host) of the harness that launched a container, from its labels; None
+    when missing or malformed (labels are anyone's who can reach the engine). Pure."""
     try:
         return (bounds.parse_int(container_labels[LAUNCHER_PID], "a launcher pid",
                                  max_digits=10),
@@ -150,16 +140,14 @@ def container_name(run_id: str) -> str:
 
 
 def env_value(v: object) -> str:
-    """Pure: an `env` value as docker is given it (a bool as 1 or 0): the text its sha256
-    marker is taken over when the name looks secret."""
+    """Pure: an `env` value as docker is given it (a bool as 1 or 0)."""
     if isinstance(v, bool):
         return "1" if v else "0"
     return str(v)
 
 
 def split_engine_secrets(engine: Any) -> tuple[Any, dict[str, str]]:
-    """Replace every value under a secret-looking key (at any depth) by a reference to an
-    env var; return (engine args safe to show, {env name: the value as JSON})."""
+    """Secret-looking keys' values (any depth) -> env references: (shown args, {env: JSON})."""
     secrets: dict[str, str] = {}
 
     def walk(value: Any) -> Any:
@@ -189,8 +177,7 @@ class Vector:
     mounts: list[BindMount] = field(default_factory=list)
 
     def evidence(self) -> dict:
-        """What `docker-vector.json` holds: the exact argv; secrets only as sha256 markers;
-        each mount as declared and as resolved."""
+        """docker-vector.json: the exact argv, secrets as sha256 markers, each mount."""
         return {"argv": self.argv,
                 "passed_env": {k: redact(v) for k, v in self.passed_env.items()},
                 "mounts": [m.evidence() for m in self.mounts]}
@@ -213,9 +200,8 @@ def bind_mounts(inp: VectorInput) -> list[BindMount]:
 
 
 def device_args(ctl: Control, render_nodes: tuple[str, ...] | None) -> list[str]:
-    """The device profile's flags. On one host the rocm profile gets all of /dev/dri; in a
-    Slurm job only /dev/kfd and the allocated render nodes (`--device` reads `:` as a
-    separator, so each path must be plain, absolute and normalised, or nothing is built)."""
+    """The device profile's flags: all of /dev/dri on one host; in a Slurm job /dev/kfd and the
+    allocated render nodes, each a plain path (`--device` reads `:` as a separator)."""
     if ctl.device != "rocm":
         return list(CPU_FLAGS)
     if render_nodes is None:
@@ -254,11 +240,7 @@ def _sandbox_args(ctl: Control, render_nodes: tuple[str, ...] | None = None) -> 
 
 
 def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
-    """Return the `docker run` vector for this run. No I/O.
-
-    `environ` is where secrets named by the control are read from (the harness's own
-    environment); they and any secret-looking `env` entries go by name only.
-    """
+    """The `docker run` vector for this run, no I/O; secrets are passed by name only."""
     environ = environ or {}
     ctl = inp.control
     argv = ["docker", "run", "--pull=never", "--name", container_name(inp.run_id),
@@ -320,9 +302,7 @@ _SECRET_WORD = re.compile(
 def looks_secret(name: str) -> bool:
     """Does a name (env var or engine key) look like it holds a secret?
 
-    Judged per word, in any case (split at `_`, `-`, `.`, spaces and digits, never inside
-    a word: `hfToKen` is one word ending in TOKEN), by how the word ends: `HF_TOKEN`,
-    `apiKey`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSPHRASE`, `HF_AUTH` are secret, while
-    `max_num_batched_tokens` or `tokenizer` are not: over-redacting engine sizes would
-    hide what a reviewer needs. (A plural `*_TOKENS` is therefore not a secret name.)"""
+    Judged per word (split at `_`, `-`, `.`, spaces and digits) by how it ends: `HF_TOKEN`,
+    `apiKey`, `DB_PASSPHRASE` are secret; `max_num_batched_tokens` and `tokenizer` are not:
+    over-redacting engine sizes would hide what a reviewer needs."""
     return any(_SECRET_WORD.search(w) for w in _WORDS.findall(name.upper()))

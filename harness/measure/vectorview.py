@@ -1,19 +1,9 @@
-"""A recorded docker vector read back: its options, environment, image and command, as two
-runs of the same control can be compared (`harness diff`). Pure.
+"""A recorded docker vector read back, so two runs of one control compare (`harness diff`). Pure.
 
-`vector.build` writes the argv that docker-vector.json records; this reads it back. Some
-tokens belong to one launch alone: the run id (in the container name, a label and
-HARNESS_RUN_ID), the run folder (the cidfile, the observations mount), the launcher's pid
-and start time, the Slurm job, and the source seal the container is told (the seal has
-its own topic in the diff). Each is replaced by a placeholder (`ELIDED`), so two launches
-of one control differ only where someone changed something: an added environment variable
-reads `--env VLLM_ENABLE_V1_MULTIPROCESSING=0` on one side only.
-
-The argv comes from a run folder and is hostile: anything that is not a list of strings
-shaped like `docker run …` is not read (None). Values of secret-looking names never leave
-here in clear (`vector.looks_secret`, `vector.redact`, the vector's own rules): the
-vector passes them by name only, and an older or edited argv holding one is redacted.
-"""
+Tokens of one launch alone (run id, run folder, launcher pid and start, Slurm job, the
+source seal) become `ELIDED`, so two launches differ only where someone changed something.
+The argv is hostile: anything not shaped like `docker run …` is not read (None), and
+secret-looking values are redacted."""
 
 from __future__ import annotations
 
@@ -31,8 +21,7 @@ from harness.measure.vector import (
     redact,
 )
 
-# The options vector.build writes as `--opt VALUE` (two tokens); others are `--opt=VALUE`
-# or flags alone.
+# The options vector.build writes as `--opt VALUE`; others are `--opt=VALUE` or flags.
 VALUE_OPTIONS = frozenset({
     "--name", "--cidfile", "--label", "--network", "--cap-drop", "--security-opt", "--memory",
     "--memory-swap", "--cpus", "--shm-size", "--pids-limit", "--user", "--workdir",
@@ -64,8 +53,7 @@ class Option:
 
 @dataclass(frozen=True)
 class View:
-    """One launch, normalised: option lines (env apart) in argv order, the environment
-    (name -> value, elided and redacted), the image and the command (shell-quoted)."""
+    """One launch, normalised: option lines, the environment, the image and the command."""
 
     options: tuple[str, ...]
     env: dict[str, str]
@@ -84,8 +72,7 @@ class View:
 
 
 def split(argv: list[str]) -> tuple[list[Option], str | None, list[str]]:
-    """Pure: `docker run` options, the image (the first token that is no option's) and the
-    command after it, from an argv as vector.build writes it."""
+    """Pure: `docker run` options, the image and the command, from a vector.build argv."""
     options: list[Option] = []
     i = 2  # after "docker", "run"
     while i < len(argv):
@@ -119,9 +106,8 @@ ELIDE_MIN = 12
 
 
 def elide(text: str, run_id: str | None, run_dir: str | None) -> str:
-    """Pure: the run folder and the run id in `text` replaced by their placeholders. Both
-    come from the run's own (hostile) record, so only a run id long enough to be one and
-    only a run folder that is absolute and named for that run id are replaced."""
+    """Pure: the run folder and run id in `text` replaced by placeholders; both come from the
+    hostile record, so only a plausible run id and a matching absolute folder are replaced."""
     if run_id is None or len(run_id) < ELIDE_MIN:
         return text
     if run_dir and run_dir.startswith("/") and run_dir.endswith("/" + run_id):
@@ -130,9 +116,7 @@ def elide(text: str, run_id: str | None, run_dir: str | None) -> str:
 
 
 def env_entry(value: str, passed_env: dict) -> tuple[str, str]:
-    """Pure: (name, value as shown) of one `--env` value: a value passed by name shows the
-    vector's sha256 marker when it recorded one; a secret-looking name's value is redacted;
-    the seal the container is told is elided (the diff compares seals on their own)."""
+    """Pure: (name, value as shown) of one `--env` value: redacted when secret, the seal elided."""
     name, eq, shown = value.partition("=")
     if not eq:
         marker = passed_env.get(name)
@@ -152,8 +136,7 @@ def _option_line(o: Option, run_id: str | None, run_dir: str | None) -> str:
 
 
 def view(vector: Any, run_id: Any = None) -> View | None:
-    """Pure: the normalised launch of a docker-vector.json document; None when it holds no
-    argv shaped like `docker run …` (absent, hostile or cut)."""
+    """Pure: the normalised launch of docker-vector.json; None unless shaped `docker run …`."""
     argv = vector.get("argv") if isinstance(vector, dict) else None
     if (not isinstance(argv, list) or len(argv) > MAX_TOKENS or argv[:2] != ["docker", "run"]
             or not all(isinstance(t, str) for t in argv)):

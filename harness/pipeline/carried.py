@@ -1,8 +1,5 @@
-"""What one run hands the next run of its campaign: measurements a few ms old.
-
-It earns its place on a figure users feel, a night's handoff between short controls
-(`make bench`'s `handoff_s`); see `Carried` for why it is sound.
-"""
+"""What one run hands the next run of its campaign: measurements a few ms old, worth it
+for a night's handoff between short controls (`make bench`'s `handoff_s`)."""
 
 from __future__ import annotations
 
@@ -18,16 +15,10 @@ CARRY_MAX_S = 5.0
 
 @dataclass(frozen=True)
 class Carried:
-    """What one run's after-run checks measured, offered to the next run of the same
-    campaign that the same harness process launches right after it: the host snapshot and
-    the source seal, taken again ~10 ms later otherwise (a quarter of the harness's own
-    time between two containers).
-
-    Sound because a "before" only has to precede the container it vouches for: an earlier
-    one widens the window that run's after-run checks compare across, so anything that
-    changes in between still refuses it (HOST-DRIFT, SEAL-CHANGED). It is recorded in the
-    next run's preflight.json (`carried`: from which run, taken when) and never in the run
-    it came from, whose evidence is what it always was."""
+    """What one run's after-run checks measured (host snapshot, source seal), offered to
+    the next run this process launches right after, instead of taking them again ~10 ms
+    later. Sound: an earlier "before" only widens the window the next run's checks compare
+    across. Recorded in the next run's preflight.json, never in this run's."""
 
     from_run: str
     taken_at: str  # UTC, when the later of the two was taken

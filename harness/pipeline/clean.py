@@ -1,31 +1,14 @@
 """Clean a run folder before it is sealed: the one cleaner for finish and for recovery.
 
-The workload writes `observations/` (post-steps write their own folders), so anything may
-be there. A seal may only list what `sha256sum -c` and `harness verify` read alike and
-what hashing can read safely, so before sealing:
-- every symlink, FIFO, socket or device is unlinked, never followed or opened
-  (`EVIDENCE-NOT-REGULAR`);
-- every entry whose name `tree.path_problem` rejects is removed, a folder with all below
-  it (`EVIDENCE-BAD-NAME`). Decision: such names are removed and listed, never sealed in
-  coreutils' escaped form. Bytes that are not UTF-8, \\r, \\n, U+0085, U+2028/2029, bidi
-  overrides and backslashes each render differently in some tool (Python's splitlines,
-  a terminal, a viewer, coreutils' escaping), so a seal holding them is one tool's truth,
-  not every reviewer's. Nothing is silently lost: the record gives each removed path in
-  `tree.printable` form with its kind, size and, for a regular file, its sha256;
-- every folder below `tree.MAX_DEPTH`, and every path longer than `tree.MAX_PATH_BYTES`,
-  is removed with all below it (`EVIDENCE-TOO-DEEP`);
-- every file in the workload's `observations/` larger than `manifest.MAX_WORKLOAD_FILE` is
-  removed unhashed, with its size and allocated blocks recorded (`EVIDENCE-TOO-BIG`): a
-  sparse 15 TiB file costs the workload one `truncate` and would hold sealing for hours;
-- a run folder holding more than `manifest.MAX_ENTRIES` entries has the workload's
-  `observations/` removed whole, unhashed (`EVIDENCE-TOO-MANY`): sealing, `verify` and
-  every later reader stay bounded (100,000 files take ~20 s through all of them);
-- then folders left holding no file are pruned (a manifest cannot list a folder, and
-  `verify` names unlisted folders); that alone refuses nothing.
-What was removed is written to `non-regular-removed.json` whenever anything that refuses
-was removed, and the reasons refuse the run. Pruned folders that the workload left empty
-are listed there too; a folder emptied only by these removals is implied by them.
-"""
+The workload writes `observations/`, so anything may be there, and a seal may only list
+what `sha256sum -c` and `harness verify` read alike and hashing reads safely. Removed and
+listed (in `non-regular-removed.json`), each refusing the run: non-regular entries
+(EVIDENCE-NOT-REGULAR, never followed); names `tree.path_problem` rejects
+(EVIDENCE-BAD-NAME: they render differently in some tool, so are never sealed escaped);
+paths too deep or long (EVIDENCE-TOO-DEEP); workload files over `MAX_WORKLOAD_FILE`
+(EVIDENCE-TOO-BIG: a sparse 15 TiB file would hold sealing for hours); and `observations/`
+whole past `MAX_ENTRIES` entries (EVIDENCE-TOO-MANY). Then empty folders are pruned (a
+manifest cannot list one), which alone refuses nothing."""
 
 from __future__ import annotations
 
@@ -64,7 +47,6 @@ from harness.measure.runfolder.manifest import (
     too_big,
 )
 
-RECORD = layout.REMOVED
 RULES = {"not-regular": EVIDENCE_NOT_REGULAR, "bad-name": EVIDENCE_BAD_NAME,
          "too-deep": EVIDENCE_TOO_DEEP, "too-big": EVIDENCE_TOO_BIG,
          "too-many": EVIDENCE_TOO_MANY}
@@ -121,7 +103,7 @@ def reasons(removals: list[Removal]) -> list[Reason]:
             out.append(Reason(rule, _describe(r, removals)))
         if len(tops) > MAX_REASONS:
             out.append(Reason(rule, f"and {len(tops) - MAX_REASONS} more; every one is "
-                                    f"listed in {RECORD}"))
+                                    f"listed in {layout.REMOVED}"))
     return out
 
 
@@ -131,7 +113,7 @@ def _describe(r: Removal, removals: list[Removal]) -> str:
     if r.why == "bad-name":
         below = sum(1 for o in removals if o.entry.rel.startswith(e.rel + "/"))
         more = f", with {below} entr{'y' if below == 1 else 'ies'} below it" if below else ""
-        return f"{path}: {e.name_problem}; removed ({e.kind}{more}), listed in {RECORD}"
+        return f"{path}: {e.name_problem}; removed ({e.kind}{more}), listed in {layout.REMOVED}"
     if r.why == "too-big":
         return (f"{path}: {e.size} bytes written by the workload, over the "
                 f"{MAX_WORKLOAD_FILE} byte limit; removed unhashed")
@@ -163,7 +145,7 @@ def earlier_reasons(run_dir: Path) -> list[Reason]:
     """Reasons from a record an earlier, cut-off pass wrote (its entries are gone now)."""
     out: list[Reason] = []
     for name in sorted(os.listdir(run_dir)):
-        if not (name == RECORD or (name.startswith(layout.REMOVED_PREFIX)
+        if not (name == layout.REMOVED or (name.startswith(layout.REMOVED_PREFIX)
                                    and name.endswith(".json"))):
             continue
         try:
@@ -187,8 +169,7 @@ def _record_name(run_dir: Path) -> str:
 
 
 def bare_folders(entries: list[Entry]) -> set[str]:
-    """Pure: folders with nothing but folders below them, as the workload left them (a
-    folder emptied by our own removals is implied by those and not listed again)."""
+    """Pure: folders the workload left holding nothing but folders."""
     holding: set[str] = set()
     for e in entries:
         if not e.is_dir:
@@ -198,8 +179,7 @@ def bare_folders(entries: list[Entry]) -> set[str]:
 
 
 def _too_many(run_dir: Path) -> list[dict]:
-    """The workload's folder holds more entries than any run may seal: remove it whole
-    (iteratively, following nothing) and say so; the count is all that is kept."""
+    """Remove the workload's flooded folder whole, following nothing; keep the count."""
     with contextlib.suppress(FileNotFoundError):
         remove_beneath(run_dir, WORKLOAD_DIR)
     return [{"path": WORKLOAD_DIR, "kind": "dir", "why": "too-many",

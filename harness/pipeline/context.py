@@ -1,11 +1,6 @@
 """One run's context: its inputs, fixed when its folder is made, and what each stage found.
-
-No stage writes here. Each stage returns a frozen result (`harness.pipeline.results`) and
-the stage runner stores it with `took`; the runner also keeps the stage records (`stages`
-in run.json) and files each reason on one side of the container: `stopped` holds the
-reasons that stopped the run before a container existed (whichever stage found them),
-`after` those found once it ran. These methods are the only writers of the context.
-"""
+Its methods are its only writers: the stage runner stores each stage's frozen result and
+files each reason as `stopped` (before a container existed) or `after`."""
 
 from __future__ import annotations
 
@@ -87,8 +82,7 @@ class RunContext:
             self.after = (*self.after, *reasons)
 
     def interrupted(self, signal: str) -> None:
-        """A stop signal cut the run: before a container existed it stops the run
-        (RUN-INTERRUPTED); afterwards the outcome says so."""
+        """A stop signal cut the run (before a container: RUN-INTERRUPTED)."""
         if self.outcome is None:
             self.file([Reason(RUN_INTERRUPTED, f"harness received {signal}")])
         else:

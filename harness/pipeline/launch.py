@@ -1,18 +1,11 @@
-"""Stages 2-4: take the GPU lock, clear or refuse orphans, judge the mounts, build, run.
+"""Under the GPU lock: gather the locked evidence, judge the mounts, run the container,
+gather the evidence around it (`pipeline.evidence`), sanitize the read-write mounts.
 
-The lock is held from just before the orphan check to just after the container exits;
-post-steps and sealing happen after release so the next control can start.
-
-Mount sources are judged here again, under the lock, where they lead now, by the one mount
-policy (`harness.config.mountable`: roots, system paths, what the harness trusts): a
-previous control with a read-write mount can plant a symlink on a declared path, so every
-source is resolved now and docker is given the resolved path: the folder checked is the
-folder mounted. No other harness container runs meanwhile (the orphan check), so nothing
-of a workload's can swap a folder between this check and docker's mount.
-
-After the container exits, still under the lock, `sanitize.sanitize` walks every
-read-write mount and undoes setuid/setgid bits and device nodes the workload planted.
-"""
+A reason the locked evidence returns stops the run before anything is launched. Mount
+sources are judged again here (`config.mountable`) where they lead now, and docker gets
+the resolved path: an earlier read-write mount may have planted a symlink, and with no
+other harness container running (the idle-GPU source) nothing can swap a folder between
+this check and docker's mount. Post-steps and the seal run after release."""
 
 from __future__ import annotations
 
@@ -22,20 +15,19 @@ from pathlib import Path
 
 from harness.base import faultpoint
 from harness.base.atomic import write_json
-from harness.base.catalogue import ENV_ORPHAN_CONTAINER, MODEL_PATH_CHANGED
+from harness.base.catalogue import MODEL_PATH_CHANGED, MOUNT_SANITIZE_INCOMPLETE
 from harness.base.reason import Reason
 from harness.config import mountable
 from harness.config.loader import resolve
 from harness.config.mountable import MountSource
 from harness.instrument.harness_observer import interface
-from harness.judge import witnessed
-from harness.measure import execute, kmsg, vector
-from harness.measure.lock import GpuLock
+from harness.measure import execute, vector
 from harness.measure.runfolder import layout
 from harness.measure.slurm import identity as slurm_identity
-from harness.measure.telemetry import plan as telemetry_plan
-from harness.pipeline import orphans, sanitize
+from harness.measure.witness.subject import Subject
+from harness.pipeline import evidence, orphans, sanitize
 from harness.pipeline.context import RunContext
+from harness.pipeline.evidence.source import LOCKED, Scene
 from harness.pipeline.results import Launch
 from harness.pipeline.stage import Keep
 
@@ -86,40 +78,21 @@ def build_vector(ctx: RunContext, mounts: list[MountSource],
         model_source=model.real if model else None,
         model_declared=str(model.declared) if model else None,
         extra_env={interface.ENV_SEAL: pre.seal.digest if pre.seal else ""},
-        launcher=orphans.launcher_identity(),
-        slurm_job=slurm_identity.job_id(os.environ),
-        render_nodes=pre.render_nodes,
-    )
+        launcher=orphans.launcher_identity(), slurm_job=slurm_identity.job_id(os.environ),
+        render_nodes=pre.render_nodes)
     return vector.build(inp, dict(os.environ))
 
 
-def clear_orphans(ctx: RunContext, lock: GpuLock) -> list[Reason]:
-    """Remove exited containers of dead harnesses; refuse beside a running one."""
-    removed = orphans.reap(lock.path, ctx.control.device)
-    if removed:
-        write_json(ctx.run_dir / layout.ORPHANS_REMOVED,
-                   {"schema": "harness.orphans-removed/v1", "containers": removed})
-        for rec in removed:
-            ctx.ui.event("orphan-removed", id=rec["id"], run_id=rec.get("run_id"),
-                         removed=rec.get("removed", False), exit_code=rec.get("exit_code"))
-    found = orphans.running(lock.path, ctx.control.device)
-    if found:
-        ids = ", ".join(f"{o['id']} (run {o['run_id']})" for o in found)
-        return [Reason(ENV_ORPHAN_CONTAINER, f"a harness container is still running: {ids}")]
-    return []
-
-
 def after_container(ctx: RunContext, mounts: list[MountSource]) -> list[Reason]:
-    """Undo setuid/setgid bits and device nodes the workload left in its read-write
-    mounts (`sanitize`); each refuses the run. Never raises an ordinary exception: what
-    could not be checked refuses the run too."""
+    """Undo what the workload planted in its read-write mounts (`sanitize`), each a
+    refusal; what could not be checked refuses too, never raises."""
     rw = [(s.what, s.real) for s in mounts if not s.read_only]
     if not rw:
         return []
     try:
         reasons = sanitize.sanitize(ctx.run_dir, rw)
     except Exception as e:  # the lock must still be released; the run is refused
-        reasons = [Reason(sanitize.RULE_INCOMPLETE, "the read-write mounts could not be "
+        reasons = [Reason(MOUNT_SANITIZE_INCOMPLETE, "the read-write mounts could not be "
                           f"checked for setuid files and device nodes: "
                           f"{type(e).__name__}: {e}"[:500])]
     if reasons:  # judged with the run's outcome, which they do not hide
@@ -136,26 +109,6 @@ def _interrupted(ctx: RunContext, signal: str, cid: str | None) -> None:
                  again="press Ctrl-C again to kill it at once" if signal == "SIGINT" else None)
 
 
-def _checked(ctx: RunContext, lock: GpuLock) -> tuple[list[MountSource], MountSource | None,
-                                                       list[Reason]]:
-    """Under the lock, before anything is launched: no orphan beside it, every mount
-    allowed where it leads now."""
-    refused = clear_orphans(ctx, lock)
-    if refused:
-        return [], None, refused
-    mounts, model, refused = resolve_sources(ctx)
-    if refused:
-        ctx.ui.event("mounts-refused", reasons=[str(r) for r in refused])
-    return mounts, model, refused
-
-
-def sampling(ctx: RunContext) -> telemetry_plan.Plan:
-    """What the control's telemetry samples while its container runs."""
-    ctl = ctx.control
-    return telemetry_plan.Plan(ctl.telemetry.interval, ctl.device,
-                               telemetry_plan.gpu_indices(ctl.gpus))
-
-
 def _prepared(ctx: RunContext, mounts: list[MountSource],
               model: MountSource | None) -> vector.Vector:
     """The docker vector, recorded, and the observations folder it mounts."""
@@ -169,32 +122,39 @@ def _prepared(ctx: RunContext, mounts: list[MountSource],
 
 
 def run(ctx: RunContext, keep: Keep[Launch]) -> Launch:
-    """Hold the lock around the container; record the interval even if interrupted.
-    Returns the lock's hold, the outcome, and the reasons that refused the launch or that
-    the container's exit left."""
+    """Hold the lock around the container, recording the interval even if interrupted;
+    the reasons are those that refused the launch or that the container left."""
     lock = ctx.lock
     if lock is None:
         raise ValueError("the launch stage needs the run's GPU lock")
     found = keep(Launch(held=lock.acquire()))
-    found = keep(replace(found, kernel=kmsg.mark()))  # the window starts with the lock
+
+    def gather(phase: str, subject: Subject | None = None) -> None:
+        nonlocal found
+        got = evidence.gather(phase, Scene(ctx, {**ctx.preflight.gathered, **found.gathered},
+                                           subject))
+        found = keep(replace(found, gathered={**found.gathered, **got},
+                             reasons=found.reasons + evidence.reasons(got)))
+
     ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(found.held.wait_s, 3))
     launched: list[MountSource] = []
     try:
+        gather(LOCKED)  # the kernel log's window starts with the lock
         faultpoint.reach("lock-held")
-        mounts, model, refused = _checked(ctx, lock)
+        mounts, model, refused = resolve_sources(ctx) if not found.reasons else ([], None, [])
         if refused:
-            found = keep(replace(found, reasons=tuple(refused)))
-        else:
+            ctx.ui.event("mounts-refused", reasons=[str(r) for r in refused])
+        found = keep(replace(found, reasons=found.reasons + tuple(refused)))
+        if not found.reasons:
             vec = _prepared(ctx, mounts, model)
             launched = mounts
             out = execute.run(vec, ctx.run_dir, timeout=ctx.control.timeout,
                               grace=ctx.control.stop_grace,
                               on_started=lambda cid: ctx.ui.event("container", id=cid),
                               on_interrupt=lambda sig, cid: _interrupted(ctx, sig, cid),
-                              telemetry=sampling(ctx))
-            found = keep(replace(found, outcome=out.as_dict(),
-                                 reasons=(*found.reasons,
-                                          *witnessed.judge(out.launcher, list(vec.argv)))))
+                              at=gather)
+            found = keep(replace(found, outcome={
+                **out.as_dict(), **evidence.blocks(layout.OUTCOME, found.gathered)}))
     finally:
         try:  # the container has exited (or stopped)
             planted = after_container(ctx, launched)

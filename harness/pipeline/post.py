@@ -1,17 +1,9 @@
-"""Stage 5: post-steps, each a separate process whose exit code is its verdict.
+"""Post-steps, each a separate process whose exit code is its verdict.
 
-A post-step is a command: it may leave anything in its folder. Its `verdict.json` is read
-bounded and without following a symlink, parsed strictly and type-checked; a verdict file
-that is there but unreadable (not a regular file, too big, not strict JSON, not an object
-of the documented shape) refuses the post-step (`POST-VERDICT-UNREADABLE`) and never stops
-the run from being sealed. So does an entry where the harness keeps its own record of the
-step (`result.json`, `POST-RESULT-TAKEN`) or a step folder that already exists, and a
-step killed at its timeout (`POST-TIMEOUT`), whatever verdict it wrote before.
-
-The built-ins in harness.judge.poststeps.IN_PROCESS (exit-code) run inside the harness instead:
-they read only files the harness wrote, bounded, so they need no process of their own; their
-record (result.json, verdict.json, stdout.log, stderr.log) is the same as a child's.
-"""
+A step may leave anything in its folder, so what it leaves is read strictly
+(`judge.verdictfile`): an unreadable verdict, a taken `result.json` or folder, or a
+timeout refuses the step, never the seal. The built-ins in `judge.poststeps.IN_PROCESS`
+read only the harness's own bounded files, so they run in-process, with the same record."""
 
 from __future__ import annotations
 
@@ -43,17 +35,12 @@ from harness.pipeline.context import RunContext
 from harness.pipeline.results import Post
 from harness.pipeline.stage import Keep
 
-VERDICT = layout.VERDICT
-RESULT = layout.RESULT
-UNREADABLE = POST_VERDICT_UNREADABLE
-
 
 def argv_for(step: PostStep, run_dir: Path, out_dir: Path,
              contract: list[str] | str | None = None, reference: dict | None = None) -> list[str]:
-    """The post-step's command. The campaign's identity contract (a list, or `all`)
-    reaches gate0 unless the control gives gate0 one of its own (with neither, gate0
-    compares harness.config.contract.VLLM_IDENTITY); the control's references (with the
-    lock's figures, which only the harness knows) reach the `reference` step the same way."""
+    """The post-step's command: the campaign's identity contract reaches gate0 unless the
+    control gives one; the control's references (and the lock's figures, which only the
+    harness knows) reach `reference`."""
     if step.run:
         return list(step.run)
     if step.name not in BUILTINS:
@@ -85,7 +72,7 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
         argv = argv_for(step, ctx.run_dir, out_dir, ctx.loaded.campaign.contract,
                         reference_options(ctx) if step.name == "reference" else None)
     except ValueError as e:
-        write_json(out_dir / RESULT, {"name": step.name, "exit_code": None,
+        write_json(out_dir / layout.RESULT, {"name": step.name, "exit_code": None,
                                       "error": str(e)})
         return PostResult.refusal(step.name, POST_REFUSED, str(e))
     t0 = time.monotonic()
@@ -97,16 +84,17 @@ def run_one(step: PostStep, ctx: RunContext) -> PostResult:
     # a killed step has not judged, whatever verdict it wrote before it was killed
     faults = [Reason(POST_TIMEOUT, note, step.name)] if note else []
     if problem:
-        faults.append(Reason(UNREADABLE, problem, step.name))
-    if os.path.lexists(out_dir / RESULT):
-        faults.append(Reason(POST_RESULT_TAKEN, f"the step wrote {RESULT}, where the harness "
-                             "keeps its own record of the step", step.name))
+        faults.append(Reason(POST_VERDICT_UNREADABLE, problem, step.name))
+    if os.path.lexists(out_dir / layout.RESULT):
+        faults.append(Reason(POST_RESULT_TAKEN, f"the step wrote {layout.RESULT}, where the "
+                             "harness keeps its own record of the step", step.name))
     record = {"name": step.name, "argv": argv, "exit_code": code, "verdict": verdict,
               "duration_s": round(time.monotonic() - t0, 3), "note": note}
     try:
-        write_json(out_dir / RESULT, record)  # replaces whatever the step left at that name
+        write_json(out_dir / layout.RESULT, record)  # replaces whatever the step left there
     except OSError as e:  # e.g. the step made result.json a folder: the run is still sealed
-        faults.append(Reason(POST_RESULT_UNWRITTEN, f"{RESULT}: {e.strerror or e}", step.name))
+        faults.append(Reason(POST_RESULT_UNWRITTEN, f"{layout.RESULT}: {e.strerror or e}",
+                             step.name))
     return verdictfile.result(step.name, code, verdict, reasons, faults)
 
 
@@ -130,8 +118,7 @@ def _in_child(step: PostStep, argv: list[str], out_dir: Path, env: dict,
 
 
 def _in_process(step: PostStep, run_dir: Path, out_dir: Path) -> tuple[int | None, None]:
-    """Run a built-in in this process (see IN_PROCESS), with the same record as a child's:
-    its lines in stdout.log, a crash as exit 1 with the traceback in stderr.log."""
+    """Run a built-in in-process with a child's record (a crash is exit 1)."""
     module = importlib.import_module(BUILTINS[step.name])
     with (open(out_dir / layout.STDOUT_LOG, "w", encoding="utf-8") as so,
           open(out_dir / layout.STDERR_LOG, "w", encoding="utf-8") as se):
@@ -151,8 +138,7 @@ def reference_options(ctx: RunContext) -> dict:
 
 
 def steps(control: Control) -> list[PostStep]:
-    """The control's post-steps, and `reference` last when it has references but does not
-    list the step (harness.config.reference)."""
+    """The control's post-steps, with `reference` last when it has references."""
     listed = list(control.post_steps)
     if control.reference and all(p.name != "reference" for p in listed):
         listed.append(PostStep(name="reference"))
@@ -160,8 +146,7 @@ def steps(control: Control) -> list[PostStep]:
 
 
 def run(ctx: RunContext, keep: Keep[Post]) -> Post:
-    """Run each post-step; their results, kept one by one, are what the verdict reads
-    with the outcome (a stop signal between two steps keeps the first one's)."""
+    """Run each post-step, keeping each result as it comes."""
     found = Post()
     for step in steps(ctx.control):
         ctx.ui.event("post-step", name=step.name)

@@ -1,13 +1,6 @@
-"""Stage 1, before the lock: is everything that defines this run as pinned?
-
-Checks the image Id against images.lock, takes the source seal, keeps the campaign and
-control it hashed in the run folder (`pipeline.inputs`), hashes the pinned model files,
-digests what each mount outside the seal holds (`measure.mountdigest`: never a refusal,
-a fact `harness diff` compares) and checks the device profile's prerequisites. Nothing
-here launches anything.
-Each check is pure, `(facts) -> (value, reasons)`; `run` gathers the facts (the engine,
-the files, the environment) around them and returns what it found as a `Preflight`.
-"""
+"""Before the lock: is everything that defines this run as pinned (image, seal, inputs,
+model, device), then the evidence of its phase. Each check is pure,
+`(facts) -> (value, reasons)`; `run` gathers the facts around them."""
 
 from __future__ import annotations
 
@@ -33,32 +26,31 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.base.reason import Reason
-from harness.config import gpumap
+from harness.config import gpumapfile
 from harness.config.schema import LockedImage, Model
-from harness.measure import engine, modelcache, mountdigest
-from harness.measure.host import fstype, identity
+from harness.measure import engine, modelcache
+from harness.measure.host import fstype
 from harness.measure.imagepin import how_to_obtain
 from harness.measure.provenance import git_state, harness_state
 from harness.measure.runfolder import layout
 from harness.measure.seal import source_seal
 from harness.measure.slurm import identity as slurm_identity
+from harness.pipeline import evidence
 from harness.pipeline.carried import Carried
 from harness.pipeline.context import RunContext
-from harness.pipeline.inputs import keep as keep_inputs
+from harness.pipeline.evidence.source import PREFLIGHT, Scene
+from harness.pipeline.keepinputs import keep as keep_inputs
 from harness.pipeline.results import Preflight
 from harness.pipeline.stage import Keep
-from harness.probe.approval import check as approval
+from harness.probe.approval import runcheck as approval
 
 DEVICE_PATHS = {"rocm": ("/dev/kfd", "/dev/dri"), "cpu": ()}
 
 
-# ---- the image ------------------------------------------------------------------------------
-
 def image_check(name: str, pinned: LockedImage | None, by_id: dict | None,
                 by_ref: dict | None, engine_error: str | None = None
                 ) -> tuple[str | None, list[Reason]]:
-    """Pure: (the image Id the run uses, or None; why it may not) from what the engine
-    holds under the pinned Id (`by_id`) and, when that is not it, under the pinned ref."""
+    """Pure: (the image Id the run uses, or None; why it may not)."""
     if pinned is None:
         return None, [Reason(IMAGE_NOT_PINNED, f"{name!r} is not in images.lock")]
     if engine_error is not None:
@@ -88,8 +80,6 @@ def look_up_image(ctx: RunContext) -> tuple[str | None, list[Reason]]:
     return image_check(name, pinned, by_id, by_ref)
 
 
-# ---- the model ------------------------------------------------------------------------------
-
 def model_cache_path() -> Path | None:
     """The stat cache for model hashes; HARNESS_MODEL_CACHE=off hashes every file every time."""
     setting = os.environ.get("HARNESS_MODEL_CACHE", "")
@@ -100,8 +90,7 @@ def model_cache_path() -> Path | None:
 
 def model_comparison(model_dir: Path, pinned: Mapping[str, str], absent: list[str],
                      got: Mapping[str, str]) -> list[Reason]:
-    """Pure: name each pinned file that is `absent`, and each whose digest (`got`) is not
-    the pinned one."""
+    """Pure: each pinned file `absent`, and each whose digest is not the pinned one."""
     reasons = [Reason(MODEL_MISSING, f"{model_dir / rel} does not exist") for rel in absent]
     for rel, digest in got.items():
         want = pinned[rel] if pinned[rel].startswith("sha256:") else "sha256:" + pinned[rel]
@@ -111,8 +100,7 @@ def model_comparison(model_dir: Path, pinned: Mapping[str, str], absent: list[st
 
 
 def hash_model(model_dir: Path, pinned: dict[str, str]) -> tuple[dict[str, str], list[Reason]]:
-    """Hash each pinned model file (unchanged files come from the stat cache: any change of
-    device, inode, size, mtime or ctime forces a full hash); name each missing or different."""
+    """Hash each pinned model file (through the stat cache); name each missing or different."""
     paths = {rel: model_dir / rel for rel in sorted(pinned)}
     absent = [rel for rel, p in paths.items() if not p.is_file()]
     got = modelcache.hash_files({rel: p for rel, p in paths.items() if rel not in absent},
@@ -133,8 +121,7 @@ def model_check(model: Model | None, declared: Path | None, is_dir: bool) -> lis
 
 
 def hash_declared_model(ctx: RunContext) -> tuple[Path | None, dict[str, str], list[Reason]]:
-    """(the real folder hashed, the digests, why it may not run). The real folder is
-    hashed, so what the launch mounts is what was hashed (it compares)."""
+    """(real folder, digests, refusals): the real folder is hashed, as the launch mounts it."""
     model, declared = ctx.control.model, ctx.model_declared
     refused = model_check(model, declared, declared is not None and declared.is_dir())
     if model is None or declared is None or refused:
@@ -143,8 +130,6 @@ def hash_declared_model(ctx: RunContext) -> tuple[Path | None, dict[str, str], l
     hashes, reasons = hash_model(real, model.sha256)
     return real, hashes, reasons
 
-
-# ---- the device -----------------------------------------------------------------------------
 
 def device_check(device: str, absent: list[str]) -> list[Reason]:
     """Pure: the device profile's paths that are `absent` from this host."""
@@ -164,32 +149,29 @@ def nodes_check(nodes: tuple[str, ...], problem: str | None
 
 def render_nodes(device: str, environ: Mapping[str, str]
                  ) -> tuple[tuple[str, ...] | None, list[Reason]]:
-    """In a Slurm job on the rocm profile, find the allocated GPUs' render nodes in the
-    host's GPU map: the container gets only those (vector.device_args). A job whose GPUs
-    the map does not name is refused here, before any container starts. None elsewhere:
-    the container gets every render node."""
+    """In a Slurm job on rocm, the allocated GPUs' render nodes from the host's GPU map
+    (the container gets only those), or the refusal; None elsewhere (every node)."""
     if device != "rocm" or slurm_identity.job_id(environ) is None:
         return None, []
     return nodes_check(*job_render_nodes(environ))
 
 
 def job_render_nodes(environ: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
-    """The render nodes of the GPUs this job was given (SLURM_JOB_GPUS, through the GPU
-    map), or why there are none: no indexes, no map, an invalid map, an index it lacks, a
-    node that is not a character device."""
+    """The render nodes of this job's GPUs (SLURM_JOB_GPUS through the GPU map), or why
+    there are none."""
     indexes = slurm_identity.gpu_indexes(environ)
     if indexes is None:
         return (), ("this Slurm job names no allocated GPU (SLURM_JOB_GPUS absent or not a "
                     "list of indexes): ask for --gres=gpu:N")
-    path = gpumap.map_path(environ)
+    path = gpumapfile.map_path(environ)
     if not os.path.lexists(path):
         return (), (f"no GPU map at {path}: the site admin writes it (docs/slurm.md, "
                     "'The GPU map'); HARNESS_GPU_MAP names another file")
     try:
-        gmap = gpumap.load_map(path)
+        gmap = gpumapfile.load_map(path)
     except InvalidInput as e:
         return (), "; ".join([e.message, *e.faults])[:2000]
-    nodes, missing = gpumap.nodes_for(gmap, indexes)
+    nodes, missing = gpumapfile.nodes_for(gmap, indexes)
     if missing:
         return (), (f"Slurm allocated GPU(s) {', '.join(map(str, missing))}, which the GPU "
                     f"map {path} does not name ({gmap.describe()})")
@@ -208,8 +190,7 @@ def _is_char_device(path: str) -> bool:
 
 
 def lock_fs_check(problem: tuple[str, str] | None) -> tuple[str | None, list[Reason]]:
-    """Pure: (a warning to show, the reasons) for the GPU lock's file system problem
-    (`fstype.lock_fs_problem`): refused in a Slurm job, a warning elsewhere."""
+    """Pure: the lock's file system problem: refused in a Slurm job, else a warning."""
     if problem is None:
         return None, []
     if problem[0] == "warn":
@@ -226,8 +207,6 @@ def lock_fs(ctx: RunContext) -> list[Reason]:
     return reasons
 
 
-# ---- the stage ------------------------------------------------------------------------------
-
 def record(ctx: RunContext, found: Preflight, carried: Carried | None) -> dict:
     """Pure: preflight.json."""
     return {
@@ -242,7 +221,7 @@ def record(ctx: RunContext, found: Preflight, carried: Carried | None) -> dict:
             "declared": str(ctx.model_declared),
             "real": str(found.model_real) if found.model_real else None},
         "model_cache": str(model_cache_path()) if ctx.control.model else None,
-        "mounts": None if found.mounts is None else [m.record() for m in found.mounts],
+        **evidence.blocks(layout.PREFLIGHT, found.gathered),
         "reasons": [str(r) for r in found.reasons],
     }
 
@@ -267,16 +246,11 @@ def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
     found = keep(replace(found, image_id=image_id))
     model_real, hashes, more = hash_declared_model(ctx)
     found = keep(replace(found, model_real=model_real, model_hashes=hashes))
-    found = keep(replace(found, mounts=mountdigest.digest_mounts(
-        ctx.control, ctx.control_file, ctx.loaded.may_mount,
-        mountdigest.cache_path(os.environ))))
     reasons += refused + more + device_check(ctx.control.device,
                                              absent_devices(ctx.control.device))
     nodes, refused = render_nodes(ctx.control.device, os.environ)
     found = keep(replace(found, render_nodes=nodes, reasons=tuple(reasons + refused)))
-    if not found.reasons:
-        snapshot = (carried.host if carried is not None and carried.host is not None
-                    else identity.snapshot(docker_client=engine.client()))
-        write_json(ctx.run_dir / layout.HOST_BEFORE, snapshot, exclusive=True)
+    got = evidence.gather(PREFLIGHT, Scene(ctx))
+    found = keep(replace(found, gathered=got, reasons=found.reasons + evidence.reasons(got)))
     write_json(ctx.run_dir / layout.PREFLIGHT, record(ctx, found, carried))
     return found

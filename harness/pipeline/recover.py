@@ -1,17 +1,10 @@
 """Recovery after a SIGKILL: seal, as `interrupted`, any run folder its harness left open.
 
-Each run folder records who writes it (`harness.json`: pid, process start time, host, and
-which campaign and control it runs). A folder without SHA256SUMS whose writer is gone was
-cut off; it is sealed as it is, after the one cleaner (`harness.pipeline.clean`) has
-removed and recorded what no seal may hold (the workload may have planted a symlink to a
-host file, a FIFO, an unsealable name): those reasons join the interrupted record. Nothing
-existing is rewritten: a run.json is added only if there was none, and when there was one
-(the harness died while sealing), `recovered.json` says the seal was cut short.
-
-A runs folder is hostile input too: every record is read bounded, without following a
-symlink or opening a FIFO, and an entry that is odd in any way is not ours to seal. One bad
-folder never stops the others or the run that called us.
-"""
+A folder without SHA256SUMS whose writer (`harness.json`: pid, start time, host) is gone
+was cut off: it is cleaned (`pipeline.clean`, whose reasons join the record) and sealed as
+it is. Nothing existing is rewritten: `recovered.json` says a seal was cut short. A runs
+folder is hostile input: everything is read bounded, never through a symlink or FIFO, and
+one bad folder never stops the others."""
 
 from __future__ import annotations
 
@@ -33,21 +26,19 @@ from harness.base.readfile import InputError, read_bounded
 from harness.base.reason import Reason, rules
 from harness.base.states import Status
 from harness.base.timeutil import utc_now
-from harness.measure.runfolder import layout, record
+from harness.measure.runfolder import layout, runjson
 from harness.measure.runfolder.layout import SUMS
 from harness.measure.runfolder.manifest import make_read_only, write_manifest
-from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.runjson import RunRecord
 from harness.pipeline.clean import clean
 
-OWNER = layout.OWNER
-RECOVERED = layout.RECOVERED
 RECORD_LIMIT = 1024 * 1024  # our own records are a few kB; anything bigger is not ours
 
 
 def write_owner(run_dir: Path, **about: object) -> None:
     """Record this process as the folder's writer, with what it is running (`about`)."""
     me = psutil.Process()
-    write_json(run_dir / OWNER, {
+    write_json(run_dir / layout.OWNER, {
         "schema": "harness.owner/v1", "pid": me.pid, "create_time": me.create_time(),
         "host": socket.gethostname(), "argv": sys.argv, "harness_version": __version__,
         "python": sys.version.split()[0], "created": utc_now(), **about,
@@ -84,46 +75,38 @@ def owner_alive(owner: dict) -> bool:
 def is_orphaned(run_dir: Path) -> bool:
     if not _is_real_dir(run_dir) or os.path.lexists(run_dir / SUMS):
         return False
-    owner = _read(run_dir / OWNER)
+    owner = _read(run_dir / layout.OWNER)
     return bool(owner) and not owner_alive(owner)
 
 
 def interrupted_record(run_dir: Path, reasons: list[Reason]) -> RunRecord:
     """run.json for a cut-off run, from what its folder holds."""
     found = tuple(Reason.of(r) for r in reasons)
-    owner, pre = _read(run_dir / OWNER), _read(run_dir / layout.PREFLIGHT)
+    owner, pre = _read(run_dir / layout.OWNER), _read(run_dir / layout.PREFLIGHT)
     return RunRecord(
-        run_id=owner.get("run_id", run_dir.name),
-        attempt=owner.get("attempt"),
-        campaign=owner.get("campaign"),
-        control=owner.get("control"),
+        run_id=owner.get("run_id", run_dir.name), attempt=owner.get("attempt"),
+        campaign=owner.get("campaign"), control=owner.get("control"),
         image=pre.get("image") or {"name": None, "id": None},
         seal=(pre.get("source_seal") or {}).get("seal"),
-        model_hashes=pre.get("model_hashes") or {},
-        status=Status.INTERRUPTED,
-        reasons=found,
-        rules=sorted({RUN_INTERRUPTED, *rules(found)}),
+        model_hashes=pre.get("model_hashes") or {}, status=Status.INTERRUPTED,
+        reasons=found, rules=sorted({RUN_INTERRUPTED, *rules(found)}),
         times={"created": owner.get("created"), "started": None, "ended": None,
                "sealed": utc_now()},
-        lock=None,
-        outcome={"exit_code": None, "oom_killed": None, "timed_out": None,
-                 "interrupted": True, "duration_s": None},
-        post_steps=[],
-        rerun_of=owner.get("rerun_of"),
-        recovered={"at": utc_now(), "by_pid": os.getpid()},
-    )
+        lock=None, outcome={"exit_code": None, "oom_killed": None, "timed_out": None,
+                            "interrupted": True, "duration_s": None},
+        post_steps=[], rerun_of=owner.get("rerun_of"),
+        recovered={"at": utc_now(), "by_pid": os.getpid()})
 
 
 def _sealed_reasons(run_dir: Path) -> tuple[str, list[Reason] | None]:
-    """(status word, reasons or None) of a folder sealed already: recovered.json, else
-    run.json, each as it stores them."""
-    rec = _read(run_dir / RECOVERED)
+    """(status word, reasons or None) of a folder sealed already."""
+    rec = _read(run_dir / layout.RECOVERED)
     if rec:
         got = rec.get("reasons")
         return (str(rec.get("status") or Status.INTERRUPTED),
                 [Reason.of(r) for r in got] if isinstance(got, list) else None)
     try:
-        run = record.read(run_dir)
+        run = runjson.read(run_dir)
     except InvalidInput:
         return Status.INTERRUPTED, None
     listed = isinstance(run.raw.get("reasons"), list)
@@ -132,8 +115,7 @@ def _sealed_reasons(run_dir: Path) -> tuple[str, list[Reason] | None]:
 
 def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()
                      ) -> tuple[str, list[Reason]]:
-    """Clean and seal a cut-off folder as it is; return (status, reasons). Idempotent: a
-    folder sealed already keeps the status word and reasons it was sealed with."""
+    """Clean and seal a cut-off folder as it is; (status, reasons). Idempotent."""
     reasons = [Reason(RUN_INTERRUPTED, why), *(Reason(RUN_INTERRUPTED, n) for n in notes)]
     if not _is_real_dir(run_dir):
         return Status.INTERRUPTED, [*reasons, Reason(RUN_INTERRUPTED, "the run folder is not "
@@ -145,14 +127,14 @@ def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()
     reasons += clean(run_dir)
     if os.path.lexists(run_dir / layout.RECORD):
         cut = Reason(RUN_INTERRUPTED, f"{layout.RECORD} was written, the seal was not")
-        write_json(run_dir / RECOVERED, {
+        write_json(run_dir / layout.RECOVERED, {
             "schema": "harness.recovered/v1", "status": Status.INTERRUPTED,
             "reasons": [r.text() for r in (*reasons, cut)],
             "rules": sorted({RUN_INTERRUPTED, *rules(reasons)}),
             "recovered_by": {"pid": os.getpid(), "at": utc_now()},
         }, exclusive=True)
     else:
-        record.write(run_dir, interrupted_record(run_dir, reasons))
+        runjson.write(run_dir, interrupted_record(run_dir, reasons))
     write_manifest(run_dir)
     make_read_only(run_dir)
     return Status.INTERRUPTED, reasons
@@ -167,12 +149,9 @@ def seal_orphans(runs_dir: Path,
                  on_error: Callable[[Path, str], None] = _say,
                  still_running: Callable[[str], bool] | None = None,
                  on_deferred: Callable[[Path], None] | None = None) -> list[Path]:
-    """Seal every orphaned run folder directly under `runs_dir`; return those sealed.
-
-    Never follows a symlink, never opens a FIFO, and one folder that cannot be sealed is
-    reported (`on_error`) without stopping the others. A folder whose container still
-    runs (`still_running(run_id)`) is left for later (`on_deferred`): its workload may
-    still write into it, and a seal is only made once nothing can change what it covers."""
+    """Seal every orphaned run folder directly under `runs_dir`; return those sealed. One
+    that cannot be sealed goes to `on_error`; one whose container still runs to
+    `on_deferred` (a seal is only made once nothing can change what it covers)."""
     sealed: list[Path] = []
     try:
         with os.scandir(runs_dir) as it:

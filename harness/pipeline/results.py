@@ -1,22 +1,17 @@
-"""What each stage of a run found, as frozen values.
-
-A stage returns one of these instead of writing into the run's context; the stage runner
-(`harness.pipeline.stage.run_stages`) stores it there, the next stage reads it, and
-`finish` builds the record from them. `reasons` is what the stage refuses with (empty to
-go on); the runner files them before or after the container by whether one ran.
-"""
+"""What each stage of a run found, as frozen values: the stage runner stores them, the
+next stage reads them, `finish` builds the record from them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.base.reason import Reason
 from harness.base.states import Status
 from harness.judge.verdict import PostResult, post_reasons
-from harness.measure.kmsg import Mark
 from harness.measure.lock import Held
-from harness.measure.mountdigest import MountDigest
 from harness.measure.seal import SourceSeal
 from harness.pipeline.carried import Carried
 
@@ -31,27 +26,22 @@ class Preflight:
     approval: dict | None = None  # the approval it runs under (probe.approval.check.for_run)
     image_id: str | None = None  # set only when the local image is the pinned one
     model_hashes: dict[str, str] = field(default_factory=dict)
-    # The model folder's real path (every symlink resolved) when it was hashed: the launch
-    # mounts exactly this folder, and refuses if the declared path now leads elsewhere.
+    # the real model folder hashed: the launch mounts it, and refuses if the path moved
     model_real: Path | None = None
-    # In a Slurm job on the rocm profile: the allocated GPUs' render nodes, from the host's
-    # GPU map; the container gets these instead of all /dev/dri.
+    # a Slurm job's GPUs' render nodes (rocm): the container gets these, not all /dev/dri
     render_nodes: tuple[str, ...] | None = None
-    # What each mount outside the source seal (`sealed: false`, read-write) held before the
-    # launch; None until taken (a run cut short before then has no record of it).
-    mounts: tuple[MountDigest, ...] | None = None
+    gathered: Mapping[str, Any] = field(default_factory=dict)
     reasons: tuple[Reason, ...] = ()
 
 
 @dataclass(frozen=True)
 class Launch:
-    """Under the lock: how long it was waited for and held, how the container ended, and
-    the reasons that refused the launch or that the container's exit left (what the
-    workload planted in its read-write mounts)."""
+    """Under the lock: the lock's hold, how the container ended, and the reasons that
+    refused the launch or that the container's exit left."""
 
     held: Held | None = None
-    kernel: Mark | None = None  # where the kernel log's window starts (taken with the lock)
     outcome: dict | None = None  # outcome.json; None when no container ran
+    gathered: Mapping[str, Any] = field(default_factory=dict)  # as `Preflight.gathered`
     reasons: tuple[Reason, ...] = ()
 
 
@@ -63,16 +53,14 @@ class Post:
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
-        """The refusing steps' reasons, for the stage record (the verdict reads the
-        results themselves, with the outcome)."""
+        """The refusing steps' reasons, for the stage record."""
         return tuple(r for p in self.results for r in post_reasons(p))
 
 
 @dataclass(frozen=True)
 class Sealed:
-    """How a run ended, once its folder is sealed: the status and every reason for it,
-    what its after-run checks offer the next run (`Carried`), and whether a stop signal
-    came while it was being sealed (the campaign stops after it)."""
+    """How a run ended once sealed: status, reasons, what it offers the next run, and
+    whether a stop signal came while it was being sealed."""
 
     status: Status
     reasons: tuple[Reason, ...]

@@ -1,22 +1,11 @@
-"""Stage 4b: undo, on the host, what a root workload can plant through a read-write mount.
+"""Undo, on the host, what a root workload can plant through a read-write mount.
 
-A workload is root in its container. It owns what it creates in a read-write bind mount
-and may `chmod 4755` it without any capability; bind mounts are not `nosuid`, so any host
-user could then run that file with euid 0. In the `rocm` profile it may also `mknod` a
-device node that opens a host disk. So, right after the container has exited (under the
-lock, before the next control can start), every read-write mount's real source is walked
-with `harness.base.tree.walk` (no symlink followed), and, by construction, whatever it holds:
-
-- a regular file or folder with a setuid or setgid bit loses those bits (its other bits
-  are kept), through a descriptor pinned by `tree.chmod_beneath`;
-- a character or block device node is unlinked (`tree.remove_beneath`).
-
-Each is listed in `mounts-sanitized.json` (path as `tree.printable`, old mode, kind, what
-was done) and refuses the run: `MOUNT-SETUID-PLANTED`, `MOUNT-DEVICE-PLANTED`. A walk cut
-short (more than MAX_ENTRIES entries, a path too long to reach, an I/O error) is listed
-too and refuses the run with `MOUNT-SANITIZE-INCOMPLETE`: what lies beyond was not looked
-at. Nothing is done, and no file is written, when there is nothing to report.
-"""
+Root in its container, a workload may `chmod 4755` what it creates in a bind mount (not
+`nosuid`: any host user could then run it as root), or `mknod` a host disk's device node
+(rocm). So right after the container exits, under the lock, each read-write source is
+walked without following symlinks: setuid/setgid bits are cleared, device nodes unlinked,
+each listed in `mounts-sanitized.json` and refusing the run; a walk cut short refuses too,
+since what lies beyond was not looked at."""
 
 from __future__ import annotations
 
@@ -40,10 +29,6 @@ from harness.measure.runfolder import layout
 MAX_ENTRIES = 1_000_000  # per mount; a bigger tree is reported, not finished
 SETID_BITS = stat.S_ISUID | stat.S_ISGID
 DEVICE_KINDS = ("char-device", "block-device")
-RULE_SETID = MOUNT_SETUID_PLANTED
-RULE_DEVICE = MOUNT_DEVICE_PLANTED
-RULE_INCOMPLETE = MOUNT_SANITIZE_INCOMPLETE
-EVIDENCE = layout.MOUNTS_SANITIZED
 SHOWN = 5  # paths named in a reason; the evidence file lists them all
 
 
@@ -74,8 +59,7 @@ def decide(entries: Iterable[tree.Entry]) -> list[Repair]:
 
 
 def scan(root: Path, max_entries: int = MAX_ENTRIES) -> tuple[list[tree.Entry], list[str]]:
-    """The source itself and every entry below it (rel to `root`), and why the list is not
-    whole (empty when it is). Folders deeper than `tree.MAX_DEPTH` are walked in turn."""
+    """The source and every entry below it, and why the list is not whole."""
     try:
         st = os.lstat(root)
     except OSError as e:
@@ -132,13 +116,12 @@ def _reason(rule: str, what: str, source: Path, records: list[dict], words: str)
     failed = sum(not r["done"] for r in records)
     tail = f"; {failed} could not be undone" if failed else ""
     return Reason(rule, f"{what} ({source}): the workload left {len(records)} {words}: "
-                        f"{shown}{more}{tail}; see {EVIDENCE}")
+                        f"{shown}{more}{tail}; see {layout.MOUNTS_SANITIZED}")
 
 
 def sanitize(run_dir: Path, mounts: list[tuple[str, Path]],
              max_entries: int = MAX_ENTRIES) -> list[Reason]:
-    """Walk each (name, real source) of a read-write mount, undo what `decide` says, write
-    the evidence when there is any, and return the reasons that refuse the run."""
+    """Walk each read-write mount, undo what `decide` says; the refusals."""
     doc, reasons = [], []
     for what, source in mounts:
         entries, problems = scan(source, max_entries)
@@ -150,15 +133,16 @@ def sanitize(run_dir: Path, mounts: list[tuple[str, Path]],
         setid = [r for r in records if r["kind"] in ("file", "dir")]
         devices = [r for r in records if r["kind"] in DEVICE_KINDS]
         if setid:
-            reasons.append(_reason(RULE_SETID, what, source, setid,
+            reasons.append(_reason(MOUNT_SETUID_PLANTED, what, source, setid,
                                    "setuid/setgid entries (bits cleared)"))
         if devices:
-            reasons.append(_reason(RULE_DEVICE, what, source, devices,
+            reasons.append(_reason(MOUNT_DEVICE_PLANTED, what, source, devices,
                                    "device nodes (unlinked)"))
         if problems:
-            reasons.append(Reason(RULE_INCOMPLETE, f"{what} ({source}) was not checked whole "
-                                  f"for setuid files and device nodes: {'; '.join(problems)}"))
+            reasons.append(Reason(MOUNT_SANITIZE_INCOMPLETE, f"{what} ({source}) was not "
+                                  "checked whole for setuid files and device nodes: "
+                                  f"{'; '.join(problems)}"))
     if doc:
-        write_json(run_dir / EVIDENCE, {"schema": "harness.mounts-sanitized/v1",
+        write_json(run_dir / layout.MOUNTS_SANITIZED, {"schema": "harness.mounts-sanitized/v1",
                                         "max_entries": max_entries, "mounts": doc})
     return reasons

@@ -1,16 +1,9 @@
 """The stages of one run, each with one signature and each named in the record.
 
-As in ReFrame's pipeline, a run is explicit stages, each readable on its own:
-`preflight` (before the lock), `launch` (under the lock), `post` (the post-steps). A stage
-is `run(ctx, keep) -> result`: it reads the context, returns a frozen result
-(`harness.pipeline.results`) whose `reasons` it refuses with (empty to go on), and hands
-`keep` each partial result as it learns it, so a stage cut short by an exception or a
-signal still leaves what it had found (the lock's hold, the container's outcome, the
-post-steps that ran). Before a container exists a refusal stops the run; after it, the
-reasons are judged with the outcome. A stage that raises is recorded under its own name
-(`stages` in run.json, and `stage <name>:` in the reason), so the record says which stage
-failed and why.
-"""
+A stage is `run(ctx, keep) -> result` and hands `keep` each partial result as it learns
+it, so a stage cut short by an exception or a signal still leaves what it found (the
+lock's hold, the outcome, the post-steps that ran). A stage that raises is recorded under
+its own name (`stage <name>:` in the reason)."""
 
 from __future__ import annotations
 
@@ -42,14 +35,12 @@ Keep = Callable[[R], R]  # store a partial result; returns it
 class Stage:
     name: str  # also where its result is kept (`RunContext.took`)
     run: Callable[[RunContext, Keep[Any]], Result]
-    # False: the reasons are only recorded against the stage, because the verdict reads
-    # them from the stage's own results (the post-steps' verdicts, in `ctx.post`).
+    # False: only recorded; the verdict reads the stage's own results (`ctx.post`)
     files: bool = True
 
 
 def error_reason(e: BaseException) -> Reason:
-    """The rule an unexpected exception is recorded under (environment when the host
-    failed: the disk, the engine, a permission)."""
+    """The rule an unexpected exception is recorded under (environment: the host)."""
     if isinstance(e, HarnessError):
         return Reason(e.rule or (ENV_ERROR if isinstance(e, EnvironmentFault)
                                  else HARNESS_ERROR), e.message)
@@ -66,10 +57,8 @@ def _record(name: str, result: StageResult, t0: float, **extra: object) -> dict:
 
 
 def run_stages(ctx: RunContext, stages: tuple[Stage, ...]) -> None:
-    """Run each stage in order until one refuses before launch or raises.
-
-    An `Interrupted` (a signal) is recorded against the stage it cut and re-raised for
-    the caller, which seals the run as interrupted."""
+    """Run each stage in order until one refuses before launch or raises; an `Interrupted`
+    is recorded against its stage and re-raised."""
     for stage in stages:
         t0 = time.monotonic()
         try:

@@ -1,11 +1,5 @@
-"""Detached SSH signatures via OpenSSH's `ssh-keygen -Y`, under a namespace of the caller's.
-
-OpenSSH is used rather than a Python crypto library so a reviewer can check the same
-signature with the same tool, without the harness. Approvals sign in
-`harness.judge.approval.signature.NAMESPACE`; evidence bundles (`harness.readers.bundle.sign`)
-use these functions with their own namespace. What a signature file must look like and what
-a check found are the judge's (`harness.judge.approval.signature`).
-"""
+"""Detached SSH signatures via OpenSSH's `ssh-keygen -Y`, under a namespace of the caller's:
+a reviewer can check the same signature with the same tool, without the harness."""
 
 from __future__ import annotations
 
@@ -31,18 +25,15 @@ def _ssh_keygen() -> str:
 
 
 def sign(data: bytes, key: Path, namespace: str = NAMESPACE, name: str = "message") -> bytes:
-    """An SSHSIG signature of `data` with the private key file `key` (or a key held by
-    ssh-agent for the public key file `key`). Ed25519 signatures are deterministic."""
+    """An SSHSIG signature of `data` with the key file `key` (or ssh-agent's key for it)."""
     key = Path(key)
     if not key.is_file():
         raise InvalidInput(f"signing key {one_line(str(key))} is not a file")
     with tempfile.TemporaryDirectory(prefix="harness-sign-") as tmp:
         message = Path(tmp) / name
         message.write_bytes(data)
-        result = subprocess.run(
-            [_ssh_keygen(), "-q", "-Y", "sign", "-f", str(key), "-n", namespace, str(message)],
-            capture_output=True, text=True, check=False,
-        )
+        result = subprocess.run([_ssh_keygen(), "-q", "-Y", "sign", "-f", str(key), "-n",
+                                 namespace, str(message)], capture_output=True, text=True)
         signature = message.with_name(message.name + ".sig")
         if result.returncode != 0 or not signature.is_file():
             detail = result.stderr.strip() or f"ssh-keygen exited {result.returncode}"

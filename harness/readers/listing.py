@@ -1,16 +1,8 @@
 """`harness ls`: one row per run folder in a runs dir, newest first, like `docker ps -a`.
 
-Fast over a thousand runs: each folder costs two bounded reads (run.json and SHA256SUMS)
-and one hash of run.json against its seal's claim, never a re-hash of the whole folder
-(`harness verify` does that). Nothing is hidden: a folder with no seal is listed
-`unsealed` (a run in progress, or one a killed harness left), one whose run.json cannot be
-read `unreadable`, and one whose run.json is not the file its seal vouches for
-`not-intact`; every other row shows the status its sealed run.json records.
-
-Reading (`read_rows`) is a thin shell over pure parts: `row_of` (one folder's bytes), `mark_reruns`
-(links from reruns.jsonl and each record's `rerun_of`), `select` (the filters) and
-`render` (the table; every value from a run folder through `inert`).
-"""
+Fast over a thousand runs: two bounded reads a folder and one hash of run.json against its
+seal's claim, never a whole re-hash (`harness verify` does that). Nothing is hidden: no
+seal is `unsealed`, an unreadable run.json `unreadable`, a mismatched one `not-intact`."""
 
 from __future__ import annotations
 
@@ -25,7 +17,7 @@ from typing import Any
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
 from harness.base.timeutil import parse_or_none
-from harness.measure.runfolder import manifest, record
+from harness.measure.runfolder import manifest, runjson
 from harness.measure.runfolder.layout import RECORD, SUMS
 from harness.measure.runfolder.refs import newest_first, run_names, run_parts
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
@@ -79,7 +71,7 @@ def row_of(name: str, path: str, record_bytes: bytes | None, sums_bytes: bytes |
     if record_bytes is None:
         return Listed(name, UNSEALED if sums_bytes is None else UNREADABLE, control, path=path)
     try:
-        rec = record.from_dict(record.parse(record_bytes, f"{name}/{RECORD}"))
+        rec = runjson.from_dict(runjson.parse(record_bytes, f"{name}/{RECORD}"))
     except (InvalidInput, ValueError, TypeError, AttributeError):  # hostile or damaged
         return Listed(name, UNREADABLE, control, path=path)
     times = rec.times if isinstance(rec.times, dict) else {}
@@ -97,8 +89,7 @@ def row_of(name: str, path: str, record_bytes: bytes | None, sums_bytes: bytes |
 
 
 def mark_reruns(rows: Sequence[Listed], index_lines: Sequence[str]) -> list[Listed]:
-    """Each row with the rerun it was superseded by (its newest rerun, from reruns.jsonl)
-    and the run it reruns (its record's rerun_of, else the index). Pure."""
+    """Each row with the rerun it was superseded by and the run it reruns."""
     folded = fold_index(list(index_lines))
     later: dict[str, tuple[str, str]] = {}
     earlier: dict[str, str] = {}
@@ -195,8 +186,8 @@ def _bytes(path: Path, limit: int) -> bytes | None:
 
 
 def read_rows(runs_dir: Path) -> list[Listed]:
-    """Every run folder of `runs_dir` as a row, linked to its reruns (OSError when the
-    runs dir itself cannot be read)."""
+    """Every run folder of `runs_dir` as a row, linked to its reruns (OSError when the runs
+    dir itself cannot be read)."""
     rows = []
     for name in newest_first(run_names(runs_dir)):
         folder = Path(runs_dir) / name

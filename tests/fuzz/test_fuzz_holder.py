@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from harness.measure.lock import describe_holder, holder_path, parse_holder, read_holder
 from harness.measure.nightfolder.holder import describe, night_lock_path
-from harness.readers.status import lock_state, render
+from harness.readers.statuslines import lock_state, render
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=5000,

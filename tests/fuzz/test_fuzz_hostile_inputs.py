@@ -16,8 +16,9 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.base.timeutil import MAX_DURATION
 from harness.config.loader import validate
-from harness.config.schema import MAX_CPUS, MAX_DURATION, Campaign, Control
+from harness.config.schema import MAX_CPUS, Campaign, Control
 from harness.config.yamlsafe import YamlFaults, loads
 from harness.judge.finalize.contract import ContractError, load_contract_text
 from tests.inprocess import invoke

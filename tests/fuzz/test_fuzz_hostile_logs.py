@@ -27,7 +27,7 @@ from harness.base.states import STATUSES
 from harness.measure.metrics import METRICS, MetricsParser, _document, parse_lines
 from harness.measure.runfolder import shape
 from harness.measure.runfolder.manifest import write_manifest
-from harness.measure.runfolder.record import SCHEMA
+from harness.measure.runfolder.runjson import SCHEMA
 from tests.inprocess import invoke
 
 EXAMPLES = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "60"))

@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.base.gpuslot import GpuSlot
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
-from harness.measure.runfolder import record
+from harness.measure.runfolder import runjson
 from tests.integration.test_night_runs import SLEEP, running_container, runs
 
 QUICK = """\
@@ -72,7 +72,7 @@ def test_run_dry_run_creates_nothing_and_prints_the_seal_the_run_records(project
 
     real = project.harness("run", str(camp), "--runs-dir", str(project.runs))
     assert real.returncode == 0, real.stderr
-    seals = {record.read(p).seal for p in runs(project)}
+    seals = {runjson.read(p).seal for p in runs(project)}
     assert seals == {doc["seal"]["digest"]}
 
 
@@ -154,7 +154,7 @@ def test_rerun_dry_run_creates_nothing(project, cleanup_containers):
     code, doc = dry(project, "rerun", str(orig), "--reason", "check")
     assert code == 0 and doc["command"] == "rerun" and doc["exit_code"] == 0
     [one] = doc["reruns"]
-    assert one["rerun_of"] == str(orig) and one["seal"]["digest"] == record.read(orig).seal
+    assert one["rerun_of"] == str(orig) and one["seal"]["digest"] == runjson.read(orig).seal
     assert "plain repeat: seal unchanged" in one["notes"]
     text = project.harness("rerun", str(orig), "--reason", "check", "--dry-run")
     assert text.returncode == 0 and f"rerun of: {orig} (accepted)" in text.stdout
@@ -167,4 +167,4 @@ def test_rerun_dry_run_creates_nothing(project, cleanup_containers):
     real = project.harness("rerun", str(orig), "--reason", "check")
     assert real.returncode == 0, real.stderr
     [new] = [p for p in runs(project) if p != orig]
-    assert record.read(new).seal == one["seal"]["digest"]
+    assert runjson.read(new).seal == one["seal"]["digest"]

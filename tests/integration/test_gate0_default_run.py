@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from harness.config.contract import VLLM_IDENTITY
+from harness.config.fieldlist import VLLM_IDENTITY
 from tests.conftest import REPO
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from harness.base.catalogue import GATES_NOT_INTACT
 from harness.base.errors import Refused
-from harness.judge.gates.record import GATE_RECORD, digest, load
+from harness.judge.gaterecord.gatesjson import GATE_RECORD, digest, load
 
 PY = sys.executable
 JUNIT = ("import sys; open(sys.argv[1], 'w').write('<testsuite><testcase name=\"a\"/>"

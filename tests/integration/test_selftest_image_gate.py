@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.base.catalogue import ENV_MISSING_IMAGE, GATE0_FIELD_DIFFERS
-from harness.driver.selftest import CONTROLS, scenario_dir
-from harness.judge.gates.judge import junit_counts
+from harness.driver.imagescenario import CONTROLS, scenario_dir
+from harness.judge.gaterecord.onegate import junit_counts
 
 pytestmark = pytest.mark.docker
 SECOND = "VllmConfig.__post_init__ #2"

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from harness.readers import status
+from harness.readers import statuslines
 
 pytestmark = pytest.mark.docker
 
@@ -28,7 +28,7 @@ def test_a_running_harness_container_is_listed_with_its_labels(rehearsal_image,
          "--label", f"org.harness.run-id={run_id}", "--label", f"org.harness.campaign={campaign}",
          "--label", f"org.harness.lock={lock}", rehearsal_image, "sleep", "60"],
         capture_output=True, text=True, check=True).stdout.strip()
-    found, error = status.containers()
+    found, error = statuslines.containers()
     assert error is None
     [mine] = [c for c in found if c["run_id"] == run_id]
     assert mine == {"id": cid, "name": f"harness-{run_id}", "run_id": run_id,

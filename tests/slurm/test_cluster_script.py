@@ -30,6 +30,6 @@ def test_up_again_on_a_running_cluster_only_prints_its_conf(cluster: Cluster) ->
     r = run("up", str(cluster.dir), str(NODES), str(GPUS))
     assert r.returncode == 0, r.stderr
     assert r.stdout == f"export SLURM_CONF={cluster.conf}\n"
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # a bring-up takes minutes; this only looks
     nodes = cluster.cli("sinfo", "-h", "-N", "-o", "%N %T").stdout.split("\n")
     assert sorted(n for n in nodes if n) == ["node1 idle", "node2 idle"]

@@ -135,7 +135,7 @@ def make_approved_run(parent: Path, run_id: str, reviewer_key: Path | None, *,
     given) and the passed gate record the approval rests on."""
     import inspect
 
-    from harness.judge.gates.record import digest as record_digest
+    from harness.judge.gaterecord.gatesjson import digest as record_digest
     from harness.probe.sshsig import sign as sign_approval
     from tests.approval_helpers import gate_record
 

@@ -24,14 +24,14 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import InvalidInput, Refused
 from harness.config.loader import require_campaign
-from harness.judge.approval import gates as approval_gates
+from harness.judge.approval import basis as approval_gates
 from harness.judge.approval.check import what_runs
-from harness.judge.approval.record import Pins, build, file_name
-from harness.judge.gates import record as gate_doc
+from harness.judge.approval.document import Pins, build, file_name
+from harness.judge.gaterecord import gatesjson as gate_doc
 from harness.measure.provenance import Found, Tracked, blob_id, clean_at, file_problems, parse_tree
 from harness.measure.seal import source_files, source_seal
-from harness.probe.approval import check, issue
-from harness.probe.gates import run_gates
+from harness.probe.approval import runcheck, write
+from harness.probe.gaterun import run_gates
 from harness.readers.bundle import chain
 from harness.readers.bundle.facts import RunFacts
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, seal_of
@@ -77,12 +77,12 @@ def camp(root: Path) -> Path:
 
 def run_rules(root: Path) -> list[str]:
     loaded = require_campaign(camp(root))
-    reasons = check.for_run(loaded, seal_of(camp(root)), runs_dir=root / "runs")[1]
+    reasons = runcheck.for_run(loaded, seal_of(camp(root)), runs_dir=root / "runs")[1]
     return [r.rule for r in reasons]
 
 
 def approve_with(root: Path, record: Path) -> Path:
-    return issue.approve(require_campaign(camp(root)), record, "rev@example", None)[0]
+    return write.approve(require_campaign(camp(root)), record, "rev@example", None)[0]
 
 
 # ---- pure: git's blob names and the HEAD tree ------------------------------------------
@@ -195,14 +195,14 @@ def test_a_seal_changed_while_the_gates_ran_is_sealed_as_failed(tmp_path, monkey
 
 def test_gates_run_with_a_stubbed_test_cannot_carry_the_clean_commit(tmp_path, monkeypatch):
     root = tmp_path / "proj"
-    gates = "gates:\n  - name: unit\n    run: [sh, tests/check.sh]\n    timeout: 30\n"
-    _write(root, "tests/check.sh", "exit 1\n")  # the real suite fails
+    gates = "gates:\n  - name: unit\n    run: [sh, tests/runcheck.sh]\n    timeout: 30\n"
+    _write(root, "tests/runcheck.sh", "exit 1\n")  # the real suite fails
     make_project(root, monkeypatch, gates=gates)
-    (root / "tests" / "check.sh").write_text("exit 0\n")  # stubbed, not committed
+    (root / "tests" / "runcheck.sh").write_text("exit 0\n")  # stubbed, not committed
     folder, doc, code = run_gates(require_campaign(camp(root)), root / "runs")
     assert code == 0 and doc["passed"] is True and doc["git"]["clean"] is False
-    assert any("tests/check.sh" in p for p in doc["git"]["problems"])
-    subprocess.run(["git", "-C", str(root), "checkout", "-q", "--", "tests/check.sh"],
+    assert any("tests/runcheck.sh" in p for p in doc["git"]["problems"])
+    subprocess.run(["git", "-C", str(root), "checkout", "-q", "--", "tests/runcheck.sh"],
                    check=True)  # the stub reverted: the tree is clean at the commit again
     with pytest.raises(Refused) as e:
         approve_with(root, folder)
@@ -365,11 +365,11 @@ def test_a_change_git_status_hides_is_still_not_clean(proj, tmp_path, hide, monk
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(proj), *args], check=True, capture_output=True)
 
-    _write(proj, "tests/check.sh", "exit 1\n")
+    _write(proj, "tests/runcheck.sh", "exit 1\n")
     commit_all(proj)
     if hide in ("assume-unchanged", "skip-worktree"):
-        git("update-index", f"--{hide}", "tests/check.sh")
-        (proj / "tests" / "check.sh").write_text("exit 0\n")
+        git("update-index", f"--{hide}", "tests/runcheck.sh")
+        (proj / "tests" / "runcheck.sh").write_text("exit 0\n")
     elif hide == "info/exclude":
         with (proj / ".git" / "info" / "exclude").open("a") as f:
             f.write("tests/conftest.py\n")
@@ -407,8 +407,8 @@ def test_a_mount_that_now_leads_outside_the_roots_is_never_read(tmp_path):
     """A workload may swap a mounted folder for a link out of the roots, or to a system
     path: the seal never walks (nor hashes) what lies there; the launch refuses the mount
     itself. FIFOs and sockets inside a mount are never opened."""
-    from harness.config.inputs import mounted_files
     from harness.config.mountable import mountable
+    from harness.config.mountinputs import mounted_files
 
     root, outside = tmp_path / "root", tmp_path / "outside"
     _write(root, "w/a.py", "a")

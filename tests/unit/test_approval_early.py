@@ -27,12 +27,12 @@ from harness.cli.main import _run as harness_cli
 from harness.config.loader import require_campaign
 from harness.driver.rerun import RerunPlan, execute
 from harness.judge.approval import early
-from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.seal import source_seal
 from harness.measure.ui import Reporter
-from harness.probe.approval import issue
-from harness.probe.approval.check import before_run
+from harness.probe.approval import write
+from harness.probe.approval.runcheck import before_run
 from tests.approval_helpers import (
     ONE_CONTROL_CAMPAIGN,
     ONE_CONTROL_IMAGE,
@@ -192,7 +192,7 @@ def tree(root: Path) -> set[str]:
 def approve(root: Path) -> Path:
     record = gate_record(root / "runs" / "gates" / "camp-g", "camp", seal_of(root / CAMPAIGN),
                          commit=head(root))
-    return issue.approve(require_campaign(root / CAMPAIGN), record, "rev@example", None)[0]
+    return write.approve(require_campaign(root / CAMPAIGN), record, "rev@example", None)[0]
 
 
 def test_before_run_refuses_an_unapproved_seal_naming_the_next_step(proj):

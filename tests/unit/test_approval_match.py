@@ -25,11 +25,11 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import InvalidInput, Refused
 from harness.config.loader import require_campaign
+from harness.judge.approval.document import SCHEMA, Pins, build, file_name, match, parse
 from harness.judge.approval.issue import dirty_reason
-from harness.judge.approval.record import SCHEMA, Pins, build, file_name, match, parse
 from harness.measure.provenance import CleanCheck
 from harness.measure.seal import source_files, source_seal
-from harness.probe.approval import check, issue
+from harness.probe.approval import runcheck, write
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, make_keys, seal_of
 
 SEAL_A, SEAL_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
@@ -132,13 +132,13 @@ def approve(root: Path, *, passed: bool = True, key: Path | None = None,
     gates = gate_record(root / "runs" / "gates" / name, "camp", seal_of(campaign(root)),
                         passed=passed, commit=head(root))
     loaded = require_campaign(campaign(root))
-    path, _ = issue.approve(loaded, gates, "rev@example", key)
+    path, _ = write.approve(loaded, gates, "rev@example", key)
     return path
 
 
 def rules(root: Path) -> list[str]:
     loaded = require_campaign(campaign(root))
-    _, reasons = check.for_run(loaded, source_seal(root, loaded.files()).digest,
+    _, reasons = runcheck.for_run(loaded, source_seal(root, loaded.files()).digest,
                                runs_dir=root / "runs")
     return [r.rule for r in reasons]
 
@@ -155,7 +155,7 @@ def test_remove_the_approval_refuses_restore_accepts(proj):
     assert rules(proj) == [SEAL_NOT_APPROVED]
     path = approve(proj)
     loaded = require_campaign(campaign(proj))
-    named, reasons = check.for_run(loaded, source_seal(proj, loaded.files()).digest,
+    named, reasons = runcheck.for_run(loaded, source_seal(proj, loaded.files()).digest,
                                    runs_dir=proj / "runs")
     assert reasons == [] and named["file"] == f"approvals/{path.name}"
     assert named["commit"] == head(proj) and named["digest"].startswith("sha256:")
@@ -199,7 +199,7 @@ def test_a_failed_gate_record_cannot_approve(proj):
 def test_a_gate_record_for_another_seal_cannot_approve(proj):
     gates = gate_record(proj / "runs" / "gates" / "old", "camp", SEAL_A, commit=head(proj))
     with pytest.raises(Refused) as e:
-        issue.approve(require_campaign(campaign(proj)), gates, "r", None)
+        write.approve(require_campaign(campaign(proj)), gates, "r", None)
     assert e.value.rule == APPROVAL_GATES_OTHER_SEAL
 
 
@@ -247,7 +247,7 @@ def test_a_partial_gate_record_cannot_carry_an_approval(tmp_path):
     """A record made with `gates --only` passed only what ran: every gate the campaign
     lists must be in it, or the approval (and a run under it) is refused."""
     from harness.base.catalogue import APPROVAL_GATES_FAILED
-    from harness.judge.approval import gates as approval_gates
+    from harness.judge.approval import basis as approval_gates
     from tests.approval_helpers import gate_record
 
     seal = "sha256:" + "a" * 64

@@ -1,5 +1,5 @@
 """What an approval's signature check found, judged without ssh-keygen: each outcome the probe
-(harness.probe.approval.check) can hand over names its rule, and a host fault is never
+(harness.probe.approval.runcheck) can hand over names its rule, and a host fault is never
 blamed on the approval."""
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ from harness.base.catalogue import (
 from harness.base.errors import InvalidInput, Refused
 from harness.cli.main import _run as harness_cli
 from harness.config.loader import require_campaign
-from harness.judge.approval import gates as approval_gates
+from harness.judge.approval import basis as approval_gates
 from harness.judge.approval.issue import reviewer_mismatch
 from harness.judge.approval.signature import SignatureCheck
-from harness.judge.gates.show import headline
+from harness.judge.gaterecord.gatelines import headline
 from harness.measure import seal as seal_module
-from harness.probe.approval import check, issue
-from harness.probe.gates import run_gates
+from harness.probe.approval import runcheck, write
+from harness.probe.gaterun import run_gates
 from tests.approval_helpers import (
     GIT_ENV,
     ONE_CONTROL_CAMPAIGN,
@@ -55,7 +55,7 @@ def make_project(root: Path, monkeypatch, *, gates: tuple[str, ...] = ("unit",),
 
 def rules(root: Path, runs_dir: Path | None) -> list[str]:
     loaded = require_campaign(root / CAMPAIGN)
-    return [r.rule for r in check.for_run(loaded, seal_now(root / CAMPAIGN),
+    return [r.rule for r in runcheck.for_run(loaded, seal_now(root / CAMPAIGN),
                                           runs_dir=runs_dir)[1]]
 
 
@@ -65,7 +65,7 @@ def gates_and_approve(root: Path) -> tuple[Path, Path]:
     loaded = require_campaign(root / CAMPAIGN)
     folder, doc, code = run_gates(loaded, root / "runs")
     assert code == 0 and doc["passed"] and doc["git"]["clean"], doc
-    path, _ = issue.approve(loaded, folder, "rev@example", None)
+    path, _ = write.approve(loaded, folder, "rev@example", None)
     return folder, path
 
 
@@ -100,10 +100,10 @@ def test_an_approval_made_on_one_host_passes_on_another_holding_the_record(tmp_p
     host_a.parent.rename(tmp_path / "host-a-gone")  # nothing of host A's paths is left
     monkeypatch.setattr(seal_module, "PACKAGE_DIR", host_b / "harness")
     loaded = require_campaign(host_b / CAMPAIGN)
-    named, reasons = check.for_run(loaded, seal_now(host_b / CAMPAIGN), runs_dir=other_runs)
+    named, reasons = runcheck.for_run(loaded, seal_now(host_b / CAMPAIGN), runs_dir=other_runs)
     assert reasons == []
     assert named is not None and named["file"] == f"approvals/{approval.name}"
-    check.before_run(loaded, other_runs)  # and `harness run` there would start
+    runcheck.before_run(loaded, other_runs)  # and `harness run` there would start
 
 
 def test_without_the_record_in_the_runs_dir_the_refusal_says_where_it_looked(tmp_path,
@@ -113,12 +113,12 @@ def test_without_the_record_in_the_runs_dir_the_refusal_says_where_it_looked(tmp
     folder, _ = gates_and_approve(root)
     empty = tmp_path / "empty-runs"
     loaded = require_campaign(root / CAMPAIGN)
-    _, reasons = check.for_run(loaded, seal_now(root / CAMPAIGN), runs_dir=empty)
+    _, reasons = runcheck.for_run(loaded, seal_now(root / CAMPAIGN), runs_dir=empty)
     assert [r.rule for r in reasons] == [APPROVAL_GATES_MISSING]
     assert folder.name in reasons[0].detail and str(empty / "gates") in reasons[0].detail
     assert rules(root, None) == [APPROVAL_GATES_MISSING]
     with pytest.raises(Refused) as e:
-        check.before_run(loaded, empty)
+        runcheck.before_run(loaded, empty)
     assert e.value.message.endswith(f"run with the --runs-dir that holds its gate record, "
                                     f"or remove approvals/{_approval_name(root)} in a commit, "
                                     f"then run `harness gates {root / CAMPAIGN} --runs-dir "
@@ -148,7 +148,7 @@ def test_a_record_path_never_leads_out_of_the_runs_dir(tmp_path, monkeypatch, ho
     assert (Path(named) if how == "absolute" else Path.cwd() / named).is_dir()
     rewrite_record(approval, named)
     loaded = require_campaign(root / CAMPAIGN)
-    _, reasons = check.for_run(loaded, seal_now(root / CAMPAIGN), runs_dir=runs)
+    _, reasons = runcheck.for_run(loaded, seal_now(root / CAMPAIGN), runs_dir=runs)
     assert [r.rule for r in reasons] == [APPROVAL_GATES_MISSING]
     assert f"gate record {folder.name} is not in {runs / 'gates'}" in reasons[0].detail
     shutil.copytree(outside, runs / "gates" / folder.name)  # now it is in the runs dir
@@ -163,7 +163,7 @@ def test_a_record_name_that_is_no_name_is_refused(tmp_path, monkeypatch, named):
     _, approval = gates_and_approve(root)
     rewrite_record(approval, named)
     loaded = require_campaign(root / CAMPAIGN)
-    _, reasons = check.for_run(loaded, seal_now(root / CAMPAIGN), runs_dir=root / "runs")
+    _, reasons = runcheck.for_run(loaded, seal_now(root / CAMPAIGN), runs_dir=root / "runs")
     assert [r.rule for r in reasons] == [APPROVAL_GATES_MISSING]
     assert "is not a record name" in reasons[0].detail and len(reasons[0].detail) < 600
 
@@ -185,7 +185,7 @@ def test_approve_refuses_a_record_not_in_a_gates_folder(tmp_path, monkeypatch):
     folder = gate_record(root / "runs" / "loose", "camp", seal_now(root / CAMPAIGN),
                          commit=head(root))
     with pytest.raises(InvalidInput, match="not a gate record folder"):
-        issue.approve(loaded, folder, "rev@example", None)
+        write.approve(loaded, folder, "rev@example", None)
     assert not (root / "approvals").exists()
 
 
@@ -281,7 +281,7 @@ def test_a_partial_record_headline_says_it_cannot_carry_an_approval(tmp_path, mo
     [folder] = (root / "runs" / "gates").iterdir()
     assert str(folder) in last
     with pytest.raises(Refused) as e:
-        issue.approve(require_campaign(root / CAMPAIGN), folder, "rev@example", None)
+        write.approve(require_campaign(root / CAMPAIGN), folder, "rev@example", None)
     assert e.value.rule == APPROVAL_GATES_FAILED and "mutation did not run" in e.value.message
 
 

@@ -4,7 +4,7 @@ A 5000-digit number, a range of 10^8 (or 10^6) elements, a reversed or negative 
 NUL byte, a 10 MB line and text that is not UTF-8, each in the grammar of each parser:
 gres.conf (its File= and NodeName= ranges, and the doctor's `gpu-map-gres` line), Slurm's
 answers (sacct, squeue, jobcomp, array ranges), the job's GPU indexes, the GPU tools'
-output (rocminfo, amd-smi, rocm-smi), vLLM's log lines, a container's launcher labels and
+output (rocminfo, amd-smi), vLLM's log lines, a container's launcher labels and
 /proc/uptime. Each must give its own bad-input answer (BadText or the parser's typed error,
 a skipped line, a field left unknown, a `fail` line) and nothing else: any other exception
 fails the test. Then the commands: `harness doctor` says it in a line and exits 1, and
@@ -27,14 +27,15 @@ import pytest
 from harness.base import bounds
 from harness.base.bounds import BadText
 from harness.base.errors import InvalidInput
-from harness.judge.doctor import gpumap as dmap
+from harness.judge.doctor import gpulines as dmap
+from harness.measure import vector
 from harness.measure.host import parsers
 from harness.measure.host.identity import _uptime
 from harness.measure.host.tools import ToolRun, read_amd_smi, read_rocminfo
 from harness.measure.metrics import MetricsParser
 from harness.measure.slurm import gres, identity, query
 from harness.pipeline import orphans
-from harness.probe.doctor.gpumap import gather
+from harness.probe.doctor.gpufacts import gather
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 TEN_MB = 10 * 1024 * 1024
@@ -190,7 +191,7 @@ def _metrics(n: str) -> None:
 
 
 def _reapable(n: str) -> None:
-    labels = {orphans.LABEL_HOST: "h", orphans.LABEL_PID: n, orphans.LABEL_STARTED: n}
+    labels = {vector.LAUNCHER_HOST: "h", vector.LAUNCHER_PID: n, vector.LAUNCHER_STARTED: n}
     assert orphans.reapable({"State": "exited", "Labels": labels}, "h",
                             lambda pid, t: False) is False
 
@@ -209,9 +210,6 @@ NUMBER_PARSERS: dict[str, Callable[[str], None]] = {
     "rocminfo": _rocminfo,
     "amd-smi (JSON number)": lambda n: _amd_smi(n, quoted=False),
     "amd-smi (JSON string)": lambda n: _amd_smi(n.replace("\x00", "\\u0000"), quoted=True),
-    "rocm-smi": lambda n: _none(parsers.parse_rocm_smi_json(
-        '{"card0": {"VRAM Total Memory (B)": "' + n.replace("\x00", "\\u0000") + '"}}')[0]
-        .vram_bytes),
     "vLLM log line": _metrics,
     "launcher labels": _reapable,
     "/proc/uptime": lambda n: _uptime_fallback(n),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.gates import GateList
+from harness.config.gatelist import GateList
 from harness.config.loader import check_files
 from harness.config.schema import Campaign, Control, ImageLock
 from harness.config.words import PATTERN_WORDS

@@ -16,12 +16,12 @@ from harness.base.errors import Refused
 from harness.cli.diff import render
 from harness.cli.main import main
 from harness.driver.rerun import RerunPlan, failed_rows, seal_lines
-from harness.judge.diff import compare, diff_runs, engine_args, file_changes, seal_files
+from harness.judge.difference import compare, diff_runs, engine_args, file_changes, seal_files
 from harness.measure.nightfolder.rows import Row
-from harness.measure.runfolder import record
+from harness.measure.runfolder import runjson
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.seal import SourceSeal, seal_digest
-from harness.readers.show import render_run
+from harness.readers.runview import render_run
 
 FILES_A = {"harness/a.py": "11", "input/controls/c.yaml": "22", "input/old.yaml": "33"}
 FILES_B = {"harness/a.py": "11", "input/controls/c.yaml": "99", "input/new.yaml": "44"}
@@ -29,7 +29,7 @@ CUSTOM_OPS = "compilation.custom_ops"
 
 
 def rec(status: str, seal: str, **kw) -> dict:
-    doc = {"schema": record.SCHEMA, "run_id": f"run-{status}", "attempt": 1, "status": status,
+    doc = {"schema": runjson.SCHEMA, "run_id": f"run-{status}", "attempt": 1, "status": status,
            "reasons": [], "rules": [], "seal": seal, "image": {"name": "r", "id": "sha256:i"},
            "model_hashes": {"w.bin": "sha256:1"}, "campaign": {"name": "c"},
            "control": {"name": "k"}}
@@ -92,10 +92,10 @@ def test_a_run_against_itself_differs_in_nothing() -> None:
 
 def test_a_v1_record_reads_in_the_v2_shape() -> None:
     v1 = side("refused", FILES_A, record={
-        "schema": record.SCHEMA_V1, "reasons": ["POST-gate0: GATE0-FIELD-DIFFERS: x differs"],
+        "schema": runjson.SCHEMA_V1, "reasons": ["POST-gate0: GATE0-FIELD-DIFFERS: x differs"],
         "rules": "not a list"})
     doc = compare(v1, accepted_side())
-    assert doc["a"]["schema"] == record.SCHEMA_V1
+    assert doc["a"]["schema"] == runjson.SCHEMA_V1
     assert doc["topics"]["rules"]["a"] == ["GATE0-FIELD-DIFFERS"]
     assert doc["topics"]["gate0"]["recorded"] == {"a": False, "b": True}
     assert doc["topics"]["gate0"]["same"] is None and "gate0" not in doc["differs"]
@@ -261,7 +261,7 @@ def _shown(tmp_path: Path, differences: object, rules: list[str]) -> str:
     step.mkdir(parents=True)
     (step / "verdict.json").write_text(json.dumps({"differences": differences}))
     console = Console(record=True, width=400, color_system=None)
-    render_run(tmp_path, record.read(tmp_path), console)
+    render_run(tmp_path, runjson.read(tmp_path), console)
     return console.export_text()
 
 
@@ -288,7 +288,7 @@ NO_MOUNTS = {"same": True, "mounts": [], "note": None}
 
 def _plan(original_seal: str, files: dict, changes: dict | None,
           mounts: dict | None = NO_MOUNTS) -> RerunPlan:
-    original = record.from_dict(rec("refused", original_seal))
+    original = runjson.from_dict(rec("refused", original_seal))
     return RerunPlan(Path("/r"), original, None, "c",  # type: ignore[arg-type]
                      SourceSeal(seal_digest(files), files), changes, "unreadable", mounts)
 

@@ -27,7 +27,7 @@ from harness.cli.diff import (
     render,
 )
 from harness.config.schema import Control
-from harness.judge.diff import SCHEMA, TOPICS, compare, exit_status, yaml_hunk
+from harness.judge.difference import SCHEMA, TOPICS, compare, exit_status, yaml_hunk
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.vector import VectorInput, build
 

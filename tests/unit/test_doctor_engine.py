@@ -11,7 +11,7 @@ import tarfile
 import docker
 import pytest
 
-from harness.probe.doctor.run import run_checks
+from harness.probe.doctor.allchecks import run_checks
 
 pytestmark = pytest.mark.docker
 

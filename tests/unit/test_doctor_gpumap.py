@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InvalidInput
-from harness.judge.doctor import gpumap as dmap
+from harness.judge.doctor import gpulines as dmap
 from harness.judge.doctor.checks import DeviceNode
 from harness.measure.slurm.calls import DRAIN_REASON_MAX, drain_argv
 from harness.pipeline.preflight import job_render_nodes
-from harness.probe.doctor.gpumap import gather
+from harness.probe.doctor.gpufacts import gather
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
@@ -68,7 +68,7 @@ def test_an_invalid_map_is_a_fail_line_with_its_position():
 
 
 def test_devices_that_are_missing_not_character_or_the_same_fail():
-    from harness.config.gpumap import GpuMap
+    from harness.config.gpumapfile import GpuMap
 
     gmap = GpuMap("m.yaml", {0: "/d/r128", 1: "/d/r129", 2: "/d/file", 3: "/d/link"})
     chr_mode = stat.S_IFCHR | 0o660
@@ -87,7 +87,7 @@ def test_devices_that_are_missing_not_character_or_the_same_fail():
 
 
 def test_gres_comparison_index_by_index():
-    from harness.config.gpumap import GpuMap
+    from harness.config.gpumapfile import GpuMap
 
     gmap = GpuMap("m.yaml", {0: "/d/r128", 1: "/d/r129"})
     base = {"path": "m.yaml", "required": True, "gmap": gmap, "node": "n1",

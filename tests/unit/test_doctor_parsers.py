@@ -12,7 +12,6 @@ from harness.measure.host.parsers import (
     base_gfx,
     gib,
     parse_amd_smi_static,
-    parse_rocm_smi_json,
     parse_rocminfo,
 )
 
@@ -142,22 +141,6 @@ def test_amd_smi_vram_size_forms(size, expected):
     data = json.loads(fixture("amd-smi-static-mi210-gfx90a.json"))
     data["gpu_data"][0]["vram"]["size"] = size
     assert parse_amd_smi_static(json.dumps(data))[0].vram_bytes == expected
-
-
-def test_rocm_smi_productname_json_rx7900xt():
-    [card] = parse_rocm_smi_json(fixture("rocm-smi-productname-rx7900xt.json"))
-    assert card.card == "card0"
-    assert card.series == "Radeon RX 7900 XT"
-    assert card.gfx_target == "gfx1100"
-    assert card.device_id == "0x744c"
-    assert card.sku == "D70401XT"
-    assert card.vram_bytes == 21458059264
-
-
-def test_rocm_smi_json_ignores_the_system_entry():
-    data = json.loads(fixture("rocm-smi-productname-rx7900xt.json"))
-    data["system"] = {"Driver version": "6.7.0"}
-    assert [c.card for c in parse_rocm_smi_json(json.dumps(data))] == ["card0"]
 
 
 @pytest.mark.parametrize(

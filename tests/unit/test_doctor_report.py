@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from harness.judge.doctor.checks import Check
-from harness.judge.doctor.report import as_document, render_json, render_plain, render_table
+from harness.judge.doctor.table import as_document, render_json, render_plain, render_table
 
 CHECKS = [
     Check("engine", "ok", "Docker 27.3.1 (API 1.47)"),

@@ -10,8 +10,8 @@ import pytest
 from harness.judge.doctor import any_failed
 from harness.judge.doctor.checks import judge_lock
 from harness.measure.host.tools import run_tool
-from harness.probe.doctor.host import free_space, lock_facts
-from harness.probe.doctor.run import run_checks
+from harness.probe.doctor.allchecks import run_checks
+from harness.probe.doctor.hostfacts import free_space, lock_facts
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"
 GPU_LINES = {"/dev/kfd", "/dev/dri/renderD*", "device groups", "rocminfo", "amd-smi", "gpu"}

@@ -17,7 +17,7 @@ import pytest
 from harness.base.catalogue import ENV_SLURM_NO_EVIDENCE, SLURM_NO_SEAL
 from harness.config.loader import require_campaign
 from harness.driver.plan import LaunchRequest
-from harness.driver.slurm import SlurmExecutor
+from harness.driver.slurmjobs import SlurmExecutor
 from harness.driver.watch import Settings, Watch
 from harness.measure.slurm import job
 from harness.measure.slurm.calls import Poll
@@ -175,13 +175,13 @@ def test_a_stop_cancels_only_jobs_never_seen_running_and_those_are_not_run(tmp_p
     assert ex.cancel_pending([running, pending]) == []  # once
     assert sent == [["8"]] and '"slurm-cancelled-pending"' in out.getvalue()
     ex.observe(pending, Poll(jobs={"8": Job("8", "u", JobState.CANCELLED)}), 1.0)
-    assert ex.settle(pending, 1.0) == [(pending.request, None)]
+    assert ex.settle(pending, 1.0) == [(pending.requests[0], None)]
     late = Watch("9", request(tmp_path, attempt=2), "v", cancelled=True)
     ex.observe(late, Poll(jobs={"9": Job("9", "v", JobState.CANCELLED, node="node1")}), 1.0)
     assert ex.settle(late, 1.0) == []  # it ran: its seal decides
     expired = Watch("10", request(tmp_path, attempt=3), "x")  # Slurm's --deadline, not ours
     ex.observe(expired, Poll(jobs={"10": Job("10", "x", JobState.CANCELLED, "DEADLINE")}), 2.0)
-    assert ex.settle(expired, 2.0) == [(expired.request, None)]
+    assert ex.settle(expired, 2.0) == [(expired.requests[0], None)]
     admin = Watch("11", request(tmp_path, attempt=4), "y")  # an admin's scancel: retried
     ex.observe(admin, Poll(jobs={"11": Job("11", "y", JobState.CANCELLED, "CANCELLED")}), 2.0)
     assert ex.settle(admin, 2.0) == []

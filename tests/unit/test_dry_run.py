@@ -1,42 +1,45 @@
-"""The pure parts of `--dry-run` (harness/driver/dryrun.py, harness/cli/dryrun.py): which
-slots a night's start would run and in which order, the JSON document's shape, the exit
-code when the preflight would refuse, and hostile names printed inert."""
+"""`--dry-run` (harness/driver/dryrun.py, harness/cli/planprint.py): a night's dry run is the
+real loop over a copy of its journal, so it names the slots the night runs, in the order
+it runs them, and writes nothing; the JSON document's shape, the exit code when the
+preflight would refuse, and hostile names printed inert."""
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from harness.base.reason import Reason
-from harness.base.states import State
-from harness.cli.dryrun import needs_dry_run, say
+from harness.cli.planprint import needs_dry_run, say
+from harness.config.loader import Loaded, load_campaign
 from harness.driver.dryrun import (
     RUN_ID,
     SCHEMA,
+    DryExecutor,
     DryRun,
     NightPick,
     PlannedControl,
     approval_line,
-    pending_slots,
+    night_walk,
     placeholders,
-    walk_order,
 )
-from harness.driver.policy import RetryPolicy
-from harness.measure.nightfolder.rows import Row
+from harness.driver.night import runner
+from harness.driver.night.runner import NightRunner, inputs_seal
+from harness.driver.plan import LaunchRequest, Outcome
+from harness.measure.nightfolder.journal import STOPPED, Journal
+from harness.measure.nightfolder.naming import JOURNAL_NAME, NIGHTS
 from harness.measure.seal import SourceSeal
+from harness.measure.ui import Reporter
 from harness.measure.vector import LAUNCHER_PID, LAUNCHER_STARTED
+from tests.campaign_runs import repo_campaign
 
 HOSTILE = "ctl\x1b[31mred\x07\r\nfake: accepted"
-
-
-def row(slot: int, state: State, attempt: int = 1) -> Row:
-    return Row(id=slot * 10 + attempt, plan_index=slot, control=f"c{slot}", repeat_index=0,
-               attempt=attempt, state=state, run_id=None, run_dir=None, reason=None,
-               rerun_of=None, origin="plan", link_reason=None, updated="t")
 
 
 def planned(name: str, *reasons: Reason) -> PlannedControl:
@@ -51,34 +54,137 @@ def dry(*controls: PlannedControl, runs_dir: str = "/runs", holder: str | None =
                   holder, seal, None, controls, ("a note",))
 
 
-def test_a_fresh_start_runs_interrupted_retries_and_deferred_slots_only() -> None:
-    rows = [row(0, State.ACCEPTED), row(1, State.INTERRUPTED), row(2, State.DEFERRED),
-            row(3, State.REFUSED), row(4, State.RUNNING), row(5, State.PLANNED),
-            row(6, State.INTERRUPTED), row(6, State.INTERRUPTED, attempt=2)]
-    assert pending_slots(rows, RetryPolicy(max_attempts=1)) == [2, 5]
-    # two attempts: slot 1 and the row left running (recovered as interrupted) run again;
-    # slot 6 has used both of its attempts
-    assert pending_slots(rows, RetryPolicy(max_attempts=2)) == [1, 2, 4, 5]
+# a×4 (slots 0-3), b×2 (4-5), c×2 (6-7); c and b share a host: instances (6, 4), (7, 5).
+CAMPAIGN = ("[{control: night-a, repeat: 4}, {control: night-b, repeat: 2}, "
+            "{control: night-c, repeat: 2}]")
+GROUPS = "retry: {interrupted: 1}\nsame_host:\n  - [night-c, night-b]\n"
 
 
-def test_only_the_newest_attempt_of_a_slot_decides() -> None:
-    rows = [row(0, State.INTERRUPTED), row(0, State.ACCEPTED, attempt=2)]
-    assert pending_slots(rows, RetryPolicy(max_attempts=5)) == []
+def half_done_night(tmp_path: Path) -> tuple[Loaded, Path]:
+    """A night a harness was killed in: slot 0 accepted, 1 interrupted with a retry left,
+    2 interrupted twice (its budget spent), 3 deferred, 4 failed, 5 and 7 planned, 6 left
+    `running` (recovered as interrupted, then retried)."""
+    loaded, faults = load_campaign(repo_campaign(tmp_path, CAMPAIGN, GROUPS))
+    assert faults == []
+    night_dir = tmp_path / "runs" / NIGHTS / "c-20260101T000000Z"
+    night_dir.mkdir(parents=True)
+    with Journal.create(night_dir / JOURNAL_NAME, campaign="c",
+                        campaign_file=str(loaded.campaign_file), plan=loaded.plan(),
+                        seal=inputs_seal(loaded)) as j:
+        rows = {r.plan_index: r for r in j.rows()}
+
+        def ran(slot: int, status: str | None) -> None:
+            row = j.mark_running(rows[slot], f"r{slot}", str(tmp_path / "gone" / f"r{slot}"))
+            if status is not None:
+                rows[slot] = j.finish(row, status, "ended so")
+        ran(0, "accepted")
+        ran(1, "interrupted")
+        ran(2, "interrupted")
+        j.mark_running(j.add_retry(rows[2]), "r2b", str(tmp_path / "gone" / "r2b"))
+        j.mark_interrupted(j.by_run_id("r2b"), "ended so")
+        j.mark_deferred(rows[3], "ENV-DOCTOR: the host was unfit")
+        ran(4, "failed")
+        ran(6, None)
+    return loaded, night_dir
 
 
-def test_walk_order_is_plan_order_with_same_host_groups_together() -> None:
-    assert walk_order([3, 0, 2], {}) == [0, 2, 3]
-    groups = {1: (1, 4), 4: (1, 4)}  # slots 1 and 4 run on one host, in that order
-    assert walk_order([0, 1, 2, 3, 4], groups) == [0, 1, 4, 2, 3]
-    assert walk_order([0, 2, 4], groups) == [0, 2, 4]  # member 1 is done: 4 alone
-    reversed_group = {1: (4, 1), 4: (4, 1)}
-    assert walk_order([1, 2, 4], reversed_group) == [4, 1, 2]
+class Recording:
+    """The real loop's executor here: each launch (slot, attempt) in order, each accepted."""
+
+    window, together = 1, False
+
+    def __init__(self) -> None:
+        self.launched: list[tuple[int | None, int]] = []
+
+    def launch(self, request: LaunchRequest) -> Outcome:
+        self.launched.append((request.plan_index, request.attempt))
+        return Outcome.of(request.run_dir, "accepted")
+
+    def start(self, requests: tuple[LaunchRequest, ...]) -> Outcome:
+        [request] = requests
+        return self.launch(request)
+
+    def poll(self, flying: list) -> tuple[list, bool]:
+        return [], False
+
+    def pause(self, changed: bool, failures: int) -> None:
+        return None
+
+    def cancel_pending(self, flying: list) -> list:
+        return []
+
+    def preflight(self, control: str, runs_dir: Path) -> list[str]:
+        return []
+
+    def recover(self, requests: tuple[LaunchRequest, ...], job_id: str | None) -> list:
+        return [(r, Outcome.of(r.run_dir, "interrupted", [STOPPED])) for r in requests]
+
+
+def files(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file with its bytes and mtime, but the -wal and -shm files SQLite makes for
+    any reader of a WAL journal (`harness status` too)."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*")
+            if p.is_file() and not p.name.endswith(("-wal", "-shm"))}
+
+
+def test_the_dry_run_order_is_the_order_the_real_loop_runs(tmp_path: Path,
+                                                          monkeypatch) -> None:
+    loaded, night_dir = half_done_night(tmp_path)
+    runs = tmp_path / "runs"
+    monkeypatch.setattr(DryExecutor, "plan", lambda self, name: PlannedControl(
+        name, 1, "cpu", "img", None, ["docker", "run"]))
+    before = files(runs)
+    dry = DryExecutor(loaded, runs)
+    pick = night_walk(loaded, runs, None, False, dry)
+    assert files(runs) == before, "the dry run wrote nothing"
+    assert pick.night_dir == night_dir and pick.left_running == 1
+    assert pick.slots == [1, 3, 7, 5, 6]  # retries, the deferred slot; a group in its order
+    assert [c.control for c in dry.dry_run("night").controls] == ["night-a", "night-c",
+                                                                  "night-b"]
+
+    real_runs = tmp_path / "real"  # the real loop, over a copy of the same journal
+    shutil.copytree(runs, real_runs)
+    recording = Recording()
+    monkeypatch.setattr(runner, "night_executor", lambda *a, **kw: recording)
+    side = NightRunner(loaded, real_runs, Reporter(io.StringIO()), lock_timeout=None,
+                       deadline=None)
+    side.run(real_runs / NIGHTS / night_dir.name, True,
+             SimpleNamespace(describe_as=lambda **kw: None))  # type: ignore[arg-type]
+    assert [slot for slot, _ in recording.launched] == pick.slots
+    assert [(r.plan_index, r.attempt) for r in dry.launched] == recording.launched
+
+
+def test_a_new_night_walks_the_whole_plan_groups_together(tmp_path: Path,
+                                                         monkeypatch) -> None:
+    loaded, faults = load_campaign(repo_campaign(tmp_path, CAMPAIGN, GROUPS))
+    assert faults == []
+    monkeypatch.setattr(DryExecutor, "plan", lambda self, name: PlannedControl(
+        name, 1, "cpu", "img", None, []))
+    dry = DryExecutor(loaded, tmp_path / "runs")
+    pick = night_walk(loaded, tmp_path / "runs", None, True, dry)
+    assert pick.night_dir is None and pick.slots == [0, 1, 2, 3, 6, 4, 7, 5]
+    assert [(c.control, c.repeats) for c in dry.dry_run("night").controls] == [
+        ("night-a", 4), ("night-c", 2), ("night-b", 2)]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_copy_of_an_older_journal_is_upgraded_in_memory_and_the_file_kept(
+        tmp_path: Path) -> None:
+    from tests.unit.test_journal_migrate import MIGRATED, old_journal, states
+
+    path = old_journal(tmp_path)
+    before = path.read_bytes()
+    with Journal.open(path, readonly=True) as disk, disk.copy() as copy:
+        assert states(copy) == MIGRATED
+        slow = copy.by_run_id("slow-1")
+        assert copy.add_rerun("slow-1", "a dry walk writes").rerun_of == slow.id
+    assert path.read_bytes() == before
 
 
 def test_night_pick_document_names_the_night_it_continues() -> None:
-    assert NightPick(None, [("a", 0)], [0]).document() == {
+    assert NightPick(None, [0]).document() == {
         "continues": None, "slots": [0], "left_running": 0}
-    doc = NightPick(Path("/r/nights/n-20260101T000000Z"), [("b", 0)], [1], 1).document()
+    doc = NightPick(Path("/r/nights/n-20260101T000000Z"), [1], 1).document()
     assert doc == {"continues": "/r/nights/n-20260101T000000Z", "slots": [1],
                    "left_running": 1}
 

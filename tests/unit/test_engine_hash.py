@@ -226,7 +226,7 @@ def test_a_hash_of_one_to_128_characters_reads(value):
 
 def test_the_morning_report_names_every_holder_of_a_shared_difference():
     from harness.readers.report.steps import gate0_lines, gate0_values
-    from harness.readers.show import _where
+    from harness.readers.runview import _where
 
     shared = {"field": "model.dtype", "process": "engine-core", "kind": "value-changed",
               "processes": ["engine-core", "worker-0"], "startup": "a", "generation": "b",

@@ -17,7 +17,7 @@ import pytest
 from harness.judge.doctor.checks import judge_images
 from harness.measure import images, imagestore
 from harness.measure.host import identity
-from harness.probe.doctor.run import run_checks
+from harness.probe.doctor.allchecks import run_checks
 
 ID_A = "sha256:" + "a" * 64
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.tree import Entry, NotRegular, chmod_beneath, name_problem, remove_beneath
-from harness.measure.runfolder.layout import SUMS
+from harness.measure.runfolder.layout import REMOVED, SUMS
 from harness.measure.runfolder.manifest import (
     Unsealable,
     make_read_only,
@@ -104,7 +104,7 @@ def test_clean_then_seal_verifies_in_both_tools_and_never_touches_the_host(tmp_p
     reasons = cleaner.clean(run)
     rules = {r.rule for r in reasons}
     assert rules == {"EVIDENCE-NOT-REGULAR", "EVIDENCE-BAD-NAME", "EVIDENCE-TOO-DEEP"}
-    record = json.loads((run / cleaner.RECORD).read_text())
+    record = json.loads((run / REMOVED).read_text())
     by_path = {r["path"]: r for r in record}
     assert by_path["observations/link"]["target"] == str(host)
     assert by_path["observations/fifo"]["kind"] == "fifo"
@@ -131,7 +131,7 @@ def test_a_clean_tree_is_left_alone_and_no_record_is_written(tmp_path):
     (run / "logs" / "x.log").write_text("x")
     (run / "observations").mkdir()  # empty: pruned, refuses nothing
     assert cleaner.clean(run) == []
-    assert not (run / cleaner.RECORD).exists()
+    assert not (run / REMOVED).exists()
     assert not (run / "observations").exists()
     write_manifest(run)
     assert verify_folder(run) == []
@@ -302,12 +302,12 @@ def test_only_folders_the_workload_left_empty_are_listed_when_pruned(tmp_path):
     (run / "run.json").write_text("{}")
     os.mkfifo(run / "observations" / "made-empty" / "p")
     assert [r.rule for r in cleaner.clean(run)] == ["EVIDENCE-NOT-REGULAR"]
-    record = json.loads((run / cleaner.RECORD).read_text())
+    record = json.loads((run / REMOVED).read_text())
     assert sorted((r["path"], r["why"]) for r in record) == [
         ("observations/made-empty/p", "not-regular"),
         ("observations/nested", "empty-folder"), ("observations/nested/empty", "empty-folder")]
     assert sorted(os.listdir(run)) == [
-        cleaner.RECORD, "run.json"]
+        REMOVED, "run.json"]
 
 
 def test_a_path_too_long_for_coreutils_is_removed_not_sealed(tmp_path):

@@ -1,7 +1,7 @@
 """Gate 0's judges at their bounds: what a re-judgement compares, the process layout's
 reasons, the names a reason may print, documents that are not what their file says, and
 the verdict document an unreadable observation leaves (harness.judge.finalize.contract,
-processes and observed; harness.config.contract).
+processes and observed; harness.config.fieldlist).
 
 Each test asserts what an operator or a reader of the verdict sees, for the input at the
 edge of what the judge accepts."""
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from harness.config.contract import ALL, VLLM_IDENTITY, choice_faults, contract_faults, resolve
+from harness.config.fieldlist import ALL, VLLM_IDENTITY, choice_faults, contract_faults, resolve
 from harness.judge.finalize.contract import rejudge_contract
 from harness.judge.finalize.observed import judge_run
 from harness.judge.finalize.processes import (

@@ -23,7 +23,7 @@ from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.base.timeutil import stamp
 from harness.cli.finalize import finalize, refinalize
 from harness.cli.main import cli, main
-from harness.config.contract import VLLM_IDENTITY
+from harness.config.fieldlist import VLLM_IDENTITY
 from harness.judge.finalize.addendum import write_addendum
 from harness.judge.finalize.contract import ContractError, load_contract_text, parse_contract
 from harness.judge.finalize.documents import DocumentError, read_document
@@ -273,7 +273,7 @@ def test_gate0_through_the_post_step_runner(tmp_path):
 
 def record_doc(**fields) -> dict:
     """A run.json of the record's shape (the one strict reader reads nothing less)."""
-    from harness.measure.runfolder.record import RunRecord
+    from harness.measure.runfolder.runjson import RunRecord
     return {**RunRecord(run_id="r", status="accepted", campaign={"name": "c"},
                         control={"name": "k"}).as_dict(), **fields}
 

@@ -15,8 +15,8 @@ from harness.judge.finalize.compare import (
     classify,
     compare_fields,
 )
+from harness.judge.finalize.explain import render
 from harness.judge.finalize.pins import Member, load_pins, member_of
-from harness.judge.finalize.report import render
 from harness.judge.finalize.rules import RULES, exit_code, judge
 from tests.verdicts import texts
 

@@ -193,7 +193,7 @@ def test_fold_keeps_differences_of_unknown_objects_apart():
 
 
 def test_show_prints_a_shared_difference_once_naming_its_holders():
-    from harness.readers.show import _where
+    from harness.readers.runview import _where
 
     assert _where({"process": "engine-core", "processes": ["engine-core", "worker-0"]}) == \
         "in engine-core, worker-0: "

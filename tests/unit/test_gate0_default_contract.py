@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.finalize import finalize
-from harness.config.contract import (
+from harness.config.fieldlist import (
     ALL,
     SETTLED_AFTER_STARTUP,
     VLLM_IDENTITY,

@@ -9,10 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from harness.base.errors import InvalidInput
-from harness.config.gates import Gate, GateList
-from harness.judge.gates.judge import MAX_JUNIT, GateRun, judge, junit_counts, kill_score
-from harness.judge.gates.outcome import exit_code, select
-from harness.judge.gates.record import SCHEMA, parse
+from harness.config.gatelist import Gate, GateList
+from harness.judge.gaterecord.gatesjson import SCHEMA, parse
+from harness.judge.gaterecord.onegate import MAX_JUNIT, GateRun, judge, junit_counts, kill_score
+from harness.judge.gaterecord.outcome import exit_code, select
 
 JUNIT_OK = b"""<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="0" skipped="1" tests="3">

@@ -16,7 +16,7 @@ import pytest
 from harness.base.bounds import BadText
 from harness.base.catalogue import ENV_GPU_MAP
 from harness.base.errors import InvalidInput
-from harness.config import gpumap
+from harness.config import gpumapfile
 from harness.config.schema import Control
 from harness.config.yamlsafe import loads
 from harness.measure.slurm import gres, identity
@@ -28,7 +28,7 @@ MAP = "gpus:\n  0: /dev/dri/renderD128\n  1: /dev/dri/renderD129\n"
 
 
 def parsed(text: str):
-    return gpumap.parse(loads(text, "map.yaml"))
+    return gpumapfile.parse(loads(text, "map.yaml"))
 
 
 def faults(text: str) -> list[str]:
@@ -77,25 +77,26 @@ def test_load_map_raises_invalid_input_with_positions(tmp_path):
     bad = tmp_path / "gpu-map.yaml"
     bad.write_text("gpus:\n  0: /dev/dri/renderD128\n  1: relative\n")
     with pytest.raises(InvalidInput) as e:
-        gpumap.load_map(bad)
+        gpumapfile.load_map(bad)
     assert e.value.code == 2
     assert e.value.faults[0].startswith(f"{bad}:3:6: GPU 1: render node")
     good = tmp_path / "ok.yaml"
     good.write_text(MAP)
-    assert gpumap.load_map(good).gpus[1] == "/dev/dri/renderD129"
+    assert gpumapfile.load_map(good).gpus[1] == "/dev/dri/renderD129"
 
 
 def test_where_the_map_is_read_from():
-    assert gpumap.map_path({}) == Path("/etc/harness/gpu-map.yaml")
-    assert gpumap.map_path({"HARNESS_GPU_MAP": "/site/map.yaml"}) == Path("/site/map.yaml")
-    assert gpumap.map_path({"HARNESS_GPU_MAP": "/site/map.yaml"}, Path("/x.yaml")) \
+    assert gpumapfile.map_path({}) == Path("/etc/harness/gpu-map.yaml")
+    assert gpumapfile.map_path({"HARNESS_GPU_MAP": "/site/map.yaml"}) == Path("/site/map.yaml")
+    assert gpumapfile.map_path({"HARNESS_GPU_MAP": "/site/map.yaml"}, Path("/x.yaml")) \
         == Path("/x.yaml")
 
 
 def test_nodes_for_keeps_slurm_order_and_names_what_is_missing():
     gmap, _ = parsed(MAP)
-    assert gpumap.nodes_for(gmap, (1, 0)) == (("/dev/dri/renderD129", "/dev/dri/renderD128"), [])
-    assert gpumap.nodes_for(gmap, (1, 2, 3)) == (("/dev/dri/renderD129",), [2, 3])
+    assert gpumapfile.nodes_for(gmap, (1, 0)) == (
+        ("/dev/dri/renderD129", "/dev/dri/renderD128"), [])
+    assert gpumapfile.nodes_for(gmap, (1, 2, 3)) == (("/dev/dri/renderD129",), [2, 3])
 
 
 # --------------------------------------------------------------------------- the job's GPUs

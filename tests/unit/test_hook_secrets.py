@@ -28,7 +28,7 @@ import pytest
 from harness.base.atomic import dumps_json
 from harness.base.states import Status
 from harness.config.hook import HookConfig, secret_values
-from harness.readers.hook.night import HOOK_FILE, Night, after_night
+from harness.readers.hook.atnightend import HOOK_FILE, Night, after_night
 from harness.readers.hook.redact import WINDOW, Redactor, secret_parts
 from harness.readers.hook.send import run_command
 from harness.readers.report.summary import build_summary

@@ -14,15 +14,16 @@ import pytest
 
 from harness.base.errors import InvalidInput
 from harness.base.iofault import describe, io_fault
+from harness.base.timeutil import MAX_DURATION, parse_duration
 from harness.cli.params import parse_hours
 from harness.config.loader import validate
-from harness.config.schema import MAX_DURATION, Campaign, Control, Resources, parse_duration
+from harness.config.schema import Campaign, Control, Resources
 from harness.config.yamlsafe import YamlFaults, loads, yaml11_surprise
 from harness.driver.night.rules import deadline_from
 from harness.instrument.harness_observer.encode import DecodeError, read_observation
 from harness.instrument.harness_observer.encode import loads as json_loads
 from harness.judge.finalize.contract import ContractError, load_contract_text
-from harness.judge.finalize.report import render
+from harness.judge.finalize.explain import render
 from harness.judge.finalize.rules import judge
 
 NOW = datetime(2026, 3, 1, 22, 15, tzinfo=UTC)

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.base.atomic import dumps_json
+from harness.measure import metrics as metrics_module
 from harness.measure.metrics import (
     MAX_NOTES,
     MAX_NUMBER_CHARS,
@@ -23,9 +24,11 @@ from harness.measure.metrics import (
     write_metrics,
 )
 from harness.measure.nightfolder.journal import Journal
-from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.manifest import write_manifest
-from harness.pipeline import finish
+from harness.pipeline import evidence
+from harness.pipeline.evidence import logfigures
+from harness.pipeline.evidence.source import SEAL, Scene
 from harness.readers.report.format import fmt
 from harness.readers.report.page import render_html
 from harness.readers.report.plots import render_plots
@@ -112,23 +115,25 @@ def test_a_fifo_or_symlink_log_is_listed_not_followed_or_waited_on(tmp_path: Pat
     assert gone == {"path": "gone.log", "missing": True}
 
 
-def test_finish_metrics_never_loses_the_verdict(tmp_path: Path, monkeypatch) -> None:
+def test_metrics_evidence_never_loses_the_verdict(tmp_path: Path, monkeypatch) -> None:
     """Even a bug in the parser leaves a metrics.json with a note, and no exception."""
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "stdout.log").write_text("hello\n")
 
     def broken(*a, **k):
         raise RuntimeError("parser bug")
-    monkeypatch.setattr(finish, "write_metrics", broken)
+    monkeypatch.setattr(metrics_module, "write_metrics", broken)
     events: list = []
-    ctx = SimpleNamespace(run_dir=tmp_path, ui=SimpleNamespace(
+    ctx = SimpleNamespace(run_dir=tmp_path, control=None, ui=SimpleNamespace(
         event=lambda kind, **kw: events.append(kind)))
-    finish.metrics(ctx)
+    only = (logfigures.METRICS,)
+    got = evidence.gather(SEAL, Scene(ctx), only)
     doc = json.loads((tmp_path / "metrics.json").read_text())
+    assert got["metrics"].doc == doc and not got["metrics"].reasons
     assert set(doc["metrics"].values()) == {None}
     assert "RuntimeError: parser bug" in doc["notes"][0]["note"]
-    finish.metrics(ctx)  # metrics.json exists now: the write fails, and is only reported
-    assert events == ["metrics-not-written"]
+    evidence.gather(SEAL, Scene(ctx), only)  # metrics.json exists: only reported
+    assert events == ["evidence-failed", "evidence-failed"]
 
 
 # --- show -------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 
 from harness.base.catalogue import GATE0_FIELD_DIFFERS, GATE0_MISSING
 from harness.base.readfile import InputError
-from harness.config.imagegate import CHECKPOINTS, parse_expectation
+from harness.config.imagegatespec import CHECKPOINTS, parse_expectation
 from harness.config.loader import check_files
 from harness.instrument.harness_observer import snapshot, trace
 from harness.judge.finalize.attribute import attribute, describe, read_trace

@@ -17,7 +17,7 @@ from harness.base.errors import EnvironmentFault
 from harness.cli.display import NightLive
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
-from harness.readers.status import night_state, render
+from harness.readers.statuslines import night_state, render
 from tests.inprocess import invoke
 
 OSC8 = "\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\"

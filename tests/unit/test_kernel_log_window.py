@@ -360,10 +360,11 @@ def test_kmsg_records_split_any_chunking_and_pass_overruns_on() -> None:
 @pytest.mark.parametrize("required", [True, False])
 def test_the_run_records_the_mark_and_the_gap(tmp_path: Path, required: bool) -> None:
     """run.json's block names the marked file and each gap; the gap refuses only a control
-    that requires the kernel log (harness/pipeline/bracket.py)."""
+    that requires the kernel log (harness/pipeline/evidence/kernelwindow.py)."""
     from types import SimpleNamespace
 
-    from harness.pipeline import bracket
+    from harness.pipeline.evidence import kernelwindow
+    from harness.pipeline.evidence.source import Gathered, Scene
 
     log = tmp_path / "kern.log"
     log.write_text(BEFORE)
@@ -371,9 +372,10 @@ def test_the_run_records_the_mark_and_the_gap(tmp_path: Path, required: bool) ->
     _rotated_away(log)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    ctx = SimpleNamespace(launch=SimpleNamespace(kernel=start), run_dir=run_dir,
+    ctx = SimpleNamespace(run_dir=run_dir,
                           control=SimpleNamespace(kernel_log=SimpleNamespace(required=required)))
-    block, reasons = bracket.kernel_log(ctx)
+    got = kernelwindow.window(Scene(ctx, {"kernel-mark": Gathered(held=start)}))
+    block, reasons = got.doc, got.reasons
     assert block["mark"]["inode"] == start.inode and block["read"] == 1
     assert len(block["gaps"]) == 1 and "rotated out of reach" in block["gaps"][0]
     assert [r.rule for r in reasons] == ([catalogue.KERNEL_LOG_GAP] if required else [])

@@ -16,9 +16,9 @@ from harness.cli.diff import render
 from harness.config.mountable import digested
 from harness.config.schema import Mount
 from harness.driver.rerun import RerunPlan, seal_lines
-from harness.judge.diff import compare, mounts_topic, recorded_mounts
+from harness.judge.difference import compare, mounts_topic, recorded_mounts
 from harness.measure import mountdigest
-from harness.measure.runfolder import record
+from harness.measure.runfolder import runjson
 from harness.measure.seal import SourceSeal, seal_digest
 
 TARGET = "/opt/env"
@@ -108,7 +108,7 @@ def test_every_change_of_a_mount_is_not_a_plain_repeat(tmp_path, variant, read_o
 
 
 def rec(status: str = "accepted") -> dict:
-    return {"schema": record.SCHEMA, "run_id": f"run-{status}", "attempt": 1,
+    return {"schema": runjson.SCHEMA, "run_id": f"run-{status}", "attempt": 1,
             "status": status, "reasons": [], "rules": [], "seal": seal_digest(FILES),
             "image": {"name": "r", "id": "sha256:i"}, "model_hashes": {},
             "campaign": {"name": "c"}, "control": {"name": "k"},
@@ -238,7 +238,7 @@ def test_only_mounts_outside_the_seal_are_digested() -> None:
 
 
 def _plan(mounts: dict | None, original_seal: str = seal_digest(FILES)) -> RerunPlan:
-    return RerunPlan(Path("/r"), record.from_dict(rec("refused") | {"seal": original_seal}),
+    return RerunPlan(Path("/r"), runjson.from_dict(rec("refused") | {"seal": original_seal}),
                      None, "c", SourceSeal(seal_digest(FILES), FILES),  # type: ignore[arg-type]
                      {"added": [], "removed": [], "changed": []}, None, mounts)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.judge.gates.judge import kill_score
+from harness.judge.gaterecord.onegate import kill_score
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "mutation_gate.py"

@@ -20,7 +20,7 @@ from harness.base.states import Status
 from harness.config.hook import HookConfig, url_problem
 from harness.config.loader import load_campaign
 from harness.readers.hook import payload as payload_module
-from harness.readers.hook.night import HOOK_FILE, Night, after_night
+from harness.readers.hook.atnightend import HOOK_FILE, Night, after_night
 from harness.readers.hook.payload import (
     Bundled,
     SummaryUnreadable,

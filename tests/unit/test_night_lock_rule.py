@@ -15,7 +15,7 @@ from harness.base.errors import EnvironmentFault
 from harness.driver.night.nightlock import NightLock
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
-from harness.readers import status
+from harness.readers import statuslines
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,15 +65,15 @@ def test_status_shows_the_night_the_lock_names_not_none_yet(tmp_path: Path, lock
     night_dir.mkdir(parents=True)
     Journal.create(night_dir / JOURNAL_NAME, campaign="camp", campaign_file="c.yaml",
                    plan=[("kv", 0)]).close()
-    monkeypatch.setattr(status, "containers", lambda: ([], None))
+    monkeypatch.setattr(statuslines, "containers", lambda: ([], None))
     held = NightLock(lock, kind="night", campaign="camp")
     held.acquire(timeout=5)
     held.describe_as(night_dir=str(night_dir))
     try:
-        lines = status.render(status.gather(tmp_path / "gpu-runs", lock))
+        lines = statuslines.render(statuslines.gather(tmp_path / "gpu-runs", lock))
     finally:
         held.release()
     assert "night: none yet" not in lines
     assert any(line.startswith(f"night {night_dir} (camp, running now)") for line in lines), lines
-    after = status.render(status.gather(tmp_path / "gpu-runs", lock))
+    after = statuslines.render(statuslines.gather(tmp_path / "gpu-runs", lock))
     assert after[-1] == "night: none yet"  # released: the default runs folder has none

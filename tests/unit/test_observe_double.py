@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.contract import VLLM_IDENTITY
+from harness.config.fieldlist import VLLM_IDENTITY
 from harness.judge.poststeps import gate0
 
 REPO = Path(__file__).resolve().parents[2]

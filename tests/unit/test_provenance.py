@@ -17,7 +17,7 @@ from harness.measure.provenance import (
     parse_status,
     unsafe_filters,
 )
-from harness.measure.runfolder.record import RunRecord, from_dict, provenance_of
+from harness.measure.runfolder.runjson import RunRecord, from_dict, provenance_of
 from harness.readers.bundle.facts import RunFacts
 from harness.readers.bundle.statement import build_statement
 from harness.readers.report.gitline import git_line

@@ -38,7 +38,7 @@ def _reader_modules() -> list[str]:
 def test_the_probe_sees_every_reader() -> None:
     """Not vacuous: status, the report of a night and the bundle's night reader are walked."""
     names = _reader_modules()
-    assert {"harness.readers.status", "harness.readers.report.nights",
+    assert {"harness.readers.statuslines", "harness.readers.report.nights",
             "harness.readers.bundle.nightruns", "harness.readers.report.unrun"} <= set(names)
 
 

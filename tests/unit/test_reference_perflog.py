@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.base.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFERENCE_OUTSIDE
 from harness.base.reason import Reason
-from harness.config.reference import VLLM_METRICS, Bound, References, within
+from harness.config.references import VLLM_METRICS, Bound, References, within
 from harness.config.schema import Control, PostStep
 from harness.judge.poststeps import reference
 from harness.measure import metrics, perflog

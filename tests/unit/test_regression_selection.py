@@ -12,7 +12,7 @@ import pytest
 from regression_helpers import HOST, T0, sealed_run
 
 from harness.base.states import Status
-from harness.config.reference import NAMES
+from harness.config.references import NAMES
 from harness.driver.regress import choose, read_candidate, scan, seal
 from harness.judge.comparable import (
     DIRECTIONS,
@@ -47,7 +47,7 @@ def cand(n: int, *, control: str = "c", status: Status | None = Status.ACCEPTED,
 
 
 def test_every_figure_the_perflog_keeps_has_a_direction_or_is_no_measure() -> None:
-    """A new figure in harness.config.reference must get its direction here, or it would
+    """A new figure in harness.config.references must get its direction here, or it would
     silently never be called."""
     assert set(NAMES) == set(DIRECTIONS) | set(NOT_CALLED)
     assert not set(DIRECTIONS) & set(NOT_CALLED)

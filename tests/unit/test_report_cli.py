@@ -21,7 +21,7 @@ from harness.measure.nightfolder.journal import Journal
 from harness.readers.report.ending import end_lines, night_end_lines
 from harness.readers.report.morning import summary_for_night, write_night_summary
 from harness.readers.report.timers import parse_timers
-from harness.readers.status import gather, render, timer_lines
+from harness.readers.statuslines import gather, render, timer_lines
 from tests.inprocess import invoke
 
 STAMP = "20261201T020000Z"

@@ -24,7 +24,7 @@ from harness.measure.seal import source_seal
 from harness.measure.ui import Reporter
 from harness.measure.vector import redact
 from harness.pipeline.context import RunContext
-from harness.pipeline.inputs import keep, redacted_control
+from harness.pipeline.keepinputs import keep, redacted_control
 
 IMAGE = "sha256:" + "ef" * 32
 CONTROL = ("# a comment stays: the copy is the bytes, not a re-dump\nname: k\nimage: rehearsal\n"

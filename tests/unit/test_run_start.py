@@ -5,16 +5,10 @@ Import checks run a fresh interpreter (this one has imported everything already)
 
 from __future__ import annotations
 
-import gc
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
-
-import pytest
-
-from harness.cli import main as cli_main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,26 +35,3 @@ def test_the_run_command_loads_every_stage_and_nothing_only_others_use() -> None
     assert not ELSEWHERE & loaded
     assert "harness.pipeline.warm" not in loaded
 
-
-def test_a_commands_module_imports_with_the_collector_paused_and_frozen_after(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    during = []
-
-    module = object()
-
-    def record(name: str) -> object:
-        during.append(gc.isenabled())
-        return module
-
-    monkeypatch.setattr(cli_main, "importlib", SimpleNamespace(import_module=record))
-    frozen = gc.get_freeze_count()
-    assert gc.isenabled()
-    assert cli_main._import("harness.cli.check") is module
-    assert during == [False] and gc.isenabled()
-    assert gc.get_freeze_count() >= frozen
-    gc.disable()  # a caller that had it off keeps it off
-    try:
-        cli_main._import("harness.cli.check")
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

@@ -1,4 +1,4 @@
-"""run.json has one shape, one writer and one reader (harness.measure.runfolder.record).
+"""run.json has one shape, one writer and one reader (harness.measure.runfolder.runjson).
 
 Older harness.run/v1 records (reasons as "RULE: detail" strings) read in the v2 shape; a
 hostile record is invalid input (exit 2), never a hang or a crash; and no module but the
@@ -18,10 +18,10 @@ import pytest
 from harness.base.errors import INVALID, InvalidInput
 from harness.base.reason import Reason
 from harness.base.states import Status
-from harness.measure.runfolder import layout, record
-from harness.measure.runfolder.record import SCHEMA, SCHEMA_V1, RunRecord
+from harness.measure.runfolder import layout, runjson
+from harness.measure.runfolder.runjson import SCHEMA, SCHEMA_V1, RunRecord
 
-HARNESS_DIR = Path(record.__file__).resolve().parents[2]
+HARNESS_DIR = Path(runjson.__file__).resolve().parents[2]
 
 
 def v1_record() -> dict:
@@ -49,7 +49,7 @@ def write_raw(run_dir: Path, doc: object) -> Path:
 
 
 def test_a_v1_record_reads_in_the_v2_shape(tmp_path):
-    rec = record.read(write_raw(tmp_path / "r", v1_record()))
+    rec = runjson.read(write_raw(tmp_path / "r", v1_record()))
     assert rec.reasons == (
         Reason("RUN-EXIT", "the container exited 3"),
         Reason("GATE0-FIELD-DIFFERS", "compilation.custom_ops differs", "gate0"),
@@ -84,15 +84,15 @@ def test_a_v2_record_round_trips_and_is_never_replaced(tmp_path):
         outcome={"exit_code": 0}, post_steps=[{"name": "gate0", "exit_code": 1,
                                                "verdict": "refused"}],
         rerun_of={"run_id": "r1", "path": "/x", "reason": "again"})
-    record.write(run_dir, rec)
+    runjson.write(run_dir, rec)
     doc = json.loads((run_dir / layout.RECORD).read_text())
     assert doc["schema"] == SCHEMA == "harness.run/v2" and "recovered" not in doc
     assert doc["reasons"] == [{"rule": "GATE0-SOURCE", "by": "gate0", "detail": "seal differs"}]
-    back = record.read(run_dir)
+    back = runjson.read(run_dir)
     assert back == rec and back.as_dict() == doc and back.view() == doc
     assert type(back.status) is Status and all(type(r) is Reason for r in back.reasons)
     with pytest.raises(FileExistsError):
-        record.write(run_dir, rec)
+        runjson.write(run_dir, rec)
 
 
 def good() -> dict:
@@ -131,12 +131,12 @@ def test_a_document_that_is_not_a_run_record_is_bad_input(tmp_path, change, faul
     """Every reader shares the one strict reader: a record of the wrong shape is exit 2,
     never a record printed as fact with some fields silently absent."""
     with pytest.raises(InvalidInput) as e:
-        record.read(write_raw(tmp_path / "r", {**good(), **change}))
+        runjson.read(write_raw(tmp_path / "r", {**good(), **change}))
     assert fault in e.value.message and e.value.code == INVALID
 
 
 def test_a_record_of_the_right_shape_reads_and_keeps_unknown_keys(tmp_path):
-    rec = record.read(write_raw(tmp_path / "r", {**good(), "later": {"x": 1}}))
+    rec = runjson.read(write_raw(tmp_path / "r", {**good(), "later": {"x": 1}}))
     assert rec.run_id == "r1" and rec.rules == ["GATE0-MISSING"]
     assert rec.view()["later"] == {"x": 1}
 
@@ -150,7 +150,7 @@ def test_a_record_of_the_right_shape_reads_and_keeps_unknown_keys(tmp_path):
 ])
 def test_a_record_that_is_not_a_sane_object_is_invalid_input(tmp_path, content, message):
     with pytest.raises(InvalidInput, match=message) as e:
-        record.read(write_raw(tmp_path / "r", content))
+        runjson.read(write_raw(tmp_path / "r", content))
     assert e.value.code == INVALID
 
 
@@ -166,7 +166,7 @@ def test_a_fifo_or_symlink_record_is_refused_without_blocking(tmp_path):
     cases = ((fifo, "FIFO"), (link, "symlink"), (tmp_path / "absent", "no readable run.json"))
     for run_dir, word in cases:
         with pytest.raises(InvalidInput, match=word) as e:
-            record.read(run_dir)
+            runjson.read(run_dir)
         assert e.value.code == INVALID
     assert time.monotonic() - start < 5
 
@@ -220,12 +220,12 @@ def test_the_scan_finds_a_record_write_and_only_that():
 
 
 def test_only_the_record_module_writes_run_json():
-    """No write call outside harness/measure/runfolder/record.py has run.json (a literal or the
-    layout constant) in the path it writes: every record goes through `record.write`."""
+    """No write call outside harness/measure/runfolder/runjson.py has run.json (a literal or the
+    layout constant) in the path it writes: every record goes through `runjson.write`."""
     offenders = []
     for path in sorted(HARNESS_DIR.rglob("*.py")):
         rel = path.relative_to(HARNESS_DIR).as_posix()
-        if rel == "measure/runfolder/record.py" or rel.startswith("instrument/"):
+        if rel == "measure/runfolder/runjson.py" or rel.startswith("instrument/"):
             continue
         offenders += [f"{rel}:{line}" for line in record_writes(path.read_text())]
     assert offenders == []
@@ -234,4 +234,4 @@ def test_only_the_record_module_writes_run_json():
 def test_the_finish_and_recovery_writers_both_use_record_write():
     for rel in ("pipeline/finish.py", "pipeline/recover.py"):
         text = (HARNESS_DIR / rel).read_text()
-        assert "record.write(" in text, rel
+        assert "runjson.write(" in text, rel

@@ -22,6 +22,7 @@ from harness.config.loader import check_files, load_campaign
 from harness.config.mountable import MountSource, plain_path_problem, system_paths
 from harness.config.schema import Control
 from harness.instrument.harness_observer.driver import engine_args
+from harness.measure import vector
 from harness.measure.ui import Reporter
 from harness.measure.vector import (
     BindMount,
@@ -346,7 +347,8 @@ def test_the_driver_resolves_only_harness_references_that_exist(ref):
 # ---- orphans ------------------------------------------------------------------------------
 
 def _c(state: str, **labels) -> dict:
-    base = {orphans.LABEL_HOST: "h", orphans.LABEL_PID: "42", orphans.LABEL_STARTED: "100.0"}
+    base = {vector.LAUNCHER_HOST: "h", vector.LAUNCHER_PID: "42",
+            vector.LAUNCHER_STARTED: "100.0"}
     return {"Id": "x", "State": state, "Labels": {**base, **labels}}
 
 
@@ -358,9 +360,9 @@ def test_an_exited_container_of_a_dead_launcher_is_reapable(state):
 @pytest.mark.parametrize("container,alive", [
     (_c("running"), False), (_c("paused"), False), (_c("restarting"), False),
     (_c("exited"), True),  # its harness still reads its exit state
-    (_c("exited", **{orphans.LABEL_HOST: "other"}), False),  # never judge another host's
+    (_c("exited", **{vector.LAUNCHER_HOST: "other"}), False),  # never judge another host's
     ({"Id": "x", "State": "exited", "Labels": {}}, False),  # unknown launcher
-    (_c("exited", **{orphans.LABEL_PID: "x"}), False),
+    (_c("exited", **{vector.LAUNCHER_PID: "x"}), False),
 ])
 def test_other_containers_are_never_reaped(container, alive):
     assert not orphans.reapable(container, "h", lambda pid, t: alive)

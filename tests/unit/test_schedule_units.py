@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from harness.base.errors import InvalidInput
 from harness.cli.schedule import schedule
-from harness.driver.schedule import (
+from harness.driver.unitfiles import (
     calendar_start,
     check_calendar,
     cron_schedule,

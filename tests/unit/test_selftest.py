@@ -20,12 +20,12 @@ import pytest
 from harness import __version__
 from harness.base.errors import InvalidInput
 from harness.cli.main import _run
-from harness.config.gates import Gate
+from harness.config.gatelist import Gate
 from harness.config.loader import require_campaign
-from harness.driver import selftest as image_gate
-from harness.judge import selftest as cases
-from harness.judge.gates.judge import GateRun, judge, junit_counts
-from harness.judge.selftest import Broken, Case, CaseResult, load_cases, run_case
+from harness.driver import imagescenario as image_gate
+from harness.judge import gate0cases as cases
+from harness.judge.gate0cases import Broken, Case, CaseResult, load_cases, run_case
+from harness.judge.gaterecord.onegate import GateRun, judge, junit_counts
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = "01-seed-refused-on-custom-ops"

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.measure.runfolder import record
+from harness.measure.runfolder import runjson
 from harness.measure.runfolder.manifest import write_manifest
 
 IMAGE = "sha256:" + "ab12" * 16
@@ -23,7 +23,7 @@ RUN_ID = "20261130T184700Z-rehearsal-gate0-5c1d2e3f"
 def _run_folder(tmp_path: Path) -> Path:
     run = tmp_path / ("gpu-runs-with-a-long-folder-name-" + "x" * 40) / RUN_ID
     run.mkdir(parents=True)
-    doc = {"schema": record.SCHEMA, "run_id": RUN_ID, "status": "refused",
+    doc = {"schema": runjson.SCHEMA, "run_id": RUN_ID, "status": "refused",
            "campaign": {"name": "rehearsal", "row": "2"}, "control": {"name": "rehearsal-gate0"},
            "attempt": 1, "image": {"id": IMAGE}, "seal": SEAL,
            "outcome": {"exit_code": 0, "duration_s": 2.490031047000002},

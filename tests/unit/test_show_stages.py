@@ -10,9 +10,9 @@ from rich.console import Console
 
 from harness.base.errors import InvalidInput
 from harness.measure.runfolder.manifest import write_manifest
-from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.runjson import RunRecord
 from harness.measure.runfolder.sealed import read_record
-from harness.readers.show import render_run
+from harness.readers.runview import render_run
 
 
 def _shown(tmp_path: Path, stages: object) -> str:

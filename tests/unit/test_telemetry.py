@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.catalogue import TELEMETRY_GAP
-from harness.judge import telemetry as judge
+from harness.judge import samplefigures as judge
 from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry.cgroup import Cgroup, cpu_value, files_of
 from harness.measure.telemetry.sampler import Sampler

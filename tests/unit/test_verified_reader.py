@@ -13,7 +13,7 @@ import pytest
 from harness.base.catalogue import RUN_NOT_INTACT, RUN_UNSEALED
 from harness.base.errors import Refused
 from harness.measure.runfolder.manifest import write_manifest
-from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.runjson import RunRecord
 from harness.measure.runfolder.sealed import read_record
 from tests.inprocess import invoke
 

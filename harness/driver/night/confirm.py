@@ -1,21 +1,9 @@
-"""Confirm before alerting: each accepted run of a night gets its regression call, and a
-regression schedules one linked rerun of its control, which runs after the planned ones.
-
-After a run of the night is sealed accepted, its figures are called against the earlier
-comparable runs (`harness.driver.regress`: recent = [run]) and the call is sealed into
-the run's folder as its `regression` addendum. A regression schedules a confirmation
-rerun (`rerun_decision`, pure): a journal row that reruns it (`Journal.add_rerun`, linked
-both ways as `harness rerun` links: `rerun_of` in the new run.json, the journal row, the
-rerun index), which `nextstep.next_step` launches only once no planned control is
-left. When that rerun is sealed accepted, it is called with recent = [run, rerun], and
-alone, against its original's baseline; each regression of the original is confirmed
-only when both calls are regressions too (`comparable.confirmation` says why the pair's
-call alone is not enough); the rerun's addendum says which (`confirms`).
-
-A call never refuses a run nor changes a status: a regression is a finding about figures,
-not a fault of the run, and a call that cannot be made (an unreadable folder) is an event,
-never an error of the night.
-"""
+"""Confirm before alerting: each accepted run of a night gets its regression call
+(`driver.regress`), sealed as its addendum, and a regression schedules one linked rerun of
+its control, run after the planned ones. A regression is confirmed only when the rerun's
+calls agree (`comparable.confirmation` says why one call is not enough). A call never
+refuses a run or changes a status: a regression is a finding about figures, and a call
+that cannot be made is an event, never an error of the night."""
 
 from __future__ import annotations
 
@@ -34,7 +22,7 @@ from harness.judge.comparable import Confirmation, Unverified
 from harness.judge.regressionfile import read_sealed
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.rows import RERUN, Row
-from harness.measure.runfolder.record import read
+from harness.measure.runfolder.runjson import read
 from harness.measure.ui import Reporter
 
 REASON = "confirm a regression call"  # the rerun's link reason begins so (for people)
@@ -51,9 +39,8 @@ class NightClock(Protocol):
 def rerun_decision(row: Row, rows: Sequence[Row], regressions: Sequence[str], *,
                    deadline: datetime | None, now: datetime, needed_s: float,
                    ) -> tuple[bool, str]:
-    """Pure: whether a run called a regression gets its one confirmation rerun, and why
-    (or why not): never a rerun of a rerun, at most one per control per night, and only
-    when the deadline leaves `needed_s` (the planned runs left and this one) of room."""
+    """Pure: whether a regression gets its one confirmation rerun: never of a rerun, one per
+    control per night, and only if the deadline leaves `needed_s` of room."""
     if not regressions:
         return False, "no regression called"
     if row.origin == RERUN:
@@ -67,8 +54,7 @@ def rerun_decision(row: Row, rows: Sequence[Row], regressions: Sequence[str], *,
 
 
 def needed_seconds(wall_s: float | None, rows: Sequence[Row]) -> float:
-    """Pure: the room a rerun needs: as long as its original took, for it and for each row
-    still planned (they run first)."""
+    """Pure: the room a rerun needs: its original's time, for it and each planned row."""
     planned = sum(r.state == State.PLANNED for r in rows)
     return (wall_s or 0.0) * (planned + 1)
 
@@ -100,8 +86,7 @@ def _schedule(night: NightClock, journal: Journal, row: Row, called: Called) -> 
 
 
 def after_outcome(night: NightClock, journal: Journal, outcome: Outcome) -> Path | None:
-    """Call an accepted run of the night and seal the call; schedule or weigh its rerun.
-    Returns the addendum's folder (None when there is nothing to call)."""
+    """Call an accepted run and seal the call; schedule or weigh its rerun."""
     if outcome.status != Status.ACCEPTED:
         return None
     row = journal.by_run_id(outcome.run_dir.name)
@@ -126,10 +111,8 @@ def after_outcome(night: NightClock, journal: Journal, outcome: Outcome) -> Path
 
 
 def uncalled_rows(rows: Sequence[Row], runs_dir: Path) -> list[Row]:
-    """The night's accepted rows whose folder holds no sealed call: a harness that died
-    between a run's seal and its call leaves one, and the resumed night calls it first.
-    Only a folder named for its run id directly in `runs_dir` (a journal names folders;
-    a call never writes an addendum anywhere else)."""
+    """The night's accepted rows whose folder (named for its run id, directly in `runs_dir`)
+    holds no sealed call: a harness that died between seal and call left it."""
     runs = os.path.realpath(runs_dir)
     return [r for r in rows if r.state == State.ACCEPTED and r.run_id and r.run_dir
             and os.path.realpath(r.run_dir) == os.path.join(runs, r.run_id)

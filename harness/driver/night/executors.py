@@ -1,11 +1,6 @@
 """The executor a night's controls run on: here (`LocalExecutor`), or one Slurm job per
-launch (`SlurmExecutor`), as the campaign's `executor:` block and the command line say.
-
-This is the one place that looks at `executor.kind`; the night itself only asks the
-executor it is given (the doctor before a control, what became of rows left `running`).
-For Slurm the settings of every job are made here from the campaign, the night and the
-site: where the drop is, which `harness` the jobs exec, how long a seal may take.
-"""
+launch (`SlurmExecutor`). The one place that looks at `executor.kind`; for Slurm it makes
+each job's settings from the campaign, the night and the site."""
 
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ from harness.config.executor import ExecutorConfig
 from harness.config.loader import Loaded, resolve
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import LaunchRequest, NightExecutor
-from harness.driver.slurm import SlurmExecutor
+from harness.driver.slurmjobs import SlurmExecutor
 from harness.driver.watch import Settings
 from harness.measure.slurm import calls
 from harness.measure.slurm.job import Site
@@ -61,24 +56,13 @@ def night_executor(loaded: Loaded, config: ExecutorConfig, ui: Reporter, *, nigh
                    runs_dir: Path, lock_timeout: float | None, until: datetime | None,
                    on_submitted: Callable[[LaunchRequest, str, str], None] | None,
                    fetch: Fetch | None = None) -> NightExecutor:
-    """The executor of `config.kind`: this host, or a Slurm job per launch."""
+    """The executor of `config.kind`: this host, or a Slurm job per launch (`fetch` bound
+    to this night's drop and runs folder)."""
     if config.kind == "local":
         return LocalExecutor(loaded, ui, lock_timeout=lock_timeout)
-    return slurm_executor(loaded, config, ui, night_dir=night_dir, runs_dir=runs_dir,
-                          lock_timeout=lock_timeout, until=until, on_submitted=on_submitted,
-                          fetch=fetch)
-
-
-def slurm_executor(loaded: Loaded, config: ExecutorConfig, ui: Reporter, *, night_dir: Path,
-                   runs_dir: Path, lock_timeout: float | None, until: datetime | None,
-                   on_submitted: Callable[[LaunchRequest, str, str], None] | None,
-                   fetch: Fetch | None = None) -> SlurmExecutor:
-    """`fetch(drop, runs_dir, run_id)` brings a run home from the drop (the command line's
-    bundle collect); bound here to this night's drop and runs folder."""
     found = calls.history()  # sacct or the jobcomp file, where the cluster keeps them
     site = site_of(loaded, config, runs_dir)
-    # Only where hosts keep runs on their own disks: with a shared RUNS_DIR the host's own
-    # folder is the evidence, and nothing from the drop may stand in for it.
+    # only for runs on hosts' own disks: a shared RUNS_DIR's folder is the evidence itself
     bound = (functools.partial(fetch, Path(site.drop), runs_dir)
              if fetch is not None and config.host_runs_dir else None)
     settings = Settings(

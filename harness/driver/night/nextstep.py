@@ -1,10 +1,6 @@
-"""Which step the night loop takes next, as a pure function over journal rows.
-
-The journal's own moves (which state changes are legal, what a fresh start does with rows
-a dead harness left) are the night folder's (`harness.measure.nightfolder.transitions`);
-what runs next also depends on the campaign's retry policy, so it is decided here, by the
-driver, and carried out through `Journal.apply`.
-"""
+"""Which step the night loop takes next, as a pure function over journal rows. The
+journal's legal moves are the night folder's (`measure.nightfolder.transitions`); what
+runs next also depends on the campaign's retry policy, so it is decided here."""
 
 from __future__ import annotations
 
@@ -17,14 +13,9 @@ from harness.measure.nightfolder.transitions import Step
 
 
 def next_step(rows: Sequence[Row], policy: RetryPolicy) -> Step:
-    """The one next step of the night loop. Pure.
-
-    Order: a stale `running` row is interrupted first; then the earliest interrupted slot
-    that the policy lets retry gets a new attempt; then the earliest `planned` row is
-    launched, a rerun's (a night's confirmation rerun) only once no planned control is
-    left; otherwise the night is done. Finished rows are never chosen, and a slot
-    whose newest attempt is terminal is never run again.
-    """
+    """The one next step of the night loop. Pure. In order: interrupt a stale `running`
+    row; retry the earliest interrupted slot the policy allows; launch the earliest `planned`
+    row (a confirmation rerun only once no planned control is left); else done."""
     ordered = sorted(rows, key=lambda r: (r.plan_index, r.attempt))
     for row in ordered:
         if row.state == State.RUNNING:

@@ -1,21 +1,10 @@
 """The night lock: one night (or operator rerun) at a time per GPU lock.
 
-The GPU lock serialises single runs; a night also owns its journal and decides which of
-its runs died, so two nights must never drive one GPU lock together. The night lock is a
-kernel flock on the GPU slot's night lock, `<gpu lock>.night` (`harness.base.gpuslot`;
-freed by the kernel however its holder dies), with a holder record beside it that says
-who holds it, for the refusal message and `status` (read back by
-`harness.measure.nightfolder.holder`).
-
-Policy, one rule for what an operator starts by hand: neither `harness run` nor
-`harness rerun` launches a control while a night holds this lock; each waits for it (up
-to the lock timeout, then exit 3 `ENV-LOCK-TIMEOUT`), so neither slips in between a
-night's controls. A rerun holds the lock throughout (it writes the night's journal); a
-run takes it only for a moment before each control (harness/cli/core.py `AfterNight`),
-so runs still take turns control by control at the GPU lock. A night that finds another
-night holding the lock refuses at once (exit 3, `ENV-NIGHT-BUSY`); a night that finds an
-operator's `run` or `rerun` holding it waits for it (up to the lock timeout).
-"""
+A night owns its journal and decides which of its runs died, so two nights must never
+drive one GPU lock. The lock is a kernel flock on `<gpu lock>.night` (freed however its
+holder dies) with a holder record beside it for refusals and `status`. A `run` or `rerun`
+waits for it (up to the lock timeout, ENV-LOCK-TIMEOUT) so neither slips in between a
+night's controls; a night finding another night refuses at once (ENV-NIGHT-BUSY)."""
 
 from __future__ import annotations
 

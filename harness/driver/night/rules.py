@@ -1,10 +1,6 @@
-"""The night runner's decisions, as pure functions: deadline, what counts as finished,
-and the night's exit code (from each row's stored exit class, never from its text). How
-far a night is, which `harness status` prints too, is the night folder's
-(`harness.measure.nightfolder.progress`).
-
-Kept apart from the loop so each rule is tested without Docker, SQLite or a clock.
-"""
+"""The night runner's decisions as pure functions (deadline, what counts as finished, the
+exit code from each row's stored exit class, never its text), testable without Docker,
+SQLite or a clock."""
 
 from __future__ import annotations
 
@@ -49,9 +45,8 @@ def in_window(now: datetime, start: tuple[int, int], end: tuple[int, int]) -> bo
 
 def night_deadline(now: datetime, until: str | None, max_hours: float | None,
                    window: str | None) -> datetime | None:
-    """The deadline of a night started at `now`: the earliest of --until, --max-hours and
-    the end of --window. A start outside --window is refused (Refused, exit 1): a timer
-    that catches up a missed night at boot must not hold the GPU through the day."""
+    """The earliest of --until, --max-hours and --window's end. A start outside --window is
+    refused (exit 1): a timer catching up at boot must not hold the GPU through the day."""
     deadline = deadline_from(now, until, max_hours)
     if window is None:
         return deadline
@@ -66,8 +61,7 @@ def night_deadline(now: datetime, until: str | None, max_hours: float | None,
 
 def deadline_named(now: datetime, until: str | None, max_hours: float | None,
                    window: str | None) -> str | None:
-    """What sets the deadline `night_deadline` gives (`--until 06:30`, `--max-hours 2`,
-    `window 22:00-06:30`: the earliest; None without one), to say why controls were left."""
+    """What sets `night_deadline`'s deadline (`--until 06:30`, ...), or None."""
     found = []
     if until is not None:
         found.append((deadline_from(now, until, None), f"--until {until.strip()}"))
@@ -82,8 +76,7 @@ def deadline_named(now: datetime, until: str | None, max_hours: float | None,
 
 
 def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> datetime | None:
-    """The earliest of `--until` (the next such local wall-clock time after `now`) and
-    `now + --max-hours`; None when neither is given. `now` must be timezone-aware."""
+    """The earliest of the next `--until` wall-clock time and `now + --max-hours`."""
     candidates = []
     if until is not None:
         hour, minute = parse_until(until)
@@ -113,28 +106,23 @@ def slot_final(row: Row, policy: RetryPolicy) -> bool:
 
 
 def unfinished(rows: Sequence[Row], policy: RetryPolicy, *, ended: bool) -> bool:
-    """Should a start of this campaign continue this night? Not once it ended on purpose
-    (done, deadline, stop policy); otherwise while some slot can still run."""
+    """Continue this night? Not once it ended on purpose; else while a slot can run."""
     if ended:
         return False
     return any(not slot_final(r, policy) for r in latest_attempts(rows).values())
 
 
 def judged_attempts(rows: Iterable[Row]) -> dict[int, Row]:
-    """The attempt of each slot that its outcome is judged by: the newest, except a rerun
-    never started (a confirmation rerun the deadline left planned), which says nothing
-    of the slot, so the attempt before it speaks. Pure."""
+    """Each slot's attempt its outcome is judged by: the newest, unless that is a rerun never
+    started, which says nothing of the slot. Pure."""
     started = [r for r in rows if not (r.origin == RERUN and r.state == State.PLANNED)]
     return latest_attempts(started)
 
 
 def night_exit_code(rows: Sequence[Row]) -> int:
-    """0 when every slot's newest attempt is accepted; 3 when any was deferred by the
-    doctor or its outcome's exit class is 3 (the harness's own environment rule: only
-    the catalogue makes a reason one, so no post-step's text and no detail can); else 1
-    (refused, failed, timed out, interrupted, or left unrun by the deadline or the stop
-    policy). A confirmation rerun never started leaves its slot to the attempt before
-    it (`judged_attempts`): a call alone never changes the night's exit code."""
+    """0 when every slot's newest judged attempt is accepted; 3 when any was deferred or
+    its exit class is 3 (only the catalogue makes a reason one, never a post-step's text);
+    else 1. An unstarted confirmation rerun never changes it (`judged_attempts`)."""
     latest = list(judged_attempts(rows).values())
     if any(r.state == State.DEFERRED or r.exit_class == ENVIRONMENT for r in latest):
         return ENVIRONMENT

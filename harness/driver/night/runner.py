@@ -1,12 +1,6 @@
 """The night: resume or start a night, then walk its controls with the one campaign loop.
-
-Order of every step: the journal records the state change (committed), then the action
-happens. Before each control the executor checks the host (here: the doctor); a failing
-host defers the control (nothing is launched) and the walk goes on with the next one.
-Past the deadline no control starts. The walk itself (launch, record, stop policy) is the
-campaign loop's (`harness.driver.drive`); this module is the journal's side of it. At the
-end the caller's `summarize` writes the morning summary into the night folder.
-"""
+The journal commits each state change before the action; a host the executor finds unfit
+defers the control; past the deadline no control starts."""
 
 from __future__ import annotations
 
@@ -62,20 +56,31 @@ class NightResult:
     not_executed: tuple[NotExecuted, ...] = ()  # slots the walk left unrun, with why
 
 
+def rewrite_summary(night: Path, summarize: Summarize | None, ui: Reporter) -> list[Path]:
+    """The caller's morning summary of the night (night/ knows no report); a failure is an
+    event: the night, or a rerun, stands."""
+    if summarize is None:
+        return []
+    try:
+        return summarize(night)
+    except (HarnessError, OSError, ValueError) as e:
+        ui.event("summary-failed", night=str(night), error=f"{type(e).__name__}: {e}")
+        return []
+
+
 def policy_of(loaded: Loaded) -> RetryPolicy:
     return RetryPolicy.extra(loaded.campaign.retry.interrupted)
 
 
 def inputs_seal(loaded: Loaded) -> str:
-    """A digest of the campaign's own inputs (campaign, controls, images.lock), not of the
-    harness code: a fixed harness may resume a night, changed controls may not."""
+    """A digest of the campaign's inputs, not the harness's code: a fixed harness may resume."""
     labelled = {k: p for k, p in source_files(loaded.project_dir, loaded.files()).items()
                 if k.startswith("input")}
     digests = sha256_many(labelled.values(), follow_symlinks=True)  # operator's own files
     return seal_digest({k: digests[p] for k, p in labelled.items()})
 
 
-def _hint(e: HarnessError, night_dir: Path) -> HarnessError:
+def hint(e: HarnessError, night_dir: Path) -> HarnessError:
     e.message += (f" (night {night_dir}; start with --new to leave it as it is and begin a "
                   "new night)")
     return e
@@ -88,21 +93,21 @@ def open_journal(night_dir: Path, loaded: Loaded, deadline: str | None) -> Journ
             campaign_file=str(loaded.campaign_file), plan=loaded.plan(),
             seal=inputs_seal(loaded), deadline=deadline)
     except HarnessError as e:
-        raise _hint(e, night_dir) from None
+        raise hint(e, night_dir) from None
 
 
 def _journal_rows(night_dir: Path) -> list:
+    """Read-only: finding the night writes nothing (a dry run finds it so too)."""
     try:
-        with Journal.open(night_dir / JOURNAL_NAME) as journal:
+        with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as journal:
             return journal.rows()
     except HarnessError as e:
-        raise _hint(e, night_dir) from None
+        raise hint(e, night_dir) from None
 
 
 def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool,
-               rows_of: Callable[[Path], list] = _journal_rows) -> Path | None:
-    """The night to continue: the one named, else the campaign's latest if unfinished.
-    `rows_of` reads a night's journal rows (a dry run reads them without writing)."""
+               ) -> Path | None:
+    """The night to continue: the one named, else the campaign's latest if unfinished."""
     if night is not None:
         path = Path(night) if ("/" in night or Path(night).is_dir()) else nights_dir / night
         if not (path / JOURNAL_NAME).is_file():
@@ -115,7 +120,7 @@ def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool,
     if not folders:
         return None
     latest = folders[-1]
-    rows = rows_of(latest)
+    rows = _journal_rows(latest)
     ended = (latest / ENDED).exists()
     return latest if rules.unfinished(rows, policy_of(loaded), ended=ended) else None
 
@@ -133,9 +138,8 @@ def new_night_dir(nights_dir: Path, campaign: str) -> Path:
 
 
 class NightRunner:
-    """One invocation of a night: holds the night lock, the journal and the reporter, and
-    the executor its controls run on, which answers what differs between hosts and
-    clusters (the check before each control, the recovery of rows left `running`)."""
+    """One invocation of a night: the night lock, the journal, the reporter, and the
+    executor that answers what differs between hosts and clusters."""
 
     def __init__(self, loaded: Loaded, runs_dir: Path, ui: Reporter, *,
                  lock_timeout: float | None, deadline: datetime | None,
@@ -157,9 +161,8 @@ class NightRunner:
         self.result: NightResult | None = None
 
     def recover(self, journal: Journal) -> None:
-        """Rows a dead harness left `running`: the executor says what became of each (it
-        follows a Slurm job, never sending a second; here it stops the container and seals
-        the folder); the rows of a same_host group's instance are recovered together."""
+        """Rows a dead harness left `running`, as the executor says what became of each (a
+        same_host instance's rows together); deferred rows go back to planned."""
         done: set[int] = set()
         for row in journal.rows():
             if row.state != State.RUNNING or row.id in done:
@@ -177,8 +180,7 @@ class NightRunner:
 
     def left_behind(self, journal: Journal, rows: list[Row],
                     ) -> list[tuple[Row, Outcome | None]]:
-        """What became of rows left `running`, by the executor's word; a row that names
-        no folder is sealed as found here (there is nothing to follow)."""
+        """What became of rows left `running`; a row naming no folder is sealed as found."""
         named = [r for r in rows if r.run_dir]
         found: dict[str, Outcome | None] = {}
         if named:
@@ -197,8 +199,7 @@ class NightRunner:
         return self.executor.preflight(row.control, self.runs_dir)
 
     def loop(self, source: JournalSource) -> Driven:
-        """Run until done; return how the walk ended: why (done, deadline, stop-policy,
-        interrupted or environment) and what it left unrun."""
+        """Run until done; how the walk ended and what it left unrun."""
         assert self.executor is not None and self.result is not None
         runs = self.result.runs
 
@@ -210,9 +211,8 @@ class NightRunner:
                      ui=self.ui, on_outcome=on_outcome, deadline=self.deadline_named)
 
     def regression(self, journal: Journal, outcome: Outcome) -> None:
-        """The run's regression call, sealed, and its confirmation rerun when one is due
-        (harness.driver.night.confirm). A call that cannot be made is an event: it never
-        changes a run, the night's walk or its exit code."""
+        """The run's regression call and its confirmation rerun when due (`night.confirm`); a
+        call that cannot be made is an event, never a change to the night."""
         if not outcome.run_dir.is_dir():  # a Slurm run kept on its host's disk: not home yet
             return
         try:
@@ -289,15 +289,9 @@ class NightRunner:
         return self.result
 
     def summary(self, night_dir: Path) -> list[Path]:
-        """The caller's morning summary of the night; a failure is an event, not an error."""
-        if self.summarize is None:
-            return []
-        self.ui.event("summary-start", dir=str(night_dir))  # rendering takes seconds
-        try:
-            return self.summarize(night_dir)
-        except (HarnessError, OSError, ValueError) as e:
-            self.ui.event("summary-failed", error=f"{type(e).__name__}: {e}")
-            return []
+        if self.summarize is not None:
+            self.ui.event("summary-start", dir=str(night_dir))  # rendering takes seconds
+        return rewrite_summary(night_dir, self.summarize, self.ui)
 
 
 def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None = None,
@@ -306,8 +300,7 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
               summarize: Summarize | None = None,
               executor: ExecutorConfig | None = None, fetch: Fetch | None = None) -> NightResult:
     """Take the night lock, pick or create the night folder, run it; `summarize(night_dir)`
-    writes the morning summary at the end (the caller's: night/ knows no report). A start
-    outside `window` is refused before anything is touched."""
+    writes the morning summary. A start outside `window` is refused before anything."""
     if night is not None and new:
         raise InvalidInput("--night and --new exclude each other")
     now = datetime.now().astimezone()

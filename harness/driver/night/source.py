@@ -1,13 +1,7 @@
 """The night's plan as the driver walks it: the journal says what runs next, and records
-each launch (committed before it happens) and each outcome.
-
-`same_host` groups (harness.config.samehost): when the next row belongs to a group's
-instance, its launch is that instance's unfinished members, in the group's order
-(`group_rows`): all of them at once where the executor runs a group as one (`together`:
-one Slurm job), else one after another (the rest are handed out before anything else). A
-slot of an instance with a member in flight is busy as a whole, so no member ever runs in
-a second job beside its partners.
-"""
+each launch (committed before it happens) and each outcome. A `same_host` group's launch
+is its instance's unfinished members, in order (one Slurm job where `together`); a slot
+with a member in flight is busy as a whole, so no member runs beside its partners."""
 
 from __future__ import annotations
 
@@ -53,8 +47,7 @@ def group_busy(busy: frozenset[int], instances: Mapping[int, tuple[int, ...]]) -
 
 def group_rows(row: Row, rows: Sequence[Row],
                instances: Mapping[int, tuple[int, ...]]) -> list[Row]:
-    """The rows to launch with `row`: its instance's members whose newest attempt is
-    planned, in the group's order (`row` among them); `[row]` outside a group. Pure."""
+    """Pure: `row`'s instance's members whose newest attempt is planned, in order."""
     slots = instances.get(row.plan_index)
     if not slots:
         return [row]
@@ -64,9 +57,8 @@ def group_rows(row: Row, rows: Sequence[Row],
 
 def left_running(row: Row, rows: Sequence[Row],
                  instances: Mapping[int, tuple[int, ...]]) -> list[Row]:
-    """The rows a dead controller left `running` in the one job of `row`: its same_host
-    instance's running rows, in the group's order (a group's members are submitted
-    together and an instance never has two jobs in flight); `[row]` outside a group. Pure."""
+    """The rows a dead controller left `running` in the one job of `row` (its same_host
+    instance's, in order); `[row]` outside a group. Pure."""
     slots = instances.get(row.plan_index)
     if not slots:
         return [row]
@@ -86,10 +78,8 @@ class JournalSource:
 
     def next_launches(self, busy: frozenset[int] = frozenset(), *, together: bool = False,
                       ) -> tuple[LaunchRequest, ...] | str:
-        """The next launch: one row, or a same_host group's unfinished members in order
-        (`together`: one job runs them; else one after another, the rest before anything
-        else); or why the night ends. `busy`: plan slots whose launch is in flight, left
-        alone with their whole group."""
+        """The next launch (one row, or a same_host group's unfinished members in order), or
+        why the night ends. `busy`: slots in flight, left alone with their whole group."""
         found = self._next(group_busy(busy, self.night.instances))
         if isinstance(found, str):
             return found
@@ -108,8 +98,7 @@ class JournalSource:
         return None
 
     def _next(self, busy: frozenset[int]) -> list[Row] | Why:
-        """The rows of the next launch, after the bookkeeping before it; or why the night
-        ends. `busy`: plan slots whose launch is in flight (the Slurm window)."""
+        """The rows of the next launch, after the bookkeeping before it; or why it ends."""
         night, journal = self.night, self.journal
         while True:
             rows = [r for r in journal.rows() if r.plan_index not in busy]
@@ -146,8 +135,7 @@ class JournalSource:
         return request
 
     def _link(self, row: Row) -> dict | None:
-        """A rerun row's backward link, as `harness rerun` records it in run.json: the
-        original's run id and folder, and why (None for any other row)."""
+        """A rerun row's backward link, as `harness rerun` records it; None otherwise."""
         if row.origin != RERUN or row.rerun_of is None:
             return None
         original = self.journal.row(row.rerun_of)
@@ -157,8 +145,7 @@ class JournalSource:
                 "reason": row.link_reason or ""}
 
     def _index(self, request: LaunchRequest, status: str) -> None:
-        """A rerun's forward link in the rerun index beside the run folders, as `harness
-        rerun` appends it (`started`, then its end)."""
+        """A rerun's forward link in the rerun index, as `harness rerun` appends it."""
         link = request.rerun_of
         if link is None:
             return

@@ -1,12 +1,8 @@
 """The run-time check's decisions: under `require_approval: true`, a run needs an approval of
 its seal, and what it executes must be what was approved (`what_runs`).
 
-harness.probe.approval.check gathers what these decide on (the approval's bytes, read once;
-OpenSSH's check of its signature against the campaign's `allowed_signers`; git's word on the
-checkout) and is what the preflight stage calls. Everything read here is hostile: approval
-files are read bounded, never through a symlink, parsed strictly; the gate record through
-its own verifying reader.
-"""
+Everything read here is hostile: approval files are read bounded, never through a
+symlink, parsed strictly; the gate record through its own verifying reader."""
 
 from __future__ import annotations
 
@@ -29,8 +25,8 @@ from harness.base.readfile import InputError, read_bounded
 from harness.base.reason import Reason
 from harness.base.tree import printable
 from harness.config.loader import Loaded
-from harness.judge.approval import gates
-from harness.judge.approval.record import (
+from harness.judge.approval import basis
+from harness.judge.approval.document import (
     APPROVALS_DIR,
     LIMIT,
     Finding,
@@ -97,9 +93,7 @@ def read_doc(path: Path) -> tuple[bytes, dict[str, Any] | None, list[Finding]]:
 
 def judge(loaded: Loaded, path: Path, data: bytes, doc: dict[str, Any], pins: Pins,
           signed: Signed, runs_dir: Path | None = None) -> tuple[dict, list[Finding]]:
-    """Every reason the approval at `path` (`data`, parsed as `doc` by `read_doc`; `signed`,
-    its signature checked over those same bytes) does not cover a run with `pins`; its gate
-    record is looked for by name in `runs_dir`/gates (`gates.locate`)."""
+    """Every reason the approval at `path` does not cover a run with `pins`."""
     found = match(doc, pins) + signature_findings(signature_path(path), signed)
     named_campaign = doc.get("campaign", {}).get("name") if isinstance(doc.get("campaign"),
                                                                          dict) else None
@@ -107,10 +101,10 @@ def judge(loaded: Loaded, path: Path, data: bytes, doc: dict[str, Any], pins: Pi
         found.append(invalid(str(path), f"it approves campaign "
                                         f"{printable(str(named_campaign))}, not "
                                         f"{loaded.campaign.name}"))
-    folder, missing = gates.locate(doc["gates"]["record"], runs_dir)
+    folder, missing = basis.locate(doc["gates"]["record"], runs_dir)
     commit = doc["git"].get("commit")
-    found += missing if folder is None else gates.recheck(
-        folder, doc["gates"]["digest"], gates.Wanted(
+    found += missing if folder is None else basis.recheck(
+        folder, doc["gates"]["digest"], basis.Wanted(
             loaded.campaign.name, tuple(g.name for g in loaded.gates), pins.seal,
             commit if isinstance(commit, str) else None))
     named = {"file": f"{APPROVALS_DIR}/{path.name}",

@@ -1,13 +1,8 @@
 """The refusal before any run folder exists, with the next step spelled out: pure.
 
-Under `require_approval: true`, `harness run`, `night` and `rerun` ask the one decision
-(`harness.probe.approval.check.before_run`, over `for_run`) before they create a run or
-night folder: a seal no approval covers exits 1 with nothing written, naming each rule and
-what to do next ("run `harness gates C` then `harness approve C --gates RECORD` for seal
-sha256:..."), instead of sealing a refused attempt per control. The preflight stage asks
-the same function again under the run's own seal and records its answer, so a change
-between the two is still refused, and the two can never disagree on the same bytes.
-"""
+An unapproved seal exits 1 with nothing written, instead of sealing a refused attempt per
+control. Preflight asks the same function again under the run's own seal, so a change
+between the two is still refused, and the two never disagree on the same bytes."""
 
 from __future__ import annotations
 
@@ -35,7 +30,7 @@ from harness.base.catalogue import (
 )
 from harness.base.errors import EnvironmentFault, HarnessError, Refused
 from harness.base.reason import Reason
-from harness.judge.approval.record import refusal_text
+from harness.judge.approval.document import refusal_text
 
 # What to do next, per rule; {gates}/{approve} are the two commands, {file} the approval.
 _NEW_SEAL = "run {gates} then {approve} for seal {seal}"
@@ -63,16 +58,14 @@ NEXT: dict[str, str] = {
 
 
 def shown_path(path: Path, cwd: Path) -> str:
-    """Pure: `path` as the operator would type it here (relative below `cwd`), quoted
-    for a shell."""
+    """Pure: `path` as the operator would type it here, quoted for a shell."""
     path = Path(os.path.abspath(path))
     return shlex.quote(str(path.relative_to(cwd) if path.is_relative_to(cwd) else path))
 
 
 def next_steps(rules: Iterable[str], campaign: str, seal: str, runs_dir: str | None,
                approval: str) -> list[str]:
-    """Pure: what to do next for each rule that refused, once each, in the rules' order
-    (`campaign`, `runs_dir`: shell words; `approval`: the approval file of this seal)."""
+    """Pure: what to do next for each rule that refused, once each, in the rules' order."""
     runs = f" --runs-dir {runs_dir}" if runs_dir else ""
     words = {"gates": f"`harness gates {campaign}{runs}`",
              "approve": f"`harness approve {campaign} --gates RECORD`",

@@ -1,9 +1,5 @@
 """What `harness approve` may write, as pure rules: a checkout clean at its commit, a
-reviewer's name, the gate record's name, and whether the signer is the reviewer.
-
-harness.probe.approval.issue gathers the facts (git's word on the checkout, OpenSSH's on the
-signature) and writes the approval.
-"""
+reviewer's name, the gate record's name, and whether the signer is the reviewer."""
 
 from __future__ import annotations
 
@@ -12,19 +8,18 @@ from pathlib import Path
 
 from harness.base.errors import InvalidInput
 from harness.base.tree import printable
-from harness.judge.approval import gates
+from harness.judge.approval import basis
 from harness.judge.approval.signature import SignatureCheck
-from harness.judge.gates.record import GATES_DIR
+from harness.judge.gaterecord.gatesjson import GATES_DIR
 from harness.measure.provenance import CleanCheck
 
 MAX_REVIEWER = 200
 
 
 def dirty_reason(clean: CleanCheck) -> str | None:
-    """Pure: why the checkout is not an immutable head to approve (None: it is). "Clean at
-    commit X" means every sealed byte is in X (each file of the seal's own list tracked in
-    HEAD with the same bytes) and nothing else is changed or untracked; `git status`
-    alone never lists a git-ignored file or one outside the repository."""
+    """Pure: why the checkout is not an immutable head to approve (None: it is). Clean at X
+    means every sealed byte is tracked in X with the same bytes and nothing else changed or
+    untracked: `git status` alone never lists an ignored file or one outside the repo."""
     if clean.clean and isinstance(clean.commit, str):
         return None
     return (f"{clean.why()}; commit every input inside the checkout (none git-ignored or "
@@ -40,11 +35,11 @@ def reviewer_name(value: str) -> str:
 
 
 def record_of(gate_dir: Path) -> str:
-    """The name an approval gives its gate record: the folder's own name, which a run finds
-    as RUNS/gates/<name> on any host (`gates.locate`); never the operator's path. The
-    folder must be where `harness gates` writes it, in a `gates` folder (InvalidInput)."""
+    """The name an approval gives its gate record: the folder's own name, which a run finds as
+    RUNS/gates/<name> on any host (`basis.locate`); never the operator's path. The
+    folder must be in a `gates` folder, where `harness gates` writes it (InvalidInput)."""
     folder = Path(os.path.abspath(gate_dir))
-    name = gates.record_name(folder.name)
+    name = basis.record_name(folder.name)
     if name is None or folder.parent.name != GATES_DIR:
         raise InvalidInput(f"{printable(str(gate_dir))}: not a gate record folder as `harness "
                            f"gates` writes it (RUNS/{GATES_DIR}/<campaign>-<stamp>): a run "
@@ -53,10 +48,9 @@ def record_of(gate_dir: Path) -> str:
 
 
 def reviewer_mismatch(reviewer: str, check: SignatureCheck | None) -> str | None:
-    """Pure: the warning when the approval's reviewer is not the principal that signed it
-    (None: they agree, or nothing is known of the signer). What a run and `bundle verify`
-    trust is the signature's principal in allowed_signers; `reviewer` is the approver's
-    own word (by default git's user.email), so a difference is said, never silent."""
+    """Pure: the warning when the approval's reviewer is not the principal that signed it (None:
+    they agree, or nothing is known of the signer). Runs trust the signature's principal;
+    `reviewer` is the approver's own word, so a difference is said, never silent."""
     if check is None:
         return None
     if not check.ok:

@@ -1,9 +1,4 @@
-"""What an approval or bundle signature must be, and what checking one found: pure.
-
-A signature is an SSHSIG file as OpenSSH's `ssh-keygen -Y sign` writes it, under a namespace
-of the caller's (approvals sign in `NAMESPACE`; evidence bundles, harness.readers.bundle.sign,
-in their own). harness.probe.sshsig runs ssh-keygen; what it found is a `SignatureCheck`.
-"""
+"""What an approval or bundle signature must be, and what checking one found: pure."""
 
 from __future__ import annotations
 
@@ -26,9 +21,9 @@ ARMOUR_END = b"-----END SSH SIGNATURE-----\n"
 
 
 def canonical_armour(signature: bytes) -> bool:
-    """True when the file is exactly as `ssh-keygen -Y sign` writes it (base64 in 70-column
-    lines). OpenSSH skips stray whitespace in the armour, which the signature does not cover,
-    so without this an edited signature file could still read as the same signature."""
+    """True when the file is exactly as `ssh-keygen -Y sign` writes it. OpenSSH skips stray
+    whitespace in the armour, which the signature does not cover, so without this an edited
+    file could still read as the same signature."""
     if not (signature.startswith(ARMOUR_BEGIN) and signature.endswith(ARMOUR_END)):
         return False
     body = signature[len(ARMOUR_BEGIN):-len(ARMOUR_END)]

@@ -1,9 +1,6 @@
 """The doctor's decisions: facts about the host in, one ok/warn/fail line per check out.
 
-Every function here is pure: the probes (harness.probe.doctor, measure.host.tools,
-measure.engine) gather the facts, these judge them, so each verdict is tested without a GPU,
-a Docker engine or a particular disk.
-"""
+Pure, so each verdict is tested without a GPU, a Docker engine or a particular disk."""
 
 from __future__ import annotations
 
@@ -39,8 +36,7 @@ GPU_CHECKS = ("/dev/kfd", "/dev/dri/renderD*", "device groups", "rocminfo", "amd
 
 
 def gpu_skipped(why: str) -> Check:
-    """Pure: the one line that stands for every GPU check not run, and why (a campaign
-    whose controls all run on the `cpu` profile never opens a GPU)."""
+    """Pure: the one line that stands for every GPU check not run, and why."""
     return Check("gpu", "skip", f"GPU checks skipped ({', '.join(GPU_CHECKS)}): {why}")
 
 
@@ -60,41 +56,24 @@ def store_meaning(store: str) -> str:
     return "image Id = manifest digest" if store == "containerd" else "image Id = config digest"
 
 
-def judge_engine(
-    version: Mapping[str, Any] | None, info: Mapping[str, Any] | None, error: str | None
-) -> Check:
+def judge_engine(version: Mapping[str, Any] | None, info: Mapping[str, Any] | None,
+                 error: str | None) -> Check:
     if error or version is None or info is None:
         return Check("engine", "fail", f"Docker engine unreachable: {error or 'no answer'}")
     store = image_store(info)
-    return Check(
-        "engine",
-        "ok",
-        (
-            f"Docker {version.get('Version', '?')} (API {version.get('ApiVersion', '?')}), "
-            f"storage driver {info.get('Driver', '?')}, "
-            f"{store} image store ({store_meaning(store)})"
-        ),
-    )
+    return Check("engine", "ok", f"Docker {version.get('Version', '?')} (API "
+                 f"{version.get('ApiVersion', '?')}), storage driver {info.get('Driver', '?')}, "
+                 f"{store} image store ({store_meaning(store)})")
 
 
-def judge_images(
-    expected: Mapping[str, Mapping[str, Any]],
-    found: Mapping[str, str | None],
-    ref_ids: Mapping[str, str | None],
-    store: str | None,
-    engine_error: str | None = None,
-) -> list[Check]:
-    """One line per images.lock entry.
-
-    `found[name]` is the local Id of the image looked up by its locked Id (None: absent);
-    `ref_ids[name]` is the Id its `ref` tag points at locally, used only to explain a miss.
-    """
+def judge_images(expected: Mapping[str, Mapping[str, Any]], found: Mapping[str, str | None],
+                 ref_ids: Mapping[str, str | None], store: str | None,
+                 engine_error: str | None = None) -> list[Check]:
+    """One line per images.lock entry. `found` is looked up by locked Id; `ref_ids` (the
+    local Id its `ref` tag points at) only explains a miss."""
     if engine_error is not None:
-        return [
-            Check(
-                "images", "fail", f"cannot check images.lock: engine unreachable ({engine_error})"
-            )
-        ]
+        return [Check("images", "fail",
+                      f"cannot check images.lock: engine unreachable ({engine_error})")]
     if not expected:
         return [Check("images", "warn", "images.lock names no images")]
     checks = []
@@ -111,15 +90,13 @@ def judge_images(
         elif got == want:
             checks.append(Check(label, "ok", f"present as {want}"))
         else:
-            checks.append(
-                Check(label, "fail", _image_miss(want, got, entry, ref_ids.get(name), store))
-            )
+            checks.append(Check(label, "fail",
+                                _image_miss(want, got, entry, ref_ids.get(name), store)))
     return checks
 
 
-def _image_miss(
-    want: str, got: str | None, entry: Mapping[str, Any], ref_id: str | None, store: str | None
-) -> str:
+def _image_miss(want: str, got: str | None, entry: Mapping[str, Any], ref_id: str | None,
+                store: str | None) -> str:
     parts = [f"{want} not present locally"]
     if got is not None:
         parts = [f"lookup of {want} returned {got}"]
@@ -128,9 +105,8 @@ def _image_miss(
         parts.append(f"tag {ref} points at {ref_id}")
     locked_store = store_kind(entry.get("store"))
     if locked_store and store and locked_store != store:
-        parts.append(
-            f"locked on a {locked_store} daemon, this one uses {store} ({store_meaning(store)})"
-        )
+        parts.append(f"locked on a {locked_store} daemon, this one uses {store} "
+                     f"({store_meaning(store)})")
     parts.append(how_to_obtain(entry))
     return "; ".join(parts)
 
@@ -160,9 +136,8 @@ def judge_kfd(node: DeviceNode) -> Check:
 def judge_render(nodes: list[DeviceNode]) -> Check:
     chars = [n for n in nodes if n.exists and stat.S_ISCHR(n.mode)]
     if not chars:
-        return Check(
-            "/dev/dri/renderD*", "fail", "no render nodes: no GPU exposed by the DRM driver"
-        )
+        return Check("/dev/dri/renderD*", "fail",
+                     "no render nodes: no GPU exposed by the DRM driver")
     names = ", ".join(n.path.rsplit("/", 1)[-1] for n in chars)
     return Check("/dev/dri/renderD*", "ok", f"{len(chars)} render node(s): {names}")
 
@@ -184,19 +159,13 @@ def judge_groups(nodes: list[DeviceNode], user: str, uid: int, gids: set[int]) -
     missing = [n for n in present if not _can_open(n, uid, gids)]
     if not missing:
         groups = sorted({n.group or str(n.gid) for n in present})
-        return Check(
-            "device groups", "ok", f"user {user} can open all nodes (groups {', '.join(groups)})"
-        )
+        return Check("device groups", "ok",
+                     f"user {user} can open all nodes (groups {', '.join(groups)})")
     need = sorted({n.group or str(n.gid) for n in missing})
     paths = ", ".join(n.path for n in missing)
-    return Check(
-        "device groups",
-        "fail",
-        (
-            f"user {user} is not in group(s) {', '.join(need)} owning {paths}; "
-            f"fix: sudo usermod -aG {','.join(need)} {user} and log in again"
-        ),
-    )
+    return Check("device groups", "fail",
+                 f"user {user} is not in group(s) {', '.join(need)} owning {paths}; "
+                 f"fix: sudo usermod -aG {','.join(need)} {user} and log in again")
 
 
 # --------------------------------------------------------------------------- GPU tools
@@ -207,11 +176,8 @@ def _describe(view: GpuView) -> str:
 
 
 def judge_gpu_tools(rocminfo: ToolRun, amd_smi: ToolRun, required_gfx: str | None) -> list[Check]:
-    """Lines for rocminfo, amd-smi and the GPU they describe.
-
-    Either tool is enough ("and/or"): a missing tool fails only when the other did not give
-    the GPU either. A required gfx target that no GPU has is a fail; so is disagreement.
-    """
+    """Lines for rocminfo, amd-smi and the GPU they describe. Either tool is enough: a
+    missing tool fails only when the other did not give the GPU either."""
     r_view, _, r_err = read_rocminfo(rocminfo)
     s_view, _, s_err = read_amd_smi(amd_smi)
     views = [v for v in (r_view, s_view) if v is not None and v.gpus]
@@ -232,14 +198,8 @@ def judge_gpu(views: list[GpuView], required_gfx: str | None) -> Check:
         return Check("gpu", "fail", "no tool could describe a GPU (need rocminfo or amd-smi)")
     targets = [sorted({t for t, _, _ in v.gpus if t}) for v in views]
     if len(views) == 2 and targets[0] and targets[1] and targets[0] != targets[1]:
-        return Check(
-            "gpu",
-            "fail",
-            (
-                f"tools disagree: rocminfo says {', '.join(targets[0])}, "
-                f"amd-smi says {', '.join(targets[1])}"
-            ),
-        )
+        return Check("gpu", "fail", f"tools disagree: rocminfo says {', '.join(targets[0])}, "
+                     f"amd-smi says {', '.join(targets[1])}")
     best = views[0]
     detail = f"{_describe(best)} (from {best.source})"
     if required_gfx is None:
@@ -248,32 +208,21 @@ def judge_gpu(views: list[GpuView], required_gfx: str | None) -> Check:
     have = sorted({t for v in views for t, _, _ in v.gpus if t})
     if want in have:
         return Check("gpu", "ok", f"required {want} present: {detail}")
-    return Check(
-        "gpu", "fail", f"required {want}, host has {', '.join(have) or 'no known gfx target'}"
-    )
+    return Check("gpu", "fail",
+                 f"required {want}, host has {', '.join(have) or 'no known gfx target'}")
 
 
 # --------------------------------------------------------------------------- lock and disk
 
 
-def judge_lock(
-    path: str,
-    exists: bool,
-    is_file: bool,
-    writable: bool,
-    parent: str,
-    parent_exists: bool,
-    parent_writable: bool,
-) -> Check:
+def judge_lock(path: str, exists: bool, is_file: bool, writable: bool, parent: str,
+               parent_exists: bool, parent_writable: bool) -> Check:
     """The lock file must be writable, or creatable in its folder; the lock is not taken."""
     if exists and not is_file:
         return Check("lock", "fail", f"{path} exists but is not a regular file")
     if exists:
-        return (
-            Check("lock", "ok", f"{path} exists and is writable")
-            if writable
+        return Check("lock", "ok", f"{path} exists and is writable") if writable \
             else Check("lock", "fail", f"{path} is not writable by this user")
-        )
     if not parent_exists:
         return Check("lock", "fail", f"{path}: folder {parent} does not exist")
     if not parent_writable:
@@ -281,19 +230,11 @@ def judge_lock(
     return Check("lock", "ok", f"{path} absent; folder {parent} is writable, it will be created")
 
 
-def judge_disk(
-    runs_dir: str,
-    free_bytes: int | None,
-    warn_bytes: int = 10 * GIB,
-    fail_bytes: int = 1 * GIB,
-    measured_at: str | None = None,
-) -> Check:
+def judge_disk(runs_dir: str, free_bytes: int | None, warn_bytes: int = 10 * GIB,
+               fail_bytes: int = 1 * GIB, measured_at: str | None = None) -> Check:
     """Free space for new runs; `measured_at` names the ancestor used while it does not exist."""
-    where = (
-        runs_dir
-        if measured_at is None
+    where = runs_dir if measured_at is None \
         else f"{runs_dir} (not created yet; measured at {measured_at})"
-    )
     if free_bytes is None:
         return Check("disk", "fail", f"cannot measure free space for {where}")
     free = f"{free_bytes / GIB:.1f} GiB free at {where}"
@@ -314,9 +255,8 @@ def judge_lock_fs(path: str, fstype: str | None, slurm: bool) -> Check:
 
 
 def judge_kernel_log(source: str, kind: str, error: str | None) -> Check:
-    """Whether runs can keep the kernel log of their window (a GPU reset or an MCE there
-    refuses a run). Unreadable is a warning: only a control with `kernel_log: {required:
-    true}` is refused for it."""
+    """Whether runs can keep the kernel log of their window. Unreadable is a warning: only a
+    control with `kernel_log: {required: true}` is refused for it."""
     if error is None:
         return Check("kernel-log", "ok", f"{source} readable: runs keep the kernel's lines "
                      "from the lock to the seal")

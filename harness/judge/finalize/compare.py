@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.config.contract import (
+from harness.config.fieldlist import (
     ENCODING_MISMATCH,
     MISSING_IN_GENERATION,
     MISSING_IN_STARTUP,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.config.contract import ALL, ContractError, contract_faults, fields_of, resolve
-from harness.config.contract import parse_contract as parse_contract  # re-exported
+from harness.config.fieldlist import ALL, ContractError, contract_faults, fields_of, resolve
+from harness.config.fieldlist import parse_contract as parse_contract  # re-exported
 from harness.config.yamlsafe import Document, Fault, YamlFaults, load, loads
 
 

@@ -29,11 +29,10 @@ from harness.judge.finalize.documents import MAX_BYTES as MAX_DOCUMENT_BYTES
 from harness.judge.finalize.documents import DocumentError, parse_document, read_document
 from harness.judge.finalize.processes import BOUND, Process, judge_processes, named
 from harness.measure.runfolder import manifest
-from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.layout import OBSERVATIONS, PREFLIGHT, RECORD, SUMS
-from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.runjson import RunRecord
 
-RULE_NOT_INTACT = REFINALIZE_NOT_INTACT
 MAX_ENTRIES = 4096  # files in observations/: a real run writes a few dozen
 
 
@@ -200,10 +199,10 @@ class SealedReader:
         try:
             entries, bad = manifest.load(run_dir / SUMS)
         except InputError as e:
-            raise Refused(e.message, rule=RULE_NOT_INTACT) from None
+            raise Refused(e.message, rule=REFINALIZE_NOT_INTACT) from None
         if bad:
             raise Refused(f"{run_dir}/{SUMS}: line {bad[0][0]}: {bad[0][1]}",
-                          rule=RULE_NOT_INTACT)
+                          rule=REFINALIZE_NOT_INTACT)
         self._claims = dict(entries)
 
     def claims(self, rel: str) -> bool:
@@ -228,10 +227,10 @@ class SealedReader:
                 os.close(fd)
         except OSError as e:
             raise Refused(f"{self.run_dir}/{rel}: cannot read: {e.strerror or e}",
-                          rule=RULE_NOT_INTACT) from None
+                          rule=REFINALIZE_NOT_INTACT) from None
         if hashlib.sha256(data).hexdigest() != self._claims.get(rel):
             raise Refused(f"{self.run_dir}/{rel} is not the file its seal vouches for",
-                          rule=RULE_NOT_INTACT)
+                          rule=REFINALIZE_NOT_INTACT)
         return data
 
     def text(self, rel: str) -> str:

@@ -28,15 +28,13 @@ from harness.judge.finalize.observed import SealedReader, judge_run
 from harness.measure.runfolder.layout import RECORD, VERDICT, post_step_file
 from harness.measure.runfolder.sealed import require_sealed
 
-RULE_UNSEALED = REFINALIZE_UNSEALED
-RULE_NOT_INTACT = REFINALIZE_NOT_INTACT
-
 
 def require_intact(run_dir: Path) -> None:
     """Refuse a folder no seal vouches for: never sealed, or failing `verify` (the one
     verified reader's check, with refinalize's own rules)."""
-    require_sealed(run_dir, (RULE_UNSEALED, "refinalize judges only sealed runs"),
-                   (RULE_NOT_INTACT, "refinalize judges only intact runs, nothing was written"))
+    require_sealed(run_dir, (REFINALIZE_UNSEALED, "refinalize judges only sealed runs"),
+                   (REFINALIZE_NOT_INTACT,
+                    "refinalize judges only intact runs, nothing was written"))
 
 
 def refinalize(run_dir: Path, now: datetime, contract: list[str] | str | None = None,

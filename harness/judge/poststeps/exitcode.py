@@ -1,11 +1,7 @@
 """The simplest judge: the container must have exited 0, not OOM-killed, not timed out.
 
-`judge_exit` is the one judge of a container's exit: the harness's own status
-(`verdict.decide`) asks it too, so the post-step and run.json can never disagree about the
-same exit. It imports nothing heavy, and it reads only `outcome.json`, which the harness
-wrote: the pipeline runs it in its own process (harness.pipeline.post, IN_PROCESS), saving
-a second interpreter per run; `python -m harness.judge.poststeps exit-code` runs it alone.
-"""
+It reads only `outcome.json`, which the harness wrote, so it may run in the harness's
+own process, saving an interpreter per run."""
 
 from __future__ import annotations
 
@@ -49,10 +45,9 @@ def judge(outcome: dict) -> tuple[Verdict, list[Reason]]:
 
 
 def read_outcome(run_dir: Path) -> tuple[dict, str | None]:
-    """(the recorded outcome, why it could not be read). Bounded, a regular file only, never
-    through a symlink, strict JSON: whatever stands at that name cannot hang or flood the
-    harness process that runs this step. Anything unreadable is an empty outcome, which
-    `judge` refuses (no exit code was recorded)."""
+    """(the recorded outcome, why it could not be read). Bounded, a regular file, never through
+    a symlink, strict JSON, so nothing at that name can hang or flood the harness process.
+    Unreadable is an empty outcome, which `judge` refuses."""
     path = run_dir / layout.OUTCOME
     try:
         doc = strict_loads(read_bounded(path, OUTCOME_LIMIT, "outcome").decode("utf-8"))

@@ -1,9 +1,6 @@
 """Gate-0 post-step: the run's start-up and generation observations must agree.
 
-Options: {"contract": [dotted fields] | "all"} (optional; without it the vLLM identity
-contract, harness.config.contract.VLLM_IDENTITY, is compared; "all" compares the union).
-Missing or unreadable observations refuse the run; so does a bad contract option.
-"""
+Missing or unreadable observations refuse the run; so does a bad contract option."""
 
 from __future__ import annotations
 
@@ -12,10 +9,10 @@ from pathlib import Path
 from harness.base.atomic import write_json
 from harness.base.catalogue import GATE0_OPTIONS
 from harness.base.reason import Reason
-from harness.config.contract import parse_choice, resolve
+from harness.config.fieldlist import parse_choice, resolve
 from harness.judge.finalize.contract import ContractError
+from harness.judge.finalize.explain import render
 from harness.judge.finalize.observed import judge_run, refusal
-from harness.judge.finalize.report import render
 from harness.judge.finalize.rules import exit_code
 from harness.measure.runfolder import layout
 

@@ -1,16 +1,8 @@
 """Image-gate post-step: the instrument, run inside the pinned image, found what it must.
 
-An image gate's workload runs the instrument's own scenario on the CPU inside the image a
-physical control will use. This judge reads that run as Gate 0 would (the same
-`judge_run`), then accepts only when Gate 0 found exactly the expected differences for
-exactly the field rule, and when the transition trace attributes each expected change to
-the named hooked call. Anything else, including a Gate 0 that refuses for another reason
-(a missing document, a foreign source), refuses: a gate passes on the expected finding,
-never on "some refusal".
-
-Options: see harness.config.imagegate (`differences`, `changed_in`, `checkpoints`,
-`contract`).
-"""
+It reuses Gate 0's `judge_run` and accepts only exactly the expected differences, each
+attributed by the trace to the named hooked call; anything else refuses, never passing
+on "some refusal"."""
 
 from __future__ import annotations
 
@@ -27,11 +19,11 @@ from harness.base.catalogue import (
 from harness.base.readfile import InputError
 from harness.base.reason import Reason, rules
 from harness.base.states import Verdict
-from harness.config.contract import resolve
-from harness.config.imagegate import Expectation, parse_expectation
+from harness.config.fieldlist import resolve
+from harness.config.imagegatespec import Expectation, parse_expectation
 from harness.judge.finalize.attribute import attribute, describe, read_trace
+from harness.judge.finalize.explain import render
 from harness.judge.finalize.observed import judge_run
-from harness.judge.finalize.report import render
 from harness.judge.verdictfile import document
 from harness.measure.runfolder import layout
 

@@ -1,13 +1,8 @@
 """The `reference` post-step: the run's figures against the control's reference values.
 
-Options: {"reference": {figure: bound}} (harness.config.reference's shape) and "measured":
-the lock's wait and hold, which only the harness knows while the run is open. Duration and
-exit code come from outcome.json, vLLM's figures from the native logs (parsed as
-metrics.json will be). Every figure is judged and kept in `verdict.json` ("findings"), so
-the report marks a value outside even where the control does not refuse on it; the run is
-refused only for a figure marked `refuse: true` that is outside (REFERENCE-OUTSIDE) or
-absent (REFERENCE-MISSING).
-"""
+Every figure is judged and kept in verdict.json, so the report marks a value outside even
+where the control does not refuse on it; only a `refuse: true` figure outside or absent
+refuses the run."""
 
 from __future__ import annotations
 
@@ -21,7 +16,7 @@ from harness.base.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFEREN
 from harness.base.readfile import InputError, read_bounded
 from harness.base.reason import Reason
 from harness.base.states import Verdict
-from harness.config.reference import FIGURE_UNITS, Bound, References, finding, range_text
+from harness.config.references import FIGURE_UNITS, Bound, References, finding, range_text
 from harness.instrument.harness_observer.encode import loads as strict_loads
 from harness.judge.verdictfile import document, verdict_of
 from harness.measure.metrics import UNITS, write_metrics

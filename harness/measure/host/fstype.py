@@ -1,15 +1,7 @@
 """Which file system a path lives on, and whether it is shared over a network.
 
-Why: the GPU lock is a flock on `~/gpu.lock`. On a cluster whose homes are on NFS, that
-one file is every host's lock: two hosts' jobs would take turns on one GPU lock (or, with
-some NFS clients, not exclude each other at all). So in a Slurm job a lock on a network
-file system refuses the run (ENV-LOCK-NETWORK-FS, exit 3), and on one host it is a
-warning (a lab box whose home is on NFS still has one GPU, one lock holder).
-
-The mount table is read from /proc/self/mountinfo (the mount that holds the path is the
-one with the longest mount point above it; the last mounted wins when stacked), falling
-back to `stat -f -c %T`. The parsing is pure.
-"""
+A flock on a home directory on NFS is every host's lock (or none at all), so in a Slurm
+job a network file system refuses the GPU lock, and on one host it is a warning."""
 
 from __future__ import annotations
 
@@ -88,8 +80,7 @@ SLURM_HINTS = ("SLURM_JOB_ID", "SLURMD_NODENAME", "SLURM_CONF")
 
 
 def under_slurm(environ: dict[str, str] | os._Environ) -> bool:
-    """True in a Slurm job, or where a Slurm node's programs run (slurmd's health check):
-    there a network lock would be shared by every host."""
+    """True in a Slurm job or slurmd's programs, where a network lock is every host's."""
     return any(environ.get(name) for name in SLURM_HINTS)
 
 

@@ -1,9 +1,7 @@
 """The host identity snapshot taken before and after each run, and the drift between two.
 
-A run's numbers mean something only on the host they were measured on. The snapshot holds
-what defines that host (kernel, boot, OS, Docker engine, amdgpu/ROCm versions, GPU static
-info, firmware) and `drift` names every field that changed between the two snapshots of one
-run; any change refuses the run under rule HOST-DRIFT.
+A run's numbers mean something only on the host they were measured on: `drift` names every
+field that changed between a run's two snapshots, which refuses it under rule HOST-DRIFT.
 """
 
 from __future__ import annotations
@@ -17,8 +15,6 @@ from typing import Any
 
 from harness.base import bounds
 from harness.base.bounds import BadText
-from harness.base.catalogue import HOST_DRIFT
-from harness.base.errors import Refused
 from harness.base.timeutil import utc_now
 from harness.measure import engine
 from harness.measure.host import tools
@@ -26,7 +22,6 @@ from harness.measure.host.tools import ToolRun, read_amd_smi, read_rocminfo
 from harness.measure.imagestore import image_store
 
 SCHEMA = "harness.host/v1"
-RULE_HOST_DRIFT = HOST_DRIFT
 # Fields that differ between two snapshots of an unchanged host.
 VOLATILE_KEYS = frozenset({"taken_at", "uptime_s"})
 _ABSENT = "<absent>"
@@ -98,20 +93,10 @@ def firmware(root: Path) -> dict[str, Any]:
         driver = device / "driver"
         if not driver.exists() or os.path.basename(os.path.realpath(driver)) != "amdgpu":
             continue
-        fw_dir = device / "fw_version"
-        fw = (
-            {
-                p.name.removesuffix("_fw_version"): _read(p)
-                for p in sorted(fw_dir.glob("*_fw_version"))
-            }
-            if fw_dir.is_dir()
-            else {}
-        )
-        cards[card.name] = {
-            "pci": os.path.basename(os.path.realpath(device)),
-            "vbios_version": _read(device / "vbios_version"),
-            "fw": fw,
-        }
+        fw = {p.name.removesuffix("_fw_version"): _read(p)
+              for p in sorted((device / "fw_version").glob("*_fw_version"))}
+        cards[card.name] = {"pci": os.path.basename(os.path.realpath(device)),
+                            "vbios_version": _read(device / "vbios_version"), "fw": fw}
     return cards
 
 
@@ -134,13 +119,8 @@ def _uptime(text: str | None) -> float:
         return time.monotonic()
 
 
-def snapshot(
-    *,
-    root: Path = Path("/"),
-    docker_client: Any | None = None,
-    tool_timeout: float = 20.0,
-    search_path: str | None = None,
-) -> dict[str, Any]:
+def snapshot(*, root: Path = Path("/"), docker_client: Any | None = None,
+             tool_timeout: float = 20.0, search_path: str | None = None) -> dict[str, Any]:
     """Take the host identity now. `root` relocates /proc, /sys, /etc and /opt (for tests)."""
     uptime = _read(root / "proc/uptime")
     return {
@@ -150,15 +130,12 @@ def snapshot(
         "hostname": socket.gethostname(),
         "boot_id": _read(root / "proc/sys/kernel/random/boot_id"),
         "kernel": kernel(),
-        "os_release": parse_os_release(
-            _read(root / "etc/os-release") or _read(root / "usr/lib/os-release")
-        ),
+        "os_release": parse_os_release(_read(root / "etc/os-release")
+                                       or _read(root / "usr/lib/os-release")),
         "docker": docker_engine(docker_client),
         "driver": amdgpu_versions(root),
-        "gpu": gpu_static(
-            tools.rocminfo(tool_timeout, search_path),
-            tools.amd_smi_static(tool_timeout, search_path),
-        ),
+        "gpu": gpu_static(tools.rocminfo(tool_timeout, search_path),
+                          tools.amd_smi_static(tool_timeout, search_path)),
         "firmware": firmware(root),
     }
 
@@ -183,14 +160,10 @@ def _flatten(value: Any, prefix: str, ignore: frozenset[str], out: dict[str, Any
         out[prefix] = value
 
 
-def drift(
-    before: Mapping[str, Any], after: Mapping[str, Any], ignore: Iterable[str] = VOLATILE_KEYS
-) -> list[str]:
-    """Every field that differs, as `path: before -> after`, sorted by path.
-
-    Keys named in `ignore` (timestamps, uptime) are skipped at any depth. A field present on
-    one side only shows `<absent>` on the other. An empty list means the host is the same.
-    """
+def drift(before: Mapping[str, Any], after: Mapping[str, Any],
+          ignore: Iterable[str] = VOLATILE_KEYS) -> list[str]:
+    """Every field that differs, as `path: before -> after`, sorted; keys in `ignore` are
+    skipped at any depth, a field on one side only shows `<absent>` on the other."""
     skip = frozenset(ignore)
     a: dict[str, Any] = {}
     b: dict[str, Any] = {}
@@ -207,9 +180,3 @@ def drift(
 def _show(value: Any) -> str:
     return value if value is _ABSENT else repr(value)
 
-
-def refuse_on_drift(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
-    """Raise Refused (rule HOST-DRIFT) naming every changed field; return when none changed."""
-    changes = drift(before, after)
-    if changes:
-        raise Refused(f"host changed during the run: {'; '.join(changes)}", rule=RULE_HOST_DRIFT)

@@ -1,14 +1,7 @@
-"""Pure parsers of what ROCm's tools print: `rocminfo`, `amd-smi static --json`, `rocm-smi --json`.
+"""Pure parsers of what ROCm's tools print: `rocminfo` and `amd-smi static --json`.
 
-The doctor and the host identity snapshot read the GPU's gfx target, name, VRAM and driver
-versions from these outputs. The parsers never run anything, so they are tested on real
-captured outputs (tests/fixtures/rocm/) on machines without an AMD GPU.
-
-The outputs are outside text all the same (a broken or hostile tool, a wrapper on PATH):
-every number goes through harness.base.bounds, and a line, a JSON document or a whole output
-past a bound is a ParseError (the tool's output is unreadable, said in words), a number
-past one leaves its field unknown (None); nothing a tool prints raises anything else.
-"""
+Tested on real captures (tests/fixtures/rocm/). The output is hostile: past a bound it is
+a ParseError, a number past one leaves its field None; nothing else is raised."""
 
 from __future__ import annotations
 
@@ -63,8 +56,6 @@ def gib(nbytes: int | None) -> str:
     return "unknown VRAM" if nbytes is None else f"{nbytes / 1024**3:.1f} GiB"
 
 
-# --------------------------------------------------------------------------- rocminfo
-
 
 @dataclass(frozen=True)
 class RocmAgent:
@@ -79,9 +70,6 @@ class RocmAgent:
     node: int | None
     isa: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class RocminfoReport:
@@ -90,11 +78,7 @@ class RocminfoReport:
     gpus: list[RocmAgent]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "runtime_version": self.runtime_version,
-            "kernel_module": self.kernel_module,
-            "gpus": [g.to_dict() for g in self.gpus],
-        }
+        return asdict(self)
 
 
 _AGENT = re.compile(r"^\s*Agent\s+\d+\s*$")
@@ -105,8 +89,7 @@ _AGENT_KEYS = {"Name", "Uuid", "Marketing Name", "Device Type", "Compute Unit", 
 
 
 def _kv(line: str) -> tuple[str, str] | None:
-    """`  Key:   value  ` -> (Key, value), or None without a colon after a key. Linear in
-    the line (a lazy pattern with trailing white space was quadratic)."""
+    """`  Key:   value  ` -> (Key, value) or None; linear (a lazy pattern was quadratic)."""
     key, sep, value = line.partition(":")
     return (key.strip(), value.strip()) if sep and key else None
 
@@ -177,8 +160,7 @@ def _vram_from_pools(pools: list[dict[str, str]]) -> int | None:
 
 
 def parse_rocminfo(text: str) -> RocminfoReport:
-    """Parse `rocminfo` text. Raises ParseError when the text has no HSA agent list at all,
-    or breaks a bound."""
+    """Parse `rocminfo` text; ParseError without an HSA agent list or past a bound."""
     lines = _bounded_lines(text, "rocminfo")
     if not any("HSA Agents" in line for line in lines):
         first = next((s.strip() for s in lines if s.strip()), "empty output")
@@ -202,22 +184,14 @@ def parse_rocminfo(text: str) -> RocminfoReport:
         target = base_gfx(top.get("Name")) or next(filter(None, map(base_gfx, isa)), None)
         chip = top.get("Chip ID")
         hex_chip = re.search(r"\((0x[0-9a-fA-F]+)\)", chip or "")
-        gpus.append(
-            RocmAgent(
-                gfx_target=target,
-                marketing_name=top.get("Marketing Name") or None,
-                uuid=top.get("Uuid") or None,
-                vram_bytes=_vram_from_pools(agent["pools"]),
-                compute_units=_int_head(top.get("Compute Unit")),
-                chip_id=hex_chip.group(1).lower() if hex_chip else chip,
-                node=_int_head(top.get("Node")),
-                isa=isa,
-            )
-        )
+        gpus.append(RocmAgent(
+            gfx_target=target, marketing_name=top.get("Marketing Name") or None,
+            uuid=top.get("Uuid") or None, vram_bytes=_vram_from_pools(agent["pools"]),
+            compute_units=_int_head(top.get("Compute Unit")),
+            chip_id=hex_chip.group(1).lower() if hex_chip else chip,
+            node=_int_head(top.get("Node")), isa=isa))
     return RocminfoReport(runtime_version=runtime, kernel_module=module, gpus=gpus)
 
-
-# --------------------------------------------------------------------------- amd-smi
 
 
 @dataclass(frozen=True)
@@ -259,10 +233,7 @@ def _pick(d: Any, *keys: str) -> Any:
 
 
 def _amount_bytes(value: Any, default_unit: str = "MB") -> int | None:
-    """amd-smi VRAM sizes: {"value": 65520, "unit": "MB"}, "65520 MB", or a bare number.
-
-    amd-smi's "MB" is bytes / 1024 / 1024 (65520 MB on a 64 GiB MI210), so units are binary.
-    """
+    """amd-smi VRAM sizes: {"value": 65520, "unit": "MB"}, "65520 MB" or a number; binary units."""
     unit = default_unit
     if isinstance(value, dict):
         unit = str(value.get("unit") or default_unit)
@@ -291,8 +262,7 @@ def _json_int(text: str) -> int:
 
 
 def _json(text: str) -> Any:
-    """One JSON document with its integers bounded; JSONDecodeError when it is not JSON,
-    ParseError when it breaks a bound (a 5000-digit number, nesting too deep)."""
+    """One JSON document, integers bounded; ParseError past a bound."""
     try:
         return json.loads(text, parse_int=_json_int)
     except BadText as e:
@@ -336,63 +306,17 @@ def parse_amd_smi_static(text: str) -> list[SmiGpu]:
         size = _pick(vram, "size", "vram_size") if isinstance(vram, dict) else None
         if size is None and isinstance(vram, dict) and _clean(vram.get("vram_size_mb")):
             size = vram["vram_size_mb"]
-        gpus.append(
-            SmiGpu(
-                index=index if isinstance(index, int) else i,
-                market_name=_pick(asic, "market_name"),
-                gfx_target=base_gfx(_pick(asic, "target_graphics_version")),
-                device_id=_pick(asic, "device_id"),
-                bdf=_pick(bus, "bdf") or _pick(asic, "pci_bdf"),
-                vram_bytes=_amount_bytes(size) if size is not None else None,
-                vram_type=_pick(vram, "type", "vram_type"),
-                driver_name=_pick(driver, "name", "driver_name"),
-                driver_version=_pick(driver, "version", "driver_version"),
-                vbios_version=_pick(vbios, "version", "vbios_version"),
-                vbios_part_number=_pick(vbios, "part_number", "vbios_part_number"),
-                board_product_name=_pick(entry.get("board"), "product_name"),
-            )
-        )
+        gpus.append(SmiGpu(
+            index=index if isinstance(index, int) else i,
+            market_name=_pick(asic, "market_name"),
+            gfx_target=base_gfx(_pick(asic, "target_graphics_version")),
+            device_id=_pick(asic, "device_id"), bdf=_pick(bus, "bdf") or _pick(asic, "pci_bdf"),
+            vram_bytes=_amount_bytes(size) if size is not None else None,
+            vram_type=_pick(vram, "type", "vram_type"),
+            driver_name=_pick(driver, "name", "driver_name"),
+            driver_version=_pick(driver, "version", "driver_version"),
+            vbios_version=_pick(vbios, "version", "vbios_version"),
+            vbios_part_number=_pick(vbios, "part_number", "vbios_part_number"),
+            board_product_name=_pick(entry.get("board"), "product_name")))
     return gpus
 
-
-# --------------------------------------------------------------------------- rocm-smi
-
-
-@dataclass(frozen=True)
-class RocmSmiCard:
-    """One card from `rocm-smi --showproductname [--showmeminfo vram] --json`."""
-
-    card: str
-    series: str | None
-    gfx_target: str | None
-    device_id: str | None
-    sku: str | None
-    vram_bytes: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def parse_rocm_smi_json(text: str) -> list[RocmSmiCard]:
-    """Parse rocm-smi's JSON: {"card0": {"Card Series": ..., "GFX Version": ...}, "system": ...}."""
-    data = _json_payload(text)
-    if not isinstance(data, dict):
-        raise ParseError("rocm-smi JSON is not an object keyed by card")
-    cards = []
-    for name in sorted(data):
-        fields = data[name]
-        if not name.startswith("card") or not isinstance(fields, dict):
-            continue
-        norm = {k.lower(): v for k, v in fields.items()}
-        vram = _clean(norm.get("vram total memory (b)"))
-        cards.append(
-            RocmSmiCard(
-                card=name,
-                series=_clean(norm.get("card series")),
-                gfx_target=base_gfx(_clean(norm.get("gfx version"))),
-                device_id=_clean(norm.get("card model")) or _clean(norm.get("device id")),
-                sku=_clean(norm.get("card sku")),
-                vram_bytes=_number(vram, "a size") if isinstance(vram, str) else None,
-            )
-        )
-    return cards

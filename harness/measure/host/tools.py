@@ -1,16 +1,15 @@
-"""Running the GPU tools (rocminfo, amd-smi) and reading what they say about the GPUs.
+"""Running the GPU tools (rocminfo, amd-smi): every failure becomes data, never an exception.
 
-Both the host identity snapshot and the doctor need these facts; they live here, below
-the doctor, so that sealing a run never depends on the doctor (docs/architecture.md).
-Every way a tool can fail becomes data (a ToolRun, an error in words), never an exception.
-"""
+Below the doctor, so that sealing a run never depends on the doctor."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from harness.measure.host.parsers import (
     ParseError,
@@ -55,22 +54,13 @@ def run_tool(argv: list[str], *, timeout: float = 20.0, search_path: str | None 
     if exe is None:
         return ToolRun(tool=tool, found=False)
     try:
-        proc = subprocess.run(
-            [exe, *argv[1:]],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            errors="replace",
-            check=False,
-        )
+        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, errors="replace", check=False)
     except subprocess.TimeoutExpired:
         return ToolRun(tool=tool, found=True, error=f"timed out after {timeout:g}s")
     except OSError as e:
         return ToolRun(tool=tool, found=True, error=f"could not start: {e.strerror or e}")
-    return ToolRun(
-        tool=tool, found=True, returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr
-    )
+    return ToolRun(tool, True, proc.returncode, proc.stdout, proc.stderr)
 
 
 def rocminfo(timeout: float = 20.0, search_path: str | None = None) -> ToolRun:
@@ -88,38 +78,33 @@ def tool_problem(run: ToolRun) -> str | None:
     if run.error:
         return f"{run.tool} {run.error}"
     if run.returncode != 0:
-        said = next(
-            (s.strip() for s in (run.stderr + "\n" + run.stdout).splitlines() if s.strip()),
-            "no output",
-        )
+        said = next((s.strip() for s in (run.stderr + "\n" + run.stdout).splitlines()
+                     if s.strip()), "no output")
         return f"{run.tool} exited {run.returncode}: {said[:160]}"
     return None
 
 
-def read_rocminfo(run: ToolRun) -> tuple[GpuView | None, RocminfoReport | None, str | None]:
+def _read(run: ToolRun, parse: Callable[[str], Any]) -> tuple[Any, str | None]:
     problem = tool_problem(run)
     if problem:
-        return None, None, problem
+        return None, problem
     try:
-        report = parse_rocminfo(run.stdout)
+        return parse(run.stdout), None
     except ParseError as e:
-        return None, None, f"rocminfo output unreadable: {e}"
-    view = GpuView(
-        "rocminfo", [(g.gfx_target, g.marketing_name, g.vram_bytes) for g in report.gpus]
-    )
-    return view, report, None
+        return None, f"{run.tool} output unreadable: {e}"
+
+
+def read_rocminfo(run: ToolRun) -> tuple[GpuView | None, RocminfoReport | None, str | None]:
+    report, problem = _read(run, parse_rocminfo)
+    if report is None:
+        return None, None, problem
+    return GpuView("rocminfo", [(g.gfx_target, g.marketing_name, g.vram_bytes)
+                                for g in report.gpus]), report, None
 
 
 def read_amd_smi(run: ToolRun) -> tuple[GpuView | None, list[SmiGpu] | None, str | None]:
-    problem = tool_problem(run)
-    if problem:
+    gpus, problem = _read(run, parse_amd_smi_static)
+    if gpus is None:
         return None, None, problem
-    try:
-        gpus = parse_amd_smi_static(run.stdout)
-    except ParseError as e:
-        return None, None, f"amd-smi output unreadable: {e}"
-    return (
-        GpuView("amd-smi", [(g.gfx_target, g.market_name, g.vram_bytes) for g in gpus]),
-        gpus,
-        None,
-    )
+    return GpuView("amd-smi", [(g.gfx_target, g.market_name, g.vram_bytes) for g in gpus]), \
+        gpus, None

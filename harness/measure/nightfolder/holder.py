@@ -1,12 +1,6 @@
 """Who holds the night lock, read back: its path beside the GPU lock and its holder record.
 
-A night (or an operator's `run` or `rerun`) holds the kernel flock `<gpu lock>.night`
-(`harness.base.gpuslot`) and writes beside it who it is and what it works on (kind,
-campaign, pid, user, host, since, its night or run folder). `harness status` and the dry
-run read that record here; taking and holding the lock is the driver's
-(`harness.driver.night.nightlock.NightLock`). The record is hostile: its fields were
-cleaned by `harness.measure.lock.read_holder`, and `describe` prints one bounded line.
-"""
+Taking the lock is the driver's; the record is hostile, cleaned by `lock.read_holder`."""
 
 from __future__ import annotations
 
@@ -35,6 +29,5 @@ def describe(holder: dict | None) -> str:
     what = holder.get("kind", "night")
     where = holder.get("night_dir") or holder.get("run_dir") or "-"
     return (f"{what} of campaign {holder.get('campaign', '?')} (pid {holder.get('pid', '?')}, "
-            f"{holder.get('user', '?')}@{holder.get('host', '?')}, "
-            f"since {holder.get('since', '?')}, "
-            f"{where}{state})")
+            f"{holder.get('user', '?')}@{holder.get('host', '?')}, since "
+            f"{holder.get('since', '?')}, {where}{state})")

@@ -1,16 +1,8 @@
 """The night journal: a durable record of every planned run and its state, in SQLite.
 
-A night must survive `kill -9`, a reboot or a power cut and resume without repeating a
-finished run. So every state change is its own transaction, committed (WAL,
-synchronous=FULL) before the caller starts the action it announces: `mark_running`
-returns only once the journal says `running`, and only then does the caller launch.
-
-The rules (which moves are legal, what to do on resume) are pure functions over rows
-(transitions.py, over rows.py), so they are tested without a database; the file's schema
-and its checks are in schema.py, older files' upgrade in migrate.py. `Journal` is the
-thin shell; what runs next is the driver's (`harness.driver.night.nextstep`). This
-module never deletes or rewrites a file it did not create.
-"""
+A night must survive `kill -9` or a power cut and resume without repeating a finished
+run, so every state change is its own transaction, committed (WAL, synchronous=FULL)
+before the caller starts what it announces. The rules are pure (transitions.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +18,7 @@ from harness.base.reason import Reason, exit_class, ordered, rules
 from harness.base.states import TERMINAL, State, Status
 from harness.base.timeutil import utc_now
 from harness.measure.nightfolder import schema
-from harness.measure.nightfolder.migrate import migrate, upgrade_event, upgrade_row
+from harness.measure.nightfolder.migrate import _rebuild, migrate, upgrade_event, upgrade_row
 from harness.measure.nightfolder.rows import Row, chain_of
 from harness.measure.nightfolder.schema import SCHEMA_VERSION, clamp, damaged, typed
 from harness.measure.nightfolder.transitions import (
@@ -38,13 +30,13 @@ from harness.measure.nightfolder.transitions import (
 )
 
 Reasons = Iterable[Reason] | Reason | str  # typed reasons, or a note for people
+Plan = Sequence[tuple[str, int]]  # (control name, repeat index) per slot
 # Why a row a dead harness left `running` is interrupted when nothing else says more.
 STOPPED = Reason(RUN_INTERRUPTED, "the harness stopped during the run")
 
 
 def _reasons(given: Reasons) -> tuple[str, list[Reason]]:
-    """(the text people read, the reasons decided on) of what a caller records. A note
-    given as text is read once, as the one reason it begins with (`Reason.of`)."""
+    """(text people read, reasons decided on); a text note is the one reason it begins with."""
     if isinstance(given, str):
         return given, [Reason.of(given)] if given else []
     found = [Reason.of(r) for r in ([given] if isinstance(given, Reason) else given)]
@@ -85,12 +77,9 @@ SETTLE_BUSY_MS = 1000  # a reader that holds the journal longer leaves the WAL f
 
 
 def settle(path: Path) -> bool:
-    """Fold the write-ahead log into the journal file and leave it in rollback mode, so an
-    ended night's folder holds journal.sqlite alone (no -wal, no -shm beside it). True
-    when done. Best effort: a reader holding the file (a `status` at that moment) leaves
-    things as they are, which is harmless. Called at a clean end, under the night lock;
-    the next writable open (a resume, a rerun) switches back to WAL (`_connect`), so a
-    crash still leaves a journal that resumes. Never rewrites a row."""
+    """Fold the WAL into the journal and leave it in rollback mode, so an ended night's folder
+    holds journal.sqlite alone. Best effort: a reader holding the file leaves it as is; the
+    next writable open switches back to WAL. True when done."""
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=SETTLE_BUSY_MS / 1000)
     except sqlite3.Error:
@@ -116,14 +105,10 @@ class Journal:
         self._now = now
         self._version = version  # older only for a read-only open of a file not migrated
 
-    # -- opening ---------------------------------------------------------------------------
-
     @classmethod
-    def open(
-        cls, path: Path, *, now: Callable[[], str] = utc_now, readonly: bool = False
-    ) -> Journal:
-        """Open an existing journal; a missing, foreign or damaged file is a clear error.
-        A writable open migrates a journal an older harness wrote (one transaction)."""
+    def open(cls, path: Path, *, now: Callable[[], str] = utc_now,
+             readonly: bool = False) -> Journal:
+        """Open an existing journal; a writable open migrates an older one (one transaction)."""
         path = Path(path)
         if not path.is_file():
             raise InvalidInput(f"no night journal at {path}")
@@ -151,11 +136,9 @@ class Journal:
         return journal
 
     @classmethod
-    def create(
-        cls, path: Path, *, campaign: str, campaign_file: str, plan: Sequence[tuple[str, int]],
-        seal: str | None = None, deadline: str | None = None,
-        now: Callable[[], str] = utc_now,
-    ) -> Journal:
+    def create(cls, path: Path, *, campaign: str, campaign_file: str, plan: Plan,
+               seal: str | None = None, deadline: str | None = None,
+               now: Callable[[], str] = utc_now) -> Journal:
         """Create a new journal holding `plan` (control name, repeat index) as planned rows."""
         path = Path(path)
         if path.exists():
@@ -172,31 +155,23 @@ class Journal:
                 cur = conn.execute(
                     "INSERT INTO runs (plan_index, control, repeat_index, attempt, state, "
                     "origin, updated) VALUES (?, ?, ?, 1, 'planned', 'plan', ?)",
-                    (index, control, repeat, created),
-                )
-                conn.execute(
-                    "INSERT INTO events (run, event, from_state, to_state, at) "
-                    "VALUES (?, 'plan', NULL, 'planned', ?)",
-                    (cur.lastrowid, created),
-                )
+                    (index, control, repeat, created))
+                conn.execute("INSERT INTO events (run, event, from_state, to_state, at) "
+                             "VALUES (?, 'plan', NULL, 'planned', ?)", (cur.lastrowid, created))
             conn.execute("COMMIT")
         except sqlite3.Error as e:
             raise EnvironmentFault(f"cannot create night journal {path}: {e}") from None
         return cls(path, conn, now)
 
     @classmethod
-    def open_or_create(
-        cls, path: Path, *, campaign: str, campaign_file: str, plan: Sequence[tuple[str, int]],
-        seal: str | None = None, deadline: str | None = None,
-        now: Callable[[], str] = utc_now,
-    ) -> Journal:
+    def open_or_create(cls, path: Path, *, campaign: str, campaign_file: str, plan: Plan,
+                       seal: str | None = None, deadline: str | None = None,
+                       now: Callable[[], str] = utc_now) -> Journal:
         """Resume the night at `path` if it exists and matches this campaign, else start it."""
         path = Path(path)
         if not path.exists():
-            return cls.create(
-                path, campaign=campaign, campaign_file=campaign_file, plan=plan, seal=seal,
-                deadline=deadline, now=now,
-            )
+            return cls.create(path, campaign=campaign, campaign_file=campaign_file, plan=plan,
+                              seal=seal, deadline=deadline, now=now)
         journal = cls.open(path, now=now)
         faults = journal.mismatches(campaign=campaign, plan=plan, seal=seal)
         if faults:
@@ -204,9 +179,7 @@ class Journal:
             raise InvalidInput(f"journal {path} belongs to another night", faults=faults)
         return journal
 
-    def mismatches(
-        self, *, campaign: str, plan: Sequence[tuple[str, int]], seal: str | None
-    ) -> list[str]:
+    def mismatches(self, *, campaign: str, plan: Plan, seal: str | None) -> list[str]:
         """Why this journal is not the night described, one line each (empty: it is)."""
         night = self.night()
         faults = []
@@ -219,6 +192,16 @@ class Journal:
             faults.append("journal plan differs from the campaign's plan")
         return faults
 
+    def copy(self) -> Journal:
+        """A writable in-memory copy, rows upgraded: a dry run walks the night on it."""
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        self._conn.backup(conn)
+        if self._version != SCHEMA_VERSION:
+            conn.execute("BEGIN")
+            _rebuild(conn, self._version)
+            conn.execute("COMMIT")
+        return Journal(self.path, conn, self._now)
+
     def close(self) -> None:
         self._conn.close()
 
@@ -227,8 +210,6 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- reading ---------------------------------------------------------------------------
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         """Every row `sql` returns; any SQLite error reading a journal means it is damaged."""
@@ -273,9 +254,8 @@ class Journal:
         return tuple(found)
 
     def night(self) -> NightRecord:
-        found = self._read(
-            "SELECT campaign, campaign_file, seal, created, deadline FROM night WHERE id = 1"
-        )
+        found = self._read("SELECT campaign, campaign_file, seal, created, deadline FROM night "
+                           "WHERE id = 1")
         if not found:
             raise damaged(self.path, ValueError("no night record"))
         return NightRecord(*typed(self.path, "night record", found[0], schema.NIGHT_TYPES))
@@ -311,8 +291,6 @@ class Journal:
         """Every attempt linked to `run_id` by rerun_of, both ways, oldest first."""
         return chain_of(self.rows(), run_id)
 
-    # -- writing: each method is one committed transaction --------------------------------
-
     def _transaction(self, work: Callable[[sqlite3.Connection, str], int]) -> Row:
         """Run `work(conn, now)` in one immediate transaction; return the row it names."""
         if self._version != SCHEMA_VERSION:
@@ -339,8 +317,7 @@ class Journal:
             if not isinstance(row, int) and row.state != current:
                 raise IllegalTransition(
                     f"journal: run row {row_id} is {current!r}, not {row.state!r} as expected "
-                    "(is another harness writing this night?)"
-                )
+                    "(is another harness writing this night?)")
             new = transition(current, event)
             values = {k: clamp(v) for k, v in sets.items()}
             assignments = "".join(f", {k} = ?" for k in values)
@@ -373,14 +350,11 @@ class Journal:
         return self._move(row, "withdraw", reason, reason=reason, run_id=None, run_dir=None)
 
     def leave(self, row: Row | int, reason: str) -> Row:
-        """Commit why the walk ended before this planned row ran (it stays planned: a later
-        start of the night that runs it clears the reason)."""
+        """Commit why the walk ended before this planned row ran (it stays planned)."""
         return self._move(row, "leave", reason, reason=reason)
 
     def finish(self, row: Row | int, status: Status | str, reasons: Reasons = ()) -> Row:
-        """Commit how the run ended: its state is the sealed folder's `status`; beside
-        the reasons' text for people, their rules and exit class, which the night's exit
-        code is decided on."""
+        """Commit how the run ended, with the rules and exit class the night's exit code uses."""
         text, found = _reasons(reasons)
         event, reason = outcome_event(status, text)
         if reason is None:
@@ -392,9 +366,6 @@ class Journal:
 
     def mark_refused(self, row: Row | int, reasons: Reasons) -> Row:
         return self.finish(row, Status.REFUSED, reasons)
-
-    def mark_failed(self, row: Row | int, reasons: Reasons) -> Row:
-        return self.finish(row, Status.FAILED, reasons)
 
     def mark_timed_out(self, row: Row | int, reasons: Reasons) -> Row:
         return self.finish(row, Status.TIMED_OUT, reasons)
@@ -420,8 +391,7 @@ class Journal:
                 "INSERT INTO runs (plan_index, control, repeat_index, attempt, state, rerun_of, "
                 "origin, link_reason, updated) VALUES (?, ?, ?, ?, 'planned', ?, ?, ?, ?)",
                 (prior.plan_index, prior.control, prior.repeat_index, attempt + 1, prior.id,
-                 origin, link_reason, at),
-            )
+                 origin, link_reason, at))
             conn.execute(
                 "INSERT INTO events (run, event, from_state, to_state, detail, at) "
                 "VALUES (?, ?, NULL, 'planned', ?, ?)", (cur.lastrowid, origin, link_reason, at))
@@ -437,10 +407,7 @@ class Journal:
         return self._add_attempt(current, "retry", "retry after interrupted")
 
     def add_rerun(self, run_id: str, reason: str) -> Row:
-        """An operator rerun of a finished run: a new attempt naming the original and why.
-
-        The original row is not touched, so a refused run stays refused.
-        """
+        """An operator rerun: a new attempt naming the original (left untouched) and why."""
         if not reason.strip():
             raise InvalidInput("a rerun needs a reason")
         original = self.by_run_id(run_id)

@@ -1,19 +1,8 @@
-"""Journals written by an older harness: the upgrade of their rows to today's schema.
+"""Journals an older harness wrote: the upgrade of their rows to today's schema.
 
-Version 1 named an accepted run `sealed`, and recorded a timed-out run as `failed` with a
-"timed-out: " prefix on its reason. Version 2 speaks the run's language: the state is the
-sealed folder's status. Version 3 keeps a row's rules and exit class beside its reason.
-
-An older row's rules and exit class are derived here, once, from its stored reason text
-through `Reason.of` (the one reader of a reason's text): the text is read as the one
-reason it begins with, exactly what the night's exit code was decided on when that text
-was written (environment reasons first). Splitting it further would let a detail's
-"; RULE: ..." pose as a reason of its own.
-
-A writable open migrates the file in place, in one transaction (a crash leaves the old
-version whole); a read-only open (reports, status) never writes and reads older rows
-through the same pure mapping instead.
-"""
+An older row's rules and exit class derive from its reason text through `Reason.of`, as
+the one reason it begins with: exactly what the exit code was decided on when written.
+A writable open migrates in one transaction; a read-only open maps rows the same way."""
 
 from __future__ import annotations
 
@@ -52,10 +41,7 @@ def upgrade_state(state: str | None, reason: str | None) -> tuple[str | None, st
 
 
 def evidence_of(state: str, reason: str | None) -> tuple[str | None, int | None]:
-    """(rules as stored, exit class) of an older row in `state` with `reason`. Pure.
-
-    A row without an outcome (planned, running) has neither; an accepted one no rules and
-    exit class 0; any other the rule its text begins with and that rule's exit class."""
+    """(rules as stored, exit class) of an older row in `state` with `reason`. Pure."""
     if state not in _ENDED:
         return None, None
     if state == State.ACCEPTED:
@@ -87,8 +73,7 @@ def upgrade_event(values: tuple, version: int = 1) -> tuple:
 
 
 def _rebuild(conn: sqlite3.Connection, version: int) -> None:
-    """Inside the caller's transaction: runs and events re-created as today's schema has
-    them, each row upgraded from `version`."""
+    """Inside the caller's transaction: the tables re-created as today's, rows upgraded."""
     runs = [upgrade_row(r, version) for r in conn.execute(
         f"SELECT {V2_ROW_COLUMNS} FROM runs ORDER BY id")]
     events = [upgrade_event(r, version) for r in conn.execute(
@@ -108,10 +93,7 @@ def _rebuild(conn: sqlite3.Connection, version: int) -> None:
 
 
 def migrate(path: Path) -> bool:
-    """Upgrade the older journal at `path` to today's schema, in one transaction.
-
-    Returns False when there was nothing to do (another harness migrated it first).
-    The caller has checked the file (`check_file`); it is checked again under the lock."""
+    """Upgrade the journal at `path` in one transaction; False when another harness did first."""
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
     except sqlite3.Error as e:

@@ -1,11 +1,6 @@
-"""The night folder's names: where nights live, each folder's name, and the files in it.
+"""The night folder's names: `RUNS/nights/<campaign>-<UTC stamp>/` and the files in it.
 
-A night is `RUNS/nights/<campaign>-<UTC stamp>/`, holding its journal (`journal.sqlite`,
-journal.py) and, once it ended on purpose, `ended.json`; the morning summary's files
-beside them are the report's. The night runner makes these names; reports, `harness
-status`, bundles and `harness rerun` find nights by them. One owner, so a change of form
-cannot leave a reader looking for the old one.
-"""
+One owner, so a change of form cannot leave a reader looking for the old one."""
 
 from __future__ import annotations
 

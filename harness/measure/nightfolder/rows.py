@@ -1,11 +1,6 @@
-"""A journal row, one attempt at one planned slot of the night, and how rows group.
+"""A journal row (one attempt at one planned slot) and how rows group. Pure.
 
-The journal speaks the run's language: a finished row is `accepted`, `refused`, `failed`,
-`timed-out` or `interrupted`, exactly the status its sealed folder records
-(`harness.base.states.Status`). Several rows share a slot (`plan_index`) when it was tried
-again: its newest attempt decides the slot, and `rerun_of` links each attempt to the one
-it repeats. Pure.
-"""
+A row's state is its sealed folder's status; the newest attempt of a slot decides it."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The journal file itself (`journal.sqlite`, naming.py): its schema, and the checks that
-refuse any file but our own.
+"""The journal file's schema, and the checks that refuse any file but our own.
 
-A file that is not a harness journal, or is damaged, is refused with a clear message and
-left exactly where it is. Nothing here writes: `Journal` (journal.py) opens and writes,
-`migrate` upgrades a file an older harness wrote.
-
-Versions: 1 named an accepted run `sealed` and a timed-out one `failed` with a "timed-out: "
-reason; 2 speaks the run's language (a row's state is its sealed folder's status); 3 also
-keeps, beside the reason people read, the rule ids (`rules`, a JSON list) and the exit
-class (`exit_class`: 0, 1 or 3) of a row's outcome, so the night decides from them and
-never from the text.
-"""
+Version 1 said `sealed` for accepted; 2 uses the run's status; 3 adds a row's rule ids
+and exit class, so the night decides from them and never from the reason's text."""
 
 from __future__ import annotations
 
@@ -91,27 +82,22 @@ def statements_of(version: int) -> list[str]:
 
 
 # The columns every version has, in Row's order; today's adds the outcome's evidence.
-V2_ROW_COLUMNS = (
-    "id, plan_index, control, repeat_index, attempt, state, run_id, run_dir, reason, "
-    "rerun_of, origin, link_reason, updated"
-)
+V2_ROW_COLUMNS = ("id, plan_index, control, repeat_index, attempt, state, run_id, run_dir, "
+                  "reason, rerun_of, origin, link_reason, updated")
 ROW_COLUMNS = V2_ROW_COLUMNS + ", rules, exit_class"
 EVENT_COLUMNS = ("id", "run", "event", "from_state", "to_state", "detail", "at")
 # What each column read may hold, as the schema says: a value of any other type (a BLOB, a
 # REAL, NULL in a NOT NULL column) means the file was edited outside the harness.
 V2_ROW_TYPES: tuple[tuple[type, ...], ...] = (
     (int,), (int,), (str,), (int,), (int,), (str,), (str, type(None)), (str, type(None)),
-    (str, type(None)), (int, type(None)), (str,), (str, type(None)), (str,),
-)
+    (str, type(None)), (int, type(None)), (str,), (str, type(None)), (str,))
 ROW_TYPES = (*V2_ROW_TYPES, (str, type(None)), (int, type(None)))
 MAX_RULES = 256  # rule ids one row names; the harness's own outcomes name a handful
 MAX_RULE_CHARS = 200
-NIGHT_TYPES: tuple[tuple[type, ...], ...] = (
-    (str,), (str,), (str, type(None)), (str,), (str, type(None)),
-)
+NIGHT_TYPES: tuple[tuple[type, ...], ...] = ((str,), (str,), (str, type(None)), (str,),
+                                              (str, type(None)))
 EVENT_TYPES: tuple[tuple[type, ...], ...] = (
-    (int,), (int,), (str,), (str, type(None)), (str,), (str, type(None)), (str,),
-)
+    (int,), (int,), (str,), (str, type(None)), (str,), (str, type(None)), (str,))
 ORIGINS = ("plan", "retry", "rerun")
 # Bounds on one value: a read of anything longer fails in SQLite itself ("string or blob too
 # big") instead of filling memory; the harness clamps what it writes far below that bound.
@@ -120,17 +106,14 @@ MAX_TEXT_CHARS = 50_000
 
 
 def damaged(path: Path, err: Exception) -> EnvironmentFault:
-    return EnvironmentFault(
-        f"journal {path} is damaged or unreadable ({err}); it was left untouched. "
-        "Move it aside to start a new night there, or restore it from a backup."
-    )
+    return EnvironmentFault(f"journal {path} is damaged or unreadable ({err}); it was left "
+                            "untouched. Move it aside to start a new night there, or restore "
+                            "it from a backup.")
 
 
 @functools.cache
 def expected_schema(version: int = SCHEMA_VERSION) -> tuple[tuple, ...]:
-    """sqlite_master as `create` (or the harness that wrote `version`) leaves it. Made
-    once per version (an immutable tuple): a report over a year of nights opens 365
-    journals and checked each against an in-memory database built twice per open."""
+    """sqlite_master as `create` leaves it for `version`; cached, as a report opens hundreds."""
     conn = sqlite3.connect(":memory:")
     try:
         for statement in statements_of(version):
@@ -154,8 +137,7 @@ def harden(conn: sqlite3.Connection) -> None:
 
 
 def check_schema(path: Path, conn: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
-    """Refuse any schema but the harness's own, exactly: no view posing as a table, no
-    generated column, trigger, extra index or altered column can run code on a read."""
+    """Refuse any schema but ours, exactly: no view, trigger or altered column runs on a read."""
     found, wanted = schema_of(conn), expected_schema(version)
     if found != wanted:
         extra = sorted({r[1] for r in set(found) ^ set(wanted)})
@@ -182,8 +164,7 @@ def clamp(value: object) -> object:
 
 
 def check_file(path: Path) -> int:
-    """Validate an existing journal read-only, before anything may write to it; return
-    its schema version (one this harness reads)."""
+    """Validate an existing journal read-only, before any write; return its schema version."""
     try:
         ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as e:
@@ -195,8 +176,7 @@ def check_file(path: Path) -> int:
 
 
 def check_connection(path: Path, conn: sqlite3.Connection) -> int:
-    """`check_file` on a connection the caller holds (a read-only open checks the very
-    connection it then reads through); InvalidInput for a foreign or damaged file."""
+    """`check_file` on the connection the caller then reads through."""
     try:
         harden(conn)
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]

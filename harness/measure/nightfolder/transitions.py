@@ -1,13 +1,6 @@
-"""The journal's legal moves, as pure functions over rows: which state changes are legal,
-which event records a sealed run's status, and what a fresh start does with rows a dead
-harness left.
+"""The journal's legal moves, pure, so every rule is tested without a database.
 
-Kept apart from the SQLite shell (journal.py) so every rule is tested without a database.
-A finished row is never moved again (an interrupted one is only tried again as a new,
-linked attempt). Which row the night launches next is the driver's
-(`harness.driver.night.nextstep`); `Journal.apply` carries out the bookkeeping steps
-either gives.
-"""
+A finished row never moves again; an interrupted one is retried only as a new attempt."""
 
 from __future__ import annotations
 
@@ -54,10 +47,7 @@ def transition(state: State | str, event: str) -> State:
 
 
 def outcome_event(status: Status | str, text: str) -> tuple[str, str | None]:
-    """(event, reason) recording a run that ended with `status`. Pure.
-
-    An accepted run needs no reason; any other keeps the run's reasons (or its status when
-    it gave none). A status the journal does not know is recorded `failed`, naming it."""
+    """(event, reason) recording a run that ended with `status`; an unknown status is `failed`."""
     text = text or str(status)
     if status == Status.ACCEPTED:
         return "accept", None
@@ -75,13 +65,9 @@ class Step:
 
 
 def resume_steps(rows: Sequence[Row]) -> list[Step]:
-    """What a fresh start of a night does first. Pure.
-
-    A `running` row found at start means the harness died mid-run: it becomes
-    `interrupted`. A `deferred` row goes back to `planned`, because the host may have been
-    repaired since. Call this only while holding the night's lock, or a live night's
-    running row would be mistaken for a dead one.
-    """
+    """What a fresh start does first, pure: a `running` row (its harness died) becomes
+    `interrupted`; a `deferred` one `planned` (the host may be repaired). Call it only
+    under the night lock, or a live night's running row would look dead."""
     steps = [Step("interrupt", r) for r in rows if r.state == State.RUNNING]
     steps += [Step("requeue", r) for r in rows if r.state == State.DEFERRED]
     return steps

@@ -1,21 +1,10 @@
-"""What a run was made from, kept in its folder: the one writer and the one reader of inputs/.
+"""What a run was made from, kept in its folder: the one writer and reader of inputs/.
 
-A run's source seal records the sha256 of its campaign and control files; a reviewer
-holding only the run folder (or a bundle of it) could not see the YAML behind that digest.
-So preflight keeps, before the seal that covers them (layout.INPUTS):
-
-- `campaign.yaml`, `control.yaml`: the exact bytes the source seal hashed. They are read
-  ONCE here, bounded like the loader reads them, and written only when their sha256 is the
-  seal's for that file (`copy_problem`): a file swapped between the seal and the copy is
-  never kept as if it were the sealed one (the run is refused, SEAL-CHANGED, instead);
-- `resolved.json`: the campaign and the control as the loader resolved them (defaults
-  applied: what the run used), secret-looking values redacted;
-- `image.json`: the images.lock entry the run's image came from.
-
-The reader (`read_kept`, `kept_names`) is for sealed folders only: each file is opened
-beneath the run folder (no symlink followed anywhere), bounded, and must hash to what
-SHA256SUMS claims for it, so what `show` and `diff` print is what the seal vouches for.
-"""
+A reviewer holding only the run folder must see the YAML behind the source seal's digests,
+so preflight keeps `campaign.yaml` and `control.yaml` (written only when their sha256 is
+the seal's: a file swapped after sealing is never kept as the sealed one), `resolved.json`
+(as the loader resolved them, secrets redacted) and `image.json` (the images.lock entry).
+The reader serves sealed folders only: each file must hash to what SHA256SUMS claims."""
 
 from __future__ import annotations
 
@@ -42,11 +31,8 @@ READ_LIMIT = 4 * YAML_LIMIT  # resolved.json holds both files' values, plus the 
 NOT_KEPT = "not kept (run made before the harness kept its inputs)"
 
 
-# ---- writing, at preflight ------------------------------------------------------------------
-
 def read_copy(path: Path) -> tuple[bytes | None, str | None]:
-    """The bytes of an operator's input file, read once, bounded as the loader reads it
-    (regular files only; a link to one is followed, as the loader follows it); or why not."""
+    """An operator's input file's bytes, read once, bounded as the loader reads it; or why not."""
     try:
         return read_bounded(path, COPY_LIMIT, "input file", follow_symlinks=True), None
     except InputError as e:
@@ -55,8 +41,7 @@ def read_copy(path: Path) -> tuple[bytes | None, str | None]:
 
 def copy_problem(label: str, sealed_hex: str | None, data: bytes | None,
                  read_error: str | None = None) -> str | None:
-    """Pure: why these bytes may not be kept as the sealed file `label`: unreadable, not in
-    the seal, or not the bytes it hashed (changed between the seal and the copy)."""
+    """Pure: why these bytes may not be kept as the sealed file `label`."""
     if data is None:
         return f"{label}: could not be read again to keep a copy ({read_error})"
     if sealed_hex is None:
@@ -89,8 +74,6 @@ def write_document(run_dir: Path, name: str, doc: Any) -> str:
     return KEPT[name]
 
 
-# ---- reading a sealed run folder ------------------------------------------------------------
-
 def has_inputs(run_dir: Path) -> bool:
     """Whether the run kept its inputs at all (older runs have no inputs/)."""
     folder = Path(run_dir) / layout.INPUTS
@@ -99,9 +82,7 @@ def has_inputs(run_dir: Path) -> bool:
 
 def read_kept(run_dir: Path, name: str, claims: dict[str, str] | None = None
               ) -> tuple[bytes | None, str | None]:
-    """(the bytes of inputs/<name> as sealed, None) or (None, why not): not kept, unreadable,
-    over its bound, or not the bytes SHA256SUMS vouches for. `claims`: the manifest's
-    name -> hex, when the caller has loaded it already."""
+    """(bytes of inputs/<name> as sealed, None) or (None, why not); `claims`: SHA256SUMS's."""
     rel = KEPT[name]
     run_dir = Path(run_dir)
     if not os.path.lexists(run_dir / rel):
@@ -133,8 +114,7 @@ def read_kept_json(run_dir: Path, name: str, claims: dict[str, str] | None = Non
 
 
 def kept_digests(run_dir: Path) -> dict[str, str] | None:
-    """name -> sha256 hex of each kept input, as SHA256SUMS records them; None when the
-    run kept none (older runs) or its manifest cannot be read."""
+    """name -> sha256 hex of each kept input per SHA256SUMS; None when none or unreadable."""
     if not has_inputs(run_dir):
         return None
     try:

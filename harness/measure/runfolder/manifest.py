@@ -1,19 +1,10 @@
 """SHA256SUMS: the one manifest format of a run folder, its one parser and its one checker.
 
-The format is `sha256sum` output, so a reviewer needs only coreutils: one line per file,
-64 lowercase hex digits, two spaces, a relative name, a newline. The writer (`render`)
-and the parser (`parse`) accept exactly the same lines, and `sha256sum -c --strict`
-accepts both: a name that coreutils would have to escape (`tree.path_problem`) is refused
-by the writer, so no line ever starts with a backslash. Run seals, addenda and bundle
-manifests (`harness.readers.bundle.sums`) all read through `parse` and compare through `compare`.
-
-Evidence trees are hostile (the workload writes into them), so sealing and verifying walk
-with `harness.base.tree`: nothing is followed through a symlink, nothing but a regular file is
-opened. `write_manifest` refuses (`Unsealable`) a tree holding anything a seal cannot
-vouch for (the cleaner, `harness.pipeline.clean`, removes and records such entries
-first), and `verify_folder` is at least as strict as `sha256sum -c --strict` plus
-"exactly these files, nothing else".
-"""
+The format is `sha256sum` output, so a reviewer needs only coreutils; the writer refuses a
+name coreutils would escape, so `render`, `parse` and `sha256sum -c --strict` read every
+line alike. Evidence trees are hostile: walks never follow a symlink nor open anything but
+a regular file, `write_manifest` refuses a tree a seal cannot vouch for, and
+`verify_folder` adds "exactly these files, nothing else" to `sha256sum -c --strict`."""
 
 from __future__ import annotations
 
@@ -44,9 +35,7 @@ MANIFEST_LIMIT = 256 * 1024 * 1024  # ~2.5 million lines: far beyond any run
 # one would hold up sealing for hours, so beyond this size it is removed, not sealed.
 WORKLOAD_DIR = OBSERVATIONS
 MAX_WORKLOAD_FILE = 8 * 1024**3
-# Entries a run folder may hold: far beyond any real run, small enough that sealing and
-# verifying stay within seconds.
-MAX_ENTRIES = 100_000
+MAX_ENTRIES = 100_000  # far beyond any run; sealing and verifying stay within seconds
 FILE_MODE = 0o444  # fixed modes, never remembered ones: no write, exec, setuid or sticky bit
 DIR_MODE = 0o555
 # Strict on purpose: lowercase hex and two spaces, exactly as sha256sum writes them, so no
@@ -61,11 +50,8 @@ class Unsealable(OSError):
     """The tree holds something no seal may vouch for; nothing was written."""
 
 
-# ---- the format ----------------------------------------------------------------------------
-
 def render(digests: Mapping[str, str]) -> str:
-    """`sha256sum` lines sorted by name; a name that would need escaping is refused
-    (ValueError), so coreutils and `parse` read every line the same way."""
+    """`sha256sum` lines sorted by name; ValueError for a name that would need escaping."""
     lines = []
     for name in sorted(digests):
         problem = path_problem(name)
@@ -77,11 +63,8 @@ def render(digests: Mapping[str, str]) -> str:
 
 def parse(data: bytes) -> tuple[Entries, BadLines]:
     """The one parser, pure and strict: ([(name, hex)] in file order, duplicates kept;
-    [(line number, why)]).
-
-    Lines end at b"\\n" only (never \\r, U+0085 or U+2028), the last one too; each is 64
-    lowercase hex, two spaces and a sealable relative name: no `*` binary marker, no `./`,
-    no backslash escaping, no empty line."""
+    [(line number, why)]). Lines end at b"\\n" only, the last one too; no `*`, `./` or
+    backslash escaping, no empty line."""
     entries: Entries = []
     bad: BadLines = []
     lines = data.split(b"\n")
@@ -109,18 +92,14 @@ def parse(data: bytes) -> tuple[Entries, BadLines]:
 
 
 def load(path: Path) -> tuple[Entries, BadLines]:
-    """Read a manifest bounded (regular file only, never a FIFO or symlink) and parse it;
-    InputError when it cannot be read."""
+    """Read a manifest bounded (regular file only) and parse it; InputError when unreadable."""
     return parse(read_bounded(path, MANIFEST_LIMIT, "manifest"))
 
 
 def compare(claims: Mapping[str, str],
             found: Mapping[str, str | OSError | None]) -> list[tuple[str, str]]:
-    """The one checker of coverage and hashes: (name, kind) for every difference, sorted.
-
-    kind: missing (claimed, not found) | extra (found, not claimed) | unreadable (found,
-    could not be hashed: an OSError) | changed (another hash). A found value of None
-    means "present, not hashed", which only an unclaimed file may be."""
+    """The one checker: (name, kind) per difference, sorted; kind is missing, extra,
+    unreadable (an OSError) or changed. None found means "present, not hashed"."""
     out = []
     for name in sorted(set(claims) | set(found)):
         if name not in found:
@@ -133,8 +112,6 @@ def compare(claims: Mapping[str, str],
             out.append((name, "changed"))
     return out
 
-
-# ---- sealing -------------------------------------------------------------------------------
 
 def empty_folders(entries: list[Entry]) -> list[str]:
     """Pure: the folders among `entries` with no regular file anywhere below them."""
@@ -171,10 +148,7 @@ def unsealable(entries: list[Entry]) -> list[str]:
 
 
 def write_manifest(folder: Path) -> dict[str, str]:
-    """Hash every file below `folder` and write SHA256SUMS last. Returns the digests.
-
-    Refuses (`Unsealable`, writing nothing) a tree that still holds anything a seal cannot
-    vouch for, so no code path can seal a folder that would not verify."""
+    """Hash every file and write SHA256SUMS last; `Unsealable` (nothing written) otherwise."""
     try:
         entries = [e for e in walk(folder, MAX_ENTRIES) if e.rel != SUMS]
     except TooMany:
@@ -195,12 +169,9 @@ def write_manifest(folder: Path) -> dict[str, str]:
 
 
 def make_read_only(folder: Path) -> None:
-    """Files 0444, folders 0555, the folder itself last; a symlink or device is never
-    chmodded (that would change whatever it points to), and there should be none.
-
-    A harness running as root also takes ownership of everything it seals: a workload
-    that is root in its container can give its files to any host uid, and that user could
-    then make them writable again and change sealed evidence."""
+    """Files 0444, folders 0555, the folder last; never chmod a symlink or device. As root it
+    also takes ownership: a workload root in its container can give files to any host uid,
+    who could make them writable again."""
     owner = (os.getuid(), os.getgid())
     for e in reversed(walk(folder)):
         if e.is_file or e.is_dir:
@@ -208,15 +179,9 @@ def make_read_only(folder: Path) -> None:
     chmod_beneath(folder, "", DIR_MODE, owner)
 
 
-# ---- verification ---------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class SealFault:
-    """One reason a sealed folder is not intact. `path` is ASCII-safe (`tree.printable`).
-
-    kind: no-manifest | unreadable | bad-line | duplicate | claimed-twice | claims-a-manifest
-    | changed | missing | extra | extra-folder | stray-manifest | not-regular | bad-name
-    | too-deep | not-a-folder | too-many"""
+    """One reason a sealed folder is not intact. `path` is ASCII-safe (`tree.printable`)."""
 
     path: str
     kind: str
@@ -301,13 +266,9 @@ def _walk_sealed(folder: Path) -> list[Entry] | SealFault:
 
 
 def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> list[SealFault]:
-    """Re-hash a sealed folder: its SHA256SUMS plus every addendum's own SHA256SUMS.
-
-    Every regular file must be claimed by exactly one manifest and match it; nothing else
-    may be there: no other entry kind, no unclaimed file or folder, no unsealable name.
-    `digests` ({relpath: hex}) are hashes the caller took of these very files in the same
-    pass that read them for another purpose (a bundle writing or unpacking them), so each
-    file is read once; any present file they do not cover is hashed here."""
+    """Re-hash a sealed folder: its SHA256SUMS plus every addendum's own. Every regular file
+    must be claimed by exactly one manifest and match it; nothing else may be there.
+    `digests`: hashes the caller already took of these files, so each is read once."""
     entries = _walk_sealed(folder)
     if isinstance(entries, SealFault):
         return [entries]

@@ -1,26 +1,12 @@
 """Run references: the forms a run may be named by on a command line, found in a runs dir.
 
-As docker takes an id prefix and git a short hash, every command that takes a run folder
-also takes a reference resolved here against the names of the runs dir's entries. A run
-id is `<control>-<UTC stamp>-<8 hex>` and each form matches only its own part of it:
-- `latest` (the newest run by the stamp in its id), `@-1` the one before it, `@-2` ...;
-- the whole run id: a real run folder of exactly that name always wins;
-- the tail: 1 to 8 hex digits and nothing else (either case) are the start of the 8 hex
-  digits that end a run id, and need at least 4 of them (`ad5ab0af`, `ad5a`);
-- an id prefix: anything else is the start of the whole run id, from its control name on
-  (`rehearsal-gate0-2026120`), and must name one run.
-A reference is ambiguous (InvalidInput, exit 2, listing at most MAX_CANDIDATES
-candidates and how each matched) when it matches more than one entry, or when a tail
-also starts an entry's name (the control `c0ffee` of `c0ffee-...`): a string typed as a
-tail must never reach a run by its control name, nor a prefix meant for one run another.
-An entry named like a run that is not a real folder (a symlink, a file) is never resolved
-to, but it is a candidate: a reference that matches it names it and refuses.
-
-`resolve_ref` is pure over names; `run_entries` is the thin reader of a runs dir (what
-each entry named like a run is, a link never followed, bounded), `run_names` the real
-folders among them. An existing path always wins over a reference (a name with a `/`, or
-an entry in the current folder): that is the caller's test (`looks_like_ref`).
-"""
+A run id is `<control>-<UTC stamp>-<8 hex>`; each form matches only its own part of it:
+`latest`, `@-1`, `@-2` ...; the whole id (a real folder of that name always wins); a tail
+of 4 to 8 hex digits; or an id prefix naming one run. A reference matching more than one
+entry, or a tail that also starts an entry's name, is ambiguous (exit 2): a tail must
+never reach a run by its control name. An entry named like a run that is not a real
+folder is a candidate but never resolved to. An existing path always wins over a
+reference (`looks_like_ref`)."""
 
 from __future__ import annotations
 
@@ -63,14 +49,12 @@ def looks_like_ref(text: str) -> bool:
 
 
 def is_tail(ref: str) -> bool:
-    """Whether `ref` has the tail's form (only hex digits, at most 8): it then matches the
-    tail of a run id and nothing else. Pure."""
+    """Whether `ref` has the tail's form (hex digits only, at most 8). Pure."""
     return _TAIL.fullmatch(ref) is not None
 
 
 def _matches(ref: str, name: str) -> str | None:
-    """How `ref` matches the run-shaped `name`: BY_TAIL, BY_ID (an id prefix), BY_NAME (a
-    tail that starts the name instead: a conflict, never a match), or None. Pure."""
+    """How `ref` matches `name`: BY_TAIL, BY_ID, BY_NAME (a conflict), or None. Pure."""
     if is_tail(ref):
         if run_parts(name)[2].startswith(ref.lower()):  # type: ignore[index]
             return BY_TAIL
@@ -100,11 +84,8 @@ def _by_age(ref: str, ordered: list[str], where: str) -> str:
 
 def resolve_ref(ref: str, names: Sequence[str], where: str,
                 not_folders: Mapping[str, str] | None = None) -> str:
-    """The one run folder name `ref` means among `names` (the real run folders, in any
-    order); `not_folders` maps the other entries named like a run to what they are ("a
-    symlink"), candidates never resolved to. InvalidInput (exit 2) when none or more than
-    one entry matches, or a tail matches by the name, naming the candidates or the
-    nearest. Pure."""
+    """The one run folder name `ref` means among `names`; `not_folders` maps other entries
+    named like a run to what they are. InvalidInput (exit 2) when none or several match. Pure."""
     ordered = newest_first(names)
     if ref == LATEST or _BACK.fullmatch(ref):
         return _by_age(ref, ordered, where)
@@ -140,9 +121,8 @@ def _what(entry: os.DirEntry[str]) -> str:
 
 
 def run_entries(runs_dir: Path, limit: int = MAX_NAMES) -> dict[str, str]:
-    """Each entry directly in `runs_dir` named like a minted run id, and what it is
-    (FOLDER for a real folder, "a symlink", "not a folder"; a link is never followed), at
-    most `limit`; OSError if the runs dir cannot be read."""
+    """Each entry in `runs_dir` named like a run id and what it is (FOLDER, "a symlink",
+    "not a folder"; links never followed), at most `limit`; OSError if unreadable."""
     found: dict[str, str] = {}
     with os.scandir(runs_dir) as entries:
         for entry in entries:
@@ -154,16 +134,8 @@ def run_entries(runs_dir: Path, limit: int = MAX_NAMES) -> dict[str, str]:
 
 
 def run_names(runs_dir: Path, limit: int = MAX_NAMES) -> list[str]:
-    """The names of the run folders directly in `runs_dir`: real folders (a link is not
-    followed), named like a minted run id, at most `limit`; OSError if it cannot be read."""
-    names: list[str] = []
-    with os.scandir(runs_dir) as entries:
-        for entry in entries:
-            if len(names) >= limit:
-                break
-            if run_parts(entry.name) is not None and entry.is_dir(follow_symlinks=False):
-                names.append(entry.name)
-    return names
+    """The real run folders directly in `runs_dir`, at most `limit`; OSError if unreadable."""
+    return [n for n, what in run_entries(runs_dir, limit).items() if what == FOLDER]
 
 
 def find_run(ref: str, runs_dir: Path, where: str) -> Path:

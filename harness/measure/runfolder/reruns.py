@@ -1,11 +1,6 @@
-"""The rerun index: `RUNS_DIR/reruns.jsonl`, the forward links from original runs to their
-reruns, appended (`append_index`: by `harness rerun`, and by a night for its confirmation
-reruns) and read back.
+"""The rerun index `RUNS_DIR/reruns.jsonl`: forward links from original runs to their reruns.
 
-Apart from harness.driver.rerun so that `harness show`, which lists a run's reruns, loads none of
-the code that launches one, and so that a night's journal source and `harness rerun` append
-through one writer.
-"""
+Apart from harness.driver.rerun so that `harness show` loads none of the launching code."""
 
 from __future__ import annotations
 
@@ -25,8 +20,7 @@ INDEX_LIMIT = 64 * 1024 * 1024
 
 
 def fold_index(lines: list[str]) -> dict[str, dict]:
-    """Pure: rerun run_id -> its latest entry (a `finished` line supersedes `started`).
-    Lines that are not JSON objects (a torn last line) are skipped."""
+    """Pure: rerun run_id -> its latest entry; lines that are not JSON objects are skipped."""
     out: dict[str, dict] = {}
     for line in lines:
         try:
@@ -46,8 +40,7 @@ def original_id(entry: dict) -> str | None:
 
 
 def index_lines(runs_dir: Path) -> list[str]:
-    """The index's lines in `runs_dir` ([] when it is missing or cannot be read): bounded,
-    regular files only, so a FIFO or a huge index never hangs `show`, `ls` or a report."""
+    """The index's lines ([] when missing or unreadable), bounded, regular files only."""
     try:
         raw = read_bounded(Path(runs_dir) / INDEX, INDEX_LIMIT, what="rerun index")
     except InputError:
@@ -56,8 +49,7 @@ def index_lines(runs_dir: Path) -> list[str]:
 
 
 def reruns_of(run_dir: Path) -> list[dict]:
-    """The reruns of the run in `run_dir`, oldest first, from the index beside it:
-    [{"run_id", "path", "reason", "status", "at"}]."""
+    """The reruns of the run in `run_dir`, oldest first, from the index beside it."""
     run_dir = Path(run_dir)
     out = []
     for rid, e in fold_index(index_lines(run_dir.parent)).items():
@@ -69,8 +61,7 @@ def reruns_of(run_dir: Path) -> list[dict]:
 
 def index_entry(link: Mapping[str, Any], rerun_id: str, rerun_path: Path | str,
                 night: Path | str | None, status: str) -> dict:
-    """One line of the index: the original (`link`: its run id, path and why, as run.json's
-    `rerun_of` holds it), the rerun, the night it ran in, now, and where it stands."""
+    """One line of the index: original, rerun, night, now, and where it stands."""
     return {"original": {"run_id": link["run_id"], "path": link["path"]},
             "rerun": {"run_id": rerun_id, "path": str(rerun_path)},
             "reason": link["reason"], "night": str(night) if night else None,

@@ -1,12 +1,5 @@
-"""The one verified reader of a sealed run: its folder verifies, and run.json is read as the
-bytes its SHA256SUMS vouches for, in the record's strict shape.
-
-Every command that acts on a sealed run (show, diff, rerun, refinalize) reads it here, so a
-record edited after the seal is never printed as fact nor acted on: a folder never sealed
-or failing verification is refused (exit 1, with the caller's rules), a run.json of the
-wrong shape is bad input (exit 2). Verifying first, then reading run.json once and checking
-its hash against the claim, leaves no window in which another file could be read.
-"""
+"""The one verified reader of a sealed run: the folder verifies, then run.json is read once
+as the bytes its SHA256SUMS vouches for, so an edit after the seal is never taken as fact."""
 
 from __future__ import annotations
 
@@ -18,9 +11,9 @@ from pathlib import Path
 from harness.base.catalogue import RUN_NOT_INTACT, RUN_UNSEALED
 from harness.base.errors import Refused
 from harness.base.readfile import InputError, read_bounded
-from harness.measure.runfolder import manifest, record
+from harness.measure.runfolder import manifest, runjson
 from harness.measure.runfolder.layout import RECORD, SUMS
-from harness.measure.runfolder.record import RunRecord
+from harness.measure.runfolder.runjson import RunRecord
 
 MAX_SHOWN = 10
 
@@ -44,9 +37,8 @@ def require_sealed(run_dir: Path, unsealed: Rule = UNSEALED,
                       f"{more}); {not_intact[1]}", rule=not_intact[0])
 
 
-def read_record(run_dir: Path, loads: record.Loads = json.loads) -> RunRecord:
-    """run.json of a sealed, intact run folder, as sealed, in the strict record shape
-    (`loads` may be stricter than json.loads, as `record.parse` says)."""
+def read_record(run_dir: Path, loads: runjson.Loads = json.loads) -> RunRecord:
+    """run.json of a sealed, intact run folder, as sealed, in the strict record shape."""
     run_dir = Path(run_dir)
     if not os.path.isdir(run_dir):
         raise Refused(f"{run_dir} is not a run folder", rule=RUN_UNSEALED)
@@ -54,9 +46,9 @@ def read_record(run_dir: Path, loads: record.Loads = json.loads) -> RunRecord:
     where = f"{run_dir}/{RECORD}"
     try:
         claims = dict(manifest.load(run_dir / SUMS)[0])
-        data = read_bounded(run_dir / RECORD, record.RECORD_LIMIT, "run record")
+        data = read_bounded(run_dir / RECORD, runjson.RECORD_LIMIT, "run record")
     except InputError as e:
         raise Refused(f"{run_dir}: {e.message}", rule=RUN_NOT_INTACT) from None
     if RECORD not in claims or hashlib.sha256(data).hexdigest() != claims[RECORD]:
         raise Refused(f"{where} is not the file its seal vouches for", rule=RUN_NOT_INTACT)
-    return record.strict(record.parse(data, where, loads), where)
+    return runjson.strict(runjson.parse(data, where, loads), where)

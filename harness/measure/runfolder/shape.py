@@ -1,12 +1,8 @@
 """What a run record must be: the strict shape every reader of run.json applies.
 
-A run.json is read by show, diff, rerun, report, bundles, refinalize and recovery, and may
-have been damaged or forged after sealing. A document that parses as JSON but not as a run
-record (a post-step entry without a name, a campaign that is a plain string, a status no
-run can have) is bad input, never a record printed as fact: `problems` names each fault,
-and `record.read` refuses with them (exit 2). Optional keys may be absent, and unknown
-keys are allowed (a newer schema may add some); every key that is there has its type.
-"""
+A record may be damaged or forged after sealing; one that parses as JSON but not as a run
+record is bad input (exit 2). Unknown keys are allowed (a newer schema may add some);
+every key that is there has its type."""
 
 from __future__ import annotations
 
@@ -17,9 +13,8 @@ from harness.base.states import STATUSES
 
 _OPT = type(None)
 
-# key -> accepted types, for the keys every record has, then those some records have
-# campaign and control are None only in a record recovery wrote for a run cut off before
-# its owner file named them
+# key -> accepted types; campaign and control are None only where recovery sealed a run cut
+# off before its owner file named them
 _REQUIRED = {"schema": str, "run_id": str, "status": str, "campaign": (dict, _OPT),
              "control": (dict, _OPT)}
 _OPTIONAL = {"attempt": (int, _OPT), "image": dict, "seal": (str, _OPT),

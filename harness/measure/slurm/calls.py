@@ -1,16 +1,8 @@
 """The thin shell between the Slurm executor and the Slurm commands: submit, poll, cancel.
 
-Everything that decides is elsewhere and pure (job.py builds, query.py reads, follow.py
-paces); this module only writes the job script, runs the Slurm commands (sbatch, squeue,
-sacct, scancel, scontrol) once each with a timeout, and classifies what came back. Why a
-timeout on every call: a Slurm client whose configuration or controller is missing retries
-for up to a minute before it fails.
-
-A submission that failed *transiently* (controller unreachable, timed out) may still have
-been accepted by Slurm: the executor looks the job's token up (SlurmExecutor.submit and
-.resume) before sending it again. Only a *refused* submission (bad partition,
-no node can ever satisfy it, a deadline already past) is final.
-"""
+Every call has a timeout: a Slurm client without its controller retries for a minute.
+A transiently failed submission may still have been accepted, so the executor looks its
+token up before sending it again; only a rejected one is final."""
 
 from __future__ import annotations
 
@@ -25,9 +17,9 @@ from pathlib import Path
 
 from harness.base import atomic
 from harness.base.errors import InvalidInput
+from harness.base.names import is_name
 from harness.measure.slurm import job, query
 from harness.measure.slurm import script as jobscript
-from harness.measure.slurm.identity import node_name
 from harness.measure.slurm.query import Job, Parsed
 
 # Messages after which the same sbatch may well succeed later (or did succeed already).
@@ -41,8 +33,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class SubmitAnswer(StrEnum):
-    """What one sbatch answered: the job was taken, the call may be tried again, or
-    Slurm rejected the job itself (sending it again changes nothing)."""
+    """What one sbatch answered; REJECTED is final, TRANSIENT may be tried again."""
 
     SUBMITTED = "submitted"
     TRANSIENT = "transient"
@@ -60,9 +51,8 @@ class Submitted:
 
 @dataclass
 class Poll:
-    """One batched status query: the jobs seen, whether the controller answered (squeue:
-    without it a job's absence means nothing), whether ended jobs would show even after
-    leaving squeue (sacct or jobcomp answered), and each failed source's message."""
+    """One batched status query: the jobs seen, whether squeue answered (without it absence
+    means nothing), whether sacct or jobcomp answered, and each failed source's message."""
 
     jobs: dict[str, Job] = field(default_factory=dict)
     live: bool = True
@@ -81,10 +71,8 @@ def parse_job_id(stdout: str) -> str:
 
 
 def classify(returncode: int, stderr: str) -> SubmitAnswer:
-    """TRANSIENT or REJECTED for a failed sbatch, from its message. Pure.
-
-    Unknown failures count as transient: the token lookup before any resubmission keeps
-    that safe, while calling a possibly-accepted job rejected could lose a run."""
+    """TRANSIENT or REJECTED for a failed sbatch. Pure. Unknown failures are transient: the
+    token lookup before any resubmission keeps that safe; a wrong REJECTED could lose a run."""
     text = stderr.lower()
     if returncode != 0 and not any(t in text for t in TRANSIENT) \
             and ("batch job submission failed" in text or "invalid" in text):
@@ -94,8 +82,7 @@ def classify(returncode: int, stderr: str) -> SubmitAnswer:
 
 def _run(argv: list[str], env: Mapping[str, str] | None, timeout_s: float,
          ) -> subprocess.CompletedProcess | str:
-    """The finished process, or why it could not run (missing command, timeout). The
-    command is found on the caller's PATH and runs with `job.submit_env` alone."""
+    """The finished process or why it could not run; it runs with `job.submit_env` alone."""
     environ = os.environ if env is None else env
     command = shutil.which(argv[0], path=environ.get("PATH", os.defpath))
     if command is None:
@@ -152,10 +139,8 @@ def read_jobcomp(path: Path) -> str:
 def poll(names: Iterable[str], job_ids: Iterable[str], *, use_sacct: bool = False,
          jobcomp: Path | None = None, env: Mapping[str, str] | None = None,
          timeout_s: float = 30.0) -> Poll:
-    """One squeue call (by token), plus one sacct call (by id) or the jobcomp file.
-
-    A failed source is an error in the answer, never a state: its jobs are just absent,
-    and absent means unknown (query.states_of)."""
+    """One squeue call (by token), plus sacct (by id) or the jobcomp file. A failed source is
+    an error, never a state: its jobs are absent, which means unknown."""
     out = Poll()
     live = _parsed(_run(query.squeue_argv(names), env, timeout_s), "squeue",
                    query.parse_squeue, out)
@@ -178,8 +163,7 @@ def poll(names: Iterable[str], job_ids: Iterable[str], *, use_sacct: bool = Fals
 
 def cancel(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
            timeout_s: float = 30.0) -> str | None:
-    """scancel the jobs in one call, whatever their state; None when Slurm took it, else
-    its message. For duplicates of a token (the controller's own jobs), never for a stop."""
+    """scancel the jobs whatever their state (a token's duplicates); None when Slurm took it."""
     ids = _checked(job_ids)
     if not ids:
         return None
@@ -188,17 +172,12 @@ def cancel(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
 
 def cancel_pending(job_ids: Iterable[str], *, env: Mapping[str, str] | None = None,
                    timeout_s: float = 30.0) -> str | None:
-    """Cancel those of the jobs that have not started, and only those; None when Slurm
-    took it, else its message.
+    """Cancel only those of the jobs that have not started; None when Slurm took it.
 
-    Why three calls: the controller's "not yet running" is a poll old, and Slurm starts a
-    pending job the moment a slot frees, so a plain scancel (or scancel's own --state,
-    which filters before it signals) can kill a job that began a moment ago. A user hold
-    (`scontrol uhold`) is taken under the controller's lock and stops a pending job from
-    starting; once held, `scancel --state=PENDING` cancels exactly the jobs that never
-    started. The release then lifts the hold from the jobs that were running (harmless to
-    them, but a requeued job would otherwise wait forever); it fails for the cancelled
-    ones, which is expected."""
+    A plain scancel can kill a job that started since the last poll. So: `scontrol uhold`
+    (under the controller's lock) stops pending jobs from starting, `scancel --state=PENDING`
+    cancels exactly those, and the release lifts the hold from the running ones (a requeued
+    job would otherwise wait forever)."""
     ids = _checked(job_ids)
     if not ids:
         return None
@@ -212,11 +191,9 @@ DRAIN_REASON_MAX = 200
 
 
 def drain_argv(node: str, reason: str) -> list[str]:
-    """`scontrol update NodeName=N State=DRAIN Reason=...`, each value one argv element. Pure.
-
-    The node name must be a plain Slurm name (a list or a pattern would drain other nodes);
-    the reason is cut to printable ASCII on one line, at most DRAIN_REASON_MAX characters."""
-    if not node_name(node):
+    """`scontrol update NodeName=N State=DRAIN Reason=...`. Pure. The node must be one plain
+    name (a pattern would drain others); the reason is cut to one printable ASCII line."""
+    if not is_name(node):  # one plain name, never a list or a pattern
         raise InvalidInput(f"scontrol: not a node name: {str(node)[:80]!r}")
     text = " ".join("".join(c if " " <= c <= "~" else " " for c in reason).split())
     return ["scontrol", "update", f"NodeName={node}", "State=DRAIN",

@@ -1,19 +1,9 @@
 """Which device files gres.conf gives a node's GPUs, in Slurm's index order. Pure.
 
-Why: the doctor checks the host's GPU map (harness.config.gpumap) against what Slurm itself
-hands out. A job sees only indexes (`SLURM_JOB_GPUS`); Slurm numbers a node's GPUs in the
-order of their `File=` entries in gres.conf (`slurmd -G` lists them in that order; with
-`File=/dev/dri/renderD128` listed first, the job given index 0 runs on renderD128).
-
-Read here: lines `[NodeName=HOSTLIST] Name=gpu ... File=PATH` (a File may be a range such
-as `/dev/dri/renderD[128-131]`), key names in any case, `#` comments. Not read: `Include`,
-`AutoDetect` (then there are no files: the answer is None, and the doctor says so), and
-hostlists of more than one bracket group in a name (`Unsupported`: Slurm reads them, this
-check cannot compare them). The file is a site admin's, but a node must never trust it
-further than a comparison: nothing read here reaches an argv, and every number and range
-goes through harness.base.bounds, so text past a bound (a 5000-digit index, a range of 10^8
-files, a reversed range, a NUL byte) is `BadText` with its line number, never an answer.
-"""
+A job sees only indexes; Slurm numbers a node's GPUs in the order of their `File=`
+entries, so the doctor compares the host's GPU map with this. Not read: `Include`,
+`AutoDetect` (answer None) and multi-bracket hostlists (`Unsupported`). Nothing read here
+reaches an argv; every number and range is bounded (`BadText` with its line number)."""
 
 from __future__ import annotations
 
@@ -63,8 +53,7 @@ def _parts(pattern: str, max_elements: int) -> list[tuple[str, list[bounds.Span]
 
 
 def count(pattern: str, max_elements: int = MAX_EXPAND) -> int:
-    """How many names the hostlist `pattern` stands for, without expanding it; BadText
-    past a bound (over `max_elements` in all), Unsupported beyond one bracket group."""
+    """How many names a hostlist stands for, without expanding it; bounded."""
     total = sum(sum(map(len, spans)) if spans is not None else 1
                 for _, spans, _ in _parts(pattern, max_elements))
     if total > max_elements:
@@ -73,8 +62,7 @@ def count(pattern: str, max_elements: int = MAX_EXPAND) -> int:
 
 
 def expand(pattern: str, max_elements: int = MAX_EXPAND) -> list[str]:
-    """`node[1-3,7]` -> node1 node2 node3 node7; zero-padded ranges keep their width; a
-    comma list outside brackets is split. Counted whole (`count`) before any expansion."""
+    """`node[1-3,7]` -> node1 node2 node3 node7 (padding kept); counted before expanding."""
     count(pattern, max_elements)
     out = []
     for head, spans, tail in _parts(pattern, max_elements):
@@ -83,8 +71,7 @@ def expand(pattern: str, max_elements: int = MAX_EXPAND) -> list[str]:
 
 
 def names_node(pattern: str, node: str) -> bool:
-    """Whether the hostlist `pattern` names `node`: counted, never expanded, so a list may
-    name a whole cluster (up to MAX_NODES a range)."""
+    """Whether the hostlist `pattern` names `node`: counted, never expanded."""
     for head, spans, tail in _parts(pattern, MAX_NODES):
         if spans is None:
             if head == node:
@@ -98,18 +85,13 @@ def names_node(pattern: str, node: str) -> bool:
 
 
 def _fields(line: str) -> dict[str, str]:
-    out = {}
-    for word in bounds.fields(line, "the line"):
-        key, sep, value = word.partition("=")
-        if sep:
-            out[key.lower()] = value
-    return out
+    pairs = (word.partition("=") for word in bounds.fields(line, "the line"))
+    return {key.lower(): value for key, sep, value in pairs if sep}
 
 
 def _line_files(line: str, node: str) -> list[str] | None:
-    """The files one line gives `node`'s GPUs ([] when it is not about them), or None for
-    a GPU line of the node without files (auto-detected). Every GPU line's files are
-    checked, whichever node it names: slurmd reads the whole file on every node."""
+    """The files one line gives `node`'s GPUs ([] when not about them), or None for a GPU line
+    without files. Every GPU line is checked: slurmd reads the whole file on every node."""
     fields = _fields(line)
     if fields.get("name", "").lower() != "gpu":
         return []
@@ -121,9 +103,7 @@ def _line_files(line: str, node: str) -> list[str] | None:
 
 
 def gpu_files(text: str, node: str) -> list[str] | None:
-    """The node's GPU device files in gres.conf order, or None when gres.conf names none
-    for it (auto-detection, or no line for this node). BadText (a line past a bound or
-    not Slurm's syntax) and Unsupported say which line."""
+    """The node's GPU device files in gres.conf order, or None when gres.conf names none."""
     files: list[str] = []
     for number, raw in bounds.lines(text, "gres.conf", max_len=MAX_LINE):
         try:

@@ -1,16 +1,7 @@
-"""What a run inside a Slurm job records about that job, read from its environment. Pure.
+"""What a run inside a Slurm job records about that job, from its environment. Pure.
 
-Why: a run's evidence must say where it ran and on what, without asking Slurm later (its
-answers expire): the job id and its idempotency token (the controller maps the sealed run
-back to its journal row by them), the node, and the GPU indexes Slurm allocated
-(`SLURM_JOB_GPUS`, and `ROCR_VISIBLE_DEVICES` as gres.conf `Flags=amd_gpu_env` sets it).
-These values are recorded, never forwarded: the container's environment is built by the
-vector from the control alone, so the host's ROCR_VISIBLE_DEVICES never reaches it as is
-(inside a container device indexes restart at 0; ROCR and HIP number devices differently).
-
-Every value is hostile (a user can set any of these variables): each must match a narrow
-pattern or it is left out, so a forged value can neither break a label nor a record.
-"""
+Recorded, never forwarded (the container's environment comes from the control alone).
+Every variable is hostile: a value must match a narrow pattern or it is left out."""
 
 from __future__ import annotations
 
@@ -32,19 +23,12 @@ def job_id(environ: Mapping[str, str]) -> str | None:
 
 
 def gpu_indexes(environ: Mapping[str, str]) -> tuple[int, ...] | None:
-    """The GPU indexes Slurm allocated to this job on this node (`SLURM_JOB_GPUS`, e.g.
-    `0,1`), each once, in Slurm's order; None when absent or not such a list. Pure."""
+    """The GPU indexes in `SLURM_JOB_GPUS`, each once, in Slurm's order; None otherwise."""
     value = _matching(environ, "SLURM_JOB_GPUS", _INDEXES.fullmatch)
     if value is None:
         return None
     return tuple(dict.fromkeys(bounds.parse_int(i, "a GPU index", max_digits=4)
                                for i in value.split(",")))
-
-
-def node_name(text: object) -> bool:
-    """A plain Slurm node name: a safe name (harness.base.names), never a list or a
-    pattern, at most 64 characters."""
-    return is_name(text)
 
 
 def _matching(environ: Mapping[str, str], name: str,
@@ -66,7 +50,7 @@ def record(environ: Mapping[str, str]) -> dict[str, str | None] | None:
     return {
         "job_id": job,
         "token": token if parse_token(token) is not None else None,
-        "node": _matching(environ, "SLURMD_NODENAME", node_name),
+        "node": _matching(environ, "SLURMD_NODENAME", is_name),
         "gpus": _matching(environ, "SLURM_JOB_GPUS", _INDEXES.fullmatch),
         "rocr_visible_devices": _matching(environ, "ROCR_VISIBLE_DEVICES", _INDEXES.fullmatch),
     }

@@ -1,39 +1,16 @@
-"""The sbatch argv of one control attempt (or one `same_host` group), and what it runs. Pure.
+"""The sbatch argv of one control attempt (or one `same_host` group). Pure.
 
-It holds what defines a job: its token, its time limit and signal lead, its options, the
-`harness run` command it becomes and the paths of its script and log in the drop; the
-script itself is `slurm.script`'s, built from these.
-
-Why pure: the argv and the script are what a site admin reads and what Slurm obeys, so they
-are built from plain values only, checked against golden files (like the docker vector),
-and reproducible from the journal: a controller restarted after `kill -9` rebuilds the very
-same job from the same row.
-
-Why these options:
-- `--job-name` is an idempotency token (`make_token`): the night, plan slot and attempt,
-  which a restarted controller finds in squeue/sacct to adopt a job instead of submitting
-  it twice; `parse_token` reads it back.
-- `--time` covers the whole attempt: lock wait, preflight, each control's timeout, its
-  docker stop grace, post-steps and the seal, plus the signal lead, in whole minutes.
-- `--signal=B:TERM@N` sends SIGTERM to the batch shell (which *is* `harness run`, through
-  `exec`, or forwards it to the harness: `job_script`) N seconds before the time limit, N
-  covering the stop grace, post-steps, seal and export: the harness stops its container
-  and seals the run `interrupted` instead of being killed.
+Pure and golden-tested, so a controller restarted after `kill -9` rebuilds the very same
+job from the same row. Why these options:
+- `--job-name` is an idempotency token a restarted controller finds in squeue/sacct.
+- `--time` covers the whole attempt plus the signal lead, in whole minutes.
+- `--signal=B:TERM@N`: the harness stops its container and seals `interrupted` before
+  the time limit kills it.
 - `--no-requeue`: a run is sealed once; a retry is a new attempt with a new token.
-- `--export=ALL` of a clean environment: every Slurm command runs with `submit_env` alone
-  (TZ=UTC, a fixed PATH, and the controller's SLURM_CONF), so nothing else of the
-  controller's environment (a stray ROCR_VISIBLE_DEVICES, HARNESS_* settings, sbatch's
-  own SBATCH_* inputs) reaches sbatch or the job; the script sets what it needs. Not
-  `--export=NIL` or `NONE`: with those, slurmd builds the job's environment from a login
-  shell of the user on the node (`--get-user-env`): whatever the node's profile sets, and
-  0.3 to 1.5 s more per job than this (docs/slurm.md).
-- `--deadline` from `--until`: Slurm itself drops a job that could not end in time.
-  The time is written in UTC, so sbatch must run with TZ=UTC (`submit_env`).
-
-Every value is hostile: each is checked by `slurm.values` before it is used (names of the
-one alphabet, bounded absolute paths, counts and seconds in range), and everything in the
-script (`slurm.script`) goes through `shlex.quote`.
-"""
+- `--export=ALL` of `submit_env` alone: nothing of the controller's environment reaches
+  the job; `NIL`/`NONE` would build it from a login shell on the node (docs/slurm.md).
+- `--deadline` from `--until`, in UTC (sbatch runs with TZ=UTC).
+Every value is checked by `slurm.values` first."""
 
 from __future__ import annotations
 
@@ -128,10 +105,8 @@ class Token:
 
 
 def make_token(night: str, slot: int, attempt: int, controls: tuple[str, ...]) -> str:
-    """The job name: `harness+<night>+<slot>+<attempt>+<control>[:<control>...]`. Pure.
-
-    Deterministic, so resubmitting the same row after a crash gives the same name, and a
-    query by name finds the job the dead controller may already have submitted."""
+    """The job name: `harness+<night>+<slot>+<attempt>+<control>[:<control>...]`. Pure and
+    deterministic, so a query by name finds a job a dead controller already submitted."""
     night = name("night", night, ID_MAX)
     count("slot", slot, 0, 999_999)
     count("attempt", attempt, 1, 999)
@@ -180,12 +155,8 @@ def signal_lead_s(spec: JobSpec) -> int:
 def time_limit_s(spec: JobSpec) -> int:
     """The job's --time in seconds, rounded up to whole minutes. Pure.
 
-    Lock wait + preflight, then per control its timeout, stop grace, post-steps and seal,
-    and on top the whole signal lead: Slurm's SIGTERM comes only once the harness has had
-    every second it may use, so its own timeout (`timed-out`) always fires first, and the
-    lead is a second chance to stop and seal (`interrupted`) if something overran. A group
-    with its members' runs starts `harness run` once per member: a lock wait and a
-    preflight each."""
+    Every second the harness may use (per run: lock wait, preflight, timeout, stop grace,
+    post-steps, seal) plus the signal lead, so the harness's own timeout always fires first."""
     starts = len(spec.runs) or 1
     total = starts * (seconds("lock_wait", spec.lock_wait_s)
                       + seconds("preflight", spec.preflight_s))
@@ -245,19 +216,14 @@ def _excludes(nodes: tuple[str, ...]) -> list[str]:
 
 
 def submit_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The whole environment of every Slurm command the controller runs, and so (through
-    `--export=ALL`) of each job: SUBMIT_ENV and the SUBMIT_PASSED variables of `environ`,
-    nothing else. Pure."""
+    """The whole environment of every Slurm command and job: SUBMIT_ENV plus SUBMIT_PASSED."""
     passed = {k: environ[k] for k in SUBMIT_PASSED if environ.get(k)}
     return {**passed, **SUBMIT_ENV}
 
 
 def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
-    """The submit command: options in a fixed order, the script path last. Pure.
-
-    `--parsable` makes sbatch print `<job id>[;cluster]` alone, which the shell parses.
-    The script's values are checked here too: a job that could not be scripted is never
-    submitted."""
+    """The submit command, options in a fixed order, the script last. Pure. The script's
+    values are checked here too: a job that could not be scripted is never submitted."""
     token = token_of(spec)
     run_argv(spec, site)
     group_runs(spec)
@@ -278,8 +244,7 @@ def sbatch_argv(spec: JobSpec, site: Site, sbatch: str = "sbatch") -> list[str]:
 
 
 def run_argv(spec: JobSpec, site: Site, member: int | None = None) -> list[str]:
-    """The `harness run` command the job becomes: one or more `--control`, in order; or,
-    for a group with its members' runs, member `member`'s own run (`group_runs`)."""
+    """The `harness run` command the job becomes (for a group member, its own run)."""
     argv = [path("harness", site.harness), "run",
             path("campaign file", spec.campaign_file, relative_ok=True)]
     if member is not None:
@@ -301,8 +266,7 @@ def run_argv(spec: JobSpec, site: Site, member: int | None = None) -> list[str]:
 
 
 def group_runs(spec: JobSpec) -> tuple[tuple[str, int], ...]:
-    """A group's (run id, attempt) per member, checked: one per control, each run id the
-    control's own (`<control>-...`), no run id twice, no single `run_id` beside them."""
+    """A group's (run id, attempt) per member, checked: one per control, each the control's."""
     if not spec.runs:
         return ()
     if spec.run_id is not None or len(spec.runs) != len(spec.controls):

@@ -1,18 +1,8 @@
 """Readers of Slurm's answers (squeue, sacct -P, jobcomp/filetxt) into one small state. Pure.
 
-Why a small enum: the controller only needs to know whether a job waits, runs, or has
-ended and how (ended by itself, cancelled, out of time, its node lost); everything finer is
-kept as `raw_state` for the journal's reason. A run's status never comes from here: a
-`done` job may still have refused, a `node-fail` job may have sealed `accepted` (the host
-keeps running after Slurm gives up on it). And a job missing from every answer is
-`unknown`, never failed: sacct can miss a job for a second or two after it leaves squeue.
-
-Why so tolerant and so precise at once: these outputs come from other programs' versions
-and sites. A line that cannot be read is skipped and counted (`Parsed.skipped` says which
-and why), or raised with its line number under `strict=True`; it never becomes a state.
-Compact array ids (`123_[1-5%2]`) are expanded, bounded; job steps (`123.batch`,
-`123.extern`, `123.0`) never decide a job's state, they only fill in its node.
-"""
+A run's status never comes from here (a `node-fail` job may have sealed `accepted`), and
+a job missing from every answer is `unknown`, never failed. A line that cannot be read is
+skipped and counted (or raised under `strict=True`); job steps only fill in a node."""
 
 from __future__ import annotations
 
@@ -182,9 +172,7 @@ def _cancelled_by(raw: str) -> str | None:
 
 
 def parse_sacct(text: str, *, strict: bool = False) -> Parsed:
-    """`sacct -P -n -o JobID,JobName,State,ExitCode,NodeList` -> Parsed. Pure.
-
-    Steps are merged into their job: they never set its state, only a node it lacks."""
+    """`sacct -P -n -o JobID,JobName,State,ExitCode,NodeList` -> Parsed. Pure."""
     parsed, steps = Parsed(), []
     for number, line in _lines(text, "sacct", strict, parsed):
         try:
@@ -228,8 +216,7 @@ def parse_squeue(text: str, *, strict: bool = False) -> Parsed:
 
 
 def parse_jobcomp_line(line: str) -> dict[str, str]:
-    """`JobId=1 Name=a b JobState=COMPLETED ...` -> {key: value}. Values may hold spaces
-    (a job name, a work dir): each runs to the next ` Key=`. Pure."""
+    """`JobId=1 Name=a b JobState=...` -> {key: value}; a value runs to the next ` Key=`. Pure."""
     marks = list(_KEY.finditer(line))
     if not marks or marks[0].start() != 0:
         raise Unreadable("not key=value text")
@@ -274,11 +261,8 @@ def parse_jobcomp(text: str, *, strict: bool = False) -> Parsed:
 
 
 def combine(live: Parsed | None, *history: Parsed | None) -> dict[str, Job]:
-    """One view: squeue's live answer wins; sacct/jobcomp fill in jobs it no longer lists,
-    and the exit code (squeue has none) of a job both say has ended. Pure.
-
-    Live wins because a requeued job's history holds its earlier end (NODE_FAIL) while
-    squeue shows it pending again; so history's exit code is used only for a live end."""
+    """One view, pure: squeue's live answer wins (a requeued job's history holds its earlier
+    end); sacct/jobcomp fill in jobs it no longer lists, and the exit code of a live end."""
     jobs: dict[str, Job] = {}
     for source in reversed([p for p in history if p is not None]):
         jobs.update(source.jobs)
@@ -313,10 +297,8 @@ def _id_key(job_id: str) -> tuple[int, int]:
 
 
 def squeue_argv(names: Iterable[str] = (), squeue: str = "squeue") -> list[str]:
-    """One batched squeue call for the night's jobs (all states, so recent ends show).
-
-    Ended jobs stay listed for MinJobAge (300 s by default), which is what lets a restarted
-    controller find a job it submitted just before it died, without accounting."""
+    """One squeue call for the night's jobs, all states: ended jobs stay listed for MinJobAge,
+    which lets a restarted controller find a job without accounting."""
     argv = [squeue, "-h", "-t", "all", "-o", SQUEUE_FORMAT]
     wanted = sorted(set(names))
     for name in wanted:

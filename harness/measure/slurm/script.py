@@ -1,10 +1,4 @@
-"""The batch script of one job: a clean environment, `harness run`, the export. Pure.
-
-The script is what the job runs on its node: the `harness run` command the sbatch argv's
-job stands for (harness.measure.slurm.job), then the export of its sealed run. Its
-values are checked as the argv's are (harness.measure.slurm.values) and every one goes
-through `shlex.quote`; the golden tests read both.
-"""
+"""The batch script of one job: a clean environment, `harness run`, the export. Pure."""
 
 from __future__ import annotations
 
@@ -58,17 +52,12 @@ def _export_lines(spec: JobSpec, site: Site, run_id: str | None = None,
 
 
 def job_script(spec: JobSpec, site: Site) -> str:
-    """The batch script: set a clean environment, run `harness run`, export its run. Pure.
+    """The batch script: a clean environment, `harness run`, then the export. Pure.
 
-    The harness must get Slurm's SIGTERM (scancel, --signal, the time limit) so that it
-    stops its container and seals the run; a shell that died in between would leave the
-    container running. Without a run id to export (a same_host group), the shell `exec`s
-    the harness and so *is* it. With one, the shell must outlive the harness to export the
-    sealed run, so it runs the harness as its child and forwards TERM to it: `--signal=B:`
-    signals the batch shell alone, while scancel and the time limit signal every process
-    of the job (the harness takes the repeat as the same stop, harness.pipeline.run). The
-    shell waits again until the harness has sealed and exited, exports, and exits with the
-    harness's own code; a failed export is said in the job log, and changes no status."""
+    The harness must get Slurm's SIGTERM to stop its container and seal. Without a run id
+    to export the shell `exec`s the harness; with one, it runs it as a child, forwards TERM
+    (`--signal=B:` signals the shell alone), waits for it to exit, exports, and exits with
+    the harness's code."""
     token = token_of(spec)
     names = " ".join(c.name for c in spec.controls)
     lines = [
@@ -112,12 +101,9 @@ def job_script(spec: JobSpec, site: Site) -> str:
 
 
 def _group_lines(spec: JobSpec, site: Site) -> list[str]:
-    """A same_host group with its members' runs: each member's own `harness run`, one
-    after another in the group's order on this node, each exported once sealed. TERM is
-    forwarded to the harness running then, and no later member starts after it (the
-    controller records those as interrupted; the retry policy decides). A member's
-    refusal or failure does not stop the next: its sealed run says what it was. The job
-    exits with the worst member's code."""
+    """A same_host group: each member's `harness run` in order, each exported once sealed.
+    TERM goes to the running member and no later one starts; a refusal does not stop the
+    next. The job exits with the worst member's code."""
     lines = [
         "# A same_host group: each member's own run, in this order, on this node.",
         "# TERM is forwarded to the harness running then; no member starts after it.",

@@ -1,13 +1,7 @@
 """The values a Slurm job is built from, each checked before it is used. Pure.
 
-A job's sbatch argv and its script (`slurm.job`, `slurm.script`) are what Slurm obeys and
-what a site admin reads. They are built from a campaign's names, a site's paths and the
-journal's numbers, any of which may come from a hostile file, so every value passes one
-of these checks first: names are names of the one alphabet (harness.base.names), paths
-are absolute unless a campaign file may be relative, bounded, free of control characters
-and of `..`, and counts and seconds lie in their ranges. A value that fails is
-InvalidInput naming what it was; a job that could not be built is never submitted.
-"""
+The argv and script are built from campaign names, site paths and journal numbers, any
+of which may be hostile; a value that fails is InvalidInput, and the job is never submitted."""
 
 from __future__ import annotations
 
@@ -44,8 +38,7 @@ def text(label: str, value: object, limit: int) -> str:
 
 
 def name(label: str, value: object, longest: int = SAFE_NAME_MAX) -> str:
-    """A name of the one alphabet, at most `longest` characters (a control's, a
-    partition's, a node's: a safe name; a night's or run's id: ID_MAX)."""
+    """A name of the one alphabet, at most `longest` characters."""
     checked = text(label, value, _TEXT_MAX)
     if not is_name(checked, longest):
         raise InvalidInput(f"slurm job: {label} {checked!r} must match {pattern(longest)}")
@@ -61,8 +54,7 @@ def matching(label: str, value: object, shape: re.Pattern[str]) -> str:
 
 
 def path(label: str, value: object, *, relative_ok: bool = False) -> str:
-    """A path of at most MAX_PATH characters, never through `..`, absolute unless
-    `relative_ok`."""
+    """A bounded path, never through `..`, absolute unless `relative_ok`."""
     checked = text(label, value, MAX_PATH)
     if not relative_ok and not checked.startswith("/"):
         raise InvalidInput(f"slurm job: {label} must be an absolute path: {checked!r}")

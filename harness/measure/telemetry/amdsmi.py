@@ -1,31 +1,19 @@
 """The `rocm` profile's telemetry: per-GPU figures from `amd-smi metric --json`, and the
 kernel's amdgpu hwmon files where amd-smi says N/A.
 
-`amd-smi metric --json` has changed shape across ROCm releases, so the parser reads every
-shape published outputs show (tests/fixtures/amdsmi/SOURCES.md):
-- ROCm 6.0: a list of `{"gpu": N, ...}`, bare numbers (`"usage": {"gfx_usage": 3}`,
-  `"power": {"current_power": 10}`, `"clock": {"gfx": {"cur_clk": 800}}`);
-- ROCm 6.1 to 6.4: the same list, each number as `{"value": 10, "unit": "W"}`,
-  `"gfx_activity"`, `"socket_power"`, `"clock": {"gfx_0": {"clk": ...}}`;
-- ROCm 7: the list wrapped in `{"gpu_data": [...]}`.
-A figure amd-smi reports as "N/A", or one that is not a plain finite number in a unit the
-quantity can be converted from, or that is outside what any GPU reports, is None: never a
-guess, never a crash. Units are converted only where a unit says so (`mW`, `GB`); a bare
-number is in the unit amd-smi prints for it (W, °C, MHz, MB, %). amd-smi's "MB" is MiB:
-its CLI divides bytes by 1024 * 1024 and calls that MB (amdsmi_cli/amdsmi_commands.py).
-
-Which sysfs card is which amd-smi GPU: amd-smi's GPU index is its own, not the DRM card
-number, so the two are matched by PCI bus id only (`amd-smi list --json` gives it, and a
-metric entry that carries one), against the target of `/sys/class/drm/cardN/device`;
-without a match the N/A figures stay N/A.
-
-`figures` and `gpu_entries` are pure; `hwmon` reads a few sysfs files; `AmdSmi` runs the
-tool (no shell, a timeout, its output bounded) and is the `Source` the sampler calls.
+The parser reads every shape published outputs show (tests/fixtures/amdsmi/SOURCES.md):
+ROCm 6.0's bare numbers, 6.1-6.4's `{"value", "unit"}` and renamed fields, ROCm 7's
+`{"gpu_data": [...]}`. A figure that is N/A, not a finite number in a known unit, or outside
+what any GPU reports is None: never a guess, never a crash. A bare number is in the unit
+amd-smi prints for it; its "MB" is MiB (amdsmi_cli/amdsmi_commands.py divides by 1024²).
+amd-smi's GPU index is not the DRM card number, so sysfs cards are matched by PCI bus id
+only; without a match the N/A figures stay N/A.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -74,8 +62,7 @@ class AmdSmiError(RuntimeError):
 
 
 class AmdSmiNotFound(AmdSmiError):
-    """The amd-smi executable is not there (not installed, or not on PATH nor in
-    /opt/rocm/bin)."""
+    """The amd-smi executable is not on PATH nor in /opt/rocm/bin."""
 
 
 # --------------------------------------------------------------------------- units
@@ -83,8 +70,7 @@ class AmdSmiNotFound(AmdSmiError):
 
 @dataclass(frozen=True)
 class _Kind:
-    """How one kind of figure is read: its default unit, the factor of each unit it may
-    be given in, and the range a real GPU reports (outside it: None)."""
+    """One kind of figure: default unit, each unit's factor, the range a real GPU reports."""
 
     default: str
     units: Mapping[str, float]
@@ -96,7 +82,7 @@ _MIB = 1024.0 * 1024.0
 _POWER = _Kind("W", {"W": 1.0, "MW": 1e-3, "UW": 1e-6, "KW": 1e3}, 0.0, 5000.0)
 _TEMP = _Kind("C", {"C": 1.0, "°C": 1.0}, -60.0, 200.0)
 _CLOCK = _Kind("MHZ", {"MHZ": 1.0, "GHZ": 1e3, "KHZ": 1e-3, "HZ": 1e-6}, 0.0, 20000.0)
-_BYTES = _Kind("MB", {"B": 1.0, "KB": 1024.0, "MB": _MIB, "GB": _MIB * 1024,
+BYTES = _Kind("MB", {"B": 1.0, "KB": 1024.0, "MB": _MIB, "GB": _MIB * 1024,
                       "TB": _MIB * 1024 * 1024, "KIB": 1024.0, "MIB": _MIB,
                       "GIB": _MIB * 1024, "TIB": _MIB * 1024 * 1024}, 0.0, float(1 << 50))
 _PCT = _Kind("%", {"%": 1.0}, 0.0, 100.0)
@@ -106,12 +92,9 @@ def _na(value: Any) -> bool:
     return isinstance(value, str) and value.strip().upper() in _NA
 
 
-def _amount(value: Any, kind: _Kind) -> float | None:
-    """One amd-smi reading as a number in `kind`'s base unit, or None.
-
-    A reading is a bare number, a `"10 W"` string, or `{"value": 10, "unit": "W"}`;
-    "N/A", booleans, lists, NaN, infinities, unknown units and values outside the
-    kind's range are None."""
+def amount(value: Any, kind: _Kind) -> float | None:
+    """A bare number, `"10 W"` or `{"value": 10, "unit": "W"}` in `kind`'s base unit; None
+    for anything else (N/A, booleans, NaN, unknown units, out of range)."""
     unit: Any = kind.default
     if isinstance(value, dict):
         unit = value.get("unit", kind.default)
@@ -126,38 +109,26 @@ def _amount(value: Any, kind: _Kind) -> float | None:
     factor = kind.units.get(unit.strip().replace("µ", "u").upper()) if len(unit) <= 8 else None
     if factor is None or not math.isfinite(value):
         return None
-    amount = float(value) * factor
-    return amount if kind.low <= amount <= kind.high else None
+    return _scaled(float(value), factor, kind)
 
 
 def _section(entry: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    """A section of one GPU's entry (`power`, `usage`, ...), empty when it is "N/A" or
-    not an object."""
+    """A section of one GPU's entry, empty when it is "N/A" or not an object."""
     section = entry.get(name)
     return section if isinstance(section, dict) else {}
 
 
 def _first(section: Mapping[str, Any], keys: tuple[str, ...], kind: _Kind) -> float | None:
-    """The first of `keys` in `section` whose reading is a number: amd-smi renamed its
-    fields between releases, and some GPUs give one spelling as N/A and another as a
-    reading (socket power on MI300 is current, on MI200 average)."""
-    for key in keys:
-        amount = _amount(section.get(key), kind)
-        if amount is not None:
-            return amount
-    return None
+    """The first of `keys` that reads as a number: amd-smi renamed fields between releases,
+    and some GPUs give one spelling as N/A (socket power: current on MI300, average MI200)."""
+    return next((a for key in keys if (a := amount(section.get(key), kind)) is not None), None)
 
 
 def _clock(clocks: Mapping[str, Any], names: tuple[str, ...]) -> float | None:
-    """A clock's current reading: `{"gfx_0": {"clk": ...}}` since ROCm 6.1,
-    `{"gfx": {"cur_clk": ...}}` in 6.0."""
-    for name in names:
-        domain = clocks.get(name)
-        if isinstance(domain, dict):
-            amount = _first(domain, ("clk", "cur_clk"), _CLOCK)
-            if amount is not None:
-                return amount
-    return None
+    """`{"gfx_0": {"clk": ...}}` since ROCm 6.1, `{"gfx": {"cur_clk": ...}}` in 6.0."""
+    readings = (_first(d, ("clk", "cur_clk"), _CLOCK) for n in names
+                if isinstance(d := clocks.get(n), dict))
+    return next((r for r in readings if r is not None), None)
 
 
 # --------------------------------------------------------------------------- parse
@@ -165,8 +136,7 @@ def _clock(clocks: Mapping[str, Any], names: tuple[str, ...]) -> float | None:
 
 @dataclass(frozen=True)
 class GpuEntry:
-    """One GPU of an amd-smi output: its index as amd-smi numbers it, its PCI bus id when
-    the entry names one, and its figures (every GPU quantity, None where unknown)."""
+    """One GPU of an amd-smi output: amd-smi's index, its bus id if named, its figures."""
 
     index: int
     bdf: str | None
@@ -174,7 +144,6 @@ class GpuEntry:
 
 
 def _entry_figures(entry: Mapping[str, Any]) -> dict[str, float | None]:
-    """The GPU quantities of one entry, each from the spellings amd-smi has used."""
     power, temps = _section(entry, "power"), _section(entry, "temperature")
     usage, memory = _section(entry, "usage"), _section(entry, "mem_usage")
     clocks = _section(entry, "clock")
@@ -185,16 +154,15 @@ def _entry_figures(entry: Mapping[str, Any]) -> dict[str, float | None]:
         q.HOTSPOT_C: _first(temps, ("hotspot", "junction"), _TEMP),
         q.GFX_CLOCK_MHZ: _clock(clocks, ("gfx_0", "gfx")),
         q.MEMORY_CLOCK_MHZ: _clock(clocks, ("mem_0", "mem")),
-        q.VRAM_USED_BYTES: _first(memory, ("used_vram",), _BYTES),
-        q.VRAM_TOTAL_BYTES: _first(memory, ("total_vram",), _BYTES),
+        q.VRAM_USED_BYTES: _first(memory, ("used_vram",), BYTES),
+        q.VRAM_TOTAL_BYTES: _first(memory, ("total_vram",), BYTES),
         q.GFX_UTIL_PCT: _first(usage, ("gfx_activity", "gfx_usage"), _PCT),
         q.MEMORY_UTIL_PCT: _first(usage, ("umc_activity", "mem_usage"), _PCT),
     }
 
 
 def _bdf(entry: Mapping[str, Any]) -> str | None:
-    """The PCI bus id an entry names (`bdf`, `gpu_bdf`, or `bus.bdf`), lower case, or
-    None when it names none or not in the `0000:03:00.0` form."""
+    """The `0000:03:00.0` bus id an entry names (`bdf`, `gpu_bdf`, `bus.bdf`), or None."""
     for value in (entry.get("bdf"), entry.get("gpu_bdf"), _section(entry, "bus").get("bdf")):
         if isinstance(value, str) and len(value) <= 16 and _BDF.fullmatch(value.lower()):
             return value.lower()
@@ -202,8 +170,7 @@ def _bdf(entry: Mapping[str, Any]) -> str | None:
 
 
 def _json_int(text: str) -> int:
-    """JSON integers with a bounded number of digits: Python's own guard raises a bare
-    ValueError deep in the parser past 4300 digits."""
+    """Bounded digits: Python's own guard raises a bare ValueError past 4300."""
     negative = text.startswith("-")
     value = bounds.parse_int(text[1:] if negative else text, "a JSON integer")
     return -value if negative else value
@@ -214,9 +181,8 @@ def _json_constant(name: str) -> None:
     return None
 
 
-def _document(text: str) -> list[Any]:
-    """The list of GPU entries of one output; AmdSmiError when the text is not one
-    bounded JSON document of a shape amd-smi prints."""
+def document(text: str) -> list[Any]:
+    """The GPU entries of one output; AmdSmiError unless it is bounded amd-smi JSON."""
     if not isinstance(text, str):
         raise AmdSmiError(f"amd-smi output is not text but {type(text).__name__}")
     if len(text) > MAX_TEXT:
@@ -242,12 +208,11 @@ def _document(text: str) -> list[Any]:
 
 
 def gpu_entries(text: str) -> list[GpuEntry]:
-    """Every GPU of an `amd-smi metric --json` (or `list --json`) output, in its order:
-    entries that are not objects, have no whole-number `gpu` index, or repeat an index are
-    left out, and at most MAX_GPUS are read. AmdSmiError when the output is not JSON."""
+    """Every GPU of an `amd-smi metric/list --json` output with a new whole `gpu` index, at
+    most MAX_GPUS. AmdSmiError when the output is not JSON."""
     gpus: list[GpuEntry] = []
     seen: set[int] = set()
-    for entry in _document(text):
+    for entry in document(text):
         if len(gpus) >= MAX_GPUS:
             break
         index = entry.get("gpu") if isinstance(entry, dict) else None
@@ -260,35 +225,32 @@ def gpu_entries(text: str) -> list[GpuEntry]:
     return gpus
 
 
-def source_name(index: int) -> str:
-    """The telemetry source name of amd-smi's GPU `index`: `gpu0`, `gpu1`, ..."""
-    return f"gpu{index}"
-
-
 def figures(text: str) -> Figures:
-    """`{"gpu0": {quantity: value}, ...}` of an `amd-smi metric --json` output, one source
-    per GPU by amd-smi's index; None where amd-smi says N/A or gives no reading.
-    Pure; AmdSmiError (a message in words) when the output cannot be read at all."""
-    return {source_name(gpu.index): dict(gpu.figures) for gpu in gpu_entries(text)}
+    """Pure: `{"gpu0": {quantity: value}, ...}` by amd-smi's index; AmdSmiError when the
+    output cannot be read at all."""
+    return {f"gpu{gpu.index}": dict(gpu.figures) for gpu in gpu_entries(text)}
 
 
 # --------------------------------------------------------------------------- sysfs
 
 
 def _sysfs_number(path: Path, *, signed: bool = False) -> float | None:
-    """The whole number one sysfs attribute holds (`"37000\\n"`), or None when the file
-    is missing, unreadable (EBUSY from a runtime-suspended card), a symlink, too long,
-    or not a number."""
-    try:
-        text = read_text_bounded(path, SYSFS_LIMIT, "sysfs attribute").strip()
-    except InputError:
-        return None
+    """The whole number a sysfs attribute holds, or None (missing, EBUSY from a suspended
+    card, a symlink, too long, not a number)."""
+    text = _sysfs_text(path) or ""
     negative = signed and text.startswith("-")
     try:
         value = bounds.parse_int(text[1:] if negative else text, "a sysfs value")
     except BadText:
         return None
     return float(-value if negative else value)
+
+
+def _sysfs_text(path: Path) -> str | None:
+    try:
+        return read_text_bounded(path, SYSFS_LIMIT, "sysfs attribute").strip()
+    except InputError:
+        return None
 
 
 def _scaled(value: float | None, factor: float, kind: _Kind) -> float | None:
@@ -299,37 +261,20 @@ def _scaled(value: float | None, factor: float, kind: _Kind) -> float | None:
 
 
 def _hwmon_dir(device: Path) -> Path | None:
-    """The device's amdgpu hwmon folder (`device/hwmon/hwmonN`, the one whose `name` is
-    `amdgpu`, else the lowest-numbered), or None when it has none."""
+    """`device/hwmon/hwmonN` named `amdgpu`, else the lowest-numbered, or None."""
     try:
         with os.scandir(device / "hwmon") as it:
-            found = []
-            for i, item in enumerate(it):
-                if i >= MAX_HWMON:
-                    break
-                match = _HWMON.fullmatch(item.name)
-                if match and item.is_dir(follow_symlinks=False):
-                    found.append((int(match.group(1)), Path(item.path)))
+            found = sorted((int(m.group(1)), Path(e.path)) for e in itertools.islice(it, MAX_HWMON)
+                           if (m := _HWMON.fullmatch(e.name)) and e.is_dir(follow_symlinks=False))
     except OSError:
         return None
-    found.sort()
-    for _, path in found:
-        try:
-            if read_text_bounded(path / "name", SYSFS_LIMIT, "hwmon name").strip() == "amdgpu":
-                return path
-        except InputError:
-            continue
-    return found[0][1] if found else None
+    named = (path for _, path in found if _sysfs_text(path / "name") == "amdgpu")
+    return next(named, found[0][1] if found else None)
 
 
 def hwmon(card_device_dir: Path) -> dict[str, float | None]:
-    """The figures the amdgpu driver's sysfs files give for one card
-    (`/sys/class/drm/cardN/device`), for where amd-smi says N/A: power1_average (else
-    power1_input) in microwatts, temp1_input (edge) and temp2_input (junction) in
-    millidegrees, freq1_input (gfx) and freq2_input (memory) in hertz, the device's
-    mem_info_vram_used / mem_info_vram_total in bytes, gpu_busy_percent and
-    mem_busy_percent (the kernel's Documentation/gpu/amdgpu/thermal.rst). None for each
-    file that is missing or unreadable."""
+    """The figures amdgpu's sysfs files give for `/sys/class/drm/cardN/device`, in the
+    units of the kernel's Documentation/gpu/amdgpu/thermal.rst; None where unreadable."""
     device = Path(card_device_dir)
     mon = _hwmon_dir(device)
 
@@ -345,18 +290,17 @@ def hwmon(card_device_dir: Path) -> dict[str, float | None]:
         q.HOTSPOT_C: _scaled(at("temp2_input", signed=True), 1e-3, _TEMP),
         q.GFX_CLOCK_MHZ: _scaled(at("freq1_input"), 1e-6, _CLOCK),
         q.MEMORY_CLOCK_MHZ: _scaled(at("freq2_input"), 1e-6, _CLOCK),
-        q.VRAM_USED_BYTES: _scaled(_sysfs_number(device / "mem_info_vram_used"), 1.0, _BYTES),
+        q.VRAM_USED_BYTES: _scaled(_sysfs_number(device / "mem_info_vram_used"), 1.0, BYTES),
         q.VRAM_TOTAL_BYTES: _scaled(_sysfs_number(device / "mem_info_vram_total"), 1.0,
-                                    _BYTES),
+                                    BYTES),
         q.GFX_UTIL_PCT: _scaled(_sysfs_number(device / "gpu_busy_percent"), 1.0, _PCT),
         q.MEMORY_UTIL_PCT: _scaled(_sysfs_number(device / "mem_busy_percent"), 1.0, _PCT),
     }
 
 
 def card_devices(sysfs: Path) -> dict[str, Path]:
-    """`{PCI bus id: /sys/class/drm/cardN/device}` of every DRM card: the bus id is the
-    last part of the `device` link's target (`../../../0000:03:00.0`), read with
-    readlink, never followed. At most MAX_CARDS entries are looked at."""
+    """`{PCI bus id: /sys/class/drm/cardN/device}`: the bus id ends the `device` link's
+    target, read with readlink, never followed."""
     cards: dict[str, Path] = {}
     try:
         with os.scandir(sysfs) as it:
@@ -377,20 +321,12 @@ def card_devices(sysfs: Path) -> dict[str, Path]:
     return cards
 
 
-def filled(own: Mapping[str, float | None],
-           kernel: Mapping[str, float | None]) -> dict[str, float | None]:
-    """amd-smi's figures with each None replaced by the kernel's figure, where it has one:
-    amd-smi's own readings always win."""
-    return {name: value if value is not None else kernel.get(name)
-            for name, value in own.items()}
-
-
 # --------------------------------------------------------------------------- the tool
 
 
 def resolve_command(command: tuple[str, ...]) -> list[str]:
-    """The argv to run: a bare tool name is looked up on PATH, then /opt/rocm/bin (where
-    ROCm installs it without touching PATH); AmdSmiNotFound when it is not there."""
+    """The argv to run: a bare name looked up on PATH, then /opt/rocm/bin (where ROCm
+    installs it without touching PATH); AmdSmiNotFound when it is not there."""
     if not command or not all(isinstance(a, str) for a in command):
         raise AmdSmiError("the amd-smi command is empty or not a list of strings")
     exe = command[0] if os.sep in command[0] else shutil.which(
@@ -408,19 +344,11 @@ def _kill(proc: subprocess.Popen, fired: threading.Event) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _first_line(err: Any) -> str:
-    """The first line of the tool's stderr (a temporary file), shortened, for a message."""
-    raw = os.pread(err.fileno(), STDERR_SHOWN, 0)
-    lines = raw.decode("utf-8", "replace").strip().splitlines()
-    return lines[0] if lines else "no message"
-
-
 def run_bounded(command: tuple[str, ...], timeout_s: float,
                 limit: int = MAX_TEXT) -> str:
-    """What `command` prints on stdout, at most `limit` bytes of UTF-8, within
-    `timeout_s`: no shell, stdin closed, stderr kept apart (Python warnings some builds
-    print there never mix into the JSON), the tool and its children killed at the
-    deadline. AmdSmiNotFound, or AmdSmiError saying how it failed."""
+    """`command`'s stdout, at most `limit` bytes of UTF-8, within `timeout_s`: no shell,
+    stderr apart (Python warnings some builds print never mix into the JSON), the tool's
+    session killed at the deadline. AmdSmiNotFound, or AmdSmiError saying how it failed."""
     argv = resolve_command(command)
     fired = threading.Event()
     with tempfile.TemporaryFile() as err:
@@ -435,7 +363,9 @@ def run_bounded(command: tuple[str, ...], timeout_s: float,
         if fired.is_set():
             raise AmdSmiError(f"{argv[0]} took over {timeout_s:g}s and was stopped")
         if rc != 0:
-            raise AmdSmiError(f"{argv[0]} exited {rc}: {_first_line(err)}")
+            shown = os.pread(err.fileno(), STDERR_SHOWN, 0).decode("utf-8", "replace")
+            first = shown.strip().splitlines() or ["no message"]
+            raise AmdSmiError(f"{argv[0]} exited {rc}: {first[0]}")
     try:
         return out.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -445,9 +375,8 @@ def run_bounded(command: tuple[str, ...], timeout_s: float,
 
 def _finish(proc: subprocess.Popen, deadline: float, limit: int,
             fired: threading.Event) -> tuple[bytes, int | None]:
-    """Read the started tool's output and wait for it, a timer killing it at `deadline`
-    (a tool that hangs with its output open, or after closing it): (stdout, exit
-    status); `fired` is set when the deadline stopped it."""
+    """(stdout, exit status), a timer killing the tool at `deadline` whether it hangs with
+    its output open or after closing it; `fired` says the deadline stopped it."""
     timer = threading.Timer(max(0.0, deadline - time.monotonic()), _kill, (proc, fired))
     timer.start()
     try:
@@ -464,8 +393,7 @@ def _finish(proc: subprocess.Popen, deadline: float, limit: int,
 
 
 def _read_out(proc: subprocess.Popen, limit: int, fired: threading.Event) -> bytes:
-    """The tool's stdout to its end, at most `limit` bytes (the one bounded read loop);
-    past it the tool is stopped and the output refused."""
+    """The tool's stdout, at most `limit` bytes; past it the tool is stopped and refused."""
     try:
         return read_fd(proc.stdout.fileno(), limit)
     except TooLarge:
@@ -478,11 +406,9 @@ def _read_out(proc: subprocess.Popen, limit: int, fired: threading.Event) -> byt
 
 
 class AmdSmi:
-    """The `rocm` profile's telemetry source: `read()` runs `amd-smi metric --json`,
-    keeps the GPUs asked for (all when `gpus` is None), and fills each figure amd-smi
-    gives as N/A from the kernel's hwmon files of the same card, found by PCI bus id.
-    A missing amd-smi raises AmdSmiNotFound; any other failure AmdSmiError (the sampler
-    records either as a missed sample)."""
+    """The `rocm` telemetry source: amd-smi's figures for the GPUs asked for (None: all),
+    each N/A filled from the same card's hwmon files. Failures raise AmdSmiError, which
+    the sampler records as a missed sample."""
 
     name = "amd-smi"
 
@@ -511,15 +437,15 @@ class AmdSmi:
                 bdf = self._bus_ids(started).get(gpu.index)
             if None in own.values() and bdf is not None:
                 cards = card_devices(self.sysfs) if cards is None else cards
-                if bdf in cards:
-                    own = filled(own, hwmon(cards[bdf]))
-            out[source_name(gpu.index)] = own
+                if bdf in cards:  # amd-smi's own readings win
+                    kernel = hwmon(cards[bdf])
+                    own = {k: v if v is not None else kernel.get(k) for k, v in own.items()}
+            out[f"gpu{gpu.index}"] = own
         return out
 
     def _bus_ids(self, started: float) -> dict[int, str]:
-        """amd-smi's GPU index -> PCI bus id from `amd-smi list --json`, asked the first
-        time a figure is N/A and kept (a failed answer is kept as no mapping: the figures
-        stay N/A rather than costing a failing run every sample)."""
+        """amd-smi index -> bus id from `amd-smi list --json`, asked once (a failure is kept
+        as no mapping rather than costing a failing run every sample)."""
         if self._bdfs is None:
             self._bdfs = {}
             left = self.timeout_s - (time.monotonic() - started)

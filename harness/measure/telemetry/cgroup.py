@@ -1,16 +1,9 @@
 """The container's own figures from its cgroup: CPU time, memory now and its peak.
 
-The `cpu` profile's telemetry: what the container used, read from the kernel's accounting
-of its cgroup, the same numbers `docker stats` shows, without a stream from the engine.
-The cgroup is named by the container's init process (`/proc/<pid>/cgroup`, which the
-container witness records): under cgroup v1 each controller has its own hierarchy
-(`N:memory:/docker/<id>` under /sys/fs/cgroup/memory), under v2 one (`0::/<path>` under
-/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host). v1 is read where its
-controllers are mounted, since a hybrid host keeps the figures there.
-
-When the container exits, the engine removes its cgroup: a read that finds every file
-gone raises `Gone`, and the sampler stops.
-"""
+The kernel's accounting (what `docker stats` shows), without a stream from the engine.
+The cgroup is named by the container's init process (`/proc/<pid>/cgroup`); v1 is read
+where its controllers are mounted, since a hybrid host keeps the figures there. When
+the container exits its cgroup goes: a read finding every file gone raises `Gone`."""
 
 from __future__ import annotations
 

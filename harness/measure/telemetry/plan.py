@@ -1,8 +1,6 @@
-"""Which telemetry a run samples: the sources for its device profile, and the sampler.
-
-`cpu`: the container's cgroup (CPU time, memory, peak). `rocm`: the same, and each GPU the
-control uses from `amd-smi` (hwmon where it says N/A). A source that cannot be set up is
-left out and named: telemetry never stops a control from running.
+"""Which telemetry a run samples: the container's cgroup, and on `rocm` each GPU the control
+uses from amd-smi. A source that cannot be set up is left out and named: telemetry never
+stops a control from running.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""The quantities a telemetry source may report, each with its unit, spelled once.
-
-A sample is `{source: {quantity: value}}`: a source names what it reads (`container`, `gpu0`),
-a quantity is one of these names, and a value is a number or None when the source said the
-figure is not available. The unit is part of the name so a reader of telemetry.jsonl needs
-no table, and `UNITS` gives the axis label for plots.
-"""
+"""The quantities a telemetry source may report, each with its unit in its name, spelled once."""
 
 from __future__ import annotations
 
@@ -33,7 +27,6 @@ CUMULATIVE = frozenset({CPU_S})  # a running total: its mean over samples means 
 
 
 def number(value: object) -> bool:
-    """A value a figure may have: a finite int or float (not a bool, never NaN). The one
-    test the sampler writes by, and every reader of its file reads by."""
+    """A finite int or float (not a bool): the one test the sampler and its readers use."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
         and math.isfinite(value)

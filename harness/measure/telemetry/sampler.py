@@ -1,14 +1,9 @@
-"""The sampler: every source read at a set interval while the container runs, one line each
-time into the run folder's telemetry.jsonl.
+"""The sampler: every source read at a set interval while the container runs, one JSON line
+each time into telemetry.jsonl (`figures`, or `error` when a source failed).
 
-It runs in a thread of the harness, beside the wait for the container, and never touches
-the container: a slow source (amd-smi can take a second) delays the next sample, never the
-control. Samples are taken on a fixed schedule (start + k × interval); a sample that comes
-too late for its slot skips the slots it missed, so a gap in the file is a gap in the
-figures, which the judge (`harness.judge.telemetry`) finds. Each line is
-`{"t": seconds since the sampler started, "unix": the wall clock, "figures": {source:
-{quantity: value}}}`, or `"error"` instead of `"figures"` when a source failed. The file is
-the harness's own and is written line by line, so a run cut off keeps what was sampled.
+A thread beside the wait for the container: a slow source delays the next sample, never the
+control. Slots are fixed (start + k × interval); a late sample skips the slots it missed, so
+a gap in the file is a gap in the figures, which `harness.judge.samplefigures` finds.
 """
 
 from __future__ import annotations
@@ -32,8 +27,7 @@ MAX_SAMPLES = 200_000  # 55 hours at 1 Hz; the rest of a longer run is not sampl
 
 @dataclass(frozen=True)
 class Sampled:
-    """What the sampler did: how many samples it wrote and missed, why it stopped, and its
-    own cost (CPU time of its thread: `make bench` reports it against the wall time)."""
+    """What the sampler did, why it stopped, and its own CPU time (`make bench` reports it)."""
 
     samples: int
     errors: int

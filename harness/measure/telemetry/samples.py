@@ -1,9 +1,5 @@
-"""telemetry.jsonl read back: the one reader of the file the sampler writes.
-
-The sampler writes it in a folder only the harness can write while the run is open, but a
-sealed folder may be read anywhere later (a bundle, a copied runs dir): every line is read
-as untrusted, bounded, and a line that is not a sample is a failed read, never an error.
-"""
+"""telemetry.jsonl read back: the one reader. A sealed folder may be read anywhere later, so
+every line is untrusted and bounded; a line that is not a sample is a failed read."""
 
 from __future__ import annotations
 
@@ -28,9 +24,7 @@ class Point:
 
 
 def read(path: Path) -> Iterator[Point]:
-    """The file's samples, streamed (an absent file, a symlink, a FIFO or a device has
-    none). Each line is read at most MAX_LINE bytes at a time: a longer one is failed
-    reads, never a line held whole in memory."""
+    """The file's samples, streamed, each line bounded (not a regular file: none)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import docker.errors
 
 from harness.base.readfile import InputError, read_text_bounded
 from harness.measure import engine
-from harness.measure.runfolder import layout
 from harness.measure.vector import looks_secret, redact
-from harness.measure.witness.base import STARTED, Subject
 
 MAX_CGROUP = 64 * 1024  # one line per hierarchy: a few hundred bytes
 
@@ -67,17 +64,3 @@ def collect(container_id: str, secret_names: set[str] = frozenset(),
             "cgroup": cgroup_of(pid) if pid else None,
             "inspect": redact_env(inspect, set(secret_names))}
 
-
-@dataclass(frozen=True)
-class ContainerWitness:
-    name: str = "container"
-    moment: str = STARTED
-    file: str = layout.CONTAINER_INSPECT
-
-    def collect(self, subject: Subject) -> dict:
-        if subject.container_id is None:
-            raise ValueError("the container witness needs a container id")
-        return collect(subject.container_id, set(subject.secret_names))
-
-
-WITNESS = ContainerWitness()

@@ -1,24 +1,17 @@
 """Witness of the launcher: the `docker run` process, taken once it runs the docker CLI.
 
-`Popen` returns when the child's exec has begun, but the kernel sets the new program's
-arguments a moment later: read at once, under load, the witness saw an empty argv (or,
-before the exec, the harness's own). So the witness waits, bounded, until the process's
-arguments are readable and are no longer the ones it inherited from the harness, and
-says whether it saw that (`exec.confirmed`), how long it waited, and the program path the
-launcher was started with (`exec.program`, as the PATH search found it). It records what it saw;
-comparing that with the recorded vector is a judge's (`judge.witnessed`).
+The kernel sets a new program's arguments a moment after `Popen` returns (under load the
+witness saw an empty or the harness's own argv), so it waits, bounded, until they are the
+launcher's, and says whether it saw that (`exec.confirmed`) and how long it waited.
+Comparing with the recorded vector is a judge's (`judge.witnessed`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-
-from harness.measure.runfolder import layout
-from harness.measure.witness.base import LAUNCHED, Subject
 
 
 def boot_id() -> str | None:
@@ -38,10 +31,8 @@ def _proc(p: psutil.Process) -> dict:
             except (psutil.AccessDenied, psutil.ZombieProcess, FileNotFoundError):
                 info[key] = None
         try:
-            u = p.uids()
-            g = p.gids()
-            info["uids"] = {"real": u.real, "effective": u.effective, "saved": u.saved}
-            info["gids"] = {"real": g.real, "effective": g.effective, "saved": g.saved}
+            info["uids"], info["gids"] = ({"real": i.real, "effective": i.effective,
+                                           "saved": i.saved} for i in (p.uids(), p.gids()))
         except (psutil.AccessDenied, psutil.ZombieProcess):
             info["uids"] = info["gids"] = None
     return info
@@ -94,15 +85,3 @@ def collect(pid: int, program: str | None = None, limit: float | None = None) ->
     return {"schema": "harness.measure.witness.launcher/v1", "boot_id": boot_id(), **launcher,
             "parent": parents[0] if parents else None, "ancestors": parents[1:]}
 
-
-@dataclass(frozen=True)
-class LauncherWitness:
-    name: str = "launcher"
-    moment: str = LAUNCHED
-    file: str = layout.LAUNCHER_WITNESS
-
-    def collect(self, subject: Subject) -> dict:
-        return collect(subject.launcher_pid, subject.program)
-
-
-WITNESS = LauncherWitness()

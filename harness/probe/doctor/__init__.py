@@ -1,5 +1,2 @@
-"""`harness doctor`'s probes: the facts about this host that harness.judge.doctor judges.
-
-`host` reads the engine's images, device nodes, the user and paths; `gpumap` the GPU map
-and gres.conf; `run.run_checks` gathers them all and asks the judge for each line.
-"""
+"""`harness doctor`'s probes (`host`, `gpumap`; `run.run_checks` gathers them all): the
+facts about this host that `judge.doctor` judges."""

@@ -1,8 +1,4 @@
-"""Evidence bundles: BagIt bags of run folders that a reviewer verifies offline.
-
-Public entry points: `export_bundle` and `verify_bundle` (and `verify_tree` for a bundle
-already unpacked). Format: docs/bundles.md.
-"""
+"""Evidence bundles: BagIt bags of run folders that a reviewer verifies offline."""
 
 from harness.readers.bundle.export import ExportResult, export_bundle
 from harness.readers.bundle.safe_extract import Limits, safe_extract

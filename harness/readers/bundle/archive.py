@@ -1,10 +1,7 @@
 """Deterministic tar (optionally gzip) writing: same inputs, same bytes.
 
-Every entry gets fixed owners (uid/gid 0, no names), a fixed mtime, fixed modes, and
-entries are written in the order given (the caller sorts). gzip gets mtime 0 and no
-file name. File contents are hashed as they are written, so the manifest describes
-exactly the bytes in the archive.
-"""
+Fixed owners, mtime and modes; gzip gets mtime 0 and no name. Contents are hashed as
+they are written, so the manifest describes exactly the bytes in the archive."""
 
 from __future__ import annotations
 
@@ -97,8 +94,8 @@ class DeterministicTar:
         self._addfile(info, fh)
 
     def add_file(self, arcname: str, root: Path, rel: str, size: int) -> str:
-        """Add `size` bytes of the regular file `root/rel` (opened beneath `root`: no symlink
-        followed, no FIFO or device opened); return the sha256 hex of exactly those bytes."""
+        """Add `size` bytes of the regular file `root/rel`. Opened beneath `root`: no symlink
+        followed, no FIFO or device opened. Returns the sha256 of exactly those bytes."""
         self._parents(arcname)
         info = self._info(f"{self.top}/{arcname}", tarfile.REGTYPE, size, FILE_MODE)
         with open(open_beneath(root, rel), "rb") as fh:

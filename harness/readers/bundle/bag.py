@@ -1,9 +1,7 @@
 """The BagIt (RFC 8493) tag files of a bundle, as pure functions of the runs.
 
-Nothing here reads a clock: Bagging-Date comes from the runs themselves, so exporting
-the same runs twice gives the same bytes. Manifests use the `sha256sum` line format
-(two spaces) so `sha256sum -c` checks them directly.
-"""
+No clock is read (Bagging-Date comes from the runs), so exporting the same runs twice
+gives the same bytes. Manifests use `sha256sum`'s line format, so `sha256sum -c` checks them."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """The approval chain in a bundle: run -> seal -> approval -> gate record.
 
-A run made under `require_approval` names its approval in run.json ({"file", "digest",
-"seal", "commit"}). Export carries that approval (and its `.sig`) as the tag file
-`metadata/approvals/<name>` and the gate record it names, byte for byte, under
-`metadata/gates/<folder>/` with its own SHA256SUMS; the tag manifest (and so the bundle's
-signature) covers them. Verify checks each link: the approval is the file the run names
-(its digest), approves the run's seal, and names a gate record that verifies, has that
-SHA256SUMS digest, passed, and was made for the same seal; and who vouches for the approval
-is `trust.Policy`'s to say (with --allowed-signers, its carried `.sig` must be the
-reviewer's good signature: the bundle's own signature cannot stand in for it).
-"""
+Export carries the approval the run names (and its `.sig`) and its gate record byte for
+byte as tag files, so the tag manifest and the bundle's signature cover them. Verify checks
+each link; who vouches for the approval is `trust.Policy`'s to say: the bundle's own
+signature cannot stand in for the reviewer's."""
 
 from __future__ import annotations
 
@@ -23,9 +17,9 @@ from harness.base.names import RUN_ID_MAX, is_name
 from harness.base.readfile import InputError, read_bounded
 from harness.base.tree import walk
 from harness.config.checkout import project_of
-from harness.judge.approval import gates
+from harness.judge.approval import basis
 from harness.judge.approval.check import SIG_SUFFIX, read_doc
-from harness.judge.approval.record import APPROVALS_DIR, parse, reviewed_commit
+from harness.judge.approval.document import APPROVALS_DIR, parse, reviewed_commit
 from harness.readers.bundle.facts import RunFacts
 from harness.readers.bundle.records import BadMember, read_member
 from harness.readers.bundle.sums import BundleFault, one_line
@@ -82,11 +76,11 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes],
         return [BundleFault("approval-changed", one_line(str(path)), "not the approval the run "
                                                                  "ran under (digest)")]
     # found by name in the run's own runs dir (`approval.gates.locate`), never at a path
-    folder, found = gates.locate(doc["gates"]["record"], runs_dir)
+    folder, found = basis.locate(doc["gates"]["record"], runs_dir)
     if folder is None:
         return [BundleFault("gates", one_line(str(doc["gates"]["record"]))[:300],
                             f"{rule}: {detail}") for rule, detail in found]
-    found = gates.recheck(folder, doc["gates"]["digest"], wanted(run, doc))
+    found = basis.recheck(folder, doc["gates"]["digest"], wanted(run, doc))
     if found or not _record_name(doc):
         return [BundleFault("gates", one_line(str(folder)), f"{rule}: {detail}")
                 for rule, detail in found] or [BundleFault("gates", one_line(str(folder)),
@@ -122,9 +116,8 @@ def _approved(runs: list[RunFacts], problems: list[BundleFault]
 
 def collect(runs: list[RunFacts], runs_dirs: Mapping[str, Path] | None = None
             ) -> tuple[dict[str, bytes], list[BundleFault]]:
-    """The chain's tag files for the runs that ran under an approval; a problem for each
-    link that cannot be carried whole (export refuses then: exit 1). `runs_dirs`: each
-    run's runs dir (by its bag folder), where its approval's gate record is found by name."""
+    """The chain's tag files for the runs that ran under an approval; a problem for each link that
+    cannot be carried whole (export refuses then: exit 1)."""
     tags: dict[str, bytes] = {}
     problems: list[BundleFault] = []
     for run, name in _approved(runs, problems):
@@ -170,16 +163,15 @@ def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str],
     return signed + [BundleFault("approval-dirty", tag, f"{rule}: {detail}")
                      for rule, detail in reviewed_commit(doc)] + [
         BundleFault("gates", f"{GATES_TAGS}/{_record_name(doc)}", f"{rule}: {detail}")
-        for rule, detail in gates.recheck(folder, doc["gates"]["digest"], wanted(run, doc))]
+        for rule, detail in basis.recheck(folder, doc["gates"]["digest"], wanted(run, doc))]
 
 
-def wanted(run: RunFacts, doc: dict[str, Any]) -> gates.Wanted:
-    """What the carried approval needs of its gate record: the run's campaign, the approved
-    seal and the approved commit (`gates.judge_record`, the rule approve and the run-time
-    check apply). Which gates the campaign lists was judged at approve and at run time;
-    here the record is bound by its digest, so no gate list is asked of it again."""
+def wanted(run: RunFacts, doc: dict[str, Any]) -> basis.Wanted:
+    """What the carried approval needs of its gate record: the run's campaign, the approved seal and
+    the approved commit (`basis.judge_record`, the rule approve and the run-time check apply).
+    The record is bound by its digest, so no gate list is asked of it again."""
     commit = doc["git"].get("commit")
-    return gates.Wanted(str(run.get("campaign", "name")), (), doc["source_seal"],
+    return basis.Wanted(str(run.get("campaign", "name")), (), doc["source_seal"],
                         commit if isinstance(commit, str) else None)
 
 

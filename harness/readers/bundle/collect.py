@@ -1,28 +1,12 @@
 """`bundle collect`: the controller's side of the drop, where hosts leave their runs.
 
-Under Slurm each host seals a run on its own disk, then its job exports the run as a bundle
-to `<drop>/bundles/<run-id>.tar.gz` (written to a dot-name, then linked into place: a
-bundle in the drop is whole). Collect takes each bundle there that it has not collected
-yet (by its sha256), verifies it as `bundle verify` does, records the digest in
-`RUNS/collected.jsonl` (one JSON object a line, appended and fsynced: what arrived, when,
-and what was done with it), and moves its run into RUNS when RUNS does not hold it yet.
-A host that could not reach the drop keeps its sealed runs; once their bundles appear, a
-later collect picks them up.
-
-One rule decides what a drop bundle may place, for `harness bundle collect` and for the
-night's own collect as each job ends alike (`drop_run`, `admits`): a bundle is named for
-the one run it carries, `<run-id>.tar.gz`, and places that run and nothing else. A file
-with any other name, or that is not a regular file, is named for no run and refused
-unread; a bundle named for R that holds another run, or R and more, is refused whole and
-places nothing. So a forged copy of R in another file never takes R's place in RUNS ahead
-of the genuine `R.tar.gz`, and a refusal changes nothing for the bundle that comes after.
-
-A bundle is hostile: it is opened once (never through a symlink) and hashed, then unpacked
-from that same open file by `safe_extract` into a dot-folder inside RUNS, and must verify
-before its run takes its place; the run is then renamed into place, so RUNS never holds
-half a run. A run RUNS already holds is left as it is (evidence is append-only), and one
-whose seal differs from the bundle's is a conflict.
-"""
+One rule (`drop_run`, `admits`) decides what a drop bundle may place, for the command and
+the night alike: `<run-id>.tar.gz` places that run and nothing else; another name, a
+non-regular file, or a bundle holding another run or more is refused whole. So a forged
+copy of R in another file never takes R's place ahead of the genuine `R.tar.gz`.
+A bundle is hostile: opened once (never through a symlink), hashed, unpacked from that
+same file, verified, then renamed into place, so RUNS never holds half a run. A run RUNS
+already holds is left as it is (evidence is append-only); a differing seal is a conflict."""
 
 from __future__ import annotations
 
@@ -73,8 +57,8 @@ class Arrival:
 
 
 def collected_digests(text: str) -> set[str]:
-    """The sha256 of each bundle a collect took whole (ok, no problem). Pure; a line that
-    is not such a record is ignored, so a damaged line only means collecting again."""
+    """The sha256 of each bundle a collect took whole (ok, no problem). Pure; a line that is not
+    such a record is ignored, so a damaged line only means collecting again."""
     return {e["sha256"] for e in _entries(text) if e.get("ok") is True and not e.get("problems")}
 
 
@@ -92,18 +76,17 @@ def _entries(text: str) -> list[dict]:
 
 
 def drop_run(name: str) -> str | None:
-    """The run a file in the drop's bundles/ is named for: R for `R.tar.gz` (R a plain run
-    id), None for any other name. The one name a host's job exports a run under, so no two
-    files of the drop claim one run. Pure."""
+    """The run a file in the drop's bundles/ is named for: R for `R.tar.gz` (R a plain run id), None
+    for any other name. The one name a host's job exports a run under, so no two files
+    of the drop claim one run. Pure."""
     run_id = name.removesuffix(DROP_SUFFIX)
     return run_id if name.endswith(DROP_SUFFIX) and RunId.valid(run_id) else None
 
 
 def admits(run_id: str, runs: list[str], folders: list[str], recorded: object) -> str | None:
-    """Why the verified bundle named for `run_id` may place nothing, or None when it holds
-    that run and nothing else: `runs`, its run folders (data/...); `folders`, the folders at
-    the top of its data/; `recorded`, the run id its run's run.json gives (None: it gives
-    none). The one rule of what a drop bundle places, night or command. Pure."""
+    """Why the verified bundle named for `run_id` may place nothing, or None when it holds that run
+    and nothing else: `runs`, its run folders (data/...); `folders`, the folders at the top of its
+    data/; `recorded`, the run id its run's run.json gives (None: it gives none)."""
     alone = runs == [f"{bag.PAYLOAD_DIR}/{run_id}"] and folders == [run_id]
     if alone and recorded in (None, run_id):
         return None
@@ -118,9 +101,9 @@ def admits(run_id: str, runs: list[str], folders: list[str], recorded: object) -
 
 
 def drop_bundles(drop: Path) -> list[Path]:
-    """What may be a finished bundle in `<drop>/bundles`, by name: each entry with a bundle
-    suffix that is not a dot-name (a bundle still being written). A symlink or anything
-    but a regular file is listed too, so that it is refused by name, never followed."""
+    """What may be a finished bundle in `<drop>/bundles`, by name: each entry with a bundle suffix
+    that is not a dot-name (a bundle still being written). A symlink or non-regular file is
+    listed too, so that it is refused by name, never followed."""
     folder = drop / BUNDLES
     if not folder.is_dir():
         raise InvalidInput(f"{one_line(str(folder))}: no such folder (the drop's bundles)")
@@ -261,9 +244,8 @@ def collect_run(drop: Path, runs_dir: Path, run_id: str,
                 limits: Limits | None = None) -> Arrival | None:
     """The controller's collect of one run as its job ends: `<drop>/bundles/<run id>.tar.gz`,
     verified, and taken only when it holds that run and nothing else (`admits`, the rule
-    `collect_drop` applies too: a host's bundle never plants another host's run). None
-    while no such bundle is there, or when this very bundle was collected or refused
-    before (RUNS/collected.jsonl says so)."""
+    `collect_drop` applies too: a host's bundle never plants another host's run). None while
+    no such bundle is there, or when this very bundle was collected or refused before."""
     name = f"{run_id}{DROP_SUFFIX}"
     if drop_run(name) != run_id:
         raise InvalidInput(f"not a run id: {one_line(run_id)[:120]!r}")

@@ -1,19 +1,9 @@
 """`bundle export`: run and night folders -> one BagIt bag in a deterministic tar.
 
-The archive holds a single top folder (named from the bundled folders, never from the
-output file name or the clock) containing:
-  bagit.txt, bag-info.txt, manifest-sha256.txt, metadata/statement.intoto.json,
-  tagmanifest-sha256.txt, and with a signing key tagmanifest-sha256.txt.sig;
-  data/<folder>/... each given folder unchanged (but a night journal's SQLite side files);
-  a night folder brings the run folders its journal names, as data/<run-id>/
-  (harness.readers.bundle.nightruns).
-Payload entries come first so each file is hashed while it is written; the tag files
-that describe them follow. The folders are judged exactly as `bundle verify` will judge
-the bag (each run by `manifest.verify_folder`, as `harness verify`): their shape before
-anything is written, their seals on the digests of the bytes written (each file is read
-once), and only then is the bundle linked into place: a bundle, and above all a signed
-one, never vouches for a run that does not verify, nor for bytes other than those checked.
-"""
+The top folder is named from the bundled folders, never the output name or the clock.
+The folders are judged exactly as `bundle verify` will judge the bag, their seals on the
+digests of the bytes written, before the bundle is linked into place: a (signed) bundle
+never vouches for a run that does not verify, nor for bytes other than those checked."""
 
 from __future__ import annotations
 
@@ -99,10 +89,9 @@ def _sources(payload: Payload) -> dict[str, Path]:
 
 
 def judge(payload: Payload, subjects: dict[str, str] | None = None) -> list[BundleFault]:
-    """Everything `bundle verify` would say about the runs of this payload, said now: the
-    payload's shape, and `harness verify`'s verdict on each source run folder. `subjects`:
-    the digests of the very bytes written into the bag ({arcname: hex}), so each file is
-    read once and the bag vouches for exactly the bytes its runs' seals were checked on."""
+    """Everything `bundle verify` would say about the runs of this payload, said now: the payload's
+    shape, and `harness verify`'s verdict on each source run folder. `subjects` are the digests of
+    the very bytes written, so each file is read once and checked as bagged."""
     sources = _sources(payload)
     problems = layout_problems([f.arcname for f in payload.files], list(sources))
     digests = run_digests(subjects or {}, list(sources))
@@ -158,9 +147,9 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementS
 
 def listing_tags(top: str, runs: list[RunFacts], payload: Payload,
                  chain_tags: dict[str, bytes]) -> dict[str, bytes]:
-    """The bag's index.html and README.txt (`listing`): which run is which, links to each
-    night's summary and run folder, how to verify. Tag files, so the tag manifest (and the
-    signature) cover them. Pure."""
+    """The bag's index.html and README.txt (`listing`): which run is which, links to each night's
+    summary and run folder, how to verify. Tag files, so the tag manifest (and the signature)
+    cover them. Pure."""
     lines = listing.run_lines(runs, listing.approval_docs(chain_tags))
     nights = [f"{bag.PAYLOAD_DIR}/{where}" for where, _ in payload.roots
               if is_night_folder(where)]
@@ -169,8 +158,8 @@ def listing_tags(top: str, runs: list[RunFacts], payload: Payload,
 
 
 def check_output(output: Path, sign_key: Path | None) -> bool:
-    """The output may be written (a new file in a folder, a known suffix) and the key is a
-    file; returns whether to gzip. InvalidInput (exit 2) otherwise."""
+    """The output may be written and the key is a file; returns whether to gzip. InvalidInput
+    (exit 2) otherwise."""
     compress = compression_for(output)
     if output.exists() or output.is_symlink():
         raise InvalidInput(f"{one_line(str(output))} exists; bundles are never overwritten")
@@ -186,13 +175,12 @@ def write_bundle(output: Path, payload: Payload, runs: list[RunFacts], spool: St
                  sign_key: Path | None, chain_tags: dict[str, bytes],
                  check: Callable[[dict[str, str]], list[BundleFault]] | None = None
                  ) -> tuple[str, str]:
-    """Write the bag of `payload` to the new file `output`, atomically (a temp name, fsync,
-    then a link that fails if `output` appeared meanwhile); returns the top folder and the
-    sha256 of the file written (to send out of band). Shared
-    by export and merge, so a merged bundle is written exactly as an exported one. `runs`
-    and `spool`: what `read_runs` made of the payload's runs.
-    `check` judges the digests of the bytes written ({arcname: hex}) before the bundle is
-    linked into place: any problem refuses it (ExportRefused) and nothing is left."""
+    """Write the bag of `payload` to the new file `output`, atomically.
+
+    A temp name, fsync, then a link that fails if `output` appeared meanwhile; returns the
+    top folder and the file's sha256 (to send out of band). Shared by export and merge, so a
+    merged bundle is written exactly as an exported one. `check` judges the digests of the
+    bytes written before linking: any problem refuses it (ExportRefused), nothing is left."""
     top = top_folder(payload.named)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:

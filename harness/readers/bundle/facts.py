@@ -1,8 +1,6 @@
 """What a bundle says about each run, read from the run folder's own records.
 
-Any record may be absent or unreadable (an interrupted run, an older layout); the
-bundle still describes what is there, and says what was missing instead of guessing.
-"""
+Any record may be absent or unreadable; the bundle says what was missing instead of guessing."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from typing import Any
 
 from harness.base.errors import InvalidInput
 from harness.base.timeutil import parse_or_none
-from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.layout import HOST_BEFORE, PREFLIGHT, RECORD, VECTOR
 from harness.readers.bundle.records import BadMember, parse_json, read_text_member
 
@@ -45,9 +43,8 @@ class RunFacts:
 
     def slim(self) -> RunFacts:
         """What is kept of every run while a bundle is written or checked: the run.json keys
-        bag-info, the approval chain and the time span read, and the host's name. The
-        statement's share of the records is spooled run by run (`StatementSpool`), so a
-        bundle's memory does not grow by each run's whole records."""
+        bag-info, the approval chain and the time span read, and the host's name. The statement's
+        share is spooled run by run, so a bundle's memory does not grow by each run's records."""
         record = {k: self.record[k] for k in SLIM_KEYS if k in self.record}
         host = None if self.host is None else {
             k: v for k, v in self.host.items() if k in HOST_NAME_KEYS}
@@ -75,8 +72,8 @@ def _load(run_dir: Path, name: str, notes: list[str]) -> Any:
 
 
 def _load_record(run_dir: Path, notes: list[str]) -> dict[str, Any]:
-    """run.json through the one record reader (v1 reads as v2), with the bundle's stricter
-    JSON (no NaN, no duplicate keys: the statement must be strict JSON); {} with a note."""
+    """run.json through the one record reader, with the bundle's stricter JSON; {} with a note.
+    Stricter: no NaN, no duplicate keys, since the statement must be strict JSON."""
     if not os.path.lexists(run_dir / RECORD):
         notes.append(f"{RECORD} absent")
         return {}
@@ -95,9 +92,8 @@ def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
 
 
 def read_run_facts(folder: str, run_dir: Path, record_only: bool = False) -> RunFacts:
-    """Read one run folder's records, tolerating any that are absent or malformed.
-    `record_only`: run.json alone, for a check that reads nothing else (the approval chain
-    on verify), so a bundle of many runs does not parse every preflight.json for nothing."""
+    """Read one run folder's records, tolerating any that are absent or malformed. `record_only`:
+    run.json alone, so verifying many runs' chains does not parse every preflight.json."""
     notes: list[str] = []
     record = _load_record(run_dir, notes)
     if record_only:
@@ -144,8 +140,7 @@ def model_hashes(facts: RunFacts) -> dict[str, str]:
 
 
 def provenance(facts: RunFacts) -> dict[str, Any] | None:
-    """The project's git state the run recorded (run.json, else preflight.json), in its one
-    shape (`record.provenance_of`); None when neither has one."""
+    """The project's git state the run recorded, in its one shape; None when neither has one."""
     for source in (facts.record, facts.preflight or {}):
         value = run_record.provenance_of(source.get("provenance"))
         if value is not None:

@@ -1,14 +1,8 @@
 """What a bundle holds, said per run: the line `bundle verify` prints for each run, and the
 `index.html` and `README.txt` at the top of every bag a reviewer opens first.
 
-A reviewer who unpacks a bundle sees folders named by run id; these say which run is
-which (status, control, the approval it ran under and who gave it, which attempt a later
-rerun superseded), link each night's summary and each run folder, and say how to check
-the bundle offline. Everything here comes from the runs' own records, which are hostile:
-every value is made inert (`harness.readers.report.inert`: one line, no controls,
-bounded) and, in HTML, escaped; the page has no script and fetches nothing. Pure
-functions of the runs, so a bundle stays byte-for-byte reproducible.
-"""
+The runs' records are hostile: every value is made inert and, in HTML, escaped; the page
+has no script and fetches nothing. Pure, so a bundle stays byte-for-byte reproducible."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ import html
 from dataclasses import asdict, dataclass
 from urllib.parse import quote
 
-from harness.judge.approval.record import parse
+from harness.judge.approval.document import parse
 from harness.readers.bundle.facts import RunFacts
 from harness.readers.bundle.places import folder_name
 from harness.readers.report.inert import inert
@@ -81,9 +75,8 @@ def _newest(candidates: list[RunFacts]) -> str:
 
 
 def run_lines(runs: list[RunFacts], approvals: dict[str, dict]) -> list[RunLine]:
-    """A line per run, in folder order. `approvals`: the carried approval documents by file
-    name (the reviewer and commit come from there; the run's own record names the commit
-    too). A run is superseded by the newest run in the bag that names it as `rerun_of`."""
+    """A line per run, in folder order. A run is superseded by the newest run in the bag that
+    names it as `rerun_of`."""
     reruns: dict[str, list[RunFacts]] = {}
     for run in runs:
         link = run.get("rerun_of")
@@ -105,8 +98,8 @@ def run_lines(runs: list[RunFacts], approvals: dict[str, dict]) -> list[RunLine]
 
 
 def approval_docs(tags: dict[str, bytes]) -> dict[str, dict]:
-    """The carried approvals ({tag path: bytes}) as documents by file name; one that is not
-    strict JSON is left out (verify names it; the listing just shows no reviewer)."""
+    """The carried approvals as documents by file name; one that is not strict JSON is left out.
+    (verify names it; the listing just shows no reviewer)."""
     out = {}
     for tag, data in tags.items():
         if tag.endswith(".json"):
@@ -143,8 +136,7 @@ STYLE = ("body{font-family:sans-serif;max-width:72rem;margin:1rem auto;padding:0
 
 
 def index_html(top: str, lines: list[RunLine], nights: list[str]) -> str:
-    """The bag's index.html: what it is, its nights' summaries, its runs, how to verify.
-    `nights`: the night folders under data/ (data/nights/<night>). No script, no fetch."""
+    """The bag's index.html: what it is, its nights' summaries, its runs, how to verify."""
     night_items = "".join(
         f'<li><a href="{_href(f"{n}/{SUMMARY}")}">{html.escape(_text(folder_name(n)))}</a>'
         f" (<code>{html.escape(_text(n))}/</code>)</li>" for n in nights) or "<li>none</li>"

@@ -1,23 +1,11 @@
 """`bundle merge`: several bundles (one per host, say) -> one bundle of all their runs.
 
-Each input comes from someone else, so each is unpacked and judged by `verify_archive`, the
-very path `bundle verify` takes (safe_extract's limits and refusals, then verify_tree): one
-input that fails refuses the whole merge, naming it, and nothing is written. A merge that
-signs its result vouches for every byte of it, so it must first have authenticated every
-input (`trust.merging`): a signing key needs allowed signers, each input must then carry a
-good signature by a listed signer (and each approval its reviewer's), and an input whose
-signature was stripped is refused with or without them, never merged as "unsigned".
-Only then are the inputs' folders under `data/` put side by side and written by the export
-writer (`export.write_bundle`), so the result has its own manifests, statement and optional
-signature, is deterministic, and verifies like any exported bundle; merging the exports of
-runs A and B gives the same bytes as exporting A and B together.
-
-Collisions: a folder name (a run id, a night) in two inputs must hold the same files with
-the same bytes, and is then kept once (a run exported by its host and again in a night's
-bundle); anything else is refused, as is a carried approval or gate record (tag files
-under `metadata/`) that two inputs hold with different bytes. The inputs' own manifests
-are used for the comparison: after `verify_tree` passed they describe the files exactly.
-"""
+Each input is judged by `verify_archive`, the path `bundle verify` takes; one failing
+input refuses the whole merge and nothing is written. A merge that signs vouches for every
+byte, so it first authenticates every input (`trust.merging`); a stripped signature is
+refused, never merged as "unsigned". The result is written by the export writer, so it
+verifies like any export and merging exports of A and B gives the bytes of exporting both.
+A name two inputs hold is kept once if byte-identical, else refused."""
 
 from __future__ import annotations
 
@@ -87,9 +75,8 @@ def split_manifest(manifest: dict[str, str]) -> dict[str, dict[str, str]]:
 
 
 def placed(folders: dict[str, dict[str, str]]) -> dict[str, str]:
-    """{folder under data/ in the merged bag: folder under data/ in the input}. A night an
-    older bundle keeps at data/<night>/ moves to data/nights/<night>/, where its summary's
-    `../../<run-id>/` links resolve. Pure."""
+    """{folder under data/ in the merged bag: folder under data/ in the input}. An older bundle's
+    night at data/<night>/ moves to data/nights/<night>/, where its summary's links resolve."""
     out: dict[str, str] = {}
     for folder, files in folders.items():
         night = NIGHT_RECORD in files and not is_night_folder(folder)
@@ -99,11 +86,8 @@ def placed(folders: dict[str, dict[str, str]]) -> dict[str, str]:
 
 def combine(inputs: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]]
             ) -> tuple[dict[str, int], dict[str, int], list[BundleFault]]:
-    """Which input each folder and carried tag file is taken from (by index), and a problem
-    for each name two inputs hold with different bytes. Pure.
-
-    `inputs`: (name, {folder: {rel: sha}}, {tag: sha}) per input, in the order given; a
-    byte-identical duplicate is taken from the first input holding it."""
+    """Which input each folder and carried tag file is taken from (by index), and a problem for each
+    name two inputs hold with different bytes."""
     folders: dict[str, int] = {}
     tags: dict[str, int] = {}
     problems: list[BundleFault] = []
@@ -157,9 +141,8 @@ def _payload(inputs: list[_Input], chosen: dict[str, int]) -> Payload:
 def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = None,
                   allowed_signers: Path | None = None, limits: Limits | None = None
                   ) -> MergeResult:
-    """Verify each bundle, then write one bundle of all their folders to `output` (new,
-    written atomically). MergeRefused (exit 1) names every failing input or collision;
-    a signing key without `allowed_signers` is a usage error (exit 2)."""
+    """Verify each bundle, then write one bundle of all their folders to `output`. MergeRefused
+    (exit 1) names every failing input or collision; a key without signers is exit 2."""
     output = Path(output)
     compress = check_output(output, sign_key)
     if not bundles:

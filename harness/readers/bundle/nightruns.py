@@ -1,17 +1,10 @@
 """The run folders a night folder stands for: its journal's rows, found in its runs folder.
 
-`harness night` writes RUNS/nights/<night>/ (journal.sqlite, summary.*, ended.json) and
-each run folder beside the nights, at RUNS/<run-id>/; an operator rerun adds a row and a
-folder there too. So bundling a night means bundling the runs its journal names, or the
-bundle would vouch for no run at all.
-
 The journal is evidence and may be forged, so a row's path is never opened as written:
-a row gives a run id, which must be a plain folder name and the last part of the row's
-path, and the folder bundled is RUNS/<run-id>, a real folder (not a symlink) directly in
-the night's runs folder. A run that lives elsewhere (`rerun --runs-dir`) is bundled only
-when the operator names its folder too. The journal is read from a private copy, so
-export never writes into the night folder (SQLite readers create and touch `-shm`/`-wal`).
-"""
+the run id must be a plain folder name and the path's last part, and the folder bundled
+is RUNS/<run-id>, a real folder beside the nights. A run elsewhere is bundled only when
+named too. The journal is read from a private copy, so export never writes into the night
+(SQLite readers touch `-shm`/`-wal`)."""
 
 from __future__ import annotations
 
@@ -52,10 +45,8 @@ def left_out(rel: str, size: int) -> bool:
 
 def journal_runs(rows: list[Row], where: str) -> tuple[list[NightRun], list[str]]:
     """The runs the rows name, and a fault for each row that names one badly. Pure.
-
-    A row with neither run id nor folder has not started; one with only one of them, a run
-    id that is not a plain folder name, a folder whose last part is not the run id, or a
-    run id named twice is forged or damaged: nothing of such a night is bundled."""
+    A forged or damaged row (half a name, a mismatched folder, a run named twice) bundles
+    nothing of the night."""
     runs: list[NightRun] = []
     faults: list[str] = []
     seen: set[str] = set()
@@ -82,8 +73,8 @@ def _copy(src: Path, dest: Path) -> None:
 
 
 def read_rows(night: Path) -> list[Row]:
-    """The journal's rows, read from a private copy (journal and its WAL, never followed
-    through a link); InputError when it cannot be read."""
+    """The journal's rows, read from a private copy (never through a link);
+    InputError when it cannot be read."""
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
         copy = Path(tmp) / JOURNAL_NAME
         try:
@@ -104,8 +95,7 @@ def runs_dir_of(night: Path) -> Path | None:
 
 
 def _folder(runs_dir: Path | None, run: NightRun, night: Path) -> tuple[Path | None, str | None]:
-    """(folder, None) to bundle, (None, None) when the run never got a folder, or
-    (None, fault)."""
+    """(folder, None) to bundle, (None, None) when the run never got a folder, or (None, fault)."""
     hint = "give its folder as well to bundle it"
     if runs_dir is None:
         return None, (f"{night}: run {run.run_id} is not beside the night (the night folder "

@@ -1,10 +1,7 @@
 """The bundle file as it arrived: opened once, never through a link, and its sha256.
 
-`bundle verify`, `merge` and `collect` each judge the very bytes they hash: the archive is
-unpacked from the same open file whose digest they print or record, whatever is renamed
-onto its path meanwhile; `export` prints the digest of the file it wrote. The digest is
-what a sender gives a reviewer out of band (`sha256sum FILE` says the same).
-"""
+verify, merge and collect unpack from the same open file whose digest they print or
+record, so they judge the very bytes they hash, whatever is renamed onto its path."""
 
 from __future__ import annotations
 
@@ -35,10 +32,8 @@ def file_sha256(fh: BinaryIO) -> str:
 
 @contextmanager
 def open_archive(path: Path) -> Iterator[tuple[BinaryIO, str]]:
-    """The bundle file `path`, opened once (a symlink is never followed, a FIFO never waited
-    on), and the sha256 of its bytes. What is unpacked is read from this same open file, so
-    the digest said or recorded is that of the bytes judged, whatever is renamed onto `path`
-    meanwhile. InvalidInput (exit 2) for anything but a regular file."""
+    """The bundle file `path`, opened once, and the sha256 of its bytes. A symlink is never
+    followed, a FIFO never waited on; InvalidInput (exit 2) for anything but a regular file."""
     shown = one_line(str(path))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)

@@ -1,9 +1,7 @@
 """Which files go into a bundle's payload, and which folders inside it are runs.
 
-Run and night folders are copied unchanged under `data/<folder-name>/`. Anything a
-manifest cannot describe faithfully (symlinks, devices, odd names) is refused up front,
-because a bundle that silently drops or rewrites evidence is worse than none.
-"""
+Anything a manifest cannot describe faithfully (symlinks, devices, odd names) is refused
+up front: a bundle that silently drops or rewrites evidence is worse than none."""
 
 from __future__ import annotations
 
@@ -27,8 +25,8 @@ NIGHT_RECORD = JOURNAL_NAME  # a night folder holds its journal; its runs may li
 
 @dataclass(frozen=True)
 class PayloadFile:
-    """One payload file: where it goes in the bag (`arcname`, under data/) and where it is now
-    (`rel` inside the bundled folder `root`, opened only beneath it)."""
+    """One payload file: where it goes in the bag and where it is now. It is opened only beneath
+    its bundled folder `root`."""
 
     arcname: str
     root: Path
@@ -45,9 +43,7 @@ class Payload:
 
 
 def find_run_dirs(relpaths: Iterable[str]) -> list[str]:
-    """Folders holding a run.json ("" for the root), not nested in another run: a run's
-    addenda are not runs. Linear in the paths: each candidate looks up its own ancestors.
-    Paths are as the tree walker gives them ("/"-separated names, none empty)."""
+    """Folders holding a run.json, not nested in another run: a run's addenda are not runs."""
     found = {parent for parent, _, name in (p.rpartition("/") for p in relpaths)
              if name == RUN_RECORD}
     if "" in found:
@@ -151,10 +147,8 @@ def _check_root(folder: Path, real: Path, roots: _Roots, faults: list[str]) -> b
 
 
 def collect_payload(folders: list[Path]) -> Payload:
-    """Check the given run or night folders and list their files; InvalidInput lists every
-    fault. A night folder goes to `data/nights/<night>/` and brings the run folders its
-    journal names (`nightruns`), bundled as `data/<run-id>/`: the places they have in
-    RUNS, so the night summary's `../../<run-id>/` links resolve inside the bag."""
+    """Check the given run or night folders and list their files; InvalidInput lists every fault.
+    A night's runs go to `data/<run-id>/`, their places in RUNS, so the summary's links resolve."""
     faults: list[str] = []
     index = _Roots()
     for folder in folders:

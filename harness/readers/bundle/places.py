@@ -1,12 +1,8 @@
 """Where each bundled folder sits under a bag's `data/`, so its relative links still work.
 
-`harness night` keeps a night at RUNS/nights/<night>/ and its runs at RUNS/<run-id>/, and
-the night's summary.html links each run as `../../<run-id>/...`. A bag keeps those relative
-positions: a night goes to `data/nights/<night>/` and each run to `data/<run-id>/`, so
-every link of the summary resolves inside the bag. Bags written before this layout hold a
-night at `data/<night>/`; both are read the same way (a bundled folder is `data/<name>/`,
-or `data/nights/<name>/`), so older bundles still verify and merge. Pure functions only.
-"""
+A night goes to `data/nights/<night>/` and each run to `data/<run-id>/`, as in RUNS, so
+summary.html's `../../<run-id>/` links resolve inside the bag. Older bags keep a night at
+`data/<night>/` and are read the same way, so they still verify and merge. Pure."""
 
 from __future__ import annotations
 
@@ -20,9 +16,8 @@ def arc_folder(name: str, night: bool) -> str:
 
 
 def bundled_folder(path: str) -> str | None:
-    """The bundled folder (`data/<name>` or `data/nights/<name>`) a payload path lies in,
-    or None for a path directly in data/ or data/nights/ (not in any bundled folder).
-    A path that is the folder itself is not in it. Paths are "/"-separated, none empty."""
+    """The bundled folder (`data/<name>` or `data/nights/<name>`) a payload path lies in, or None
+    for a path directly in data/ or data/nights/ (not in any bundled folder)."""
     parts = path.split("/")
     if len(parts) < 3 or parts[0] != PAYLOAD:
         return None

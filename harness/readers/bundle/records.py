@@ -1,11 +1,8 @@
 """Reading one member of an evidence tree: bounded, never through a symlink, strict JSON.
 
-Every file a bundle reads (a run's records at export, a bundle's tag files at verify) may
-be hostile: a FIFO that blocks, a symlink out of the tree, a 10 GB "manifest", a JSON
-document nested 100,000 deep or holding a 5000-digit integer (which `json.loads` turns
-into RecursionError / ValueError). Here each such file is a `BadMember` with a precise
-reason, which callers report as a problem of that file; nothing escapes as a crash.
-"""
+Any file a bundle reads may be hostile: a blocking FIFO, a symlink out of the tree, a
+huge "manifest", JSON nested 100,000 deep or a 5000-digit integer (RecursionError /
+ValueError in `json.loads`). Each is a `BadMember` with a reason, never a crash."""
 
 from __future__ import annotations
 
@@ -126,10 +123,9 @@ def _pruning(keep: Callable[[dict[str, Any]], bool], limit: int
 
 def parse_json(text: str, max_depth: int = MAX_DEPTH,
                keep: Callable[[dict[str, Any]], bool] | None = None) -> Any:
-    """Strict JSON: no NaN/Infinity, no duplicate keys, short integers, bounded nesting.
-    Pure; BadMember for anything else. With `keep`, every object for which it is false is
-    checked as strictly and then dropped as it is parsed (a `Pruned` stands in its place),
-    so a large document costs the memory of what the reader keeps, not of the whole."""
+    """Strict JSON: no NaN/Infinity, no duplicate keys, short integers, bounded nesting. Pure;
+    BadMember otherwise. With `keep`, objects it rejects are checked then dropped while
+    parsing, so a large document costs the memory of what the reader keeps."""
     hook = _object if keep is None else _pruning(keep, max_depth)
     try:
         value = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,

@@ -1,11 +1,8 @@
 """Unpack a bundle archive that may be hostile, into a folder the caller owns.
 
-A bundle comes from someone else, so nothing in it is trusted: only plain relative
-names, only regular files and folders, a bounded number of members, and a bounded
-number of bytes after decompression (which also bounds a gzip bomb). Files are written
-by this module, never by `tarfile.extract`, so no member can place anything outside
-`dest`. Any breach raises InvalidInput (exit 2) and the caller discards `dest`.
-"""
+Only plain relative names, regular files and folders, bounded members and bytes (which also
+bounds a gzip bomb); files are written here, never by `tarfile.extract`, so nothing lands
+outside `dest`. Any breach raises InvalidInput and the caller discards `dest`."""
 
 from __future__ import annotations
 
@@ -51,10 +48,10 @@ META_TYPES = (
 
 
 class _Gunzip(io.RawIOBase):
-    """gzip decompression that checks what `gzip.GzipFile` only checks if read to the end:
-    each member's CRC-32 and length trailer (zlib checks them), a stream that stops before
-    its trailer, and bytes after the last member (refused: only gzip members may follow).
-    `consumed` is the compressed bytes used so far, so appended junk buys no ratio."""
+    """gzip decompression that checks what `gzip.GzipFile` only checks if read to the end: each
+    member's CRC-32 and length trailer (zlib checks them), a stream that stops before its trailer,
+    and bytes after the last member (refused: only gzip members may follow). `consumed` counts
+    compressed bytes used, so appended junk buys no ratio."""
 
     def __init__(self, fh: BinaryIO):
         self.fh = fh
@@ -172,9 +169,8 @@ class _MetaBudget:
 
 
 def _guarded_tarinfo(budget: _MetaBudget) -> type[tarfile.TarInfo]:
-    """A TarInfo whose headers pass `budget` before tarfile reads any data they announce.
-    `_proc_member` is tarfile's documented hook for subclasses; every header, including
-    the ones after a long-name or pax header, is parsed through it."""
+    """A TarInfo whose headers pass `budget` before tarfile reads any data they announce. Every
+    header, long-name and pax ones included, goes through `_proc_member`, tarfile's hook."""
 
     def _no_sparse(*_args: object) -> None:
         raise _Hostile("a pax sparse file")
@@ -222,13 +218,11 @@ def _member_name(member: tarfile.TarInfo) -> str | None:
 
 
 class _Sink:
-    """Where members are written: beneath `dest`, an empty folder the caller owns. Every
-    folder beneath it is made here, one `mkdir` each after its parent (never over anything
-    found there), so every folder on a member's path is one this sink made: none can be a
-    symlink, and nothing lands outside `dest`; a first-level name is also resolved
-    (realpath) to be sure. Files are created O_EXCL|O_NOFOLLOW and written through their
-    descriptor. With `digests`, each file's sha256 is taken from the very bytes written, so
-    a caller that owns `dest` need not read the files back to hash them."""
+    """Where members are written: beneath `dest`, an empty folder the caller owns.
+
+    Every folder beneath it is made here, one `mkdir` after its parent, so none on a member's
+    path can be a symlink and nothing lands outside `dest`. Files are created
+    O_EXCL|O_NOFOLLOW; with `digests`, each is hashed from the very bytes written."""
 
     def __init__(self, dest: Path, digests: dict[str, str] | None) -> None:
         self.dest = os.fspath(dest)  # joined as strings: ~20,000 members at 1,000 runs
@@ -341,10 +335,8 @@ def safe_extract(archive: Path, dest: Path, limits: Limits | None = None,
                  digests: dict[str, str] | None = None, *,
                  opened: BinaryIO | None = None) -> Path:
     """Unpack `archive` into the empty folder `dest`; return the bundle's one top folder.
-    With `digests`, fill it with {path inside the top folder: sha256 of the bytes written}
-    (hashed while writing: only for a `dest` no one else can write to). `opened`: the
-    archive's file, already open (read from its start), for a caller that must unpack the
-    very bytes it hashed, whatever is renamed onto `archive` meanwhile."""
+    `digests` is only for a `dest` no one else can write to. `opened`: the archive already
+    open, so a caller unpacks the very bytes it hashed, whatever is renamed onto `archive`."""
     archive = Path(archive)
     shown = one_line(str(archive))  # messages reach a terminal: names and paths escaped
     if opened is None and not archive.is_file():

@@ -1,14 +1,9 @@
 """Which seals a bundle may hold, and whether each run in it is sealed and intact.
 
-Whether a run folder is sealed and intact has one owner,
-`harness.measure.runfolder.manifest.verify_folder`, the function behind `harness verify`: export
-judges each source run with it, and verify judges each unpacked run with it, so a bundle
-never vouches for a run `harness verify` refuses. This module adds only what a bundle has
-beyond run folders: where a SHA256SUMS may be (a run's folder; its `addenda/<name>/`,
-judged by verify_folder), and that the payload is made of bundled folders holding runs.
-A SHA256SUMS anywhere else would read, to a reviewer running `sha256sum -c`, as a seal
-over files no run ever sealed.
-"""
+Run verdicts have one owner, `verify_folder` (behind `harness verify`), used at export and
+at verify, so a bundle never vouches for a run `harness verify` refuses. A SHA256SUMS
+outside a run would read, to a reviewer running `sha256sum -c`, as a seal over files no
+run ever sealed, so it is refused."""
 
 from __future__ import annotations
 
@@ -40,21 +35,12 @@ def _in_bundled_folder(path: str) -> bool:
 
 def bag_runs(payload: list[str]) -> list[str]:
     """The run folders of a payload: folders holding run.json, inside a bundled folder
-    `data/<name>/` or `data/nights/<name>/` (never data/ itself), not nested in another
-    run. Pure."""
+    `data/<name>/` or `data/nights/<name>/` (never data/ itself), not nested in another run."""
     return find_run_dirs(p for p in payload if _in_bundled_folder(p))
 
 
 def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[BundleFault]:
-    """Problems with the shape of a payload ({data/...} file paths). Pure.
-
-    Every file sits in a bundled folder (`data/<name>/`, or `data/nights/<name>/`: `places`),
-    each bundled folder is a night (its
-    journal at the top) or holds at least one run (a folder with run.json), and outside
-    runs (a night's journal and summaries) no SHA256SUMS appears. Inside a run,
-    verify_folder decides. `runs`: `bag_runs(payload)` when the caller has it already.
-    Paths are as the tree walker gives them ("/"-separated names, none empty).
-    """
+    """Problems with the shape of a payload ({data/...} file paths)."""
     in_runs = set(bag_runs(payload) if runs is None else runs)
     problems: list[BundleFault] = []
     bundled: dict[str, bool] = {}
@@ -92,9 +78,7 @@ def run_digests(hashes: Mapping[str, str], runs: list[str]) -> dict[str, dict[st
 
 def run_problems(folder: Path, label: str,
                  digests: Mapping[str, str] | None = None) -> list[BundleFault]:
-    """`harness verify`'s verdict on one run folder, as bundle problems under `label`
-    (the run's path in the bag, e.g. data/<run-id>). `digests`: hashes of its files taken
-    in the same pass that wrote or unpacked them (see `verify_folder`)."""
+    """`harness verify`'s verdict on one run folder, as bundle problems under `label`."""
     try:
         found = verify_folder(folder, digests)
     except OSError as e:

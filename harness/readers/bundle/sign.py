@@ -1,9 +1,7 @@
 """Detached SSH signatures over tagmanifest-sha256.txt, via OpenSSH's `ssh-keygen -Y`.
 
-The tag manifest pins every tag file, and the tag files pin every payload file, so one
-signature covers the bundle. The signing code is `harness.probe.sshsig` (approvals use it
-too, in their own namespace); bundles sign in `harness-evidence`.
-"""
+The tag manifest pins every tag file and they pin every payload file, so one signature
+covers the bundle."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """The bundle's in-toto Statement v1 with an SLSA-provenance-v1-shaped predicate.
 
-Subjects are every payload file with its sha256, so supply-chain tools that speak
-in-toto can check the same bytes the BagIt manifest covers. The predicate keeps one
-buildDefinition / runDetails (the SLSA v1 shape) and lists each run inside it:
-what was asked for (docker vector, image Id, source seal) under externalParameters,
-what it depended on (image, models, seal) under resolvedDependencies, and what happened
-(lock interval, host, verdict) as one byproduct per run.
-"""
+Subjects are every payload file with its sha256, so in-toto tools check the same bytes
+the BagIt manifest covers."""
 
 from __future__ import annotations
 
@@ -118,8 +113,7 @@ def _subject(path: str, digest: str) -> dict[str, Any]:
 
 def _document(runs: list[RunFacts], subject: list, requests: list, dependencies: list,
               byproducts: list) -> dict[str, Any]:
-    """The Statement's one layout, around its four lists; `runs` (in folder order) give
-    the invocation's run ids and time span."""
+    """The Statement's one layout, around its four lists."""
     start, end = time_span(runs)
     metadata = {"invocationId": ",".join(r.run_id for r in runs)}
     if start:
@@ -146,8 +140,7 @@ def _document(runs: list[RunFacts], subject: list, requests: list, dependencies:
 
 
 def build_statement(runs: list[RunFacts], subjects: dict[str, str]) -> dict[str, Any]:
-    """The Statement for the payload files `subjects` ({bag path: sha256 hex}) and their runs,
-    whole. `StatementSpool` writes the same document without holding it."""
+    """The Statement for the payload files `subjects` and their runs, whole."""
     runs = sorted(runs, key=lambda r: r.folder)
     return _document(runs, [_subject(p, subjects[p]) for p in sorted(subjects)],
                      [_request(r) for r in runs], _dependencies(runs),
@@ -155,10 +148,10 @@ def build_statement(runs: list[RunFacts], subjects: dict[str, str]) -> dict[str,
 
 
 class StatementSpool:
-    """`build_statement`, written run by run so that memory does not grow with the runs:
-    each run's request and outcome are encoded into temporary files as the run is read
-    (`add`, in folder order), and only what spans the runs (their dependencies) is kept.
-    `write` then streams `dumps_json(build_statement(runs, subjects))`, byte for byte."""
+    """`build_statement`, written run by run so that memory does not grow with the runs: each run's
+    request and outcome are encoded into temporary files as the run is read (`add`, in folder
+    order), and only what spans the runs (their dependencies) is kept. `write` streams the same
+    bytes as `dumps_json(build_statement(...))`."""
 
     def __init__(self) -> None:
         self._files = ExitStack()  # closed by __exit__: the spool is a context manager
@@ -182,8 +175,7 @@ class StatementSpool:
         _add_dependencies(self._dependencies, r)
 
     def write(self, out: BinaryIO, runs: list[RunFacts], subjects: dict[str, str]) -> str:
-        """Write the statement to `out` (`runs`: the runs added, in folder order; their
-        run ids and times are all it reads); returns its sha256 hex."""
+        """Write the statement to `out`; returns its sha256 hex."""
         keys = {name: f"splice:{name}:{secrets.token_hex(16)}" for name in _LISTS}
         skeleton = _document(runs, [keys["subject"]], [keys["requests"]],
                              _dependency_list(self._dependencies), [keys["byproducts"]])

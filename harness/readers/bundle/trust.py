@@ -1,29 +1,10 @@
 """Who vouches for what in a bundle, decided once from the verifier's options.
 
-Two signatures, two claims, two signers:
-- the bundle's own signature (`tagmanifest-sha256.txt.sig`, namespace harness-evidence)
-  vouches for the bag's bytes: whoever exported or merged it says "these are the bytes I
-  bundled". It covers the approvals the bag carries too, but only as bytes it carried;
-- each carried approval's `.sig` (namespace harness-approval@v1) vouches for the reviewer's
-  approval. The bundle's key cannot stand in for it: an approval without its reviewer's
-  signature is not an approval, whatever signed the bag around it.
-
-`Policy` is what the verifier's options ask for. Without `--allowed-signers` nothing is
-authenticated: an unsigned bundle is checked for consistency only and says that nobody
-vouches for it, a signed one fails (an unchecked signature proves nothing), and the
-approvals' signatures are not judged (the report says so). With it, the bag must carry a
-good signature by a signer listed for harness-evidence, and every approval it carries a good
-signature by one listed for harness-approval@v1 (one allowed_signers file, each key trusted
-for its own namespace): what the policy asks for and the bundle lacks is a refusal naming
-its rule. A merge that signs its result must verify every input under such a policy first,
-or its signature would vouch for bytes nobody authenticated (`merging`).
-
-A signed bundle says so in bag-info.txt (`Bag-Signature`), inside what the tag manifest
-and so the signature cover: deleting the signature leaves that line behind, and is refused
-whatever the options (`BUNDLE-SIGNATURE-STRIPPED`), never read as "unsigned". Removing the
-line as well means rewriting the tag manifest, which leaves an unsigned bundle, one that
---allowed-signers refuses and a merge that signs never takes.
-"""
+The bundle's signature vouches for the bag's bytes; each carried approval's `.sig`
+vouches for the reviewer's approval, and the bundle's key cannot stand in for it.
+Without `--allowed-signers` nothing is authenticated: a signed bundle fails (an unchecked
+signature proves nothing). `Bag-Signature` in bag-info.txt is covered by the signature,
+so deleting the signature is refused (BUNDLE-SIGNATURE-STRIPPED), never read as unsigned."""
 
 from __future__ import annotations
 
@@ -91,10 +72,9 @@ def _read_signature(root: Path, rel: str) -> bytes:
 
 @dataclass(frozen=True)
 class Policy:
-    """What must be signed, by whom: `allowed_signers` (an OpenSSH allowed_signers file)
-    given means the bag and every approval it carries must be signed by a signer listed
-    there for that namespace; None means nothing is authenticated, and nothing signed is
-    taken on trust."""
+    """What must be signed, by whom: `allowed_signers` (an OpenSSH allowed_signers file) given means
+    the bag and every approval it carries must be signed by a signer listed there for that
+    namespace; None means nothing is authenticated, and nothing signed is taken on trust."""
 
     allowed_signers: Path | None = None
     # the reviewers' keys (harness-approval@v1) when kept in a file of their own
@@ -176,10 +156,8 @@ def _asks(policy: Policy) -> str:
 
 
 def merging(sign_key: Path | None, allowed_signers: Path | None) -> Policy:
-    """The policy a merge verifies its inputs under. A merge that signs vouches for every
-    byte it writes, so it must have authenticated every input first: a signing key without
-    allowed signers is a usage error (exit 2), and with them each input must be signed by a
-    listed signer, as must each approval it carries."""
+    """The policy a merge verifies its inputs under. A merge that signs vouches for every byte,
+    so it must authenticate every input: a key without allowed signers is exit 2."""
     if sign_key is not None and allowed_signers is None:
         raise InvalidInput("--sign-key needs --allowed-signers: a merge signs only bundles "
                            "whose signatures it checked (give the signers you trust)")

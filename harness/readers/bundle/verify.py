@@ -1,13 +1,8 @@
 """`bundle verify`: check a bundle offline and name every file that is wrong.
 
-Layers, each checked on its own so one report names everything: the bag's manifests
-against the files, each run's own SHA256SUMS (a run broken before export fails too),
-the in-toto statement's subjects against the manifest, Payload-Oxum, the approval chain,
-who vouches for the bag and for each approval (`trust.Policy`, from the options), and
-finally the `bagit` library's own validator as a second opinion on RFC 8493's
-structure. Each file is hashed once, and that digest serves the bag's manifest and the
-run's SHA256SUMS alike (for an archive, while it is unpacked: safe_extract).
-"""
+Each layer is checked on its own so one report names everything; the `bagit` library is
+a second opinion. Each file is hashed once, serving the bag's manifest and its run's
+SHA256SUMS alike."""
 
 from __future__ import annotations
 
@@ -55,9 +50,8 @@ class VerifyReport:
 
 
 def _hash_all(root: Path, sizes: dict[str, int], problems: list[BundleFault]) -> dict[str, str]:
-    """sha256 of each file beneath `root` (no symlink followed, no FIFO opened); a file that
-    cannot be hashed is a problem, and the others are still hashed. Threads only pay for
-    themselves on large payloads."""
+    """sha256 of each file beneath `root` (no symlink followed, no FIFO opened); a file that cannot
+    be hashed is a problem, and the others are still hashed. Threads only pay on large payloads."""
     rels = sorted(sizes)
     workers = 1 if sum(sizes.values()) < THREADED_BYTES else None
     try:
@@ -77,8 +71,7 @@ def scan_tree(root: Path, known: Mapping[str, str] | None = None
               ) -> tuple[dict[str, str], dict[str, int], list[BundleFault]]:
     """Hash every regular file under `root` ({relpath: hex}, {relpath: size}), walked by
     `harness.base.tree`; anything else (symlink, FIFO, device, unsealable name, too deep) is a
-    problem and is never opened. `known`: digests taken as the files were unpacked (only
-    the files the walk finds are taken from it; any other is hashed here)."""
+    problem and is never opened."""
     problems: list[BundleFault] = []
     try:
         entries = walk(root)
@@ -133,8 +126,7 @@ def _manifest(root: Path, rel: str, hashes: dict[str, str], problems: list[Bundl
 
 def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int],
                         problems: list[BundleFault]) -> str:
-    """bagit.txt must declare 1.0 / UTF-8; Payload-Oxum must match the payload. Returns
-    bag-info.txt's text ("" when it cannot be read)."""
+    """bagit.txt must declare 1.0 / UTF-8; Payload-Oxum must match the payload."""
     declared = _read(root, bag.BAGIT_TXT, hashes, problems)
     if declared is not None and declared != bag.bagit_txt():
         problems.append(BundleFault("malformed", bag.BAGIT_TXT, "not BagIt-Version 1.0, UTF-8"))
@@ -150,11 +142,9 @@ def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int
 
 
 def _bagit_opinion(root: Path) -> list[BundleFault]:
-    """The reference implementation's verdict on the bag's structure (bagit.txt, bag-info,
-    manifests' syntax and paths, Payload-Oxum, every listed file present and no other);
-    only consulted when ours found nothing. Its fixity pass is left out: it would hash
-    every file a second time to compare the same bytes against the same manifest our own
-    check has just compared them against."""
+    """The reference implementation's verdict on the bag's structure. Consulted only when ours
+    found nothing; its fixity pass is skipped, as it would rehash the same bytes against the
+    same manifest."""
     logging.getLogger("bagit").setLevel(logging.CRITICAL)
     try:
         bagit.Bag(str(root)).validate(completeness_only=True)
@@ -168,10 +158,7 @@ def _bagit_opinion(root: Path) -> list[BundleFault]:
 
 def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
                 digests: Mapping[str, str] | None = None) -> VerifyReport:
-    """Verify an extracted bundle (its top folder) and report every problem found. Each
-    file is hashed once (or not at all when `digests` came from unpacking it), and that one
-    digest is checked against both the bag's manifest and its run's SHA256SUMS.
-    `allowed_signers`: the trust policy, or the allowed_signers file it is made of."""
+    """Verify an extracted bundle (its top folder) and report every problem found."""
     policy = allowed_signers if isinstance(allowed_signers, Policy) else Policy(allowed_signers)
     report = VerifyReport()
     problems = report.problems
@@ -209,8 +196,7 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
 
 
 def _carried_approvals(root: Path, hashes: dict[str, str]) -> dict[str, bytes]:
-    """The approval documents the bag carries ({tag path: bytes}), for the run listing;
-    one that cannot be read is left out (the chain check names it)."""
+    """The approval documents the bag carries, for the run listing."""
     out = {}
     for rel in sorted(hashes):
         if rel.startswith(f"{chain.APPROVALS_TAGS}/") and rel.endswith(".json"):
@@ -223,8 +209,7 @@ def _carried_approvals(root: Path, hashes: dict[str, str]) -> dict[str, bytes]:
 
 def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str],
                      problems: list[BundleFault]) -> None:
-    """The statement's subjects against the manifest; its text (about 10 KiB a run) is
-    not held beyond this check."""
+    """The statement's subjects against the manifest; its text is not held beyond this check."""
     statement = _read(root, bag.STATEMENT, hashes, problems)
     if statement is not None and bag.MANIFEST in hashes:
         problems.extend(check_statement(statement, manifest, bag.STATEMENT))
@@ -232,9 +217,8 @@ def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str
 
 def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
                 found: list[BundleFault]) -> list[BundleFault]:
-    """The payload's shape, then `harness verify`'s verdict on each run folder, from the
-    digests the bag check used. A path already named (a symlink, an unreadable file) is not
-    named again."""
+    """The payload's shape, then `harness verify`'s verdict on each run folder, from the digests the
+    bag check used."""
     problems = layout_problems(sorted(payload), runs)
     named = {one_line(p.path) for p in found}  # verify_folder's paths are printable already
     for run, digests in run_digests(payload, runs).items():
@@ -253,10 +237,10 @@ def _in_a_word(signed: Vouch) -> str:
 def verify_archive(source: Path, dest: Path, allowed_signers: Policy | Path | None = None,
                    limits: Limits | None = None, opened: BinaryIO | None = None
                    ) -> tuple[Path, VerifyReport]:
-    """Unpack the archive `source` (or the file `opened` for it) safely into the private,
-    empty folder `dest` and verify it: the one path by which `bundle verify`, `merge` and
-    `collect` judge a bundle that came from someone else. Returns the top folder and the
-    report; a hostile or unreadable archive raises InvalidInput (exit 2)."""
+    """Unpack the archive `source` (or the file `opened` for it) safely into the private, empty
+    folder `dest` and verify it: the one path by which `bundle verify`, `merge` and `collect` judge
+    a bundle that came from someone else. A hostile or unreadable archive raises InvalidInput
+    (exit 2)."""
     digests: dict[str, str] = {}  # taken while unpacking into our own private folder
     root = safe_extract(source, dest, limits, digests, opened=opened)
     return root, verify_tree(root, allowed_signers, digests)
@@ -264,9 +248,8 @@ def verify_archive(source: Path, dest: Path, allowed_signers: Policy | Path | No
 
 def verify_bundle(source: Path, allowed_signers: Path | None = None,
                   limits: Limits | None = None, reviewers: Path | None = None) -> VerifyReport:
-    """Verify a bundle archive (extracted safely into a temporary folder) or an extracted
-    bundle folder. Hostile or unreadable archives raise InvalidInput (exit 2).
-    `reviewers`: the reviewers' allowed_signers file, when not `allowed_signers` itself."""
+    """Verify a bundle archive or an extracted bundle folder. Hostile or unreadable archives raise
+    InvalidInput (exit 2)."""
     source = Path(source)
     for option, given in (("allowed-signers", allowed_signers), ("reviewers", reviewers)):
         if given is not None and not Path(given).is_file():

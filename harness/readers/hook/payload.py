@@ -1,12 +1,8 @@
 """What a night's hook is given: one JSON document made from the night's summary.json.
 
-Pure but for `read_summary`, the one bounded read. The night folder lies in the runs dir,
-which other users may write, so summary.json is read as hostile: a regular file (never
-through a symlink), at most SUMMARY_LIMIT bytes, strict UTF-8 JSON (no NaN, no duplicate
-keys) of the summary's own schema, and its bytes are hashed as read, so the digest sent
-is that of the very bytes the counts came from. The payload carries no credential: the
-hook's URL and headers come from the environment at sending time (`send`).
-"""
+The runs dir may be writable by others, so summary.json is read as hostile: a regular file
+(no symlink), bounded, strict JSON, hashed as read so the digest sent is of the very bytes
+the counts came from. The payload carries no credential (`send` takes them from the env)."""
 
 from __future__ import annotations
 
@@ -18,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.readfile import InputError, read_bounded
+from harness.readers.bundle.records import BadMember, parse_json
 from harness.readers.report.morning import SUMMARY_FILES
 from harness.readers.report.summary import SCHEMA as SUMMARY_SCHEMA
 
@@ -61,28 +58,12 @@ class Bundled:
         return None if self.path is None else {"path": self.path, "sha256": self.sha256}
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise SummaryUnreadable(f"the key {key[:64]!r} appears twice")
-        out[key] = value
-    return out
-
-
-def _refuse_constant(name: str) -> Any:
-    raise SummaryUnreadable(f"{name} is not a JSON number")
-
-
 def parse_summary(raw: bytes) -> Summary:
     """Pure: the checked summary in `raw` (summary.json's bytes); SummaryUnreadable why not."""
     try:
-        doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates,
-                         parse_constant=_refuse_constant)
-    except SummaryUnreadable:
-        raise
-    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, a 5000-digit number
-        raise SummaryUnreadable(f"not JSON text ({type(e).__name__})") from None
+        doc = parse_json(raw.decode("utf-8"))
+    except (BadMember, UnicodeDecodeError) as e:
+        raise SummaryUnreadable(f"not JSON text ({e})"[:TEXT_LIMIT]) from None
     if not isinstance(doc, dict) or doc.get("schema") != SUMMARY_SCHEMA:
         raise SummaryUnreadable(f"not a night summary (schema {SUMMARY_SCHEMA})")
     counts, controls = doc.get("counts"), doc.get("controls")

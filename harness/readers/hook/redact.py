@@ -1,21 +1,10 @@
 """Keeping the hook's credentials out of every text it leaves: one mask, before any cut.
 
-The webhook's URL and its header values are secrets, and what a failing command or an
-HTTP library prints seldom quotes them whole: it prints the URL's path or query, a
-`user:password`, the token without its `Bearer `, a percent-encoded or decoded form, or
-a URL cut in half by its own line limit or by ours. So a `Redactor` is built once from
-the secret values: each whole value, and every part of one that carries its secret
-(`secret_parts`), in each of its encodings (`encodings`). In a text, every WINDOW
-characters in a row that also stand in a part are masked, so any fragment of a part
-WINDOW characters long or more is caught however it was cut; a part shorter than WINDOW
-is masked where it stands whole, as is each whole value, from MIN_PART characters (a
-shorter value is no credential, and masking it would garble every text). Matching folds
-ASCII case (percent-escapes come in both).
-
-`Redactor.clean` is the one way a hook's text leaves: mask the whole text, make it inert
-(one line, controls escaped), and only then bound it. Every writer of the hook (its
-errors, hook.json, the terminal lines) goes through it; none cuts a text before.
-"""
+Errors seldom quote a secret whole (a URL's path, `user:password`, a token without its
+scheme, encoded, or cut by a line limit), so every part of a secret in each encoding is
+masked, and any WINDOW characters of one in a row, before the text is made inert and cut.
+Values shorter than MIN_PART are no credential (masking them would garble every text).
+`Redactor.clean` is the one way a hook's text leaves; no writer cuts a text before it."""
 
 from __future__ import annotations
 
@@ -76,11 +65,9 @@ def _credential_parts(value: str) -> list[str]:
 
 
 def secret_parts(value: str) -> list[str]:
-    """Pure: the parts of one secret value that identify it, any run of WINDOW characters
-    of which is masked (a URL's parts when it is one, a header value's otherwise). Neither
-    a URL's `scheme://` nor a header's scheme word is one: their WINDOW characters would
-    mask every other URL or token in a text, and the whole value is masked where it stands
-    whole anyway."""
+    """Pure: the parts of one secret value that identify it, any run of WINDOW characters of which
+    is masked (a URL's parts when it is one, a header value's otherwise). A `scheme://` or a
+    header's scheme word is not one: it would mask every other URL or token in a text."""
     split = urlsplit(value) if "://" in value else None
     parts = _url_parts(value) if split and split.scheme and split.netloc \
         else _credential_parts(value)
@@ -158,8 +145,7 @@ class Redactor:
         return f"{line[:limit]}… ({len(line) - limit} more characters)"
 
     def clean_tree(self, value: Any, limit: int = LINE_CHARS) -> Any:
-        """A JSON document with every string value in it through `clean` (its keys are the
-        writer's own names)."""
+        """A JSON document with every string value in it through `clean`."""
         if isinstance(value, str):
             return self.clean(value, limit)
         if isinstance(value, dict):

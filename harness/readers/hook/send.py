@@ -1,25 +1,12 @@
 """Sending a night's payload: a command given it on stdin, a webhook given it in a POST.
 
-The thin I/O shell of the hook. Each way returns a `Sent` (what ran, its exit code or
-HTTP status, seconds, an error in words) and never raises for what the other side did:
-a hook that fails is said and recorded, and the night's exit code stays as it was.
-
-Credentials: the webhook's URL (Slack's and Teams' embed their secret) and its header
-values come from the environment only, and every error here goes out through a
-`Redactor` (redact.py) built from them, which masks each value and every part of one
-(path, query, user info, the token after its scheme, any 8 characters of them in a row,
-encoded or not) before the text is cut: a command's stderr is masked whole and only then
-kept to its last STDERR_CHARS. The URL is never named, only "webhook"; errors from urllib
-can quote it, so they are put in words from their kind and errno instead.
-
-Bounds: the command runs in its own session and process group with the payload on stdin
-from a file (a command that never reads it cannot block us), its stdout and stderr
-drained as it runs keeping the last few KiB, and its whole group killed when it ends or
-at the timeout, whichever comes first: a child it left running (`sleep 100 &`, a daemon
-that forked twice) dies with it. The POST follows no redirect (a 3xx is an answer, not a
-hop to a host nobody configured), reads at most RESPONSE_LIMIT bytes of the answer, and
-is abandoned at the timeout however the server drips its bytes.
-"""
+Never raises for what the other side did: a failed hook is recorded and the night's exit
+code stays. Every error goes through a `Redactor` before any cut; the URL is never named.
+The command's whole process group dies at its end or timeout; the POST follows no
+redirect (a 3xx is an answer, not a hop to a host nobody configured), reads at most
+RESPONSE_LIMIT bytes and is abandoned at the timeout. The payload is on stdin from a file,
+so a command that never reads it cannot block us; urllib errors can quote the URL, so they
+are put in words from their kind and errno."""
 
 from __future__ import annotations
 
@@ -103,9 +90,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _wait_and_end_group(proc: subprocess.Popen, timeout: float) -> int | None:
-    """The command's exit code (None: still running at `timeout`), its whole process
-    group killed either way. The group is killed while its leader is exited but not yet
-    reaped: its id cannot then have been given to another process's group."""
+    """The command's exit code (None: still running at `timeout`), its whole process group killed
+    either way. It is killed while its leader is exited but not yet reaped, so its id cannot
+    have been given to another process's group."""
     deadline, delay, exited = time.monotonic() + timeout, 0.0005, False
     while True:
         try:

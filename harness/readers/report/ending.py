@@ -1,10 +1,8 @@
 """The lines a night (or a rerun of one of its runs) ends with: its headline per control,
 both summary files, and the next steps.
 
-The headline is the one the morning summary computed (summary.json, written a moment
-before, read back bounded), so the terminal and the report never count differently.
-`end_lines` is pure over that document; `night_end_lines` reads it.
-"""
+The headline is read back from summary.json (bounded), so the terminal and the report
+never count differently."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """A run's git provenance (run.json "provenance") as one line of inert text.
 
-`<commit> (clean)`, `<commit> dirty: N changed (a, b, …)`, or why git could not tell. The
-commit is whole (40 or 64 hex): an Id is never cut, so a reader can `git show` it.
-The paths come from the project tree and may hold anything (a newline, an ESC): each is
-made inert on its own, so none can forge a row or a separator.
-"""
+The commit is never cut, so a reader can `git show` it. Paths come from the project tree
+and may hold a newline or an ESC: each is made inert alone, so none can forge a row."""
 
 from __future__ import annotations
 
@@ -17,8 +14,7 @@ MAX_PATH_CHARS = 120
 
 
 def git_line(provenance: dict[str, Any] | None, shown: int = SHOWN_PATHS) -> str:
-    """The line `harness show`, the morning report and bundles print for a run's git state;
-    `provenance` as `record.provenance_of` returns it (None: the record has none)."""
+    """The line `harness show`, the morning report and bundles print for a run's git state."""
     if provenance is None:
         return "not recorded"
     commit = provenance.get("commit")

@@ -1,18 +1,8 @@
 """The morning headline: how the night's CONTROLS ended, not how many attempts it took.
 
-A night's rows are attempts: the plan's first try of each control, a retry after an
-interruption, an operator's rerun (`harness rerun`, which adds its row to the original's
-night whenever it runs, so a rerun made days later still counts in the night it repeats).
-Counting rows says "3 accepted, 1 refused" when all three controls ended accepted after a
-rerun; the reader wants "3/3 controls accepted (1 after rerun)", and the refused attempt
-marked as superseded by the rerun that replaced it.
-
-Pure: entries in (the summary's run entries, harness.readers.report.summary), a tally
-out. A slot is one plan index of the journal; attempts without one (a night folder with no
-journal) are tied to their slot by their `rerun_of` run id and by the rerun index's links
-(RUNS_DIR/reruns.jsonl, `links`: rerun run id -> original run id). The newest attempt of a
-slot speaks for its control; every older attempt is superseded by the one after it.
-"""
+Counting rows would say "3 accepted, 1 refused" when all three controls ended accepted
+after a rerun. A rerun joins its original's slot (by plan index, `rerun_of`, or the rerun
+index's links) even days later; the newest attempt speaks for its control."""
 
 from __future__ import annotations
 
@@ -85,11 +75,7 @@ def _successor(entries: Sequence[Mapping[str, Any]], group: list[int], pos: int)
 
 def tally(entries: Sequence[Mapping[str, Any]],
           links: Mapping[str, str] | None = None) -> dict:
-    """Per slot its final attempt, and the counts the headline says.
-
-    Returns {"controls": N, "final": {status: n}, "after": {status: {"rerun": n,
-    "retry": n}}, "attempts": {status: n}, "superseded": {entry index: by}, "finals":
-    [entry index]}; `by` is the superseding run id (or `attempt N`)."""
+    """Per slot its final attempt, and the counts the headline says."""
     slots = _slots(entries, links or {})
     final: dict[str, int] = {}
     after: dict[str, dict[str, int]] = {}
@@ -127,9 +113,8 @@ def _after_text(kinds: Mapping[str, int] | None) -> str:
 
 
 def headline(t: Mapping[str, Any]) -> str:
-    """`3/3 controls accepted (1 after rerun)`; other ends after it:
-    `2/3 controls accepted; 1 refused (1 after rerun)`. Status words come from the
-    entries (already inert text)."""
+    """`3/3 controls accepted (1 after rerun)`. Status words come from the entries (already
+    inert text)."""
     total = t["controls"]
     if not total:
         return "no controls"
@@ -142,8 +127,7 @@ def headline(t: Mapping[str, Any]) -> str:
 
 
 def attempts_text(t: Mapping[str, Any]) -> str:
-    """`3 accepted, 1 refused (1 superseded)`: what the rows say, for those who count runs
-    (the perf log, the GPU hours)."""
+    """`3 accepted, 1 refused (1 superseded)`: what the rows say, for those who count runs."""
     counts = ", ".join(f"{c} {s}" for s, c in t["attempts"].items())
     sup = len(t["superseded"])
     return (counts + (f" ({sup} superseded)" if sup else "")) if counts else "no runs"

@@ -1,14 +1,8 @@
 """Text from evidence made inert for display: one line, no control sequences, bounded.
 
-Reasons, rerun reasons, campaign rows and names in a run folder can carry whatever a
-workload or an operator typed. Shown on a terminal, an ESC sequence could rewrite the
-screen (or forge an `accepted` line), a newline could forge a row, and a bidi override
-could make text read in another order than it is stored, and a lone surrogate (legal in
-JSON) makes printing or writing UTF-8 fail. So every such value is shown through `inert`:
-C0/C1 controls, DEL, bidi controls and surrogates become visible `\\xNN` / `\\uNNNN`
-escapes, and the length is capped. Markup escaping (rich, HTML, Markdown) is still the
-renderer's job; this only makes the characters themselves harmless.
-"""
+Evidence holds what a workload typed: an ESC sequence could forge an `accepted` line, a
+newline a row, a bidi override the reading order, a lone surrogate breaks UTF-8 output.
+Markup escaping stays the renderer's job."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Assembling a night's report (with its campaign's earlier nights) and writing it to disk.
-
-The night pipeline calls `write_night_summary` once the last control is done; `harness
-report` calls `summary_for_night` / `summary_for_campaign` and prints. Both read only.
-"""
+"""Assembling a night's report (with its campaign's earlier nights) and writing it to disk."""
 
 from __future__ import annotations
 
@@ -28,9 +24,8 @@ SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".j
 
 
 def _history(nights: list[Path], current: Path, current_records: list[dict]) -> dict:
-    """Trend points across `nights` (oldest first); unreadable nights are left out. Nights
-    are loaded one at a time and reduced to their trend points before the next is read,
-    so a year of nights costs the memory of one."""
+    """Trend points across `nights` (oldest first); unreadable nights are left out. Each night
+    is reduced before the next is read, so a year of nights costs the memory of one."""
     current_real = current.resolve()
 
     def loaded() -> Iterator[tuple[str, list[dict]]]:

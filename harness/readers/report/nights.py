@@ -1,11 +1,7 @@
 """Finding a campaign's nights and reading what each night left behind, for reports.
 
-Night folders live at `<runs-dir>/nights/<campaign>-<UTCstamp>/` (named and parsed by
-`harness.measure.nightfolder.naming`) and hold the journal;
-run folders live wherever the journal's `run_dir` says (normally `<runs-dir>/<run-id>/`).
-Everything read here is evidence from disk: it is opened read-only, size-capped, and a
-damaged file becomes a line in the report rather than a traceback.
-"""
+All of it is evidence: opened read-only, size-capped, and a damaged file becomes a line
+in the report rather than a traceback."""
 
 from __future__ import annotations
 
@@ -18,10 +14,10 @@ from typing import Any
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded, read_text_bounded
 from harness.base.states import Status
-from harness.judge.diff import gate0_differences
+from harness.judge.difference import gate0_differences
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME, campaign_of_night_name
-from harness.measure.runfolder import record as run_record
+from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.layout import KERNEL_LOG, METRICS, POST_STEPS, RECORD, VERDICT
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
 from harness.readers.report.inert import inert

@@ -1,11 +1,8 @@
 """The morning summary as one self-contained HTML page: inline CSS and SVG, no scripts, no
 external loads, readable from 800 px up (rows become cards below 760 px, long ids wrap).
 
-Each row links to its run folder, its record (run.json, what `harness show` reads; the
-command is printed beside it) and its logs, by paths relative to the night folder where
-summary.html is written. Status keeps its colour and always says itself in words, with a
-symbol, for readers who do not see the colour.
-"""
+Status keeps its colour but always says itself in words, with a symbol, for readers who
+do not see the colour."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.base.states import State
-from harness.config.reference import TELEMETRY_FIGURES
+from harness.config.references import TELEMETRY_FIGURES
 from harness.measure import perflog
 from harness.measure.runfolder import layout
 from harness.readers.report.format import MIB, figure_text
@@ -86,8 +83,7 @@ def _h(text: Any) -> str:
 
 
 def night_labels(names: Sequence[str]) -> list[str]:
-    """`11-30 02:15` from each night folder's UTC stamp (with seconds when two nights share
-    a minute; the name itself where it has no stamp)."""
+    """`11-30 02:15` from each night folder's UTC stamp."""
     def label(name: str, seconds: bool) -> str:
         m = _STAMP.search(name)
         if not m:
@@ -190,8 +186,7 @@ def _kernel(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _run_plots(runs: Sequence[Mapping[str, Any]], left_out: Any) -> list[str]:
-    """Each run's telemetry over its run (the attempts that speak for their control, as
-    many as `build_summary` kept series for; `left_out` more were sampled)."""
+    """Each run's telemetry over its run."""
     from harness.readers.report.runplots import telemetry_svg
 
     out = []

@@ -1,17 +1,10 @@
 """The morning report's plots: static SVG drawn by matplotlib, offline, inline in the page.
 
-One plot per figure across the campaign's nights (one line per control) and one of every
-control's status and exit code per night. Honest scales: a figure that cannot be negative
-(seconds, GiB, tokens) is drawn from zero, so a 2 ppm change stays flat and a doubling
-doubles; the title says the spread (min–max as a percentage) that the eye may not see.
-Refused, failed and otherwise not-accepted points carry a red cross, so a slow night is
-never mistaken for a refused one, and every status has its own marker shape as well as
-colour (readable without colour).
-
-matplotlib is imported here only, lazily (it takes most of a second), with the SVG backend
-and no font search beyond the fonts matplotlib ships; nothing is fetched. Ids inside each
-SVG are prefixed per plot, so several plots in one page cannot collide.
-"""
+Honest scales: a figure that cannot be negative is drawn from zero, so a 2 ppm change
+stays flat and a doubling doubles; the title says the spread the eye may not see. Points
+not accepted carry a red cross and each status its own marker shape, readable without
+colour. matplotlib is imported lazily (it takes most of a second), fetches nothing, and
+SVG ids are prefixed per plot so several plots in one page cannot collide."""
 
 from __future__ import annotations
 
@@ -38,9 +31,8 @@ _ID = re.compile(r'\bid="([^"]+)"')
 
 
 def pyplot() -> Any:
-    """matplotlib's pyplot for the report's plots. Every text on a plot (a title, a legend
-    entry, a tick) is drawn as it is written: `text.parse_math` off, so a name holding `$`
-    is never mathtext (whose parser raises on what it cannot read)."""
+    """matplotlib's pyplot for the report's plots. `text.parse_math` is off, so a name
+    holding `$` is never mathtext (whose parser raises on what it cannot read)."""
     import matplotlib
 
     matplotlib.use("svg", force=True)
@@ -55,8 +47,8 @@ def pyplot() -> Any:
 
 
 def svg_of(plt: Any, fig: Any, prefix: str, title: str, *, tight: bool = True) -> str:
-    """The figure as inline SVG, its ids prefixed. `tight` crops to what was drawn (a
-    second drawing pass: about half the cost); a figure laid out to fit says False."""
+    """The figure as inline SVG, its ids prefixed. `tight` costs a second drawing pass
+    (about half the cost); a figure laid out to fit says False."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight" if tight else None,
                 metadata={"Date": None})
@@ -116,7 +108,7 @@ def figure_plot(plt: Any, nights: Sequence[str], series: Mapping[str, Sequence[A
                 statuses: Mapping[str, Sequence[str | None]], title: str, unit: str,
                 prefix: str) -> str:
     """One figure across nights, one line per control; a red cross on each point whose run
-    was not accepted."""
+    was not accepted, so a slow night is never mistaken for a refused one."""
     from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(7.2, 2.9))
@@ -153,9 +145,8 @@ def figure_plot(plt: Any, nights: Sequence[str], series: Mapping[str, Sequence[A
 
 def status_plot(plt: Any, nights: Sequence[str], statuses: Mapping[str, Sequence[str | None]],
                 exits: Mapping[str, Sequence[Any]], prefix: str) -> str:
-    """Every control's status per night as a marker (shape and colour), one scatter per
-    status; the exit code written beside runs that did not exit 0 (up to MAX_EXIT_LABELS
-    nights: past that the table and the perf log carry it)."""
+    """Every control's status per night as a marker, one scatter per status; exit codes
+    beside runs not exiting 0 up to MAX_EXIT_LABELS nights (past that the table carries it)."""
     controls = sorted(statuses)
     fig, ax = plt.subplots(figsize=(7.2, 0.9 + 0.32 * len(controls)))
     groups: dict[str, list[tuple[int, int]]] = {}
@@ -189,10 +180,8 @@ def _plottable(value: Any) -> float | int | None:
 
 def render_plots(nights: Sequence[str], trends: Mapping[str, Sequence[Mapping[str, Any]]],
                  shown: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
-    """[(title, svg)] for a campaign's nights: the status plot, then one per figure in
-    `shown` (name, title, unit) that has a value somewhere. `trends` maps each control to
-    one values dict per night ({} where it did not run); values hold figures and "status".
-    """
+    """[(title, svg)] for a campaign's nights: the status plot, then one per figure in `shown`
+    (name, title, unit) that has a value somewhere."""
     if not trends or not nights:
         return []
     plt = pyplot()

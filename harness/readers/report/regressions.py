@@ -1,17 +1,8 @@
 """The night's regressions as the morning report shows them: only the confirmed ones alert.
 
-Pure: in, each run's sealed `regression` addendum (harness.judge.regressionfile.read_sealed,
-one per run record as `record["regression"]`); out, lists for summary.json. A
-confirmation rerun's addendum (`confirms`) says, per figure its original alone was called
-a regression on, whether the run and its rerun together (and the rerun alone) are one
-too: `confirmed` goes to
-`regressions`, naming both runs, `unconfirmed` to `unconfirmed` (a one-off: no alert).
-An original called a regression that no rerun answered (the deadline left no room, the
-control had its one rerun, or the rerun was not accepted) is listed as unconfirmed too,
-with why. A call whose baseline skipped junk or stopped at a cap gets a note
-(`baseline_notes`). Every value comes from evidence and is normalised: inert text,
-finite numbers.
-"""
+A regression its confirmation rerun did not confirm, or that no rerun answered, is listed
+as unconfirmed with why (a one-off: no alert). Every value comes from evidence and is
+normalised: inert text, finite numbers."""
 
 from __future__ import annotations
 
@@ -96,10 +87,9 @@ def _count(value: Any) -> int:
 
 
 def baseline_notes(records: Sequence[Mapping[str, Any]]) -> list[dict]:
-    """Each call whose baseline skipped junk (folders named like runs of its control that
-    are none: counted by kind) or left folders unexamined at a cap, in the order of the
-    runs: a baseline pushed short, and so a call of `insufficient data`, is said, not
-    silent."""
+    """Each call whose baseline skipped junk (folders named like runs of its control that are none:
+    counted by kind) or left folders unexamined at a cap, in the order of the runs: a baseline
+    pushed short, and so a call of `insufficient data`, is said, not silent."""
     out = []
     for r in records:
         doc = _dict(r.get("regression"))

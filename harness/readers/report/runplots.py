@@ -1,12 +1,9 @@
 """One run's telemetry as a plot for the morning report: what the container (and on rocm
 each GPU) did over the run, with axes and units.
 
-`series` reduces telemetry.jsonl to at most MAX_POINTS points per figure (the highest value
-of each time slice, so a short peak is never smoothed away), small enough to carry in
-summary.json; `telemetry_svg` draws the panels that have data: memory in MiB, CPU in % of
-one core (from the cumulative CPU time between samples), GPU power in W, GPU temperature
-in °C. The x axis is seconds since the sampler started (the container's start).
-"""
+`series` keeps at most MAX_POINTS per figure, the highest of each time slice, so a short
+peak is never smoothed away. Units: memory MiB, CPU % of one core (from cumulative CPU
+time), GPU W and °C; x is seconds since the sampler (the container) started."""
 
 from __future__ import annotations
 

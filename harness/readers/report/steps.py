@@ -1,10 +1,8 @@
 """What a refused row of the morning summary says inline: its Gate-0 values and the next
 commands (`harness rerun`, `harness diff`), so the operator does not have to open the run.
 
-Pure: the Gate-0 differences come from harness.judge.diff.gate0_differences (read by
-harness.readers.report.nights, bounded); every value is made inert and capped here, and the
-commands are quoted for a POSIX shell, so a hostile path can neither run nor forge text.
-"""
+Every value is made inert and capped, and commands are quoted for a POSIX shell, so a
+hostile path can neither run nor forge text."""
 
 from __future__ import annotations
 
@@ -69,11 +67,10 @@ def _arg(path: str) -> str:
 
 
 def commands(entry: Mapping[str, Any], other: str | None) -> list[str]:
-    """The commands to go on from a row that did not end accepted: for the slot's newest
-    attempt, rerun it and diff it against `other` (an accepted run of its control, when
-    the report knows one, else the placeholder OTHER); for a superseded attempt, only the
-    diff against the attempt that superseded it (`other`). A row without a run folder has
-    none."""
+    """The commands to go on from a row that did not end accepted: for the slot's newest attempt,
+    rerun it and diff it against `other` (an accepted run of its control, when the report knows one,
+    else the placeholder OTHER); for a superseded attempt, only the diff against the attempt that
+    superseded it (`other`)."""
     path = entry.get("path") or entry.get("run_dir")
     if not path or entry.get("status") == Status.ACCEPTED:
         return []

@@ -1,11 +1,8 @@
 """The morning summary of a night: one entry per run, as JSON, Markdown and CSV (the HTML
 page is harness.readers.report.page).
 
-Everything here is pure: the caller gathers the journal rows, each run's `run.json`,
-`metrics.json` and reference findings (see harness.readers.report.nights) and gets text back.
-Evidence files are read as untrusted input: a missing or odd field shows as "—", never as
-a crash, and every string is escaped for the format it lands in.
-"""
+Pure. Evidence files are read as untrusted input: a missing or odd field shows as "—",
+never a crash, and every string is escaped for the format it lands in."""
 
 from __future__ import annotations
 
@@ -16,21 +13,17 @@ from typing import Any
 from harness.base.plural import counted
 from harness.base.reason import Reason
 from harness.base.states import State, Status
-from harness.config.reference import TELEMETRY_FIGURES, range_text
+from harness.config.references import TELEMETRY_FIGURES, range_text
 from harness.judge.kernellog import EXCERPT
 from harness.measure import perflog
 from harness.measure.metrics import METRICS
 from harness.measure.runfolder.layout import RECORD
-from harness.measure.runfolder.record import provenance_of
+from harness.measure.runfolder.runjson import provenance_of
 from harness.readers.report.format import figure_text
 from harness.readers.report.gitline import git_line
 from harness.readers.report.headline import attempts_text, headline, tally
 from harness.readers.report.inert import inert
-from harness.readers.report.regressions import (
-    baseline_notes,
-    regression_lines,
-    regression_lists,
-)
+from harness.readers.report.regressions import baseline_notes, regression_lines, regression_lists
 from harness.readers.report.runplots import valid
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 from harness.readers.report.unrun import not_executed, not_executed_lines
@@ -76,8 +69,8 @@ def _int(value: Any) -> int | None:
 
 
 def _text(value: Any) -> str | None:
-    """A string field as inert text; None when absent. A non-string (an object where a
-    name belongs) is shown as its JSON, so it is visible rather than silently dropped."""
+    """A string field as inert text; None when absent. A non-string is shown as its JSON,
+    visible rather than silently dropped."""
     if value is None or value == "":
         return None
     return inert(value)
@@ -185,8 +178,8 @@ def _figures(record: Mapping[str, Any], run: dict) -> dict:
 
 
 def _slot_order(runs: list[dict]) -> list[dict]:
-    """Attempts of one slot together, oldest first (a rerun's row is added to the journal
-    last, but reads best under the attempt it supersedes); rows without a slot after."""
+    """Attempts of one slot together, oldest first (a rerun's row, journalled last, reads
+    best under the attempt it supersedes); rows without a slot after."""
     keyed = sorted(enumerate(runs), key=lambda p: (
         p[1]["plan_index"] is None, p[1]["plan_index"] or 0,
         p[1]["attempt"] or 0 if p[1]["plan_index"] is not None else 0, p[0]))
@@ -225,8 +218,7 @@ def build_summary(
     night: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trends: Trends | None = None,
     links: Mapping[str, str] | None = None,
 ) -> dict:
-    """The JSON form of the summary; `render_markdown` and `render_html` draw from it.
-    `links`: the rerun index's rerun -> original run ids (RUNS_DIR/reruns.jsonl)."""
+    """The JSON form of the summary; `render_markdown` and `render_html` draw from it."""
     row_links = {r["row"]["id"]: r["row"].get("run_id") for r in records
                  if isinstance(r.get("row"), dict) and _int(r["row"].get("id")) is not None}
     runs = _slot_order([run_entry(r, row_links) for r in records])
@@ -308,10 +300,10 @@ _MD_ESCAPE = {ord(ch): "\\" + ch for ch in _MD_SPECIAL}
 
 
 def _md(text: Any) -> str:
-    """Inert Markdown text: controls escaped (no line breaks), and every character that can
-    start markup (emphasis, links, images, HTML, entities, code, table pipes) backslash-
-    escaped, as CommonMark allows for any ASCII punctuation. Never used inside a code span,
-    where backslashes do not escape."""
+    """Inert Markdown text: controls escaped (no line breaks), and every character that can start
+    markup (emphasis, links, images, HTML, entities, code, table pipes) backslash-escaped, as
+    CommonMark allows for any ASCII punctuation. Never used inside a code span, where
+    backslashes do not escape."""
     return inert(text, UNCAPPED).translate(_MD_ESCAPE)
 
 
@@ -432,8 +424,7 @@ def kernel_heading(e: Mapping[str, Any], fault: Mapping[str, Any]) -> str:
 
 
 def _kernel_markdown(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """`## Kernel log`: each fault a run's window showed, with its first lines (each as
-    a commands line is: literal, and escaped text where it holds markup)."""
+    """`## Kernel log`: each fault a run's window showed, with its first lines."""
     out: list[str] = []
     for e in runs:
         for fault in e.get("kernel") or []:
@@ -475,9 +466,8 @@ def _trend_tables(trends: Mapping[str, Any]) -> list[str]:
 def trend_points(
     nights: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
 ) -> dict[str, list[tuple[str, dict]]]:
-    """Per control, its figures and status in every night, oldest first; {} where it did
-    not run that night. Within a night its newest attempt speaks for the control. `nights`
-    is read once, in order: a generator lets each night's records go once reduced."""
+    """Per control, its figures and status in every night, oldest first; the newest attempt
+    speaks for the control. `nights` is read once: a generator lets each night go once reduced."""
     per_night: list[tuple[str, dict[str, dict]]] = []
     controls: set[str] = set()
     for name, records in nights:

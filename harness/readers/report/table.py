@@ -1,14 +1,7 @@
 """The morning summary as a terminal reads it: fixed columns like `sacct`, then what to do.
 
-The Markdown form has sixteen columns and escapes for a renderer; on a terminal that is
-noise. This form keeps the columns a person scans first (row, control, attempt, status,
-duration, lock wait, exit code, the KV cache when some run has one, and a note), each of
-a bounded width so a hostile or long value cannot push the table apart, then one block
-per row that did not end accepted: its reasons, Gate-0 values and the commands to go on.
-Every value arrives inert (harness.readers.report.summary built it); here it is only cut.
-
-Pure: a summary and a width in, text out.
-"""
+Each column has a bounded width so a hostile or long value cannot push the table apart;
+values arrive inert (summary built them), here they are only cut. Pure."""
 
 from __future__ import annotations
 
@@ -65,9 +58,7 @@ def _values(e: Mapping[str, Any], kv: bool) -> list[Any]:
 
 
 def _layout(width: int, kv: bool, longest: int) -> tuple[list[tuple[str, int, bool]], int]:
-    """The columns and the note's width for a `width`-character line. CONTROL is as wide
-    as the longest name (22 at most); the note keeps NOTE_MIN characters, taken from
-    CONTROL (down to CONTROL_MIN) when the line is short."""
+    """The columns and the note's width for a `width`-character line."""
     columns = [*COLUMNS, KV] if kv else list(COLUMNS)
     name, control, right = columns[1]
     control = min(control, max(longest, len(name), CONTROL_MIN))

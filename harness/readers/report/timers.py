@@ -1,12 +1,8 @@
 """The next scheduled night: the systemd user timers `harness schedule --install` wrote.
 
-`harness status` asks `systemctl --user list-timers` (only where systemctl exists), once,
-bounded in time and output; no answer (no user bus in a container, no systemd at all, a
-hung manager) is simply no timer line, never a failed status. The parser is pure.
-
-Only timers named as `harness schedule` names them (`harness-night-<campaign>.timer`,
-harness.driver.schedule.unit_name) are reported; their text is shown inert.
-"""
+systemctl is asked once, bounded in time and output; no answer (no user bus in a
+container, no systemd, a hung manager) is no timer line, never a failed status. Only
+`harness-night-<campaign>.timer` units are reported, as inert text."""
 
 from __future__ import annotations
 
@@ -26,9 +22,9 @@ _NEXT = re.compile(r"^\s*(?P<next>\w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: \S+)?)
 
 
 def parse_timers(text: str) -> list[dict]:
-    """[{"unit", "next", "left"}] for each harness night timer in `systemctl --user
-    list-timers --all --no-legend` output; next/left None when it has no next trigger
-    (an inactive timer). Pure; lines it does not understand are skipped."""
+    """[{"unit", "next", "left"}] for each harness night timer in `systemctl --user list-timers
+    --all --no-legend` output; next/left None when it has no next trigger (an inactive timer).
+    Pure; lines it does not understand are skipped."""
     out = []
     for line in text.splitlines():
         unit = _UNIT.search(line)

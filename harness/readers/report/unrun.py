@@ -2,11 +2,8 @@
 rendering of the summary and the hook.
 
 A slot's newest attempt still `planned` with a reason was left by a walk that ended
-before it (the stop policy after a refusal, the deadline, the window, a signal): the night
-wrote why into the row (`Journal.leave`). A later start that runs the slot clears the
-reason, so a resumed night that ran them no longer lists them. Pure; every value is read
-as hostile (inert text, typed numbers).
-"""
+before it; a later start that runs the slot clears the reason, so a resumed night no
+longer lists it. Pure; every value is read as hostile (inert text, typed numbers)."""
 
 from __future__ import annotations
 

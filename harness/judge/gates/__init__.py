@@ -1,2 +1,0 @@
-"""Gate records: what one gate run means (`judge`), what the whole run comes to (`outcome`),
-the sealed record and its reader (`record`, `show`); harness.probe.gates runs the commands."""
