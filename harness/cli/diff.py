@@ -241,7 +241,7 @@ def _gate0(t: dict) -> list[str]:
 # ---- the document -----------------------------------------------------------------------------
 
 # The text's order: the outcome (the why of a refusal, never below a long YAML hunk), then
-# the inputs, then figures. The JSON document keeps `judge.diff.TOPICS` order.
+# the inputs, then figures. The JSON document keeps `judge.difference.TOPICS` order.
 SECTIONS = ("status", "rules", "gate0", "seal", "inputs", "git", "approval", "image", "model",
             "mounts", "engine", "env", "docker", "metrics")
 

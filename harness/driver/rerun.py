@@ -85,7 +85,7 @@ class RerunPlan:
     seal: SourceSeal
     changes: dict[str, list[str]] | None
     why_unknown: str | None = None
-    # `judge.diff.mounts_topic`, the original against now; None: not compared, not known
+    # `judge.difference.mounts_topic`, the original against now; None: not compared, not known
     mounts: dict | None = None
 
     @property

@@ -23,7 +23,7 @@ class Preflight:
     seal: SourceSeal | None = None
     provenance: dict | None = None  # the project's git state (measure.provenance.git_state)
     harness: dict | None = None  # the harness that ran it (measure.provenance.harness_state)
-    approval: dict | None = None  # the approval it runs under (probe.approval.check.for_run)
+    approval: dict | None = None  # the approval it runs under (probe.approval.runcheck.for_run)
     image_id: str | None = None  # set only when the local image is the pinned one
     model_hashes: dict[str, str] = field(default_factory=dict)
     # the real model folder hashed: the launch mounts it, and refuses if the path moved

@@ -61,5 +61,6 @@ def doctor_line(profile: str, client: Any | None) -> tuple[str, str]:
         return "warn", "; ".join(r.text() for r in reasons[:5])
     if facts.errors:
         return "warn", "not proven idle: " + "; ".join(facts.errors)
-    what = "no other container on the CPUs" if profile == "cpu" else "no process holds the GPU"
+    what = ("no other container pinned on the CPUs" if profile == "cpu"
+            else "no process holds the GPU")
     return "ok", f"idle: {what}"

@@ -1,5 +1,5 @@
 """Approvals without Docker: the pure matching, the document, the seal's coverage, and the
-run-time check (`probe.approval.check.for_run`) over a real git project on disk, rule by rule."""
+run-time check (`probe.approval.runcheck.for_run`) over a real git project on disk, rule by rule."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Under the lock, before the launch: exited containers of dead harnesses are removed (and
 recorded). A harness container still running beside this run is the idle-GPU source's
-refusal (`evidence.idlegpu`), which runs next."""
+refusal (`evidence.gpuidle`), which runs next."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Telemetry: the container's figures sampled while it runs (`measure.telemetry`), and
-the run.json block that summarises them at the seal (`judge.telemetry`). Sampling is
+the run.json block that summarises them at the seal (`judge.samplefigures`). Sampling is
 evidence gained, never a reason not to run: what cannot be sampled is said in the block,
 and refuses only a control that requires telemetry."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import grp
 import os
-import pwd
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 import docker.errors
 
 from harness.judge.doctor.checks import DeviceNode
+from harness.measure.gpuproc import user_of
 
 ENGINE_TIMEOUT_S = 10
 
@@ -62,11 +62,7 @@ def render_nodes(dri: str = "/dev/dri") -> list[DeviceNode]:
 
 def current_user() -> tuple[str, int, set[int]]:
     uid = os.getuid()
-    try:
-        name = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        name = str(uid)
-    return name, uid, {os.getgid(), *os.getgroups()}
+    return user_of(uid), uid, {os.getgid(), *os.getgroups()}
 
 
 def lock_facts(path: Path) -> dict[str, Any]:

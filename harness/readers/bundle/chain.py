@@ -75,7 +75,7 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes],
     if "sha256:" + hashlib.sha256(data).hexdigest() != run.get("approval", "digest"):
         return [BundleFault("approval-changed", one_line(str(path)), "not the approval the run "
                                                                  "ran under (digest)")]
-    # found by name in the run's own runs dir (`approval.gates.locate`), never at a path
+    # found by name in the run's own runs dir (`approval.basis.locate`), never at a path
     folder, found = basis.locate(doc["gates"]["record"], runs_dir)
     if folder is None:
         return [BundleFault("gates", one_line(str(doc["gates"]["record"]))[:300],
