@@ -18,7 +18,7 @@ from harness.base.reason import Reason, exit_class, ordered, rules
 from harness.base.states import TERMINAL, State, Status
 from harness.base.timeutil import utc_now
 from harness.measure.nightfolder import schema
-from harness.measure.nightfolder.migrate import _rebuild, migrate, upgrade_event, upgrade_row
+from harness.measure.nightfolder.migrate import migrate, upgrade, upgrade_event, upgrade_row
 from harness.measure.nightfolder.rows import Row, chain_of
 from harness.measure.nightfolder.schema import SCHEMA_VERSION, clamp, damaged, typed
 from harness.measure.nightfolder.transitions import (
@@ -198,7 +198,7 @@ class Journal:
         self._conn.backup(conn)
         if self._version != SCHEMA_VERSION:
             conn.execute("BEGIN")
-            _rebuild(conn, self._version)
+            upgrade(self.path, conn, self._version)
             conn.execute("COMMIT")
         return Journal(self.path, conn, self._now)
 

@@ -72,6 +72,18 @@ def upgrade_event(values: tuple, version: int = 1) -> tuple:
     return ident, run, _V1_EVENTS.get(event, event), from_state, to_state, detail, at
 
 
+def upgrade(path: Path, conn: sqlite3.Connection, version: int) -> None:
+    """Inside the caller's transaction: the schema `version` checked, the tables re-created
+    as today's with every row upgraded, and the result checked. ValueError or sqlite3.Error
+    when the journal is not what its version says. The one upgrade a journal on disk
+    (`migrate`) and a dry run's in-memory copy (`Journal.copy`) both go through."""
+    check_schema(path, conn, version)
+    _rebuild(conn, version)
+    check_schema(path, conn, SCHEMA_VERSION)
+    if conn.execute("PRAGMA foreign_key_check").fetchall():
+        raise ValueError("a run or event names a run the journal does not hold")
+
+
 def _rebuild(conn: sqlite3.Connection, version: int) -> None:
     """Inside the caller's transaction: the tables re-created as today's, rows upgraded."""
     runs = [upgrade_row(r, version) for r in conn.execute(
@@ -108,11 +120,7 @@ def migrate(path: Path) -> bool:
             if version >= SCHEMA_VERSION:
                 conn.execute("ROLLBACK")
                 return False
-            check_schema(path, conn, version)
-            _rebuild(conn, version)
-            check_schema(path, conn, SCHEMA_VERSION)
-            if conn.execute("PRAGMA foreign_key_check").fetchall():
-                raise ValueError("a run or event names a run the journal does not hold")
+            upgrade(path, conn, version)
             conn.execute("COMMIT")
         except BaseException as e:
             with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back itself
