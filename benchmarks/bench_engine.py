@@ -203,7 +203,7 @@ def missing_engine() -> list[str]:
     if not (MODEL / "model.safetensors").is_file():
         missing.append(f"the model {MODEL}")
     r = subprocess.run([sys.executable, "-m", "harness", "images",
-                        "verify", "engine", "--lock-file", str(REPO / "images.lock")],
+                        "verify", "engine", "--images-lock", str(REPO / "images.lock")],
                        capture_output=True, text=True, cwd=REPO)
     if r.returncode != 0:
         missing.append(f"the engine image pinned in images.lock "

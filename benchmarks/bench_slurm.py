@@ -11,6 +11,9 @@ with a note in `env.notes`; the merge figure needs no cluster.
 - `slurm_idle_gap_*`: the same campaign of trivial controls as one `harness night` on this
   host and as `harness night --executor slurm`, alternating; a gap is container N finished
   → container N+1 started (outcome.json stamps of the sealed runs), as `handoff_s`.
+- `slurm_idle_gap_chain_*`, `slurm_idle_gap_prestart_*`: where that gap goes once Slurm
+  is off it: one hand-built job running the same controls back to back, and one that
+  prestarts each next `harness run` on the host's GPU lock, against the local night.
 - `slurm_submit_*`, `slurm_poll_*`: the executor's own `calls.submit` and `calls.poll`
   for 1,000 jobs into a partition that is DOWN (Slurm queues them and never starts one),
   alternating in chunks with the bare `sbatch` of the same argv; then all are cancelled.
@@ -25,6 +28,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -232,6 +236,71 @@ def run_flock_gap(cfg: Config, env: dict[str, str]) -> dict[str, float]:
     return {"slurm_idle_gap_flock_s": round(median(gaps), 3)}
 
 
+def chain_script(harness: str, campaign: Path, runs: Path, controls: list[str],
+                 depth: int) -> str:
+    """A hand-built job that runs `controls` one after another on its one GPU. `depth` 0:
+    each `harness run` after the last exits; `depth` k: run i starts once run i-k holds
+    the GPU lock, so up to k runs wait on the host's flock (their start and preflight
+    done) while one runs. No export into the drop and no stop check: the floor of a job
+    that runs a slot's controls in sequence, not a night. Pure."""
+    lines = ["#!/bin/sh", f"cd -- {shlex.quote(str(runs.parent))}", "set -u"]
+    logs = [shlex.quote(f"{runs.parent}/prestart.{i}") + ".$SLURM_JOB_ID.log"
+            for i in range(len(controls))]
+    for i, control in enumerate(controls):
+        run = shlex.join([harness, "run", str(campaign), "--control", control, "--runs-dir",
+                          str(runs), "--json-lines"])
+        if not depth:
+            lines.append(f"{run} 2>/dev/null")
+            continue
+        if i >= depth:  # the run k places before holds the lock (or has ended)
+            lines.append(f"until grep -q lock-acquired {logs[i - depth]} 2>/dev/null"
+                         f" || ! kill -0 \"$p{i - depth}\" 2>/dev/null; do sleep 0.05; done")
+        lines += [f"{run} 2>{logs[i]} &", f"p{i}=$!"]
+    return "\n".join([*lines, "wait"]) + "\n"
+
+
+def run_prestart_gap(cfg: Config, env: dict[str, str]) -> dict[str, float]:
+    """Context for the Slurm gap: where it goes once Slurm is off it. On the one-GPU node,
+    the local night against one job that runs the same controls back to back (Slurm's end,
+    scheduling and launch are gone; each control still starts a `harness run`), one that
+    keeps the next `harness run` waiting on the host's flock (`prestart`, depth 1) and one
+    that starts them all at once (`prestart_all`), alternated."""
+    from harness.measure.slurm.job import submit_env
+
+    proj = Project(cfg.work / "slurm-chain", cfg.image_id)
+    names = [f"short{i}" for i in range(cfg.size(4, 3))]
+    for name in names:
+        proj.control(name, TRIVIAL)
+    camp = proj.campaign("chain", names)
+    proj.runs.mkdir(exist_ok=True)
+
+    def job(depth: int) -> list[tuple[float, float]]:
+        script = proj.root / f"chain-{depth}.sh"
+        script.write_text(chain_script(HARNESS_BIN, camp, proj.runs, names, depth))
+        before = set(proj.run_dirs())
+        r = subprocess.run(["sbatch", "--parsable", "--wait", "--gres=gpu:1", "--export=ALL",
+                            f"--output={proj.root}/chain-%j.log", str(script)],
+                           capture_output=True, text=True, env=submit_env(env), timeout=600)
+        check(r, "sbatch --wait of the chain job")
+        return container_spans([json.loads((d / "outcome.json").read_text())
+                                for d in sorted(set(proj.run_dirs()) - before)])
+
+    sides = {"local": lambda: [s for s, _ in _night(cfg, proj, camp, env, [])],
+             "chain": lambda: job(0), "prestart": lambda: job(1),
+             "prestart_all": lambda: job(len(names))}
+    gaps: dict[str, list[list[float]]] = {side: [] for side in sides}
+    order = list(sides)
+    for i in range(cfg.size(3, 2)):  # each side first in turn
+        for side in order[i % len(order):] + order[: i % len(order)]:
+            gaps[side].append(idle_gaps(sides[side]()))
+    out = {}
+    for side in ("chain", "prestart", "prestart_all"):
+        out[f"slurm_idle_gap_{side}_s"] = round(median([g for r in gaps[side] for g in r]), 3)
+        out[f"slurm_idle_gap_{side}_ratio"] = round(round_ratio(gaps[side], gaps["local"]), 3)
+    out["slurm_idle_gap_chain_local_s"] = round(median([g for r in gaps["local"] for g in r]), 3)
+    return out
+
+
 # ---- 2. submit and poll 1,000 queued jobs ---------------------------------------------------
 
 def _queue(cfg: Config, env: dict[str, str], n: int):
@@ -350,7 +419,7 @@ def run_queue(cfg: Config, env: dict[str, str]) -> dict[str, float]:
 # ---- the benchmark ---------------------------------------------------------------------------
 
 def run_slurm(cfg: Config) -> dict[str, float]:
-    """All three; the cluster's two are skipped, with a note, where no cluster comes up."""
+    """Every part; the cluster's are skipped, with a note, where no cluster comes up."""
     where = cfg.work / "slurm-cluster"
     env, why = cluster_up(where, nodes=1, gpus=1)
     out: dict[str, float] = {}
@@ -367,6 +436,7 @@ def run_slurm(cfg: Config) -> dict[str, float]:
     else:
         try:
             part("idle gap", run_idle_gap, env, where)
+            part("prestart gap", run_prestart_gap, env)
             env, why = cluster_up(where, nodes=1, gpus=2)  # another shape: restarted
             if env is None:
                 failed.append(f"flock gap and queue: no two-GPU cluster: {why}")

@@ -11,8 +11,12 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
 import threading
+from collections.abc import Mapping
+
+from harness.base.states import State, Status
 
 STANDARD_FDS = (0, 1, 2)
 
@@ -137,3 +141,41 @@ def isatty(stream: io.TextIOBase | None) -> bool:
         return stream is not None and bool(stream.isatty())
     except (OSError, ValueError):
         return False
+
+
+# The one colour per status word, on every surface (ls, show, status, report, a night's
+# end lines); rich takes the same names. `ls`'s words for a folder with no sealed status too.
+STATUS_COLOURS: dict[str, str] = {
+    Status.ACCEPTED: "green", Status.REFUSED: "red", Status.FAILED: "red",
+    Status.TIMED_OUT: "yellow", Status.INTERRUPTED: "yellow", State.RUNNING: "cyan",
+    "unsealed": "magenta", "not-intact": "red", "unreadable": "red", "REGRESSION": "red"}
+_SGR = {"green": "32", "red": "31", "yellow": "33", "cyan": "36", "magenta": "35"}
+_WORD = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, STATUS_COLOURS)) + r")(?![\w-])")
+
+
+COLOUR_WHENS = ("auto", "always", "never")
+_colour = {"when": "auto"}  # the command line's `--color`, set once by `choose_colour`
+
+
+def choose_colour(when: str) -> None:
+    """Record the command line's `--color WHEN` for every painter of this process."""
+    _colour["when"] = when if when in COLOUR_WHENS else "auto"
+
+
+def colour_wanted(when: str | None = None, stream: io.TextIOBase | None = None,
+                  environ: Mapping[str, str] = os.environ) -> bool:
+    """Colour for `--color WHEN` (None: the command line's): `always` yes, `never` no,
+    `auto` only on a terminal and only when NO_COLOR is unset or empty (no-color.org)."""
+    when = _colour["when"] if when is None else when
+    if when in ("always", "never"):
+        return when == "always"
+    return isatty(sys.stdout if stream is None else stream) and not environ.get("NO_COLOR")
+
+
+def paint_statuses(line: str, colour: bool | None = None) -> str:
+    """`line` with each whole status word in its colour (a word inside a name such as
+    `refused-probe` is left alone); `line` itself without colour (None: `colour_wanted`)."""
+    if not (colour_wanted() if colour is None else colour):
+        return line
+    return _WORD.sub(lambda m: f"\x1b[{_SGR[STATUS_COLOURS[m.group(1)]]}m{m.group(1)}\x1b[0m",
+                     line)

@@ -12,6 +12,7 @@ import errno
 import os
 import stat
 import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,6 +186,20 @@ def _walk(dir_fd: int, prefix: str, problem: str | None, out: list[Entry], depth
                 _walk(child, rel + "/", own, out, depth + 1, max_entries)
             finally:
                 os.close(child)
+
+
+def listed(sizes: Mapping[str, int], dirs: Iterable[str]) -> list[Entry]:
+    """What `walk` would return for a tree of regular files (`sizes`: {rel: size}) and folders
+    (`dirs`) known without a disk, say streamed from an archive whose names were checked: the
+    same order, the same depth limit (a folder at MAX_DEPTH listed, never entered). Pure."""
+    def key(rel: str) -> list[bytes]:
+        return [part.encode("utf-8", "surrogateescape") for part in rel.split("/")]
+
+    out = [Entry(rel, "file", size, stat.S_IFREG | 0o444) for rel, size in sizes.items()
+           if rel.count("/") < MAX_DEPTH]
+    out += [Entry(rel, "dir", 0, stat.S_IFDIR | 0o755, too_deep=rel.count("/") + 1 >= MAX_DEPTH)
+            for rel in dirs if rel and rel.count("/") < MAX_DEPTH]
+    return sorted(out, key=lambda e: key(e.rel))
 
 
 def open_regular(path: Path | str, *, dir_fd: int | None = None,

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from harness.base.errors import REFUSED, Refused
-from harness.cli.jsonout import as_json_errors, emit
-from harness.cli.params import RUN
+from harness.cli.jsonout import as_json_errors, emit, fault_doc, json_option
+from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named
 from harness.readers.bundle import export_bundle, verify_bundle
 from harness.readers.bundle.collect import collect_drop
 from harness.readers.bundle.export import ExportRefused, ExportResult
@@ -33,22 +33,37 @@ OUTPUT = click.option("-o", "--output", required=True, type=click.Path(path_type
 
 
 @bundle.command("export")
-@click.argument("folders", nargs=-1, required=True, type=RUN)
+@click.argument("folders", nargs=-1, required=True, type=RUN_OR_NIGHT,
+                metavar="RUN|NIGHT...")
+@REFS_RUNS_DIR
 @OUTPUT
 @click.option("--sign-key", type=click.Path(path_type=Path),
               help="SSH private key: sign tagmanifest-sha256.txt (namespace harness-evidence).")
-def export_command(folders: tuple[Path, ...], output: Path, sign_key: Path | None) -> None:
-    """Bundle RUN_DIR or NIGHT_DIR folders into one deterministic archive.
+@json_option("output, ok, exit_code, sha256, files, runs, top, signed, problems")
+def export_command(folders: tuple[Named, ...], output: Path, sign_key: Path | None,
+                   as_json: bool) -> None:
+    """Bundle runs and nights (their folders) into one deterministic archive.
 
-    A NIGHT_DIR brings every run its journal names, reruns included; a run may also be
-    given by id, unique prefix, `latest` or `@-1`. Exit 1, naming each problem, when a run
-    does not verify; 2 for symlinks, FIFOs, devices or odd names in the folders.
+    A night brings every run its journal names, reruns included. A run may be given by
+    id, unique prefix, `latest` or `@-1`, a night by id or unique prefix, either by its
+    folder. Exit 1, naming each problem, when a run does not verify; 2 for symlinks, FIFOs,
+    devices or odd names in the folders.
     """
-    try:
-        result = export_bundle(list(folders), output, sign_key)
-    except ExportRefused as e:
-        _say_refused(e.problems)
-        raise
+    with as_json_errors(as_json, output=str(output)):
+        try:
+            result = export_bundle([f.path for f in folders], output, sign_key)
+        except ExportRefused as e:
+            if not as_json:
+                _say_refused(e.problems)
+                raise
+            emit({"output": str(output), **fault_doc(e),
+                  "problems": [one_line(str(p)) for p in e.problems]})
+            raise click.exceptions.Exit(e.code) from None
+    if as_json:
+        emit({"output": str(result.output), "ok": True, "exit_code": 0, "sha256": result.sha256,
+              "files": result.files, "runs": list(result.runs), "top": result.top,
+              "signed": result.signed, "problems": []})
+        return
     _say_written(result)
 
 

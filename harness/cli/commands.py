@@ -29,3 +29,11 @@ COMMANDS: dict[str, str] = {
     "init": "harness.cli.init:init",
 }
 
+# `harness --help` lists the commands under these headings, in this order: by the job at hand.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "Run": ("run", "night", "rerun", "check", "doctor"),
+    "Read": ("ls", "show", "diff", "verify", "report", "status"),
+    "Share": ("bundle", "gates", "approve"),
+    "Set up": ("init", "images", "model", "schedule", "selftest", "finalize", "refinalize"),
+}
+

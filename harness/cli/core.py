@@ -8,10 +8,12 @@ import click
 
 from harness.base.errors import InvalidInput
 from harness.base.names import RUN_ID_MAX, RunId
+from harness.base.signals import received
 from harness.base.states import Status
-from harness.cli.jsonout import as_json_errors
-from harness.cli.params import DURATION, runs_dir_option
-from harness.cli.planprint import DRY_RUN_HELP, JSON_HELP, needs_dry_run
+from harness.base.terminal import paint_statuses
+from harness.cli.jsonout import Said, as_json_errors
+from harness.cli.params import DURATION, color_option, runs_dir_option
+from harness.cli.planprint import DRY_RUN_HELP, JSON_HELP, needs_dry_run, verbose_option
 from harness.cli.planprint import show as show_dry_run
 from harness.cli.targets import refuse_night
 from harness.config.loader import Loaded, require_campaign
@@ -39,34 +41,39 @@ from harness.probe.approval.runcheck import before_run
               help="the attempt number the controller's journal gave this run")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@verbose_option
+@color_option()
 def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: float | None,
         json_lines: bool | None, run_id: str | None, attempt: int, dry_run: bool,
-        as_json: bool) -> None:
+        as_json: bool, verbose: bool) -> None:
     """Run a campaign's controls, one at a time under the GPU lock, and seal each run.
 
     Waits for a night on this GPU lock before each control. SIGTERM or SIGHUP stops the
     container and seals the run `interrupted` (exit 1); Ctrl-C too, exiting 130 (a second
     kills it at once). Prints `STATUS: RUN_DIR` per run and `not executed: CONTROL: WHY`
     for each one a stop left unrun. --dry-run launches nothing."""
-    needs_dry_run(as_json, dry_run)
+    needs_dry_run(verbose, dry_run)
     if dry_run:  # with --json, an error too is the one JSON object (as night and rerun)
         with as_json_errors(as_json, command="run", campaign=str(campaign)):
             loaded, plan, _ = _planned(campaign, only, run_id)
-            code = show_dry_run(loaded, plan, Path(runs_dir), command="run", as_json=as_json)
+            code = show_dry_run(loaded, plan, Path(runs_dir), command="run", as_json=as_json,
+                                 verbose=verbose)
         raise click.exceptions.Exit(code)
-    loaded, plan, chosen = _planned(campaign, only, run_id)
-    if chosen is None:  # refused before any folder exists; a night's own launch is sealed
-        before_run(loaded, Path(runs_dir))
-    # made now, not with the first run folder: `status --runs-dir` answers while a run
-    # still waits for the lock (checked creatable: its parent exists)
-    Path(runs_dir).mkdir(exist_ok=True)
-    ui = reporter(json_lines)
-    try:
-        worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui,
-                          run_id=chosen, attempt=attempt)
-    finally:
-        ui.close()
-    raise click.exceptions.Exit(worst)
+    said = Said(as_json, command="run", campaign=str(campaign))
+    with as_json_errors(as_json, **said.doc):
+        loaded, plan, chosen = _planned(campaign, only, run_id)
+        if chosen is None:  # refused before any folder exists; a night's own launch is sealed
+            before_run(loaded, Path(runs_dir))
+        # made now, not with the first run folder: `status --runs-dir` answers while a run
+        # still waits for the lock (checked creatable: its parent exists)
+        Path(runs_dir).mkdir(exist_ok=True)
+        ui = reporter(json_lines)
+        try:
+            worst = _run_plan(loaded, plan, Path(runs_dir), lock_timeout, ui, said,
+                              run_id=chosen, attempt=attempt)
+        finally:
+            ui.close()
+    raise click.exceptions.Exit(said.end(worst))
 
 
 def _planned(campaign: Path, only: tuple[str, ...],
@@ -98,6 +105,12 @@ class AfterNight:
             gate.release()
 
 
+def outcome_line(status: Status, run_dir: Path) -> str:
+    """`STATUS: RUN_DIR`, an interrupted run naming the signal that stopped it."""
+    by = f" (by {received()})" if status == Status.INTERRUPTED and received() else ""
+    return f"{status}: {run_dir}{by}"
+
+
 def _one_run(plan: list, run_id: str) -> RunId:
     """--run-id names one run folder: the plan must be one control, and the id one of
     its run ids."""
@@ -111,7 +124,8 @@ def _one_run(plan: list, run_id: str) -> RunId:
 
 
 def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | None,
-              ui: Reporter, *, run_id: RunId | None = None, attempt: int = 1) -> int:
+              ui: Reporter, said: Said, *, run_id: RunId | None = None, attempt: int = 1
+              ) -> int:
     """Recover what a killed harness left in RUNS_DIR, then drive the plan; the worst code."""
     sealed = recover.seal_orphans(
         Path(runs_dir), still_running=orphans.running_run_ids(),
@@ -127,9 +141,10 @@ def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | 
                              wait_first=True)
     driven = drive(PlanSource(plan, runs_dir, run_id=run_id, attempt=attempt), executor,
                    stop_policy=loaded.campaign.stop_policy, ui=ui, raise_errors=True,
-                   on_outcome=lambda o: click.echo(f"{o.status}: {o.run_dir}"))
+                   on_outcome=lambda o: said.run(
+                       o.status, o.run_dir, paint_statuses(outcome_line(o.status, o.run_dir))))
     for n in driven.not_executed:  # the end lines name what the stop left unrun, and why
         ui.event("not-executed", control=n.slot.control, repeat_index=n.slot.repeat_index,
                  why=n.why)
-        click.echo(f"not executed: {n.line()}")
+        said.unrun(n.slot.control, n.why, f"not executed: {n.line()}")
     return driven.worst

@@ -9,19 +9,36 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
+from harness.base.errors import HarnessError, InvalidInput
 from harness.base.plural import counted
-from harness.base.terminal import isatty
-from harness.cli.params import RUN
-from harness.judge.difference import SCHEMA, diff_runs, exit_status, mount_words
+from harness.base.readfile import InputError, read_text_bounded
+from harness.base.terminal import colour_wanted, paint_statuses
+from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named, color_option
+from harness.judge.difference import (
+    CHANGES,
+    SCHEMA,
+    diff_runs,
+    exit_status,
+    loads,
+    mount_words,
+    night_document,
+    night_exit_status,
+    pick_runs,
+)
+from harness.readers.report.ending import SUMMARY_JSON, SUMMARY_LIMIT
+from harness.readers.report.format import MIB, fmt
 from harness.readers.report.inert import inert
+from harness.readers.report.nights import resolve_run_dir
+from harness.readers.report.summary import SCHEMA as SUMMARY_SCHEMA
 
+# What each argument may name: a run (folder or reference) or a night folder. One place, so
+# a resolver of night references replaces it for both arguments at once.
 VALUE_CHARS = 300
 MAX_ITEMS = 20
 HUNK_CHARS = 1000
@@ -77,6 +94,65 @@ def _mapping(name: str, t: dict) -> list[str]:
     lines += [f"    removed {_v(k)}: {_v(v)}" for k, v in t["removed"].items()]
     lines += [f"    {_v(k)}: {_v(v['a'])} -> {_v(v['b'])}" for k, v in t["changed"].items()]
     return [f"{name}: {len(lines)} differ", *_capped(lines)]
+
+
+def _amount(value: Any, unit: str) -> str:
+    """A figure in its unit as the report writes it; bytes in MiB."""
+    if unit == "B":
+        return fmt(value / MIB if isinstance(value, int | float) else None, "MiB")
+    return fmt(value, unit)
+
+
+def _percent(shift: float) -> str:
+    pct = 100 * shift
+    return f"{pct:+.0f} %" if abs(pct) >= 10 else f"{pct:+.1f} %"
+
+
+def figure_words(row: Mapping[str, Any]) -> str:
+    """`duration_s 1.31 s -> 2.84 s (+117 %, worse)`: one figure of two runs, in the regression
+    judge's name and unit; `(not recorded in b)` where one run has none."""
+    unit = str(row.get("unit") or "")
+    text = f"{inert(row['figure'], 120)} {_amount(row['a'], unit)} -> {_amount(row['b'], unit)}"
+    change, shift = row.get("change"), row.get("shift")
+    if change in ("only in a", "only in b"):
+        return f"{text} (not recorded in {'b' if change == 'only in a' else 'a'})"
+    said = [_percent(shift) if isinstance(shift, float) else "from 0" if row["a"] == 0 else "",
+            row.get("way") or ""]
+    said = [x for x in said if x]
+    return f"{text} ({', '.join(said)})" if said else text
+
+
+def _names(rows: list[dict]) -> str:
+    shown = ", ".join(inert(r["figure"], 120) for r in rows[:MAX_ITEMS])
+    return shown + (f", … and {len(rows) - MAX_ITEMS} more" if len(rows) > MAX_ITEMS else "")
+
+
+def _figures(t: dict) -> list[str]:
+    """The figures that changed, one a line, then one line each for those within the judge's
+    effect floor, the same and those neither run recorded."""
+    rows = t.get("figures") or []
+    by: dict[str, list[dict]] = {c: [r for r in rows if r["change"] == c] for c in CHANGES}
+    floor = f"{100 * t['min_effect']:g} %"
+    if not rows or len(by["not recorded"]) == len(rows):
+        return ["figures: none recorded in either run"]
+    changed = [r for c in CHANGES[:3] for r in by[c]]
+    counts = [f"{len(changed)} changed by {floor} or more" if changed else
+              f"none changed by {floor} or more"]
+    counts += [f"{len(by[c])} {'within ' + floor if c == 'within' else c}"
+               for c in CHANGES[3:] if by[c]]
+    lines = [f"    {figure_words(r)}" for r in changed[:MAX_ITEMS]]
+    if len(changed) > MAX_ITEMS:
+        lines.append(f"    … and {len(changed) - MAX_ITEMS} more changed")
+    if by["within"]:
+        small = [f"{inert(r['figure'], 120)} {_percent(r['shift'])}" for r in by["within"]]
+        lines.append(f"    within {floor}: " + ", ".join(small[:MAX_ITEMS])
+                     + (f", … and {len(small) - MAX_ITEMS} more" if len(small) > MAX_ITEMS
+                        else ""))
+    if by["same"]:
+        lines.append(f"    same: {_names(by['same'])}")
+    if by["not recorded"]:
+        lines.append(f"    not recorded in either run: {_names(by['not recorded'])}")
+    return [f"figures: {', '.join(counts)}", *lines]
 
 
 def _mounts(t: dict) -> list[str]:
@@ -240,15 +316,17 @@ def _gate0(t: dict) -> list[str]:
 
 # ---- the document -----------------------------------------------------------------------------
 
-# The text's order: the outcome (the why of a refusal, never below a long YAML hunk), then
-# the inputs, then figures. The JSON document keeps `judge.difference.TOPICS` order.
-SECTIONS = ("status", "rules", "gate0", "seal", "inputs", "git", "approval", "image", "model",
-            "mounts", "engine", "env", "docker", "metrics")
+# The text's order: the figures the run measured (what a regression is called on), the
+# outcome (the why of a refusal, never below a long YAML hunk), then the inputs. The JSON
+# document keeps `judge.difference.TOPICS` order.
+SECTIONS = ("figures", "status", "rules", "gate0", "seal", "inputs", "git", "approval", "image",
+            "model", "mounts", "engine", "env", "docker")
 
 
 def sections(t: dict) -> dict[str, list[Line]]:
     """Pure: each topic's lines (text, style), by topic name."""
-    return {"status": _plain([_pair("status", t["status"])]),
+    return {"figures": _plain(_figures(t["figures"])),
+            "status": _plain([_pair("status", t["status"])]),
             "rules": _plain([_pair("rules", t["rules"])]),
             "gate0": _plain(_gate0(t["gate0"])), "seal": _plain(_seal(t["seal"])),
             "inputs": _inputs(t["inputs"]), "git": _plain([git_words(t["git"])]),
@@ -258,8 +336,7 @@ def sections(t: dict) -> dict[str, list[Line]]:
             "mounts": _plain(_mounts(t["mounts"])),
             "engine": _plain([_pair("engine args", t["engine"]) if t["engine"]["a"] is not None
                               or not t["engine"]["same"] else "engine args: none in either run"]),
-            "env": _env(t["env"]), "docker": _docker(t["docker"]),
-            "metrics": _plain(_mapping("metrics", t["metrics"]))}
+            "env": _env(t["env"]), "docker": _docker(t["docker"])}
 
 
 def repeat_words(r: Mapping[str, Any], mounts: Mapping[str, Any] | None = None) -> str:
@@ -308,51 +385,131 @@ def render(doc: dict) -> list[str]:
     return [text for text, _ in render_lines(doc)]
 
 
-def colour_wanted(when: str, tty: bool, environ: Mapping[str, str]) -> bool:
-    """Pure: colour for `--color WHEN`: `always` yes, `never` no, `auto` only on a terminal
-    and only when NO_COLOR is unset or empty (no-color.org)."""
-    if when == "always":
-        return True
-    return when == "auto" and tty and not environ.get("NO_COLOR")
-
-
 def painted(line: Line, colour: bool) -> str:
-    """Pure: one line as printed: its style's ANSI codes around its inert text, or bare."""
+    """Pure: one line as printed: its style's ANSI codes around its inert text, else its
+    status words in their colours (as every command paints them), or bare."""
     text, style = line
-    return click.style(text, **STYLES[style]) if colour and style in STYLES else text
+    if colour and style in STYLES:
+        return click.style(text, **STYLES[style])
+    return paint_statuses(text, colour)
 
+
+# ---- two nights ------------------------------------------------------------------------------
+
+def read_night(night: Path) -> dict:
+    """{"dir", "runs": `pick_runs`} of a night folder, from its summary.json (bounded, strict
+    JSON, the summary's schema); InvalidInput (exit 2) when it is none."""
+    path = Path(night) / SUMMARY_JSON
+    try:
+        doc = loads(read_text_bounded(path, SUMMARY_LIMIT, what="night summary"))
+    except InputError as e:
+        raise InvalidInput(f"{night}: no readable night summary: {e.message}"[:2000]) from None
+    except (ValueError, RecursionError):
+        raise InvalidInput(f"{path}: not JSON") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SUMMARY_SCHEMA:
+        raise InvalidInput(f"{path}: not a night summary (schema {SUMMARY_SCHEMA})")
+    return {"dir": str(night), "runs": pick_runs(doc.get("runs"))}
+
+
+def diff_nights(night_a: Path, night_b: Path) -> dict:
+    """Read both nights' summaries and compare the run each judged each control by."""
+    a, b = read_night(night_a), read_night(night_b)
+    compared: dict[str, dict] = {}
+    for name in sorted(set(a["runs"]) & set(b["runs"])):
+        given = [n["runs"][name]["run_dir"] for n in (a, b)]
+        found = [resolve_run_dir(given[0], night_a), resolve_run_dir(given[1], night_b)]
+        if None in found:
+            missing = [g for g, f in zip(given, found, strict=True) if f is None]
+            compared[name] = {"error": f"run folder not found: {', '.join(missing)}"}
+            continue
+        try:
+            compared[name] = diff_runs(*found)
+        except HarnessError as e:
+            compared[name] = {"error": e.message[:2000]}
+    return night_document(a, b, compared)
+
+
+def _run_words(run: Mapping[str, Any]) -> str:
+    return f"{_v(run.get('run_id'))} ({_v(run.get('status'))})"
+
+
+def render_nights(doc: dict) -> list[str]:
+    """Two nights in words: each night, the controls in one only, then each control in both:
+    its two runs, status, figures and whether its inputs changed; every value inert."""
+    lines = [f"{s}: night {_v(os.path.basename(doc[s]['dir']))} "
+             f"({counted(len(doc[s]['controls']), 'control')}) {_v(doc[s]['dir'])}"
+             for s in ("a", "b")]
+    lines += [f"only in {s}: {', '.join(_v(c) for c in doc[f'only_{s}'][:MAX_ITEMS])}"
+              + (f", … and {len(doc[f'only_{s}']) - MAX_ITEMS} more"
+                 if len(doc[f"only_{s}"]) > MAX_ITEMS else "")
+              for s in ("a", "b") if doc[f"only_{s}"]]
+    controls = doc["controls"]
+    differ = [_v(n) for n, e in controls.items() if e["error"] is None and e["differs"]]
+    lines.append(f"controls that differ: {', '.join(differ) if differ else 'none'}")
+    for name, e in controls.items():
+        lines.append(f"{_v(name)}: {_run_words(e['a'])} -> {_run_words(e['b'])}")
+        if e["error"] is not None:
+            lines.append(f"    not compared: {_v(e['error'])}")
+            continue
+        lines.append(f"    {_pair('status', e['status'])}")
+        lines += [f"    {x}" for x in _figures(e["figures"])]
+        lines.append(f"    {repeat_words(e['repeat'])}")
+    return lines
+
+
+# ---- the command ------------------------------------------------------------------------------
 
 @click.command("diff")
-@click.argument("run_a", type=RUN)
-@click.argument("run_b", type=RUN)
+@click.argument("run_a", type=RUN_OR_NIGHT)
+@click.argument("run_b", type=RUN_OR_NIGHT)
+@REFS_RUNS_DIR
 @click.option("--json", "as_json", is_flag=True,
-              help=f"print the diff as one JSON document (schema {SCHEMA})")
+              help=f"print the diff as one JSON document (schema {SCHEMA}; of two nights "
+                   "harness.diff-nights/v1)")
 @click.option("--exit-code", "exit_code", is_flag=True,
               help="exit 1 when the runs differ in anything compared, 0 when they do not "
                    "(as `git diff --exit-code`)")
-@click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]),
-              default="auto", show_default=True,
-              help="colour removed lines red and added lines green: on a terminal unless "
-                   "NO_COLOR is set (auto), always, or never")
-def diff(run_a: Path, run_b: Path, as_json: bool, exit_code: bool, color: str) -> None:
-    """What differs between two runs: the outcome first, then the inputs, then metrics.
+@color_option()
+def diff(run_a: Named, run_b: Named, as_json: bool, exit_code: bool) -> None:
+    """What differs between two runs: their figures first, then the outcome, then the inputs.
 
-    Outcome: status, rules, each Gate-0 field either run found differing. Inputs: the
-    source seal and its files, each run's own copy of the YAML as a unified diff, git
-    state, the approval, image Id, model pins, what each mount outside the seal held,
-    engine args, the environment and docker argv (one launch's own tokens elided). A line
-    says whether b is a plain repeat of a. A topic one run did not record is "not
-    compared"; a mount not known is never the same. Reads only. Each run may be a folder,
-    a run id, a unique prefix, `latest` or `@-1` (`harness ls`). More: README.md.
+    Figures: durations, lock wait and hold, telemetry peaks and means, generated tokens and
+    the engine log's figures, in the regression judge's names and units, those that moved
+    by its effect floor (5 %) first. Outcome: status, rules, each Gate-0 field either run
+    found differing. Inputs: the source seal and its files, each run's own copy of the YAML
+    as a unified diff, git state, the approval, image Id, model pins, what each mount
+    outside the seal held, engine args, the environment and docker argv (one launch's own
+    tokens elided). A line says whether b is a plain repeat of a. A topic one run did not
+    record is "not compared"; a mount not known is never the same. Reads only. Each run
+    may be a folder, a run id, a unique prefix, `latest` or `@-1` (`harness ls`).
 
-    Exit codes: 0 both read and compared (with --exit-code: 1 when they differ); 1 either
-    is not sealed or fails verification; 2 either has no readable run.json.
+    Two night folders are compared per control: the run each night judged it by (its
+    newest accepted run, else its final one), their status and figures; the controls in
+    one night only are named. More: README.md.
+
+    Exit codes: 0 both read and compared (with --exit-code: 1 when they differ; of two
+    nights, when a control's status or figures differ or it is in one night only); 1
+    either run (of two nights, any control's run) is not sealed or fails verification;
+    2 either has no readable run.json, a night no readable summary.json, or one is a
+    night and the other a run.
     """
-    doc = diff_runs(run_a, run_b)
+    if run_a.is_night != run_b.is_night:
+        night, other = (run_a, run_b) if run_a.is_night else (run_b, run_a)
+        raise InvalidInput(f"{str(night.path)[:400]} is a night folder and "
+                           f"{str(other.path)[:400]} is not: `harness diff` compares two runs "
+                           "or two nights")
+    if run_a.is_night:
+        doc = diff_nights(run_a.path, run_b.path)
+        lines = _plain(render_nights(doc))
+        code = night_exit_status(doc, exit_code)
+    else:
+        doc = diff_runs(run_a.path, run_b.path)
+        lines = render_lines(doc)
+        code = exit_status(doc, exit_code)
     if as_json:
         click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True))
     else:
-        colour = colour_wanted(color, isatty(sys.stdout), os.environ)
-        for line in render_lines(doc):
+        colour = colour_wanted()
+        for line in lines:
             click.echo(painted(line, colour), color=colour)
-    raise click.exceptions.Exit(exit_status(doc, exit_code))
+    raise click.exceptions.Exit(code)

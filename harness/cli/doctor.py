@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from harness.base.errors import InvalidInput
-from harness.cli.params import runs_dir_option
+from harness.cli.params import default_lock, lock_option, runs_dir_option
 from harness.config.gpumapfile import load_map, map_path
 from harness.config.loader import load_model, require_campaign
 from harness.config.schema import ImageLock
@@ -23,10 +23,6 @@ from harness.judge.doctor.table import render_json, render_plain, render_table
 from harness.measure.slurm import calls
 from harness.probe.doctor.allchecks import run_checks
 from harness.probe.doctor.gpufacts import node_name
-
-
-def default_lock() -> Path:
-    return Path(os.environ.get("HOME", "~")).expanduser() / "gpu.lock"
 
 
 def load_expected_images(path: Path) -> dict[str, dict[str, Any]] | None:
@@ -83,9 +79,8 @@ def campaign_scope(campaign: Path, profile: str | None, gfx: str | None,
 
 @click.command("doctor")
 @click.argument("campaign", required=False, type=click.Path(path_type=Path))
-@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None,
-              help="GPU lock file to check for writability (default: the campaign's lock, "
-              "else $HOME/gpu.lock).")
+@lock_option("GPU lock file to check for writability (default: the campaign's lock, "
+             "else $HOME/gpu.lock)")
 @runs_dir_option("any", help="Folder that will hold run folders; checked for free disk",
                  campaign="campaign")
 @click.option("--images-lock", type=click.Path(path_type=Path), default=None,

@@ -13,7 +13,7 @@ import click
 
 from harness.base.atomic import dumps_json, write_json
 from harness.base.errors import InvalidInput
-from harness.cli.params import RUN
+from harness.cli.params import REFS_RUNS_DIR, RUN
 from harness.config.fieldlist import ALL, resolve
 from harness.judge.finalize.contract import ContractError, load_contract
 from harness.judge.finalize.documents import DocumentError, read_document
@@ -87,6 +87,7 @@ def finalize(startup: Path, generation: Path, contract: Path | None, all_fields:
 
 @click.command("refinalize")
 @click.argument("run_dir", type=RUN)
+@REFS_RUNS_DIR
 @click.option("--contract", type=FILE, default=None,
               help="contract to judge by; default: the one the gate0 post-step used (every "
                    "field if it used none; the vLLM identity contract if it left no verdict)")

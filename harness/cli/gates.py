@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from harness.cli.jsonout import as_json_errors, emit, json_option
 from harness.cli.params import runs_dir_option
 from harness.config.loader import require_campaign
 from harness.judge.gaterecord.gatelines import headline
@@ -26,7 +27,8 @@ def _line(entry: dict[str, Any]) -> None:
                  campaign="campaign")
 @click.option("--only", multiple=True, metavar="NAME",
               help="run only this gate (repeatable); the record lists only those run")
-def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
+@json_option("record, ok, exit_code, verdict, campaign, source_seal, git, gates, refusals")
+def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...], as_json: bool) -> None:
     """Run the campaign's gates in order and write a sealed gate record.
 
     Each gate is an argv run without a shell in the project folder, its output folder in
@@ -39,11 +41,17 @@ def gates(campaign: Path, runs_dir: Path, only: tuple[str, ...]) -> None:
     ran; 2 invalid campaign, gate list or --only; 3 a gate could not be started or the
     record not written; 130 Ctrl-C (the record of what ran is still sealed, as FAILED).
     """
-    loaded = require_campaign(campaign)
-    folder, doc, code = run_gates(loaded, Path(runs_dir), only, echo=_line)
+    with as_json_errors(as_json, campaign=str(campaign)):
+        loaded = require_campaign(campaign)
+        folder, doc, code = run_gates(loaded, Path(runs_dir), only,
+                                      echo=(lambda entry: None) if as_json else _line)
+    verdict = headline(doc, [g.name for g in loaded.gates])
+    if as_json:
+        emit({"record": str(folder), "ok": code == 0, "exit_code": code, "verdict": verdict,
+              **{k: doc[k] for k in ("campaign", "source_seal", "git", "gates", "refusals")}})
+        raise click.exceptions.Exit(code)
     for refusal in doc["refusals"]:
         click.echo(f"REFUSED {refusal['rule']}: {inert(refusal['detail'], 2000)}")
-    verdict = headline(doc, [g.name for g in loaded.gates])
     click.echo(f"{inert(verdict, 2000)}: {inert(str(folder), 1000)} (seal {doc['source_seal']})")
     if not doc["git"]["clean"]:
         click.echo(f"note: the checkout was not clean at commit {inert(doc['git']['commit'], 80)}"

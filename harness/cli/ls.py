@@ -1,4 +1,5 @@
-"""`harness ls`: the runs in the runs dir, newest first (the rows are harness.readers.listing)."""
+"""`harness ls`: the runs (or nights) in the runs dir, newest first (the rows are
+harness.readers.listing)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,24 @@ import click
 
 from harness.base.errors import InvalidInput
 from harness.base.states import STATUSES
-from harness.cli.params import parse_duration, runs_dir_option
-from harness.readers.listing import LISTING_WORDS, as_json, read_rows, render, select
+from harness.base.terminal import paint_statuses
+from harness.cli.params import (
+    color_option,
+    default_lock,
+    lock_option,
+    parse_duration,
+    runs_dir_option,
+)
+from harness.readers.listing import (
+    LISTING_WORDS,
+    as_json,
+    read_night_rows,
+    read_rows,
+    render,
+    render_nights,
+    select,
+    stamp_time,
+)
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?")
 
@@ -55,17 +72,30 @@ class _Since(click.ParamType):
               help="a JSON list of objects: run_id, control, campaign, status, started, "
                    "ended, duration_s, attempt, rerun_of, superseded_by, path")
 @click.option("-q", "--quiet", is_flag=True, help="print the run ids only, one a line")
+@click.option("--nights", is_flag=True,
+              help="list the nights (RUNS_DIR/nights) instead: night id, campaign, state "
+                   "(running, done, interrupted), started, controls accepted/total, how many "
+                   "final attempts came after a retry or a rerun; --json adds the path")
+@lock_option("with --nights: the GPU lock whose night lock names the running night "
+             "(default: $HOME/gpu.lock)")
+@color_option()
 def ls(runs_dir: Path, campaign: str | None, control: str | None, statuses: tuple[str, ...],
-       since: datetime | None, last: int | None, as_json_out: bool, quiet: bool) -> None:
+       since: datetime | None, last: int | None, as_json_out: bool, quiet: bool,
+       nights: bool, lock_path: Path | None) -> None:
     """List the runs in the runs dir, newest first, as `docker ps -a` lists containers.
 
     Each status is the one its sealed run.json records (hash checked); a folder is never
-    left out: `unsealed`, `unreadable` or `not-intact` say why. Any id shown, a unique
-    prefix of one, `latest` or `@-1` works in show, diff, verify, rerun, refinalize and
-    bundle export.
+    left out: `running` (its harness is alive), `unsealed`, `unreadable` or `not-intact`
+    say why. Any id shown, a unique prefix of one, `latest` or `@-1` works in show, diff,
+    verify, rerun, refinalize and bundle export; a night id or prefix (`ls --nights`) in
+    show, report, verify, bundle export and `rerun --failed`.
 
     Exit 0 (also when no run matches); 2 when the runs dir is missing or unreadable.
     """
+    if nights:
+        _nights(runs_dir, campaign, since, last, as_json_out, quiet, lock_path, control,
+                statuses)
+        return
     try:
         rows = read_rows(runs_dir)
     except OSError as e:
@@ -79,4 +109,26 @@ def ls(runs_dir: Path, campaign: str | None, control: str | None, statuses: tupl
             click.echo(row.run_id)  # a run folder name: the safe alphabet (refs.run_parts)
     else:
         for line in render(chosen, datetime.now(UTC)):
-            click.echo(line)
+            click.echo(paint_statuses(line))
+
+
+def _nights(runs_dir: Path, campaign: str | None, since: datetime | None, last: int | None,
+            as_json_out: bool, quiet: bool, lock_path: Path | None, control: str | None,
+            statuses: tuple[str, ...]) -> None:
+    if control is not None or statuses:
+        raise click.UsageError("--control and --status list runs; --nights lists nights")
+    try:
+        rows = read_night_rows(runs_dir, lock_path or default_lock())
+    except OSError as e:
+        raise InvalidInput(f"cannot read the nights of {runs_dir}: {e.strerror or e}") from None
+    kept = [r for r in rows if (campaign is None or r.campaign == campaign) and (
+        since is None or (stamp_time(r.started) or since) >= since)]
+    kept = kept[:last]
+    if as_json_out:
+        click.echo(as_json(kept))
+    elif quiet:
+        for row in kept:
+            click.echo(row.night_id)  # a night folder name in the safe alphabet (night_parts)
+    else:
+        for line in render_nights(kept, datetime.now(UTC)):
+            click.echo(paint_statuses(line))

@@ -17,7 +17,7 @@ from click.shell_completion import CompletionItem
 from harness.base import signals, terminal
 from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput, ruled
 from harness.base.iofault import io_fault_anywhere
-from harness.cli.commands import COMMANDS
+from harness.cli.commands import COMMANDS, SECTIONS
 from harness.measure.origin import describe
 from harness.measure.provenance import harness_state
 from harness.readers.report.inert import inert
@@ -56,11 +56,14 @@ class LazyGroup(click.Group):
         return names + click.Command.shell_complete(self, ctx, incomplete)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's listing (same widths and cuts) from each command's own docstring."""
-        rows = [(name, self._listed(ctx, name)) for name in self.list_commands(ctx)]
-        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
+        """Each command's first sentence, whole (wrapped, never cut), under its task's
+        heading (`SECTIONS`), aligned across headings; read from each command's docstring."""
+        width = max(len(name) for name in COMMANDS)
+        for title, names in SECTIONS.items():
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(width),
+                                     self._listed(ctx, name).get_short_help_str(10_000))
+                                    for name in names])
 
     def _listed(self, ctx: click.Context, name: str) -> click.Command:
         """A stand-in holding `name`'s docstring read from its source, so a listing imports

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import os
+import shlex
 from datetime import datetime
 from pathlib import Path
 
 import click
 
 from harness.base.errors import HarnessError
+from harness.base.terminal import paint_statuses
+from harness.cli.core import outcome_line
 from harness.cli.display import night_reporter
-from harness.cli.jsonout import as_json_errors
-from harness.cli.params import DURATION, HOURS, RUN, runs_dir_option
-from harness.cli.planprint import DRY_RUN_HELP, JSON_HELP, needs_dry_run, show_night, show_rerun
+from harness.cli.jsonout import Said, as_json_errors, fault_doc
+from harness.cli.params import DURATION, HOURS, NIGHT, RUN, color_option, runs_dir_option
+from harness.cli.planprint import (
+    DRY_RUN_HELP,
+    JSON_HELP,
+    needs_dry_run,
+    show_night,
+    show_rerun,
+    verbose_option,
+)
 from harness.cli.targets import refuse_night
 from harness.config.executor import KINDS, ExecutorConfig, merged
 from harness.config.loader import Loaded, require_campaign
@@ -38,6 +48,8 @@ from harness.readers.report.ending import night_end_lines
 from harness.readers.report.inert import inert
 from harness.readers.report.morning import SUMMARY_FILES, write_night_summary
 
+WAIT_DEFAULT = "12h"  # a bare --wait: one night's length, so a timer's night is not lost
+
 
 @click.command("night")
 @click.argument("campaign", type=click.Path(path_type=Path))
@@ -53,6 +65,11 @@ from harness.readers.report.morning import SUMMARY_FILES, write_night_summary
 @click.option("--night", "night_name", metavar="NAME_OR_DIR",
               help="continue this night folder (default: the campaign's latest, if unfinished)")
 @click.option("--new", is_flag=True, help="start a new night even if the latest is unfinished")
+@click.option("--wait", type=DURATION, is_flag=False, flag_value=WAIT_DEFAULT,
+              metavar="[=DURATION]",
+              help="when another night holds this GPU lock, wait up to DURATION for it "
+                   "(bare --wait: 12h; never past --until/--max-hours/--window) instead of "
+                   "exit 3 at once")
 @click.option("--lock-timeout", type=DURATION,
               help="how long to wait for the GPU lock, e.g. 600 or 2h "
                    "(default: the campaign's lock_timeout)")
@@ -70,11 +87,14 @@ from harness.readers.report.morning import SUMMARY_FILES, write_night_summary
                    "executor.window, else 4)")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@verbose_option
+@color_option()
 def night(campaign: Path, until: str | None, max_hours: float | None, window: str | None,
-          runs_dir: Path, night_name: str | None, new: bool, lock_timeout: float | None,
+          runs_dir: Path, night_name: str | None, new: bool, wait: float | None,
+          lock_timeout: float | None,
           json_lines: bool | None, executor_kind: str | None, partition: str | None,
           account: str | None, drop: Path | None, jobs: int | None, dry_run: bool,
-          as_json: bool) -> None:
+          as_json: bool, verbose: bool) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
     The night folder is RUNS_DIR/nights/<campaign>-<UTC stamp>/ (journal, summaries).
@@ -87,10 +107,10 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
 
     Exit codes: 0 every control accepted; 1 any refused, failed, timed out, interrupted or
     left unrun, or a start outside --window; 2 invalid campaign or options; 3 environment
-    (another night holds the lock, a deferred control, lock timeout, no engine, a damaged
-    journal); 130 Ctrl-C. The control in progress is sealed `interrupted`.
+    (another night holds the lock past --wait, a deferred control, lock timeout, no
+    engine, a damaged journal); 130 Ctrl-C. The control in progress is sealed `interrupted`.
     """
-    needs_dry_run(as_json, dry_run)
+    needs_dry_run(verbose, dry_run)
     with as_json_errors(as_json, command="night", campaign=str(campaign)):
         loaded = require_campaign(campaign)
         executor = merged(loaded.executor, kind=executor_kind, partition=partition,
@@ -100,14 +120,17 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
             deadline = night_deadline(datetime.now().astimezone(), until, max_hours, window)
             raise click.exceptions.Exit(show_night(
                 loaded, Path(runs_dir), local=executor.kind == "local", as_json=as_json,
-                night=night_name, new=new, deadline=deadline))
-    raise click.exceptions.Exit(_night(
-        loaded, executor, Path(runs_dir), json_lines, until=until, max_hours=max_hours,
-        night=night_name, new=new, lock_timeout=lock_timeout, window=window))
+                night=night_name, new=new, deadline=deadline, verbose=verbose))
+    said = Said(as_json, command="night", campaign=str(campaign))
+    with as_json_errors(as_json, **said.doc):
+        code = _night(loaded, executor, Path(runs_dir), json_lines, said, until=until,
+                      max_hours=max_hours, night=night_name, new=new,
+                      lock_timeout=lock_timeout, window=window, wait=wait or 0.0)
+    raise click.exceptions.Exit(code)
 
 
 def _night(loaded: Loaded, executor: ExecutorConfig, runs_dir: Path, json_lines: bool | None,
-           **kw) -> int:
+           said: Said, **kw) -> int:
     """The night itself (`run_night`'s keywords in `kw`), said as it ends; its exit code."""
     before_run(loaded, runs_dir)  # no approval: refused before any night or run folder
     ui = night_reporter(loaded.campaign.name, json_lines, total=len(loaded.plan()))
@@ -116,30 +139,42 @@ def _night(loaded: Loaded, executor: ExecutorConfig, runs_dir: Path, json_lines:
                            executor=executor, fetch=_fetch, **kw)
     finally:
         ui.close()
-    _say_night(result)
+    resume = _resume_command(loaded, runs_dir) if result.resumable else None
+    _say_night(result, resume, said)
     if loaded.hook is not None and result.why in ENDED_ON_PURPOSE:  # once, the night over
-        _hook(loaded, result, runs_dir)
-    return result.exit_code  # whatever the hook did
+        _hook(loaded, result, runs_dir, said)
+    return said.end(result.exit_code, night=str(result.night_dir), why=str(result.why),
+                    signal=result.signal, resume=resume,
+                    summary=[str(p) for p in result.summary])  # whatever the hook did
 
 
-def _hook(loaded: Loaded, result: NightResult, runs_dir: Path) -> None:
+def _hook(loaded: Loaded, result: NightResult, runs_dir: Path, said: Said) -> None:
     """The campaign's hook, told of the night that ended; its failures go to stderr."""
     told = after_night(loaded.hook, Night(
         loaded.campaign.name, result.night_dir, Path(os.path.abspath(runs_dir)),
         str(result.why), result.exit_code, loaded.project_dir), os.environ)
     for line in told.said:
-        click.echo(line)
+        said.line(line)
     for line in told.failed:
         click.echo(line, err=True)
 
 
-def _say_night(result: NightResult) -> None:
-    """Each run the night sealed, its folder and why it stopped, and what to read next."""
+def _resume_command(loaded: Loaded, runs_dir: Path) -> str:
+    return shlex.join(["harness", "night", str(loaded.campaign_file),
+                       "--runs-dir", os.path.abspath(runs_dir)])
+
+
+def _say_night(result: NightResult, resume: str | None, said: Said) -> None:
+    """Each run the night sealed, its folder and why it stopped (the signal that stopped
+    it), and what to do next: start it again to resume, rerun what ended, read it."""
     for status, run_dir in result.runs:
-        click.echo(f"{status}: {run_dir}")
-    click.echo(f"night: {result.night_dir} ({result.why})")
-    for line in night_end_lines(result.night_dir, result.summary):
-        click.echo(line)
+        said.run(status, run_dir, paint_statuses(outcome_line(status, run_dir)))
+    for n in result.not_executed:
+        said.doc["not_executed"].append({"control": n.slot.control, "why": n.why})
+    by = f" by {result.signal}" if result.signal else ""
+    said.line(f"night: {result.night_dir} ({result.why}{by}, exit code {result.exit_code})")
+    for line in night_end_lines(result.night_dir, result.summary, resume, result.retried):
+        said.line(paint_statuses(line))
 
 
 def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
@@ -148,54 +183,61 @@ def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
     return None if arrival is None else arrival.record()
 
 
-def _say_plan(plan: RerunPlan) -> None:
+def _say_plan(plan: RerunPlan, said: Said) -> None:
     """What the rerun uses; every line inert (the original's values come from its folder)."""
     lines = [f"rerun of: {plan.run_dir} ({plan.original.status})",
              *(f"uses: {path}" for path in plan.files()),
              f"seal: {plan.seal.digest} (original {plan.original.seal})", *seal_lines(plan)]
     for line in lines:
-        click.echo(inert(line, 2000))
+        said.line(inert(line, 2000))
 
 
-def _rerun_one(run_dir: Path, reason: str, ui: Reporter, *, ending: bool = True, **kw) -> int:
+def _rerun_one(run_dir: Path, reason: str, ui: Reporter, said: Said, *, ending: bool = True,
+               **kw) -> int:
     """One rerun, said as it goes; with `ending`, a night's run ends as the night does."""
     campaign, night_dir = kw.pop("campaign"), kw.pop("night", None)
     plan = plan_rerun(run_dir, campaign=campaign)
-    _say_plan(plan)
+    _say_plan(plan, said)
     result = execute(plan, reason, ui=ui, night=night_dir, summarize=write_night_summary, **kw)
     sealed = sealed_with(result.run_dir)
     if sealed is not None and sealed != plan.seal.digest:
-        click.echo(inert(f"note: the rerun sealed {sealed}, not the seal above: a file changed "
-                         "while it ran (`harness diff` the two runs names it)", 2000))
-    click.echo(f"{result.status}: {result.run_dir}")
+        said.line(inert(f"note: the rerun sealed {sealed}, not the seal above: a file changed "
+                        "while it ran (`harness diff` the two runs names it)", 2000))
+    said.run(result.status, result.run_dir,
+             paint_statuses(outcome_line(result.status, result.run_dir)))
+    said.doc["runs"][-1]["rerun_of"] = run_dir.name
     if result.night:
-        click.echo(f"night: {result.night}")
+        said.doc["night"] = str(result.night)
+        said.line(f"night: {result.night}")
         settle(result.night / JOURNAL_NAME)  # the summary was its last reader
         if ending:
             for line in night_end_lines(result.night, result.summary):
-                click.echo(line)
+                said.line(paint_statuses(line))
     return result.exit_code
 
 
-def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, **kw) -> int:
+def _rerun_failed(night_dir: Path, reason: str, ui: Reporter, said: Said, **kw) -> int:
+    said.doc["night"] = str(night_dir)
     todo = night_failures(night_dir)
     if not todo:
-        click.echo(_nothing_to_rerun(night_dir))
+        said.line(_nothing_to_rerun(night_dir))
         return 0
     worst = 0
     for run_dir in todo:
         try:
-            worst = max(worst, _rerun_one(run_dir, reason, ui, night=night_dir, ending=False,
-                                          **kw))
+            worst = max(worst, _rerun_one(run_dir, reason, ui, said, night=night_dir,
+                                          ending=False, **kw))
         except HarnessError as e:  # this one is recorded (or never started); go on
-            click.echo(inert(f"error: {run_dir}: {e.message}", 2000))
+            said.line(inert(f"error: {run_dir}: {e.message}", 2000))
+            said.doc.setdefault("errors", []).append({"run_dir": str(run_dir),
+                                                      **fault_doc(e)})
             worst = max(worst, e.code)
             if environment_stops(e.code):  # the host is not fit: the next would fail too
                 break
     written = [night_dir / name for name in SUMMARY_FILES.values()
                if (night_dir / name).is_file()]
     for line in night_end_lines(night_dir, written):  # once, after the last rerun
-        click.echo(line)
+        said.line(paint_statuses(line))
     return worst  # each rerun rewrote the night's summary files as its row changed
 
 
@@ -205,20 +247,19 @@ def _nothing_to_rerun(night_dir: Path) -> str:
 
 
 def _dry_rerun(run_dir: Path | None, night_dir: Path | None, campaign: Path | None,
-               runs_dir: Path | None, as_json: bool) -> int:
+               runs_dir: Path | None, as_json: bool, verbose: bool) -> int:
     """`rerun --dry-run`: the plan of each rerun, nothing launched, locked or written."""
     with as_json_errors(as_json, command="rerun"):
         todo = [run_dir] if run_dir is not None else night_failures(night_dir)
         if not todo and not as_json:
             click.echo(_nothing_to_rerun(night_dir))
         return show_rerun(todo, campaign, runs_dir, as_json=as_json,
-                          failed=night_dir is not None)
+                          failed=night_dir is not None, verbose=verbose)
 
 
 @click.command("rerun")
 @click.argument("run_dir", required=False, type=RUN)
-@click.option("--failed", "night_dir", metavar="NIGHT_DIR",
-              type=click.Path(path_type=Path, file_okay=False, exists=True),
+@click.option("--failed", "night_dir", metavar="NIGHT", type=NIGHT,
               help="rerun every refused, failed, timed-out or interrupted newest attempt of "
                    "this night (its summary files are rewritten after each)")
 @click.option("--reason", required=True, help="why the control is run again (recorded)")
@@ -233,35 +274,41 @@ def _dry_rerun(run_dir: Path | None, night_dir: Path | None, campaign: Path | No
               help="progress as JSON lines (default: when stderr is not a terminal)")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@verbose_option
+@color_option()
 def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: Path | None,
           runs_dir: Path | None, lock_timeout: float | None, json_lines: bool | None,
-          dry_run: bool, as_json: bool) -> None:
-    """Run RUN_DIR's control again as a new attempt, linked both ways to the original.
+          dry_run: bool, as_json: bool, verbose: bool) -> None:
+    """Run RUN's control again as a new attempt, linked both ways to the original.
 
     The control is read from the campaign file as it is in the checkout now (the one the
     original recorded, or --campaign), so a fix is what runs. It prints the files and
     source seal it uses and whether that seal changed against the original's. The
     original stays as sealed; the link goes to reruns.jsonl and the night's journal and
-    summaries. RUN_DIR may be a run id, a unique prefix, `latest` or `@-1` (`harness ls`).
-    --failed NIGHT_DIR reruns each newest attempt of the night that did not pass.
+    summaries. RUN may be a folder, a run id, a unique prefix, `latest` or `@-1` (`harness
+    ls`). --failed NIGHT (a folder, night id, prefix or `latest`) reruns each newest
+    attempt of the night that did not pass.
     --dry-run launches nothing and writes nothing.
 
     Exit codes as `harness run`; with --failed, the worst of the reruns (0 when there was
     nothing to rerun), stopping at the first environment fault.
     """
-    needs_dry_run(as_json, dry_run)
+    needs_dry_run(verbose, dry_run)
     if (run_dir is None) == (night_dir is None):
-        raise click.UsageError("give either RUN_DIR or --failed NIGHT_DIR")
+        raise click.UsageError("give either RUN or --failed NIGHT")
     check_reason(reason)
     if run_dir is not None:
         refuse_night(run_dir, "a run folder")
     if dry_run:
-        raise click.exceptions.Exit(_dry_rerun(run_dir, night_dir, campaign, runs_dir, as_json))
-    ui = reporter(json_lines)
+        raise click.exceptions.Exit(_dry_rerun(run_dir, night_dir, campaign, runs_dir, as_json,
+                                                   verbose))
+    said = Said(as_json, command="rerun")
     kw = {"campaign": campaign, "runs_dir": runs_dir, "lock_timeout": lock_timeout}
-    try:
-        code = (_rerun_one(run_dir, reason, ui, **kw) if run_dir is not None
-                else _rerun_failed(night_dir, reason, ui, **kw))
-    finally:
-        ui.close()
-    raise click.exceptions.Exit(code)
+    with as_json_errors(as_json, **said.doc):
+        ui = reporter(json_lines)
+        try:
+            code = (_rerun_one(run_dir, reason, ui, said, **kw) if run_dir is not None
+                    else _rerun_failed(night_dir, reason, ui, said, **kw))
+        finally:
+            ui.close()
+    raise click.exceptions.Exit(said.end(code))

@@ -7,16 +7,21 @@ wait or a deadline; so durations go through the YAML's `parse_duration` (exit 2 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
 
+from harness.base import terminal
 from harness.base.errors import HarnessError, InvalidInput
 from harness.base.timeutil import parse_duration
+from harness.cli.targets import is_night_folder
 from harness.config import runsdir
+from harness.measure.nightfolder.naming import find_night, night_parts
 from harness.measure.runfolder import refs
+from harness.readers.report.inert import inert
 
 
 def parse_hours(value: Any) -> float:
@@ -55,12 +60,13 @@ def runs_dir_option(mode: str = "reads", help: str = "run folders",
     """The one `--runs-dir` option, resolved by harness.config.runsdir and checked for
     the command's `mode`: "reads" (must exist: exit 2), "creates" (may be made), "any",
     "lazy" (the RunsDir; the command checks), "optional" (None unless given, then
-    "creates"). With `campaign` (the campaign parameter's name) the runs dir is that
-    project's, so the option is resolved after it, not eagerly; without, it is eager so
-    RUN references resolve under it whatever the order on the command line."""
+    "creates"), "refs" (no parameter: only where RUN and NIGHT references resolve). With
+    `campaign` (the campaign parameter's name) the runs dir is that project's, so the
+    option is resolved after it, not eagerly; without, it is eager so RUN references
+    resolve under it whatever the order on the command line."""
     def callback(command: click.Context, param: click.Parameter, value: Any) -> Any:
-        if value is None and mode == "optional":
-            return None
+        if value is None and mode in ("optional", "refs"):
+            return None  # references resolve under the default when they need it
         given = command.params.get(campaign) if campaign is not None else None
         named = given is not None and os.path.isfile(given)
         runs = runsdir.resolve(value, campaign=given if named else None)
@@ -80,7 +86,39 @@ def runs_dir_option(mode: str = "reads", help: str = "run folders",
         else f" ({runsdir.WHERE_FROM if campaign is None else runsdir.WHERE_FROM_CAMPAIGN})"
     return click.option("--runs-dir", type=click.Path(path_type=Path), default=None,
                         is_eager=campaign is None, callback=callback, metavar="DIR",
-                        help=help + where)
+                        help=help + where, expose_value=mode != "refs")
+
+
+REFS_RUNS_DIR = runs_dir_option("refs", help="where run and night ids are looked up")
+
+
+def default_lock() -> Path:
+    return Path(os.environ.get("HOME", "~")).expanduser() / "gpu.lock"
+
+
+def lock_option(help: str = "the GPU lock file (default: $HOME/gpu.lock)") -> Any:
+    """The one `--lock PATH` option (the GPU lock file; the night lock is beside it): `~` and
+    $VARS expanded; None when not given, for the command's own default (`default_lock`)."""
+    def expand(command: click.Context, param: click.Parameter, value: Any) -> Path | None:
+        return None if value is None else Path(os.path.expandvars(os.path.expanduser(value)))
+
+    return click.option("--lock", "lock_path", type=click.Path(), default=None,
+                        metavar="PATH", callback=expand, help=help)
+
+
+def color_option() -> Any:
+    """The one `--color WHEN` option: status words (and diff's hunks) in colour on a
+    terminal unless NO_COLOR is set (auto), always (also into a pipe), or never."""
+    def choose(command: click.Context, param: click.Parameter, value: Any) -> str:
+        terminal.choose_colour(value)
+        if value != "auto":  # click.echo strips ANSI codes unless the context says colour
+            command.color = value == "always"
+        return value
+
+    return click.option("--color", "--colour", "color", type=click.Choice(terminal.COLOUR_WHENS),
+                        default="auto", show_default=True, is_eager=True, expose_value=False,
+                        callback=choose, help="colour status words: on a terminal unless "
+                        "NO_COLOR is set (auto), always, or never")
 
 
 def runs_dir_in(line: click.Context | None) -> Any:
@@ -101,6 +139,9 @@ class RunRef(click.ParamType):
 
     name = "run"
 
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "RUN"  # in usage lines: an id or a folder, not only a folder (`RUN_DIR`)
+
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Path:
         if isinstance(value, Path):
@@ -108,10 +149,7 @@ class RunRef(click.ParamType):
         text = str(value)
         if os.path.lexists(text) or not refs.looks_like_ref(text):
             return Path(text)
-        runs = runs_dir_in(ctx)
-        if not os.path.isdir(runs.path):
-            raise InvalidInput(f"{text[:200]}: no such folder, and no runs dir to find it "
-                               f"in by id: {runsdir.missing(runs)}")
+        runs = _runs_to_search(text, ctx)
         return refs.find_run(text, runs.path, f"{runs.path} (from {runs.source})")
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter,
@@ -131,3 +169,128 @@ class RunRef(click.ParamType):
 
 COMPLETE_LIMIT = 5_000  # run folders read for one completion: a hint, never a crawl
 RUN = RunRef()
+
+
+def _runs_to_search(text: str, ctx: click.Context | None) -> runsdir.RunsDir:
+    runs = runs_dir_in(ctx)
+    if not os.path.isdir(runs.path):
+        raise InvalidInput(f"{inert(text, 200)}: no such folder, and no runs dir to find it "
+                           f"in by id: {runsdir.missing(runs)}")
+    return runs
+
+
+def _nights_where(runs: runsdir.RunsDir) -> str:
+    return f"{runs.path}/nights (from {runs.source})"
+
+
+def _night_names(ctx: click.Context | None, incomplete: str) -> list[CompletionItem]:
+    if "/" in incomplete or incomplete.startswith("."):
+        return []
+    try:
+        found = refs.entries(runs_dir_in(ctx).path / "nights", night_parts, COMPLETE_LIMIT)
+    except (HarnessError, OSError):
+        return []
+    names = [n for n, what in found.items() if what == refs.FOLDER]
+    return [CompletionItem(n) for n in refs.newest_first(names, night_parts)
+            if n.startswith(incomplete)]
+
+
+class NightRef(click.ParamType):
+    """A night folder: a path (an existing one always wins; a missing one is exit 2), or a
+    reference resolved under RUNS/nights by nightfolder.naming.find_night (the whole night
+    id, a unique prefix, `latest`, `@-N`); an ambiguous reference is exit 2."""
+
+    name = "night"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "NIGHT"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Path:
+        if isinstance(value, Path):
+            return value
+        text = str(value)
+        if os.path.lexists(text):
+            return Path(text)
+        if not refs.looks_like_ref(text):
+            raise InvalidInput(f"{inert(text, 400)}: no such file or folder")
+        runs = _runs_to_search(text, ctx)
+        return find_night(text, runs.path, _nights_where(runs))
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[Any]:
+        """The night ids that start with what was typed, newest first, and `latest`; then
+        the shell's own file names."""
+        items = [CompletionItem(refs.LATEST)] if refs.LATEST.startswith(incomplete) else []
+        return [*items, *_night_names(ctx, incomplete), CompletionItem(incomplete, type="file")]
+
+
+NIGHT = NightRef()
+RUN_KIND, NIGHT_KIND = "run", "night"
+
+
+@dataclass(frozen=True)
+class Named:
+    """What a RUN_OR_NIGHT argument names: a run folder or a night folder (`kind`)."""
+
+    kind: str  # RUN_KIND or NIGHT_KIND
+    path: Path
+
+    @property
+    def is_night(self) -> bool:
+        return self.kind == NIGHT_KIND
+
+
+def _attempt(find: Any) -> Path | InvalidInput:
+    try:
+        return find()
+    except InvalidInput as e:
+        return e
+
+
+class RunOrNightRef(click.ParamType):
+    """A run or a night: a path (an existing one wins; a folder holding a night journal is a
+    night), else a reference. `latest` and `@-N` are runs; the whole night id is that night;
+    any other reference is whichever one of a run (RUN's forms) and a night it names, exit
+    2 when it names one of each."""
+
+    name = "run_or_night"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "RUN|NIGHT"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Named:
+        if isinstance(value, Named):
+            return value
+        text = str(value)
+        if os.path.lexists(text) or not refs.looks_like_ref(text):
+            path = Path(text)
+            return Named(NIGHT_KIND if is_night_folder(path) else RUN_KIND, path)
+        if text == refs.LATEST or text.startswith("@-"):
+            return Named(RUN_KIND, RUN.convert(text, param, ctx))
+        runs = _runs_to_search(text, ctx)
+        night = _attempt(lambda: find_night(text, runs.path, _nights_where(runs)))
+        if isinstance(night, Path) and night.name == text:
+            return Named(NIGHT_KIND, night)
+        run = _attempt(lambda: RUN.convert(text, param, ctx))
+        for got in (run, night):
+            if isinstance(got, InvalidInput) and not isinstance(got, refs.NoMatch):
+                raise got
+        if isinstance(run, Path) and isinstance(night, Path):
+            raise InvalidInput(f"{text[:200]!r} is ambiguous: it names run {run.name} and "
+                               f"night {night.name}; give more of the id")
+        if isinstance(run, Path):
+            return Named(RUN_KIND, run)
+        if isinstance(night, Path):
+            return Named(NIGHT_KIND, night)
+        raise refs.NoMatch(f"{run.message}; no night either (`harness ls --nights`)")
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[Any]:
+        """RUN's completions with the night ids among them."""
+        found = RUN.shell_complete(ctx, param, incomplete)
+        return [*found[:-1], *_night_names(ctx, incomplete), found[-1]]
+
+
+RUN_OR_NIGHT = RunOrNightRef()

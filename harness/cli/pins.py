@@ -25,7 +25,7 @@ def images() -> None:
 @images.command("pin")
 @click.argument("name")
 @click.argument("ref")
-@click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
+@click.option("--images-lock", "lock_file", type=click.Path(path_type=Path), default="images.lock",
               show_default=True)
 @click.option("--replace", is_flag=True, help="replace NAME's pin with another Id "
               "(needs --reason)")
@@ -53,7 +53,7 @@ def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str 
 
 @images.command("verify")
 @click.argument("names", nargs=-1)
-@click.option("--lock-file", type=click.Path(path_type=Path), default="images.lock",
+@click.option("--images-lock", "lock_file", type=click.Path(path_type=Path), default="images.lock",
               show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
               "exit_code, and per image its name, pinned Id, local Id and advice")

@@ -20,42 +20,49 @@ from harness.readers.report.inert import inert
 if TYPE_CHECKING:  # the dry run's module is loaded only by a dry run
     from harness.driver.dryrun import DryRun
 
-DRY_RUN_HELP = ("print the plan (controls in order, image Ids, runs dir, lock), the source "
-                "seal, each control's docker argv and what the preflight would refuse; "
-                "launch nothing, create nothing (exit 0 would launch, 1 would refuse)")
-JSON_HELP = "with --dry-run: the plan as one JSON object on stdout"
+DRY_RUN_HELP = ("print the plan, one line a control (image Id, lock, timeout, what the "
+                "preflight would refuse), the runs dir and the source seal; launch nothing, "
+                "create nothing (exit 0 would launch, 1 would refuse)")
+JSON_HELP = ("the result as one JSON object on stdout (runs, status, exit code; the lines go "
+             "to stderr); with --dry-run, the plan")
+VERBOSE_HELP = "with --dry-run: each control's docker argv too"
 
 
-def needs_dry_run(as_json: bool, dry_run: bool) -> None:
-    """`--json` means the dry run's document: alone it is a usage error (exit 2)."""
-    if as_json and not dry_run:
-        raise click.UsageError("--json goes with --dry-run")
+def verbose_option(f):  # type: ignore[no-untyped-def]
+    return click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP)(f)
+
+
+def needs_dry_run(verbose: bool, dry_run: bool) -> None:
+    """`-v` shapes the dry run's output: alone it is a usage error (exit 2)."""
+    if verbose and not dry_run:
+        raise click.UsageError("-v/--verbose goes with --dry-run")
 
 
 def show(loaded: Loaded, rows: list[tuple[str, int]], runs_dir: Path, *, command: str,
-         as_json: bool) -> int:
+         as_json: bool, verbose: bool = False) -> int:
     """Print the dry run of `rows` and return its exit code."""
     from harness.driver import dryrun  # here: a real run never loads it
 
 
     found = dryrun.plan(loaded, rows, runs_dir, command=command)
-    say(found, as_json=as_json)
+    say(found, as_json=as_json, verbose=verbose)
     return found.exit_code
 
 
-def say(found: DryRun, *, as_json: bool, extra: dict | None = None) -> None:
+def say(found: DryRun, *, as_json: bool, extra: dict | None = None,
+        verbose: bool = False) -> None:
     """Print a gathered dry run: its lines, each made inert (names, paths and holder
     records come from files), or its one JSON object (ASCII only)."""
     if as_json:
         emit({**found.document(), **(extra or {})})
     else:
-        for line in found.lines():
+        for line in found.lines(verbose):
             click.echo(inert(line, 20_000))
 
 
 def show_night(loaded: Loaded, runs_dir: Path, *, local: bool, as_json: bool,
                night: str | None = None, new: bool = False,
-               deadline: datetime | None = None) -> int:
+               deadline: datetime | None = None, verbose: bool = False) -> int:
     """The dry run of a night: the controls this start would run, in order (the whole
     plan in a new night, what is left of the night it would continue), with the doctor's
     host check before each control when the night runs here."""
@@ -69,12 +76,12 @@ def show_night(loaded: Loaded, runs_dir: Path, *, local: bool, as_json: bool,
              "the doctor checks the host before each control" if local else
              "each control would be a Slurm job: the doctor runs on the host Slurm picks")
     found = executor.dry_run("night", notes)
-    say(found, as_json=as_json, extra={"night": pick.document()})
+    say(found, as_json=as_json, extra={"night": pick.document()}, verbose=verbose)
     return found.exit_code
 
 
 def show_rerun(run_dirs: list[Path], campaign: Path | None, runs_dir: Path | None, *,
-               as_json: bool, failed: bool = False) -> int:
+               as_json: bool, failed: bool = False, verbose: bool = False) -> int:
     """The dry run of each rerun: the plan `rerun` prints, then the control's dry run; the
     worst exit code. With `failed`, one that cannot be planned is said and the next follows."""
     from harness.driver import dryrun
@@ -84,7 +91,8 @@ def show_rerun(run_dirs: list[Path], campaign: Path | None, runs_dir: Path | Non
     docs, worst = [], 0
     for run_dir in run_dirs:
         try:
-            doc, code = _rerun_dry(run_dir, campaign, runs_dir, as_json=as_json)
+            doc, code = _rerun_dry(run_dir, campaign, runs_dir, as_json=as_json,
+                                   verbose=verbose)
         except HarnessError as e:
             if not failed:
                 raise
@@ -102,7 +110,7 @@ def show_rerun(run_dirs: list[Path], campaign: Path | None, runs_dir: Path | Non
 
 
 def _rerun_dry(run_dir: Path, campaign: Path | None, runs_dir: Path | None, *,
-               as_json: bool) -> tuple[dict, int]:
+               as_json: bool, verbose: bool = False) -> tuple[dict, int]:
     """One rerun's dry run: printed (without `as_json`), and its document and exit code."""
     from harness.driver import dryrun
     from harness.driver.rerun import plan_rerun, seal_lines
@@ -116,5 +124,5 @@ def _rerun_dry(run_dir: Path, campaign: Path | None, runs_dir: Path | None, *,
     found = dryrun.plan(plan.loaded, [(plan.control, 0)], into, command="rerun",
                         notes=tuple(said))
     if not as_json:
-        say(found, as_json=False)
+        say(found, as_json=False, verbose=verbose)
     return {**found.document(), "rerun_of": str(plan.run_dir)}, found.exit_code

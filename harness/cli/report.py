@@ -1,4 +1,4 @@
-"""`harness report CAMPAIGN|NIGHT_DIR`: print a night's morning summary: a table on a
+"""`harness report CAMPAIGN|NIGHT`: print a night's morning summary: a table on a
 terminal, Markdown piped, any form with -o (HTML never on a terminal)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import click
 
 from harness.base.atomic import write_text
 from harness.base.errors import InvalidInput
-from harness.base.terminal import isatty
-from harness.cli.params import runs_dir_option
+from harness.base.terminal import isatty, paint_statuses
+from harness.cli.params import NIGHT, color_option, runs_dir_option
 from harness.config.runsdir import RunsDir, require_existing
 from harness.readers.report.morning import (
     FORMATS,
@@ -48,7 +48,7 @@ def _write(output: Path, text: str) -> None:
 
 
 @click.command("report")
-@click.argument("target", type=click.Path(exists=True, path_type=Path))
+@click.argument("target", metavar="CAMPAIGN|NIGHT")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="table (fixed columns, for a terminal), Markdown, a self-contained HTML "
                    "page with plots, JSON, or CSV (one line per run and figure: the columns "
@@ -56,27 +56,30 @@ def _write(output: Path, text: str) -> None:
                    "Markdown when piped; with -o, from FILE's suffix (else Markdown).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="write the report to FILE (atomically) and print its path")
-@runs_dir_option("lazy", help="Where a campaign's nights live "
+@runs_dir_option("lazy", help="Where nights are found by id or campaign "
                  "(RUNS_DIR/nights/<campaign>-<stamp>/)", campaign="target")
-def report(target: Path, fmt: str | None, output: Path | None, runs_dir: RunsDir) -> None:
+@color_option()
+def report(target: str, fmt: str | None, output: Path | None, runs_dir: RunsDir) -> None:
     """Report a night: per control its status, verdict and reasons, lock wait and hold,
     duration, exit code and vLLM metrics, with links to each run's folder and logs.
 
-    TARGET is a night folder, or a campaign file (its latest night in the runs dir). A
+    NIGHT is a night id, a unique prefix of one, `latest` or `@-1` (`harness ls
+    --nights`), or a night folder; CAMPAIGN a campaign file (its latest night). A
     row that did not end accepted carries its Gate-0 values and the `harness rerun` /
     `harness diff` commands to go on (docs/report.md). On a terminal a table; piped,
     Markdown; -o FILE writes the chosen format there (HTML on a terminal without -o: exit
     2).
     """
     fmt = chosen_format(fmt, output, isatty(sys.stdout))
-    if target.is_dir():
-        summary = summary_for_night(target)
+    night = NIGHT.convert(target, None, click.get_current_context())  # a path stays as given
+    if night.is_dir():
+        summary = summary_for_night(night)
     else:
-        campaign_name(target)  # a campaign that cannot be read is named before the runs dir
-        summary = summary_for_campaign(target, require_existing(runs_dir))
+        campaign_name(night)  # a campaign that cannot be read is named before the runs dir
+        summary = summary_for_campaign(night, require_existing(runs_dir))
     text = render(summary, fmt, width=shutil.get_terminal_size((100, 24)).columns)
     if output is None:
-        click.echo(text, nl=False)
+        click.echo(paint_statuses(text) if fmt == "table" else text, nl=False)
         return
     _write(output, text)
     click.echo(str(output))

@@ -9,6 +9,7 @@ import click
 
 from harness.base.atomic import write_text
 from harness.base.errors import InvalidInput
+from harness.cli.jsonout import as_json_errors, emit, json_option
 from harness.cli.params import HOURS
 from harness.config.checkout import project_of
 from harness.config.runsdir import resolve
@@ -27,7 +28,8 @@ def installed(paths: list[Path]) -> list[Path]:
     return [p for p in paths if os.path.lexists(p)]
 
 
-def _install(units: Units, service_path: Path, timer_path: Path, force: bool) -> None:
+def _install(units: Units, service_path: Path, timer_path: Path, force: bool,
+             say: bool = True) -> None:
     present = installed([service_path, timer_path])
     if present and not force:
         raise InvalidInput(
@@ -37,6 +39,8 @@ def _install(units: Units, service_path: Path, timer_path: Path, force: bool) ->
     service_path.parent.mkdir(parents=True, exist_ok=True)
     write_text(service_path, units.service)
     write_text(timer_path, units.timer)
+    if not say:
+        return
     for path in (service_path, timer_path):
         click.echo(f"{'replaced' if path in present else 'wrote'} {path}")
     click.echo("now run:")
@@ -72,9 +76,11 @@ def _install(units: Units, service_path: Path, timer_path: Path, force: bool) ->
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder the night runs in; default: the campaign's project folder (the "
                    "folder above campaigns/).")
+@json_option("ok, exit_code, unit, service, timer, service_path, timer_path, installed, "
+             "cron, report, log")
 def schedule(campaign: Path, on_calendar: str, until: str | None, max_hours: float | None,
              runs_dir: Path | None, on_failure: str | None, install: bool, force: bool,
-             harness_path: Path | None, workdir: Path | None) -> None:
+             harness_path: Path | None, workdir: Path | None, as_json: bool) -> None:
     """Print a systemd user service + timer (Persistent=true) that runs `harness night
     CAMPAIGN`, and a cron line as an alternative. With --install, write the units; an
     installed timer is replaced only with --force (else exit 2).
@@ -82,30 +88,40 @@ def schedule(campaign: Path, on_calendar: str, until: str | None, max_hours: flo
     With --until (or --max-hours under 24) the night gets --window, so a night the timer
     catches up at boot after the window has closed starts nothing (docs/scheduling.md).
     """
-    name = campaign_name(campaign)
-    normalized = check_calendar(on_calendar)
-    if normalized is None:
-        click.echo("harness: systemd-analyze not found; --on-calendar was not checked", err=True)
-    harness = [str(harness_path.absolute())] if harness_path else default_harness()
-    here = (workdir or Path.cwd()).absolute()  # where a relative --runs-dir is read from
-    runs = resolve(runs_dir, cwd=here, campaign=campaign).path  # as `harness night` would
-    work = workdir.absolute() if workdir else project_of(Path(os.path.abspath(campaign)))
-    units = render_units(
-        campaign=name, campaign_file=str(campaign.absolute()), on_calendar=on_calendar,
-        harness=harness, workdir=str(work), normalized=normalized, runs_dir=str(runs),
-        until=until, max_hours=max_hours, on_failure=on_failure)
-    unit_dir = user_unit_dir()
-    service_path = unit_dir / f"{units.name}.service"
-    timer_path = unit_dir / f"{units.name}.timer"
-    if until is None and max_hours is None:
-        click.echo("harness: no --until/--max-hours: a night the timer catches up at boot "
-                   "runs to its end, whatever the hour", err=True)
-    if install:
-        _install(units, service_path, timer_path, force)
-    else:
+    with as_json_errors(as_json, campaign=str(campaign)):
+        name = campaign_name(campaign)
+        normalized = check_calendar(on_calendar)
+        if normalized is None:
+            click.echo("harness: systemd-analyze not found; --on-calendar was not checked",
+                       err=True)
+        harness = [str(harness_path.absolute())] if harness_path else default_harness()
+        here = (workdir or Path.cwd()).absolute()  # where a relative --runs-dir is read from
+        runs = resolve(runs_dir, cwd=here, campaign=campaign).path  # as `harness night` would
+        work = workdir.absolute() if workdir else project_of(Path(os.path.abspath(campaign)))
+        units = render_units(
+            campaign=name, campaign_file=str(campaign.absolute()), on_calendar=on_calendar,
+            harness=harness, workdir=str(work), normalized=normalized, runs_dir=str(runs),
+            until=until, max_hours=max_hours, on_failure=on_failure)
+        unit_dir = user_unit_dir()
+        service_path = unit_dir / f"{units.name}.service"
+        timer_path = unit_dir / f"{units.name}.timer"
+        if until is None and max_hours is None:
+            click.echo("harness: no --until/--max-hours: a night the timer catches up at boot "
+                       "runs to its end, whatever the hour", err=True)
+        if install:
+            _install(units, service_path, timer_path, force, say=not as_json)
+    report = f"{runs}/nights/{name}-<UTC stamp>/summary.md"
+    log = f"journalctl --user -u {units.name}.service"
+    if as_json:
+        emit({"ok": True, "exit_code": 0, "unit": units.name, "service": units.service,
+              "timer": units.timer, "service_path": str(service_path),
+              "timer_path": str(timer_path), "installed": install, "cron": units.cron or None,
+              "report": report, "log": log})
+        return
+    if not install:
         _print(units, service_path, timer_path, on_calendar)
-    click.echo(f"report: {runs}/nights/{name}-<UTC stamp>/summary.md (and .html, .json)")
-    click.echo(f"log: journalctl --user -u {units.name}.service")
+    click.echo(f"report: {report} (and .html, .json)")
+    click.echo(f"log: {log}")
 
 
 def _print(units: Units, service_path: Path, timer_path: Path, on_calendar: str) -> None:

@@ -1,13 +1,14 @@
-"""`harness show`: a readable summary of a run folder or gate record."""
+"""`harness show`: a readable summary of a run folder, a night or a gate record."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import shutil
 
 import click
 
-from harness.cli.params import RUN
+from harness.base.terminal import paint_statuses
+from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named, color_option
 from harness.judge.gaterecord import gatelines as gate_show
 from harness.measure.runfolder.inputs import KEPT
 from harness.measure.runfolder.sealed import read_record
@@ -16,23 +17,39 @@ from harness.readers.runview import input_text, render_run
 
 
 @click.command()
-@click.argument("run_dir", type=RUN)
-@click.option("--json", "as_json", is_flag=True, help="print run.json as is")
+@click.argument("target", type=RUN_OR_NIGHT)
+@REFS_RUNS_DIR
+@click.option("--json", "as_json", is_flag=True, help="print run.json as is (a night: its summary "
+              "as JSON, as in its summary.json)")
 @click.option("--input", "input_name", type=click.Choice(list(KEPT)), default=None,
               help="print one file the run kept in inputs/ whole, each line inert: the "
                    "campaign or control YAML as sealed, the resolved documents, or the "
                    "images.lock entry")
-def show(run_dir: Path, as_json: bool, input_name: str | None) -> None:
-    """Print a readable summary of a sealed run folder (or of a gate record: `harness gates`).
+@color_option()
+def show(target: Named, as_json: bool, input_name: str | None) -> None:
+    """Print a readable summary of a sealed run, of a night, or of a gate record.
 
-    Read through the one verified reader, so a folder never sealed or failing verification
-    is not shown as a record. RUN_DIR may be a run id, a unique prefix, `latest` or `@-1`
-    (`harness ls`). The "inputs" lines list what the run kept in inputs/ (campaign and
-    control YAML as sealed, resolved.json, image.json); --input NAME prints one whole.
+    A run is read through the one verified reader, so a folder never sealed or failing
+    verification is not shown as a record. RUN may be a run id, a unique prefix, `latest`
+    or `@-1` (`harness ls`), or its folder; a night its id or a unique prefix (`harness ls
+    --nights`), or its folder: its summary as `harness report` prints it. The "inputs"
+    lines list what the run kept in inputs/ (campaign and control YAML as sealed,
+    resolved.json, image.json); --input NAME prints one whole.
 
     Exit codes: 0 shown; 1 not sealed or not intact (`harness verify` names every
     problem); 2 not a run record, or --input names a file the run did not keep.
     """
+    run_dir = target.path
+    if target.is_night:
+        if input_name is not None:
+            raise click.UsageError("--input is for a run folder; a night keeps no inputs")
+        from harness.readers.report.morning import render, summary_for_night  # heavy: here
+
+        summary = summary_for_night(run_dir)
+        text = render(summary, "json" if as_json else "table",
+                      width=shutil.get_terminal_size((100, 24)).columns)
+        click.echo(text if as_json else paint_statuses(text), nl=False)
+        return
     if gate_show.is_gate_record(run_dir):
         if input_name is not None:
             raise click.UsageError("--input is for a run folder; a gate record keeps no inputs")

@@ -10,8 +10,8 @@ import click
 from harness.base.errors import InvalidInput
 from harness.cli.jsonout import as_json_errors, emit
 from harness.cli.nightverify import verify_night
-from harness.cli.params import RUN
-from harness.cli.targets import is_night_folder, refuse_bundle
+from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named
+from harness.cli.targets import refuse_bundle
 from harness.judge.gaterecord.gatesjson import GATE_RECORD
 from harness.measure.runfolder.layout import RECORD, SUMS
 from harness.measure.runfolder.manifest import SealFault, verify_folder
@@ -35,18 +35,21 @@ def problem_doc(p: SealFault) -> dict[str, str | None]:
 
 
 @click.command()
-@click.argument("run_dir", type=RUN)
+@click.argument("target", type=RUN_OR_NIGHT)
+@REFS_RUNS_DIR
 @click.option("--json", "as_json", is_flag=True,
               help="one JSON object on stdout: path, ok, exit_code, problems (or error)")
-def verify(run_dir: Path, as_json: bool) -> None:
+def verify(target: Named, as_json: bool) -> None:
     """Re-hash a sealed run folder (or gate record, or each run of a night folder).
 
-    RUN_DIR may be a run id, a unique prefix, `latest` or `@-1` (`harness ls`). Exit 0
-    intact; 1 naming each changed, missing or extra file; 2 when RUN_DIR is none of those
-    (a bundle: `harness bundle verify`)."""
+    RUN may be a run id, a unique prefix, `latest` or `@-1` (`harness ls`), a night its id
+    or a unique prefix (`harness ls --nights`), either one its folder. Exit 0 intact; 1
+    naming each changed, missing or extra file; 2 when it is none of those (a bundle:
+    `harness bundle verify`)."""
+    run_dir = target.path
     with as_json_errors(as_json, path=str(run_dir)):
         refuse_bundle(run_dir)
-    if is_night_folder(run_dir):
+    if target.is_night:
         raise click.exceptions.Exit(verify_night(run_dir, as_json))
     with as_json_errors(as_json, path=str(run_dir)):
         problems = verify_folder(sealed_folder(run_dir))

@@ -286,7 +286,7 @@ def _unpinned(name: str, lock_file: Path) -> str:
     """The warning for an image the lock does not pin yet: the run-time refusal
     (IMAGE-NOT-PINNED, at preflight, before any lock) and the command that lifts it."""
     lock = "" if lock_file == Path.cwd() / "images.lock" else (
-        f" --lock-file {shlex.quote(os.path.relpath(lock_file))}")
+        f" --images-lock {shlex.quote(os.path.relpath(lock_file))}")
     return (f"warning: image {name!r} is not pinned in {lock_file.name}, so every run is "
             f"refused ({IMAGE_NOT_PINNED}) until `harness images pin {name} REF{lock}` "
             "pins the local image REF (a tag or repo digest) on the host that runs it")

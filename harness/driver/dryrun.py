@@ -54,10 +54,12 @@ class PlannedControl:
     image_id: str | None  # the pinned Id, present locally; None when it is not
     argv: list[str]
     reasons: tuple[Reason, ...] = ()
+    timeout: float | None = None  # the control's container timeout, seconds
 
     def document(self) -> dict:
         return {"control": self.control, "repeats": self.repeats, "device": self.device,
                 "image": self.image, "image_id": self.image_id, "argv": self.argv,
+                "timeout_s": self.timeout,
                 "would_launch": not self.reasons,
                 "refused": [r.as_dict() for r in self.reasons]}
 
@@ -95,8 +97,9 @@ class DryRun:
                 "notes": list(self.notes), "would_launch": not self.exit_code,
                 "exit_code": self.exit_code}
 
-    def lines(self) -> list[str]:
-        """The plan in words, one fact a line (the caller makes each line inert)."""
+    def lines(self, verbose: bool = False) -> list[str]:
+        """The plan in words, one fact a line, one line a control (the caller makes each
+        line inert); with `verbose`, each control's docker argv under it."""
         refused = [c for c in self.controls if c.reasons]
         out = [f"{NOTHING} (`harness {self.command} --dry-run`)",
                f"campaign  {self.campaign} ({self.campaign_file})",
@@ -107,11 +110,17 @@ class DryRun:
                f"approval  {approval_line(self.approval, self.approval_required)}",
                *(f"note      {n}" for n in self.notes),
                f"plan      {counted(len(self.controls), 'control')}, in this order:"]
+        lock = "free" if self.lock_holder is None else "held"
         for i, c in enumerate(self.controls, 1):
             times = f" ×{c.repeats}" if c.repeats > 1 else ""
-            out.append(f"  {i}. {c.control}{times}  [{c.device}]  image {c.image} "
-                       f"{c.image_id or '(not present with its pinned Id)'}")
-            out.append(f"     {shlex.join(c.argv)}")
+            image = (c.image_id or "").removeprefix("sha256:")[:12] or "(not present)"
+            timeout = "" if c.timeout is None else f"  timeout {c.timeout:g} s"
+            said = ("would refuse: " + ", ".join(dict.fromkeys(r.rule for r in c.reasons))
+                    if c.reasons else "ok")
+            out.append(f"  {i}. {c.control}{times}  [{c.device}]  image {c.image} {image}  "
+                       f"lock {lock}{timeout}  preflight: {said}")
+            if verbose:
+                out.append(f"     {shlex.join(c.argv)}")
             out += [f"     would be refused: {r}" for r in c.reasons]
         out.append(f"would refuse {len(refused)} of {counted(len(self.controls), 'control')} "
                    "(exit 1)" if refused else
@@ -212,7 +221,8 @@ class DryExecutor(LocalExecutor):
         except HarnessError as e:  # an unsafe mount path, a bad render node: never launched
             argv = []
             reasons.append(Reason(e.rule or MOUNT_UNSAFE_PATH, e.message))
-        return PlannedControl(name, 1, ctl.device, ctl.image, image_id, argv, tuple(reasons))
+        return PlannedControl(name, 1, ctl.device, ctl.image, image_id, argv, tuple(reasons),
+                              ctl.timeout)
 
     def dry_run(self, command: str, notes: tuple[str, ...] = ()) -> DryRun:
         """What the walk planned, each control once in the order it first launched."""

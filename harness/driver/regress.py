@@ -46,7 +46,7 @@ from harness.judge.comparable import (
 from harness.judge.finalize.addendum import write_addendum
 from harness.judge.finalize.documents import DocumentError
 from harness.judge.finalize.observed import SealedReader
-from harness.judge.regression import MAX_BASELINE
+from harness.judge.regression import MAX_BASELINE, MIN_BASELINE, Movement, causes
 from harness.measure import perflog
 from harness.measure.runfolder import manifest
 from harness.measure.runfolder.layout import HOST_BEFORE, METRICS, RECORD, SUMS
@@ -230,6 +230,16 @@ class Called:
     @property
     def regressions(self) -> list[str]:
         return regressed(self.calls)
+
+    @property
+    def said(self) -> list[str] | str:
+        """What the night's line says of the call: each regression once, with the figures
+        that moved with it; or that nothing was judged, and on how few earlier runs (`none`
+        would claim a judgement never made)."""
+        if all(c.result.movement == Movement.INSUFFICIENT for c in self.calls):
+            return f"not judged: {len(self.selection.baseline)} of {MIN_BASELINE} earlier runs"
+        return [f + (f" ({', '.join(moved)} moved with it)" if moved else "")
+                for f, moved in causes(self.regressions).items()]
 
     def confirms(self) -> dict | None:
         """The rerun's `confirms`: each regression of its original, confirmed or not."""

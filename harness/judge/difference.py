@@ -1,4 +1,6 @@
-"""What differs between two runs, as one stable document (`harness diff`).
+"""What differs between two runs, as one stable document (`harness diff`): their own figures
+in the regression judge's names, units and directions, their outcome and their inputs; and
+between two nights, per control, the runs each night judged the control by.
 
 Every value comes from a run folder and is hostile: it is kept as the JSON value it is,
 compared by its canonical JSON text, and made inert only by whoever displays it."""
@@ -7,26 +9,30 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from harness.base.readfile import InputError, read_text_bounded
+from harness.base.states import Status
 from harness.config.mountable import digested
 from harness.instrument.harness_observer.interface import ENGINE_CORE, ENV_ENGINE_ARGS
 from harness.judge.finalize.documents import DocumentError, read_document
+from harness.judge.regression import MIN_EFFECT, Worse
 from harness.measure import vectorview
 from harness.measure.runfolder import inputs as kept
 from harness.measure.runfolder import layout, manifest
 from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.sealed import read_record
 from harness.measure.seal import seal_digest
+from harness.measure.telemetry import quantities
 
-SCHEMA = "harness.diff/v3"
+SCHEMA = "harness.diff/v4"
 FILE_LIMIT = 16 * 1024 * 1024
-TOPICS = ("status", "rules", "seal", "inputs", "git", "approval", "image", "model", "mounts",
-          "engine", "docker", "env", "gate0", "metrics")
+TOPICS = ("figures", "status", "rules", "seal", "inputs", "git", "approval", "image", "model",
+          "mounts", "engine", "docker", "env", "gate0")
 # What went into a run: two runs the same in all of these are a plain repeat (a rerun that
 # changed nothing), whatever their outcome and figures say.
 INPUT_TOPICS = ("seal", "inputs", "git", "image", "model", "mounts", "engine", "docker", "env")
@@ -375,6 +381,79 @@ def mount_words(row: dict) -> str:
     return f"{target}: not known ({row.get('note')})"
 
 
+# ---- the run's own figures ------------------------------------------------------------------
+
+MAX_TELEMETRY = 48  # telemetry peaks and means compared (a hostile block may name thousands)
+TELEMETRY_STATS = ("peak", "mean")
+# How a figure compares, changes first: the order the figures topic lists them in.
+CHANGES = ("moved", "only in a", "only in b", "within", "same", "not recorded")
+
+
+def run_figures(record: Any, metrics_doc: Any) -> dict[str, float | int | None]:
+    """Pure: a run's figures by name, None where it recorded none: the regression judge's
+    (`perflog.figures`: times, lock, engine log, telemetry) and each telemetry source's
+    peak and mean (`<source>.<quantity>.<peak|mean>`) of the quantities the sampler knows
+    (a running total's peak only)."""
+    from harness.measure import perflog  # loads the config schema: only figures need it (show)
+
+    found = perflog.figures(_dict(record), _dict(metrics_doc))
+    block = _dict(_dict(_dict(record).get("telemetry")).get("figures"))
+    named = [(str(source), q, _dict(fig)) for source, values in block.items()
+             if isinstance(source, str) and len(source) <= 64
+             for q, fig in sorted(_dict(values).items()) if q in quantities.UNITS]
+    for source, q, fig in sorted(named)[:MAX_TELEMETRY]:
+        if (source, q) == ("container", quantities.MEMORY_PEAK_BYTES):
+            continue  # its peak is memory_peak_bytes; the mean of a running peak is nothing
+        for stat in TELEMETRY_STATS[:1] if q in quantities.CUMULATIVE else TELEMETRY_STATS:
+            found[f"{source}.{q}.{stat}"] = perflog.number(fig.get(stat))
+    return found
+
+
+def figure_unit(name: str) -> str:
+    """The unit a figure is in: the perf log's, or the telemetry quantity's."""
+    from harness.measure import perflog
+
+    parts = name.split(".")
+    return quantities.UNITS.get(parts[1], "") if len(parts) == 3 else perflog.unit(name)
+
+
+def compare_figure(name: str, a: float | int | None, b: float | int | None) -> dict:
+    """Pure: one figure of two runs: `change` (one of CHANGES: `moved` by the regression
+    judge's effect floor or more, or from zero; `within` it), `shift` (b / a - 1), and `way`
+    (`worse` or `better`, where the judge knows which way the figure gets worse)."""
+    from harness.judge.comparable import DIRECTIONS  # loads the engine client (show: never)
+
+    worse = DIRECTIONS.get(name)
+    row = {"figure": name, "a": a, "b": b, "unit": figure_unit(name),
+           "worse": None if worse is None else str(worse), "shift": None, "way": None}
+    if a is None or b is None:
+        change = "not recorded" if a is None and b is None else (
+            "only in a" if b is None else "only in b")
+        return {**row, "change": change}
+    if a == b:
+        return {**row, "change": "same"}
+    shift = b / a - 1 if a else None
+    shift = shift if shift is None or math.isfinite(shift) else None
+    way = None if worse is None else ("worse" if (b > a) == (worse == Worse.HIGHER)
+                                      else "better")
+    moved = shift is None or abs(shift) >= MIN_EFFECT
+    return {**row, "change": "moved" if moved else "within", "shift": shift, "way": way}
+
+
+def figures_topic(a: dict, b: dict) -> dict:
+    """Pure: every figure either run has a name for, changes first (CHANGES order, then the
+    judge's table order); `same` False when one moved or only one run recorded it, None when
+    neither run recorded any."""
+    fa, fb = (run_figures(s.get("record"), s.get("metrics")) for s in (a, b))
+    names = list(dict.fromkeys([*fa, *fb]))
+    rows = sorted((compare_figure(n, fa.get(n), fb.get(n)) for n in names),
+                  key=lambda r: CHANGES.index(r["change"]))
+    changes = {r["change"] for r in rows}
+    same = False if changes & {"moved", "only in a", "only in b"} else (
+        None if changes <= {"not recorded"} else True)
+    return {"same": same, "min_effect": MIN_EFFECT, "figures": rows}
+
+
 # ---- the topics -----------------------------------------------------------------------------
 
 def _seal_topic(a: dict, b: dict, ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
@@ -492,10 +571,9 @@ def compare(a: dict, b: dict) -> dict:
     """Pure: the diff document of two sides."""
     ra, rb = run_record.from_dict(_dict(a.get("record"))), run_record.from_dict(
         _dict(b.get("record")))
-    metrics_a = _dict(a.get("metrics")).get("metrics") if a.get("metrics") is not None else None
-    metrics_b = _dict(b.get("metrics")).get("metrics") if b.get("metrics") is not None else None
     va, vb = _views(a, b, ra, rb)
     topics = {
+        "figures": figures_topic(a, b),
         "status": scalar(ra.status, rb.status),
         "rules": _rules_topic(ra, rb),
         "seal": _seal_topic(a, b, ra, rb),
@@ -510,7 +588,6 @@ def compare(a: dict, b: dict) -> dict:
         "docker": _docker_topic(va, vb),
         "env": _env_topic(va, vb),
         "gate0": _gate0_topic(a, b),
-        "metrics": mapping(metrics_a, metrics_b),
     }
     return {"schema": SCHEMA, "a": _head(a, ra), "b": _head(b, rb),
             "differs": [t for t in TOPICS if topics[t]["same"] is False],
@@ -536,6 +613,70 @@ def gate0_differences(run_dir: Path) -> list[dict]:
     found = _differences(read_json(path, "Gate-0 verdict", []),
                          (*DIFFERENCE_KEYS, "processes", "outside_engine_hash"))
     return list((found or {}).values())
+
+
+# ---- two nights, per control ----------------------------------------------------------------
+
+NIGHT_SCHEMA = "harness.diff-nights/v1"
+NIGHT_TOPICS = ("figures", "status")  # what a control's two runs are compared by in two nights
+MAX_CONTROLS = 500  # controls compared of one night (a hostile summary may list thousands)
+TEXT_CHARS = 4096  # a control name or run folder longer is not one
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and 0 < len(value) <= TEXT_CHARS else None
+
+
+def pick_runs(entries: Any) -> dict[str, dict]:
+    """Pure: the run each control of a night is judged by, from summary.json's `runs`: its
+    newest accepted run, else its newest run no later attempt superseded, else its newest
+    ({control: {"run_id", "status", "run_dir"}}; newest by seal time, then by place in the
+    list). Entries naming no control or no folder are skipped; at most MAX_CONTROLS."""
+    best: dict[str, tuple[tuple, dict]] = {}
+    for i, e in enumerate(entries if isinstance(entries, list) else []):
+        e = _dict(e)
+        control, run_dir = _text(e.get("control")), _text(e.get("run_dir")) or _text(
+            e.get("path"))
+        if control is None or run_dir is None or (
+                control not in best and len(best) >= MAX_CONTROLS):
+            continue
+        rank = (e.get("status") == Status.ACCEPTED, e.get("superseded_by") is None,
+                _text(e.get("sealed")) or "", i)
+        if control not in best or rank > best[control][0]:
+            best[control] = (rank, {"run_id": _text(e.get("run_id")),
+                                    "status": _text(e.get("status")), "run_dir": run_dir})
+    return {name: picked for name, (_, picked) in sorted(best.items())}
+
+
+def night_document(a: dict, b: dict, compared: dict[str, dict]) -> dict:
+    """Pure: two nights per control. `a`, `b`: {"dir", "runs": `pick_runs`}; `compared`: each
+    control in both, the diff document of its two runs or {"error": why not compared}. A
+    control `differs` in its status or figures (NIGHT_TOPICS); its inputs are only said."""
+    controls = {}
+    for name in sorted(set(a["runs"]) & set(b["runs"])):
+        doc = compared[name]
+        entry = {"a": a["runs"][name], "b": b["runs"][name], "error": doc.get("error")}
+        if entry["error"] is None:
+            entry.update(a=doc["a"], b=doc["b"], repeat=doc["repeat"],
+                         differs=[t for t in doc["differs"] if t in NIGHT_TOPICS],
+                         **{t: doc["topics"][t] for t in NIGHT_TOPICS})
+        controls[name] = entry
+    return {"schema": NIGHT_SCHEMA,
+            **{s: {"dir": n["dir"], "controls": sorted(n["runs"])} for s, n in (("a", a),
+                                                                               ("b", b))},
+            "only_a": sorted(set(a["runs"]) - set(b["runs"])),
+            "only_b": sorted(set(b["runs"]) - set(a["runs"])), "controls": controls}
+
+
+def night_exit_status(doc: dict, exit_code: bool) -> int:
+    """Pure: 1 when a control's runs could not be compared (not sealed, failing verification,
+    not found), as for two runs; with `exit_code`, 1 too when a control is in one night
+    only or its status or figures differ; else 0."""
+    entries = doc["controls"].values()
+    if any(e["error"] is not None for e in entries):
+        return 1
+    differ = doc["only_a"] or doc["only_b"] or any(e["differs"] for e in entries)
+    return 1 if exit_code and differ else 0
 
 
 def exit_status(doc: dict, exit_code: bool) -> int:

@@ -20,6 +20,9 @@ MIN_BASELINE = 9  # compare.py asks for at least 9 repetitions before it calls a
 MIN_EFFECT = 0.05  # the median must move by 5% of the baseline's too
 MAX_RECENT = 10  # recent runs compared (the newest): the exact table stays small
 MAX_BASELINE = 200  # earlier runs compared (the newest)
+# A figure that is another's sum with more moves whenever that one does (the GPU lock is
+# held for the whole container run, and a little more): called once, as its cause's.
+MOVES_WITH = {"lock_hold_s": "duration_s"}
 
 
 class Movement(enum.StrEnum):
@@ -113,6 +116,17 @@ def call(recent: Sequence[float], baseline: Sequence[float], worse: Worse, *,
     why = (f"median {_pct(shift)}, p={p:.3f}: " + ("within chance" if p > alpha else
            f"smaller than the {min_effect:.0%} that counts"))
     return Call(Movement.NO_CHANGE, len(baseline), len(recent), p, shift, why)
+
+
+def causes(figures: Sequence[str]) -> dict[str, list[str]]:
+    """Pure: each called figure that did not only move with another called one, with those
+    that moved with it (`{"duration_s": ["lock_hold_s"]}`), in the order given."""
+    called = set(figures)
+    out: dict[str, list[str]] = {f: [] for f in figures if MOVES_WITH.get(f) not in called}
+    for f in figures:
+        if f not in out:
+            out[MOVES_WITH[f]].append(f)
+    return out
 
 
 def _finite(value: object) -> bool:

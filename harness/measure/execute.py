@@ -37,6 +37,7 @@ class ContainerExit:
     oom_killed: bool = False
     timed_out: bool = False
     interrupted: bool = False
+    signal: str | None = None  # the stop signal that interrupted it
     launcher_exit: int | None = None
     container_id: str | None = None
     started: str | None = None
@@ -114,7 +115,7 @@ def _interrupted(out: ContainerExit, signal: str, cid: str | None, grace: float,
                  on_interrupt: Callable[[str, str | None], None] | None) -> str | None:
     """Record the interruption, say so, stop the container (`cid` read again if docker had
     not named it: one created meanwhile is never left running beside a released lock)."""
-    out.interrupted, out.container_id = True, cid
+    out.interrupted, out.signal, out.container_id = True, signal, cid
     if on_interrupt:
         on_interrupt(signal, cid)
     out.notes.append(f"interrupted: {stop_interrupted(cid, grace)}")

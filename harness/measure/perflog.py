@@ -1,8 +1,9 @@
 """The performance log: one line per figure of every sealed run, per campaign, for months.
 
 `RUNS_DIR/perflog/<campaign>.csv` and `.jsonl`: a convenience derived from sealed runs,
-never evidence. Appended under a lock in one O_APPEND write so runs sealing at once never
-interleave; a text cell a spreadsheet would read as a formula is prefixed with `'`."""
+never evidence. Appended in one O_APPEND write under a flock on the CSV itself (no lock
+file beside it), so runs sealing at once never interleave; a text cell a spreadsheet would
+read as a formula is prefixed with `'`."""
 
 from __future__ import annotations
 
@@ -165,8 +166,7 @@ def append(runs_dir: Path, campaign: Any, lines: list[dict]) -> Path:
     if folder.is_symlink() or not folder.is_dir():
         raise OSError(f"{folder} is not a folder")
     stem = file_stem(campaign)
-    with flock.exclusive(folder / f"{stem}.lock", "performance log lock",
-                         timeout=LOCK_TIMEOUT_S):
+    with flock.exclusive(folder / f"{stem}.csv", "performance log", timeout=LOCK_TIMEOUT_S):
         _append(folder / f"{stem}.csv", csv_text(lines, header=False),
                 header=",".join(COLUMNS) + "\n")
         _append(folder / f"{stem}.jsonl", jsonl_text(lines))

@@ -8,6 +8,7 @@ filter driver is not asked for its status."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import selectors
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.base.atomic import dumps_json
 from harness.base.tree import printable
 from harness.measure.origin import CHECKOUT, INSTALLED, Origin, parse_record, record_problems, which
 from harness.measure.seal import HARNESS_LABEL
@@ -167,6 +169,41 @@ def _status(project_dir: Path, state: dict) -> dict:
         return state
     state.update(dirty=total > 0, changed=changed, changed_total=total)
     return state
+
+
+def approval_aside(state: dict, project_dir: Path, approval: dict | None) -> dict:
+    """The git state with the run's own approval left out of `changed` (named in
+    `own_approval`): the file its approval record names (and its .sig), untracked (new
+    approvals are committed after the review), still holding the recorded digest, in the
+    very form `harness approve` writes. Any other path, a hand-edited or committed-then-
+    changed approval, stays a change."""
+    top = _top(project_dir) if approval and state.get("dirty") else None
+    named = approval.get("file") if approval else None
+    if top is None or not isinstance(named, str):
+        return state
+    path = Path(project_dir, named)
+    rel = os.path.relpath(os.path.realpath(path), top)
+    listed = [p for p in state["changed"] if p == rel or (p.endswith("/") and rel.startswith(p))]
+    data = _read_nofollow(path)
+    if len(listed) != 1 or isinstance(data, OSError) or not _as_approve_wrote(data) or \
+            "sha256:" + hashlib.sha256(data).hexdigest() != approval.get("digest"):
+        return state
+    rc, out, _ = git_command(project_dir, "status", "--porcelain=v1", "-z",
+                             "--untracked-files=all", "--", f":(top){listed[0]}")
+    own = {f"?? {p}".encode("utf-8", "surrogateescape") for p in (rel, rel + ".sig")}
+    found = set(out.split(b"\0")[:-1]) if rc == 0 else set()
+    if f"?? {rel}".encode("utf-8", "surrogateescape") not in found or not found <= own:
+        return state
+    total = state["changed_total"] - 1
+    return {**state, "changed": [p for p in state["changed"] if p != listed[0]],
+            "changed_total": total, "dirty": total > 0, "own_approval": rel}
+
+
+def _as_approve_wrote(data: bytes) -> bool:
+    try:
+        return dumps_json(json.loads(data)).encode() == data
+    except (ValueError, RecursionError):
+        return False
 
 
 MAX_PROBLEMS = 20  # problems named in a CleanCheck; `problems_total` counts them all

@@ -41,6 +41,9 @@ SENTENCES = {
     "deferred": "control {control} deferred: {reasons}",
     "deadline": "deadline {deadline} reached with {left} control(s) not started",
     "not-executed": "control {control} not executed: {why}",
+    "skipped": "control {control} skipped: {why}",
+    "night-lock-wait": "waiting for the night lock held by {holder} ({waited_s} so far, "
+                       "up to {wait_s})",
     "progress": "{done}/{total} done",
     "metrics-not-written": "metrics not written: {error}",
     "summary-failed": "the morning summary was not written: {error}",

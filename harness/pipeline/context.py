@@ -86,4 +86,5 @@ class RunContext:
         if self.outcome is None:
             self.file([Reason(RUN_INTERRUPTED, f"harness received {signal}")])
         else:
-            self.launch = replace(self.launch, outcome={**self.outcome, "interrupted": True})
+            outcome = {**self.outcome, "interrupted": True, "signal": signal}
+            self.launch = replace(self.launch, outcome=outcome)

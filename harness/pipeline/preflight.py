@@ -31,7 +31,7 @@ from harness.config.schema import LockedImage, Model
 from harness.measure import engine, modelcache
 from harness.measure.host import fstype
 from harness.measure.imagepin import how_to_obtain
-from harness.measure.provenance import git_state, harness_state
+from harness.measure.provenance import approval_aside, git_state, harness_state
 from harness.measure.runfolder import layout
 from harness.measure.seal import source_seal
 from harness.measure.slurm import identity as slurm_identity
@@ -233,14 +233,16 @@ def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
     seal = (carried.seal if carried is not None and carried.seal is not None
             else source_seal(ctx.loaded.project_dir, inputs))
     found = keep(Preflight(seal=seal))
-    project = git_state(ctx.loaded.project_dir)  # one read: the harness's too, in-tree
-    found = keep(replace(found, provenance=project,
-                         harness=harness_state(known=(ctx.loaded.project_dir, project))))
     kept_reasons = keep_inputs(ctx, seal)  # inputs/: the sealed bytes of campaign and control
     approved, reasons = approval.for_run(ctx.loaded, seal.digest, inputs,
                                          runs_dir=ctx.run_dir.parent)
     reasons = kept_reasons + reasons
     found = keep(replace(found, approval=approved))
+    # one read: the harness's too, in-tree; the run's own new approval is no change of it
+    project = approval_aside(git_state(ctx.loaded.project_dir), ctx.loaded.project_dir,
+                             approved)
+    found = keep(replace(found, provenance=project,
+                         harness=harness_state(known=(ctx.loaded.project_dir, project))))
     reasons += lock_fs(ctx)
     image_id, refused = look_up_image(ctx)
     found = keep(replace(found, image_id=image_id))

@@ -2,31 +2,43 @@
 
 Fast over a thousand runs: two bounded reads a folder and one hash of run.json against its
 seal's claim, never a whole re-hash (`harness verify` does that). Nothing is hidden: no
-seal is `unsealed`, an unreadable run.json `unreadable`, a mismatched one `not-intact`."""
+seal is `running` while its launcher (harness.json: pid, start time, host) is alive, else
+`unsealed`; an unreadable run.json `unreadable`, a mismatched one `not-intact`.
+
+`ls --nights` lists the night folders (RUNS/nights) the same way: state, controls
+accepted from summary.json, and how many attempts were retries or reruns."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.base.errors import InvalidInput
+from harness.base.errors import HarnessError, InvalidInput
 from harness.base.readfile import InputError, read_bounded
+from harness.base.states import State, Status
 from harness.base.timeutil import parse_or_none
+from harness.measure.lock import pid_alive
+from harness.measure.nightfolder.holder import read_night_holder
+from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.naming import ENDED, JOURNAL_NAME, NIGHTS, night_parts
 from harness.measure.runfolder import manifest, runjson
-from harness.measure.runfolder.layout import RECORD, SUMS
-from harness.measure.runfolder.refs import newest_first, run_names, run_parts
+from harness.measure.runfolder.layout import OWNER, RECORD, SUMS
+from harness.measure.runfolder.refs import FOLDER, entries, newest_first, run_names, run_parts
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
 from harness.readers.report.inert import inert
 
-UNSEALED = "unsealed"  # no SHA256SUMS: running, or left by a killed harness
+RUNNING = State.RUNNING.value  # no SHA256SUMS, and the harness that writes it is alive
+UNSEALED = "unsealed"  # no SHA256SUMS, its writer gone: left by a killed harness
 UNREADABLE = "unreadable"  # run.json missing, too big, not JSON or not a record
 NOT_INTACT = "not-intact"  # run.json is not the bytes its SHA256SUMS vouches for
-LISTING_WORDS = (UNSEALED, UNREADABLE, NOT_INTACT)
+LISTING_WORDS = (RUNNING, UNSEALED, UNREADABLE, NOT_INTACT)
 RECORD_READ_LIMIT = 1024 * 1024  # a run.json is a few KiB; a bigger one is not listed as read
 SUMS_READ_LIMIT = 4 * 1024 * 1024
 CELL = 80  # the widest a table cell gets
@@ -64,12 +76,26 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def row_of(name: str, path: str, record_bytes: bytes | None, sums_bytes: bytes | None) -> Listed:
-    """One folder's row from its run.json and SHA256SUMS bytes (None: absent or unreadable).
-    Pure."""
+def launcher_alive(owner_bytes: bytes | None, host: str) -> bool:
+    """Whether a run folder's harness.json names a process of `host` that is still the one
+    that started then (pid and start time: a reused pid is not it). Another host's process
+    cannot be judged from here: False."""
+    try:
+        owner = json.loads(owner_bytes or b"null")
+        return (isinstance(owner, dict) and owner.get("host") == host
+                and pid_alive(int(owner["pid"]), float(owner["create_time"])))
+    except (ValueError, TypeError, KeyError, RecursionError, OverflowError):
+        return False
+
+
+def row_of(name: str, path: str, record_bytes: bytes | None, sums_bytes: bytes | None,
+           alive: bool = False) -> Listed:
+    """One folder's row from its run.json and SHA256SUMS bytes (None: absent or unreadable);
+    `alive`: its launcher runs (`launcher_alive`). Pure."""
     control = run_parts(name)[0] if run_parts(name) else None
+    open_word = RUNNING if alive else UNSEALED
     if record_bytes is None:
-        return Listed(name, UNSEALED if sums_bytes is None else UNREADABLE, control, path=path)
+        return Listed(name, open_word if sums_bytes is None else UNREADABLE, control, path=path)
     try:
         rec = runjson.from_dict(runjson.parse(record_bytes, f"{name}/{RECORD}"))
     except (InvalidInput, ValueError, TypeError, AttributeError):  # hostile or damaged
@@ -81,7 +107,7 @@ def row_of(name: str, path: str, record_bytes: bytes | None, sums_bytes: bytes |
               _text((rec.campaign or {}).get("name")), _text(times.get("started")),
               _text(times.get("ended")), rec.attempt, _text(of), path=path)
     if sums_bytes is None:
-        return replace(row, status=UNSEALED)
+        return replace(row, status=open_word)
     claims = dict(manifest.parse(sums_bytes)[0])
     if claims.get(RECORD) != hashlib.sha256(record_bytes).hexdigest():
         return replace(row, status=NOT_INTACT)
@@ -125,8 +151,15 @@ def _started(row: Listed) -> datetime | None:
     at = parse_or_none(row.started)
     if at is not None:
         return at
-    stamp = row.stamp()  # an unreadable row still has the time its id was minted
-    return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC) if stamp else None
+    return stamp_time(row.stamp())  # an unreadable row still has the time its id was minted
+
+
+def stamp_time(stamp: str) -> datetime | None:
+    """The time a UTC stamp of a folder name says (20261130T021500Z), or None. Pure."""
+    try:
+        return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:  # an empty stamp, or month 13: the name's shape only was checked
+        return None
 
 
 def age(at: datetime | None, now: datetime) -> str:
@@ -167,13 +200,17 @@ def cells(row: Listed, now: datetime) -> tuple[str, ...]:
 
 def render(rows: Sequence[Listed], now: datetime) -> list[str]:
     """The table: a header and one line per row, columns padded as `docker ps` does."""
-    table = [HEADER, *(cells(r, now) for r in rows)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
+    return _table(HEADER, [cells(r, now) for r in rows])
+
+
+def _table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
+    table = [header, *body]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     return ["   ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
             for line in table]
 
 
-def as_json(rows: Sequence[Listed]) -> str:
+def as_json(rows: Sequence[Listed | NightListed]) -> str:
     """The rows as one JSON list (ASCII only: no control character reaches a terminal)."""
     return json.dumps([r.as_json() for r in rows], indent=2, sort_keys=True, ensure_ascii=True)
 
@@ -188,9 +225,108 @@ def _bytes(path: Path, limit: int) -> bytes | None:
 def read_rows(runs_dir: Path) -> list[Listed]:
     """Every run folder of `runs_dir` as a row, linked to its reruns (OSError when the runs
     dir itself cannot be read)."""
-    rows = []
+    rows, host = [], socket.gethostname()
     for name in newest_first(run_names(runs_dir)):
         folder = Path(runs_dir) / name
+        sums = _bytes(folder / SUMS, SUMS_READ_LIMIT)
+        alive = sums is None and launcher_alive(_bytes(folder / OWNER, RECORD_READ_LIMIT), host)
         rows.append(row_of(name, str(folder), _bytes(folder / RECORD, RECORD_READ_LIMIT),
-                           _bytes(folder / SUMS, SUMS_READ_LIMIT)))
+                           sums, alive))
     return mark_reruns(rows, index_lines(runs_dir))
+
+
+# ---- nights ---------------------------------------------------------------------------------
+
+DONE, STOPPED = "done", Status.INTERRUPTED.value  # ended on purpose (ended.json); neither
+SUMMARY = "summary.json"
+SUMMARY_READ_LIMIT = 16 * 1024 * 1024  # as the report reads it
+NIGHT_HEADER = ("NIGHT ID", "CAMPAIGN", "STATE", "STARTED", "ACCEPTED", "RETRIES", "RERUNS")
+
+
+@dataclass(frozen=True)
+class NightListed:
+    """One night folder as `ls --nights` shows it (texts from the folder, not yet inert)."""
+
+    night_id: str
+    campaign: str
+    started: str  # the UTC stamp of its name
+    state: str  # RUNNING, DONE or STOPPED
+    accepted: int | None = None  # controls whose final attempt was accepted (summary.json)
+    controls: int | None = None
+    retries: int = 0  # final attempts that came after a retry
+    reruns: int = 0  # final attempts that came after a rerun
+    path: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def night_row(name: str, path: str, state: str, summary_bytes: bytes | None) -> NightListed:
+    """One night's row from its state and summary.json bytes (None: not written yet). Pure."""
+    campaign, stamp = night_parts(name) or (name, "")
+    row = NightListed(name, campaign, stamp, state, path=path)
+    try:
+        doc = json.loads(summary_bytes) if summary_bytes is not None else None
+    except (ValueError, RecursionError):
+        doc = None
+    tallied = doc.get("controls") if isinstance(doc, dict) else None
+    if not isinstance(tallied, dict):
+        return row
+    final, after = tallied.get("final"), tallied.get("after")
+    kinds = [k for k in after.values() if isinstance(k, dict)] if isinstance(after, dict) else []
+    return replace(row, controls=_int(tallied.get("controls")),
+                   accepted=_int(final.get(Status.ACCEPTED)) if isinstance(final, dict) else None,
+                   retries=sum(_int(n) or 0 for k in kinds for how, n in k.items()
+                               if how == "retry"),
+                   reruns=sum(_int(n) or 0 for k in kinds for how, n in k.items()
+                              if how != "retry"))  # a rerun, or one to confirm a call
+
+
+def _night_running(night_dir: Path, holder: dict | None, host: str) -> bool:
+    """The night lock's live holder names it, or a run of its journal is still written by a
+    live harness (a night of another GPU lock)."""
+    named = (holder or {}).get("night_dir")
+    if (holder or {}).get("alive") and isinstance(named, str) and \
+            os.path.realpath(named) == os.path.realpath(night_dir):
+        return True
+    try:
+        with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as journal:
+            dirs = [r.run_dir for r in journal.rows() if r.state == State.RUNNING]
+    except HarnessError:
+        return False
+    return any(isinstance(d, str) and launcher_alive(
+        _bytes(Path(night_dir).parent.parent / os.path.basename(d) / OWNER, RECORD_READ_LIMIT),
+        host) for d in dirs)
+
+
+def read_night_rows(runs_dir: Path, gpu_lock: Path) -> list[NightListed]:
+    """Every night folder of RUNS/nights, newest first (OSError when it cannot be read);
+    `gpu_lock`: the lock whose night lock says which night runs."""
+    nights = Path(runs_dir) / NIGHTS
+    found = entries(nights, night_parts) if os.path.isdir(nights) else {}
+    holder, host, rows = read_night_holder(gpu_lock), socket.gethostname(), []
+    for name in newest_first([n for n, what in found.items() if what == FOLDER], night_parts):
+        folder = nights / name
+        state = (DONE if os.path.lexists(folder / ENDED) else
+                 RUNNING if _night_running(folder, holder, host) else STOPPED)
+        rows.append(night_row(name, str(folder), state,
+                              _bytes(folder / SUMMARY, SUMMARY_READ_LIMIT)))
+    return rows
+
+
+def night_cells(row: NightListed, now: datetime) -> tuple[str, ...]:
+    """One night's table cells, each inert and bounded. Pure."""
+    started = stamp_time(row.started)
+    accepted = ("-" if row.controls is None else
+                f"{'-' if row.accepted is None else row.accepted}/{row.controls}")
+    values = (row.night_id, row.campaign, row.state, age(started, now), accepted,
+              str(row.retries), str(row.reruns))
+    return tuple(inert(v, CELL) for v in values)
+
+
+def render_nights(rows: Sequence[NightListed], now: datetime) -> list[str]:
+    return _table(NIGHT_HEADER, [night_cells(r, now) for r in rows])

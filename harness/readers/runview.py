@@ -16,19 +16,18 @@ from rich.text import Text
 from harness.base.catalogue import GATE0_FIELD_DIFFERS
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_text_bounded
-from harness.base.states import Status
+from harness.base.terminal import STATUS_COLOURS
 from harness.judge.difference import gate0_differences
+from harness.judge.finalize.attribute import trace_answers
 from harness.measure.origin import describe
 from harness.measure.runfolder import inputs as kept
-from harness.measure.runfolder.layout import ADDENDA, RECOVERED
+from harness.measure.runfolder.layout import ADDENDA, OBSERVATIONS, RECOVERED, TRANSITIONS
 from harness.measure.runfolder.reruns import reruns_of
 from harness.measure.runfolder.runjson import RunRecord, provenance_of
 from harness.readers.report.gitline import git_line
 from harness.readers.report.inert import inert
 from harness.readers.report.steps import holders
 
-STATUS_STYLE = {Status.ACCEPTED: "green", Status.REFUSED: "red", Status.FAILED: "red",
-                Status.TIMED_OUT: "yellow", Status.INTERRUPTED: "yellow"}
 MAX_VALUE_CHARS = 2000
 MAX_GATE0_FIELDS = 20
 GATE0_VALUE_CHARS = 300
@@ -156,6 +155,8 @@ def gate0_lines(run_dir: Path, run: RunRecord) -> list[str]:
              for d in found[:MAX_GATE0_FIELDS]]
     if len(found) > MAX_GATE0_FIELDS:
         lines.append(f"    … and {len(found) - MAX_GATE0_FIELDS} more fields")
+    lines += [f"    which call: {plain(a, 2 * GATE0_VALUE_CHARS)}" for a in trace_answers(
+        run_dir / OBSERVATIONS / TRANSITIONS, [d["field"] for d in found[:MAX_GATE0_FIELDS]])]
     return ["  Gate 0 differences:", *lines] if lines else []
 
 
@@ -224,7 +225,7 @@ def render_run(run_dir: Path, run: RunRecord, console: Console | None = None) ->
     run_dir = Path(run_dir)
     record = run.view()
     status = record.get("status")
-    style = STATUS_STYLE.get(status, "white") if isinstance(status, str) else "white"
+    style = STATUS_COLOURS.get(status, "white") if isinstance(status, str) else "white"
     head = Text.assemble((plain(record.get("run_id"), 200), "bold"), "  ",
                          (_field(status), style))
     # soft_wrap: rich neither cuts nor breaks a line (an Id, a seal, a path stays whole and

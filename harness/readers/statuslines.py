@@ -35,6 +35,7 @@ from harness.measure.nightfolder.naming import (
     parse_night_name,
 )
 from harness.measure.nightfolder.progress import progress
+from harness.readers.report.ending import SUMMARY_JSON, SUMMARY_LIMIT
 from harness.readers.report.inert import inert
 
 
@@ -128,6 +129,17 @@ def ended_of(night_dir: Path) -> dict | None:
             "why": inert(doc.get("why"), 64) if doc.get("why") else None}
 
 
+def headline_of(night_dir: Path) -> str | None:
+    """The night's headline as its summary.json says it (controls, then regressions); None
+    before the summary is written, or when it is unreadable."""
+    try:
+        doc = json.loads(read_bounded(night_dir / SUMMARY_JSON, SUMMARY_LIMIT, what=SUMMARY_JSON))
+    except (InputError, ValueError, RecursionError):
+        return None
+    line = doc.get("headline") if isinstance(doc, dict) else None
+    return inert(line, 400) if isinstance(line, str) else None
+
+
 def night_state(night_dir: Path, night_holder: dict | None) -> dict:
     state: dict = {"dir": str(night_dir), "active": bool(
         night_holder and night_holder.get("alive")
@@ -141,7 +153,7 @@ def night_state(night_dir: Path, night_holder: dict | None) -> dict:
     state.update(campaign=night.campaign, created=night.created, deadline=night.deadline,
                  ended=os.path.lexists(night_dir / ENDED), end=ended_of(night_dir),
                  last_change=max((r.updated for r in rows), default=None),
-                 progress=progress(rows),
+                 progress=progress(rows), headline=headline_of(night_dir),
                  running=[r.as_dict() for r in rows if r.state == State.RUNNING],
                  rows=[{"control": r.control, "attempt": r.attempt, "state": r.state,
                         "run_id": r.run_id, "origin": r.origin} for r in rows])
@@ -242,8 +254,11 @@ def campaign_lines(nights: list[dict], current: dict | None, left_out: int) -> l
     return out
 
 
-def timer_lines(timers: list[dict]) -> list[str]:
-    """`next night: harness-night-x.timer at Thu 2026-12-03 02:15:00 UTC (15h left)`."""
+def timer_lines(timers: list[dict], why: str | None = None) -> list[str]:
+    """`next night: harness-night-x.timer at Thu 2026-12-03 02:15:00 UTC (15h left)`, or
+    `timers: unknown (why)` when systemd could not be asked."""
+    if why is not None and why != "not asked":
+        return [f"timers: unknown ({inert(why, 300)})"]
     return [f"next night: {t['unit']} at {t['next']} ({t['left']})" if t["next"]
             else f"next night: {t['unit']} has no next trigger (inactive)" for t in timers]
 
@@ -271,7 +286,7 @@ def render(status: dict) -> list[str]:
                    f"({inert(c['campaign'])}/{inert(c['control'])}), {inert(c['status'])}")
         if c.get("orphaned"):
             out.append(f"  GPU in use without the lock: {without_lock(c)}")
-    out += timer_lines(status.get("timers") or [])
+    out += timer_lines(status.get("timers") or [], status.get("timers_error"))
     out += campaign_lines(status.get("nights") or [], status.get("night"),
                           status.get("campaigns_left_out") or 0)
     night = status["night"]
@@ -287,6 +302,8 @@ def render(status: dict) -> list[str]:
         return out
     out.append(f"night {inert(night['dir'])} ({inert(night['campaign'])}, {where_text(night)}): "
                f"{progress_text(night['progress'])}")
+    if night.get("headline") and not night["active"]:  # a running night's is of a walk before
+        out.append(f"  summary: {night['headline']}")
     for r in night["rows"]:
         out.append(f"  {inert(r['control'])} #{inert(r['attempt'])} {inert(r['state'])}"
                    + (f" {inert(r['run_id'])}" if r["run_id"] else "")

@@ -92,3 +92,69 @@ def test_a_bundles_index_and_summary_link_only_files_inside_the_bag(
             assert (run / part).resolve() in from_summary, (run / part, from_summary)
     assert seen.errors == [], seen.errors
     assert seen.foreign == [], seen.foreign
+
+
+LAYOUT_JS = """() => {
+    const box = e => e.getBoundingClientRect();
+    const wide = document.querySelector('.wide'), table = document.querySelector('table');
+    return {
+        page: [document.documentElement.scrollWidth, window.innerWidth],
+        table: [table.scrollWidth, wide.clientWidth],
+        ids: [...document.querySelectorAll("td.id a:not(.rec)")].map(
+            a => [a.textContent, a.getClientRects().length]),
+        statuses: [...document.querySelectorAll('.st')].map(s => [
+            s.textContent, box(s).width > 0 && box(s).height > 0 && box(s).right <= innerWidth,
+            getComputedStyle(s).color, getComputedStyle(s).backgroundColor]),
+        styled: getComputedStyle(document.body).fontFamily,
+    };
+}"""
+LONG_IDS = {"kv-warmup-engine-multiprocess-layout-20261130T083000Z-3fa2b1c4": "accepted",
+            "kv-warmup-engine-gate0-seed-case-20261130T090000Z-00c0ffee": "refused",
+            "kv-warmup-engine-one-process-20261130T093000Z-deadbeef": "interrupted"}
+
+
+def _bundle_of_long_ids(tmp_path: Path) -> Path:
+    """Three sealed runs with long ids and three statuses, bundled by the real CLI and
+    unpacked far away; the unpacked bag's root."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.unit.bundle_helpers import make_run, seal
+
+    folders = []
+    for run_id, status in LONG_IDS.items():
+        run = make_run(tmp_path / "runs", run_id)
+        record = json.loads((run / "run.json").read_text())
+        record["status"] = status
+        if status == "accepted":  # a rerun of the interrupted one: that row gets a long note
+            record["rerun_of"] = {"run_id": next(i for i, s in LONG_IDS.items()
+                                                 if s == "interrupted")}
+        (run / "run.json").write_text(json.dumps(record))
+        seal(run)
+        folders.append(str(run))
+    out = tmp_path / "long.tar.gz"
+    r = subprocess.run([sys.executable, "-m", "harness", "bundle", "export", *folders, "-o",
+                        str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return safe_extract(out, tmp_path / "unpacked").resolve()
+
+
+def test_the_bundle_index_reads_at_1280_and_900_px_without_breaking_a_run_id(tmp_path):
+    exe = browser_or_skip()
+    root = _bundle_of_long_ids(tmp_path)
+    with offline_page(exe) as seen:
+        for width in (1280, 900):
+            seen.page.set_viewport_size({"width": width, "height": 900})
+            seen.page.goto((root / "index.html").as_uri(), wait_until="load")
+            got = seen.page.evaluate(LAYOUT_JS)
+            assert got["page"][0] <= got["page"][1], (width, got["page"])  # no page scroll
+            assert got["table"][0] <= got["table"][1], (width, got["table"])  # table fits
+            assert sorted(i for i, _ in got["ids"]) == sorted(LONG_IDS)
+            assert all(lines == 1 for _, lines in got["ids"]), (width, got["ids"])
+            assert sorted(s[0] for s in got["statuses"]) == sorted(LONG_IDS.values())
+            assert all(s[1] for s in got["statuses"]), (width, got["statuses"])
+            colours = {s[0]: s[2:] for s in got["statuses"]}
+            assert colours["accepted"] != colours["refused"]  # told apart, not only by word
+            assert "serif" not in got["styled"] or "sans" in got["styled"]
+    assert seen.errors == [] and seen.foreign == []

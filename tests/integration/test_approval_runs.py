@@ -276,5 +276,16 @@ def test_a_dirty_checkout_never_runs_under_the_approval_of_its_seal(project):
     (project.root / "notes.txt").unlink()
     code, rec, err = run(project, camp)
     assert code == 0 and rec["status"] == "accepted", err
-    # git's own state, as recorded: only the new approval (never counted) is uncommitted
+    # the run's own new approval, as `harness approve` wrote it, is no change: clean
+    [approval] = (project.root / "approvals").iterdir()
+    assert rec["provenance"]["dirty"] is False and rec["provenance"]["changed"] == []
+    assert rec["provenance"]["own_approval"] == f"approvals/{approval.name}"
+    shown = project.harness("show", str(project.runs / rec["run_id"]),
+                            env={**os.environ, "COLUMNS": "400"})
+    assert "(clean; its own approval approvals/" in shown.stdout, shown.stdout
+    # a hand-edited approval (same document, not as approve wrote it) stays a change
+    approval.write_text(json.dumps(json.loads(approval.read_text())))
+    code, rec, err = run(project, camp)
+    assert code == 0 and rec["provenance"]["dirty"] is True, err
     assert [p.split("/")[0] for p in rec["provenance"]["changed"]] == ["approvals"]
+    assert "own_approval" not in rec["provenance"]

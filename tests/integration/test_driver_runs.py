@@ -67,7 +67,7 @@ def test_night_stops_on_refusal_and_journals_a_time_out_in_the_runs_words(projec
     assert time.monotonic() - t0 < 120
     assert controls_run(project) == [("slow", "timed-out")]
     [night_dir] = sorted(Path(project.runs / "nights").iterdir())
-    assert f"night: {night_dir} (stop-policy)" in r.stdout
+    assert f"night: {night_dir} (stop-policy, exit code 1)" in r.stdout
     assert json.loads((night_dir / "ended.json").read_text())["why"] == "stop-policy"
     with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as j:
         rows = [(row.control, row.state) for row in j.rows()]

@@ -91,15 +91,36 @@ def test_a_refused_dry_run_exits_one_like_the_run(project):
     assert project.run_dirs() == []
 
 
-def test_json_alone_and_bad_night_options_are_usage_errors(project):
+def test_run_night_and_rerun_say_their_result_as_one_json_object(project, cleanup_containers):
+    """--json without --dry-run: stdout is one object (runs, status, exit code), the plain
+    lines go to stderr; `-v` alone is still a usage error."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
     project.control("dd", QUICK)
     camp = project.campaign("usecamp", ["dd"])
-    r = project.harness("night", str(camp), "--json")
-    assert r.returncode == 2 and "--json goes with --dry-run" in r.stderr
+    r = project.harness("night", str(camp), "-v")
+    assert r.returncode == 2 and "-v/--verbose goes with --dry-run" in r.stderr
     code, doc = dry(project, "night", str(camp), "--runs-dir", str(project.runs),
                     "--night", "x", "--new")
     assert code == 2 and doc["ok"] is False and "exclude each other" in doc["error"]
     assert not project.runs.exists() and locks(project) == []
+    runs = ["--runs-dir", str(project.runs)]
+    ran = project.harness("run", str(camp), *runs, "--json")
+    doc = json.loads(ran.stdout)
+    assert ran.returncode == doc["exit_code"] == 0 and doc["ok"] is True
+    [one] = doc["runs"]
+    assert one["status"] == "accepted" and Path(one["path"]).is_dir()
+    assert f"accepted: {one['path']}" in ran.stderr
+    night = project.harness("night", str(camp), *runs, "--json")
+    doc = json.loads(night.stdout)
+    assert night.returncode == doc["exit_code"] == 0 and doc["why"] == "done"
+    assert Path(doc["night"]).is_dir() and [r["status"] for r in doc["runs"]] == ["accepted"]
+    assert any(p.endswith("summary.json") for p in doc["summary"])
+    again = project.harness("rerun", one["run_id"], *runs, "--reason", "json", "--json")
+    doc = json.loads(again.stdout)
+    assert again.returncode == doc["exit_code"] == 0
+    assert doc["runs"][0]["rerun_of"] == one["run_id"] and doc["runs"][0]["status"] == "accepted"
+    bad = project.harness("run", str(project.root / "nope.yaml"), *runs, "--json")
+    assert bad.returncode == 2 and json.loads(bad.stdout)["ok"] is False
 
 
 def test_night_dry_run_names_what_the_resume_runs(project, cleanup_containers):

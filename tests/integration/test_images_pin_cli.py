@@ -27,7 +27,7 @@ def other_image(rehearsal_image):
 
 
 def pin(project, *args: str) -> subprocess.CompletedProcess:
-    return project.harness("images", "pin", *args, "--lock-file", "test.lock")
+    return project.harness("images", "pin", *args, "--images-lock", "test.lock")
 
 
 def lock(project) -> dict:
@@ -90,7 +90,7 @@ def test_archive_pin_then_missing_image_advice_says_docker_load(project, other_i
     assert lock(project)["seed"]["archive"] == {"sha256": digest, "name": "other.tar"}
 
     subprocess.run(["docker", "rmi", tag], check=True, capture_output=True)
-    r = project.harness("images", "verify", "--lock-file", "test.lock")
+    r = project.harness("images", "verify", "--images-lock", "test.lock")
     assert r.returncode == 3, (r.stdout, r.stderr)
     assert f"docker load -i other.tar (archive sha256 {digest})" in r.stdout
     r = project.harness("doctor", "--images-lock", "test.lock", "--profile", "cpu",
@@ -101,5 +101,5 @@ def test_archive_pin_then_missing_image_advice_says_docker_load(project, other_i
         assert not any(word in out for word in NEVER)
 
     subprocess.run(["docker", "load", "-i", str(archive)], check=True, capture_output=True)
-    r = project.harness("images", "verify", "--lock-file", "test.lock")
+    r = project.harness("images", "verify", "--images-lock", "test.lock")
     assert r.returncode == 0 and other_id in r.stdout, (r.stdout, r.stderr)

@@ -76,6 +76,14 @@ def test_kill_9_mid_container_then_resume_finishes_without_repeating(project,
         rows = [(r.control, r.attempt, r.state, r.origin) for r in j.rows()]
     assert rows == [("na", 1, "accepted", "plan"), ("nb", 1, "interrupted", "plan"),
                     ("nb", 2, "accepted", "retry"), ("nc", 1, "accepted", "plan")]
+    retry = next(p for p in runs(project) if p != cut and p.name.startswith("nb-"))
+    assert project.record(retry)["rerun_of"]["run_id"] == cut.name  # linked as a rerun is
+    listed = {e["run_id"]: e for e in json.loads(project.harness(
+        "ls", "--json", "--runs-dir", str(project.runs)).stdout)}
+    assert listed[cut.name]["superseded_by"] == retry.name
+    assert listed[retry.name]["rerun_of"] == cut.name
+    shown = project.harness("show", retry.name, "--runs-dir", str(project.runs)).stdout
+    assert cut.name in shown
     assert "<html" in (night_dir / "summary.html").read_text().lower()
     assert str(night_dir / "summary.md") in r.stdout
     again = project.harness("night", str(camp), "--runs-dir", str(project.runs))

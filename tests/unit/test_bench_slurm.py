@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from benchmarks.bench_slurm import (
+    chain_script,
     container_spans,
     idle_gaps,
     lock_to_start,
@@ -103,3 +104,19 @@ def test_the_bare_side_writes_each_jobs_script_as_the_harness_builds_it(tmp_path
     assert [p.name for p in paths] == [
         Path(job.script_path(site, job.token_of(s))).name for s in specs]
     assert [p.read_text() for p in paths] == [script.job_script(s, site) for s in specs]
+
+
+def test_a_prestart_chain_starts_each_run_once_the_one_k_before_holds_the_lock(tmp_path,
+                                                                             ) -> None:
+    runs = tmp_path / "runs"
+    seq = chain_script("/h/harness", tmp_path / "c.yaml", runs, ["a", "b", "c"], depth=0)
+    assert seq.count(" run ") == 3 and "&" not in seq.replace("2>/dev/null", "")
+    lines = chain_script("/h/harness", tmp_path / "c.yaml", runs, ["a", "b", "c"],
+                         depth=2).splitlines()
+    at = {c: next(i for i, line in enumerate(lines) if f"--control {c}" in line)
+          for c in "abc"}
+    assert lines[at["a"]].endswith("&") and lines[at["b"]].endswith("&")
+    assert at["b"] == at["a"] + 2  # b does not wait: two may wait on the flock
+    assert "until grep -q lock-acquired" in lines[at["c"] - 1]
+    assert "prestart.0." in lines[at["c"] - 1] and '"$p0"' in lines[at["c"] - 1]
+    assert lines[-1] == "wait"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from harness.base.errors import InvalidInput
+from harness.readers.bundle.archive import tar_header
 from harness.readers.bundle.bag import bag_info, bagit_txt, payload_oxum
 from harness.readers.bundle.export import archive_mtime, compression_for, top_folder
 from harness.readers.bundle.facts import RunFacts, time_span
@@ -155,3 +157,33 @@ def test_output_names_and_top_folder():
         compression_for(Path("x.zip"))
     assert top_folder(["r1"]) == "evidence-r1"
     assert top_folder(["a", "b"]) == top_folder(["b", "a"]) != top_folder(["a", "c"])
+
+
+@pytest.mark.parametrize("name,kind,size,mtime", [
+    ("evidence-x/data/run/logs/stdout.log", tarfile.REGTYPE, 8192, 1_700_000_000),
+    ("evidence-x/data/run", tarfile.DIRTYPE, 0, 0),
+    ("evidence-x/data/run/", tarfile.DIRTYPE, 0, 0),
+    ("e/" + "a" * 98, tarfile.REGTYPE, 1, 1),  # exactly 100 bytes: plain ustar
+    ("e/" + "a" * 99, tarfile.REGTYPE, 1, 1),  # 101: a pax path record
+    ("e/" + "a" * 98, tarfile.DIRTYPE, 0, 1),  # 101 with its slash
+    ("e/caf\u00e9.txt", tarfile.REGTYPE, 3, 1),
+    ("e/big.log", tarfile.REGTYPE, 8 ** 11, 1),  # past the ustar size field
+    ("e/bad\udcff", tarfile.REGTYPE, 0, 1),  # a byte that was not UTF-8
+], ids=["file", "dir", "dir-slash", "name-100", "name-101", "dir-101", "unicode", "8gib",
+        "surrogate"])
+def test_tar_headers_are_tarfiles_own(name, kind, size, mtime):
+    info = tarfile.TarInfo(name)
+    info.type, info.size, info.mode, info.mtime = kind, size, 0o444, mtime
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    want = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+    assert tar_header(name, kind, size, 0o444, mtime) == want
+
+
+@pytest.mark.parametrize("name", ["data/r/run.json", 'data/r/"q"\\b', "data/r/caf\u00e9\u2028\x7f",
+                                  "data/r/\udcff"], ids=["plain", "quotes", "unicode", "surrogate"])
+def test_subject_json_is_the_evidence_layout(name):
+    from harness.base.atomic import dumps_json
+    from harness.readers.bundle.statement import _subject, subject_json
+
+    assert subject_json(name, H1) == dumps_json(_subject(name, H1))[:-1]

@@ -50,7 +50,7 @@ def test_help_lists_every_command_and_imports_none_of_their_modules() -> None:
     r = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True,
                        text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0
-    listed = r.stdout.split("Commands:", 1)[1].split()
+    listed = r.stdout.split("Run:", 1)[1].split()
     assert all(name in listed for name in COMMANDS)
     loaded = _modules_after(["--help"])
     command_modules = {target.partition(":")[0] for target in COMMANDS.values()}

@@ -46,7 +46,7 @@ def test_zsh_gets_the_help_line_harness_help_shows() -> None:
     assert r.returncode == 0, r.stderr
     kind, name, help_text = r.stdout.splitlines()
     assert (kind, name) == ("plain", "rerun")
-    summary = "Run RUN_DIR's control again as a new attempt, linked both ways to the original."
+    summary = "Run RUN's control again as a new attempt, linked both ways to the original."
     assert help_text and summary.startswith(help_text.rstrip(".").rstrip())
 
 

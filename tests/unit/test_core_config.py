@@ -136,7 +136,7 @@ def test_campaign_cross_checks_control_file_and_image(project):
     assert out == [] and [str(w) for w in warnings] == [
         f"{project / 'controls/c1.yaml'}:2:8: warning: image 'nope' is not pinned in "
         "images.lock, so every run is refused (IMAGE-NOT-PINNED) until `harness images pin "
-        f"nope REF --lock-file {os.path.relpath(project / 'images.lock')}` pins the local "
+        f"nope REF --images-lock {os.path.relpath(project / 'images.lock')}` pins the local "
         "image REF (a tag or repo digest) on the host that runs it"]
 
 

@@ -60,7 +60,7 @@ def test_non_finite_metrics_become_a_note(tmp_path: Path, metrics: str, capsys) 
     a = _run(tmp_path / "a", files={"metrics.json": metrics})
     code, out, _ = _diff_json(a, _run(tmp_path / "b"), capsys)
     doc = _strict(out)
-    assert code == 0 and doc["topics"]["metrics"]["same"] is None
+    assert code == 0 and doc["topics"]["figures"]["same"] is None
     assert any("metrics.json" in n for n in doc["a"]["notes"])
 
 

@@ -70,8 +70,8 @@ def accepted_side(**kw) -> dict:
 
 def test_refused_against_its_fix_names_every_topic_that_differs() -> None:
     doc = compare(refused_side(), accepted_side())
-    assert doc["schema"] == "harness.diff/v3"
-    assert doc["differs"] == ["status", "rules", "seal", "gate0", "metrics"]
+    assert doc["schema"] == "harness.diff/v4"
+    assert doc["differs"] == ["status", "rules", "seal", "gate0"]  # kv cache: within 5 %
     t = doc["topics"]
     assert t["seal"]["files"] == {"added": ["input/new.yaml"], "removed": ["input/old.yaml"],
                                   "changed": ["input/controls/c.yaml"]}
@@ -80,7 +80,8 @@ def test_refused_against_its_fix_names_every_topic_that_differs() -> None:
     assert field["a"]["generation"] == ["+x", "none", "+x"]
     assert field["b"] == {"kind": None, "startup": ["+x", "none"], "generation": ["+x", "none"]}
     assert t["gate0"]["only_a"] == [CUSTOM_OPS] and t["gate0"]["both"] == []
-    assert t["metrics"]["changed"] == {"kv_cache_gib": {"a": 19.0, "b": 19.5}}
+    [kv] = [f for f in t["figures"]["figures"] if f["figure"] == "kv_cache_gib"]
+    assert (kv["a"], kv["b"], kv["change"], kv["way"]) == (19.0, 19.5, "within", "better")
     assert t["image"]["same"] and t["model"]["same"] and t["engine"]["same"]
     assert t["git"] == {"a": None, "b": None, "same": None}  # not recorded: not compared
 
@@ -134,7 +135,7 @@ def test_hostile_values_never_crash_and_are_compared_as_written() -> None:
              vector=vector("{not json"))
     doc = compare(a, b)
     t = doc["topics"]
-    assert t["metrics"]["same"] is True  # NaN and NaN are written alike
+    assert t["figures"]["same"] is None  # no figure of the judge's, NaN none either
     assert doc["a"]["attempt"] is None and doc["a"]["status"] is None
     assert [f["field"] for f in t["gate0"]["fields"]] == ["f"]
     assert t["gate0"]["recorded"]["b"] is False
@@ -143,9 +144,12 @@ def test_hostile_values_never_crash_and_are_compared_as_written() -> None:
 
 
 def test_true_and_one_are_not_the_same_value() -> None:
-    a = side("accepted", FILES_A, metrics={"metrics": {"m": 1}})
-    b = side("accepted", FILES_A, metrics={"metrics": {"m": True}})
-    assert compare(a, b)["topics"]["metrics"]["changed"] == {"m": {"a": 1, "b": True}}
+    a = side("accepted", FILES_A, metrics={"metrics": {"kv_tokens": 1}})
+    b = side("accepted", FILES_A, metrics={"metrics": {"kv_tokens": True}})
+    t = compare(a, b)["topics"]["figures"]
+    assert t["same"] is False and t["figures"][0] == {
+        "figure": "kv_tokens", "a": 1, "b": None, "unit": "tokens", "worse": "lower",
+        "shift": None, "way": None, "change": "only in a"}
 
 
 def test_a_seal_file_list_that_does_not_hash_to_the_seal_is_not_trusted() -> None:
@@ -207,7 +211,7 @@ def test_hostile_folder_files_become_notes_and_nothing_is_written(tmp_path: Path
     for name in ("metrics.json", "preflight.json", "docker-vector.json", "verdict.json",
                  "startup.json"):
         assert name in notes, (name, notes)
-    assert doc["topics"]["metrics"]["same"] is None and doc["topics"]["seal"]["files"] is None
+    assert doc["topics"]["figures"]["same"] is None and doc["topics"]["seal"]["files"] is None
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
 
 
@@ -344,7 +348,7 @@ def test_a_rerun_that_changed_nothing_is_a_plain_repeat_whatever_its_figures() -
     b = accepted_side(record=_provenance("1" * 40), **kept)
     b["metrics"] = {"metrics": {"kv_cache_gib": 12.0}}  # a slow or odd run: figures only
     doc = compare(a, b)
-    assert doc["differs"] == ["metrics"]
+    assert doc["differs"] == ["figures"]
     assert doc["repeat"]["plain"] is True and doc["repeat"]["changed"] == []
     assert "plain repeat: same seal, inputs, git" in "\n".join(render(doc))
 

@@ -6,6 +6,7 @@ folders built here."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
@@ -17,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.base.terminal import colour_wanted
 from harness.cli.diff import (
     SECTIONS,
-    colour_wanted,
     diff,
     git_words,
     hunk_style,
@@ -126,12 +127,22 @@ def test_git_same_unknown_and_not_recorded() -> None:
 
 # ---- colour -------------------------------------------------------------------------------
 
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
 def test_colour_is_wanted_only_on_a_terminal_without_no_color_unless_always() -> None:
-    assert colour_wanted("auto", True, {}) and colour_wanted("auto", True, {"NO_COLOR": ""})
-    assert not colour_wanted("auto", True, {"NO_COLOR": "1"})
-    assert not colour_wanted("auto", False, {})
-    assert colour_wanted("always", False, {"NO_COLOR": "1"})
-    assert not colour_wanted("never", True, {})
+    tty, pipe = _Stream(True), _Stream(False)
+    assert colour_wanted("auto", tty, {}) and colour_wanted("auto", tty, {"NO_COLOR": ""})
+    assert not colour_wanted("auto", tty, {"NO_COLOR": "1"})
+    assert not colour_wanted("auto", pipe, {})
+    assert colour_wanted("always", pipe, {"NO_COLOR": "1"})
+    assert not colour_wanted("never", tty, {})
     assert painted(("+ x", "added"), True) == "\x1b[32m+ x\x1b[0m"
     assert painted(("- x", "removed"), True) == "\x1b[31m- x\x1b[0m"
     assert painted(("+ x", "added"), False) == "+ x"
@@ -198,14 +209,15 @@ def test_the_fix_reads_as_the_env_line_it_added_and_the_yaml_it_changed(pair) ->
     assert ESC not in out
 
 
-def test_sections_come_in_the_text_order_with_the_outcome_first(pair) -> None:
+def test_sections_come_in_the_text_order_with_the_figures_and_outcome_first(pair) -> None:
     a, b, _ = pair
     _, out = invoke(a, b)
-    starts = {"status": "status:", "rules": "rules:", "gate0": "gate0 verdict:",
+    starts = {"figures": "figures:", "status": "status:", "rules": "rules:",
+              "gate0": "gate0 verdict:",
               "seal": "seal:", "inputs": "inputs:", "git": "git:", "approval": "approval:",
               "image": "image:", "model": "model:", "mounts": "mounts:",
               "engine": "engine args:", "env": "env:",
-              "docker": "docker argv:", "metrics": "metrics:"}
+              "docker": "docker argv:"}
     heads = [next(i for i, x in enumerate(out.splitlines()) if x.startswith(starts[t]))
              for t in SECTIONS]
     assert heads == sorted(heads) and set(SECTIONS) == set(TOPICS)
@@ -265,7 +277,7 @@ def test_the_json_document_names_its_schema(pair) -> None:
     a, b, _ = pair
     code, out = invoke(a, b, "--json")
     doc = json.loads(out)
-    assert code == 0 and SCHEMA == doc["schema"] == "harness.diff/v3"
+    assert code == 0 and SCHEMA == doc["schema"] == "harness.diff/v4"
     assert doc["differs"] == ["status", "inputs", "git", "env"]  # in TOPICS order
     assert doc["topics"]["env"]["added"] == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     assert doc["topics"]["git"]["commit"]["a"] == COMMIT_A  # whole, not cut to 12

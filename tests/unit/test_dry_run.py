@@ -198,7 +198,7 @@ def test_document_shape_and_exit_zero_when_every_control_would_launch() -> None:
     assert doc["seal"] == {"digest": "sha256:" + "b" * 64, "files": 1}
     assert [c["control"] for c in doc["controls"]] == ["a", "b"]
     assert set(doc["controls"][0]) == {"control", "repeats", "device", "image", "image_id",
-                                       "argv", "would_launch", "refused"}
+                                       "timeout_s", "argv", "would_launch", "refused"}
     assert doc["notes"] == ["a note"] and doc["run_id"] == RUN_ID
     json.dumps(doc)  # every value is JSON as it is
 
@@ -256,11 +256,12 @@ def test_hostile_names_and_paths_are_printed_inert() -> None:
     assert doc["night"] == {"continues": HOSTILE}
 
 
-def test_json_alone_is_a_usage_error() -> None:
+def test_verbose_alone_is_a_usage_error() -> None:
     with pytest.raises(click.UsageError):
         needs_dry_run(True, False)
     needs_dry_run(True, True)
     needs_dry_run(False, True)
+    needs_dry_run(False, False)
 
 
 @pytest.mark.parametrize("command", ["run", "night"])

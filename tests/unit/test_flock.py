@@ -188,7 +188,7 @@ def test_the_model_cache_is_skipped_while_its_lock_is_held_or_planted(tmp_path, 
 def test_the_perf_log_is_not_appended_while_its_lock_is_held(tmp_path, monkeypatch):
     monkeypatch.setattr(perflog, "LOCK_TIMEOUT_S", 0.2)
     (tmp_path / "perflog").mkdir()
-    lock = tmp_path / "perflog" / "camp.lock"
+    lock = tmp_path / "perflog" / "camp.csv"  # the log itself is its lock
     lock.touch()
     other = held_by_another(lock)
     line = {"campaign": "camp", "metric": "duration_s", "value": 1.0}
@@ -196,7 +196,7 @@ def test_the_perf_log_is_not_appended_while_its_lock_is_held(tmp_path, monkeypat
         with pytest.raises(EnvironmentFault) as e:
             perflog.append(tmp_path, "camp", [line])
         assert e.value.rule == ENV_LOCK_TIMEOUT
-        assert not (tmp_path / "perflog" / "camp.csv").exists()
+        assert lock.read_text() == "" and not (tmp_path / "perflog" / "camp.jsonl").exists()
     finally:
         os.close(other)
     perflog.append(tmp_path, "camp", [line])

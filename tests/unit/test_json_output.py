@@ -41,7 +41,7 @@ def test_images_verify_json_bad_name_and_bad_lock(tmp_path: Path) -> None:
     assert code == 2 and "no-such-name" in doc["error"]
     lock = tmp_path / "images.lock"
     lock.write_text("images: 7\n")
-    code, doc = _harness("images", "verify", "--json", "--lock-file", str(lock))
+    code, doc = _harness("images", "verify", "--json", "--images-lock", str(lock))
     assert code == 2 and doc["ok"] is False and doc["faults"]
 
 

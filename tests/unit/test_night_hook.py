@@ -151,7 +151,8 @@ def test_the_payload_carries_the_summarys_counts_and_its_digest() -> None:
                         exit_code=1, bundle=Bundled("/r/bundles/n.tar.gz", "ab" * 32))
     assert doc["schema"] == "harness.night-hook/v1"
     assert doc["counts"] == {Status.ACCEPTED.value: 1, Status.REFUSED.value: 1}
-    assert doc["headline"] == "1/2 controls accepted; 1 refused"
+    assert doc["headline"] == ("1/2 controls accepted; 1 refused · regressions: not judged: "
+                               "no call sealed")
     assert doc["controls"]["controls"] == 2
     assert doc["regressions"] == [{"control": "a", "metric": "duration_s", "runs": ["x", "y"]}]
     assert [(r["control"], r["status"]) for r in doc["runs"]] == [

@@ -136,9 +136,10 @@ def test_each_change_in_the_window_is_reported_whole_and_nothing_outside_it():
     assert result["found"] is True and result["errors"] == 2
     assert result["changes"] == [
         {"field": "f", "before": [1], "after": [1, 2], "hook": "H", "pid": 28,
-         "process": "EngineCore", "within": ["H #2"], "site": "/x/vllm.py:5 __post_init__"},
+         "process": "EngineCore", "within": ["H #2"], "site": "/x/vllm.py:5 __post_init__",
+         "same_list": None},
         {"field": "f", "before": [1, 2], "after": [1, 2, 3], "hook": None, "pid": 28,
-         "process": "EngineCore", "within": [], "site": None}]
+         "process": "EngineCore", "within": [], "site": None, "same_list": None}]
     assert describe(result) == ("f changed in H #2\n"
                                 "f changed in no hooked call (detected at a checkpoint)")
     assert describe(attribute(recs, "h", "start", "end")) == (

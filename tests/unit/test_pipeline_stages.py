@@ -140,7 +140,8 @@ def test_an_interruption_before_a_container_stops_the_run_and_after_marks_the_ou
     after = _ctx()
     after.took("launch", Launch(outcome={"exit_code": 0, "interrupted": False}))
     after.interrupted("SIGTERM")
-    assert after.stopped == () and after.outcome == {"exit_code": 0, "interrupted": True}
+    assert after.stopped == () and after.outcome == {"exit_code": 0, "interrupted": True,
+                                                     "signal": "SIGTERM"}
 
 
 def test_a_result_goes_only_where_its_stage_keeps_it() -> None:

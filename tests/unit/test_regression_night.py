@@ -176,12 +176,13 @@ def test_a_slow_night_is_called_rerun_linked_and_confirmed(tmp_path, baseline) -
         assert verify_folder(folder) == []
     records = [{"regression": read_sealed(r.run_dir)} for r in (slow, later, rerun)]
     confirmed, unconfirmed = regression_lists(records)
-    assert [(c["figure"], c["run_id"], c["rerun_id"]) for c in confirmed] == [
-        ("duration_s", slow.run_id, rerun.run_id), ("lock_hold_s", slow.run_id, rerun.run_id)]
+    # the lock is held for the run and more: one regression, its follower named on it
+    assert [(c["figure"], c["run_id"], c["rerun_id"], c["moved_with"]) for c in confirmed] == [
+        ("duration_s", slow.run_id, rerun.run_id, ["lock_hold_s"])]
     assert confirmed[0]["p_value"] == pytest.approx(1 / 231)
     assert confirmed[0]["alone"]["p_value"] == pytest.approx(1 / 21)
-    assert [(u["run_id"], u["why"]) for u in unconfirmed] == [
-        (later.run_id, "control c has had its one rerun of the night")] * 2
+    assert [(u["run_id"], u["why"], u["moved_with"]) for u in unconfirmed] == [
+        (later.run_id, "control c has had its one rerun of the night", ["lock_hold_s"])]
     assert night_exit_code(journal.rows()) == 0
     assert "regression-rerun" in events.getvalue()
     journal.close()
@@ -198,8 +199,8 @@ def test_a_one_off_slow_run_is_not_confirmed_by_a_normal_rerun(tmp_path, baselin
     confirmed, unconfirmed = regression_lists(
         [{"regression": read_sealed(p)} for p in (slow.run_dir, rerun.run_dir)])
     assert confirmed == []
-    assert [(u["figure"], u["run_id"], u["rerun_id"]) for u in unconfirmed] == [
-        ("duration_s", slow.run_id, rerun.run_id), ("lock_hold_s", slow.run_id, rerun.run_id)]
+    assert [(u["figure"], u["run_id"], u["rerun_id"], u["moved_with"]) for u in unconfirmed] == [
+        ("duration_s", slow.run_id, rerun.run_id, ["lock_hold_s"])]
     lines = regression_lines({"regressions": confirmed, "unconfirmed": unconfirmed})
     assert lines[0].startswith(f"one-off c duration_s: run {slow.run_id} was called +")
     assert f"its rerun {rerun.run_id} did not confirm it" in lines[0]

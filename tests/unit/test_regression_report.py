@@ -109,7 +109,7 @@ def test_a_confirmation_rerun_the_deadline_left_unrun_does_not_speak_for_its_slo
 
     got = build_summary({"name": "n"}, [row(1, 1, "accepted", "plan", "r1"),
                                         row(2, 2, "planned", "rerun", None)])
-    assert got["headline"] == "1/1 control accepted"
+    assert got["headline"] == "1/1 control accepted · regressions: not judged: no call sealed"
     assert [e["superseded_by"] for e in got["runs"]] == [None, None]
 
 

@@ -129,7 +129,8 @@ def test_a_terminal_gets_the_table_rows_numbered_from_1(night: Path) -> None:
     assert code == 0, out
     lines = out.splitlines()
     assert lines[0] == f"Night {night.name} (camp)"
-    assert lines[1] == "2/3 controls accepted (1 after rerun); 1 deferred"
+    assert lines[1] == ("2/3 controls accepted (1 after rerun); 1 deferred"
+                        " · regressions: not judged: 2 controls with no call sealed")
     assert lines[2] == "attempts: 2 accepted, 1 deferred, 1 refused (1 superseded)"
     head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#  CONTROL"))
     rows = lines[head + 1: head + 5]
@@ -150,7 +151,8 @@ def test_a_refused_control_shows_its_gate0_values_and_commands(tmp_path: Path) -
     night = make_night(runs, rerun="refused")
     code, out = on_tty("report", str(night))
     assert code == 0, out
-    assert out.splitlines()[1] == "1/3 controls accepted; 1 deferred, 1 refused (1 after rerun)"
+    assert out.splitlines()[1] == ("1/3 controls accepted; 1 deferred, 1 refused (1 after rerun)"
+                                   " · regressions: not judged: no call sealed")
     block = out.split("row 2: b attempt 2, refused\n", 1)[1].split("\n\n", 1)[0].splitlines()
     first, second = runs / f"camp-b-{STAMP}-1", runs / f"camp-b-{STAMP}-2"
     assert block == [
@@ -177,7 +179,8 @@ def test_a_narrow_terminal_shortens_the_control_column_not_the_note(tmp_path: Pa
 def test_piped_output_is_markdown_and_table_on_request(night: Path) -> None:
     code, out = invoke("report", str(night))
     assert code == 0 and out.startswith(f"# Night {night.name}\n")
-    assert "**2/3 controls accepted (1 after rerun); 1 deferred**" in out
+    assert ("**2/3 controls accepted (1 after rerun); 1 deferred · regressions: not judged: "
+            "2 controls with no call sealed**") in out
     assert "| 1 | a | 1 | **accepted** |" in out and "| 3 | c | 1 | **deferred** |" in out
     code, table = invoke("report", str(night), "--format", "table")
     assert code == 0 and table.startswith(f"Night {night.name} (camp)\n")
@@ -238,12 +241,14 @@ def test_output_file_bad_targets_are_bad_input_and_write_nothing(night: Path,
 def test_the_night_ends_naming_both_summaries_and_the_next_steps(night: Path) -> None:
     written = write_night_summary(night)
     lines = night_end_lines(night, written)
-    assert lines == ["controls: 2/3 controls accepted (1 after rerun); 1 deferred",
+    assert lines == ["controls: 2/3 controls accepted (1 after rerun); 1 deferred · "
+                     "regressions: not judged: 2 controls with no call sealed",
                      f"summary: {night / 'summary.md'}", f"summary: {night / 'summary.html'}",
                      f"next: harness report {night}"]  # nothing left to rerun: c has no run
     refused = make_night(night.parent.parent.parent / "other", rerun=None)
     lines = night_end_lines(refused, write_night_summary(refused))
-    assert lines[0] == "controls: 1/3 controls accepted; 1 deferred, 1 refused"
+    assert lines[0] == ("controls: 1/3 controls accepted; 1 deferred, 1 refused · regressions: "
+                        "not judged: no call sealed")
     assert lines[-2:] == [f"next: harness rerun --failed {refused} --reason WHY   (1 control "
                           "to rerun once fixed)", f"next: harness report {refused}"]
     odd = night.parent / "it's $(odd)\x1b[2J"

@@ -56,11 +56,12 @@ def test_all_accepted_is_every_control_and_nothing_superseded() -> None:
     for i, name in enumerate(("a", "b", "c")):
         rows.add(i, name, "accepted")
     s = rows.summary()
-    assert s["headline"] == "3/3 controls accepted"
+    assert s["headline"] == ("3/3 controls accepted · regressions: not judged: 3 controls with "
+                             "no call sealed")
     assert s["attempts"] == "3 accepted"
     assert [e["number"] for e in s["runs"]] == [1, 2, 3]  # numbered from 1
     assert all(e["superseded_by"] is None and e["next"] == [] for e in s["runs"])
-    assert "**3/3 controls accepted**" in render_markdown(s)
+    assert f"**{s['headline']}**" in render_markdown(s)
 
 
 def test_refused_then_accepted_after_rerun_counts_the_control_once() -> None:
@@ -70,7 +71,8 @@ def test_refused_then_accepted_after_rerun_counts_the_control_once() -> None:
     rows.add(2, "c", "accepted")
     rows.add(1, "b", "accepted", rerun_of=first, origin="rerun")  # the journal adds it last
     s = rows.summary()
-    assert s["headline"] == "3/3 controls accepted (1 after rerun)"
+    assert s["headline"] == ("3/3 controls accepted (1 after rerun)"
+                             " · regressions: not judged: 3 controls with no call sealed")
     assert s["attempts"] == "3 accepted, 1 refused (1 superseded)"
     assert s["controls"]["final"] == {"accepted": 3}
     # the rerun reads under the attempt it replaced, with its slot's number
@@ -87,7 +89,8 @@ def test_refused_and_not_rerun_says_so_and_offers_both_commands() -> None:
     rows.add(0, "a", "accepted")
     rows.add(1, "b", "refused")
     s = rows.summary()
-    assert s["headline"] == "1/2 controls accepted; 1 refused"
+    assert s["headline"] == ("1/2 controls accepted; 1 refused · regressions: not judged: "
+                             "no call sealed")
     assert s["attempts"] == "1 accepted, 1 refused"
     assert by_run(s)["b-2"]["next"] == ["harness rerun /runs/b-2 --reason WHY",
                                         f"harness diff /runs/b-2 {OTHER_PLACEHOLDER}"]
@@ -126,7 +129,7 @@ def test_deferred_interrupted_and_planned_slots_end_as_they_stand() -> None:
     rows.add(3, "d", "accepted", rerun_of=cut, origin="retry")
     s = rows.summary()
     assert s["headline"] == ("1/4 controls accepted (1 after retry); 1 deferred, "
-                             "1 interrupted, 1 planned")
+                             "1 interrupted, 1 planned · regressions: not judged: no call sealed")
     assert s["attempts"] == "1 accepted, 1 deferred, 2 interrupted, 1 planned (1 superseded)"
     runs = {(e["control"], e["attempt"]): e for e in s["runs"]}
     assert runs[("d", 1)]["superseded_by"] == "d-5"
@@ -142,7 +145,8 @@ def test_two_reruns_of_the_same_run_are_one_control() -> None:
     rows.add(0, "k", "refused", rerun_of=first, origin="rerun")
     rows.add(0, "k", "accepted", rerun_of=first, origin="rerun")  # both name the original
     s = rows.summary()
-    assert s["headline"] == "1/1 control accepted (1 after rerun)"
+    assert s["headline"] == ("1/1 control accepted (1 after rerun) · regressions: not judged: "
+                             "no call sealed")
     assert s["attempts"] == "1 accepted, 2 refused (2 superseded)"
     one, two, three = s["runs"]
     assert (one["superseded_by"], two["superseded_by"], three["superseded_by"]) == (

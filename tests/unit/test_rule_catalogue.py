@@ -140,6 +140,8 @@ OUTCOMES = [
      ["RUN-TIMEOUT: the container ran past its timeout"]),
     ({**OK, "exit_code": None, "interrupted": True, "timed_out": True}, "interrupted",
      ["RUN-INTERRUPTED: the harness was stopped during the run"]),
+    ({**OK, "exit_code": None, "interrupted": True, "signal": "SIGHUP"}, "interrupted",
+     ["RUN-INTERRUPTED: the harness was stopped by SIGHUP during the run"]),
 ]
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import xml.etree.ElementTree as ET
+
 from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry.samples import Point
 from harness.readers.report.runplots import cpu_percent, series, telemetry_svg
@@ -29,7 +32,10 @@ def test_cpu_percent_skips_what_is_not_an_interval() -> None:
 def test_the_plot_has_a_panel_per_figure_with_units() -> None:
     svg = telemetry_svg(series(pts(20)), "r1", "run x: telemetry")
     assert svg is not None and svg.startswith('<svg role="img" aria-label="run x: telemetry"')
-    assert 'id="r1-' in svg  # ids prefixed: several plots in one page do not collide
+    assert all(i.startswith("r1-") for i in re.findall(r'\bid="([^"]*)"', svg))  # no collisions
+    texts = [t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+    assert {"memory (MiB)", "CPU (% of one core)", "GPU power (W)", "container", "gpu0",
+            "seconds since the container started"} <= set(texts)  # axes with units, legend
     assert telemetry_svg({}, "r2", "none") is None
     forged = {"gpu0": {q.POWER_W: [["1", 2], [1, float("nan")], "x"]}, "c": "y", 3: {}}
     assert telemetry_svg(forged, "r3", "forged") is None  # nothing plottable in it

@@ -224,10 +224,15 @@ def test_plots_are_valid_svg_with_gaps_markers_and_escaping() -> None:
         root = ET.fromstring(svg)
         assert root.tag == "{http://www.w3.org/2000/svg}svg"
     status, duration = plots[0][1], plots[1][1]
-    # text is drawn as glyph paths (the fonts matplotlib ships); each string is kept as a comment
-    assert "<!-- exit 3 -->" in status and "<!-- refused -->" in status
-    assert "<!-- exit 0 -->" not in status  # only runs that did not exit 0 are labelled
+
+    def texts(svg: str) -> list[str]:  # labels are SVG text: the escaped name reads back
+        return [t.text or "" for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+
+    assert {"exit 3", "refused", "a<&>", "n<2>", "night (UTC start)"} <= set(texts(status))
+    assert "exit 0" not in texts(status)  # only runs that did not exit 0 are labelled
     assert 'aria-label="duration"' in duration
+    assert {"duration (1–3.5 s, spread 71 %)", "duration (s)", "not accepted", "a<&>", "b"} \
+        <= set(texts(duration))  # title with its spread, y label, legend
     assert render_plots([], {}, []) == []
 
 

@@ -103,7 +103,7 @@ def after_outcome(night: NightClock, journal: Journal, outcome: Outcome) -> Path
         return None
     rerun = None if row.origin == RERUN else _schedule(night, journal, row, called)
     folder = seal(called, here, datetime.now(UTC), rerun=rerun)
-    night.ui.event("regression-call", run_id=row.run_id, regressions=called.regressions,
+    night.ui.event("regression-call", run_id=row.run_id, regressions=called.said,
                    confirmed=sorted(f for f, c in called.confirmed.items()
                                     if c == Confirmation.CONFIRMED),
                    addendum=str(folder))

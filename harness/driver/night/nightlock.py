@@ -4,7 +4,8 @@ A night owns its journal and decides which of its runs died, so two nights must 
 drive one GPU lock. The lock is a kernel flock on `<gpu lock>.night` (freed however its
 holder dies) with a holder record beside it for refusals and `status`. A `run` or `rerun`
 waits for it (up to the lock timeout, ENV-LOCK-TIMEOUT) so neither slips in between a
-night's controls; a night finding another night refuses at once (ENV-NIGHT-BUSY)."""
+night's controls; a night finding another night refuses at once (ENV-NIGHT-BUSY), or,
+given `wait` (`night --wait`), waits for it that long, saying so."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from harness.measure.lock import HeldFile, read_holder
 from harness.measure.nightfolder.holder import describe, night_lock_path
 
 POLL_S = 0.5
+SAY_EVERY_S = 30.0  # a night waiting for a night says so when it begins, then this often
 BY_HAND = ("run", "rerun")  # kinds an operator starts; a night waits for them
 
 
@@ -32,17 +34,28 @@ class NightLock:
         self._file = HeldFile(self.path, "night lock")
 
     def acquire(self, *, timeout: float,
-                on_wait: Callable[[dict | None, float], None] | None = None) -> None:
-        """Take the lock; a night refuses beside another night, anything else waits."""
+                on_wait: Callable[[dict | None, float], None] | None = None, wait: float = 0.0,
+                on_night: Callable[[str, float], None] | None = None) -> None:
+        """Take the lock; a night refuses beside another night (after waiting up to `wait`
+        seconds for it, told to `on_night(holder, waited)`), anything else waits."""
         self._file.prepare()
         t0 = time.monotonic()
+        said = -SAY_EVERY_S
         while not self._file.try_acquire(0):
             holder = read_holder(self.path)
             waited = time.monotonic() - t0
             if self.kind == "night" and (holder is None or holder.get("kind") not in BY_HAND):
-                raise EnvironmentFault(
-                    f"another night is driving this GPU lock: {describe(holder)}; this night "
-                    "refuses to start beside it", rule=ENV_NIGHT_BUSY)
+                if waited >= wait:
+                    raise EnvironmentFault(
+                        f"another night is driving this GPU lock: {describe(holder)}; this "
+                        "night refuses to start beside it" + (
+                            f" (waited {waited:.0f} s)" if wait else
+                            " (`harness night --wait` waits for it)"), rule=ENV_NIGHT_BUSY)
+                if on_night and waited - said >= SAY_EVERY_S:
+                    said = waited
+                    on_night(describe(holder), waited)
+                time.sleep(POLL_S)
+                continue
             if waited >= timeout:
                 raise EnvironmentFault(
                     f"timed out after {waited:.0f}s waiting for the night lock {self.path} "

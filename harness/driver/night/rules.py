@@ -105,6 +105,19 @@ def slot_final(row: Row, policy: RetryPolicy) -> bool:
     return row.state == State.INTERRUPTED and not retry_allowed(policy, row.state, row.attempt)
 
 
+def spent(rows: Sequence[Row], policy: RetryPolicy) -> list[Row]:
+    """Slots whose newest attempt was interrupted with no retry left: a resume skips them,
+    `rerun --failed` runs them again. Pure."""
+    return [r for r in latest_attempts(rows).values()
+            if r.state == State.INTERRUPTED and not retry_allowed(policy, r.state, r.attempt)]
+
+
+def retried(rows: Sequence[Row], policy: RetryPolicy) -> frozenset[str]:
+    """Run ids of interrupted newest attempts that starting the night again retries. Pure."""
+    return frozenset(str(r.run_id) for r in latest_attempts(rows).values()
+                     if r.run_id and retry_allowed(policy, r.state, r.attempt))
+
+
 def unfinished(rows: Sequence[Row], policy: RetryPolicy, *, ended: bool) -> bool:
     """Continue this night? Not once it ended on purpose; else while a slot can run."""
     if ended:

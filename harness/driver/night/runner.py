@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.base.atomic import write_json
 from harness.base.errors import REFUSED, HarnessError, InvalidInput
 from harness.base.hashing import sha256_many
-from harness.base.signals import Interrupted, signals_interrupt
+from harness.base.signals import Interrupted, exit_code, received, signals_interrupt
 from harness.base.slots import NotExecuted
 from harness.base.states import State, Status
 from harness.base.timeutil import iso, stamp, utc_now
@@ -54,6 +54,9 @@ class NightResult:
     summary: list[Path] = field(default_factory=list)
     why: Why | str = Why.DONE
     not_executed: tuple[NotExecuted, ...] = ()  # slots the walk left unrun, with why
+    signal: str | None = None  # the stop signal that interrupted it
+    resumable: bool = False  # starting the night again continues it
+    retried: frozenset[str] = frozenset()  # interrupted runs a resume retries
 
 
 def rewrite_summary(night: Path, summarize: Summarize | None, ui: Reporter) -> list[Path]:
@@ -263,6 +266,8 @@ class NightRunner:
                           deadline=iso(self.deadline) if self.deadline else None)
             try:
                 self.recover(journal)
+                if resumed:
+                    self.say_skipped(journal.rows())
                 for row in confirm.uncalled_rows(journal.rows(), self.runs_dir):  # a crash missed
                     self.regression(journal, Outcome.of(Path(str(row.run_dir)), row.state))
                 return self.loop(source)
@@ -271,6 +276,15 @@ class NightRunner:
                 why = Why.INTERRUPTED
                 return Driven(why, not_executed=not_executed(
                     source.left(), why, self.loaded.campaign.stop_policy))
+
+    def say_skipped(self, rows: list[Row]) -> None:
+        """One line for each slot a resume skips because its retries are spent."""
+        retries = self.policy.max_attempts - 1
+        for r in rules.spent(rows, self.policy):
+            self.ui.event("skipped", control=r.control, why=(
+                f"attempt {r.attempt} (run {r.run_id}) was interrupted and the campaign's "
+                f"retry.interrupted allows {retries} retr{'y' if retries == 1 else 'ies'}; "
+                "`harness rerun --failed` runs it again"))
 
     def end(self, night_dir: Path, why: Why | str, rows: list[Row]) -> NightResult:
         """Mark a night that ended on purpose, its exit code, the morning summary."""
@@ -282,6 +296,11 @@ class NightRunner:
         self.result.exit_code = rules.night_exit_code(rows)
         if why == Why.INTERRUPTED:
             self.result.exit_code = max(self.result.exit_code, REFUSED)
+        self.result.exit_code = exit_code(self.result.exit_code)  # 130 after a Ctrl-C
+        self.result.signal = received() if why == Why.INTERRUPTED else None
+        self.result.resumable = why not in ENDED_ON_PURPOSE and rules.unfinished(
+            rows, self.policy, ended=False)
+        self.result.retried = rules.retried(rows, self.policy)
         self.result.summary = self.summary(night_dir)
         settle(night_dir / JOURNAL_NAME)  # the summary was the last reader: only the file stays
         self.ui.event("night-end", why=why, exit_code=self.result.exit_code,
@@ -298,15 +317,21 @@ def run_night(loaded: Loaded, *, runs_dir: Path, ui: Reporter, until: str | None
               max_hours: float | None = None, night: str | None = None, new: bool = False,
               lock_timeout: float | None = None, window: str | None = None,
               summarize: Summarize | None = None,
-              executor: ExecutorConfig | None = None, fetch: Fetch | None = None) -> NightResult:
-    """Take the night lock, pick or create the night folder, run it; `summarize(night_dir)`
+              executor: ExecutorConfig | None = None, fetch: Fetch | None = None,
+              wait: float = 0.0) -> NightResult:
+    """Take the night lock (waiting up to `wait` seconds for another night, never past this
+    night's deadline), pick or create the night folder, run it; `summarize(night_dir)`
     writes the morning summary. A start outside `window` is refused before anything."""
     if night is not None and new:
         raise InvalidInput("--night and --new exclude each other")
     now = datetime.now().astimezone()
     deadline = rules.night_deadline(now, until, max_hours, window)
     lock = NightLock(loaded.lock_path, kind="night", campaign=loaded.campaign.name)
-    lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting)
+    if deadline is not None:
+        wait = min(wait, max(0.0, (deadline - now).total_seconds()))
+    lock.acquire(timeout=lock_timeout or loaded.campaign.lock_timeout, on_wait=ui.waiting,
+                 wait=wait, on_night=lambda holder, waited: ui.event(
+                     "night-lock-wait", holder=holder, waited_s=round(waited), wait_s=wait))
     try:
         nights_dir = Path(os.path.abspath(runs_dir)) / NIGHTS
         found = find_night(nights_dir, loaded, night, new)

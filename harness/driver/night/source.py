@@ -23,7 +23,7 @@ from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.driver.policy import RetryPolicy, Why
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.progress import progress
-from harness.measure.nightfolder.rows import RERUN, Row, latest_attempts
+from harness.measure.nightfolder.rows import RERUN, RETRY, Row, latest_attempts
 from harness.measure.runfolder.reruns import append_index, index_entry
 from harness.measure.ui import Reporter
 
@@ -135,8 +135,10 @@ class JournalSource:
         return request
 
     def _link(self, row: Row) -> dict | None:
-        """A rerun row's backward link, as `harness rerun` records it; None otherwise."""
-        if row.origin != RERUN or row.rerun_of is None:
+        """A rerun's or retry's backward link to the attempt it repeats, as `harness rerun`
+        records it (the reason says which), so `ls`, `show` and bundles link a night's retries
+        as they link reruns; None for a planned row."""
+        if row.origin not in (RERUN, RETRY) or row.rerun_of is None:
             return None
         original = self.journal.row(row.rerun_of)
         if not original.run_id or not original.run_dir:

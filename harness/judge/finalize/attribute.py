@@ -15,11 +15,13 @@ except `read_trace`.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-from harness.base.readfile import read_text_bounded
+from harness.base.readfile import InputError, read_text_bounded
+from harness.config.imagegatespec import CHECKPOINTS
 from harness.instrument.harness_observer.encode import DecodeError, loads
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -140,9 +142,52 @@ def attribute(records: list[dict[str, Any]], field: str, start: str,
             changes.append({"field": field, "before": r["before"], "after": r["after"],
                             "hook": r["hook"], "pid": r["pid"],
                             "process": r["process"] if _name(r.get("process")) else None,
-                            "within": replay.within(r["pid"]), "site": _site(r.get("stack"))})
+                            "within": replay.within(r["pid"]), "site": _site(r.get("stack")),
+                            "same_list": _same(r.get("id_before"), r.get("id_after"))})
     return {"field": field, "start": start, "end": end, "found": window and closed,
             "changes": changes, "errors": errors}
+
+
+def _json(value: Any) -> str:
+    """A trace value as JSON text (decoded from the trace: always encodable); kept as
+    written, made inert where it is printed."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _same(before: Any, after: Any) -> bool | None:
+    """Whether the field is still the same object (a list changed in place), when known."""
+    return before == after if _int(before) and _int(after) else None
+
+
+LIST = {True: "on the same list, changed in place", False: "on a new list put in its place",
+        None: "on a list the trace does not identify"}
+
+
+def answer(result: dict[str, Any]) -> list[str]:
+    """The trace's answer, one line per change: which call changed the field, in which
+    process, at which source line, on which list (the one it had, or a new one), and the
+    values; `describe`'s line when the trace holds no change to answer with."""
+    if not result["found"] or not result["changes"]:
+        return [describe(result)]
+    out = []
+    for c in result["changes"]:
+        call = " > ".join(c["within"]) or "no hooked call (seen at a checkpoint)"
+        process = f"{c['process'] or 'a process'} (pid {c['pid']})"
+        out.append(f"{result['field']}: {call}, in {process}, at {c['site'] or 'no source line'}"
+                   f", {LIST[c['same_list']]}: {_json(c['before'])} -> {_json(c['after'])}")
+    return out
+
+
+def trace_answers(path: Path, fields: list[str]) -> list[str]:
+    """`answer` for each field, from the trace at `path` between the instrument's start-up
+    and generation checkpoints; nothing when the run kept no trace."""
+    if not os.path.lexists(path):
+        return []
+    try:
+        records, _ = read_trace(path)
+    except InputError as e:
+        return [e.message]
+    return [line for f in fields for line in answer(attribute(records, f, *CHECKPOINTS))]
 
 
 def describe(result: dict[str, Any]) -> str:

@@ -24,8 +24,10 @@ OUTCOME_LIMIT = 1 << 20  # the harness writes a few hundred bytes
 def judge_exit(outcome: dict) -> tuple[Status, list[Reason]]:
     """(the status an exit implies, its reasons). Pure; precedence as the status's."""
     if outcome.get("interrupted"):
+        sig = outcome.get("signal")  # named only when it is one of the stop signals
+        by = f" by {sig}" if sig in ("SIGTERM", "SIGHUP", "SIGINT") else ""
         return Status.INTERRUPTED, [Reason(RUN_INTERRUPTED,
-                                           "the harness was stopped during the run")]
+                                           f"the harness was stopped{by} during the run")]
     if outcome.get("timed_out"):
         return Status.TIMED_OUT, [Reason(RUN_TIMEOUT, "the container ran past its timeout")]
     if outcome.get("oom_killed"):

@@ -19,7 +19,7 @@ from harness.base.states import TERMINAL, State, Status
 from harness.base.timeutil import utc_now
 from harness.measure.nightfolder import schema
 from harness.measure.nightfolder.migrate import migrate, upgrade, upgrade_event, upgrade_row
-from harness.measure.nightfolder.rows import Row, chain_of
+from harness.measure.nightfolder.rows import RETRY, Row, chain_of
 from harness.measure.nightfolder.schema import SCHEMA_VERSION, clamp, damaged, typed
 from harness.measure.nightfolder.transitions import (
     IllegalTransition,
@@ -404,7 +404,7 @@ class Journal:
         current = self.row(interrupted.id)
         if current.state != State.INTERRUPTED:
             raise IllegalTransition(f"journal: cannot retry a run that is {current.state!r}")
-        return self._add_attempt(current, "retry", "retry after interrupted")
+        return self._add_attempt(current, RETRY, "retry after interrupted")
 
     def add_rerun(self, run_id: str, reason: str) -> Row:
         """An operator rerun: a new attempt naming the original (left untouched) and why."""

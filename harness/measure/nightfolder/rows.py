@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from harness.base.states import State
 
 RERUN = "rerun"  # the origin of a rerun's row (schema.ORIGINS): an operator's or a night's
+RETRY = "retry"  # a retry's row: the night's new attempt after an interruption
 
 
 @dataclass(frozen=True)

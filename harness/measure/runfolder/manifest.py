@@ -265,11 +265,13 @@ def _walk_sealed(folder: Path) -> list[Entry] | SealFault:
         return SealFault(".", "unreadable", e.strerror or str(e))
 
 
-def verify_folder(folder: Path, digests: Mapping[str, str] | None = None) -> list[SealFault]:
+def verify_folder(folder: Path, digests: Mapping[str, str] | None = None,
+                  entries: list[Entry] | None = None) -> list[SealFault]:
     """Re-hash a sealed folder: its SHA256SUMS plus every addendum's own. Every regular file
     must be claimed by exactly one manifest and match it; nothing else may be there.
-    `digests`: hashes the caller already took of these files, so each is read once."""
-    entries = _walk_sealed(folder)
+    `digests`: hashes the caller already took of these files, so each is read once; `entries`:
+    the folder as the caller listed it (`tree.listed`), for a tree whose files are not on disk."""
+    entries = _walk_sealed(folder) if entries is None else entries
     if isinstance(entries, SealFault):
         return [entries]
     by_rel = {e.rel: e for e in entries}

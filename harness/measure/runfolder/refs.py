@@ -6,14 +6,17 @@ of 4 to 8 hex digits; or an id prefix naming one run. A reference matching more 
 entry, or a tail that also starts an entry's name, is ambiguous (exit 2): a tail must
 never reach a run by its control name. An entry named like a run that is not a real
 folder is a candidate but never resolved to. An existing path always wins over a
-reference (`looks_like_ref`)."""
+reference (`looks_like_ref`).
+
+Night folders are named by the same grammar less the tail (harness.measure.nightfolder.
+naming): `resolve_name` and `entries` serve both."""
 
 from __future__ import annotations
 
 import difflib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
@@ -29,6 +32,11 @@ BY_TAIL, BY_ID, BY_NAME = "by its tail", "by its id", "by its control name, not 
 _SHAPE = re.compile(r"(.+)-(\d{8}T\d{6}Z)-([0-9a-f]{8})")
 _BACK = re.compile(r"@-([0-9]{1,6})")
 _TAIL = re.compile(r"[0-9a-fA-F]{1,8}")
+Parts = Callable[[str], "tuple[str, ...] | None"]  # a name's parts, [1] its UTC stamp
+
+
+class NoMatch(InvalidInput):
+    """A reference that names nothing (not several): exit 2, and another kind may be tried."""
 
 
 def run_parts(name: str) -> tuple[str, str, str] | None:
@@ -37,10 +45,11 @@ def run_parts(name: str) -> tuple[str, str, str] | None:
     return (m.group(1), m.group(2), m.group(3)) if m and is_name(name, RUN_ID_MAX) else None
 
 
-def newest_first(names: Sequence[str]) -> list[str]:
-    """Run folder names newest first: by the UTC stamp in the id, then by name. Pure."""
-    shaped = [n for n in names if run_parts(n) is not None]
-    return sorted(shaped, key=lambda n: (run_parts(n)[1], n), reverse=True)  # type: ignore[index]
+def newest_first(names: Sequence[str], parts: Parts = run_parts) -> list[str]:
+    """Names shaped as `parts` reads them, newest first: by their UTC stamp, then by name.
+    Pure."""
+    shaped = [n for n in names if parts(n) is not None]
+    return sorted(shaped, key=lambda n: (parts(n)[1], n), reverse=True)  # type: ignore[index]
 
 
 def looks_like_ref(text: str) -> bool:
@@ -74,12 +83,39 @@ def _ambiguous(ref: str, found: list[tuple[str, str]], where: str) -> InvalidInp
                         f"({shown}{more}); {give}{tip}")
 
 
-def _by_age(ref: str, ordered: list[str], where: str) -> str:
+def _by_age(ref: str, ordered: list[str], where: str, what: str = "run") -> str:
     back = 0 if ref == LATEST else int(_BACK.fullmatch(ref).group(1))  # type: ignore[union-attr]
     if back >= len(ordered):
-        have = f"it holds {len(ordered)} run(s)" if ordered else "it holds no run"
-        raise InvalidInput(f"run {ref!r}: no such run in {where} ({have})")
+        have = f"it holds {len(ordered)} {what}(s)" if ordered else f"it holds no {what}"
+        raise NoMatch(f"{what} {ref!r}: no such {what} in {where} ({have})")
     return ordered[back]
+
+
+def _none(ref: str, ordered: list[str], where: str, what: str, lister: str) -> NoMatch:
+    near = next((n for n in ordered if ref in n), None) or next(
+        iter(difflib.get_close_matches(ref, ordered[:1000], n=1, cutoff=0.6)), None)
+    hint = f"; did you mean {near}?" if near else ""
+    return NoMatch(f"no {what} {ref[:200]!r} in {where}{hint} (`{lister}` lists them)")
+
+
+def resolve_name(ref: str, names: Sequence[str], where: str, parts: Parts,
+                 what: str, lister: str) -> str:
+    """The one name `ref` means among `names` shaped as `parts` reads them: `latest`, `@-N`,
+    the whole name, or a prefix of one. NoMatch or InvalidInput (several: exit 2). Pure."""
+    ordered = newest_first(names, parts)
+    if ref == LATEST or _BACK.fullmatch(ref):
+        return _by_age(ref, ordered, where, what)
+    if ref in ordered:
+        return ref
+    found = [n for n in ordered if n.startswith(ref)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise _none(ref, ordered, where, what, lister)
+    more = f" and {len(found) - MAX_CANDIDATES} more" if len(found) > MAX_CANDIDATES else ""
+    raise InvalidInput(f"{what} {ref[:200]!r} is ambiguous in {where}: {len(found)} "
+                       f"{what}s match ({', '.join(found[:MAX_CANDIDATES])}{more}); give "
+                       f"more of the id (`{lister}` lists them)")
 
 
 def resolve_ref(ref: str, names: Sequence[str], where: str,
@@ -92,7 +128,7 @@ def resolve_ref(ref: str, names: Sequence[str], where: str,
     if ref in ordered:
         return ref
     if is_tail(ref) and len(ref) < MIN_HEX:
-        raise InvalidInput(f"no run {ref!r} in {where}: a tail needs at least {MIN_HEX} of "
+        raise NoMatch(f"no run {ref!r} in {where}: a tail needs at least {MIN_HEX} of "
                            f"its {TAIL_HEX} hex digits, an id prefix a character that is not "
                            "a hex digit (`harness ls` lists the runs)")
     others = {n: what for n, what in (not_folders or {}).items()
@@ -108,10 +144,7 @@ def resolve_ref(ref: str, names: Sequence[str], where: str,
         return found[0][0]
     if found:
         raise _ambiguous(ref, found, where)
-    near = next((n for n in ordered if ref in n), None) or next(
-        iter(difflib.get_close_matches(ref, ordered[:1000], n=1, cutoff=0.6)), None)
-    hint = f"; did you mean {near}?" if near else ""
-    raise InvalidInput(f"no run {ref[:200]!r} in {where}{hint} (`harness ls` lists them)")
+    raise _none(ref, ordered, where, "run", "harness ls")
 
 
 def _what(entry: os.DirEntry[str]) -> str:
@@ -120,17 +153,23 @@ def _what(entry: os.DirEntry[str]) -> str:
     return FOLDER if entry.is_dir(follow_symlinks=False) else "not a folder"
 
 
-def run_entries(runs_dir: Path, limit: int = MAX_NAMES) -> dict[str, str]:
-    """Each entry in `runs_dir` named like a run id and what it is (FOLDER, "a symlink",
-    "not a folder"; links never followed), at most `limit`; OSError if unreadable."""
+def entries(folder: Path, parts: Parts = run_parts, limit: int = MAX_NAMES) -> dict[str, str]:
+    """Each entry in `folder` shaped as `parts` reads a name, and what it is (FOLDER,
+    "a symlink", "not a folder"; links never followed), at most `limit`; OSError if
+    unreadable."""
     found: dict[str, str] = {}
-    with os.scandir(runs_dir) as entries:
-        for entry in entries:
+    with os.scandir(folder) as listed:
+        for entry in listed:
             if len(found) >= limit:
                 break
-            if run_parts(entry.name) is not None:
+            if parts(entry.name) is not None:
                 found[entry.name] = _what(entry)
     return found
+
+
+def run_entries(runs_dir: Path, limit: int = MAX_NAMES) -> dict[str, str]:
+    """Each entry in `runs_dir` named like a run id and what it is (see `entries`)."""
+    return entries(runs_dir, run_parts, limit)
 
 
 def run_names(runs_dir: Path, limit: int = MAX_NAMES) -> list[str]:

@@ -147,7 +147,9 @@ def provenance_of(value: Any) -> dict[str, Any] | None:
     return {"commit": commit if isinstance(commit, str) else None,
             "dirty": dirty if isinstance(dirty, bool) else None, "changed": changed,
             "changed_total": total if total_ok else len(changed),
-            "error": error if isinstance(error, str) else None}
+            "error": error if isinstance(error, str) else None,
+            **({"own_approval": own} if isinstance(own := value.get("own_approval"), str)
+               else {})}
 
 
 def status_of(value: Any) -> Status | None:

@@ -39,6 +39,22 @@ def default_reviewer(project_dir: Path) -> str:
     return os.environ.get("USER") or getpass.getuser()
 
 
+def gate_folder(given: str, runs_dir: Path) -> Path:
+    """The gate record `--gates` names: a folder, or a record's name (the name an approval
+    stores) found in `runs_dir/gates/`; anything else is bad input (exit 2), a name never
+    leading out of that folder."""
+    if os.path.isdir(given):
+        return Path(given)
+    shown = printable(given)[:300]
+    if basis.record_name(given) != given:
+        raise InvalidInput(f"--gates {shown!r}: not a folder, nor a gate record name "
+                           "(letters, digits, . _ -; no folder part)")
+    folder, found = basis.locate(given, runs_dir)
+    if folder is None:
+        raise InvalidInput(f"--gates: {found[0][1]}")
+    return folder
+
+
 def checkout_of(loaded: Loaded) -> tuple[str, CleanCheck]:
     """The source seal now and whether the checkout is clean, over one file list."""
     inputs = loaded.files()

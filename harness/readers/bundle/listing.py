@@ -10,6 +10,7 @@ import html
 from dataclasses import asdict, dataclass
 from urllib.parse import quote
 
+from harness.base.terminal import STATUS_COLOURS
 from harness.judge.approval.document import parse
 from harness.readers.bundle.facts import RunFacts
 from harness.readers.bundle.places import folder_name
@@ -114,25 +115,37 @@ def _href(path: str) -> str:
     return html.escape(quote(path), quote=True)
 
 
-def _cell(value: str) -> str:
-    return f"<td>{html.escape(value)}</td>"
-
-
 def _row(line: RunLine) -> str:
     folder = f"{line.folder}/"
     approval = f"{line.reviewer} ({line.commit[:12]})" if line.reviewer or line.commit else ""
-    note = f"superseded by rerun {line.superseded_by}" if line.superseded_by else ""
+    note = (f'<div class="note">superseded by rerun {html.escape(line.superseded_by)}</div>'
+            if line.superseded_by else "")
+    colour = STATUS_COLOURS.get(line.status, "none")  # a class from this map, never the value
     return ("<tr>"
-            f'<td><a href="{_href(folder)}">{html.escape(line.run_id)}</a></td>'
-            + _cell(line.campaign) + _cell(line.control) + _cell(line.status)
-            + _cell(approval) + _cell(note)
-            + f'<td><a href="{_href(folder + "run.json")}">run.json</a></td></tr>')
+            f'<td class="id"><a href="{_href(folder)}">{html.escape(line.run_id)}</a> '
+            f'<a class="rec" href="{_href(folder + "run.json")}">run.json</a>{note}</td>'
+            + f"<td>{html.escape(line.campaign)}<br>{html.escape(line.control)}</td>"
+            + f'<td><span class="st {colour}">{html.escape(line.status or "no status")}'
+            "</span></td>" + f'<td class="any">{html.escape(approval)}</td></tr>')
 
 
-STYLE = ("body{font-family:sans-serif;max-width:72rem;margin:1rem auto;padding:0 1rem}"
-         "table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;"
-         "padding:.2rem .4rem;text-align:left;overflow-wrap:anywhere}code,pre{font-size:90%}"
-         "pre{white-space:pre-wrap}")
+# Readable from 900 px up without a horizontal scroll: a run id is never broken (it is
+# copied whole); other cells wrap between words, and a table wider than the page scrolls
+# inside its own box, never the page.
+STYLE = ("body{font:15px/1.45 system-ui,sans-serif;color:#1d2125;max-width:80rem;"
+         "margin:1.5rem auto;padding:0 1rem}h1{font-size:1.4rem;overflow-wrap:anywhere}"
+         "h2{font-size:1.1rem;margin-top:1.6rem}p,li{max-width:60rem}"
+         ".wide{overflow-x:auto}table{border-collapse:collapse;width:100%;font-size:.9rem}"
+         "th,td{border-bottom:1px solid #dde1e5;padding:.3rem .4rem;text-align:left;"
+         "vertical-align:top}th{background:#f3f5f7;font-weight:600}"
+         "td.id{font-family:ui-monospace,monospace;font-size:.76rem;white-space:nowrap}"
+         "td.id .rec{display:block;font-family:system-ui,sans-serif}td.any{overflow-wrap:anywhere}"
+         ".note{white-space:normal;overflow-wrap:anywhere;color:#5b6570}"
+         ".st{font-weight:600;white-space:nowrap;padding:0 .3rem;border-radius:3px}"
+         ".green{color:#0f5f22;background:#dcf3e1}.red{color:#8f1414;background:#fbe0e0}"
+         ".yellow{color:#6b4d00;background:#fbf0cc}.cyan,.magenta,.none{background:#eceff2}"
+         "code{font-family:ui-monospace,monospace;font-size:.85em;overflow-wrap:anywhere}"
+         "a{color:#0b57b5}")
 
 
 def index_html(top: str, lines: list[RunLine], nights: list[str]) -> str:
@@ -144,15 +157,17 @@ def index_html(top: str, lines: list[RunLine], nights: list[str]) -> str:
     steps = "".join(f"<li>{html.escape(step)}</li>" for step in _verify_steps(top))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         'style-src \'unsafe-inline\'">\n'
         f"<title>{html.escape(top)}</title><style>{STYLE}</style></head><body>\n"
         f"<h1>Evidence bundle {html.escape(top)}</h1>\n"
         f"<p>{html.escape(_ABOUT)}</p>\n"
         f"<h2>Nights</h2><ul>{night_items}</ul>\n"
-        f"<h2>Runs ({len(lines)})</h2><table><thead><tr><th>run</th><th>campaign</th>"
-        "<th>control</th><th>status</th><th>approval (reviewer, commit)</th><th>note</th>"
-        f"<th>record</th></tr></thead><tbody>{rows}</tbody></table>\n"
+        f'<h2>Runs ({len(lines)})</h2><div class="wide"><table><thead><tr>'
+        "<th>run</th><th>campaign, control</th><th>status</th>"
+        "<th>approval (reviewer, commit)</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></div>\n"
         f"<h2>Verify it offline</h2><ol>{steps}</ol>\n</body></html>\n")
 
 

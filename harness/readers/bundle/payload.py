@@ -68,20 +68,22 @@ def _walk_files(root: Path, faults: list[str]) -> list[tuple[str, int]]:
         return []
     found: list[tuple[str, int]] = []
     for entry in entries:
-        where = f"{root}/{printable(entry.rel)}"
         if entry.name_problem:
-            faults.append(f"{where}: {entry.name_problem}")
+            fault = entry.name_problem
         elif entry.kind == "symlink":
-            faults.append(f"{where}: is a symlink; bundles hold regular files only")
+            fault = "is a symlink; bundles hold regular files only"
         elif entry.too_deep:
-            faults.append(f"{where}: folders nested deeper than {MAX_DEPTH} levels")
+            fault = f"folders nested deeper than {MAX_DEPTH} levels"
         elif entry.is_file:
-            if not os.access(root / entry.rel, os.R_OK, follow_symlinks=False):
-                faults.append(f"{where}: is not readable")
-            else:
+            if os.access(f"{root}/{entry.rel}", os.R_OK, follow_symlinks=False):
                 found.append((entry.rel, entry.size))
-        elif not entry.is_dir:
-            faults.append(f"{where}: is a {entry.kind}, not a regular file")
+                continue
+            fault = "is not readable"
+        elif entry.is_dir:
+            continue
+        else:
+            fault = f"is a {entry.kind}, not a regular file"
+        faults.append(f"{root}/{printable(entry.rel)}: {fault}")
     return found
 
 

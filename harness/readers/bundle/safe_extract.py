@@ -2,7 +2,9 @@
 
 Only plain relative names, regular files and folders, bounded members and bytes (which also
 bounds a gzip bomb); files are written here, never by `tarfile.extract`, so nothing lands
-outside `dest`. Any breach raises InvalidInput and the caller discards `dest`."""
+outside `dest`, or only hashed and listed (a verify needs no payload on disk): one member
+loop decides what a hostile member is either way. Any breach raises InvalidInput and the
+caller discards `dest`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import io
 import os
 import tarfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -59,6 +62,7 @@ class _Gunzip(io.RawIOBase):
         self.pending = b""
         self.inflate = zlib.decompressobj(31)
         self.done = False
+        self.out, self.at = b"", 0  # inflated, not yet read
 
     def readable(self) -> bool:
         return True
@@ -85,10 +89,12 @@ class _Gunzip(io.RawIOBase):
             self.inflate = zlib.decompressobj(31)
 
     def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes, served from output inflated up to CHUNK at a time: tarfile asks
+        10 KiB at a time, and each bounded inflate call copies its unconsumed input."""
         if size == 0:
             return b""
         size = size if size > 0 else CHUNK
-        while not self.done:
+        while self.at >= len(self.out) and not self.done:
             if self.inflate.eof:
                 self._next_member()
                 continue
@@ -96,14 +102,14 @@ class _Gunzip(io.RawIOBase):
             if not data:
                 raise EOFError("the gzip stream is cut short (no end-of-stream trailer)")
             try:
-                out = self.inflate.decompress(data, size)
+                self.out, self.at = self.inflate.decompress(data, max(size, CHUNK)), 0
             except zlib.error as e:  # a bad CRC-32 or length trailer too: unreadable, exit 2
                 raise zlib.error(f"corrupt gzip stream: {e}") from e
             self.pending = self.inflate.unused_data if self.inflate.eof else (
                 self.inflate.unconsumed_tail)
-            if out:
-                return out
-        return b""
+        block = self.out[self.at:self.at + size]
+        self.at += len(block)
+        return block
 
 
 class _BoundedReader(io.RawIOBase):
@@ -125,7 +131,8 @@ class _BoundedReader(io.RawIOBase):
         block = self.fh.read(size if size >= 0 else CHUNK)
         self.count += len(block)
         self.tail += block
-        del self.tail[:-TAIL]
+        if len(self.tail) > 4 * TAIL:  # trimmed now and then: a memmove per 10 KiB read was dear
+            del self.tail[:-TAIL]
         if self.count > self.limit:
             raise _Hostile(f"expands past {self.limit} bytes (decompression bomb?)")
         if (
@@ -218,23 +225,39 @@ def _member_name(member: tarfile.TarInfo) -> str | None:
 
 
 class _Sink:
-    """Where members are written: beneath `dest`, an empty folder the caller owns.
+    """Where members go: beneath `dest`, an empty folder the caller owns. Every member is hashed
+    and listed; with `keep`, only the members it names are written, the rest only hashed.
 
-    Every folder beneath it is made here, one `mkdir` after its parent, so none on a member's
-    path can be a symlink and nothing lands outside `dest`. Files are created
-    O_EXCL|O_NOFOLLOW; with `digests`, each is hashed from the very bytes written."""
+    Names are checked here, in memory, so one rule decides a duplicate or a clash whether or not
+    the member is written. Every folder beneath `dest` is made here, one `mkdir` after its
+    parent, so none on a member's path can be a symlink and nothing lands outside `dest`; files
+    are created O_EXCL|O_NOFOLLOW and hashed from the very bytes written."""
 
-    def __init__(self, dest: Path, digests: dict[str, str] | None) -> None:
+    def __init__(self, dest: Path, keep: Callable[[str], bool] | None = None) -> None:
         self.dest = os.fspath(dest)  # joined as strings: ~20,000 members at 1,000 runs
         os.makedirs(self.dest, exist_ok=True)  # made with its parents if new, as before
         self.real_dest = os.path.realpath(dest)
-        self.made: set[str] = {""}
-        self.digests = digests
+        self.made: set[str] = {""}  # folders on disk
+        self.dirs: set[str] = {""}  # folders the archive holds, written or not
+        self.sizes: dict[str, int] = {}
+        self.digests: dict[str, str] = {}
+        self.keep = keep
 
     def _inside(self, name: str) -> None:
         real = os.path.realpath(os.path.join(self.dest, name))
         if os.path.commonpath([self.real_dest, real]) != self.real_dest:
             raise _Hostile(f"{name!r} resolves outside the extraction folder")
+
+    def _declare(self, folder: str, name: str) -> None:
+        """`folder` and its parents are folders; a file of any of their names is a clash."""
+        if folder in self.dirs:
+            return
+        parts = folder.split("/")
+        for depth in range(1, len(parts) + 1):
+            above = "/".join(parts[:depth])
+            if above in self.sizes:
+                raise _Hostile(f"{name!r} clashes with a file of the same name")
+            self.dirs.add(above)
 
     def _folder(self, rel: str) -> None:
         if rel in self.made:
@@ -248,34 +271,68 @@ class _Sink:
                 os.mkdir(os.path.join(self.dest, folder), 0o755)
                 self.made.add(folder)
 
+    def _create(self, name: str, parent: str) -> int:
+        self._folder(parent)
+        if not parent:
+            self._inside(name)
+        return os.open(os.path.join(self.dest, name),
+                       os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+
     def write(self, tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> None:
         parent = name.rpartition("/")[0]
+        kept = self.keep is None or self.keep(name)
+        folder = member.isdir()
+        if name in self.sizes or (not folder and name in self.dirs):
+            raise _Hostile(f"{name!r} appears twice or clashes with a folder")
+        self._declare(name if folder else parent, name)
         try:
-            if member.isdir():
-                self._folder(name)
+            if folder:
+                if kept:
+                    self._folder(name)
                 return
-            self._folder(parent)
-            if not parent:
-                self._inside(name)
-            fd = os.open(os.path.join(self.dest, name),
-                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o644)
+            fd = self._create(name, parent) if kept else None
         except FileExistsError as e:
             raise _Hostile(f"{name!r} appears twice or clashes with a folder") from e
         except (NotADirectoryError, IsADirectoryError) as e:
             raise _Hostile(f"{name!r} clashes with a file of the same name") from e
-        source = tar.extractfile(member)
         digest = hashlib.sha256()
         try:
-            while source is not None and (block := source.read(1 << 20)):
+            for block in _contents(tar, member):
                 digest.update(block)
                 view = memoryview(block)
-                while view:
+                while fd is not None and view:
                     view = view[os.write(fd, view):]
         finally:
-            os.close(fd)
-        if self.digests is not None:
-            self.digests[name] = digest.hexdigest()
+            if fd is not None:
+                os.close(fd)
+        self.sizes[name] = member.size
+        self.digests[name] = digest.hexdigest()
+
+
+def _contents(tar: tarfile.TarFile, member: tarfile.TarInfo) -> Iterator[bytes]:
+    """A regular member's bytes, read straight from the stream its header came from: in "r|"
+    mode they follow it, and `extractfile`'s file object per member cost more than the read."""
+    stream = tar.fileobj
+    assert stream is not None
+    stream.seek(member.offset_data)  # where it already is; forward only in a stream
+    left = member.size
+    while left:
+        block = stream.read(min(left, CHUNK))
+        if not block:
+            raise tarfile.ReadError("unexpected end of data")
+        left -= len(block)
+        yield block
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """A bundle unpacked by `unpack`: its top folder and, relative to it, every file's size and
+    sha256 and every folder, written to disk or not."""
+
+    root: Path
+    sizes: dict[str, int]
+    digests: dict[str, str]
+    dirs: set[str]
 
 
 def _open_stream(raw: BinaryIO, limits: Limits) -> _BoundedReader:
@@ -331,30 +388,38 @@ def _extract(raw: BinaryIO, limits: Limits, sink: _Sink) -> None:
         _check_end(tar, reader)
 
 
-def safe_extract(archive: Path, dest: Path, limits: Limits | None = None,
-                 digests: dict[str, str] | None = None, *,
-                 opened: BinaryIO | None = None) -> Path:
-    """Unpack `archive` into the empty folder `dest`; return the bundle's one top folder.
-    `digests` is only for a `dest` no one else can write to. `opened`: the archive already
-    open, so a caller unpacks the very bytes it hashed, whatever is renamed onto `archive`."""
+def unpack(archive: Path, dest: Path, limits: Limits | None = None, *,
+           opened: BinaryIO | None = None, keep: Callable[[str], bool] | None = None
+           ) -> Unpacked:
+    """Unpack `archive` into the empty folder `dest`, which no one else may write to. `opened`:
+    the archive already open, so a caller unpacks the very bytes it hashed, whatever is renamed
+    onto `archive`. `keep`: which members (named with their top folder) are written; every
+    member is checked, hashed and listed all the same."""
     archive = Path(archive)
     shown = one_line(str(archive))  # messages reach a terminal: names and paths escaped
     if opened is None and not archive.is_file():
         raise InvalidInput(f"{shown}: not a file")
+    sink = _Sink(dest, keep)
     try:
-        written: dict[str, str] | None = {} if digests is not None else None
         with open(archive, "rb") if opened is None else contextlib.nullcontext(opened) as raw:
-            _extract(raw, limits or Limits(), _Sink(dest, written))
+            _extract(raw, limits or Limits(), sink)
     except _Hostile as e:
         raise InvalidInput(f"{shown}: refused hostile archive: {one_line(str(e))}") from e
     except (tarfile.TarError, EOFError, zlib.error) as e:
         raise InvalidInput(f"{shown}: not a readable tar archive: {one_line(str(e))}") from e
-    tops = sorted(os.listdir(dest))
-    if len(tops) != 1 or not (dest / tops[0]).is_dir():
+    tops = sorted({n.partition("/")[0] for n in [*sink.sizes, *sink.dirs] if n})
+    if len(tops) != 1 or tops[0] not in sink.dirs:
         raise InvalidInput(
             f"{shown}: not a bundle: expected one top folder, found {one_line(str(tops))}"
         )
-    if digests is not None and written is not None:
-        prefix = tops[0] + "/"
-        digests.update((n[len(prefix):], h) for n, h in written.items() if n.startswith(prefix))
-    return dest / tops[0]
+    prefix = tops[0] + "/"
+    cut = len(prefix)
+    return Unpacked(Path(dest) / tops[0], {n[cut:]: s for n, s in sink.sizes.items()},
+                    {n[cut:]: h for n, h in sink.digests.items()},
+                    {n[cut:] for n in sink.dirs if n.startswith(prefix)})
+
+
+def safe_extract(archive: Path, dest: Path, limits: Limits | None = None, *,
+                 opened: BinaryIO | None = None) -> Path:
+    """`unpack` every member; return the bundle's one top folder."""
+    return unpack(archive, dest, limits, opened=opened).root

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness.base.tree import Entry
 from harness.measure.runfolder.layout import ADDENDA
 from harness.measure.runfolder.manifest import verify_folder
 from harness.readers.bundle.payload import (
@@ -76,11 +77,11 @@ def run_digests(hashes: Mapping[str, str], runs: list[str]) -> dict[str, dict[st
     return out
 
 
-def run_problems(folder: Path, label: str,
-                 digests: Mapping[str, str] | None = None) -> list[BundleFault]:
+def run_problems(folder: Path, label: str, digests: Mapping[str, str] | None = None,
+                 entries: list[Entry] | None = None) -> list[BundleFault]:
     """`harness verify`'s verdict on one run folder, as bundle problems under `label`."""
     try:
-        found = verify_folder(folder, digests)
+        found = verify_folder(folder, digests, entries)
     except OSError as e:
         return [BundleFault("unreadable", label, e.strerror or str(e))]
     problems = []

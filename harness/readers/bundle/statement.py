@@ -111,6 +111,13 @@ def _subject(path: str, digest: str) -> dict[str, Any]:
     return {"name": path, "digest": {"sha256": digest}}
 
 
+def subject_json(path: str, digest: str) -> str:
+    """`dumps_json(_subject(path, digest))` less its newline, by hand: the indenting encoder is
+    pure Python, and a bundle has a subject per file."""
+    return (f'{{\n  "digest": {{\n    "sha256": {json.dumps(digest)}\n  }},\n'
+            f'  "name": {json.dumps(path, ensure_ascii=False)}\n}}')
+
+
 def _document(runs: list[RunFacts], subject: list, requests: list, dependencies: list,
               byproducts: list) -> dict[str, Any]:
     """The Statement's one layout, around its four lists."""
@@ -179,8 +186,7 @@ class StatementSpool:
         keys = {name: f"splice:{name}:{secrets.token_hex(16)}" for name in _LISTS}
         skeleton = _document(runs, [keys["subject"]], [keys["requests"]],
                              _dependency_list(self._dependencies), [keys["byproducts"]])
-        lists = {keys["subject"]: (dumps_json(_subject(p, subjects[p]))[:-1]
-                                   for p in sorted(subjects)),
+        lists = {keys["subject"]: (subject_json(p, subjects[p]) for p in sorted(subjects)),
                  keys["requests"]: _items(self._requests),
                  keys["byproducts"]: _items(self._outcomes)}
         digest = hashlib.sha256()

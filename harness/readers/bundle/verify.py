@@ -1,14 +1,14 @@
 """`bundle verify`: check a bundle offline and name every file that is wrong.
 
 Each layer is checked on its own so one report names everything; the `bagit` library is
-a second opinion. Each file is hashed once, serving the bag's manifest and its run's
-SHA256SUMS alike."""
+a second opinion on an unpacked folder. Each file is hashed once, serving the bag's manifest
+and its run's SHA256SUMS alike; an archive is judged from its stream, and only the members
+verify reads are written."""
 
 from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -17,13 +17,14 @@ import bagit
 
 from harness.base.errors import InvalidInput
 from harness.base.hashing import sha256_beneath, sha256_tree
-from harness.base.tree import MAX_DEPTH, walk
+from harness.base.tree import MAX_DEPTH, Entry, listed, walk
 from harness.readers.bundle import bag, chain
 from harness.readers.bundle.facts import read_run_facts
 from harness.readers.bundle.listing import RunLine, approval_docs, run_lines
 from harness.readers.bundle.opened import open_archive
+from harness.readers.bundle.payload import RUN_RECORD, SEAL_FILE
 from harness.readers.bundle.records import BadMember, read_member, read_text_member
-from harness.readers.bundle.safe_extract import Limits, safe_extract
+from harness.readers.bundle.safe_extract import Limits, Unpacked, unpack
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.readers.bundle.statement import check_statement
 from harness.readers.bundle.sums import BundleFault, compare, one_line, parse_sums
@@ -67,18 +68,24 @@ def _hash_all(root: Path, sizes: dict[str, int], problems: list[BundleFault]) ->
     return hashes
 
 
-def scan_tree(root: Path, known: Mapping[str, str] | None = None
-              ) -> tuple[dict[str, str], dict[str, int], list[BundleFault]]:
+def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[BundleFault]]:
     """Hash every regular file under `root` ({relpath: hex}, {relpath: size}), walked by
     `harness.base.tree`; anything else (symlink, FIFO, device, unsealable name, too deep) is a
     problem and is never opened."""
-    problems: list[BundleFault] = []
     try:
         entries = walk(root)
     except OSError as e:
         raise InvalidInput(
             f"{one_line(str(root))}: cannot read the bundle folder: {e.strerror or e}"
         ) from None
+    problems: list[BundleFault] = []
+    sizes = _files(entries, problems)
+    hashes = _hash_all(root, sizes, problems)
+    return hashes, {p: sizes[p] for p in sorted(hashes)}, problems
+
+
+def _files(entries: list[Entry], problems: list[BundleFault]) -> dict[str, int]:
+    """{relpath: size} of the regular files among `entries`; anything else is a problem."""
     sizes: dict[str, int] = {}
     for entry in entries:
         if entry.name_problem:
@@ -90,10 +97,7 @@ def scan_tree(root: Path, known: Mapping[str, str] | None = None
         elif not entry.is_dir:
             target = f" to {entry.target!r}" if entry.target is not None else ""
             problems.append(BundleFault("not-a-file", entry.rel, f"{entry.kind}{target}"))
-    known = known or {}
-    hashes = {p: known[p] for p in sizes if p in known}
-    hashes.update(_hash_all(root, {p: s for p, s in sizes.items() if p not in known}, problems))
-    return hashes, {p: sizes[p] for p in sorted(hashes)}, problems
+    return sizes
 
 
 def _read(root: Path, rel: str, hashes: dict[str, str], problems: list[BundleFault]) -> str | None:
@@ -157,12 +161,19 @@ def _bagit_opinion(root: Path) -> list[BundleFault]:
 
 
 def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
-                digests: Mapping[str, str] | None = None) -> VerifyReport:
-    """Verify an extracted bundle (its top folder) and report every problem found."""
+                streamed: Unpacked | None = None) -> VerifyReport:
+    """Verify an extracted bundle (its top folder) and report every problem found. `streamed`:
+    the archive as `unpack` listed and hashed it; the tree is then judged from that listing, not
+    walked, and only the members verify reads (`read_by_verify`) need be on disk."""
     policy = allowed_signers if isinstance(allowed_signers, Policy) else Policy(allowed_signers)
     report = VerifyReport()
     problems = report.problems
-    hashes, sizes, unscanned = scan_tree(root, digests)
+    if streamed is None:
+        hashes, sizes, unscanned = scan_tree(root)
+    else:
+        unscanned = []
+        sizes = dict(sorted(_files(listed(streamed.sizes, streamed.dirs), unscanned).items()))
+        hashes = {p: streamed.digests[p] for p in sizes}
     problems.extend(unscanned)
     payload = {p: h for p, h in hashes.items() if p.startswith(f"{bag.PAYLOAD_DIR}/")}
     tags = {p: h for p, h in hashes.items() if p not in payload and p not in UNMANIFESTED}
@@ -181,7 +192,7 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
                     and ("missing", name) not in seen)
     info = _check_declarations(root, hashes, sizes, problems)
     _check_statement(root, hashes, manifest, problems)
-    problems.extend(_check_runs(root, payload, report.runs, unscanned))
+    problems.extend(_check_runs(root, payload, report.runs, unscanned, streamed))
     records = [read_run_facts(r, root / r, record_only=True).slim() for r in report.runs]
     found, approvals = chain.judge(root, records, hashes, policy)
     problems.extend(found)
@@ -190,8 +201,8 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
     problems.extend(found)
     report.vouches = [signed, *approvals]
     report.signature = _in_a_word(signed)
-    if not problems:
-        problems.extend(_bagit_opinion(root))
+    if not problems and streamed is None:  # it walks the disk; an archive's listing had
+        problems.extend(_bagit_opinion(root))  # the same checks from ours, as it streamed
     return report
 
 
@@ -216,13 +227,19 @@ def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str
 
 
 def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
-                found: list[BundleFault]) -> list[BundleFault]:
+                found: list[BundleFault], streamed: Unpacked | None = None) -> list[BundleFault]:
     """The payload's shape, then `harness verify`'s verdict on each run folder, from the digests the
-    bag check used."""
+    bag check used (streamed: every digest and each run's listing, as `walk` would list it)."""
     problems = layout_problems(sorted(payload), runs)
     named = {one_line(p.path) for p in found}  # verify_folder's paths are printable already
-    for run, digests in run_digests(payload, runs).items():
-        problems.extend(p for p in run_problems(root / run, run, digests)
+    known = payload if streamed is None else streamed.digests
+    listings: dict[str, list[Entry]] = {}
+    if streamed is not None:
+        sizes = run_digests(streamed.sizes, runs)
+        dirs = run_digests(dict.fromkeys(streamed.dirs, 0), runs)
+        listings = {run: listed(sizes[run], dirs[run]) for run in runs}
+    for run, digests in run_digests(known, runs).items():
+        problems.extend(p for p in run_problems(root / run, run, digests, listings.get(run))
                         if one_line(p.path) not in named)
     return problems
 
@@ -234,16 +251,25 @@ def _in_a_word(signed: Vouch) -> str:
             UNCHECKED: "signed, not checked", STRIPPED: "stripped"}.get(signed.state, UNSIGNED)
 
 
+def read_by_verify(name: str) -> bool:
+    """Whether verify reads a member's bytes (`name` under the top folder): the tag files, and
+    in the payload only run records and seals. The rest is hashed as it streams, never written."""
+    rel = name.partition("/")[2]
+    return not rel.startswith(f"{bag.PAYLOAD_DIR}/") or rel.rpartition("/")[2] in (RUN_RECORD,
+                                                                                   SEAL_FILE)
+
+
 def verify_archive(source: Path, dest: Path, allowed_signers: Policy | Path | None = None,
-                   limits: Limits | None = None, opened: BinaryIO | None = None
-                   ) -> tuple[Path, VerifyReport]:
+                   limits: Limits | None = None, opened: BinaryIO | None = None,
+                   payload: bool = True) -> tuple[Path, VerifyReport]:
     """Unpack the archive `source` (or the file `opened` for it) safely into the private, empty
     folder `dest` and verify it: the one path by which `bundle verify`, `merge` and `collect` judge
-    a bundle that came from someone else. A hostile or unreadable archive raises InvalidInput
-    (exit 2)."""
-    digests: dict[str, str] = {}  # taken while unpacking into our own private folder
-    root = safe_extract(source, dest, limits, digests, opened=opened)
-    return root, verify_tree(root, allowed_signers, digests)
+    a bundle that came from someone else. `payload=False` writes only what verify reads, for a
+    caller that needs the verdict, not the files. A hostile or unreadable archive raises
+    InvalidInput (exit 2)."""
+    unpacked = unpack(source, dest, limits, opened=opened,
+                      keep=None if payload else read_by_verify)
+    return unpacked.root, verify_tree(unpacked.root, allowed_signers, streamed=unpacked)
 
 
 def verify_bundle(source: Path, allowed_signers: Path | None = None,
@@ -265,6 +291,6 @@ def verify_bundle(source: Path, allowed_signers: Path | None = None,
         raise InvalidInput(f"{one_line(str(source))}: not a file")
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp, \
             open_archive(source) as (fh, digest):
-        report = verify_archive(source, Path(tmp), policy, limits, opened=fh)[1]
+        report = verify_archive(source, Path(tmp), policy, limits, opened=fh, payload=False)[1]
     report.sha256 = digest  # of the very bytes unpacked and judged
     return report

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +22,21 @@ SUMMARY_JSON = "summary.json"
 SUMMARY_LIMIT = 64 * 1024 * 1024
 
 
-def to_rerun(summary: Mapping[str, Any]) -> int:
+def to_rerun(summary: Mapping[str, Any], retried: Collection[str] = ()) -> int:
     """How many controls `rerun --failed` would take: newest attempts that did not end
-    accepted and have a run folder (a planned or deferred slot has none)."""
+    accepted and have a run folder (a planned or deferred slot has none), less those a
+    resume of the night retries (`retried`: run ids)."""
     runs = summary.get("runs") if isinstance(summary.get("runs"), list) else []
     return sum(1 for e in runs if isinstance(e, dict) and not e.get("superseded_by")
                and e.get("run_id") and e.get("status") != Status.ACCEPTED
-               and e.get("status") in tuple(Status))
+               and e.get("status") in tuple(Status) and e.get("run_id") not in retried)
 
 
 def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, Any] | None,
-              ) -> list[str]:
+              resume: str | None = None, retried: Collection[str] = ()) -> list[str]:
     """`controls: …`, `not executed: …` for each slot left unrun, `summary: …` for each file
-    written, and `next: …` commands. Pure."""
+    written, and `next: …` commands: `resume` (the command that continues the night, when
+    it can) first, `rerun --failed` only for runs that ended and no resume retries. Pure."""
     out = []
     if summary and isinstance(summary.get("headline"), str):
         out.append(f"controls: {inert(summary['headline'], 400)}")
@@ -43,7 +45,9 @@ def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, An
     # a path is shown inert (a night folder's name comes from the campaign's) and quoted
     out += [f"summary: {inert(str(p), 1000)}" for p in written if p.suffix in (".md", ".html")]
     where = shlex.quote(inert(str(night_dir), 1000))
-    if summary and (n := to_rerun(summary)):
+    if resume:
+        out.append(f"next: start the night again to resume: {inert(resume, 2000)}")
+    if summary and (n := to_rerun(summary, retried)):
         out.append(f"next: harness rerun --failed {where} --reason WHY   "
                    f"({counted(n, 'control')} to rerun once fixed)")
     if written:
@@ -51,7 +55,8 @@ def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, An
     return out
 
 
-def night_end_lines(night_dir: Path, written: Sequence[Path]) -> list[str]:
+def night_end_lines(night_dir: Path, written: Sequence[Path], resume: str | None = None,
+                    retried: Collection[str] = ()) -> list[str]:
     """`end_lines` with the night's summary.json (None when it was not written)."""
     summary = None
     if any(p.name == SUMMARY_JSON for p in written):
@@ -61,4 +66,4 @@ def night_end_lines(night_dir: Path, written: Sequence[Path]) -> list[str]:
             summary = doc if isinstance(doc, dict) else None
         except (InputError, ValueError, RecursionError):
             summary = None
-    return end_lines(Path(night_dir), written, summary)
+    return end_lines(Path(night_dir), written, summary, resume, retried)

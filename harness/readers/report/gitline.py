@@ -22,8 +22,11 @@ def git_line(provenance: dict[str, Any] | None, shown: int = SHOWN_PATHS) -> str
     dirty, error = provenance.get("dirty"), provenance.get("error")
     if dirty is None:
         return f"{head} (state unknown: {inert(error, 300) if error else 'not recorded'})"
+    own = provenance.get("own_approval")  # the run's own new approval: no change of it
     if not dirty:
-        return f"{head} (clean)"
+        aside = (f"; its own approval {inert(own, MAX_PATH_CHARS)} not yet committed"
+                 if isinstance(own, str) else "")
+        return f"{head} (clean{aside})"
     changed = [p for p in provenance.get("changed") or [] if isinstance(p, str)]
     total = provenance.get("changed_total")
     total = total if isinstance(total, int) and not isinstance(total, bool) else len(changed)

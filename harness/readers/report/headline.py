@@ -14,6 +14,9 @@ from harness.base.states import Status
 
 RERUN = "rerun"
 RETRY = "retry"
+CONFIRM = "confirm"
+# how the attempts after the first are counted, in this order
+AFTER = {RERUN: "{} after rerun", RETRY: "{} after retry", CONFIRM: "{} rerun to confirm"}
 
 
 def _slots(entries: Sequence[Mapping[str, Any]], links: Mapping[str, str]) -> list[list[int]]:
@@ -58,9 +61,13 @@ def _unrun_rerun(entry: Mapping[str, Any]) -> bool:
     return entry.get("origin") == RERUN and not entry.get("run_id")
 
 
-def _how(entry: Mapping[str, Any]) -> str:
-    """How an attempt after the first came to be: an operator's rerun or a retry."""
-    return RETRY if entry.get("origin") == RETRY else RERUN
+def _how(entry: Mapping[str, Any], before: Mapping[str, Any]) -> str:
+    """How an attempt after the first came to be: a retry, a rerun to confirm (an accepted
+    attempt is rerun only to measure it again: a night's regression call), or a rerun after
+    an attempt that did not end accepted."""
+    if entry.get("origin") == RETRY:
+        return RETRY
+    return CONFIRM if before.get("status") == Status.ACCEPTED else RERUN
 
 
 def _successor(entries: Sequence[Mapping[str, Any]], group: list[int], pos: int) -> str:
@@ -86,8 +93,8 @@ def tally(entries: Sequence[Mapping[str, Any]],
         status = str(last.get("status") or "unknown")
         final[status] = final.get(status, 0) + 1
         if len(group) > 1:
-            kinds = after.setdefault(status, {})
-            kinds[_how(last)] = kinds.get(_how(last), 0) + 1
+            kinds, how = after.setdefault(status, {}), _how(last, entries[group[-2]])
+            kinds[how] = kinds.get(how, 0) + 1
         for pos in range(len(group) - 1):
             superseded[group[pos]] = _successor(entries, group, pos)
     attempts: dict[str, int] = {}
@@ -105,10 +112,10 @@ def _accepted_first(counts: dict[str, int]) -> dict[str, int]:
 
 
 def _after_text(kinds: Mapping[str, int] | None) -> str:
-    """` (1 after rerun, 1 after retry)`, or nothing when every control ran once."""
+    """` (1 after rerun, 1 rerun to confirm)`, or nothing when every control ran once."""
     if not kinds:
         return ""
-    parts = [f"{kinds[k]} after {k}" for k in (RERUN, RETRY) if kinds.get(k)]
+    parts = [form.format(kinds[k]) for k, form in AFTER.items() if kinds.get(k)]
     return f" ({', '.join(parts)})" if parts else ""
 
 

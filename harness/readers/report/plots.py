@@ -1,19 +1,18 @@
-"""The morning report's plots: static SVG drawn by matplotlib, offline, inline in the page.
+"""The morning report's plots across nights: static SVG (harness.readers.report.svgchart),
+offline, inline in the page.
 
 Honest scales: a figure that cannot be negative is drawn from zero, so a 2 ppm change
 stays flat and a doubling doubles; the title says the spread the eye may not see. Points
 not accepted carry a red cross and each status its own marker shape, readable without
-colour. matplotlib is imported lazily (it takes most of a second), fetches nothing, and
-SVG ids are prefixed per plot so several plots in one page cannot collide."""
+colour. Ids are prefixed per plot so several plots in one page cannot collide."""
 
 from __future__ import annotations
 
-import io
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.base.states import State
+from harness.readers.report import svgchart as chart
 from harness.readers.report.inert import inert
 
 STATUS_STYLE = {  # status: (marker, colour); shape and colour both carry the status
@@ -27,65 +26,39 @@ MAX_TICKS = 10
 CROWDED = 30  # nights; past it markers are drawn smaller so the lines stay readable
 MAX_EXIT_LABELS = 20  # nights; past that the labels would overlap and cost more than they say
 MAX_PLOTTED = 1e15  # past it a figure is not a measurement (and its axis would overflow)
-_ID = re.compile(r'\bid="([^"]+)"')
+PLOT_W, PLOT_H = 470, 170  # px of the plotting area
+TOP, BOTTOM = 26, 74  # px above (the title) and below it (rotated night labels, the x label)
+XLABEL = "night (UTC start)"
+CROSS = "#c62828"
 
 
-def pyplot() -> Any:
-    """matplotlib's pyplot for the report's plots. `text.parse_math` is off, so a name
-    holding `$` is never mathtext (whose parser raises on what it cannot read)."""
-    import matplotlib
-
-    matplotlib.use("svg", force=True)
-    matplotlib.rcParams.update({
-        "svg.fonttype": "path", "svg.hashsalt": "harness-report", "font.family": "DejaVu Sans",
-        "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
-        "figure.dpi": 72, "text.parse_math": False,
-    })
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def svg_of(plt: Any, fig: Any, prefix: str, title: str, *, tight: bool = True) -> str:
-    """The figure as inline SVG, its ids prefixed. `tight` costs a second drawing pass
-    (about half the cost); a figure laid out to fit says False."""
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight" if tight else None,
-                metadata={"Date": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]
-    ids = set(_ID.findall(text))
-    for ident in sorted(ids, key=len, reverse=True):
-        text = text.replace(f'id="{ident}"', f'id="{prefix}-{ident}"')
-        text = text.replace(f"#{ident})", f"#{prefix}-{ident})")
-        text = text.replace(f'href="#{ident}"', f'href="#{prefix}-{ident}"')
-    label = title.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
-    return text.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
-
-
-def _axis(ax: Any, nights: Sequence[str]) -> None:
-    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
-
+def _night_ticks(nights: Sequence[str]) -> list[tuple[float, str]]:
+    """Every night up to MAX_TICKS of them, else about MAX_TICKS evenly at round steps."""
     n = len(nights)
-    if n <= MAX_TICKS:
-        ax.xaxis.set_major_locator(FixedLocator(range(n)))
-    else:
-        ax.xaxis.set_major_locator(MaxNLocator(MAX_TICKS, integer=True))
-    ax.xaxis.set_major_formatter(FuncFormatter(
-        lambda x, _: nights[int(x)] if 0 <= int(x) < n and x == int(x) else ""))
-    ax.set_xlim(-0.5, n - 0.5)
-    ax.set_xlabel("night (UTC start)")
-    ax.tick_params(axis="x", labelrotation=30)
-    ax.grid(axis="y", color="#e5e5e5", linewidth=0.6)
+    at = range(n) if n <= MAX_TICKS else sorted(
+        {int(t) for t in chart.ticks(0, n - 1, MAX_TICKS - 1) if t == int(t)})
+    return [(x, nights[x]) for x in at]
+
+
+def _night_panel(left: float, height: float, n: int, lo: float, hi: float) -> chart.Panel:
+    return chart.Panel(left, TOP, PLOT_W, height, -0.5, n - 0.5, lo, hi)
 
 
 def spread_text(values: Sequence[float], unit: str) -> str:
     """`3.01–3.05 s, spread 1.3 %` (the spread as a share of the largest |value|)."""
     lo, hi = min(values), max(values)
     top = max(abs(lo), abs(hi))
-    pct = f", spread {100 * (hi - lo) / top:.2g} %" if top and len(values) > 1 else ""
+    pct = f", spread {percent(100 * (hi - lo) / top)} %" if top and len(values) > 1 else ""
     return f"{_tick(lo)}–{_tick(hi)} {unit}".rstrip() + pct
+
+
+def percent(value: float) -> str:
+    """`100`, `12`, `1.3`, `0.25`, `< 0.01`, `0`: two figures at most, never an exponent."""
+    if value >= 10:
+        return f"{value:.0f}"
+    if value >= 0.01 or value == 0:
+        return f"{value:.2g}"
+    return "< 0.01"
 
 
 def y_limits(values: Sequence[float]) -> tuple[float, float]:
@@ -104,72 +77,79 @@ def _tick(value: float, _: Any = None) -> str:
     return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
 
 
-def figure_plot(plt: Any, nights: Sequence[str], series: Mapping[str, Sequence[Any]],
+def figure_plot(nights: Sequence[str], series: Mapping[str, Sequence[Any]],
                 statuses: Mapping[str, Sequence[str | None]], title: str, unit: str,
                 prefix: str) -> str:
     """One figure across nights, one line per control; a red cross on each point whose run
     was not accepted, so a slow night is never mistaken for a refused one."""
-    from matplotlib.ticker import FuncFormatter
-
-    fig, ax = plt.subplots(figsize=(7.2, 2.9))
-    found: list[float] = []
-    crossed = False
+    crowded = len(nights) > CROWDED
+    found = [float(v) for values in series.values() for v in values if v is not None]
+    lo, hi = y_limits(found)
+    yticks = [(v, _tick(v)) for v in chart.ticks(lo, hi)]
+    left = 30 + max(chart.width_of(label, 9) for _, label in yticks)
+    p = _night_panel(left, PLOT_H, len(nights), lo, hi)
+    body = p.frame(_night_ticks(nights), yticks, ylabel=f"{title} ({unit})" if unit else title,
+                   xlabel=XLABEL, rotate=True)
+    data, crosses, keys = [], [], []
     for i, (control, values) in enumerate(sorted(series.items())):
-        xs = [x for x, v in enumerate(values) if v is not None]
-        ys = [float(values[x]) for x in xs]
-        found += ys
-        ax.plot(xs, ys, marker=CONTROL_MARKERS[i % len(CONTROL_MARKERS)],
-                markersize=4 if len(nights) <= CROWDED else 2,
-                linewidth=1.2, label=inert(control, 40))
-        bad = [(x, float(values[x])) for x in xs
-               if statuses[control][x] not in (None, State.ACCEPTED)]
-        if bad:
-            ax.scatter(*zip(*bad, strict=True), marker="x", color="#c62828",
-                       s=70 if len(nights) <= CROWDED else 30,
-                       linewidths=1.8, zorder=5, label=None if crossed else "not accepted")
-            crossed = True
-    _axis(ax, nights)
-    ax.set_ylim(*y_limits(found))
-    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
-    ax.set_ylabel(f"{title} ({unit})" if unit else title)
-    ax.set_title(f"{title} ({spread_text(found, unit)})", loc="left", fontsize=10)
-    handles, labels = ax.get_legend_handles_labels()
-    if "not accepted" in labels:  # the cross explained, whichever control had it first
-        i = labels.index("not accepted")
-        handles.append(handles.pop(i))
-        labels.append(labels.pop(i))
-    ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-              frameon=False)
-    return svg_of(plt, fig, prefix, title)
+        colour, marker = chart.PALETTE[i % len(chart.PALETTE)], CONTROL_MARKERS[i % len(
+            CONTROL_MARKERS)]
+        pts = [(p.px(x), p.py(float(v))) for x, v in enumerate(values) if v is not None]
+        data += [chart.polyline(pts, colour), chart.markers(pts, marker, 3 if crowded else 5,
+                                                           colour)]
+        crosses += [(p.px(x), p.py(float(v))) for x, v in enumerate(values)
+                    if v is not None and statuses[control][x] not in (None, State.ACCEPTED)]
+        keys.append((inert(control, 40), colour, marker, True))
+    if crosses:  # the cross explained, after the controls
+        data.append(chart.markers(crosses, "x", 5.5 if crowded else 8.5, CROSS))
+        keys.append(("not accepted", CROSS, "x", False))
+    body += [f'<g clip-path="url(#{prefix}-area)">', *data, "</g>"]
+    body.append(chart.text(left, 16, f"{title} ({spread_text(found, unit)})", size=10))
+    right = left + PLOT_W + 12
+    body += chart.legend(right, TOP + 6, keys)
+    width = right + chart.legend_width([k[0] for k in keys])
+    height = max(TOP + PLOT_H + BOTTOM, chart.legend_bottom(TOP + 6, len(keys)))
+    return chart.document(width, height, prefix, title, body, clip=p)
 
 
-def status_plot(plt: Any, nights: Sequence[str], statuses: Mapping[str, Sequence[str | None]],
+def status_plot(nights: Sequence[str], statuses: Mapping[str, Sequence[str | None]],
                 exits: Mapping[str, Sequence[Any]], prefix: str) -> str:
-    """Every control's status per night as a marker, one scatter per status; exit codes
+    """Every control's status per night as a marker, one mark per status; exit codes
     beside runs not exiting 0 up to MAX_EXIT_LABELS nights (past that the table carries it)."""
     controls = sorted(statuses)
-    fig, ax = plt.subplots(figsize=(7.2, 0.9 + 0.32 * len(controls)))
-    groups: dict[str, list[tuple[int, int]]] = {}
+    names = [inert(c, 40) for c in controls]
+    left = 16 + max(chart.width_of(name, 9) for name in names)
+    p = _night_panel(left, max(40, 23 * len(controls)), len(nights), -0.6,
+                     len(controls) - 0.4)
+    body = p.frame(_night_ticks(nights), list(enumerate(names)), xlabel=XLABEL, rotate=True,
+                   grid=False)
+    groups: dict[str, list[tuple[float, float]]] = {}
+    labelled = len(nights) <= MAX_EXIT_LABELS
     for y, control in enumerate(controls):
         for x, status in enumerate(statuses[control]):
-            if status is not None:
-                groups.setdefault(status if status in STATUS_STYLE else "other", []).append((x, y))
+            if status is None:
+                continue
+            at = (p.px(x), p.py(y))
+            groups.setdefault(status if status in STATUS_STYLE else "other", []).append(at)
             code = exits[control][x]
-            if status is not None and code not in (None, 0) and len(nights) <= MAX_EXIT_LABELS:
-                ax.annotate(f"exit {code}", (x, y), xytext=(6, -3), textcoords="offset points",
-                            fontsize=7, color="#333333")
+            if code not in (None, 0) and labelled:
+                body.append(chart.text(at[0] + 6, at[1] + 6, f"exit {code}", size=7,
+                                       colour="#333333"))
+    keys = []
     for key, points in sorted(groups.items()):
         marker, colour = STATUS_STYLE.get(key, OTHER_STYLE)
-        ax.scatter(*zip(*points, strict=True), marker=marker, color=colour, zorder=3,
-                   s=60 if len(nights) <= CROWDED else 20, label=key)
-    _axis(ax, nights)
-    ax.set_yticks(range(len(controls)), [inert(c, 40) for c in controls])
-    ax.set_ylim(-0.6, len(controls) - 0.4)
-    note = "exit code beside runs that did not exit 0" if len(nights) <= MAX_EXIT_LABELS \
+        body.append(chart.markers(points, marker, 7.5 if len(nights) <= CROWDED else 4.5,
+                                  colour))
+        keys.append((key, colour, marker, False))
+    note = "exit code beside runs that did not exit 0" if labelled \
         else "exit codes: see the table or the perf log"
-    ax.set_title(f"status per night ({note})", loc="left", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    return svg_of(plt, fig, prefix, "status per night")
+    body.append(chart.text(left, 16, f"status per night ({note})", size=10))
+    right = left + PLOT_W + 12
+    body += chart.legend(right, TOP + 6, keys)
+    width = max(right + chart.legend_width([k[0] for k in keys]), left + 8 + chart.width_of(
+        f"status per night ({note})", 10))
+    height = max(TOP + p.height + BOTTOM, chart.legend_bottom(TOP + 6, len(keys)))
+    return chart.document(width, height, prefix, "status per night", body)
 
 
 def _plottable(value: Any) -> float | int | None:
@@ -184,14 +164,13 @@ def render_plots(nights: Sequence[str], trends: Mapping[str, Sequence[Mapping[st
     (name, title, unit) that has a value somewhere."""
     if not trends or not nights:
         return []
-    plt = pyplot()
     statuses = {c: [v.get("status") for v in pts] for c, pts in trends.items()}
     exits = {c: [v.get("exit_code") for v in pts] for c, pts in trends.items()}
-    plots = [("status per night", status_plot(plt, nights, statuses, exits, "p0"))]
+    plots = [("status per night", status_plot(nights, statuses, exits, "p0"))]
     for i, (name, title, unit) in enumerate(shown, start=1):
         series = {c: [_plottable(v.get(name)) for v in pts] for c, pts in trends.items()}
         series = {c: s for c, s in series.items() if any(v is not None for v in s)}
         if series:
-            plots.append((title, figure_plot(plt, nights, series, statuses, title, unit,
+            plots.append((title, figure_plot(nights, series, statuses, title, unit,
                                              f"p{i}")))
     return plots

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.judge.comparable import Confirmation
+from harness.judge.regression import causes
 from harness.measure import perflog
 from harness.readers.report.inert import inert
 
@@ -78,7 +79,21 @@ def regression_lists(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict], 
     for doc in docs:
         if doc and not doc.get("confirms"):
             unconfirmed += _unanswered(doc, _text(doc.get("control")) or "?", answered)
-    return confirmed, unconfirmed
+    return _together(confirmed), _together(unconfirmed, confirmed)
+
+
+def _together(items: list[dict], also: Sequence[Mapping[str, Any]] = ()) -> list[dict]:
+    """`items` less each figure that moved with another called on its run here or in `also`
+    (`lock_hold_s` with `duration_s`): named on that one as `moved_with` when it is in
+    `items` too, never listed as a regression of its own."""
+    figures: dict[Any, list[str]] = {}
+    for item in [*items, *also]:
+        figures.setdefault(item["run_id"], []).append(item["figure"])
+    kept = {run: causes(names) for run, names in figures.items()}
+    own = {(item["run_id"], item["figure"]) for item in items}
+    return [{**item, "moved_with": [m for m in kept[item["run_id"]][item["figure"]]
+                                    if (item["run_id"], m) in own]}
+            for item in items if item["figure"] in kept[item["run_id"]]]
 
 
 def _count(value: Any) -> int:
@@ -119,9 +134,11 @@ def regression_lines(summary: Mapping[str, Any]) -> list[str]:
     confirmed regression naming both runs, each unconfirmed call as a one-off."""
     lines: list[str] = []
     for r in summary.get("regressions") or []:
+        moved = r.get("moved_with") or []
         lines.append(f"REGRESSION {r['control']} {r['figure']}: median {_pct(r['shift'])} "
                      f"(p={_p(r['p_value'])}, {r['recent']} recent against {r['baseline']} "
-                     f"earlier runs), run {r['run_id']} confirmed by its rerun {r['rerun_id']}")
+                     f"earlier runs), run {r['run_id']} confirmed by its rerun {r['rerun_id']}"
+                     + (f"; {', '.join(moved)} moved with it" if moved else ""))
     for r in summary.get("unconfirmed") or []:
         again = r.get("rerun_alone") or {}
         then = (f"its rerun {r['rerun_id']} did not confirm it (the rerun alone: median "

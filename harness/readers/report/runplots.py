@@ -15,10 +15,12 @@ from typing import Any
 from harness.measure.runfolder import layout
 from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry import samples
+from harness.readers.report import svgchart as chart
 from harness.readers.report.inert import inert
-from harness.readers.report.plots import pyplot, svg_of
+from harness.readers.report.plots import PLOT_W, _tick
 
 MAX_POINTS = 240
+PANEL_H, GAP, TOP = 112, 14, 28  # px: a panel, the space between panels, the title above
 Series = dict[str, dict[str, list[list[float]]]]  # source -> quantity -> [[t, value], ...]
 # panel title, unit, quantity, scale from the stored unit
 PANELS = (("memory", "MiB", q.MEMORY_BYTES, 1 / (1 << 20)),
@@ -79,27 +81,40 @@ def valid(data: Any) -> Series:
 
 
 def telemetry_svg(data: Any, prefix: str, title: str) -> str | None:
-    """The run's panels as one inline SVG; None when nothing was sampled."""
+    """The run's panels as one inline SVG, stacked over one time axis; None when nothing
+    was sampled."""
     found = valid(data)
     panels = [(name, unit, quantity, scale) for name, unit, quantity, scale in PANELS
               if any(quantity in values for values in found.values())]
     if not panels:
         return None
-    plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7.2, 1.6 * len(panels) + 0.6),
-                             sharex=True, squeeze=False)
-    for ax, (name, unit, quantity, scale) in zip(axes[:, 0], panels, strict=True):
-        for source, values in sorted(found.items()):
-            pts = values.get(quantity)
-            if pts:
-                ax.plot([t for t, _ in pts], [v * scale for _, v in pts], linewidth=1.2,
-                        label=inert(source, 24))
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel(f"{name} ({unit})", fontsize=8)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    axes[-1, 0].set_xlabel("seconds since the container started")
-    axes[0, 0].set_title(title, loc="left", fontsize=10)
-    height = 1.6 * len(panels) + 0.6  # inches: margins for the title, the x label, legends
-    fig.subplots_adjust(left=0.11, right=0.80, top=1 - 0.35 / height, bottom=0.5 / height,
-                        hspace=0.25)
-    return svg_of(plt, fig, prefix, title, tight=False)  # laid out: one drawing pass
+    sources = sorted(found)
+    colours = {s: chart.PALETTE[i % len(chart.PALETTE)] for i, s in enumerate(sources)}
+    times = [t for values in found.values() for pts in values.values() for t, _ in pts]
+    t0, t1 = min(times), max(times)
+    if t1 == t0:  # one sample: a second around it
+        t0, t1 = t0 - 0.5, t1 + 0.5
+    xticks = chart.ticks(t0, t1)
+    body: list[str] = [chart.text(8, 16, title, size=10)]
+    tops = [TOP + i * (PANEL_H + GAP) for i in range(len(panels))]
+    scaled = [{s: [(t, v * scale) for t, v in found[s].get(quantity, [])] for s in sources}
+              for _, _, quantity, scale in panels]
+    hi = [max((v for pts in by.values() for _, v in pts), default=0) for by in scaled]
+    yticks = [[(v, _tick(v)) for v in chart.ticks(0, top * 1.05 or 1.0, 3)] for top in hi]
+    left = 30 + max(chart.width_of(label, 9) for ys in yticks for _, label in ys)
+    for i, ((name, unit, _, _), by) in enumerate(zip(panels, scaled, strict=True)):
+        p = chart.Panel(left, tops[i], PLOT_W, PANEL_H, t0, t1, 0, hi[i] * 1.05 or 1.0)
+        bottom = i == len(panels) - 1
+        body += p.frame([(t, _tick(t) if bottom else "") for t in xticks], yticks[i],
+                        ylabel=f"{name} ({unit})",
+                        xlabel="seconds since the container started" if bottom else "")
+        keys = []
+        for source in sources:
+            if by[source]:
+                body.append(chart.polyline([(p.px(t), p.py(v)) for t, v in by[source]],
+                                           colours[source]))
+                keys.append((inert(source, 24), colours[source], "", True))
+        body += chart.legend(left + PLOT_W + 12, tops[i] + 6, keys)
+    width = left + PLOT_W + 12 + chart.legend_width([inert(s, 24) for s in sources])
+    height = max(tops[-1] + PANEL_H + 44, chart.legend_bottom(tops[-1] + 6, len(sources)))
+    return chart.document(width, height, prefix, title, body)

@@ -27,6 +27,7 @@ from harness.readers.report.regressions import baseline_notes, regression_lines,
 from harness.readers.report.runplots import valid
 from harness.readers.report.steps import commands, gate0_values, runs_dir_of
 from harness.readers.report.unrun import not_executed, not_executed_lines
+from harness.readers.report.verdict import SEP, call_state, verdict
 
 SCHEMA = "harness.summary/v1"
 MAX_RUN_PLOTS = 48  # a run's plot is ~0.15 s to draw and ~35 KB: a night of hundreds is not
@@ -140,6 +141,7 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
         "series": valid(record.get("telemetry")),
         "kernel": kernel_faults(record.get("kernel")),
         "gate0": gate0_values(record.get("gate0")),
+        "call": call_state(record.get("regression")),  # what its regression call rests on
         "number": None, "superseded_by": None, "next": [],  # set by build_summary
     }
 
@@ -243,10 +245,12 @@ def build_summary(
                     for control, pts in sorted((trends or {}).items())}
     _next_steps(runs, facts, {c: [(n, v) for n, v in pts] for c, pts in shown_trends.items()})
     regressions, unconfirmed = regression_lists(records)
+    said = verdict(runs, regressions, unconfirmed)
     return {
         "schema": SCHEMA,
         "night": facts,
-        "headline": headline(tallied),
+        "headline": headline(tallied) + (SEP + said["line"] if said["line"] else ""),
+        "verdict": said,  # the headline's regression part, counted
         "attempts": attempts_text(tallied),
         "controls": {k: tallied[k] for k in ("controls", "final", "after")},
         "counts": dict(sorted(counts.items())),

@@ -1,8 +1,9 @@
 """The next scheduled night: the systemd user timers `harness schedule --install` wrote.
 
 systemctl is asked once, bounded in time and output; no answer (no user bus in a
-container, no systemd, a hung manager) is no timer line, never a failed status. Only
-`harness-night-<campaign>.timer` units are reported, as inert text."""
+container, no systemd, a hung manager) is a `timers: unknown (why)` line, never a failed
+status: no timer line would read as "none scheduled". Only `harness-night-<campaign>.timer`
+units are reported, as inert text."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def list_timers() -> tuple[list[dict], str | None]:
         return [], inert(f"systemctl: {type(e).__name__}", 200)
     if r.returncode != 0:
         why = r.stderr[:MAX_OUTPUT].decode("utf-8", "replace").strip().splitlines()
-        return [], inert(f"systemctl --user: {why[0] if why else f'exit {r.returncode}'}", 200)
+        return [], inert("systemd user bus unreachable: "
+                         f"{why[0] if why else f'systemctl --user exit {r.returncode}'}", 200)
     return parse_timers(r.stdout[:MAX_OUTPUT].decode("utf-8", "replace")), None
 
 

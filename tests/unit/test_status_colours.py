@@ -1,0 +1,90 @@
+"""Statuses in colour on a terminal, on every surface that prints them, and never where
+NO_COLOR is set (no-color.org) or the output is not a terminal. Through the real command,
+on a pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.base.terminal import colour_wanted, paint_statuses
+from tests.unit.bundle_helpers import make_run, seal
+
+REPO = Path(__file__).resolve().parents[2]
+RED, GREEN = "\x1b[31m", "\x1b[32m"
+COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?3[0-7]m")
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str]) -> str:
+    """What `harness ARGV` writes on a pseudo-terminal's stdout (stderr kept apart)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *argv], stdout=slave,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=REPO,
+                            env={**os.environ, "COLUMNS": "200", **env})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Path:
+    make_run(tmp_path / "runs", "rehearsal-echo-20261130T083000Z-00003fa2")  # accepted
+    refused = make_run(tmp_path / "runs", "rehearsal-echo-20261130T090000Z-00003fa3")
+    text = (refused / "run.json").read_text().replace('"accepted"', '"refused"', 1)
+    (refused / "run.json").write_text(text)
+    seal(refused)
+    return tmp_path / "runs"
+
+
+@pytest.mark.parametrize("argv", [["ls"], ["show", "latest"]], ids=["ls", "show"])
+def test_statuses_are_coloured_on_a_terminal_unless_no_color(runs: Path, argv: list[str]) -> None:
+    env = {"HARNESS_RUNS_DIR": str(runs), "NO_COLOR": "", "TERM": "xterm"}
+    shown = _on_a_terminal(argv, env)
+    assert f"{RED}refused" in shown
+    if argv == ["ls"]:
+        assert f"{GREEN}accepted" in shown
+    plain = _on_a_terminal(argv, {**env, "NO_COLOR": "1"})
+    assert not COLOUR.search(plain) and "refused" in plain  # bold or dim may stay
+    piped = subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True,
+                           text=True, cwd=REPO, env={**os.environ, **env}, timeout=120)
+    assert "\x1b[" not in piped.stdout and "refused" in piped.stdout
+
+
+def test_the_colour_choice_and_the_painter_are_pure() -> None:
+    assert colour_wanted("always", None, {"NO_COLOR": "1"}) is True
+    assert colour_wanted("never", None, {}) is False
+    assert paint_statuses("a refused-probe named accepted-x", True) == \
+        "a refused-probe named accepted-x"
+    assert paint_statuses("refused: x", True) == f"{RED}refused\x1b[0m: x"
+    assert paint_statuses("refused: x", False) == "refused: x"
+
+
+@pytest.mark.parametrize("command", ["ls", "status", "diff"], ids=["ls", "status", "diff"])
+def test_color_always_colours_a_pipe_and_never_a_terminal(runs: Path, command: str) -> None:
+    """One `--color` on every command that prints statuses: `always` survives a pipe (click
+    would strip the codes otherwise), `never` wins over a terminal."""
+    argv = {"ls": ["ls"], "status": ["status", "--runs-dir", str(runs)],
+            "diff": ["diff", "@-1", "latest"]}[command]
+    env = {**os.environ, "HARNESS_RUNS_DIR": str(runs), "NO_COLOR": ""}
+    piped = subprocess.run([sys.executable, "-m", "harness", *argv, "--color", "always"],
+                           capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert piped.returncode in (0, 1), piped.stderr
+    assert COLOUR.search(piped.stdout), piped.stdout
+    shown = _on_a_terminal([*argv, "--color", "never"], {**env, "TERM": "xterm"})
+    assert not COLOUR.search(shown) and shown.strip()
