@@ -32,6 +32,7 @@ from harness.measure.runfolder import manifest, runjson
 from harness.measure.runfolder.layout import OWNER, RECORD, SUMS
 from harness.measure.runfolder.refs import FOLDER, entries, newest_first, run_names, run_parts
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
+from harness.readers.report.ending import SUMMARY_JSON
 from harness.readers.report.inert import inert
 
 RUNNING = State.RUNNING.value  # no SHA256SUMS, and the harness that writes it is alive
@@ -238,8 +239,9 @@ def read_rows(runs_dir: Path) -> list[Listed]:
 # ---- nights ---------------------------------------------------------------------------------
 
 DONE, STOPPED = "done", Status.INTERRUPTED.value  # ended on purpose (ended.json); neither
-SUMMARY = "summary.json"
-SUMMARY_READ_LIMIT = 16 * 1024 * 1024  # as the report reads it
+# ls reads only a night's tally, from every night: a summary.json larger than this (the
+# report reads up to ending.SUMMARY_LIMIT) is listed without its counts.
+SUMMARY_READ_LIMIT = 16 * 1024 * 1024
 NIGHT_HEADER = ("NIGHT ID", "CAMPAIGN", "STATE", "STARTED", "ACCEPTED", "RETRIES", "RERUNS")
 
 
@@ -314,7 +316,7 @@ def read_night_rows(runs_dir: Path, gpu_lock: Path) -> list[NightListed]:
         state = (DONE if os.path.lexists(folder / ENDED) else
                  RUNNING if _night_running(folder, holder, host) else STOPPED)
         rows.append(night_row(name, str(folder), state,
-                              _bytes(folder / SUMMARY, SUMMARY_READ_LIMIT)))
+                              _bytes(folder / SUMMARY_JSON, SUMMARY_READ_LIMIT)))
     return rows
 
 
