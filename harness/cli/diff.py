@@ -20,17 +20,9 @@ from harness.base.plural import counted
 from harness.base.readfile import InputError, read_text_bounded
 from harness.base.terminal import colour_wanted, paint_statuses
 from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named, color_option
-from harness.judge.difference import (
-    CHANGES,
-    SCHEMA,
-    diff_runs,
-    exit_status,
-    loads,
-    mount_words,
-    night_document,
-    night_exit_status,
-    pick_runs,
-)
+from harness.judge.difference import SCHEMA, diff_runs, exit_status, loads, mount_words
+from harness.judge.nightpairs import NIGHT_SCHEMA, night_document, night_exit_status, pick_runs
+from harness.judge.runfigures import CHANGES
 from harness.readers.report.ending import SUMMARY_JSON, SUMMARY_LIMIT
 from harness.readers.report.format import MIB, fmt
 from harness.readers.report.inert import inert
@@ -465,7 +457,7 @@ def render_nights(doc: dict) -> list[str]:
 @REFS_RUNS_DIR
 @click.option("--json", "as_json", is_flag=True,
               help=f"print the diff as one JSON document (schema {SCHEMA}; of two nights "
-                   "harness.diff-nights/v1)")
+                   f"{NIGHT_SCHEMA})")
 @click.option("--exit-code", "exit_code", is_flag=True,
               help="exit 1 when the runs differ in anything compared, 0 when they do not "
                    "(as `git diff --exit-code`)")

@@ -1,6 +1,6 @@
 """What differs between two runs, as one stable document (`harness diff`): their own figures
-in the regression judge's names, units and directions, their outcome and their inputs; and
-between two nights, per control, the runs each night judged the control by.
+(compared by `judge.runfigures`), their outcome and their inputs. Two nights are compared
+per control by `judge.nightpairs`, from the documents this module makes.
 
 Every value comes from a run folder and is hostile: it is kept as the JSON value it is,
 compared by its canonical JSON text, and made inert only by whoever displays it."""
@@ -9,25 +9,23 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from harness.base.readfile import InputError, read_text_bounded
-from harness.base.states import Status
+from harness.base.shapes import dict_or_empty
 from harness.config.mountable import digested
 from harness.instrument.harness_observer.interface import ENGINE_CORE, ENV_ENGINE_ARGS
 from harness.judge.finalize.documents import DocumentError, read_document
-from harness.judge.regression import MIN_EFFECT, Worse
+from harness.judge.runfigures import figures_topic
 from harness.measure import vectorview
 from harness.measure.runfolder import inputs as kept
 from harness.measure.runfolder import layout, manifest
 from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.sealed import read_record
 from harness.measure.seal import seal_digest
-from harness.measure.telemetry import quantities
 
 SCHEMA = "harness.diff/v4"
 FILE_LIMIT = 16 * 1024 * 1024
@@ -139,10 +137,6 @@ def canon(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
 def scalar(a: Any, b: Any, *, optional: bool = False) -> dict:
     """{"a", "b", "same"}; with `optional`, a side that recorded nothing is not compared."""
     if optional and (a is None or b is None):
@@ -173,7 +167,7 @@ def file_changes(before: dict, after: dict) -> dict[str, list[str]]:
 def seal_files(preflight: Any, seal: Any) -> tuple[dict | None, str | None]:
     """The source seal's file list from a preflight record, or None and why not. A list that
     does not hash to the run's seal is not trusted."""
-    files = _dict(_dict(preflight).get("source_seal")).get("files")
+    files = dict_or_empty(dict_or_empty(preflight).get("source_seal")).get("files")
     if not isinstance(files, dict):
         return None, "no source seal file list in preflight.json"
     if not all(isinstance(v, str) for v in files.values()):
@@ -186,7 +180,7 @@ def seal_files(preflight: Any, seal: Any) -> tuple[dict | None, str | None]:
 def engine_args(vector: Any) -> Any:
     """The engine args as launched: the JSON of the HARNESS_ENGINE_ARGS env in the docker
     vector's argv (the raw text when it is not JSON); None when not recorded."""
-    argv = _dict(vector).get("argv")
+    argv = dict_or_empty(vector).get("argv")
     if not isinstance(argv, list):
         return None
     prefix = f"{ENV_ENGINE_ARGS}="
@@ -206,7 +200,7 @@ def engine_args(vector: Any) -> Any:
 
 def _engine_topic(va: Any, vb: Any) -> dict:
     """Both runs' engine args, compared wherever both argvs were recorded."""
-    launched = all(isinstance(_dict(v).get("argv"), list) for v in (va, vb))
+    launched = all(isinstance(dict_or_empty(v).get("argv"), list) for v in (va, vb))
     return scalar(engine_args(va), engine_args(vb), optional=not launched)
 
 
@@ -236,7 +230,7 @@ def _inputs_topic(a: dict, b: dict) -> dict:
     """The control's and the campaign's YAML as each run kept it, compared."""
     files: dict[str, dict] = {}
     for name in YAML_INPUTS:
-        sa, sb = (_dict(_dict(side.get("inputs")).get(name)) for side in (a, b))
+        sa, sb = (dict_or_empty(dict_or_empty(side.get("inputs")).get(name)) for side in (a, b))
         ta, tb = sa.get("text"), sb.get("text")
         if not isinstance(ta, str) or not isinstance(tb, str):
             why = "; ".join(f"{s}: {w}" for s, w, t in (("a", sa.get("why"), ta),
@@ -297,7 +291,7 @@ Mounts = tuple[dict[str, dict] | None, str | None]  # (target -> entry, or None;
 def recorded_mounts(preflight: Any, resolved: Any) -> Mounts:
     """Pure: each mount a run digested at preflight, by target; or None and why not known.
     A mount either run did not digest is null, never the same."""
-    pre = _dict(preflight)
+    pre = dict_or_empty(preflight)
     if "mounts" in pre:
         listed = pre["mounts"]
         if listed is None:
@@ -306,14 +300,14 @@ def recorded_mounts(preflight: Any, resolved: Any) -> Mounts:
             return None, "preflight.json's mounts are not a list"
         out: dict[str, dict] = {}
         for entry in listed:
-            target = _dict(entry).get("target")
+            target = dict_or_empty(entry).get("target")
             if not isinstance(target, str):
                 return None, "preflight.json's mounts hold an entry with no target"
             if target in out:
                 return None, "preflight.json names one mount target twice"
             out[target] = entry
         return out, None
-    mounts = _dict(_dict(resolved).get("control")).get("mounts")
+    mounts = dict_or_empty(dict_or_empty(resolved).get("control")).get("mounts")
     if isinstance(mounts, list) and not any(
             not isinstance(m, dict) or digested(m.get("read_only"), m.get("sealed"))
             for m in mounts):
@@ -323,10 +317,10 @@ def recorded_mounts(preflight: Any, resolved: Any) -> Mounts:
 
 def mount_digest(entry: Any) -> tuple[str | None, str]:
     """Pure: (a recorded mount entry's digest, or None; why it has none)."""
-    digest = _dict(entry).get("digest")
+    digest = dict_or_empty(entry).get("digest")
     if isinstance(digest, str) and MOUNT_DIGEST.fullmatch(digest):
         return digest, ""
-    why = _dict(entry).get("why")
+    why = dict_or_empty(entry).get("why")
     return None, why if isinstance(why, str) and why else "no digest recorded"
 
 
@@ -362,7 +356,8 @@ def mounts_topic(a: Mounts, b: Mounts) -> dict:
 
 def _count(entry: Any) -> str:
     """`3 files, 120 bytes, sha256:0a1b2c3d4e5f` of a recorded mount entry."""
-    counts, size = _dict(_dict(entry).get("counts")), _dict(entry).get("bytes")
+    entry = dict_or_empty(entry)
+    counts, size = dict_or_empty(entry.get("counts")), entry.get("bytes")
     files, digest = counts.get("files"), mount_digest(entry)[0]
     said = f"{files} files, {size} bytes" if isinstance(files, int) and isinstance(
         size, int) else "no counts"
@@ -379,79 +374,6 @@ def mount_words(row: dict) -> str:
     if row.get("same") is False:
         return f"{target}: differs (a: {_count(row.get('a'))}; b: {_count(row.get('b'))})"
     return f"{target}: not known ({row.get('note')})"
-
-
-# ---- the run's own figures ------------------------------------------------------------------
-
-MAX_TELEMETRY = 48  # telemetry peaks and means compared (a hostile block may name thousands)
-TELEMETRY_STATS = ("peak", "mean")
-# How a figure compares, changes first: the order the figures topic lists them in.
-CHANGES = ("moved", "only in a", "only in b", "within", "same", "not recorded")
-
-
-def run_figures(record: Any, metrics_doc: Any) -> dict[str, float | int | None]:
-    """Pure: a run's figures by name, None where it recorded none: the regression judge's
-    (`perflog.figures`: times, lock, engine log, telemetry) and each telemetry source's
-    peak and mean (`<source>.<quantity>.<peak|mean>`) of the quantities the sampler knows
-    (a running total's peak only)."""
-    from harness.measure import perflog  # loads the config schema: only figures need it (show)
-
-    found = perflog.figures(_dict(record), _dict(metrics_doc))
-    block = _dict(_dict(_dict(record).get("telemetry")).get("figures"))
-    named = [(str(source), q, _dict(fig)) for source, values in block.items()
-             if isinstance(source, str) and len(source) <= 64
-             for q, fig in sorted(_dict(values).items()) if q in quantities.UNITS]
-    for source, q, fig in sorted(named)[:MAX_TELEMETRY]:
-        if (source, q) == ("container", quantities.MEMORY_PEAK_BYTES):
-            continue  # its peak is memory_peak_bytes; the mean of a running peak is nothing
-        for stat in TELEMETRY_STATS[:1] if q in quantities.CUMULATIVE else TELEMETRY_STATS:
-            found[f"{source}.{q}.{stat}"] = perflog.number(fig.get(stat))
-    return found
-
-
-def figure_unit(name: str) -> str:
-    """The unit a figure is in: the perf log's, or the telemetry quantity's."""
-    from harness.measure import perflog
-
-    parts = name.split(".")
-    return quantities.UNITS.get(parts[1], "") if len(parts) == 3 else perflog.unit(name)
-
-
-def compare_figure(name: str, a: float | int | None, b: float | int | None) -> dict:
-    """Pure: one figure of two runs: `change` (one of CHANGES: `moved` by the regression
-    judge's effect floor or more, or from zero; `within` it), `shift` (b / a - 1), and `way`
-    (`worse` or `better`, where the judge knows which way the figure gets worse)."""
-    from harness.judge.comparable import DIRECTIONS  # loads the engine client (show: never)
-
-    worse = DIRECTIONS.get(name)
-    row = {"figure": name, "a": a, "b": b, "unit": figure_unit(name),
-           "worse": None if worse is None else str(worse), "shift": None, "way": None}
-    if a is None or b is None:
-        change = "not recorded" if a is None and b is None else (
-            "only in a" if b is None else "only in b")
-        return {**row, "change": change}
-    if a == b:
-        return {**row, "change": "same"}
-    shift = b / a - 1 if a else None
-    shift = shift if shift is None or math.isfinite(shift) else None
-    way = None if worse is None else ("worse" if (b > a) == (worse == Worse.HIGHER)
-                                      else "better")
-    moved = shift is None or abs(shift) >= MIN_EFFECT
-    return {**row, "change": "moved" if moved else "within", "shift": shift, "way": way}
-
-
-def figures_topic(a: dict, b: dict) -> dict:
-    """Pure: every figure either run has a name for, changes first (CHANGES order, then the
-    judge's table order); `same` False when one moved or only one run recorded it, None when
-    neither run recorded any."""
-    fa, fb = (run_figures(s.get("record"), s.get("metrics")) for s in (a, b))
-    names = list(dict.fromkeys([*fa, *fb]))
-    rows = sorted((compare_figure(n, fa.get(n), fb.get(n)) for n in names),
-                  key=lambda r: CHANGES.index(r["change"]))
-    changes = {r["change"] for r in rows}
-    same = False if changes & {"moved", "only in a", "only in b"} else (
-        None if changes <= {"not recorded"} else True)
-    return {"same": same, "min_effect": MIN_EFFECT, "figures": rows}
 
 
 # ---- the topics -----------------------------------------------------------------------------
@@ -493,8 +415,8 @@ def _approval_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
     out = scalar(*({k: p.get(k) for k in APPROVAL_KEYS} if isinstance(p, dict) else None
                    for p in (pa, pb)), optional=True)
     for key, r in (("commit_differs_a", ra), ("commit_differs_b", rb)):
-        reviewed = _dict(r.raw.get("approval")).get("commit")
-        ran = _dict(r.raw.get("provenance")).get("commit")
+        reviewed = dict_or_empty(r.raw.get("approval")).get("commit")
+        ran = dict_or_empty(r.raw.get("provenance")).get("commit")
         out[key] = None if reviewed is None or ran is None else canon(reviewed) != canon(ran)
     return out
 
@@ -511,7 +433,7 @@ DIFFERENCE_KEYS = ("field", "process", "kind", "startup", "generation")
 
 def _differences(verdict: Any, keys: tuple[str, ...] = DIFFERENCE_KEYS
                  ) -> dict[str, dict] | None:
-    diffs = _dict(verdict).get("differences")
+    diffs = dict_or_empty(verdict).get("differences")
     if not isinstance(diffs, list):
         return None
     out: dict[str, dict] = {}
@@ -530,7 +452,7 @@ def _observed(side: dict, key: str, found: dict | None, entry: dict) -> dict | N
     if entry.get("process") not in (None, ENGINE_CORE):
         return None
     field = entry["field"]
-    s, g = _dict(side.get("startup")), _dict(side.get("generation"))
+    s, g = dict_or_empty(side.get("startup")), dict_or_empty(side.get("generation"))
     if field not in s and field not in g:
         return None
     return {"kind": None, **({"startup": s[field]} if field in s else {}),
@@ -539,8 +461,8 @@ def _observed(side: dict, key: str, found: dict | None, entry: dict) -> dict | N
 
 def _gate0_topic(a: dict, b: dict) -> dict:
     da, db = _differences(a.get("verdict")), _differences(b.get("verdict"))
-    verdict = scalar(_dict(a.get("verdict")).get("verdict"),
-                     _dict(b.get("verdict")).get("verdict"), optional=True)
+    verdict = scalar(dict_or_empty(a.get("verdict")).get("verdict"),
+                     dict_or_empty(b.get("verdict")).get("verdict"), optional=True)
     entries = {**(db or {}), **(da or {})}
     fields = [{"field": key, "a": _observed(a, key, da, entry), "b": _observed(b, key, db, entry)}
               for key, entry in sorted(entries.items())]
@@ -563,14 +485,14 @@ def _rules_topic(ra: run_record.RunRecord, rb: run_record.RunRecord) -> dict:
 def _head(side: dict, rec: run_record.RunRecord) -> dict:
     return {"dir": side.get("dir"), "run_id": rec.run_id, "attempt": rec.attempt,
             "schema": rec.schema or None, "status": rec.status,
-            "rerun_of": _dict(rec.rerun_of).get("run_id"),
+            "rerun_of": dict_or_empty(rec.rerun_of).get("run_id"),
             "notes": [n for n in side.get("notes", []) if isinstance(n, str)]}
 
 
 def compare(a: dict, b: dict) -> dict:
     """Pure: the diff document of two sides."""
-    ra, rb = run_record.from_dict(_dict(a.get("record"))), run_record.from_dict(
-        _dict(b.get("record")))
+    ra, rb = run_record.from_dict(dict_or_empty(a.get("record"))), run_record.from_dict(
+        dict_or_empty(b.get("record")))
     va, vb = _views(a, b, ra, rb)
     topics = {
         "figures": figures_topic(a, b),
@@ -613,70 +535,6 @@ def gate0_differences(run_dir: Path) -> list[dict]:
     found = _differences(read_json(path, "Gate-0 verdict", []),
                          (*DIFFERENCE_KEYS, "processes", "outside_engine_hash"))
     return list((found or {}).values())
-
-
-# ---- two nights, per control ----------------------------------------------------------------
-
-NIGHT_SCHEMA = "harness.diff-nights/v1"
-NIGHT_TOPICS = ("figures", "status")  # what a control's two runs are compared by in two nights
-MAX_CONTROLS = 500  # controls compared of one night (a hostile summary may list thousands)
-TEXT_CHARS = 4096  # a control name or run folder longer is not one
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and 0 < len(value) <= TEXT_CHARS else None
-
-
-def pick_runs(entries: Any) -> dict[str, dict]:
-    """Pure: the run each control of a night is judged by, from summary.json's `runs`: its
-    newest accepted run, else its newest run no later attempt superseded, else its newest
-    ({control: {"run_id", "status", "run_dir"}}; newest by seal time, then by place in the
-    list). Entries naming no control or no folder are skipped; at most MAX_CONTROLS."""
-    best: dict[str, tuple[tuple, dict]] = {}
-    for i, e in enumerate(entries if isinstance(entries, list) else []):
-        e = _dict(e)
-        control, run_dir = _text(e.get("control")), _text(e.get("run_dir")) or _text(
-            e.get("path"))
-        if control is None or run_dir is None or (
-                control not in best and len(best) >= MAX_CONTROLS):
-            continue
-        rank = (e.get("status") == Status.ACCEPTED, e.get("superseded_by") is None,
-                _text(e.get("sealed")) or "", i)
-        if control not in best or rank > best[control][0]:
-            best[control] = (rank, {"run_id": _text(e.get("run_id")),
-                                    "status": _text(e.get("status")), "run_dir": run_dir})
-    return {name: picked for name, (_, picked) in sorted(best.items())}
-
-
-def night_document(a: dict, b: dict, compared: dict[str, dict]) -> dict:
-    """Pure: two nights per control. `a`, `b`: {"dir", "runs": `pick_runs`}; `compared`: each
-    control in both, the diff document of its two runs or {"error": why not compared}. A
-    control `differs` in its status or figures (NIGHT_TOPICS); its inputs are only said."""
-    controls = {}
-    for name in sorted(set(a["runs"]) & set(b["runs"])):
-        doc = compared[name]
-        entry = {"a": a["runs"][name], "b": b["runs"][name], "error": doc.get("error")}
-        if entry["error"] is None:
-            entry.update(a=doc["a"], b=doc["b"], repeat=doc["repeat"],
-                         differs=[t for t in doc["differs"] if t in NIGHT_TOPICS],
-                         **{t: doc["topics"][t] for t in NIGHT_TOPICS})
-        controls[name] = entry
-    return {"schema": NIGHT_SCHEMA,
-            **{s: {"dir": n["dir"], "controls": sorted(n["runs"])} for s, n in (("a", a),
-                                                                               ("b", b))},
-            "only_a": sorted(set(a["runs"]) - set(b["runs"])),
-            "only_b": sorted(set(b["runs"]) - set(a["runs"])), "controls": controls}
-
-
-def night_exit_status(doc: dict, exit_code: bool) -> int:
-    """Pure: 1 when a control's runs could not be compared (not sealed, failing verification,
-    not found), as for two runs; with `exit_code`, 1 too when a control is in one night
-    only or its status or figures differ; else 0."""
-    entries = doc["controls"].values()
-    if any(e["error"] is not None for e in entries):
-        return 1
-    differ = doc["only_a"] or doc["only_b"] or any(e["differs"] for e in entries)
-    return 1 if exit_code and differ else 0
 
 
 def exit_status(doc: dict, exit_code: bool) -> int:

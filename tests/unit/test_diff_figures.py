@@ -11,16 +11,9 @@ import pytest
 
 from harness.cli.diff import figure_words, render
 from harness.cli.main import main
-from harness.judge.difference import (
-    MAX_TELEMETRY,
-    compare,
-    compare_figure,
-    figures_topic,
-    night_document,
-    night_exit_status,
-    pick_runs,
-    run_figures,
-)
+from harness.judge.difference import compare
+from harness.judge.nightpairs import night_document, night_exit_status, pick_runs
+from harness.judge.runfigures import MAX_TELEMETRY, compare_figure, figures_topic, run_figures
 from harness.measure.runfolder.manifest import write_manifest
 
 T0 = "2026-12-06T10:00:00.000000Z"
