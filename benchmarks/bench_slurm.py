@@ -112,6 +112,8 @@ def slurm_split(ran: list[tuple[tuple[float, float], str]],
     adds nothing. Pure."""
     split: dict[str, list[float]] = {}
     for (a, job_a), (b, job_b) in itertools.pairwise(ran):
+        if job_a == job_b:  # two runs of one job: the handoff is the host lock's, not Slurm's
+            continue
         at = {"exit": a[1], "start": b[0], "done": marks.get("done", {}).get(job_a),
               "alloc": marks.get("alloc", {}).get(job_b),
               "launch": marks.get("launch", {}).get(job_b)}
@@ -186,12 +188,16 @@ def run_idle_gap(cfg: Config, env: dict[str, str], cluster: Path) -> dict[str, f
         proj.control(name, TRIVIAL)
     camp = proj.campaign("gap", names)
     drop = ["--drop", str(proj.root / "drop")]
+    # "slurm": the night as it runs by default (a slot's next controls in one job, each
+    # next run waiting on the host's lock); "slurm_one_per_job": one job per control
     argv = {"local": [], "slurm": ["--executor", "slurm", *drop],
-            "slurm_jobs1": ["--executor", "slurm", "--jobs", "1", *drop]}
+            "slurm_jobs1": ["--executor", "slurm", "--jobs", "1", *drop],
+            "slurm_one_per_job": ["--executor", "slurm", "--runs-per-job", "1", *drop]}
     nights: dict[str, list] = {side: [] for side in argv}
     order = list(argv)
     for i in range(rounds):  # each side first in turn
-        for side in order[i % 3:] + order[: i % 3]:
+        k = i % len(order)
+        for side in order[k:] + order[:k]:
             nights[side].append(_night(cfg, proj, camp, env, argv[side]))
     gaps = {k: [idle_gaps([s for s, _ in ran]) for ran in v] for k, v in nights.items()}
     flat = {k: [g for r in v for g in r] for k, v in gaps.items()}
@@ -199,7 +205,7 @@ def run_idle_gap(cfg: Config, env: dict[str, str], cluster: Path) -> dict[str, f
              for k, v in nights.items()}
     marks = _cluster_marks(cluster)
     split: dict[str, list[float]] = {}
-    for ran in nights["slurm"]:
+    for ran in nights["slurm_one_per_job"]:  # Slurm's pieces exist between jobs only
         for name, v in slurm_split([(s, r["slurm"]["job_id"]) for s, r in ran], marks).items():
             split.setdefault(name, []).extend(v)
     out = {
@@ -208,6 +214,9 @@ def run_idle_gap(cfg: Config, env: dict[str, str], cluster: Path) -> dict[str, f
         "slurm_idle_gap_local_s": round(median(flat["local"]), 3),
         "slurm_idle_gap_jobs1_s": round(median(flat["slurm_jobs1"]), 3),
         "slurm_idle_gap_jobs1_ratio": round(round_ratio(gaps["slurm_jobs1"], gaps["local"]), 3),
+        "slurm_idle_gap_one_per_job_s": round(median(flat["slurm_one_per_job"]), 3),
+        "slurm_idle_gap_one_per_job_ratio": round(
+            round_ratio(gaps["slurm_one_per_job"], gaps["local"]), 3),
         "slurm_idle_gap_max_s": round(max(flat["slurm"]), 3),
         "slurm_lock_to_start_s": round(median(locks["slurm"]), 3),
         "slurm_lock_to_start_local_s": round(median(locks["local"]), 3),

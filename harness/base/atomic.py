@@ -83,14 +83,6 @@ def dumps_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def iter_json(obj: Any) -> Iterator[str]:
-    """`dumps_json(obj)` in pieces, for a document too large to hold as one string twice
-    (a bundle's statement grows with its runs): "".join(iter_json(o)) == dumps_json(o)."""
-    encoder = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    yield from encoder.iterencode(obj)
-    yield "\n"
-
-
 def iter_json_spliced(obj: Any, lists: dict[str, Iterable[str]]) -> Iterator[str]:
     """`dumps_json` of `obj` with each one-item placeholder list `[key]` replaced by the
     already encoded items `lists[key]` yields, so long lists are never held whole. The

@@ -115,14 +115,6 @@ def parse_ranges(text: str, what: str = "range", *, max_elements: int = MAX_ELEM
     return spans
 
 
-def expand_ranges(text: str, what: str = "range", *, max_elements: int = MAX_ELEMENTS,
-                  max_digits: int = MAX_DIGITS) -> list[str]:
-    """`01-03,7` -> 01 02 03 7: `parse_ranges`' names, zero padding kept; BadText when
-    the list breaks a bound, before anything is expanded."""
-    spans = parse_ranges(text, what, max_elements=max_elements, max_digits=max_digits)
-    return [name for span in spans for name in span.names()]
-
-
 def check_line(line: str, what: str = "line", *, max_len: int = MAX_LINE,
                controls: bool = False) -> str:
     """`line` when it has at most `max_len` characters and (unless `controls`) no control

@@ -32,22 +32,22 @@ def sha256_fd(fd: int) -> str:
     return h.hexdigest()
 
 
-def sha256_file(path: Path, *, follow_symlinks: bool = False) -> str:
-    """Hex sha256 of one regular file (`tree.NotRegular`, an OSError, for anything else)."""
-    fd = open_regular(path, follow_symlinks=follow_symlinks)
+def _hash_owned(fd: int) -> str:
+    """`sha256_fd` of a descriptor this call owns: closed whatever happens."""
     try:
         return sha256_fd(fd)
     finally:
         os.close(fd)
+
+
+def sha256_file(path: Path, *, follow_symlinks: bool = False) -> str:
+    """Hex sha256 of one regular file (`tree.NotRegular`, an OSError, for anything else)."""
+    return _hash_owned(open_regular(path, follow_symlinks=follow_symlinks))
 
 
 def sha256_beneath(root: Path, rel: str) -> str:
     """Hex sha256 of `root/rel`, with no symlink followed anywhere on the way."""
-    fd = open_beneath(root, rel)
-    try:
-        return sha256_fd(fd)
-    finally:
-        os.close(fd)
+    return _hash_owned(open_beneath(root, rel))
 
 
 def _workers(workers: int | None) -> int:
@@ -95,13 +95,6 @@ def _group(rels: Iterable[str]) -> dict[str, list[str]]:
         parent, _, name = rel.rpartition("/")
         groups.setdefault(parent, []).append(name)
     return groups
-
-
-def _hash_owned(fd: int) -> str:
-    try:
-        return sha256_fd(fd)
-    finally:
-        os.close(fd)
 
 
 def sha256_tree_each(root: Path, rels: Iterable[str],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 
 from harness.base.catalogue import ENV_DISK_FULL, ENV_IO, ENV_PERMISSION, ENV_READ_ONLY
-from harness.base.errors import EnvironmentFault
+from harness.base.errors import EnvironmentFault, HarnessError
 
 _WORDS = {
     errno.EROFS: (ENV_READ_ONLY, "read-only file system"),
@@ -37,3 +37,10 @@ def io_fault_anywhere(e: OSError) -> EnvironmentFault:
     """For an OSError nobody caught: name the file it was about, if it says."""
     where = e.filename if e.filename is not None else "a file"
     return io_fault(e, f"cannot use {where}")
+
+
+def as_fault(error: HarnessError | OSError) -> HarnessError:
+    """The harness error a failure is: itself, or for a read or write the host refused
+    (read-only, full: not a bug) the environment fault naming its file. The plain form
+    (`cli.main`) and the JSON form (`cli.jsonout`) say the same."""
+    return error if isinstance(error, HarnessError) else io_fault_anywhere(error)

@@ -52,22 +52,13 @@ class Entry:
         return self.kind == "dir"
 
 
+_KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "symlink"),
+          (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char-device"),
+          (stat.S_ISBLK, "block-device"))
+
+
 def kind_of(mode: int) -> str:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode):
-        return "char-device"
-    if stat.S_ISBLK(mode):
-        return "block-device"
-    return "other"
+    return next((kind for test, kind in _KINDS if test(mode)), "other")
 
 
 def name_problem(name: str) -> str | None:

@@ -14,7 +14,7 @@ from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named
 from harness.readers.bundle import export_bundle, verify_bundle
 from harness.readers.bundle.collect import collect_drop
 from harness.readers.bundle.export import ExportRefused, ExportResult
-from harness.readers.bundle.merge import MergeRefused, MergeResult, merge_bundles
+from harness.readers.bundle.merge import MergeRefused, merge_bundles
 from harness.readers.bundle.sums import one_line
 
 
@@ -67,7 +67,7 @@ def export_command(folders: tuple[Named, ...], output: Path, sign_key: Path | No
     _say_written(result)
 
 
-def _say_written(result: ExportResult | MergeResult) -> None:
+def _say_written(result: ExportResult) -> None:
     """The one line export and merge print for the bundle they wrote."""
     signed = "signed" if result.signed else "unsigned"
     shown = one_line(str(result.output))

@@ -12,8 +12,8 @@ from harness.base.signals import received
 from harness.base.states import Status
 from harness.base.terminal import paint_statuses
 from harness.cli.jsonout import Said, as_json_errors
-from harness.cli.params import DURATION, color_option, runs_dir_option
-from harness.cli.planprint import DRY_RUN_HELP, JSON_HELP, needs_dry_run, verbose_option
+from harness.cli.params import JSON_LINES, color_option, lock_timeout_option, runs_dir_option
+from harness.cli.planprint import dry_run_options, needs_dry_run
 from harness.cli.planprint import show as show_dry_run
 from harness.cli.targets import refuse_night
 from harness.config.loader import Loaded, require_campaign
@@ -31,17 +31,13 @@ from harness.probe.approval.runcheck import before_run
 @click.argument("campaign", type=click.Path(path_type=Path))
 @click.option("--control", "only", multiple=True, help="run only this control (repeatable)")
 @runs_dir_option("creates", help="where run folders go (DIR/<run-id>/)", campaign="campaign")
-@click.option("--lock-timeout", type=DURATION, help="how long to wait for the GPU lock, "
-              "e.g. 600 or 2h (default: the campaign's lock_timeout)")
-@click.option("--json-lines/--no-json-lines", default=None,
-              help="progress as JSON lines (default: when stderr is not a terminal)")
+@lock_timeout_option()
+@JSON_LINES
 @click.option("--run-id", hidden=True, help="the run folder's name, chosen by a controller "
               "(a Slurm job of `harness night --executor slurm`); one control only")
 @click.option("--attempt", type=click.IntRange(1, 999), default=1, hidden=True,
               help="the attempt number the controller's journal gave this run")
-@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-@verbose_option
+@dry_run_options
 @color_option()
 def run(campaign: Path, only: tuple[str, ...], runs_dir: Path, lock_timeout: float | None,
         json_lines: bool | None, run_id: str | None, attempt: int, dry_run: bool,
@@ -86,7 +82,10 @@ def _planned(campaign: Path, only: tuple[str, ...],
             raise InvalidInput(f"{campaign}: no control {n!r}{hint(n, set(loaded.controls))} "
                                f"(it has: {', '.join(loaded.controls)})")
     plan = loaded.plan(list(only))
-    return loaded, plan, None if run_id is None else _one_run(plan, run_id)
+    if run_id is None:
+        return loaded, plan, None
+    chosen = _one_run(plan, run_id)
+    return loaded, plan[:1], chosen
 
 
 class AfterNight:
@@ -113,10 +112,12 @@ def outcome_line(status: Status, run_dir: Path) -> str:
 
 def _one_run(plan: list, run_id: str) -> RunId:
     """--run-id names one run folder: the plan must be one control, and the id one of
-    its run ids."""
-    if len(plan) != 1:
-        raise InvalidInput(f"--run-id names one run, but the plan has {len(plan)}: "
-                           "give exactly one --control (and a campaign without repeats)")
+    its run ids. A control the campaign repeats is still one run here: the controller that
+    chose the id (a Slurm job's) plans each repeat as a run of its own."""
+    controls = sorted({control for control, _ in plan})
+    if len(controls) != 1:
+        raise InvalidInput(f"--run-id names one run, but the plan has {len(controls)} "
+                           "controls: give exactly one --control")
     if not RunId.valid(run_id) or not RunId(run_id).of_control(plan[0][0]):
         raise InvalidInput(f"--run-id {run_id[:120]!r} must be <control>-<letters, digits, . "
                            f"_ ->, at most {RUN_ID_MAX} characters")

@@ -17,13 +17,13 @@ import click
 
 from harness.base.errors import HarnessError, InvalidInput
 from harness.base.plural import counted
-from harness.base.readfile import InputError, read_text_bounded
+from harness.base.readfile import InputError
 from harness.base.terminal import colour_wanted, paint_statuses
 from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named, color_option
 from harness.judge.difference import SCHEMA, diff_runs, exit_status, loads, mount_words
 from harness.judge.nightpairs import NIGHT_SCHEMA, night_document, night_exit_status, pick_runs
 from harness.judge.runfigures import CHANGES
-from harness.readers.report.ending import SUMMARY_JSON, SUMMARY_LIMIT
+from harness.readers.report.ending import SUMMARY_JSON, summary_bytes
 from harness.readers.report.format import MIB, fmt
 from harness.readers.report.inert import inert
 from harness.readers.report.nights import resolve_run_dir
@@ -393,10 +393,10 @@ def read_night(night: Path) -> dict:
     JSON, the summary's schema); InvalidInput (exit 2) when it is none."""
     path = Path(night) / SUMMARY_JSON
     try:
-        doc = loads(read_text_bounded(path, SUMMARY_LIMIT, what="night summary"))
+        doc = loads(summary_bytes(night).decode("utf-8"))
     except InputError as e:
         raise InvalidInput(f"{night}: no readable night summary: {e.message}"[:2000]) from None
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError too
         raise InvalidInput(f"{path}: not JSON") from None
     if not isinstance(doc, dict) or doc.get("schema") != SUMMARY_SCHEMA:
         raise InvalidInput(f"{path}: not a night summary (schema {SUMMARY_SCHEMA})")

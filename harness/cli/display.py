@@ -47,9 +47,8 @@ class NightLive(Reporter):
         # campaign, control names, run ids and holder records come from files and the journal:
         # shown inert (no ESC or OSC-8 reaches the terminal) and markup-escaped.
         t.add_row("[dim]night[/dim]", escape(inert(f"{self.campaign}  {self.fields['night']}")))
-        t.add_row("[dim]control[/dim]", escape(inert(self.fields["control"])))
-        t.add_row("[dim]run[/dim]", escape(inert(self.fields["run"])))
-        t.add_row("[dim]lock[/dim]", escape(inert(self.fields["lock"])))
+        for key in ("control", "run", "lock"):
+            t.add_row(f"[dim]{key}[/dim]", escape(inert(self.fields[key])))
         t.add_row("[dim]elapsed[/dim]", f"{h:d}:{rest // 60:02d}:{rest % 60:02d}")
         t.add_row("[dim]progress[/dim]", f"{self.done}/{self.total}")
         bar = ProgressBar(total=max(self.total, 1), completed=self.done, width=40)

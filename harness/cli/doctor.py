@@ -117,16 +117,16 @@ def doctor(campaign: Path | None, lock_path: Path | None, runs_dir: Path,
     drains this node, says why on stderr and exits 1 (3 when the drain failed); a fit node
     exits 0 silently (docs/slurm.md).
     """
+    scope = (campaign, lock_path, runs_dir, images_lock, profile, required_gfx, gpu_map,
+             gres_conf)
     if not slurm_health:
-        checks = _checks(campaign, lock_path, runs_dir, images_lock, profile, required_gfx,
-                         gpu_map, gres_conf, strict_map=False)
+        checks = _checks(*scope, strict_map=False)
         _print(checks, as_json)
         if any_failed(checks):
             raise click.exceptions.Exit(1)
         return
     try:
-        checks = _checks(campaign, lock_path, runs_dir, images_lock, profile, required_gfx,
-                         gpu_map, gres_conf, strict_map=True)
+        checks = _checks(*scope, strict_map=True)
     except InvalidInput as e:
         text = "; ".join([e.message, *e.faults])
         _drain_and_exit([Check("input", "fail", text)], 2)

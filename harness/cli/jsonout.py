@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from harness.base.errors import HarnessError, InvalidInput
-from harness.base.iofault import io_fault_anywhere
+from harness.base.iofault import as_fault
 
 
 def json_option(fields: str) -> Any:
@@ -44,16 +44,12 @@ def as_json_errors(enabled: bool, **context: Any) -> Iterator[None]:
     object and its exit code; without, let it reach `main` as usual."""
     try:
         yield
-    except HarnessError as e:
+    except (HarnessError, OSError) as e:
         if not enabled:
             raise
-        emit({**context, **fault_doc(e)})
-        raise click.exceptions.Exit(e.code) from None
-    except OSError as e:
-        if not enabled:
-            raise
-        emit({**context, **fault_doc(io_fault_anywhere(e))})
-        raise click.exceptions.Exit(io_fault_anywhere(e).code) from None
+        fault = as_fault(e)
+        emit({**context, **fault_doc(fault)})
+        raise click.exceptions.Exit(fault.code) from None
 
 
 class Said:

@@ -28,8 +28,8 @@ from harness.readers.listing import (
     render,
     render_nights,
     select,
-    stamp_time,
 )
+from harness.readers.report.runline import stamp_time
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?")
 
@@ -92,43 +92,25 @@ def ls(runs_dir: Path, campaign: str | None, control: str | None, statuses: tupl
 
     Exit 0 (also when no run matches); 2 when the runs dir is missing or unreadable.
     """
-    if nights:
-        _nights(runs_dir, campaign, since, last, as_json_out, quiet, lock_path, control,
-                statuses)
-        return
+    if nights and (control is not None or statuses):
+        raise click.UsageError("--control and --status list runs; --nights lists nights")
     try:
-        rows = read_rows(runs_dir)
+        rows = read_night_rows(runs_dir, lock_path or default_lock()) if nights else \
+            read_rows(runs_dir)
     except OSError as e:
-        raise InvalidInput(f"cannot read the runs dir {runs_dir}: {e.strerror or e}") from None
-    chosen = select(rows, campaign=campaign, control=control, status=statuses, since=since,
-                    last=last)
+        what = "the nights of" if nights else "the runs dir"
+        raise InvalidInput(f"cannot read {what} {runs_dir}: {e.strerror or e}") from None
+    if nights:  # a night whose name has no time is never left out by --since
+        chosen = [r for r in rows if (campaign is None or r.campaign == campaign) and (
+            since is None or (stamp_time(r.started) or since) >= since)][:last]
+    else:
+        chosen = select(rows, campaign=campaign, control=control, status=statuses,
+                        since=since, last=last)
     if as_json_out:
         click.echo(as_json(chosen))
     elif quiet:
-        for row in chosen:
-            click.echo(row.run_id)  # a run folder name: the safe alphabet (refs.run_parts)
+        for row in chosen:  # a folder name in the safe alphabet (refs.run_parts, night_parts)
+            click.echo(row.night_id if nights else row.run_id)
     else:
-        for line in render(chosen, datetime.now(UTC)):
-            click.echo(paint_statuses(line))
-
-
-def _nights(runs_dir: Path, campaign: str | None, since: datetime | None, last: int | None,
-            as_json_out: bool, quiet: bool, lock_path: Path | None, control: str | None,
-            statuses: tuple[str, ...]) -> None:
-    if control is not None or statuses:
-        raise click.UsageError("--control and --status list runs; --nights lists nights")
-    try:
-        rows = read_night_rows(runs_dir, lock_path or default_lock())
-    except OSError as e:
-        raise InvalidInput(f"cannot read the nights of {runs_dir}: {e.strerror or e}") from None
-    kept = [r for r in rows if (campaign is None or r.campaign == campaign) and (
-        since is None or (stamp_time(r.started) or since) >= since)]
-    kept = kept[:last]
-    if as_json_out:
-        click.echo(as_json(kept))
-    elif quiet:
-        for row in kept:
-            click.echo(row.night_id)  # a night folder name in the safe alphabet (night_parts)
-    else:
-        for line in render_nights(kept, datetime.now(UTC)):
+        for line in (render_nights if nights else render)(chosen, datetime.now(UTC)):
             click.echo(paint_statuses(line))

@@ -16,7 +16,7 @@ from click.shell_completion import CompletionItem
 
 from harness.base import signals, terminal
 from harness.base.errors import ENVIRONMENT, HarnessError, InvalidInput, ruled
-from harness.base.iofault import io_fault_anywhere
+from harness.base.iofault import as_fault
 from harness.cli.commands import COMMANDS, SECTIONS
 from harness.measure.origin import describe
 from harness.measure.provenance import harness_state
@@ -153,15 +153,12 @@ def _run(argv: list[str] | None) -> int:
         if e.message and (not e.faults or e.message not in e.faults):
             _say(f"harness: {e.message}")
         return e.code
-    except HarnessError as e:
-        _say(f"harness: {ruled(e.rule, e.message)}")
-        return e.code
-    except (KeyboardInterrupt, signals.Interrupted) as e:
-        return _interrupted(e)
-    except OSError as e:  # the host refused a read or write (read-only, full): not a bug
-        fault = io_fault_anywhere(e)
+    except (HarnessError, OSError) as e:
+        fault = as_fault(e)
         _say(f"harness: {ruled(fault.rule, fault.message)}")
         return fault.code
+    except (KeyboardInterrupt, signals.Interrupted) as e:
+        return _interrupted(e)
     except Exception as e:  # a bug, not bad input: say so plainly, keep the trace for debugging
         _say(f"harness: internal error: {type(e).__name__}: {e}")
         if os.environ.get("HARNESS_DEBUG"):

@@ -14,17 +14,31 @@ from harness.base.terminal import paint_statuses
 from harness.cli.core import outcome_line
 from harness.cli.display import night_reporter
 from harness.cli.jsonout import Said, as_json_errors, fault_doc
-from harness.cli.params import DURATION, HOURS, NIGHT, RUN, color_option, runs_dir_option
+from harness.cli.params import (
+    DURATION,
+    HOURS,
+    JSON_LINES,
+    NIGHT,
+    RUN,
+    color_option,
+    lock_timeout_option,
+    runs_dir_option,
+)
 from harness.cli.planprint import (
-    DRY_RUN_HELP,
-    JSON_HELP,
+    dry_run_options,
     needs_dry_run,
+    plan_lines,
     show_night,
     show_rerun,
-    verbose_option,
 )
 from harness.cli.targets import refuse_night
-from harness.config.executor import KINDS, ExecutorConfig, merged
+from harness.config.executor import (
+    KINDS,
+    MAX_RUNS_PER_JOB,
+    RUNS_PER_JOB,
+    ExecutorConfig,
+    merged,
+)
 from harness.config.loader import Loaded, require_campaign
 from harness.driver.night.rules import night_deadline
 from harness.driver.night.runner import NightResult, run_night
@@ -35,7 +49,6 @@ from harness.driver.rerun import (
     execute,
     night_failures,
     plan_rerun,
-    seal_lines,
     sealed_with,
 )
 from harness.measure.nightfolder.journal import settle
@@ -70,11 +83,8 @@ WAIT_DEFAULT = "12h"  # a bare --wait: one night's length, so a timer's night is
               help="when another night holds this GPU lock, wait up to DURATION for it "
                    "(bare --wait: 12h; never past --until/--max-hours/--window) instead of "
                    "exit 3 at once")
-@click.option("--lock-timeout", type=DURATION,
-              help="how long to wait for the GPU lock, e.g. 600 or 2h "
-                   "(default: the campaign's lock_timeout)")
-@click.option("--json-lines/--no-json-lines", default=None,
-              help="progress as JSON lines (default: when stderr is not a terminal)")
+@lock_timeout_option()
+@JSON_LINES
 @click.option("--executor", "executor_kind", type=click.Choice(KINDS),
               help="where controls run: local (here) or slurm (one job each; default: the "
                    "campaign's executor.kind, else local)")
@@ -85,15 +95,19 @@ WAIT_DEFAULT = "12h"  # a bare --wait: one night's length, so a timer's night is
 @click.option("--jobs", type=click.IntRange(1, 10_000),
               help="Slurm jobs submitted or running at once (default: the campaign's "
                    "executor.window, else 4)")
-@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-@verbose_option
+@click.option("--runs-per-job", type=click.IntRange(1, MAX_RUNS_PER_JOB),
+              help="Slurm: a slot's next controls one job runs, each next `harness run` "
+                   "started early and waiting on the host's GPU lock, so the GPU does not "
+                   "wait for the scheduler (default: the campaign's executor.runs_per_job, "
+                   f"else {RUNS_PER_JOB})")
+@dry_run_options
 @color_option()
 def night(campaign: Path, until: str | None, max_hours: float | None, window: str | None,
           runs_dir: Path, night_name: str | None, new: bool, wait: float | None,
           lock_timeout: float | None,
           json_lines: bool | None, executor_kind: str | None, partition: str | None,
-          account: str | None, drop: Path | None, jobs: int | None, dry_run: bool,
+          account: str | None, drop: Path | None, jobs: int | None,
+          runs_per_job: int | None, dry_run: bool,
           as_json: bool, verbose: bool) -> None:
     """Run a whole campaign unattended, journaled so it can resume after a crash.
 
@@ -115,7 +129,7 @@ def night(campaign: Path, until: str | None, max_hours: float | None, window: st
         loaded = require_campaign(campaign)
         executor = merged(loaded.executor, kind=executor_kind, partition=partition,
                           account=account, drop=None if drop is None else os.path.abspath(drop),
-                          window=jobs)
+                          window=jobs, runs_per_job=runs_per_job)
         if dry_run:  # the start's own checks first: --night/--new, --until, --window
             deadline = night_deadline(datetime.now().astimezone(), until, max_hours, window)
             raise click.exceptions.Exit(show_night(
@@ -185,10 +199,7 @@ def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
 
 def _say_plan(plan: RerunPlan, said: Said) -> None:
     """What the rerun uses; every line inert (the original's values come from its folder)."""
-    lines = [f"rerun of: {plan.run_dir} ({plan.original.status})",
-             *(f"uses: {path}" for path in plan.files()),
-             f"seal: {plan.seal.digest} (original {plan.original.seal})", *seal_lines(plan)]
-    for line in lines:
+    for line in plan_lines(plan):
         said.line(inert(line, 2000))
 
 
@@ -268,13 +279,9 @@ def _dry_rerun(run_dir: Path | None, night_dir: Path | None, campaign: Path | No
                    "recorded campaign file, as it is on disk now)")
 @runs_dir_option("optional", help="where the new run folder goes, and where a run id is "
                  "looked up")
-@click.option("--lock-timeout", type=DURATION,
-              help="how long to wait for the night and GPU locks, e.g. 600 or 2h")
-@click.option("--json-lines/--no-json-lines", default=None,
-              help="progress as JSON lines (default: when stderr is not a terminal)")
-@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-@verbose_option
+@lock_timeout_option("the night and GPU locks", "")
+@JSON_LINES
+@dry_run_options
 @color_option()
 def rerun(run_dir: Path | None, night_dir: Path | None, reason: str, campaign: Path | None,
           runs_dir: Path | None, lock_timeout: float | None, json_lines: bool | None,

@@ -17,17 +17,21 @@ from typing import Any
 import click
 
 from harness.cli.jsonout import emit
-from harness.measure.runfolder.manifest import verify_folder
+from harness.measure.runfolder.manifest import SealFault, verify_folder
 from harness.readers.report.inert import inert
 
 MAX_SHOWN = 20  # problems printed per run (`harness verify RUN_DIR` names all of them)
 
 
+def problem_doc(p: SealFault) -> dict[str, str | None]:
+    """One problem as `verify --json` says it, of a run or of each run of a night."""
+    return {"path": p.path, "kind": p.kind, "detail": p.detail}
+
+
 def _run_doc(folder: Path) -> dict[str, Any]:
     problems = verify_folder(folder)
     return {"run_id": folder.name, "path": str(folder), "ok": not problems,
-            "problems": [{"path": p.path, "kind": p.kind, "detail": p.detail}
-                         for p in problems]}
+            "problems": [problem_doc(p) for p in problems]}
 
 
 def _say(night: Path, runs: list[dict[str, Any]], faults: list[str]) -> None:

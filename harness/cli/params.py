@@ -19,7 +19,7 @@ from harness.base.errors import HarnessError, InvalidInput
 from harness.base.timeutil import parse_duration
 from harness.cli.targets import is_night_folder
 from harness.config import runsdir
-from harness.measure.nightfolder.naming import find_night, night_parts
+from harness.measure.nightfolder.naming import NIGHTS, find_night, night_parts
 from harness.measure.runfolder import refs
 from harness.readers.report.inert import inert
 
@@ -48,6 +48,18 @@ class _Bounded(click.ParamType):
 
 DURATION = _Bounded("duration", parse_duration)
 HOURS = _Bounded("hours", parse_hours)
+
+
+def lock_timeout_option(locks: str = "the GPU lock",
+                        default: str = " (default: the campaign's lock_timeout)") -> Any:
+    """The one `--lock-timeout DURATION` of the commands that launch (run, night, rerun)."""
+    return click.option("--lock-timeout", type=DURATION,
+                        help=f"how long to wait for {locks}, e.g. 600 or 2h{default}")
+
+
+# run, night and rerun report progress the same way (harness.measure.ui.reporter)
+JSON_LINES = click.option("--json-lines/--no-json-lines", default=None,
+                          help="progress as JSON lines (default: when stderr is not a terminal)")
 
 
 # ---- the runs dir and run references (harness.config.runsdir, runfolder.refs) -------------
@@ -132,15 +144,28 @@ def runs_dir_in(line: click.Context | None) -> Any:
     return found
 
 
-class RunRef(click.ParamType):
+class _Ref(click.ParamType):
+    """A folder given by its path or by a reference under the runs dir. In usage lines its
+    metavar says an id works too, not only a folder (`RUN`, not `RUN_DIR`); it completes
+    to the ids of the folders it takes (`completions`: runs, nights or both)."""
+
+    metavar = ""
+    runs = nights = False  # which ids it completes to
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return self.metavar
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[Any]:
+        return completions(ctx, incomplete, runs=self.runs, nights=self.nights)
+
+
+class RunRef(_Ref):
     """A run folder: a path (an existing one always wins), or a reference resolved under
     the runs dir by runfolder.refs (run id, prefix, hex tail, `latest`, `@-N`); an
     ambiguous reference is exit 2."""
 
-    name = "run"
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
-        return "RUN"  # in usage lines: an id or a folder, not only a folder (`RUN_DIR`)
+    name, metavar, runs = "run", "RUN", True
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Path:
@@ -152,23 +177,29 @@ class RunRef(click.ParamType):
         runs = _runs_to_search(text, ctx)
         return refs.find_run(text, runs.path, f"{runs.path} (from {runs.source})")
 
-    def shell_complete(self, ctx: click.Context, param: click.Parameter,
-                       incomplete: str) -> list[Any]:
-        """The run ids under the runs dir that start with what was typed, newest first,
-        and `latest`; then the shell's own file names (a run folder is a path too)."""
-        items = [CompletionItem(refs.LATEST)] if refs.LATEST.startswith(incomplete) else []
-        if "/" not in incomplete and not incomplete.startswith("."):
-            try:
-                names = refs.run_names(runs_dir_in(ctx).path, limit=COMPLETE_LIMIT)
-            except (HarnessError, OSError):  # no runs dir here: file names only
-                names = []
-            items += [CompletionItem(n) for n in refs.newest_first(names)
-                      if n.startswith(incomplete)]
-        return [*items, CompletionItem(incomplete, type="file")]
 
-
-COMPLETE_LIMIT = 5_000  # run folders read for one completion: a hint, never a crawl
+COMPLETE_LIMIT = 5_000  # folders read for one completion: a hint, never a crawl
 RUN = RunRef()
+
+
+def completions(ctx: click.Context | None, incomplete: str, *, runs: bool = False,
+                nights: bool = False) -> list[CompletionItem]:
+    """`latest`, then the run ids and/or night ids that start with what was typed (each
+    newest first), then the shell's own file names. A typed path (`/`, a leading `.`)
+    completes as a file only; no runs dir here, as file names only."""
+    items = [CompletionItem(refs.LATEST)] if refs.LATEST.startswith(incomplete) else []
+    typed_path = "/" in incomplete or incomplete.startswith(".")
+    for wanted, sub, parts in ((runs, "", refs.run_parts), (nights, NIGHTS, night_parts)):
+        if not wanted or typed_path:
+            continue
+        try:
+            found = refs.entries(runs_dir_in(ctx).path / sub, parts, COMPLETE_LIMIT)
+        except (HarnessError, OSError):
+            continue
+        names = [n for n, what in found.items() if what == refs.FOLDER]
+        items += [CompletionItem(n) for n in refs.newest_first(names, parts)
+                  if n.startswith(incomplete)]
+    return [*items, CompletionItem(incomplete, type="file")]
 
 
 def _runs_to_search(text: str, ctx: click.Context | None) -> runsdir.RunsDir:
@@ -180,30 +211,15 @@ def _runs_to_search(text: str, ctx: click.Context | None) -> runsdir.RunsDir:
 
 
 def _nights_where(runs: runsdir.RunsDir) -> str:
-    return f"{runs.path}/nights (from {runs.source})"
+    return f"{runs.path}/{NIGHTS} (from {runs.source})"
 
 
-def _night_names(ctx: click.Context | None, incomplete: str) -> list[CompletionItem]:
-    if "/" in incomplete or incomplete.startswith("."):
-        return []
-    try:
-        found = refs.entries(runs_dir_in(ctx).path / "nights", night_parts, COMPLETE_LIMIT)
-    except (HarnessError, OSError):
-        return []
-    names = [n for n, what in found.items() if what == refs.FOLDER]
-    return [CompletionItem(n) for n in refs.newest_first(names, night_parts)
-            if n.startswith(incomplete)]
-
-
-class NightRef(click.ParamType):
+class NightRef(_Ref):
     """A night folder: a path (an existing one always wins; a missing one is exit 2), or a
     reference resolved under RUNS/nights by nightfolder.naming.find_night (the whole night
     id, a unique prefix, `latest`, `@-N`); an ambiguous reference is exit 2."""
 
-    name = "night"
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
-        return "NIGHT"
+    name, metavar, nights = "night", "NIGHT", True
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Path:
@@ -216,13 +232,6 @@ class NightRef(click.ParamType):
             raise InvalidInput(f"{inert(text, 400)}: no such file or folder")
         runs = _runs_to_search(text, ctx)
         return find_night(text, runs.path, _nights_where(runs))
-
-    def shell_complete(self, ctx: click.Context, param: click.Parameter,
-                       incomplete: str) -> list[Any]:
-        """The night ids that start with what was typed, newest first, and `latest`; then
-        the shell's own file names."""
-        items = [CompletionItem(refs.LATEST)] if refs.LATEST.startswith(incomplete) else []
-        return [*items, *_night_names(ctx, incomplete), CompletionItem(incomplete, type="file")]
 
 
 NIGHT = NightRef()
@@ -248,16 +257,13 @@ def _attempt(find: Any) -> Path | InvalidInput:
         return e
 
 
-class RunOrNightRef(click.ParamType):
+class RunOrNightRef(_Ref):
     """A run or a night: a path (an existing one wins; a folder holding a night journal is a
     night), else a reference. `latest` and `@-N` are runs; the whole night id is that night;
     any other reference is whichever one of a run (RUN's forms) and a night it names, exit
     2 when it names one of each."""
 
-    name = "run_or_night"
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
-        return "RUN|NIGHT"
+    name, metavar, runs, nights = "run_or_night", "RUN|NIGHT", True, True
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Named:
@@ -285,12 +291,6 @@ class RunOrNightRef(click.ParamType):
         if isinstance(night, Path):
             return Named(NIGHT_KIND, night)
         raise refs.NoMatch(f"{run.message}; no night either (`harness ls --nights`)")
-
-    def shell_complete(self, ctx: click.Context, param: click.Parameter,
-                       incomplete: str) -> list[Any]:
-        """RUN's completions with the night ids among them."""
-        found = RUN.shell_complete(ctx, param, incomplete)
-        return [*found[:-1], *_night_names(ctx, incomplete), found[-1]]
 
 
 RUN_OR_NIGHT = RunOrNightRef()

@@ -19,6 +19,7 @@ from harness.readers.report.inert import inert
 
 if TYPE_CHECKING:  # the dry run's module is loaded only by a dry run
     from harness.driver.dryrun import DryRun
+    from harness.driver.rerun import RerunPlan
 
 DRY_RUN_HELP = ("print the plan, one line a control (image Id, lock, timeout, what the "
                 "preflight would refuse), the runs dir and the source seal; launch nothing, "
@@ -28,8 +29,13 @@ JSON_HELP = ("the result as one JSON object on stdout (runs, status, exit code; 
 VERBOSE_HELP = "with --dry-run: each control's docker argv too"
 
 
-def verbose_option(f):  # type: ignore[no-untyped-def]
-    return click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP)(f)
+def dry_run_options(f):  # type: ignore[no-untyped-def]
+    """`--dry-run`, `--json` and `-v` as run, night and rerun all take them."""
+    for option in (click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP),
+                   click.option("--json", "as_json", is_flag=True, help=JSON_HELP),
+                   click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)):
+        f = option(f)
+    return f
 
 
 def needs_dry_run(verbose: bool, dry_run: bool) -> None:
@@ -42,7 +48,6 @@ def show(loaded: Loaded, rows: list[tuple[str, int]], runs_dir: Path, *, command
          as_json: bool, verbose: bool = False) -> int:
     """Print the dry run of `rows` and return its exit code."""
     from harness.driver import dryrun  # here: a real run never loads it
-
 
     found = dryrun.plan(loaded, rows, runs_dir, command=command)
     say(found, as_json=as_json, verbose=verbose)
@@ -68,7 +73,6 @@ def show_night(loaded: Loaded, runs_dir: Path, *, local: bool, as_json: bool,
     host check before each control when the night runs here."""
     from harness.driver import dryrun
 
-
     executor = dryrun.DryExecutor(loaded, runs_dir, doctor=local)
     pick = dryrun.night_walk(loaded, runs_dir, night, new, executor)
     notes = (*dryrun.night_notes(loaded, runs_dir, pick),
@@ -86,7 +90,6 @@ def show_rerun(run_dirs: list[Path], campaign: Path | None, runs_dir: Path | Non
     worst exit code. With `failed`, one that cannot be planned is said and the next follows."""
     from harness.driver import dryrun
     from harness.driver.policy import environment_stops
-
 
     docs, worst = [], 0
     for run_dir in run_dirs:
@@ -113,16 +116,22 @@ def _rerun_dry(run_dir: Path, campaign: Path | None, runs_dir: Path | None, *,
                as_json: bool, verbose: bool = False) -> tuple[dict, int]:
     """One rerun's dry run: printed (without `as_json`), and its document and exit code."""
     from harness.driver import dryrun
-    from harness.driver.rerun import plan_rerun, seal_lines
-
+    from harness.driver.rerun import plan_rerun
 
     plan = plan_rerun(run_dir, campaign=campaign)
     into = runs_dir if runs_dir is not None else plan.run_dir.parent
-    said = [f"rerun of: {plan.run_dir} ({plan.original.status})",
-            *(f"uses: {path}" for path in plan.files()),
-            f"seal: {plan.seal.digest} (original {plan.original.seal})", *seal_lines(plan)]
     found = dryrun.plan(plan.loaded, [(plan.control, 0)], into, command="rerun",
-                        notes=tuple(said))
+                        notes=tuple(plan_lines(plan)))
     if not as_json:
         say(found, as_json=False, verbose=verbose)
     return {**found.document(), "rerun_of": str(plan.run_dir)}, found.exit_code
+
+
+def plan_lines(plan: RerunPlan) -> list[str]:
+    """What a rerun uses, as `rerun` and its dry run both say it: the original, the files,
+    the source seal against the original's."""
+    from harness.driver.rerun import seal_lines
+
+    return [f"rerun of: {plan.run_dir} ({plan.original.status})",
+            *(f"uses: {path}" for path in plan.files()),
+            f"seal: {plan.seal.digest} (original {plan.original.seal})", *seal_lines(plan)]

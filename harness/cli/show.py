@@ -40,9 +40,11 @@ def show(target: Named, as_json: bool, input_name: str | None) -> None:
     problem); 2 not a run record, or --input names a file the run did not keep.
     """
     run_dir = target.path
+    other = "a night" if target.is_night else \
+        "a gate record" if gate_show.is_gate_record(run_dir) else None
+    if input_name is not None and other is not None:
+        raise click.UsageError(f"--input is for a run folder; {other} keeps no inputs")
     if target.is_night:
-        if input_name is not None:
-            raise click.UsageError("--input is for a run folder; a night keeps no inputs")
         from harness.readers.report.morning import render, summary_for_night  # heavy: here
 
         summary = summary_for_night(run_dir)
@@ -50,9 +52,7 @@ def show(target: Named, as_json: bool, input_name: str | None) -> None:
                       width=shutil.get_terminal_size((100, 24)).columns)
         click.echo(text if as_json else paint_statuses(text), nl=False)
         return
-    if gate_show.is_gate_record(run_dir):
-        if input_name is not None:
-            raise click.UsageError("--input is for a run folder; a gate record keeps no inputs")
+    if other is not None:
         doc = gate_show.read(run_dir)  # exit 2 for anything but a v1 gate record
         lines = [json.dumps(doc, indent=2, sort_keys=True)] if as_json else \
             gate_show.render(run_dir, doc, inert)

@@ -9,12 +9,12 @@ import click
 
 from harness.base.errors import InvalidInput
 from harness.cli.jsonout import as_json_errors, emit
-from harness.cli.nightverify import verify_night
+from harness.cli.nightverify import problem_doc, verify_night
 from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named
 from harness.cli.targets import refuse_bundle
 from harness.judge.gaterecord.gatesjson import GATE_RECORD
 from harness.measure.runfolder.layout import RECORD, SUMS
-from harness.measure.runfolder.manifest import SealFault, verify_folder
+from harness.measure.runfolder.manifest import verify_folder
 
 
 def sealed_folder(run_dir: Path) -> Path:
@@ -28,10 +28,6 @@ def sealed_folder(run_dir: Path) -> Path:
         raise InvalidInput(f"{run_dir}: not a run folder or gate record (it holds no "
                            f"{RECORD}, {GATE_RECORD} or {SUMS})")
     return real
-
-
-def problem_doc(p: SealFault) -> dict[str, str | None]:
-    return {"path": p.path, "kind": p.kind, "detail": p.detail}
 
 
 @click.command()

@@ -10,10 +10,16 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.base.errors import InvalidInput
+from harness.config.samehost import MAX_GROUP
 from harness.config.schema import Duration, NameField, Strict
 
 KINDS = ("local", "slurm")
 WINDOW = 4  # small: --until or a stop-on-refusal has at most this many pending jobs to cancel
+# A slot's controls one Slurm job carries, each next run waiting on the host's GPU lock so
+# the GPU never waits for the scheduler; small, because the job's --time is their sum and a
+# retry after a lost node starts the job's unfinished runs over on another node.
+RUNS_PER_JOB = 4
+MAX_RUNS_PER_JOB = MAX_GROUP  # a job's name carries every control, as a group's does
 
 
 class ExecutorConfig(Strict):
@@ -38,6 +44,10 @@ class ExecutorConfig(Strict):
     window: int = Field(default=WINDOW, ge=1, le=10_000,
                         description="jobs submitted or running at once (slurm); a stop "
                                     "cancels only those still pending")
+    runs_per_job: int = Field(default=RUNS_PER_JOB, ge=1, le=MAX_RUNS_PER_JOB,
+                              description="a slot's next controls one Slurm job runs, each "
+                                          "next run waiting on the host's GPU lock (a "
+                                          "same_host group is never split)")
 
 
 class ExecutorBlock(Strict):

@@ -322,11 +322,6 @@ def _load_gates(loaded: Loaded, doc: Document) -> list[Fault]:
     return faults
 
 
-def check_files(paths: list[Path]) -> list[Fault]:
-    """Validate any mix of campaigns, controls and image locks; every fault, in order."""
-    return check(paths)[0]
-
-
 def check(paths: list[Path]) -> tuple[list[Fault], list[Fault]]:
     """(faults, warnings) for any mix of campaigns, controls and image locks; a warning is
     what every run of a valid file is refused for until the operator acts on the GPU host."""

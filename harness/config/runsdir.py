@@ -62,21 +62,16 @@ class ProjectConfig:
     runs_dir: str | None
 
 
-def _expand(text: str) -> Path:
-    return Path(os.path.expanduser(text))
-
-
 def choose(option: str | Path | None, env: str | None, config: ProjectConfig | None,
            cwd: Path, project: Path | None = None) -> RunsDir:
     """The runs dir by precedence: option, environment (empty is unset), config file,
     default. Pure. The default is beside the config file, else in `project`, else `cwd`."""
-    if option is not None and str(option) != "":
-        return RunsDir(Path(os.path.abspath(cwd / _expand(str(option)))), "--runs-dir")
-    if env:
-        return RunsDir(Path(os.path.abspath(cwd / _expand(env))), ENV)
-    if config is not None and config.runs_dir:
-        base = config.file.parent
-        return RunsDir(Path(os.path.abspath(base / _expand(config.runs_dir))), str(config.file))
+    named = [(None if option is None else str(option), cwd, "--runs-dir"), (env, cwd, ENV)]
+    if config is not None:
+        named.append((config.runs_dir, config.file.parent, str(config.file)))
+    for value, base, source in named:
+        if value:
+            return RunsDir(Path(os.path.abspath(base / os.path.expanduser(value))), source)
     base = config.file.parent if config is not None else project or cwd
     return RunsDir(Path(os.path.abspath(base / DEFAULT)), "the default")
 
@@ -234,12 +229,6 @@ def search(start: Path, uid: int | None = None) -> Search:
         elif found is not None:
             return Search(found, tuple(skipped))
     return Search(None, tuple(skipped))
-
-
-def find_config(start: Path, uid: int | None = None) -> Path | None:
-    """The harness.toml `search` obeys from `start` upwards, or None."""
-    found = search(start, uid).config
-    return None if found is None else found.file
 
 
 def skipped_warning(skipped: Skipped) -> str:

@@ -5,7 +5,8 @@ first) as it arrives and asks the stop policy after each; once it stops, pending
 are cancelled (not run: a journal plans them again) and running ones finish and seal.
 The source is told which slots are `busy`: a slot in flight is `running` in the journal,
 which it would otherwise take for a run a dead harness left. A `same_host` group run as
-one (`together`) records each member `started` before the one job is submitted."""
+one (`together`) records each member `started` before the one job is submitted; so does a
+launch of several of the plan's controls (`executor.per_job`: `next_launch`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,33 @@ from harness.base.states import Status
 from harness.driver.plan import Executor, InFlight, LaunchRequest, LaunchSource, Outcome, Recorder
 from harness.driver.policy import StoppedAfter, Why, not_executed, stop_reason
 from harness.measure.ui import Reporter
+
+
+def wants_more(taken: int, per_job: int) -> bool:
+    """Whether a launch of `taken` runs takes the plan's next launch too (an executor that
+    runs up to `per_job` of a slot's controls as one launch: a Slurm job whose next run
+    waits on the host's GPU lock). Whole launches only: a same_host group is never split,
+    so a launch may end up to a group's size past `per_job`. Pure."""
+    return taken < per_job
+
+
+def next_launch(source: LaunchSource, busy: frozenset[int], *, together: bool,
+                per_job: int) -> tuple[tuple[LaunchRequest, ...], ...] | str:
+    """The source's next launch, joined by the ones after it while `wants_more` (each
+    launch's members apart); why there is none when there is none. Why the source stops
+    giving more (done, a deadline) is asked again before the next launch, so it is not
+    lost here."""
+    first = source.next_launches(busy, together=together)
+    if isinstance(first, str):
+        return first
+    taken = [first]
+    while wants_more(sum(len(t) for t in taken), per_job):
+        held = busy | {r.plan_index for t in taken for r in t if r.plan_index is not None}
+        more = source.next_launches(frozenset(held), together=together)
+        if isinstance(more, str):
+            break
+        taken.append(more)
+    return tuple(taken)
 
 
 def crashed(request: LaunchRequest, e: Exception) -> Outcome:
@@ -100,9 +128,12 @@ class _Walk:
             self.driven.after = StoppedAfter(request.control, outcome.status,
                                              tuple(r.rule for r in outcome.reasons))
 
-    def start(self, executor: Executor, requests: tuple[LaunchRequest, ...]) -> None:
-        """Record every member `started` (committed before the launch exists), then start it;
-        an outcome at once is every member's."""
+    def start(self, executor: Executor, launches: tuple[tuple[LaunchRequest, ...], ...],
+              ) -> None:
+        """Record every member `started` (committed before the launch exists), then start
+        the launches as one; an outcome at once (it never started) is every member's of the
+        first launch (a same_host group's too), and the later launches are not run."""
+        requests = tuple(r for launch in launches for r in launch)
         for request in requests:
             self.source.started(request)
         try:
@@ -111,9 +142,13 @@ class _Walk:
             for request in requests:
                 self.source.finished(request, crashed(request, e))
             raise
-        if isinstance(started, Outcome):
-            for request in requests:
+        if isinstance(started, Outcome):  # never started: the first launch's outcome
+            for request in launches[0]:
                 self.record(request, replace(started, run_dir=request.run_dir))
+            for launch in launches[1:]:
+                for request in launch:
+                    self.source.withdrawn(request, f"not run: the job it shared with "
+                                          f"{requests[0].control} was not started")
         else:
             self.flying.append(started)
 
@@ -131,7 +166,8 @@ def drive(source: LaunchSource, executor: Executor, *, stop_policy: str, ui: Rep
         if walk.stop is None and walk.flying and source.past_deadline():
             walk.stop = Why.DEADLINE  # a full window waits no longer for a slot to free
         while walk.stop is None and len(walk.flying) < max(1, executor.window):
-            requests = source.next_launches(walk.busy(), together=executor.together)
+            requests = next_launch(source, walk.busy(), together=executor.together,
+                                   per_job=executor.per_job)
             if isinstance(requests, str):
                 last = requests
                 if requests != Why.DONE:  # deadline, environment: stop, cancel what waits
@@ -149,9 +185,9 @@ def drive(source: LaunchSource, executor: Executor, *, stop_policy: str, ui: Rep
         executor.pause(changed, max(w.failures for w in walk.flying))
         done, changed = executor.poll(walk.flying)
         for _, request, outcome in done:
-            if outcome is None:
-                source.withdrawn(request, f"not run: its job was cancelled while pending "
-                                 f"({walk.stop or 'Slurm: its --deadline passed'})")
+            if outcome is None:  # cancelled while pending, or its claim was the controller's
+                why = walk.stop or "its --deadline passed, or its host stopped it"
+                source.withdrawn(request, f"not run: it never launched ({why})")
             else:
                 walk.record(request, outcome)
         walk.keep_open([w for w, _, _ in done])

@@ -24,6 +24,7 @@ class LocalExecutor:
 
     window = 1  # one GPU: one control at a time
     together = False  # a same_host group's members run here one after another
+    per_job = 1  # each start is one launch: the night's loop sees every outcome before the next
 
     def __init__(self, loaded: Loaded, ui: Reporter, *, lock_timeout: float | None,
                  before_launch: Callable[[], None] | None = None,
@@ -56,7 +57,7 @@ class LocalExecutor:
     def _wait_free(self, request: LaunchRequest) -> tuple[str, float]:
         """Wait for a held GPU lock before the run folder exists: a stop leaves nothing."""
         from harness.base.signals import signals_interrupt
-        from harness.measure.lockwait import wait_free
+        from harness.measure.lock import wait_free
 
         timeout = self.lock_timeout or self.loaded.campaign.lock_timeout
         try:

@@ -96,10 +96,12 @@ W = TypeVar("W", bound=InFlight)
 
 class Executor(Protocol[W]):
     """Where controls run: `window` launches in flight (1 here, where `start` waits),
-    whether a `same_host` group is one launch (`together`), and how a launch is followed."""
+    whether a `same_host` group is one launch (`together`), how many of the plan's launches
+    one start takes (`per_job`), and how a launch is followed."""
 
     window: int
     together: bool
+    per_job: int
 
     def launch(self, request: LaunchRequest) -> Outcome: ...
 

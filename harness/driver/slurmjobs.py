@@ -1,7 +1,11 @@
 """The executor that runs each control as a Slurm job and answers with its sealed outcome.
 
 It answers the campaign loop as the local executor does (requests in, Outcomes out), with
-up to `window` jobs in flight and a `same_host` group as one job. The job `exec`s
+up to `window` jobs in flight, a `same_host` group as one job, and up to `per_job` of a
+slot's next controls in one job, each next run started early and waiting on the host's GPU
+lock (`slurm.script`). A stop claims every run in flight not seen sealed (`slurm.claim`):
+one the controller claimed never launches and is not run; one sealed as never launched
+(its claim taken, or the run before it stopped the night) is not run either. The job `exec`s
 `harness run --run-id R --attempt N`, so the run folder is the one the journal committed.
 sbatch is sent once: after a transient failure the job is looked up by its token first.
 The outcome is the sealed, verified run.json, never Slurm's word: Slurm's end only starts
@@ -20,7 +24,9 @@ from pathlib import Path
 from harness.base.catalogue import (
     ENV_SLURM_NO_EVIDENCE,
     ENV_SLURM_SUBMIT,
+    SLURM_NIGHT_STOPPED,
     SLURM_NO_SEAL,
+    SLURM_NOT_CLAIMED,
     SLURM_NOT_INTACT,
 )
 from harness.base.errors import EnvironmentFault, HarnessError
@@ -34,13 +40,30 @@ from harness.driver.watch import Members, Settings, Watch, members
 from harness.instrument.harness_observer.encode import loads
 from harness.measure.runfolder import layout, runjson
 from harness.measure.runfolder.manifest import verify_folder
-from harness.measure.slurm import calls, follow, job, query
+from harness.measure.slurm import calls, claim, follow, job, query
 from harness.measure.slurm.query import ENDED, Job, JobState
 from harness.measure.ui import Reporter
 from harness.pipeline.recover import seal_interrupted
 
 SUBMIT_TRIES = 5
 SETTLE_S = 5.0  # how long an sbatch a killed controller had started may take to land
+NOT_LAUNCHED = frozenset({SLURM_NOT_CLAIMED, SLURM_NIGHT_STOPPED})  # sealed, never launched
+
+
+def never_launched(outcome: Outcome) -> bool:
+    """A run that held the lock but launched nothing because the night had stopped (its claim
+    was the controller's, or the run before it stopped the night): its row is not run, not
+    refused. Pure."""
+    return outcome.status == Status.REFUSED and bool(outcome.reasons) \
+        and all(r.rule in NOT_LAUNCHED for r in outcome.reasons)
+
+
+def claim_decision(made: claim.Claim) -> bool:
+    """Whether the controller, claiming a run in flight at a stop, withdraws it: only when it
+    made the claim (the run can no longer launch). Taken: the host launched first and the run
+    is followed to its seal; failed (the drop unwritable): followed too, as before claims,
+    since the run itself cannot claim there either and so launches nothing. Pure."""
+    return made is claim.Claim.MADE
 
 
 class SlurmExecutor:
@@ -51,9 +74,11 @@ class SlurmExecutor:
     def __init__(self, loaded: Loaded, ui: Reporter, settings: Settings, *,
                  on_submitted: Callable[[LaunchRequest, str, str], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time, window: int = 1) -> None:
+                 clock: Callable[[], float] = time.time, window: int = 1,
+                 per_job: int = 1) -> None:
         self.loaded, self.ui, self.settings = loaded, ui, settings
         self.window = window  # jobs submitted or running at once
+        self.per_job = per_job  # a slot's controls one job carries, the next waiting on the lock
         self.on_submitted = on_submitted
         self.sleep, self.clock = sleep, clock
         self.excluded: dict[int, tuple[str, ...]] = {}  # plan slot -> nodes to avoid
@@ -77,12 +102,17 @@ class SlurmExecutor:
             slot=first.plan_index or 0, attempt=max(r.attempt for r in group),
             lock_wait_s=s.lock_wait_s, until=s.until, exclude=tuple(exclude),
             run_id=first.run_id if one else None,
-            runs=() if one else tuple((r.run_id, r.attempt) for r in group))
+            runs=() if one else tuple((r.run_id, r.attempt) for r in group),
+            stop_policy=self.loaded.campaign.stop_policy)
 
     def launch(self, request: LaunchRequest) -> Outcome:
         """Submit one job and wait for its sealed outcome (a window of one)."""
         started = self.start(request)
-        return started if isinstance(started, Outcome) else self.wait(started)[0][1]
+        if isinstance(started, Outcome):
+            return started
+        watch = started
+        outcome = self.wait(watch)[0][1]
+        return outcome or self.unsealed(request, watch)
 
     def start(self, requests: Members) -> Watch | Outcome:
         """Submit one job (journaled, then announced): its Watch, or a failed outcome."""
@@ -121,8 +151,8 @@ class SlurmExecutor:
             self.ui.event("slurm-adopted", control=group[0].control, job_id=job_id,
                           controls=[r.control for r in group])
             return self.wait(Watch(job_id, group, token))
-        return [(r, self.sealed(r) if (r.run_dir / layout.SUMS).is_file() else None)
-                for r in group]
+        return [(r, self.launched(self.sealed(r)) if (r.run_dir / layout.SUMS).is_file()
+                 else None) for r in group]
 
     def preflight(self, control: str, runs_dir: Path) -> list[str]:
         """Nothing here: each GPU host runs `harness doctor` as Slurm's HealthCheckProgram
@@ -135,7 +165,7 @@ class SlurmExecutor:
         exists, and not run (None) when it has none."""
         out: list[tuple[LaunchRequest, Outcome | None]] = []
         for r, outcome in self.resume(requests, job_id):
-            if outcome is None and r.run_dir.exists():
+            if outcome is None and r.run_dir.exists() and not self.sealed_unlaunched(r):
                 control = self.loaded.controls.get(r.control)
                 outcome = seal_left(r, control[0].stop_grace if control else 10.0, self.ui)
             out.append((r, outcome))
@@ -167,13 +197,15 @@ class SlurmExecutor:
         raise EnvironmentFault(f"Slurm did not take job {token} after {SUBMIT_TRIES} tries",
                                rule=ENV_SLURM_SUBMIT)
 
-    def wait(self, w: Watch) -> list[tuple[LaunchRequest, Outcome]]:
-        """Poll until every member's outcome is known; them, in order."""
-        got: list[tuple[LaunchRequest, Outcome]] = []
+    def wait(self, w: Watch) -> list[tuple[LaunchRequest, Outcome | None]]:
+        """Poll until every member's outcome is known; them, in order (None: a run sealed as
+        never launched; a cancel while pending follows only our own scancel, never sent
+        here)."""
+        got: list[tuple[LaunchRequest, Outcome | None]] = []
         while True:
             done, changed = self.poll([w])
-            # None (never ran) only follows our own scancel, which this never sends
-            got += [(r, outcome or self.unsealed(r, w)) for _, r, outcome in done]
+            got += [(r, outcome if outcome is not None or self.sealed_unlaunched(r)
+                     else self.unsealed(r, w)) for _, r, outcome in done]
             if len(got) == len(w.requests):
                 return got
             self.pause(changed or w.ended_at is not None, w.failures)
@@ -211,13 +243,24 @@ class SlurmExecutor:
             w.reported.update(r.run_id for r in left)
             return [(r, None) for r in left]
         done: list[tuple[LaunchRequest, Outcome | None]] = []
-        for r in left:  # in order: a member waits for the one before it
-            outcome = self.settle_member(w, r, now)
+        for r in [r for r in left if r.run_id in w.claimed]:  # never launches: not run
+            w.reported.add(r.run_id)
+            done.append((r, None))
+        for r in [r for r in left if r.run_id not in w.claimed]:
+            outcome = self.settle_member(w, r, now)  # in order: a member waits for the last
             if outcome is None:
                 break
             w.reported.add(r.run_id)
-            done.append((r, outcome))
+            done.append((r, self.launched(outcome)))
         return done
+
+    def launched(self, outcome: Outcome) -> Outcome | None:
+        """The outcome of a run that launched; None for one sealed as never launched."""
+        return None if never_launched(outcome) else outcome
+
+    def sealed_unlaunched(self, request: LaunchRequest) -> bool:
+        """Whether the run's folder is sealed as never launched (the night had stopped)."""
+        return (request.run_dir / layout.SUMS).is_file() and never_launched(self.sealed(request))
 
     def settle_member(self, w: Watch, r: LaunchRequest, now: float) -> Outcome | None:
         """One member's outcome, or None while it is not known yet."""
@@ -252,8 +295,10 @@ class SlurmExecutor:
             self.ui.event("bundle-collected", control=request.control, **arrival)
 
     def cancel_pending(self, watches: list[Watch]) -> list[Watch]:
-        """Cancel the jobs not seen running (the night is stopping); one that started since the
-        last poll is left to finish and followed to its seal."""
+        """The night is stopping: claim every run in flight not seen sealed (`claim_runs`),
+        then cancel the jobs not seen running, which only frees the queue: a job that started
+        since the last poll finds its runs' claims taken and launches nothing."""
+        self.claim_runs(watches)
         pending = [w for w in watches if not w.started and not w.cancelled
                    and w.ended_at is None]
         if not pending:
@@ -265,6 +310,27 @@ class SlurmExecutor:
                       controls=[r.control for w in pending for r in w.requests],
                       problem=problem)
         return pending
+
+    def claim_runs(self, watches: list[Watch]) -> None:
+        """Make the claim of every run of `watches` not seen sealed, once per job: made, the
+        run can never launch and is not run, whatever Slurm says; already made, its host
+        launched it first and it is followed to its seal."""
+        claims = claim.claims_dir(job.drop_dir(self.settings.site))
+        for w in watches:
+            if w.claims_made:
+                continue
+            w.claims_made = True
+            for r in w.requests:
+                if r.run_id in w.reported or r.run_id in w.sealed_at:
+                    continue
+                made, where = claim.take(claims, r.run_id)
+                if claim_decision(made):
+                    w.claimed.add(r.run_id)
+                elif made is claim.Claim.FAILED:
+                    self.ui.event("slurm-claim-failed", control=r.control, problem=where)
+            if w.claimed:
+                self.ui.event("slurm-claimed", job_id=w.job_id,
+                              controls=[r.control for r in w.requests if r.run_id in w.claimed])
 
     def observe(self, w: Watch, p: calls.Poll, now: float) -> bool:
         """Take one answer into `w`; True when the job's state changed."""

@@ -59,6 +59,8 @@ class Watch:
     sealed_at: dict[str, float] = field(default_factory=dict)  # run id -> first seen sealed
     reported: set[str] = field(default_factory=set)  # run ids whose outcome was given
     fetched: set[str] = field(default_factory=set)  # run ids whose bundle the drop gave
+    claimed: set[str] = field(default_factory=set)  # run ids the controller claimed: not run
+    claims_made: bool = False  # the stop's claims were made for this job (once)
 
     def __post_init__(self) -> None:
         self.requests = members(self.requests)

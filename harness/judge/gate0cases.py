@@ -23,17 +23,13 @@ from harness.base.catalogue import RULES
 from harness.base.names import is_name
 from harness.base.readfile import InputError, TooLarge, read_fd
 from harness.base.states import Verdict
-from harness.base.tree import NotRegular, TooMany, open_beneath, printable, walk
+from harness.base.tree import TooMany, open_beneath, printable, walk
 from harness.config.fieldlist import KINDS, parse_choice, resolve
 from harness.config.imagegatespec import Expectation, parse_expectation
 from harness.config.schema import OneLine, Strict
 from harness.instrument.harness_observer.interface import (
     ENGINE_CORE,
     FRONTEND,
-    GENERATION,
-    MAX_RANK,
-    PHASES,
-    STARTUP,
     TRANSITIONS,
     WORKER,
 )
@@ -41,6 +37,7 @@ from harness.judge.finalize.attribute import attribute, describe, read_trace
 from harness.judge.finalize.contract import ContractError
 from harness.judge.finalize.documents import MAX_BYTES as MAX_DOCUMENT
 from harness.judge.finalize.observed import judge_run
+from harness.judge.finalize.processes import named
 from harness.judge.poststeps.imagegate import judge_trace
 from harness.measure.runfolder.layout import OBSERVATIONS, PREFLIGHT
 
@@ -50,10 +47,6 @@ SPEC = "case.json"
 MAX_SPEC = 64 * 1024
 MAX_CASE = 64 * 1024 * 1024  # every file of one case together
 MAX_ENTRIES = 4096  # files and folders under the cases folder
-_PHASE = "|".join(PHASES)
-OBSERVED = re.compile(
-    rf"^(?:{re.escape(STARTUP)}|{re.escape(GENERATION)}|{re.escape(TRANSITIONS)}"
-    rf"|{FRONTEND}\.(?:{_PHASE})\.json|{WORKER}-(?:0|[1-9][0-9]{{0,3}})\.(?:{_PHASE})\.json)$")
 
 
 def _rule(value: str) -> str:
@@ -158,11 +151,9 @@ def load_cases(root: Path | None = None) -> list[Case | Broken]:
     root = CASES if root is None else root
     try:
         entries = walk(root, MAX_ENTRIES)
-    except (FileNotFoundError, NotADirectoryError, NotRegular) as e:
-        raise CasesMissing(f"{root}: {e.strerror or e}") from None
     except TooMany:
         return [Broken(printable(str(root)), f"more than {MAX_ENTRIES} entries")]
-    except OSError as e:
+    except OSError as e:  # absent, not a folder (NotRegular), unreadable
         raise CasesMissing(f"{root}: {e.strerror or e}") from None
     tops = [e for e in entries if "/" not in e.rel]
     out: list[Case | Broken] = []
@@ -187,18 +178,11 @@ def _layout_problem(name: str, entries: list[Any]) -> str | None:
         head, _, tail = rel.partition("/")
         if rel == SPEC and e.is_file:
             continue
-        if head == OBSERVATIONS and e.is_file and OBSERVED.match(tail) and \
-                _rank_ok(tail):
-            continue
+        if head == OBSERVATIONS and e.is_file and (tail == TRANSITIONS or named(tail)):
+            continue  # the trace, or a process's observation (`processes.named`)
         return f"{printable(rel)}: a {e.kind} that no case holds (only {SPEC} and " \
                f"{OBSERVATIONS}/ with the files an instrument writes)"
     return None
-
-
-def _rank_ok(name: str) -> bool:
-    if not name.startswith(f"{WORKER}-"):
-        return True
-    return int(name.split(".")[0].removeprefix(f"{WORKER}-")) <= MAX_RANK
 
 
 def _read(root: Path, rel: str, limit: int) -> bytes:

@@ -11,13 +11,7 @@ from harness.base.states import Status, Verdict
 from harness.judge.poststeps import exitcode
 from harness.judge.verdictfile import PostResult
 
-__all__ = ["PostResult", "decide", "judge_exit", "post_reasons"]
-
-
-def judge_exit(outcome: dict) -> tuple[Status, list[Reason]]:
-    """The one judge of a container's exit (`poststeps.exitcode.judge_exit`, which the
-    `exit-code` post-step runs too), as (status it implies, reasons)."""
-    return exitcode.judge_exit(outcome)
+__all__ = ["PostResult", "decide", "post_reasons"]
 
 
 def post_reasons(p: PostResult) -> list[Reason]:
@@ -35,7 +29,7 @@ def decide(*, preflight: list[Reason], outcome: dict | None, post: list[PostResu
         stopped = any(r.rule == RUN_INTERRUPTED for r in preflight)
         return (Status.INTERRUPTED if stopped else Status.REFUSED), (
             reasons or [Reason(NOT_LAUNCHED, "no container was started")])
-    status, found = judge_exit(outcome)
+    status, found = exitcode.judge_exit(outcome)  # the one judge of a container's exit
     reasons += found
     # The `exit-code` post-step runs this same judge of the exit: what it finds again (an
     # interrupted run's RUN-INTERRUPTED) is one finding, listed once.

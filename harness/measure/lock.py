@@ -170,9 +170,9 @@ class GpuLock:
 
     def __init__(self, path: Path, *, run_id: str, timeout: float,
                  on_wait: Callable[[dict | None, float], None] | None = None,
-                 since: tuple[str, float] | None = None) -> None:
+                 since: Since | None = None) -> None:
         self.path = Path(path)
-        self.since = since  # a wait that began before the run (measure/lockwait.py)
+        self.since = since  # a wait that began before the run (`wait_free`)
         self.run_id = run_id
         self.timeout = timeout
         self.on_wait = on_wait
@@ -210,3 +210,27 @@ class GpuLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+Since = tuple[str, float]  # (UTC time a wait began, its time.monotonic())
+
+
+def wait_free(path: Path, timeout: float,
+              on_wait: Callable[[dict | None, float], None] | None = None) -> Since:
+    """Wait for the GPU lock before a run folder exists, so a Ctrl-C meanwhile leaves
+    nothing behind for a run that never launched. Only probes: the launch takes the lock,
+    counting its wait from when this began. Returns when the lock is free, `timeout`
+    passed or it cannot be probed: when the wait began."""
+    since = (utc_now(), time.monotonic())
+    while True:
+        try:
+            if is_free(Path(path)):
+                return since
+        except OSError:
+            return since
+        waited = time.monotonic() - since[1]
+        if on_wait is not None:
+            on_wait(read_holder(Path(path)), waited)
+        if waited >= timeout:
+            return since
+        time.sleep(POLL_S)

@@ -24,7 +24,6 @@ import io
 import math
 import os
 import re
-import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import BinaryIO
 
 from harness.base import bounds
 from harness.base.bounds import BadText
+from harness.base.tree import open_regular
 
 SCHEMA = "harness.metrics/v1"
 MAX_LINE_BYTES = 64 * 1024  # the lines we want are short; a longer line is cut, not buffered
@@ -209,10 +209,6 @@ def parse_lines(lines: Iterable[str], parser: MetricsParser | None = None,
     return parser.metrics()
 
 
-def parse_text(text: str) -> dict[str, float | int | None]:
-    return parse_lines(text.splitlines())
-
-
 def iter_log_blocks(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
     """Blocks of whole lines, each ending in `\n` but a last unterminated one. `\r\n` (vLLM's
     OpenMP lines) and a lone `\r` (tqdm) are line breaks, so line numbers are the file's.
@@ -257,26 +253,15 @@ def iter_log_lines(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Iterator
 _NEEDLES = tuple(p.needle.encode() for p in _PATTERNS)
 
 
-def _open_log(path: Path) -> BinaryIO:
-    """The log opened only if it is a regular file, no symlink followed, never blocking on a
-    FIFO: a planted FIFO or device cannot hang the seal."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def parse_file(path: Path, parser: MetricsParser | None = None, label: str = "") -> dict:
     """Stream one log file into `parser`; returns what was read (for the sources list).
     Only blocks holding a pattern's needle are decoded; the rest are only counted."""
     parser = parser if parser is not None else MetricsParser()
     label = label or str(path)
     lines = size = 0
-    with _open_log(Path(path)) as f:
+    # a regular file only, no symlink followed, never blocking on a FIFO: a planted FIFO
+    # or device cannot hang the seal
+    with os.fdopen(open_regular(path), "rb") as f:
         for block in iter_log_blocks(f):
             n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
             if any(needle in block for needle in _NEEDLES):

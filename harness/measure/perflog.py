@@ -21,6 +21,7 @@ from typing import Any
 from harness.base import flock
 from harness.base.names import is_name
 from harness.base.readfile import InputError, read_bounded
+from harness.base.shapes import dict_or_empty
 from harness.base.timeutil import parse_or_none
 from harness.config.references import FIGURE_UNITS, FIGURES, TELEMETRY_UNITS
 from harness.instrument.harness_observer.encode import loads as strict_loads
@@ -52,16 +53,12 @@ def _seconds(start: Any, end: Any) -> float | None:
     return round((b - a).total_seconds(), 3) if a and b else None
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
 def figures(run: Mapping[str, Any], metrics_doc: Mapping[str, Any] | None) -> dict:
     """Every figure of a sealed run: the one definition the report, log and CSV report share."""
-    times, lock, outcome = _dict(run.get("times")), _dict(run.get("lock")), \
-        _dict(run.get("outcome"))
-    doc = _dict(metrics_doc)
-    metrics = _dict(doc.get("metrics", doc))
+    times, lock, outcome = dict_or_empty(run.get("times")), dict_or_empty(run.get("lock")), \
+        dict_or_empty(run.get("outcome"))
+    doc = dict_or_empty(metrics_doc)
+    metrics = dict_or_empty(doc.get("metrics", doc))
     hold = number(lock.get("hold_s"))
     found = {
         "duration_s": _seconds(times.get("started"), times.get("ended")),
@@ -72,17 +69,18 @@ def figures(run: Mapping[str, Any], metrics_doc: Mapping[str, Any] | None) -> di
     }
     vllm = {m: number(metrics.get(m)) for m in METRICS}
     return {**found, **vllm,
-            **telemetry_figures(_dict(run.get("telemetry")), vllm["generated_tokens"])}
+            **telemetry_figures(dict_or_empty(run.get("telemetry")), vllm["generated_tokens"])}
 
 
 def telemetry_figures(block: Mapping[str, Any], tokens: float | None = None) -> dict:
     """The run's telemetry figures; None where not sampled (energy per token: no tokens)."""
-    container = _dict(_dict(block.get("figures")).get("container"))
+    container = dict_or_empty(dict_or_empty(block.get("figures")).get("container"))
+    peak = dict_or_empty(container.get("memory_peak_bytes")).get("peak")
     energy = number(block.get("energy_j"))
     return {"energy_j": energy,
             "energy_per_token_j": round(energy / tokens, 6) if energy is not None
             and tokens is not None and tokens > 0 else None,
-            "memory_peak_bytes": number(_dict(container.get("memory_peak_bytes")).get("peak")),
+            "memory_peak_bytes": number(peak),
             "cpu_pct_mean": number(block.get("cpu_pct_mean"))}
 
 
@@ -92,12 +90,12 @@ def unit(metric: str) -> str:
 
 def rows(entry: Mapping[str, Any]) -> list[dict]:
     """The log's lines for one run: the figures every run has always, vLLM's only with a value."""
-    findings = _dict(entry.get("findings"))
+    findings = dict_or_empty(entry.get("findings"))
     out = []
-    for metric, value in _dict(entry.get("figures")).items():
+    for metric, value in dict_or_empty(entry.get("figures")).items():
         if value is None and metric not in FIGURES:
             continue
-        f = _dict(findings.get(metric))
+        f = dict_or_empty(findings.get(metric))
         out.append({
             "sealed": entry.get("sealed"), "campaign": entry.get("campaign"),
             "control": entry.get("control"), "run_id": entry.get("run_id"),
@@ -183,7 +181,7 @@ def read_doc(path: Path) -> Any:
 
 def findings_of(verdict: Any) -> dict[str, dict]:
     """The `reference` post-step's findings by figure name ({} without a valid list)."""
-    found = _dict(verdict).get("findings")
+    found = dict_or_empty(verdict).get("findings")
     return {f["metric"]: f for f in found if isinstance(f, dict) and isinstance(
         f.get("metric"), str)} if isinstance(found, list) else {}
 
@@ -192,9 +190,9 @@ def sealed_entry(run_dir: Path) -> dict:
     """What the log keeps of a sealed run folder (harness.pipeline.finish calls this)."""
     run = run_record.read(run_dir).view()
     verdict = read_doc(run_dir / layout.POST_STEPS / "reference" / layout.VERDICT)
-    return {"sealed": _dict(run.get("times")).get("sealed"),
-            "campaign": _dict(run.get("campaign")).get("name"),
-            "control": _dict(run.get("control")).get("name"), "run_id": run.get("run_id"),
+    return {"sealed": dict_or_empty(run.get("times")).get("sealed"),
+            "campaign": dict_or_empty(run.get("campaign")).get("name"),
+            "control": dict_or_empty(run.get("control")).get("name"), "run_id": run.get("run_id"),
             "attempt": run.get("attempt"), "status": run.get("status"),
             "figures": figures(run, read_doc(run_dir / layout.METRICS)),
             "findings": findings_of(verdict)}

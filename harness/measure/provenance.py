@@ -11,21 +11,18 @@ import hashlib
 import json
 import os
 import re
-import selectors
 import shutil
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.atomic import dumps_json
 from harness.base.tree import printable
+from harness.measure.host.tools import run_bounded
 from harness.measure.origin import CHECKOUT, INSTALLED, Origin, parse_record, record_problems, which
 from harness.measure.seal import HARNESS_LABEL
 
 MAX_CHANGED = 200  # paths kept in "changed"; "changed_total" counts them all
 MAX_OUTPUT = 4 * 1024 * 1024  # bytes read from one git command's stdout
-MAX_STDERR = 4096
 TIMEOUT_S = 5.0
 _HEX = re.compile(rb"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1 or SHA-256 object names
 _CODES = set(b" MTADRCU?!")
@@ -83,30 +80,6 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _drain(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes, str | None]:
-    """stdout and stderr of `proc`, bounded; the reason it was stopped, if it was."""
-    out, err = bytearray(), bytearray()
-    why = None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ, out)
-        sel.register(proc.stderr, selectors.EVENT_READ, err)
-        while sel.get_map() and why is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                why = f"git took over {TIMEOUT_S:g}s"
-                break
-            for key, _ in sel.select(left):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                key.data.extend(chunk)
-                if len(out) > MAX_OUTPUT:
-                    why = f"git printed over {MAX_OUTPUT} bytes"
-            del err[MAX_STDERR:]
-    return bytes(out[:MAX_OUTPUT]), bytes(err), why
-
-
 def git_command(folder: Path, *args: str) -> tuple[int | None, bytes, str]:
     """git as the harness always runs it: (exit status or None, stdout, first error line or why)."""
     git = shutil.which("git")
@@ -118,17 +91,12 @@ def git_command(folder: Path, *args: str) -> tuple[int | None, bytes, str]:
             "-c", "core.excludesFile=/dev/null",
             "--no-optional-locks", "-C", os.fspath(folder), *args]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=_env(), start_new_session=True)
+        ran = run_bounded(argv, timeout=TIMEOUT_S, limit=MAX_OUTPUT, env=_env())
     except OSError as e:
         return None, b"", f"cannot run git: {e.strerror or e}"
-    with proc:
-        out, err, why = _drain(proc, time.monotonic() + TIMEOUT_S)
-        if why is not None:
-            proc.kill()
-        rc = proc.wait()
-    first = err.decode("utf-8", "replace").strip().splitlines()[:1]
-    return (None if why else rc), out, why or (first[0] if first else f"git exited {rc}")
+    why = (f"git took over {TIMEOUT_S:g}s" if ran.timed_out else
+           f"git printed over {MAX_OUTPUT} bytes" if ran.rc is None else None)
+    return ran.rc, ran.out, why or ran.first_error() or f"git exited {ran.rc}"
 
 
 def git_state(project_dir: Path) -> dict:

@@ -56,6 +56,11 @@ SENTENCES = {
     "regression-uncalled": "run {run_id} not called against its earlier runs: {why}",
     "regression-failed": "the regression call of run {run_id} failed: {error}",
     "rerun-index-failed": "the rerun of {run_id} is not in the rerun index: {error}",
+    "not-claimed": "run {run_id} launches nothing: {reasons}",
+    "slurm-claimed": "job {job_id}: the night stopped before these launched, and never will: "
+                     "{controls}",
+    "slurm-claim-failed": "control {control}: its claim could not be made ({problem}); it is "
+                          "followed to its seal",
 }
 # Optional parts: shown (in this form) only when the field is there and not empty or false.
 OPTIONAL = {"sealed": {"reasons": ": {}"}, "interrupted": {"doing": ": {}", "again": "; {}"},

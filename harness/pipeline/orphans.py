@@ -11,8 +11,6 @@ from collections.abc import Callable
 import docker.errors
 import psutil
 
-from harness.base import bounds
-from harness.base.bounds import BadText
 from harness.measure import engine, vector
 from harness.measure.lock import pid_alive
 
@@ -34,15 +32,9 @@ def reapable(container: dict, host: str, alive: Callable[[int, float], bool]) ->
     labels name a launcher on this host that is gone."""
     if container.get("State") in RUNNING_STATES:
         return False
-    lab = container.get("Labels") or {}
-    if lab.get(vector.LAUNCHER_HOST) != host:
-        return False
-    try:  # labels are anyone's who can reach the engine: bounded, ASCII, finite
-        pid = bounds.parse_int(lab[vector.LAUNCHER_PID], "a launcher pid", max_digits=10)
-        started = bounds.parse_decimal(lab[vector.LAUNCHER_STARTED], "a launcher start time")
-    except (KeyError, BadText):
-        return False
-    return not alive(pid, started)
+    # labels are anyone's who can reach the engine: `launcher_of` reads them bounded
+    launcher = vector.launcher_of(container.get("Labels") or {})
+    return launcher is not None and launcher[2] == host and not alive(*launcher[:2])
 
 
 def _filters(lock_path: object, device: str) -> list[dict]:

@@ -26,6 +26,7 @@ from harness.base.readfile import InputError, read_bounded
 from harness.base.reason import Reason, rules
 from harness.base.states import Status
 from harness.base.timeutil import utc_now
+from harness.measure.lock import pid_alive
 from harness.measure.runfolder import layout, runjson
 from harness.measure.runfolder.layout import SUMS
 from harness.measure.runfolder.manifest import make_read_only, write_manifest
@@ -66,9 +67,8 @@ def owner_alive(owner: dict) -> bool:
     if owner.get("host") != socket.gethostname():
         return True  # another host's folder: never judge it from here
     try:
-        p = psutil.Process(int(owner["pid"]))
-        return abs(p.create_time() - float(owner["create_time"])) < 0.01
-    except (psutil.Error, KeyError, ValueError, TypeError, OverflowError):
+        return pid_alive(int(owner["pid"]), float(owner["create_time"]))
+    except (KeyError, ValueError, TypeError, OverflowError):
         return False
 
 

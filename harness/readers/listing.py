@@ -16,7 +16,7 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,8 @@ from harness.measure.runfolder import manifest, runjson
 from harness.measure.runfolder.layout import OWNER, RECORD, SUMS
 from harness.measure.runfolder.refs import FOLDER, entries, newest_first, run_names, run_parts
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
-from harness.readers.report.ending import SUMMARY_JSON
-from harness.readers.report.inert import inert
+from harness.readers.report.ending import summary_bytes
+from harness.readers.report.runline import age, aligned, duration, field, links, stamp_time
 
 RUNNING = State.RUNNING.value  # no SHA256SUMS, and the harness that writes it is alive
 UNSEALED = "unsealed"  # no SHA256SUMS, its writer gone: left by a killed harness
@@ -42,7 +42,6 @@ NOT_INTACT = "not-intact"  # run.json is not the bytes its SHA256SUMS vouches fo
 LISTING_WORDS = (RUNNING, UNSEALED, UNREADABLE, NOT_INTACT)
 RECORD_READ_LIMIT = 1024 * 1024  # a run.json is a few KiB; a bigger one is not listed as read
 SUMS_READ_LIMIT = 4 * 1024 * 1024
-CELL = 80  # the widest a table cell gets
 
 
 @dataclass(frozen=True)
@@ -140,12 +139,8 @@ def select(rows: Sequence[Listed], *, campaign: str | None = None, control: str 
             if (campaign is None or r.campaign == campaign)
             and (control is None or r.control == control)
             and (not status or r.status in status)
-            and (since is None or _after(_started(r), since))]
+            and (since is None or ((at := _started(r)) is not None and at >= since))]
     return kept[:last] if last is not None else kept
-
-
-def _after(at: datetime | None, since: datetime) -> bool:
-    return at is not None and at >= since
 
 
 def _started(row: Listed) -> datetime | None:
@@ -155,60 +150,20 @@ def _started(row: Listed) -> datetime | None:
     return stamp_time(row.stamp())  # an unreadable row still has the time its id was minted
 
 
-def stamp_time(stamp: str) -> datetime | None:
-    """The time a UTC stamp of a folder name says (20261130T021500Z), or None. Pure."""
-    try:
-        return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-    except ValueError:  # an empty stamp, or month 13: the name's shape only was checked
-        return None
-
-
-def age(at: datetime | None, now: datetime) -> str:
-    """"3m ago", "2h ago", "4d ago" (docker's way), or "-"."""
-    if at is None:
-        return "-"
-    s = max(0, int((now - at).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if s >= size:
-            return f"{s // size}{unit} ago"
-    return f"{s}s ago"
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
-
-
 HEADER = ("RUN ID", "CONTROL", "CAMPAIGN", "STATUS", "STARTED", "DURATION", "ATTEMPT",
           "RERUN")
 
 
 def cells(row: Listed, now: datetime) -> tuple[str, ...]:
     """One row's table cells, each inert and bounded. Pure."""
-    marks = []
-    if row.rerun_of:
-        marks.append(f"rerun of {row.rerun_of}")
-    if row.superseded_by:
-        marks.append(f"superseded by {row.superseded_by}")
-    values = (row.run_id, row.control or "-", row.campaign or "-", row.status,
-              age(_started(row), now), duration(row.duration_s()),
-              "-" if row.attempt is None else str(row.attempt), "; ".join(marks) or "-")
-    return tuple(inert(v, CELL) for v in values)
+    return tuple(field(v) for v in (
+        row.run_id, row.control, row.campaign, row.status, age(_started(row), now),
+        duration(row.duration_s()), row.attempt, links(row.rerun_of, row.superseded_by)))
 
 
 def render(rows: Sequence[Listed], now: datetime) -> list[str]:
     """The table: a header and one line per row, columns padded as `docker ps` does."""
-    return _table(HEADER, [cells(r, now) for r in rows])
-
-
-def _table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
-    table = [header, *body]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    return ["   ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
-            for line in table]
+    return aligned(HEADER, [cells(r, now) for r in rows])
 
 
 def as_json(rows: Sequence[Listed | NightListed]) -> str:
@@ -239,9 +194,6 @@ def read_rows(runs_dir: Path) -> list[Listed]:
 # ---- nights ---------------------------------------------------------------------------------
 
 DONE, STOPPED = "done", Status.INTERRUPTED.value  # ended on purpose (ended.json); neither
-# ls reads only a night's tally, from every night: a summary.json larger than this (the
-# report reads up to ending.SUMMARY_LIMIT) is listed without its counts.
-SUMMARY_READ_LIMIT = 16 * 1024 * 1024
 NIGHT_HEADER = ("NIGHT ID", "CAMPAIGN", "STATE", "STARTED", "ACCEPTED", "RETRIES", "RERUNS")
 
 
@@ -315,20 +267,21 @@ def read_night_rows(runs_dir: Path, gpu_lock: Path) -> list[NightListed]:
         folder = nights / name
         state = (DONE if os.path.lexists(folder / ENDED) else
                  RUNNING if _night_running(folder, holder, host) else STOPPED)
-        rows.append(night_row(name, str(folder), state,
-                              _bytes(folder / SUMMARY_JSON, SUMMARY_READ_LIMIT)))
+        try:
+            summary: bytes | None = summary_bytes(folder)
+        except InputError:
+            summary = None  # listed without its counts
+        rows.append(night_row(name, str(folder), state, summary))
     return rows
 
 
 def night_cells(row: NightListed, now: datetime) -> tuple[str, ...]:
     """One night's table cells, each inert and bounded. Pure."""
-    started = stamp_time(row.started)
-    accepted = ("-" if row.controls is None else
-                f"{'-' if row.accepted is None else row.accepted}/{row.controls}")
-    values = (row.night_id, row.campaign, row.state, age(started, now), accepted,
-              str(row.retries), str(row.reruns))
-    return tuple(inert(v, CELL) for v in values)
+    accepted = None if row.controls is None else f"{field(row.accepted)}/{row.controls}"
+    return tuple(field(v) for v in (row.night_id, row.campaign, row.state,
+                                    age(stamp_time(row.started), now), accepted,
+                                    row.retries, row.reruns))
 
 
 def render_nights(rows: Sequence[NightListed], now: datetime) -> list[str]:
-    return _table(NIGHT_HEADER, [night_cells(r, now) for r in rows])
+    return aligned(NIGHT_HEADER, [night_cells(r, now) for r in rows])

@@ -16,6 +16,7 @@ from rich.text import Text
 from harness.base.catalogue import GATE0_FIELD_DIFFERS
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_text_bounded
+from harness.base.shapes import dict_or_empty
 from harness.base.terminal import STATUS_COLOURS
 from harness.judge.difference import gate0_differences
 from harness.judge.finalize.attribute import trace_answers
@@ -41,10 +42,6 @@ def plain(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
     return inert(value, limit)
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: Any) -> list:
     return value if isinstance(value, list) else []
 
@@ -61,12 +58,12 @@ def _seconds(value: Any) -> str:
 
 
 def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
-    camp, lock, out = (_dict(record.get(k)) for k in ("campaign", "lock", "outcome"))
+    camp, lock, out = (dict_or_empty(record.get(k)) for k in ("campaign", "lock", "outcome"))
     rows = [
         ("campaign", f"{_field(camp.get('name'))} (row {_field(camp.get('row'))})"),
-        ("control", _field(_dict(record.get("control")).get("name"))),
+        ("control", _field(dict_or_empty(record.get("control")).get("name"))),
         ("attempt", _field(record.get("attempt"))),
-        ("image", _field(_dict(record.get("image")).get("id"))),
+        ("image", _field(dict_or_empty(record.get("image")).get("id"))),
         ("seal", _field(record.get("seal"))),
         ("git", git_line(provenance_of(record.get("provenance")))),
         *([("harness", describe(record["harness"]))] if isinstance(record.get("harness"), dict)
@@ -78,15 +75,16 @@ def _rows(run_dir: Path, record: dict) -> list[tuple[str, str]]:
                   f"(waited {_seconds(lock.get('wait_s'))})") if lock else "not taken"),
     ]
     stages = [f"{plain(s.get('name'), 40)} {_field(s.get('result'))} "
-              f"({_seconds(s.get('seconds'))})" for s in map(_dict, _list(record.get("stages")))]
+              f"({_seconds(s.get('seconds'))})"
+              for s in map(dict_or_empty, _list(record.get("stages")))]
     if stages:
         rows.append(("stages", " · ".join(stages)))
-    for p in map(_dict, _list(record.get("post_steps"))):
+    for p in map(dict_or_empty, _list(record.get("post_steps"))):
         rows.append((f"post-step {plain(p.get('name'), 200)}",
                      f"{_field(p.get('verdict'))} (exit {_field(p.get('exit_code'))})"))
     if (approved := _approval(record)) is not None:
         rows.append(("approval", approved))
-    rerun = _dict(record.get("rerun_of"))
+    rerun = dict_or_empty(record.get("rerun_of"))
     if rerun:
         rows.append(("rerun of", f"{_field(rerun.get('run_id'))}: {_field(rerun.get('reason'))}"))
     for r in reruns_of(run_dir):
@@ -162,8 +160,8 @@ def gate0_lines(run_dir: Path, run: RunRecord) -> list[str]:
 
 def _control_lines(ctl: dict) -> list[str]:
     """The resolved control's key lines (resolved.json: secret-looking values redacted)."""
-    env = _dict(ctl.get("env"))
-    model = _dict(ctl.get("model"))
+    env = dict_or_empty(ctl.get("env"))
+    model = dict_or_empty(ctl.get("model"))
     lines = [f"image {_field(ctl.get('image'))} · device {_field(ctl.get('device'))} · "
              f"network {_field(ctl.get('network'))} · timeout {_seconds(ctl.get('timeout'))}",
              f"command: {plain(ctl.get('command'), 500)}"]
@@ -174,12 +172,12 @@ def _control_lines(ctl: dict) -> list[str]:
         lines.append(f"engine: {plain(ctl.get('engine'), 500)}")
     if model:
         lines.append(f"model: {_field(model.get('source'))} -> {_field(model.get('target'))} "
-                     f"({len(_dict(model.get('sha256')))} files pinned)")
+                     f"({len(dict_or_empty(model.get('sha256')))} files pinned)")
     mounts = [f"{_field(m.get('source'))} -> {_field(m.get('target'))}"
-              for m in map(_dict, _list(ctl.get("mounts"))[:MAX_INPUT_ITEMS])]
+              for m in map(dict_or_empty, _list(ctl.get("mounts"))[:MAX_INPUT_ITEMS])]
     if mounts:
         lines.append(f"mounts: {'; '.join(mounts)}")
-    steps = [plain(_dict(s).get("name"), 100) for s in _list(ctl.get("post_steps"))]
+    steps = [plain(dict_or_empty(s).get("name"), 100) for s in _list(ctl.get("post_steps"))]
     lines.append(f"post-steps: {', '.join(steps[:MAX_INPUT_ITEMS]) or 'none'}")
     return lines
 
@@ -194,16 +192,16 @@ def inputs_lines(run_dir: Path, shown_as: str | None = None) -> list[str]:
     lines = [f"  inputs (print one: harness show {where} --input "
              f"{'|'.join(kept.KEPT)}):"]
     resolved, why = kept.read_kept_json(run_dir, "resolved")
-    files = _dict(_dict(resolved).get("files"))
+    files = dict_or_empty(dict_or_empty(resolved).get("files"))
     for name, rel in kept.KEPT.items():
-        source = _dict(files.get(name))
+        source = dict_or_empty(files.get(name))
         seen = f"sha256:{plain(digests[name], 64)}" if name in digests else (
             f"not kept: {_field(source.get('why'))}")
         path = f"  from {_field(source.get('path'))}" if source.get("path") else ""
         lines.append(f"    {plain(rel, 200):<{INPUT_NAME_WIDTH}}{seen}{path}")
     if resolved is None:
         return [*lines, f"    resolved control not shown: {plain(why)}"]
-    ctl = _dict(_dict(resolved).get("control"))
+    ctl = dict_or_empty(dict_or_empty(resolved).get("control"))
     return [*lines, "  control as resolved:", *(f"    {x}" for x in _control_lines(ctl))]
 
 

@@ -32,10 +32,11 @@ from harness.measure.nightfolder.naming import (
     JOURNAL_NAME,
     NIGHTS,
     latest_night,
-    parse_night_name,
+    night_parts,
 )
 from harness.measure.nightfolder.progress import progress
-from harness.readers.report.ending import SUMMARY_JSON, SUMMARY_LIMIT
+from harness.measure.runfolder.refs import FOLDER, entries, newest_first
+from harness.readers.report.ending import summary_doc
 from harness.readers.report.inert import inert
 
 
@@ -132,11 +133,7 @@ def ended_of(night_dir: Path) -> dict | None:
 def headline_of(night_dir: Path) -> str | None:
     """The night's headline as its summary.json says it (controls, then regressions); None
     before the summary is written, or when it is unreadable."""
-    try:
-        doc = json.loads(read_bounded(night_dir / SUMMARY_JSON, SUMMARY_LIMIT, what=SUMMARY_JSON))
-    except (InputError, ValueError, RecursionError):
-        return None
-    line = doc.get("headline") if isinstance(doc, dict) else None
+    line = (summary_doc(night_dir) or {}).get("headline")
     return inert(line, 400) if isinstance(line, str) else None
 
 
@@ -175,18 +172,16 @@ MAX_CAMPAIGNS = 50  # campaigns listed; a runs dir with more says how many it le
 
 
 def latest_per_campaign(nights_dir: Path) -> list[Path]:
-    """The newest night folder of each campaign under `nights_dir`, by campaign name."""
-    newest: dict[str, tuple[str, Path]] = {}
+    """The newest night folder of each campaign under `nights_dir` (the folders `ls
+    --nights` lists: real ones, named in the safe alphabet), by campaign name."""
     try:
-        entries = list(nights_dir.iterdir()) if nights_dir.is_dir() else []
+        found = entries(nights_dir, night_parts) if nights_dir.is_dir() else {}
     except OSError:
         return []
-    for p in entries:
-        parsed = parse_night_name(p.name)
-        if parsed and not p.is_symlink() and p.is_dir() and (
-                parsed[0] not in newest or parsed[1] > newest[parsed[0]][0]):
-            newest[parsed[0]] = (parsed[1], p)
-    return [newest[c][1] for c in sorted(newest)]
+    newest: dict[str, Path] = {}
+    for name in newest_first([n for n, what in found.items() if what == FOLDER], night_parts):
+        newest.setdefault(name.rsplit("-", 1)[0], nights_dir / name)  # <campaign>-<stamp>
+    return [newest[c] for c in sorted(newest)]
 
 
 def gather(runs_dir: Path, lock_path: Path, *, timers: bool = True) -> dict:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.nightfolder.rows import chain_of
 from harness.measure.runfolder.manifest import verify_folder
 from harness.measure.runfolder.reruns import reruns_of
 from tests.conftest import REPO
@@ -154,7 +155,7 @@ def test_rerun_failed_reruns_a_nights_failures_and_rewrites_its_summary(project)
     [new] = [p for p in by_control(project)[GATE0] if p != orig]
     assert project.record(new)["rerun_of"]["run_id"] == orig.name
     with Journal.open(night / JOURNAL_NAME, readonly=True) as j:
-        chain = [(c.run_id, c.state, c.origin) for c in j.chain(orig.name)]
+        chain = [(c.run_id, c.state, c.origin) for c in chain_of(j.rows(), orig.name)]
     assert chain == [(orig.name, "refused", "plan"), (new.name, "accepted", "rerun")]
     summary = json.loads((night / "summary.json").read_text())
     entries = {e["run_id"]: e for e in summary["runs"]}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.nightfolder.rows import chain_of
 from harness.measure.runfolder.manifest import verify_folder
 from harness.measure.runfolder.reruns import reruns_of
 from tests.conftest import containers_with_label
@@ -140,7 +141,7 @@ def test_rerun_of_a_refused_run_is_linked_both_ways(project, cleanup_containers)
     assert link["run_id"] == new.name and link["status"] == "accepted"
     [night_dir] = nights(project)
     with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as j:
-        chain = j.chain(orig.name)
+        chain = chain_of(j.rows(), orig.name)
     assert [(c.run_id, c.state, c.origin) for c in chain] == [
         (orig.name, "refused", "plan"), (new.name, "accepted", "rerun")]
     assert chain[1].link_reason == "reseated the card"

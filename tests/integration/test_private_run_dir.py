@@ -70,3 +70,18 @@ def test_a_second_start_of_the_same_run_id_is_refused_and_leaves_the_first_as_se
     after = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     assert after == before
     assert project.harness("verify", str(run_dir)).returncode == 0
+
+
+def test_a_run_id_of_a_repeated_control_is_one_run(project, cleanup_containers):
+    """A Slurm job runs one repeat of a control the campaign repeats (`repeat: 3`) as
+    `harness run --control C --run-id R`: that is one run, R, not a refusal of the plan."""
+    cleanup_containers.append(f"org.harness.lock={project.lock}")
+    project.control("again", "command: [python3, -c, \"print('hi')\"]\ntimeout: 60\n")
+    campaign = project.root / "campaigns" / "rep.yaml"
+    campaign.write_text(f"name: rep\nrow: TEST\nlock: {project.lock}\nlock_timeout: 120\n"
+                        "controls: [{control: again, repeat: 3}]\n")
+    run_id = "again-20261201T000000Z-0a1b2c3e"
+    r = project.harness("run", str(campaign), "--control", "again", "--run-id", run_id,
+                        "--runs-dir", str(project.runs))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [d.name for d in project.run_dirs()] == [run_id]

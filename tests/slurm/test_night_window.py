@@ -39,8 +39,9 @@ post_steps:
 
 
 def window_campaign(project, name: str, controls: dict[str, str], window: int,
-                    extra: str = "") -> Path:
-    """Controls and a campaign whose GPU lock is each host's own (~/gpu.lock per HOME)."""
+                    extra: str = "", runs_per_job: int = 1) -> Path:
+    """Controls and a campaign whose GPU lock is each host's own (~/gpu.lock per HOME);
+    one job per control unless `runs_per_job` says more."""
     for control, body in controls.items():
         project.control(control, body)
     path = project.root / "campaigns" / f"{name}.yaml"
@@ -53,6 +54,7 @@ def window_campaign(project, name: str, controls: dict[str, str], window: int,
         executor:
           kind: slurm
           window: {window}
+          runs_per_job: {runs_per_job}
           home_root: {project.root / "homes"}
         """) + extra)
     return path
@@ -148,7 +150,9 @@ def test_stop_on_refusal_cancels_only_pending_jobs_and_records_them_not_run(
         cluster: Cluster, project, cleanup_containers) -> None:
     """A refusing first control under stop-on-refusal, a window of 8 on 4 GPUs: the jobs
     still pending are cancelled (rows planned again, a `withdraw` event, no run folder,
-    Slurm never gave them a node); the running ones finish and seal."""
+    Slurm never gave them a node); a job that started but still waited on its host's lock
+    launches nothing (the controller made its claim first) and is not run either; the
+    running ones finish and seal."""
     cleanup_containers.extend(host_labels(project))
     controls = {"refuser": REFUSER}
     controls.update({f"s{i}": SLEEPER.format(s=8) for i in range(1, 8)})
@@ -165,17 +169,30 @@ def test_stop_on_refusal_cancels_only_pending_jobs_and_records_them_not_run(
     jobs = job_events(night_dir)
     assert len(jobs) == 8, "every control was submitted (window 8)"
     ended = {**cluster.history(), **cluster.jobs()}
+    claims = project.root / "drop" / "claims"
     for row_id, _, _, state, run_dir in rows:
         if row_id in withdrawn:
             assert state == "planned" and run_dir is None
             assert "not run" in withdrawn[row_id]
             job = ended[jobs[row_id][0]]
-            assert job.state == JobState.CANCELLED and job.node is None, job
+            if job.node is not None:  # Slurm started it (it waited on its host's lock):
+                # the controller's claim came first, so it launched nothing
+                folder = next(project.runs.glob(f"{jobs_control(job)}-*"), None)
+                assert folder is None or not (folder / "docker-vector.json").exists(), job
+                assert folder is None or (claims / folder.name).is_dir()
+            else:
+                assert job.state == JobState.CANCELLED, job
         else:
             assert state in ("accepted", "refused"), (row_id, state)
             assert (Path(run_dir) / "SHA256SUMS").is_file()
-    ran = [p.name for p in project.runs.iterdir() if p.name.split("-", 1)[0] in controls]
-    assert len(ran) == 8 - len(withdrawn), ran
+    launched = [p.name for p in project.runs.iterdir()
+                if p.name.split("-", 1)[0] in controls and (p / "docker-vector.json").exists()]
+    assert len(launched) == 8 - len(withdrawn), launched
+
+
+def jobs_control(job) -> str:
+    """The one control a one-control job's token names."""
+    return (job.name or "").rsplit("+", 1)[-1]
 
 
 def test_kill_9_with_jobs_in_flight_resumes_without_duplicates(cluster: Cluster, project,

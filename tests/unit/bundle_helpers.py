@@ -85,7 +85,7 @@ def rebag(root: Path, key: Path | None = None, *, statement: bool = True) -> Non
     statement subjects, Payload-Oxum, tag manifest) and sign it. Only the runs' own seals
     and the bundle's rules are left to notice."""
     from harness.base.atomic import dumps_json
-    from harness.readers.bundle.sign import sign
+    from harness.readers.bundle.bag import sign
     from harness.readers.bundle.sums import format_sums
 
     def digest(path: Path) -> str:
@@ -179,7 +179,7 @@ def retag(root: Path, key: Path | None = None, *, claim: bool | None = None) -> 
     manifest over every tag file as it now is, signed with `key` (or left unsigned, its
     `.sig` removed). `claim`: keep (None), add (True) or drop (False) bag-info's
     `Bag-Signature` line, the bag's own word that it was signed."""
-    from harness.readers.bundle.sign import sign
+    from harness.readers.bundle.bag import sign
     from harness.readers.bundle.sums import format_sums
 
     info = root / "bag-info.txt"

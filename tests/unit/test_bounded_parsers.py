@@ -78,7 +78,6 @@ def sacct(line: str, strict: bool = False) -> query.Parsed:
 
 RANGE_PARSERS: dict[str, Callable[[str], None]] = {
     "bounds.parse_ranges": lambda r: raises(BadText, lambda: bounds.parse_ranges(r)),
-    "bounds.expand_ranges": lambda r: raises(BadText, lambda: bounds.expand_ranges(r)),
     "gres.expand": lambda r: raises(BadText, lambda: gres.expand(f"/dev/dri/renderD[{r}]")),
     "gres.conf File=": lambda r: raises(BadText, lambda: gres.gpu_files(
         f"NodeName=n1 Name=gpu File=/dev/dri/renderD[{r}]\n", "n1")),
@@ -132,7 +131,8 @@ def test_the_messages_say_which_bound() -> None:
 
 
 def test_what_is_in_bounds_still_reads() -> None:
-    assert bounds.expand_ranges("01-03,7") == ["01", "02", "03", "7"]
+    assert [n for s in bounds.parse_ranges("01-03,7") for n in s.names()] == ["01", "02", "03",
+                                                                           "7"]
     assert bounds.parse_int("0") == 0 and bounds.parse_int("9" * 18) == 10**18 - 1
     assert gres.names_node("gpu[00001-60000]", "gpu04711")  # a big cluster: counted only
     assert not gres.names_node("gpu[001-100]", "gpu4") and gres.names_node("n[1-3],m", "m")

@@ -92,7 +92,7 @@ def test_night_folder_as_harness_night_writes_it_with_its_runs_beside(tmp_path):
     run = make_run(tmp_path, "r1", full=False)
     with Journal.create(night / "journal.sqlite", campaign="kv", campaign_file="kv.yaml",
                         plan=[("c", 0)]) as j:
-        j.mark_accepted(j.mark_running(j.rows()[0], "r1", str(run)))
+        j.finish(j.mark_running(j.rows()[0], "r1", str(run)), "accepted")
     for name in ("ended.json", "summary.md", "summary.html", "summary.json"):
         (night / name).write_text(f"{name}\n")
     out = tmp_path / "n.tar"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.loader import check_files
+from harness.config.loader import check
 from harness.config.schema import Campaign, Control, ImageLock
 from harness.config.suggest import did_you_mean
 
@@ -45,7 +45,7 @@ def test_check_prints_the_hint_at_the_key(tmp_path: Path) -> None:
     camp = tmp_path / "campaigns" / "camp.yaml"
     camp.parent.mkdir()
     camp.write_text("name: camp\nrow: R\ncontrols: [c1]\nstop_polcy: stop-on-refusal\n")
-    faults = [str(f) for f in check_files([camp, ctl])]
+    faults = [str(f) for f in check([camp, ctl])[0]]
     assert f"{camp}:4:1: unknown key 'stop_polcy' (did you mean 'stop_policy'?)" in faults
     assert any(f.startswith(f"{ctl}:6:3: unknown key 'memroy' (did you mean 'memory'?)")
                for f in faults), faults
@@ -65,7 +65,6 @@ def _model_project(tmp_path: Path, sha256: str) -> tuple[Path, Path]:
 
 
 def test_an_unpinned_model_is_a_warning_with_its_position_once(tmp_path: Path) -> None:
-    from harness.config.loader import check
     from tests.inprocess import invoke
 
     camp, ctl = _model_project(tmp_path, "{}")
@@ -79,7 +78,6 @@ def test_an_unpinned_model_is_a_warning_with_its_position_once(tmp_path: Path) -
 
 
 def test_a_pinned_model_has_no_warning(tmp_path: Path) -> None:
-    from harness.config.loader import check
 
     camp, ctl = _model_project(tmp_path, "{w: " + "ab" * 32 + "}")
     assert check([camp, ctl]) == ([], [])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.config.gatelist import GateList
-from harness.config.loader import check_files
+from harness.config.loader import check
 from harness.config.schema import Campaign, Control, ImageLock
 from harness.config.words import PATTERN_WORDS
 
@@ -59,7 +59,7 @@ def test_refused_values_are_described_not_matched_against_a_regex(tmp_path: Path
         resources: 5
         gpus: "a"
         """, "host:\n  gfx: rdna3\n")
-    faults = [str(f) for f in check_files([camp, ctl])]
+    faults = [str(f) for f in check([camp, ctl])[0]]
     text = "\n".join(faults)
     assert "pattern" not in text and "^" not in text and "instance of" not in text, text
     assert f"{ctl}:2:8: image: expected a name of 1 to 64 letters" in text
@@ -79,7 +79,7 @@ def test_refused_values_are_described_not_matched_against_a_regex(tmp_path: Path
 def test_a_huge_refused_value_is_quoted_short(tmp_path: Path) -> None:
     _camp, ctl = _project(tmp_path, f"name: c1\nimage: '{'x y' * 5000}'\ndevice: cpu\n"
                                    "command: [python3]\n")
-    [fault] = [str(f) for f in check_files([ctl])]
+    [fault] = [str(f) for f in check([ctl])[0]]
     assert len(fault) < 300 and fault.endswith("...")
 
 
@@ -88,12 +88,12 @@ def test_did_you_mean_for_a_control_and_an_image_name(tmp_path: Path) -> None:
                                    "command: [python3]\n", listed="c1")
     ctl.rename(ctl.with_name("night-a.yaml"))
     camp.write_text("name: camp\nrow: R\ncontrols: [nihgt-a]\n")
-    faults = [str(f) for f in check_files([camp])]
+    faults = [str(f) for f in check([camp])[0]]
     assert any("control 'nihgt-a' not found" in f and f.endswith("(did you mean 'night-a'?)")
                for f in faults), faults
     ctl.with_name("night-a.yaml").rename(ctl)
     camp.write_text("name: camp\nrow: R\ncontrols: [c1]\n")
-    faults = [str(f) for f in check_files([camp])]
+    faults = [str(f) for f in check([camp])[0]]
     assert any("image 'rehersal' is not in" in f and f.endswith("(did you mean 'rehearsal'?)")
                for f in faults), faults
 
@@ -114,7 +114,7 @@ def test_an_option_a_built_in_post_step_does_not_read_is_refused_at_its_key(tmp_
             run: [python3, judge.py]
             options: {anything: 1}
         """)
-    for faults in (check_files([ctl]), check_files([camp])):
+    for faults in (check([ctl])[0], check([camp])[0]):
         assert [str(f) for f in faults] == [
             f"{ctl}:8:7: unknown option 'contrct' of the built-in post-step 'gate0' "
             "(did you mean 'contract'?)",

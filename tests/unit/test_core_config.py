@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.loader import check, check_files, load_campaign
+from harness.config.loader import check, load_campaign
 from harness.config.schema import parse_duration
 from harness.config.yamlsafe import YamlFaults, loads
 
@@ -40,7 +40,7 @@ def project(tmp_path):
 
 
 def faults_of(*paths) -> list[str]:
-    return [str(f) for f in check_files(list(paths))]
+    return [str(f) for f in check(list(paths))[0]]
 
 
 def test_valid_project_checks_clean(project):

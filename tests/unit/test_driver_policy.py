@@ -128,7 +128,7 @@ class Log:
 class Source(Log, PlanSource):
     """The plan of `harness run` and a window-of-one executor, logging both sides."""
 
-    window, together = 1, False
+    window, together, per_job = 1, False, 1
 
     def __init__(self, plan: list[str], statuses: list[str], **kw) -> None:
         Log.__init__(self, statuses, **kw)

@@ -54,7 +54,7 @@ def night_source(tmp_path: Path, journal: Journal) -> JournalSource:
 
 def rerun_recorder(tmp_path: Path, journal: Journal) -> tuple[RerunRecorder, LaunchRequest]:
     row = journal.mark_running(journal.rows()[0], "kv-orig", str(tmp_path / "runs/kv-orig"))
-    journal.mark_refused(row, "POST-GATE: differs")
+    journal.finish(row, "refused", "POST-GATE: differs")
     link = {"run_id": "kv-orig", "path": str(tmp_path / "runs/kv-orig"), "reason": "again"}
     (tmp_path / "runs").mkdir(exist_ok=True)
     recorder = RerunRecorder(tmp_path / "runs", journal, tmp_path, link)

@@ -36,6 +36,7 @@ class Script:
     """Control name -> (polls until it ends, status, polls until Slurm starts it)."""
 
     together = True  # a group is one job
+    per_job = 1
 
     def __init__(self, plan: dict[str, tuple[int, str, int]], *, gpus: int = 99,
                  window: int = 4) -> None:

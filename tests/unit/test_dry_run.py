@@ -91,7 +91,7 @@ def half_done_night(tmp_path: Path) -> tuple[Loaded, Path]:
 class Recording:
     """The real loop's executor here: each launch (slot, attempt) in order, each accepted."""
 
-    window, together = 1, False
+    window, together, per_job = 1, False, 1
 
     def __init__(self) -> None:
         self.launched: list[tuple[int | None, int]] = []

@@ -89,3 +89,10 @@ def test_a_nights_regression_events_read_as_sentences() -> None:
         said = sentence(kind, {"run_id": "r2", "why": "no time", "error": "no time"})
         assert said.startswith("the ") or said.startswith("run r2 "), said
         assert "no time" in said and ":" in said and "_" not in said
+
+
+def test_a_stopped_nights_claims_read_as_sentences() -> None:
+    assert sentence("slurm-claimed", {"job_id": "12", "controls": ["a", "b"]}) == \
+        "job 12: the night stopped before these launched, and never will: a; b"
+    assert sentence("not-claimed", {"run_id": "r", "reasons": ["SLURM-NOT-CLAIMED: x"]}) == \
+        "run r launches nothing: SLURM-NOT-CLAIMED: x"

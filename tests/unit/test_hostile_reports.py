@@ -366,7 +366,7 @@ def test_report_over_a_journal_row_with_hostile_values(tmp_path: Path) -> None:
          "campaign": {"name": "camp"}, "control": {"name": "kv"},
          "times": {"started": "2026-01-01T00:00:00Z", "ended": "2026-01-01T00:00:05"}}))
     r = j.mark_running(row, "run-1", str(run))
-    j.mark_refused(r, ESC + "[/x] | <b>")
+    j.finish(r, "refused", ESC + "[/x] | <b>")
     j.close()
     for form in ("md", "html", "json"):
         code, out = invoke("report", str(night), "--format", form)

@@ -20,7 +20,7 @@ import pytest
 from harness.base.catalogue import GATE0_FIELD_DIFFERS, GATE0_MISSING
 from harness.base.readfile import InputError
 from harness.config.imagegatespec import CHECKPOINTS, parse_expectation
-from harness.config.loader import check_files
+from harness.config.loader import check
 from harness.instrument.harness_observer import snapshot, trace
 from harness.judge.finalize.attribute import attribute, describe, read_trace
 from harness.judge.poststeps import imagegate
@@ -126,7 +126,7 @@ def test_harness_check_refuses_a_bad_expectation_with_its_position(tmp_path):
     path.write_text("name: g\nimage: rehearsal\ndevice: cpu\ncommand: [python3]\npost_steps:\n"
                     "  - name: image-gate\n    options:\n"
                     "      differences: {compilation.custom_ops: grew}\n")
-    faults = check_files([path])
+    faults = check([path])[0]
     assert len(faults) == 1, faults
     assert (faults[0].file, faults[0].line) == (str(path), 6)
     assert "grew" in faults[0].message and "value-changed" in faults[0].message

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import EnvironmentFault
-from harness.driver.night.nextstep import next_step
-from harness.driver.night.rules import night_exit_code
+from harness.driver.night.rules import next_step, night_exit_code
 from harness.driver.policy import RetryPolicy
 from harness.measure.nightfolder import schema
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.migrate import evidence_of, upgrade_event, upgrade_state
 from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.nightfolder.rows import chain_of
 
 # Schema version 1, exactly as the journal (harness/measure/nightfolder/journal.py) created it.
 V1_SCHEMA = """
@@ -161,7 +161,7 @@ def test_a_read_only_open_reads_an_old_journal_in_todays_words_and_writes_nothin
         slow = j.by_run_id("slow-1")
         assert [(e["event"], e["to_state"], e["detail"]) for e in j.events(slow.id)][-1] == (
             "time-out", "timed-out", "RUN-TIMEOUT: ran past 1m")
-        assert [r.run_id for r in j.chain("gate-1")] == ["gate-1", "gate-2"]
+        assert [r.run_id for r in chain_of(j.rows(), "gate-1")] == ["gate-1", "gate-2"]
     assert path.read_bytes() == before
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 1
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from harness.base.states import TERMINAL, State
-from harness.driver.night.nextstep import next_step
+from harness.driver.night.rules import next_step
 from harness.driver.policy import RetryPolicy
 from harness.measure.nightfolder.rows import Row
 from harness.measure.nightfolder.transitions import (

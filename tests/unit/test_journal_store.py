@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import EnvironmentFault, InvalidInput
-from harness.driver.night.nextstep import next_step
+from harness.driver.night.rules import next_step
 from harness.driver.policy import RetryPolicy
 from harness.measure.nightfolder.journal import Journal
+from harness.measure.nightfolder.rows import chain_of
 from harness.measure.nightfolder.transitions import IllegalTransition
 
 PLAN = [("echo", 0), ("sleep", 0), ("echo", 1)]
@@ -82,11 +83,11 @@ def test_full_night_and_events(tmp_path: Path) -> None:
         row = j.mark_running(action.row, f"run-{action.row.plan_index}", "/x")
         outcome = next(outcomes)
         if outcome == "accept":
-            j.mark_accepted(row)
+            j.finish(row, "accepted")
         elif outcome == "refuse":
-            j.mark_refused(row, "finalizer exited 1")
+            j.finish(row, "refused", "finalizer exited 1")
         else:
-            j.mark_timed_out(row, "RUN-TIMEOUT: container ran past 1m")
+            j.finish(row, "timed-out", "RUN-TIMEOUT: container ran past 1m")
     assert [r.state for r in j.rows()] == ["accepted", "refused", "timed-out"]
     assert j.rows()[2].reason == "RUN-TIMEOUT: container ran past 1m"  # no status prefix
     assert j.rows()[1].reason == "finalizer exited 1"
@@ -111,7 +112,7 @@ CRASHER = textwrap.dedent(
     from harness.measure.nightfolder.journal import Journal
     j = Journal.open(Path(sys.argv[1]))
     row = j.rows()[1]
-    j.mark_accepted(j.mark_running(j.rows()[0], "run-0", "/r0"))
+    j.finish(j.mark_running(j.rows()[0], "run-0", "/r0"), "accepted")
     j.mark_running(row, "run-1", "/r1")
     print("launched", flush=True)
     time.sleep(60)
@@ -149,15 +150,15 @@ def test_sigkill_mid_run_then_resume_sees_interrupted(tmp_path: Path) -> None:
 def test_chain_links_both_ways(tmp_path: Path) -> None:
     j = make(tmp_path)
     r0 = j.mark_running(j.rows()[0], "orig", "/o")
-    j.mark_refused(r0, "startup/generation configuration differs")
+    j.finish(r0, "refused", "startup/generation configuration differs")
     rerun = j.add_rerun("orig", "instrument repaired (#3059)")
     assert (rerun.rerun_of, rerun.attempt) == (r0.id, 2)
     assert rerun.link_reason == "instrument repaired (#3059)"
-    j.mark_accepted(j.mark_running(rerun, "second", "/s"))
+    j.finish(j.mark_running(rerun, "second", "/s"), "accepted")
     assert j.by_run_id("orig").state == "refused"  # the original stays refused
     for rid in ("orig", "second"):
-        assert [r.run_id for r in j.chain(rid)] == ["orig", "second"]
-    assert j.chain("unknown") == []
+        assert [r.run_id for r in chain_of(j.rows(), rid)] == ["orig", "second"]
+    assert chain_of(j.rows(), "unknown") == []
     with pytest.raises(InvalidInput, match="reason"):
         j.add_rerun("orig", "  ")
     j.close()
@@ -237,7 +238,7 @@ def test_a_withdrawn_row_is_planned_again_without_its_run_and_launched_next(
     again = j.mark_running(action.row, "run-0b", "/runs/run-0b")
     assert (again.run_id, again.reason) == ("run-0b", None) and j.job_of(row.id) == "41"
     with pytest.raises(IllegalTransition):
-        j.withdraw(j.mark_accepted(again), "too late")
+        j.withdraw(j.finish(again, "accepted"), "too late")
     j.close()
 
 

@@ -15,7 +15,6 @@ from harness.measure.metrics import (
     iter_log_lines,
     parse_file,
     parse_lines,
-    parse_text,
     write_metrics,
 )
 
@@ -27,7 +26,7 @@ def only(**kw: float | int | None) -> dict:
 
 
 def test_v0_13_enginecore_dp0_log() -> None:
-    assert parse_text((FIXTURES / "v0.13.0-enginecore-dp0.log").read_text()) == only(
+    assert parse_lines((FIXTURES / "v0.13.0-enginecore-dp0.log").read_text().splitlines()) == only(
         kv_cache_gib=19.40, kv_tokens=211_936, max_model_len=8192, max_concurrency=25.87,
         model_load_gib=58.2299, model_load_s=199.672085, graph_capture_s=9.0,
         graph_capture_gib=0.66, engine_init_s=107.64,
@@ -35,7 +34,8 @@ def test_v0_13_enginecore_dp0_log() -> None:
 
 
 def test_enginecore_prefix_with_compilation_time() -> None:
-    got = parse_text((FIXTURES / "enginecore-compilation-spec-decode.log").read_text())
+    log = FIXTURES / "enginecore-compilation-spec-decode.log"
+    got = parse_lines(log.read_text().splitlines())
     assert got == only(
         kv_cache_gib=66.37, kv_tokens=1_581_104, max_model_len=262_144, max_concurrency=21.86,
         model_load_gib=23.43, model_load_s=145.657922, graph_capture_s=1.0,
@@ -44,7 +44,7 @@ def test_enginecore_prefix_with_compilation_time() -> None:
 
 
 def test_merged_kv_line_and_absent_metrics_are_none() -> None:
-    got = parse_text((FIXTURES / "cpu-merged-kv-line.log").read_text())
+    got = parse_lines((FIXTURES / "cpu-merged-kv-line.log").read_text().splitlines())
     assert got == only(
         kv_cache_gib=1.0,  # `Explicitly set (1.0/31.28) GiB for KV cache on node 0.`
         kv_tokens=23_296, max_model_len=4096, max_concurrency=5.69, engine_init_s=0.28
@@ -64,7 +64,7 @@ def test_merged_kv_line_and_absent_metrics_are_none() -> None:
     ],
 )
 def test_issue_excerpts(name: str, expected: dict) -> None:
-    assert parse_text((FIXTURES / name).read_text()) == expected
+    assert parse_lines((FIXTURES / name).read_text().splitlines()) == expected
 
 
 def test_notes_prefix_form() -> None:

@@ -19,7 +19,6 @@ from harness.base.atomic import dumps_json
 from harness.base.states import Status
 from harness.config.hook import HookConfig, url_problem
 from harness.config.loader import load_campaign
-from harness.readers.hook import payload as payload_module
 from harness.readers.hook.atnightend import HOOK_FILE, Night, after_night
 from harness.readers.hook.payload import (
     Bundled,
@@ -30,6 +29,7 @@ from harness.readers.hook.payload import (
 )
 from harness.readers.hook.redact import Redactor
 from harness.readers.hook.send import post_webhook, run_command
+from harness.readers.report import ending
 from harness.readers.report.summary import build_summary
 from tests.campaign_runs import repo_campaign
 
@@ -223,7 +223,7 @@ def test_summary_json_is_read_bounded_regular_and_never_through_a_symlink(
     (night / "summary.json").unlink()
     (night / "summary.json").write_bytes(real_summary())
     assert read_summary(night).counts == {Status.ACCEPTED.value: 1, Status.REFUSED.value: 1}
-    monkeypatch.setattr(payload_module, "SUMMARY_LIMIT", 100)
+    monkeypatch.setattr(ending, "SUMMARY_LIMIT", 100)  # the one bound of summary.json
     with pytest.raises(SummaryUnreadable, match="over the 100 byte limit"):
         read_summary(night)
 

@@ -22,8 +22,7 @@ from harness.driver.night.confirm import (
     rerun_decision,
     uncalled_rows,
 )
-from harness.driver.night.nextstep import next_step
-from harness.driver.night.rules import judged_attempts, night_exit_code
+from harness.driver.night.rules import judged_attempts, next_step, night_exit_code
 from harness.driver.night.source import JournalSource
 from harness.driver.plan import Outcome
 from harness.driver.policy import RetryPolicy

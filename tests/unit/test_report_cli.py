@@ -71,13 +71,13 @@ def make_night(runs: Path, campaign: str = "camp", stamp: str = STAMP, *,
         run_id = f"{campaign}-{row.control}-{stamp}-1"
         write_run(runs, run_id, row.control, status, campaign)
         r = j.mark_running(row, run_id, run_id)
-        j.mark_accepted(r) if status == "accepted" else j.mark_refused(r, "gate0 refused")
+        j.finish(r, "accepted") if status == "accepted" else j.finish(r, "refused", "gate0 refused")
     j.mark_deferred(c, "doctor: /dev/kfd missing")
     if rerun:
         old, new = f"{campaign}-b-{stamp}-1", f"{campaign}-b-{stamp}-2"
         again = j.mark_running(j.add_rerun(old, "fixed"), new, new)
         write_run(runs, new, "b", rerun, campaign, rerun_of=old)
-        j.mark_accepted(again) if rerun == "accepted" else j.mark_refused(again, "again")
+        j.finish(again, "accepted") if rerun == "accepted" else j.finish(again, "refused", "again")
     j.close()
     if ended:
         (night / "ended.json").write_text(json.dumps({"at": ended, "why": "done"}))

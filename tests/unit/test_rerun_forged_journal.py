@@ -24,7 +24,7 @@ def _night(tmp_path: Path, dirs: list[tuple[str, str]]) -> Path:
                        plan=PLAN[:len(dirs)], seal="sha256:" + "a" * 64,
                        deadline="2026-12-01T06:00:00Z")
     for row, (run_id, run_dir) in zip(j.rows(), dirs, strict=True):
-        j.mark_refused(j.mark_running(row, run_id, run_dir), "refused")
+        j.finish(j.mark_running(row, run_id, run_dir), "refused", "refused")
     j.close()
     return night
 

@@ -17,7 +17,7 @@ from harness.base.reason import Reason
 from harness.base.states import Verdict, exit_code
 from harness.judge import verdictfile
 from harness.judge.poststeps import exitcode
-from harness.judge.verdict import PostResult, decide, judge_exit, post_reasons
+from harness.judge.verdict import PostResult, decide, post_reasons
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"
@@ -147,7 +147,7 @@ OUTCOMES = [
 
 @pytest.mark.parametrize(("outcome", "status", "reasons"), OUTCOMES)
 def test_judge_exit_and_the_exit_code_step_agree(outcome, status, reasons):
-    got_status, got = judge_exit(outcome)
+    got_status, got = exitcode.judge_exit(outcome)
     assert (got_status, [str(r) for r in got]) == (status, reasons)
     verdict, found = exitcode.judge(outcome)
     assert (verdict, found) == ("refused" if reasons else "accepted", got)

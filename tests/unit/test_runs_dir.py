@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from harness.base.errors import InvalidInput
 from harness.cli.params import runs_dir_option
 from harness.config import runsdir
-from harness.config.runsdir import ProjectConfig, choose, find_config, parse_config
+from harness.config.runsdir import ProjectConfig, choose, parse_config
 
 
 def test_the_option_beats_the_environment_beats_the_config_beats_the_default() -> None:
@@ -48,11 +48,17 @@ def test_the_config_is_found_upwards_and_the_search_stops_at_a_git_root(tmp_path
     project = tmp_path / "proj"
     (project / "a" / "b").mkdir(parents=True)
     (tmp_path / runsdir.CONFIG).write_text('runs_dir = "outside"\n')
-    assert find_config(project / "a" / "b") == tmp_path / runsdir.CONFIG
+    assert config_file(project / "a" / "b") == tmp_path / runsdir.CONFIG
     (project / ".git").mkdir()
-    assert find_config(project / "a" / "b") is None  # never above the project's root
+    assert config_file(project / "a" / "b") is None  # never above the project's root
     (project / runsdir.CONFIG).write_text('runs_dir = "runs"\n')
-    assert find_config(project / "a" / "b") == project / runsdir.CONFIG
+    assert config_file(project / "a" / "b") == project / runsdir.CONFIG
+
+
+def config_file(start: Path) -> Path | None:
+    """The harness.toml `runsdir.search` obeys from `start` upwards, or None."""
+    found = runsdir.search(start).config
+    return None if found is None else found.file
 
 
 def test_resolve_reads_the_environment_and_the_config(tmp_path: Path,

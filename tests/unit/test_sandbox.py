@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from harness.base import tree
 from harness.base.errors import InvalidInput
 from harness.config import mountable
-from harness.config.loader import check_files, load_campaign
+from harness.config.loader import check, load_campaign
 from harness.config.mountable import MountSource, plain_path_problem, system_paths
 from harness.config.schema import Control
 from harness.instrument.harness_observer.driver import engine_args
@@ -89,7 +89,7 @@ def test_the_issue_control_fails_check_with_its_position(tmp_path):
             target: "/m,source=/some/host/dir"
             read_only: false
         """))
-    [fault] = [str(f) for f in check_files([p])]
+    [fault] = [str(f) for f in check([p])[0]]
     assert fault.startswith(f"{p}:7:13: mounts.0.target: must not contain ','"), fault
 
 
@@ -102,7 +102,7 @@ def test_a_source_that_resolves_to_a_comma_fails_check(tmp_path, monkeypatch):
         "name: c1\nimage: img\ndevice: cpu\ncommand: [x]\n"
         "mounts:\n  - {source: $EVIL/d, target: /m}\n")
     monkeypatch.setenv("EVIL", f"{tmp_path}/a,source=/etc")
-    out = [str(f) for f in check_files([tmp_path / "campaigns/camp.yaml"])]
+    out = [str(f) for f in check([tmp_path / "campaigns/camp.yaml"])[0]]
     assert len(out) == 1 and "mounts.0.source: resolves to" in out[0], out
     assert ":6:" in out[0]
 
@@ -428,7 +428,7 @@ def test_a_control_mounting_a_system_path_fails_check(tmp_path):
     root = _project(tmp_path, "/run")
     (root / "campaigns/camp.yaml").write_text(
         "name: camp\nrow: R\nmount_roots: [/run]\ncontrols: [c1]\n")
-    faults = check_files([root / "campaigns/camp.yaml"])
+    faults = check([root / "campaigns/camp.yaml"])[0]
     assert [f"{f.line}" for f in faults if "MOUNT-SYSTEM-PATH" in f.message] == ["6"], faults
 
 
@@ -436,12 +436,12 @@ def test_root_as_a_mount_root_fails_check_at_its_position(tmp_path):
     root = _project(tmp_path, "../data")
     camp = root / "campaigns/camp.yaml"
     camp.write_text("name: camp\nrow: R\nmount_roots:\n  - /tmp\n  - /\ncontrols: [c1]\n")
-    [fault] = check_files([camp])
+    [fault] = check([camp])[0]
     assert (fault.line, "'/'" in fault.message) == (5, True), fault
     (tmp_path / "slash").symlink_to("/")
     camp.write_text(f"name: camp\nrow: R\nmount_roots: [{tmp_path}/slash]\n"
                     "controls: [c1]\n")
-    [fault] = check_files([camp])
+    [fault] = check([camp])[0]
     assert fault.line == 3 and "resolves to '/'" in fault.message, fault
 
 

@@ -1,8 +1,11 @@
-"""The job script of a `same_host` group, run by a real /bin/sh with a stand-in harness.
+"""The job script of several runs (a `same_host` group, a slot's next controls), run by a
+real /bin/sh with a stand-in harness.
 
-One job, each member's own `harness run --run-id R --attempt N`, in the group's order on
-the node Slurm gave it; each member exported once sealed; Slurm's TERM reaches the member
-running then and no later member starts; the job exits with the worst member's code.
+One job, each member's own `harness run --run-id R --attempt N`, in order on the node Slurm
+gave it; the next member starts once the one before holds the GPU lock (the empty file it
+makes then) and is told which run is before it; each member exported once sealed; Slurm's TERM
+reaches the members running then, no later member starts and none launches after it; the
+job exits with the worst member's code.
 """
 
 from __future__ import annotations
@@ -31,7 +34,12 @@ if [ "$1" = run ]; then
   while [ $# -gt 0 ]; do [ "$1" != --run-id ] || rid=$2; shift; done
   seal() {{ mkdir -p "$tmp/runs/$rid"; : > "$tmp/runs/$rid/SHA256SUMS"; }}
   trap 'echo "term $rid" >> "$tmp/log"; seal; exit 7' TERM
-  echo "run $args" >> "$tmp/log"
+  echo "run $args after=${{HARNESS_AFTER_RUN:-}} claims=${{HARNESS_CLAIMS:-}}" >> "$tmp/log"
+  # the GPU lock: the member before must have exited (its done file) before this one holds it
+  while [ -n "${{HARNESS_AFTER_DONE:-}}" ] && [ ! -e "$HARNESS_AFTER_DONE" ]; do sleep 0.05; done
+  : > "$HARNESS_LOCKED_MARK"
+  echo "stderr of $rid" >&2
+  echo "launch $rid" >> "$tmp/log"
   if [ -f "$tmp/wait-$rid" ]; then while :; do sleep 0.05; done; fi
   seal
   exit "$(cat "$tmp/code-$rid" 2>/dev/null || echo 0)"
@@ -57,31 +65,53 @@ def test_each_member_runs_its_own_run_in_order_and_is_exported(tmp_path) -> None
     done = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1, done.stderr  # the worst member's code
     lines = (tmp_path / "log").read_text().splitlines()
-    assert [line.split()[0] for line in lines] == ["run", "bundle", "run", "bundle"]
+    runs = [line.split() for line in lines if line.startswith("run ")]
+    assert [line for line in lines if line.startswith("launch ")] == [
+        f"launch {run_id}" for run_id, _ in RUNS]
     for i, (run_id, attempt) in enumerate(RUNS):
-        words = lines[2 * i].split()
+        words = runs[i]
         assert words[words.index("--control") + 1] == ("ctl", "ref")[i]
         assert words[words.index("--run-id") + 1] == run_id
         assert words[words.index("--attempt") + 1] == str(attempt)
-        assert lines[2 * i + 1] == f"bundle export {tmp_path}/runs/{run_id}"
+        assert f"claims={tmp_path}/drop/claims" in words
+        assert f"bundle export {tmp_path}/runs/{run_id}" in lines
+    assert "after=" in runs[0]  # the first member waits for no verdict
+    assert f"after={tmp_path}/runs/{RUNS[0][0]}" in runs[1]
+    assert all(f"stderr of {r}" in done.stderr for r, _ in RUNS)  # each member's lines kept
 
 
-def test_term_stops_the_running_member_and_no_later_member_starts(tmp_path) -> None:
+def test_the_next_member_starts_while_the_one_before_runs(tmp_path) -> None:
+    """Prestart: the second `harness run` is up (waiting on the lock) while the first runs."""
     script = _script(tmp_path)
     (tmp_path / f"wait-{RUNS[0][0]}").touch()
     shell = subprocess.Popen(["/bin/sh", str(script)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     log, deadline = tmp_path / "log", time.monotonic() + 10
-    while not (log.exists() and "run " in log.read_text()):
-        assert time.monotonic() < deadline, "the first member never started"
+    while not (log.exists() and f"--run-id {RUNS[1][0]}" in log.read_text()):
+        assert time.monotonic() < deadline, "the second member was not started early"
+        time.sleep(0.02)
+    assert f"launch {RUNS[1][0]}" not in log.read_text()  # it waits: the first holds the GPU
+    os.kill(shell.pid, signal.SIGTERM)
+    shell.communicate(timeout=30)
+
+
+def test_term_stops_the_running_members_and_none_launches_after_it(tmp_path) -> None:
+    script = _script(tmp_path)
+    (tmp_path / f"wait-{RUNS[0][0]}").touch()
+    shell = subprocess.Popen(["/bin/sh", str(script)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    log, deadline = tmp_path / "log", time.monotonic() + 10
+    while not (log.exists() and f"launch {RUNS[0][0]}" in log.read_text()
+               and RUNS[1][0] in log.read_text()):
+        assert time.monotonic() < deadline, "the members never started"
         time.sleep(0.02)
     time.sleep(0.2)  # the shell is in `wait` now
     os.kill(shell.pid, signal.SIGTERM)  # --signal=B:TERM signals the batch shell alone
     _, err = shell.communicate(timeout=30)
     assert shell.returncode == 7, err  # the harness's own code, after it sealed
-    lines = log.read_text().splitlines()
-    assert [line.split()[0] for line in lines] == ["run", "term", "bundle"]
-    assert RUNS[1][0] not in log.read_text(), "a member started after the stop"
+    text = log.read_text()
+    assert f"term {RUNS[0][0]}" in text and f"term {RUNS[1][0]}" in text
+    assert f"launch {RUNS[1][0]}" not in text, "a member launched after the stop"
 
 
 def test_the_group_job_asks_time_for_each_members_start() -> None:

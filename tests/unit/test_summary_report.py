@@ -76,7 +76,7 @@ def make_night(runs: Path, stamp: str, log: str, *, refuse_second: bool = True) 
         doc = write_metrics([folder / "logs" / "stdout.log"], base=folder)
         (folder / "metrics.json").write_text(json.dumps(doc))
         r = j.mark_running(row, run_id, run_id)  # relative to the runs dir
-        j.mark_accepted(r) if status == "accepted" else j.mark_refused(r, "finalizer exited 1")
+        j.finish(r, status, "" if status == "accepted" else "finalizer exited 1")
     j.mark_deferred(rows[2], "doctor: /dev/kfd missing")
     j.close()
     return night
@@ -284,7 +284,7 @@ def test_the_slots_a_stopped_night_left_are_named_with_why_until_they_run(tmp_pa
     j = Journal.create(night / "journal.sqlite", campaign="c", campaign_file="c.yaml",
                        plan=[("a", 0), ("b", 0), ("b", 1)], seal="sha256:" + "b" * 64)
     a, b0, b1 = j.rows()
-    j.mark_refused(j.mark_running(a, "a-1", "/nowhere/a-1"), "GATE0-FIELD-DIFFERS: x")
+    j.finish(j.mark_running(a, "a-1", "/nowhere/a-1"), "refused", "GATE0-FIELD-DIFFERS: x")
     why = "stop_policy stop-on-refusal after a was refused (GATE0-FIELD-DIFFERS)"
     j.leave(b0, why)
     j.leave(b1, why)
@@ -306,7 +306,7 @@ def test_the_slots_a_stopped_night_left_are_named_with_why_until_they_run(tmp_pa
         f"not executed: b (repeat 1): {why}", f"not executed: b (repeat 2): {why}"]
 
     with Journal.open(night / "journal.sqlite") as j:  # resumed: the first b runs
-        j.mark_accepted(j.mark_running(j.rows()[1], "b-1", "/nowhere/b-1"))
+        j.finish(j.mark_running(j.rows()[1], "b-1", "/nowhere/b-1"), "accepted")
     write_night_summary(night)
     doc = json.loads((night / "summary.json").read_text())
     assert [e["label"] for e in doc["not_executed"]] == ["b (repeat 2)"]

@@ -71,4 +71,4 @@ def night_executor(loaded: Loaded, config: ExecutorConfig, ui: Reporter, *, nigh
         lock_wait_s=lock_timeout or loaded.campaign.lock_timeout, until=until,
         seal_grace_s=config.seal_grace, use_sacct=found.use_sacct, jobcomp=found.jobcomp)
     return SlurmExecutor(loaded, ui, settings, on_submitted=on_submitted,
-                         window=config.window)
+                         window=config.window, per_job=config.runs_per_job)

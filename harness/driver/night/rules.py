@@ -1,6 +1,6 @@
-"""The night runner's decisions as pure functions (deadline, what counts as finished, the
-exit code from each row's stored exit class, never its text), testable without Docker,
-SQLite or a clock."""
+"""The night runner's decisions as pure functions (deadline, the next step, what counts as
+finished, the exit code from each row's stored exit class, never its text), testable
+without Docker, SQLite or a clock."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from harness.base.errors import ENVIRONMENT, OK, REFUSED, InvalidInput, Refused
 from harness.base.states import TERMINAL, State
 from harness.driver.policy import RetryPolicy, retry_allowed
 from harness.measure.nightfolder.rows import RERUN, Row, latest_attempts
+from harness.measure.nightfolder.transitions import Step
 
 MAX_HOURS = 30 * 24.0  # a night is hours; a month is already generous
 _UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
@@ -96,6 +97,27 @@ def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> 
 
 def past(deadline: datetime | None, now: datetime) -> bool:
     return deadline is not None and now >= deadline
+
+
+def next_step(rows: Sequence[Row], policy: RetryPolicy) -> Step:
+    """The one next step of the night loop. Pure. The journal's legal moves are the night
+    folder's (`measure.nightfolder.transitions`); what runs next also depends on the
+    campaign's retry policy, so it is decided here. In order: interrupt a stale `running`
+    row; retry the earliest interrupted slot the policy allows; launch the earliest
+    `planned` row (a confirmation rerun only once no planned control is left); else done."""
+    ordered = sorted(rows, key=lambda r: (r.plan_index, r.attempt))
+    for row in ordered:
+        if row.state == State.RUNNING:
+            return Step("interrupt", row)
+    latest = latest_attempts(ordered)
+    for plan_index in sorted(latest):
+        row = latest[plan_index]
+        if retry_allowed(policy, row.state, row.attempt):
+            return Step("retry", row)
+    planned = [latest[i] for i in sorted(latest) if latest[i].state == State.PLANNED]
+    if planned:  # min keeps the first of equals: plan order among controls, among reruns
+        return Step("launch", min(planned, key=lambda r: r.origin == RERUN))
+    return Step("done")
 
 
 def slot_final(row: Row, policy: RetryPolicy) -> bool:

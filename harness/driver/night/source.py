@@ -18,7 +18,6 @@ from harness.base.slots import Slot
 from harness.base.states import State
 from harness.base.timeutil import iso
 from harness.driver.night import rules
-from harness.driver.night.nextstep import next_step
 from harness.driver.plan import LaunchRequest, Outcome, new_request
 from harness.driver.policy import RetryPolicy, Why
 from harness.measure.nightfolder.journal import Journal
@@ -105,7 +104,7 @@ class JournalSource:
             p = progress(rows)
             if hasattr(night.ui, "set_progress"):
                 night.ui.set_progress(p["done"], p["total"])
-            step = next_step(rows, night.policy)
+            step = rules.next_step(rows, night.policy)
             if step.kind in ("interrupt", "retry"):
                 journal.apply(step)
                 continue

@@ -4,14 +4,19 @@ Below the doctor, so that sealing a run never depends on the doctor."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import selectors
 import shutil
+import signal
 import subprocess
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.measure.host.parsers import (
+    MAX_OUTPUT,
     ParseError,
     RocminfoReport,
     SmiGpu,
@@ -20,6 +25,7 @@ from harness.measure.host.parsers import (
 )
 
 ROCM_BIN = "/opt/rocm/bin"
+STDERR_KEPT = 4096  # bytes of a bounded run's stderr kept for its error message
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,61 @@ def default_search_path() -> str:
     return os.pathsep.join(p for p in (os.environ.get("PATH", ""), ROCM_BIN) if p)
 
 
+@dataclass(frozen=True)
+class Bounded:
+    """A bounded run: its exit status (None: stopped, at the deadline or past the output
+    bound), its stdout, and the first STDERR_KEPT bytes of its stderr."""
+
+    rc: int | None
+    out: bytes
+    err: bytes
+    timed_out: bool = False
+
+    def first_error(self) -> str | None:
+        """The first line of its stderr, or None."""
+        lines = self.err.decode("utf-8", "replace").strip().splitlines()
+        return lines[0] if lines else None
+
+
+def run_bounded(argv: list[str], *, timeout: float, limit: int,
+                env: Mapping[str, str] | None = None) -> Bounded:
+    """`argv` run with no shell, stdin closed, in its own session: stdout read to `limit`
+    bytes and stderr apart, within `timeout` seconds; past either bound the whole session is
+    killed, as is a tool still running (or a child holding its output) at the deadline.
+    OSError when it cannot start."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    out, err, rc = bytearray(), bytearray(), None
+    timed_out = over = False
+    with proc, selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map() and not over:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                over = len(out) > limit
+            del err[STDERR_KEPT:]
+        if not (timed_out or over):
+            try:
+                rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        if rc is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return Bounded(rc, bytes(out[:limit]), bytes(err), timed_out)
+
+
 def run_tool(argv: list[str], *, timeout: float = 20.0, search_path: str | None = None) -> ToolRun:
     """Run one read-only tool with a timeout; every way it can go wrong becomes a ToolRun."""
     tool = argv[0]
@@ -54,13 +115,14 @@ def run_tool(argv: list[str], *, timeout: float = 20.0, search_path: str | None 
     if exe is None:
         return ToolRun(tool=tool, found=False)
     try:
-        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, errors="replace", check=False)
-    except subprocess.TimeoutExpired:
-        return ToolRun(tool=tool, found=True, error=f"timed out after {timeout:g}s")
+        ran = run_bounded([exe, *argv[1:]], timeout=timeout, limit=MAX_OUTPUT)
     except OSError as e:
         return ToolRun(tool=tool, found=True, error=f"could not start: {e.strerror or e}")
-    return ToolRun(tool, True, proc.returncode, proc.stdout, proc.stderr)
+    if ran.rc is None:
+        return ToolRun(tool=tool, found=True, error=f"timed out after {timeout:g}s"
+                       if ran.timed_out else f"printed over {MAX_OUTPUT} bytes")
+    return ToolRun(tool, True, ran.rc, ran.out.decode("utf-8", "replace"),
+                   ran.err.decode("utf-8", "replace"))
 
 
 def rocminfo(timeout: float = 20.0, search_path: str | None = None) -> ToolRun:

@@ -19,7 +19,7 @@ from harness.base.states import TERMINAL, State, Status
 from harness.base.timeutil import utc_now
 from harness.measure.nightfolder import schema
 from harness.measure.nightfolder.migrate import migrate, upgrade, upgrade_event, upgrade_row
-from harness.measure.nightfolder.rows import RETRY, Row, chain_of
+from harness.measure.nightfolder.rows import RETRY, Row
 from harness.measure.nightfolder.schema import SCHEMA_VERSION, clamp, damaged, typed
 from harness.measure.nightfolder.transitions import (
     IllegalTransition,
@@ -287,10 +287,6 @@ class Journal:
             out.append(dict(zip(schema.EVENT_COLUMNS, values, strict=True)))
         return out
 
-    def chain(self, run_id: str) -> list[Row]:
-        """Every attempt linked to `run_id` by rerun_of, both ways, oldest first."""
-        return chain_of(self.rows(), run_id)
-
     def _transaction(self, work: Callable[[sqlite3.Connection, str], int]) -> Row:
         """Run `work(conn, now)` in one immediate transaction; return the row it names."""
         if self._version != SCHEMA_VERSION:
@@ -360,15 +356,6 @@ class Journal:
         if reason is None:
             return self._move(row, event, rules=json.dumps([]), exit_class=OK)
         return self._move(row, event, reason, reason=reason, **_evidence(found))
-
-    def mark_accepted(self, row: Row | int) -> Row:
-        return self.finish(row, Status.ACCEPTED)
-
-    def mark_refused(self, row: Row | int, reasons: Reasons) -> Row:
-        return self.finish(row, Status.REFUSED, reasons)
-
-    def mark_timed_out(self, row: Row | int, reasons: Reasons) -> Row:
-        return self.finish(row, Status.TIMED_OUT, reasons)
 
     def mark_interrupted(self, row: Row | int, reasons: Reasons) -> Row:
         return self.finish(row, Status.INTERRUPTED, reasons)

@@ -167,22 +167,17 @@ def entries(folder: Path, parts: Parts = run_parts, limit: int = MAX_NAMES) -> d
     return found
 
 
-def run_entries(runs_dir: Path, limit: int = MAX_NAMES) -> dict[str, str]:
-    """Each entry in `runs_dir` named like a run id and what it is (see `entries`)."""
-    return entries(runs_dir, run_parts, limit)
-
-
 def run_names(runs_dir: Path, limit: int = MAX_NAMES) -> list[str]:
     """The real run folders directly in `runs_dir`, at most `limit`; OSError if unreadable."""
-    return [n for n, what in run_entries(runs_dir, limit).items() if what == FOLDER]
+    return [n for n, what in entries(runs_dir, limit=limit).items() if what == FOLDER]
 
 
 def find_run(ref: str, runs_dir: Path, where: str) -> Path:
     """The run folder `ref` names in `runs_dir` (`where` says which runs dir, and why)."""
     try:
-        entries = run_entries(runs_dir)
+        found = entries(runs_dir)
     except OSError as e:
         raise InvalidInput(f"cannot read {where}: {e.strerror or e}") from None
-    names = [n for n, what in entries.items() if what == FOLDER]
-    others = {n: what for n, what in entries.items() if what != FOLDER}
+    names = [n for n, what in found.items() if what == FOLDER]
+    others = {n: what for n, what in found.items() if what != FOLDER}
     return Path(runs_dir) / resolve_ref(ref, names, where, others)

@@ -42,6 +42,9 @@ SIGNAL_SLACK_S = 60  # Slurm may deliver --signal up to a minute early (its even
 MAX_SIGNAL_S = 65535  # Slurm's bound on --signal's @time
 MAX_EXCLUDE = 256
 TOKEN_MAX = 240  # job names are stored in 255-character columns by slurmdbd
+# Runs one job carries: a slot's next controls (at most MAX_GROUP), where the last launch
+# taken may be a whole same_host group (at most MAX_GROUP more).
+MAX_JOB_RUNS = 2 * MAX_GROUP
 DROP_BUNDLES = "bundles"  # hosts export sealed runs to <drop>/bundles/<run-id>.tar.gz
 SCRIPT_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # sbatch parses --deadline in its own local time; PATH is the job script's own.
@@ -68,7 +71,7 @@ class JobSpec:
 
     night: str  # the night's id (its folder name, `<campaign>-<UTC stamp>`)
     campaign_file: str  # as `harness run` takes it, relative to Site.workdir or absolute
-    controls: tuple[ControlTime, ...]  # one, or a same_host group run in this order
+    controls: tuple[ControlTime, ...]  # one, or several (a group, a slot's next) in this order
     slot: int  # the plan slot (index) of the first control
     attempt: int
     preflight_s: float = 120.0  # image and device checks before the first control
@@ -77,7 +80,8 @@ class JobSpec:
     until: datetime | None = None  # the night's --until: becomes --deadline
     exclude: tuple[str, ...] = ()  # nodes this attempt must avoid (earlier node failures)
     run_id: str | None = None  # the run folder's name the controller journaled (one control)
-    runs: tuple[tuple[str, int], ...] = ()  # a group's members: (run id, attempt) per control
+    runs: tuple[tuple[str, int], ...] = ()  # several runs' (run id, attempt), per control
+    stop_policy: str = "continue"  # the night's: under a stop policy a run waits for the verdict
 
 
 @dataclass(frozen=True)
@@ -110,8 +114,9 @@ def make_token(night: str, slot: int, attempt: int, controls: tuple[str, ...]) -
     night = name("night", night, ID_MAX)
     count("slot", slot, 0, 999_999)
     count("attempt", attempt, 1, 999)
-    if not controls or len(controls) > MAX_GROUP:
-        raise InvalidInput(f"slurm job: a job runs 1..{MAX_GROUP} controls, not {len(controls)}")
+    if not controls or len(controls) > MAX_JOB_RUNS:
+        raise InvalidInput(f"slurm job: a job runs 1..{MAX_JOB_RUNS} controls, "
+                           f"not {len(controls)}")
     names = [name("control", c) for c in controls]
     token = SEP.join([TOKEN_PREFIX, night, str(slot), str(attempt), GROUP_SEP.join(names)])
     if len(token) > TOKEN_MAX:
@@ -131,7 +136,7 @@ def parse_token(token: str) -> Token | None:
     controls = tuple(group.split(GROUP_SEP))
     if not is_name(night, ID_MAX) or not _COUNT.fullmatch(slot) \
             or not _COUNT.fullmatch(attempt) or int(attempt) < 1 or int(attempt) > 999 \
-            or not 1 <= len(controls) <= MAX_GROUP \
+            or not 1 <= len(controls) <= MAX_JOB_RUNS \
             or not all(is_name(c) for c in controls):
         return None
     return Token(night, int(slot), int(attempt), controls)
@@ -279,5 +284,5 @@ def group_runs(spec: JobSpec) -> tuple[tuple[str, int], ...]:
             raise InvalidInput(f"slurm job: run id {run_id!r} is not control {c.name!r}'s")
         checked.append((run_id, count("attempt", attempt, 1, 999)))
     if len({r for r, _ in checked}) != len(checked):
-        raise InvalidInput("slurm job: a group names one run id twice")
+        raise InvalidInput("slurm job: a job names one run id twice")
     return tuple(checked)

@@ -12,17 +12,12 @@ only; without a match the N/A figures stay N/A.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import math
 import os
 import re
 import shutil
-import signal
-import subprocess
-import tempfile
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +26,8 @@ from typing import Any
 
 from harness.base import bounds
 from harness.base.bounds import BadText
-from harness.base.readfile import InputError, TooLarge, read_fd, read_text_bounded
+from harness.base.readfile import InputError, read_text_bounded
+from harness.measure.host import tools
 from harness.measure.host.tools import default_search_path
 from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry.source import Figures
@@ -337,72 +333,30 @@ def resolve_command(command: tuple[str, ...]) -> list[str]:
     return [exe, *command[1:]]
 
 
-def _kill(proc: subprocess.Popen, fired: threading.Event) -> None:
-    """Stop the tool and every process it started (its own session)."""
-    fired.set()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def run_bounded(command: tuple[str, ...], timeout_s: float,
                 limit: int = MAX_TEXT) -> str:
-    """`command`'s stdout, at most `limit` bytes of UTF-8, within `timeout_s`: no shell,
-    stderr apart (Python warnings some builds print never mix into the JSON), the tool's
-    session killed at the deadline. AmdSmiNotFound, or AmdSmiError saying how it failed."""
+    """`command`'s stdout, at most `limit` bytes of UTF-8, within `timeout_s`
+    (`tools.run_bounded`: stderr apart, so Python warnings some builds print never mix into
+    the JSON). AmdSmiNotFound, or AmdSmiError saying how it failed."""
     argv = resolve_command(command)
-    fired = threading.Event()
-    with tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=err, start_new_session=True)
-        except FileNotFoundError:
-            raise AmdSmiNotFound(f"{argv[0]}: not found") from None
-        except OSError as e:
-            raise AmdSmiError(f"{argv[0]}: cannot start: {e.strerror or e}") from None
-        out, rc = _finish(proc, time.monotonic() + timeout_s, limit, fired)
-        if fired.is_set():
-            raise AmdSmiError(f"{argv[0]} took over {timeout_s:g}s and was stopped")
-        if rc != 0:
-            shown = os.pread(err.fileno(), STDERR_SHOWN, 0).decode("utf-8", "replace")
-            first = shown.strip().splitlines() or ["no message"]
-            raise AmdSmiError(f"{argv[0]} exited {rc}: {first[0]}")
     try:
-        return out.decode("utf-8")
+        ran = tools.run_bounded(argv, timeout=timeout_s, limit=limit)
+    except FileNotFoundError:
+        raise AmdSmiNotFound(f"{argv[0]}: not found") from None
+    except OSError as e:
+        raise AmdSmiError(f"{argv[0]}: cannot start: {e.strerror or e}") from None
+    if ran.timed_out:
+        raise AmdSmiError(f"{argv[0]} took over {timeout_s:g}s and was stopped")
+    if ran.rc is None:
+        raise AmdSmiError(f"amd-smi printed over {limit} bytes")
+    if ran.rc != 0:
+        raise AmdSmiError(f"{argv[0]} exited {ran.rc}: "
+                          f"{(ran.first_error() or 'no message')[:STDERR_SHOWN]}")
+    try:
+        return ran.out.decode("utf-8")
     except UnicodeDecodeError as e:
         raise AmdSmiError(f"{argv[0]} printed bytes that are not UTF-8 "
                           f"({e.reason} at byte {e.start})") from None
-
-
-def _finish(proc: subprocess.Popen, deadline: float, limit: int,
-            fired: threading.Event) -> tuple[bytes, int | None]:
-    """(stdout, exit status), a timer killing the tool at `deadline` whether it hangs with
-    its output open or after closing it; `fired` says the deadline stopped it."""
-    timer = threading.Timer(max(0.0, deadline - time.monotonic()), _kill, (proc, fired))
-    timer.start()
-    try:
-        with proc:
-            out = _read_out(proc, limit, fired)
-            try:
-                rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _kill(proc, fired)
-                rc = proc.wait()
-    finally:
-        timer.cancel()
-    return out, rc
-
-
-def _read_out(proc: subprocess.Popen, limit: int, fired: threading.Event) -> bytes:
-    """The tool's stdout, at most `limit` bytes; past it the tool is stopped and refused."""
-    try:
-        return read_fd(proc.stdout.fileno(), limit)
-    except TooLarge:
-        _kill(proc, threading.Event())
-        raise AmdSmiError(f"amd-smi printed over {limit} bytes") from None
-    except OSError as e:
-        if fired.is_set():
-            return b""
-        raise AmdSmiError(f"cannot read amd-smi's output: {e.strerror or e}") from None
 
 
 class AmdSmi:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.base.tree import open_regular
 from harness.measure.telemetry.quantities import number
 from harness.measure.telemetry.sampler import MAX_LINE, MAX_SAMPLES
 
@@ -26,12 +26,10 @@ class Point:
 def read(path: Path) -> Iterator[Point]:
     """The file's samples, streamed, each line bounded (not a regular file: none)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_regular(path)
     except OSError:
         return
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
         for _ in range(2 * MAX_SAMPLES):
             raw = f.readline(MAX_LINE)
             if not raw:

@@ -105,9 +105,6 @@ class DeterministicTar:
             self._out.write(bytes(self._buf))
             self._buf.clear()
 
-    def _entry(self, name: str, kind: bytes, size: int, mode: int) -> None:
-        self._write(tar_header(name, kind, size, mode, self.mtime))
-
     def _pad(self, size: int, unit: int = BLOCK) -> None:
         if size % unit:
             self._write(NUL * (unit - size % unit))
@@ -119,20 +116,14 @@ class DeterministicTar:
             folder = f"{folder}/{part}" if part else folder
             if folder not in self._dirs:
                 self._dirs.add(folder)
-                self._entry(folder, tarfile.DIRTYPE, 0, DIR_MODE)
-
-    def add_bytes(self, arcname: str, data: bytes) -> None:
-        """Add a file made in memory (a tag file)."""
-        self._parents(arcname)
-        self._entry(f"{self.top}/{arcname}", tarfile.REGTYPE, len(data), FILE_MODE)
-        self._write(data)
-        self._pad(len(data))
+                self._write(tar_header(folder, tarfile.DIRTYPE, 0, DIR_MODE, self.mtime))
 
     def add_stream(self, arcname: str, fh: BinaryIO, size: int) -> str:
-        """Add `size` bytes read from `fh` (a tag file made on disk: too big to hold); returns
+        """Add `size` bytes read from `fh` (a tag file, made in memory or on disk); returns
         their sha256. OSError if `fh` ends before `size` bytes."""
         self._parents(arcname)
-        self._entry(f"{self.top}/{arcname}", tarfile.REGTYPE, size, FILE_MODE)
+        self._write(tar_header(f"{self.top}/{arcname}", tarfile.REGTYPE, size, FILE_MODE,
+                               self.mtime))
         digest = hashlib.sha256()
         left = size
         while left:

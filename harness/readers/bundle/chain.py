@@ -81,17 +81,17 @@ def _collect_one(run: RunFacts, name: str, tags: dict[str, bytes],
         return [BundleFault("gates", one_line(str(doc["gates"]["record"]))[:300],
                             f"{rule}: {detail}") for rule, detail in found]
     found = basis.recheck(folder, doc["gates"]["digest"], wanted(run, doc))
-    if found or not _record_name(doc):
+    record = _record_name(doc)
+    if found or not record:
         return [BundleFault("gates", one_line(str(folder)), f"{rule}: {detail}")
                 for rule, detail in found] or [BundleFault("gates", one_line(str(folder)),
                                                        "not a carriable folder name")]
-    carried = {f"{GATES_TAGS}/{_record_name(doc)}/{rel}": content
-               for rel, content in _folder_files(folder).items()}
-    prefix = f"{GATES_TAGS}/{_record_name(doc)}/"
+    prefix = f"{GATES_TAGS}/{record}/"
+    carried = {prefix + rel: content for rel, content in _folder_files(folder).items()}
     earlier = {k: v for k, v in tags.items() if k.startswith(prefix)}
     if earlier and earlier != carried:  # two records of one folder name: never merged
         return [BundleFault("gates", one_line(str(folder)), "another run's gate record has the "
-                        f"same folder name {_record_name(doc)}; export them separately")]
+                        f"same folder name {record}; export them separately")]
     tags[f"{APPROVALS_TAGS}/{name}"] = data
     sig = path.with_name(name + SIG_SUFFIX)
     if sig.is_file():
@@ -128,15 +128,6 @@ def collect(runs: list[RunFacts], runs_dirs: Mapping[str, Path] | None = None
     return tags, problems
 
 
-def _vouched(root: Path, tag: str, data: bytes, hashes: dict[str, str], policy: Policy,
-             vouched: dict[str, Vouch]) -> list[BundleFault]:
-    """Who vouches for the approval `tag`, judged once however many runs name it."""
-    if tag in vouched:
-        return []
-    vouched[tag], problems = policy.approval(root, tag, data, hashes)
-    return problems
-
-
 def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str],
                policy: Policy, vouched: dict[str, Vouch]) -> list[BundleFault]:
     tag = f"{APPROVALS_TAGS}/{name}"
@@ -148,10 +139,13 @@ def _check_one(root: Path, run: RunFacts, name: str, hashes: dict[str, str],
         data = read_member(root, tag)
     except BadMember as e:
         return [BundleFault("approval-malformed", tag, str(e))]
-    _, doc, bad = _parse(data)
-    if doc is None:
-        return [BundleFault("approval-malformed", tag, bad)]
-    signed = _vouched(root, tag, data, hashes, policy, vouched)
+    try:
+        doc = parse(data)
+    except ValueError as e:
+        return [BundleFault("approval-malformed", tag, str(e))]
+    signed: list[BundleFault] = []  # who vouches for it: judged once, however many runs name it
+    if tag not in vouched:
+        vouched[tag], signed = policy.approval(root, tag, data, hashes)
     if doc["source_seal"] != run.get("seal"):
         return [*signed, BundleFault("approval-seal", tag, f"approves {doc['source_seal']}, the "
                                  f"run's seal is {one_line(str(run.get('seal')))}")]
@@ -173,13 +167,6 @@ def wanted(run: RunFacts, doc: dict[str, Any]) -> basis.Wanted:
     commit = doc["git"].get("commit")
     return basis.Wanted(str(run.get("campaign", "name")), (), doc["source_seal"],
                         commit if isinstance(commit, str) else None)
-
-
-def _parse(data: bytes) -> tuple[bytes, dict[str, Any] | None, str]:
-    try:
-        return data, parse(data), ""
-    except ValueError as e:
-        return data, None, str(e)
 
 
 def judge(root: Path, runs: list[RunFacts], hashes: dict[str, str], policy: Policy

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,12 +24,12 @@ from harness.base.names import RunId
 from harness.base.timeutil import utc_now
 from harness.measure.runfolder import layout
 from harness.readers.bundle import bag
-from harness.readers.bundle.export import compression_for
+from harness.readers.bundle.export import SUFFIXES
 from harness.readers.bundle.facts import read_run_facts
-from harness.readers.bundle.opened import open_archive
 from harness.readers.bundle.records import parse_json
-from harness.readers.bundle.safe_extract import Limits
+from harness.readers.bundle.safe_extract import Limits, open_archive
 from harness.readers.bundle.sums import one_line
+from harness.readers.bundle.trust import Policy
 from harness.readers.bundle.verify import verify_archive
 
 BUNDLES = "bundles"  # <drop>/bundles/<run-id>.tar.gz
@@ -51,9 +51,7 @@ class Arrival:
     problems: list[str] = field(default_factory=list)
 
     def record(self) -> dict:
-        return {"bundle": self.bundle, "sha256": self.sha256, "ok": self.ok,
-                "runs": self.runs, "unpacked": self.unpacked, "present": self.present,
-                "problems": self.problems, "collected": utc_now()}
+        return {**asdict(self), "collected": utc_now()}
 
 
 def collected_digests(text: str) -> set[str]:
@@ -107,17 +105,8 @@ def drop_bundles(drop: Path) -> list[Path]:
     folder = drop / BUNDLES
     if not folder.is_dir():
         raise InvalidInput(f"{one_line(str(folder))}: no such folder (the drop's bundles)")
-    found = []
-    for name in sorted(os.listdir(folder)):
-        path = folder / name
-        if name.startswith("."):
-            continue
-        try:
-            compression_for(path)
-        except InvalidInput:
-            continue
-        found.append(path)
-    return found
+    return [folder / name for name in sorted(os.listdir(folder))
+            if not name.startswith(".") and name.endswith(SUFFIXES)]
 
 
 def _read_record(runs_dir: Path) -> str:
@@ -140,12 +129,6 @@ def _append(runs_dir: Path, arrival: Arrival) -> None:
         os.close(fd)
 
 
-def _place(run: Path, runs_dir: Path, run_id: str) -> None:
-    """Move the verified run (unpacked inside RUNS, so this is one rename) into place."""
-    os.rename(run, runs_dir / run_id)
-    fsync_dir(runs_dir)
-
-
 def _unpack_runs(root: Path, runs: list[str], runs_dir: Path, arrival: Arrival) -> None:
     for run in runs:
         run_id = run.removeprefix(f"{bag.PAYLOAD_DIR}/")
@@ -163,7 +146,8 @@ def _unpack_runs(root: Path, runs: list[str], runs_dir: Path, arrival: Arrival) 
             else:
                 arrival.problems.append(f"{run_id}: RUNS holds a different run of this id")
             continue
-        _place(root / run, runs_dir, run_id)
+        os.rename(root / run, there)  # unpacked inside RUNS: one rename puts it in place
+        fsync_dir(runs_dir)
         arrival.unpacked.append(run_id)
 
 
@@ -179,14 +163,14 @@ def _refusal(root: Path, run_id: str, runs: list[str]) -> str | None:
 
 
 def _collect_one(path: Path, opened: BinaryIO, digest: str, runs_dir: Path,
-                 allowed_signers: Path | None, limits: Limits | None, run_id: str) -> Arrival:
+                 policy: Policy | Path | None, limits: Limits | None, run_id: str) -> Arrival:
     """Unpack the open bundle file into a dot-folder inside RUNS (never a run: no owner file
     at its top, and removed on the way out), verify it, and rename its run into place when
     it holds the run `run_id` it is named for and nothing else (refused whole otherwise)."""
     arrival = Arrival(one_line(path.name), digest)
     with tempfile.TemporaryDirectory(prefix=".harness-collect-", dir=runs_dir) as tmp:
         try:
-            root, report = verify_archive(path, Path(tmp), allowed_signers, limits, opened)
+            root, report = verify_archive(path, Path(tmp), policy, limits, opened)
             if not report.ok:
                 arrival.problems += [one_line(str(p)) for p in report.problems]
                 return arrival
@@ -202,6 +186,19 @@ def _collect_one(path: Path, opened: BinaryIO, digest: str, runs_dir: Path,
     return arrival
 
 
+def _take(path: Path, runs_dir: Path, policy: Policy | Path | None, limits: Limits | None,
+          run_id: str, skip: set[str]) -> Arrival | None:
+    """Open the drop's bundle once and, unless its digest is in `skip`, collect it and append
+    its arrival to the record (None when skipped). InvalidInput for a symlink, a FIFO or a
+    folder: never followed nor read."""
+    with open_archive(path) as (fh, digest):
+        if digest in skip:
+            return None
+        arrival = _collect_one(path, fh, digest, runs_dir, policy, limits, run_id)
+    _append(runs_dir, arrival)
+    return arrival
+
+
 def _unnamed(path: Path, why: str) -> Arrival:
     """A drop entry refused by its name or kind, unread (so with no digest, not recorded)."""
     return Arrival(one_line(path.name), "", problems=[f"{BUNDLE_DROP_NAME}: {one_line(why)}"])
@@ -212,9 +209,7 @@ def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None
     """Collect every bundle in the drop not collected before; one Arrival for each, each
     appended to RUNS/collected.jsonl as it is done (so a crash loses no record)."""
     drop, runs_dir = Path(drop), Path(runs_dir)
-    if allowed_signers is not None and not Path(allowed_signers).is_file():
-        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} "
-                           "is not a file")
+    policy = Policy.given(allowed_signers)
     runs_dir.mkdir(parents=True, exist_ok=True)
     done = collected_digests(_read_record(runs_dir))
     arrivals = []
@@ -225,17 +220,13 @@ def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None
                                            "no run; not read"))
             continue
         try:
-            with open_archive(path) as (fh, digest):
-                if digest in done:
-                    continue
-                arrival = _collect_one(path, fh, digest, runs_dir, allowed_signers, limits,
-                                       run_id)
-        except InvalidInput as e:  # a symlink, a FIFO, a folder: never followed nor read
+            arrival = _take(path, runs_dir, policy, limits, run_id, done)
+        except InvalidInput as e:
             arrivals.append(_unnamed(path, e.message))
             continue
-        _append(runs_dir, arrival)
-        done.add(digest)
-        arrivals.append(arrival)
+        if arrival is not None:
+            done.add(arrival.sha256)
+            arrivals.append(arrival)
     return arrivals
 
 
@@ -259,13 +250,7 @@ def collect_run(drop: Path, runs_dir: Path, run_id: str,
     runs_dir.mkdir(parents=True, exist_ok=True)
     seen = {e["sha256"] for e in _entries(_read_record(runs_dir))}
     try:
-        with open_archive(path) as (fh, digest):
-            if digest in seen:
-                return None
-            arrival = _collect_one(path, fh, digest, runs_dir, allowed_signers, limits,
-                                   run_id)
+        return _take(path, runs_dir, allowed_signers, limits, run_id, seen)
     except InvalidInput:  # swapped for a symlink or a FIFO since: not arrived
         return None
-    _append(runs_dir, arrival)
-    return arrival
 

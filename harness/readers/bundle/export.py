@@ -8,11 +8,13 @@ never vouches for a run that does not verify, nor for bytes other than those che
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.base.atomic import fsync_dir
 from harness.base.errors import EnvironmentFault, InvalidInput, Refused
@@ -20,14 +22,13 @@ from harness.base.timeutil import parse_or_none
 from harness.base.tree import NotRegular
 from harness.readers.bundle import bag, chain, listing
 from harness.readers.bundle.archive import DeterministicTar
+from harness.readers.bundle.bag import bundled_folder, is_night_folder
 from harness.readers.bundle.facts import RunFacts, read_run_facts, time_span
-from harness.readers.bundle.opened import file_sha256
 from harness.readers.bundle.payload import Payload, collect_payload
-from harness.readers.bundle.places import bundled_folder, is_night_folder
+from harness.readers.bundle.safe_extract import file_sha256
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
-from harness.readers.bundle.sign import sign
 from harness.readers.bundle.statement import StatementSpool
-from harness.readers.bundle.sums import BundleFault, one_line
+from harness.readers.bundle.sums import BundleFault, format_sums, one_line
 
 
 @dataclass
@@ -40,13 +41,13 @@ class ExportResult:
     sha256: str = ""  # of the bundle file written, to send out of band
 
 
+SUFFIXES = (".tar.gz", ".tgz", ".tar")  # the names of a bundle file: gzip, or a plain tar
+
+
 def compression_for(output: Path) -> bool:
     """True for gzip (.tar.gz/.tgz), False for plain .tar; anything else is a usage error."""
-    name = output.name
-    if name.endswith((".tar.gz", ".tgz")):
-        return True
-    if name.endswith(".tar"):
-        return False
+    if output.name.endswith(SUFFIXES):
+        return not output.name.endswith(".tar")
     raise InvalidInput(
         f"{one_line(str(output))}: the output name must end in .tar, .tar.gz or .tgz"
     )
@@ -124,24 +125,23 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementS
         tags = {
             bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
             bag.BAG_INFO: info.encode("utf-8"),
-            bag.MANIFEST: bag.manifest_text(subjects).encode("utf-8"),
+            bag.MANIFEST: format_sums(subjects).encode("utf-8"),
             **chain_tags,  # approvals and gate records (harness.readers.bundle.chain)
             **listing_tags(top, runs, payload, chain_tags),  # index.html, README.txt
         }
         # The statement grows with the runs (~10 KiB each): spooled to a file, not held.
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
         digests[bag.STATEMENT] = spool.write(statement, runs, subjects)
-        tagmanifest = bag.manifest_text(digests).encode("utf-8")
+        tagmanifest = format_sums(digests).encode("utf-8")
         tags[bag.TAGMANIFEST] = tagmanifest
         if sign_key is not None:
-            tags[bag.SIGNATURE] = sign(tagmanifest, sign_key)
-        for name in sorted([*tags, bag.STATEMENT]):
-            if name == bag.STATEMENT:
-                size = statement.tell()
-                statement.seek(0)
-                tar.add_stream(name, statement, size)
-            else:
-                tar.add_bytes(name, tags[name])
+            tags[bag.SIGNATURE] = bag.sign(tagmanifest, sign_key)
+        files: dict[str, tuple[BinaryIO, int]] = {
+            name: (io.BytesIO(data), len(data)) for name, data in tags.items()}
+        files[bag.STATEMENT] = (statement, statement.tell())
+        statement.seek(0)
+        for name in sorted(files):
+            tar.add_stream(name, *files[name])
     return subjects
 
 

@@ -60,28 +60,19 @@ RECORD_DEPTH = 32  # run.json nests 3 deep; the statement adds about 6 around a 
 
 
 def _load(run_dir: Path, name: str, notes: list[str]) -> Any:
-    """A record's JSON, read beneath the run folder (bounded, strict), or None with a note."""
+    """A record's JSON, read beneath the run folder (bounded, strict), or None with a note.
+    run.json goes through the one record reader, with the bundle's stricter JSON: no NaN, no
+    duplicate keys, since the statement must be strict JSON."""
     if not os.path.lexists(run_dir / name):
         notes.append(f"{name} absent")
         return None
     try:
+        if name == RECORD:
+            return run_record.read(run_dir, lambda text: parse_json(text, RECORD_DEPTH)).view()
         return parse_json(read_text_member(run_dir, name, RECORD_LIMIT), RECORD_DEPTH)
-    except BadMember as e:
+    except (BadMember, InvalidInput) as e:
         notes.append(f"{name} unreadable: {e}")
         return None
-
-
-def _load_record(run_dir: Path, notes: list[str]) -> dict[str, Any]:
-    """run.json through the one record reader, with the bundle's stricter JSON; {} with a note.
-    Stricter: no NaN, no duplicate keys, since the statement must be strict JSON."""
-    if not os.path.lexists(run_dir / RECORD):
-        notes.append(f"{RECORD} absent")
-        return {}
-    try:
-        return run_record.read(run_dir, lambda text: parse_json(text, RECORD_DEPTH)).view()
-    except InvalidInput as e:
-        notes.append(f"{RECORD} unreadable: {e.message}")
-        return {}
 
 
 def _as_dict(value: Any, name: str, notes: list[str]) -> dict[str, Any] | None:
@@ -95,7 +86,7 @@ def read_run_facts(folder: str, run_dir: Path, record_only: bool = False) -> Run
     """Read one run folder's records, tolerating any that are absent or malformed. `record_only`:
     run.json alone, so verifying many runs' chains does not parse every preflight.json."""
     notes: list[str] = []
-    record = _load_record(run_dir, notes)
+    record = _load(run_dir, RECORD, notes) or {}
     if record_only:
         return RunFacts(folder, record, notes=notes)
     vector = _as_dict(_load(run_dir, VECTOR, notes), VECTOR, notes)

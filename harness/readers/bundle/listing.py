@@ -13,7 +13,6 @@ from urllib.parse import quote
 from harness.base.terminal import STATUS_COLOURS
 from harness.judge.approval.document import parse
 from harness.readers.bundle.facts import RunFacts
-from harness.readers.bundle.places import folder_name
 from harness.readers.report.inert import inert
 
 INDEX_HTML = "index.html"
@@ -57,16 +56,6 @@ def _text(value: object) -> str:
     return "" if value is None else inert(value, VALUE_CHARS)
 
 
-def _rerun_of(run: RunFacts) -> str:
-    link = run.get("rerun_of")
-    return _text(link.get("run_id")) if isinstance(link, dict) else ""
-
-
-def _approval_name(run: RunFacts) -> str:
-    file = run.get("approval", "file")
-    return file.rsplit("/", 1)[-1] if isinstance(file, str) else ""
-
-
 def _newest(candidates: list[RunFacts]) -> str:
     """The latest rerun among `candidates` (by attempt, then creation time)."""
     def key(r: RunFacts) -> tuple[int, str]:
@@ -80,18 +69,19 @@ def run_lines(runs: list[RunFacts], approvals: dict[str, dict]) -> list[RunLine]
     names it as `rerun_of`."""
     reruns: dict[str, list[RunFacts]] = {}
     for run in runs:
-        link = run.get("rerun_of")
-        if isinstance(link, dict) and isinstance(link.get("run_id"), str):
-            reruns.setdefault(link["run_id"], []).append(run)
+        if isinstance(rerun_of := run.get("rerun_of", "run_id"), str):
+            reruns.setdefault(rerun_of, []).append(run)
     out = []
     for run in sorted(runs, key=lambda r: r.folder):
-        doc = approvals.get(_approval_name(run), {}) if run.get("approval") else {}
+        file = run.get("approval", "file")
+        name = file.rsplit("/", 1)[-1] if isinstance(file, str) else ""
+        doc = approvals.get(name, {}) if run.get("approval") else {}
         git = doc.get("git") if isinstance(doc.get("git"), dict) else {}
         commit = git.get("commit") or run.get("approval", "commit")
         out.append(RunLine(
             run_id=_text(run.run_id), folder=_text(run.folder), status=_text(run.get("status")),
             campaign=_text(run.get("campaign", "name")), control=_text(run.get("control", "name")),
-            attempt=_text(run.get("attempt")), rerun_of=_rerun_of(run),
+            attempt=_text(run.get("attempt")), rerun_of=_text(run.get("rerun_of", "run_id")),
             superseded_by=_newest(reruns[run.run_id]) if run.run_id in reruns else "",
             reviewer=_text(doc.get("reviewer")) if run.get("approval") else "",
             commit=_text(commit) if run.get("approval") else ""))
@@ -151,7 +141,7 @@ STYLE = ("body{font:15px/1.45 system-ui,sans-serif;color:#1d2125;max-width:80rem
 def index_html(top: str, lines: list[RunLine], nights: list[str]) -> str:
     """The bag's index.html: what it is, its nights' summaries, its runs, how to verify."""
     night_items = "".join(
-        f'<li><a href="{_href(f"{n}/{SUMMARY}")}">{html.escape(_text(folder_name(n)))}</a>'
+        f'<li><a href="{_href(f"{n}/{SUMMARY}")}">{html.escape(_text(n.rsplit("/", 1)[-1]))}</a>'
         f" (<code>{html.escape(_text(n))}/</code>)</li>" for n in nights) or "<li>none</li>"
     rows = "".join(_row(line) for line in lines)
     steps = "".join(f"<li>{html.escape(step)}</li>" for step in _verify_steps(top))

@@ -16,12 +16,11 @@ from pathlib import Path
 
 from harness.base.errors import InvalidInput, Refused
 from harness.readers.bundle import bag, chain
-from harness.readers.bundle.export import check_output, read_runs, write_bundle
-from harness.readers.bundle.opened import open_archive
+from harness.readers.bundle.bag import arc_folder, bundled_folder, is_night_folder
+from harness.readers.bundle.export import ExportResult, check_output, read_runs, write_bundle
 from harness.readers.bundle.payload import NIGHT_RECORD, Payload, PayloadFile
-from harness.readers.bundle.places import arc_folder, bundled_folder, folder_name, is_night_folder
 from harness.readers.bundle.records import read_member, read_text_member
-from harness.readers.bundle.safe_extract import Limits
+from harness.readers.bundle.safe_extract import Limits, open_archive
 from harness.readers.bundle.statement import StatementSpool
 from harness.readers.bundle.sums import BundleFault, one_line, parse_sums
 from harness.readers.bundle.trust import Policy, merging
@@ -39,15 +38,11 @@ class MergeRefused(Refused):
 
 
 @dataclass
-class MergeResult:
-    output: Path
-    top: str
-    files: int
-    runs: list[str]
-    signed: bool
+class MergeResult(ExportResult):
+    """The bundle written, as export reports it, and the inputs it was merged from."""
+
     inputs: list[tuple[str, str]] = field(default_factory=list)  # (bundle, sha256 hex)
     vouches: list[tuple[str, list[str]]] = field(default_factory=list)  # (bundle, who for what)
-    sha256: str = ""  # of the merged bundle file, to send out of band
 
 
 @dataclass
@@ -135,7 +130,7 @@ def _payload(inputs: list[_Input], chosen: dict[str, int]) -> Payload:
                                  os.lstat(source / rel).st_size)
                      for rel in inputs[index].folders[folder])
     files.sort(key=lambda f: f.arcname)
-    return Payload(files=files, roots=roots, named=[folder_name(name) for name, _ in roots])
+    return Payload(files=files, roots=roots, named=[name.rsplit("/", 1)[-1] for name, _ in roots])
 
 
 def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = None,
@@ -148,9 +143,6 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
     if not bundles:
         raise InvalidInput("give at least one bundle to merge")
     policy = merging(sign_key, allowed_signers)
-    if allowed_signers is not None and not Path(allowed_signers).is_file():
-        raise InvalidInput(f"allowed-signers file {one_line(str(allowed_signers))} "
-                           "is not a file")
     # Unpacked beside the output: a night's inputs may be far larger than /tmp.
     with tempfile.TemporaryDirectory(prefix=".harness-merge-", dir=output.parent) as tmp:
         inputs: list[_Input] = []
@@ -173,5 +165,5 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
             top, digest = write_bundle(output, payload, runs, spool, compress=compress,
                                        sign_key=sign_key, chain_tags=tags)
     return MergeResult(output, top, len(payload.files), [r.run_id for r in runs],
-                       sign_key is not None, [(i.name, i.sha256) for i in inputs],
-                       [(i.name, i.vouches) for i in inputs], digest)
+                       sign_key is not None, digest, [(i.name, i.sha256) for i in inputs],
+                       [(i.name, i.vouches) for i in inputs])

@@ -68,30 +68,21 @@ def journal_runs(rows: list[Row], where: str) -> tuple[list[NightRun], list[str]
     return runs, faults
 
 
-def _copy(src: Path, dest: Path) -> None:
-    dest.write_bytes(read_bounded(src, JOURNAL_LIMIT, what="night journal"))
-
-
 def read_rows(night: Path) -> list[Row]:
     """The journal's rows, read from a private copy (never through a link);
     InputError when it cannot be read."""
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as tmp:
-        copy = Path(tmp) / JOURNAL_NAME
         try:
-            _copy(night / JOURNAL_NAME, copy)
-            if os.path.lexists(night / WAL):
-                _copy(night / WAL, Path(tmp) / WAL)
-            with Journal.open(copy, readonly=True) as journal:
+            for name in (JOURNAL_NAME, WAL):
+                if name == JOURNAL_NAME or os.path.lexists(night / name):
+                    (Path(tmp) / name).write_bytes(
+                        read_bounded(night / name, JOURNAL_LIMIT, what="night journal"))
+            with Journal.open(Path(tmp) / JOURNAL_NAME, readonly=True) as journal:
                 return journal.rows()
         except InputError as e:
             raise InputError(e.message) from None
         except HarnessError as e:
             raise InputError(f"{night / JOURNAL_NAME}: {e.message}") from None
-
-
-def runs_dir_of(night: Path) -> Path | None:
-    """RUNS for a night at RUNS/nights/<night>; None for a night folder kept elsewhere."""
-    return night.parent.parent if night.parent.name == NIGHTS else None
 
 
 def _folder(runs_dir: Path | None, run: NightRun, night: Path) -> tuple[Path | None, str | None]:
@@ -127,7 +118,7 @@ def night_run_folders(night: Path, given: set[str]) -> tuple[list[Path], list[st
     runs, faults = journal_runs(rows, str(night / JOURNAL_NAME))
     if faults:
         return [], faults
-    runs_dir = runs_dir_of(night)
+    runs_dir = night.parent.parent if night.parent.name == NIGHTS else None  # RUNS/nights/<n>
     folders: list[Path] = []
     for run in runs:
         if run.run_id in given:

@@ -14,8 +14,8 @@ from harness.base.errors import InvalidInput
 from harness.base.tree import MAX_DEPTH, printable, walk
 from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.runfolder import layout
+from harness.readers.bundle.bag import NIGHTS, PAYLOAD_DIR, arc_folder
 from harness.readers.bundle.nightruns import left_out, night_run_folders
-from harness.readers.bundle.places import NIGHTS, PAYLOAD, arc_folder
 from harness.readers.bundle.sums import unsafe_name_reason
 
 RUN_RECORD = layout.RECORD
@@ -112,7 +112,7 @@ class _Roots:
 
     def __init__(self) -> None:
         self.items: list[tuple[str, Path]] = []  # (name under data/, real path)
-        self._names: set[str] = set()
+        self.names: set[str] = set()
         self._paths: dict[Path, Path] = {}
         self._above: dict[Path, Path] = {}  # every ancestor of a root -> one root below it
 
@@ -125,13 +125,10 @@ class _Roots:
 
     def add(self, name: str, real: Path) -> None:
         self.items.append((name, real))
-        self._names.add(name)
+        self.names.add(name)
         self._paths[real] = real
         for p in real.parents:
             self._above.setdefault(p, real)
-
-    def has_name(self, name: str) -> bool:
-        return name in self._names
 
 
 def _check_root(folder: Path, real: Path, roots: _Roots, faults: list[str]) -> bool:
@@ -143,7 +140,7 @@ def _check_root(folder: Path, real: Path, roots: _Roots, faults: list[str]) -> b
     other = roots.overlap(real)
     if other is not None:
         faults.append(f"{folder}: overlaps {other}; give each folder once")
-    if roots.has_name(name):
+    if name in roots.names:
         faults.append(f"{folder}: another folder is also named {name!r}")
     return True
 
@@ -181,7 +178,7 @@ def collect_payload(folders: list[Path]) -> Payload:
                           "holds the nights in a bundle (data/nights/<night>/)")
         where = arc_folder(name, night)  # a night keeps RUNS/nights/<night>'s place
         roots.append((where, real))
-        files.extend(PayloadFile(f"{PAYLOAD}/{where}/{rel}", real, rel, size)
+        files.extend(PayloadFile(f"{PAYLOAD_DIR}/{where}/{rel}", real, rel, size)
                      for rel, size in entries)
     if faults:
         raise InvalidInput("cannot bundle these folders", faults=faults)

@@ -4,7 +4,11 @@ Only plain relative names, regular files and folders, bounded members and bytes 
 bounds a gzip bomb); files are written here, never by `tarfile.extract`, so nothing lands
 outside `dest`, or only hashed and listed (a verify needs no payload on disk): one member
 loop decides what a hostile member is either way. Any breach raises InvalidInput and the
-caller discards `dest`."""
+caller discards `dest`.
+
+verify, merge and collect unpack from the same open file whose digest they print or record
+(`open_archive`: opened once, never through a link), so they judge the very bytes they hash,
+whatever is renamed onto its path."""
 
 from __future__ import annotations
 
@@ -12,14 +16,17 @@ import contextlib
 import hashlib
 import io
 import os
+import stat
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from harness.base.errors import InvalidInput
+from harness.base.hashing import sha256_fd
 from harness.readers.bundle.sums import one_line, unsafe_name_reason
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -248,9 +255,10 @@ class _Sink:
         if os.path.commonpath([self.real_dest, real]) != self.real_dest:
             raise _Hostile(f"{name!r} resolves outside the extraction folder")
 
-    def _declare(self, folder: str, name: str) -> None:
-        """`folder` and its parents are folders; a file of any of their names is a clash."""
-        if folder in self.dirs:
+    def _declare(self, folder: str, name: str, make: bool) -> None:
+        """`folder` and its parents are folders; a file of any of their names is a clash. With
+        `make`, each is made on disk too, one `mkdir` after its parent."""
+        if folder in (self.made if make else self.dirs):
             return
         parts = folder.split("/")
         for depth in range(1, len(parts) + 1):
@@ -258,21 +266,13 @@ class _Sink:
             if above in self.sizes:
                 raise _Hostile(f"{name!r} clashes with a file of the same name")
             self.dirs.add(above)
-
-    def _folder(self, rel: str) -> None:
-        if rel in self.made:
-            return
-        parts = rel.split("/")
-        for depth in range(1, len(parts) + 1):
-            folder = "/".join(parts[:depth])
-            if folder not in self.made:
+            if make and above not in self.made:
                 if depth == 1:
-                    self._inside(folder)
-                os.mkdir(os.path.join(self.dest, folder), 0o755)
-                self.made.add(folder)
+                    self._inside(above)
+                os.mkdir(os.path.join(self.dest, above), 0o755)
+                self.made.add(above)
 
     def _create(self, name: str, parent: str) -> int:
-        self._folder(parent)
         if not parent:
             self._inside(name)
         return os.open(os.path.join(self.dest, name),
@@ -284,11 +284,9 @@ class _Sink:
         folder = member.isdir()
         if name in self.sizes or (not folder and name in self.dirs):
             raise _Hostile(f"{name!r} appears twice or clashes with a folder")
-        self._declare(name if folder else parent, name)
         try:
+            self._declare(name if folder else parent, name, kept)
             if folder:
-                if kept:
-                    self._folder(name)
                 return
             fd = self._create(name, parent) if kept else None
         except FileExistsError as e:
@@ -423,3 +421,29 @@ def safe_extract(archive: Path, dest: Path, limits: Limits | None = None, *,
                  opened: BinaryIO | None = None) -> Path:
     """`unpack` every member; return the bundle's one top folder."""
     return unpack(archive, dest, limits, opened=opened).root
+
+
+def file_sha256(fh: BinaryIO) -> str:
+    """sha256 hex of a whole open file from its start (the bundle as it arrived), by the one
+    file hasher; the file is left at its start again."""
+    fh.seek(0)
+    digest = sha256_fd(fh.fileno())
+    fh.seek(0)
+    return digest
+
+
+@contextmanager
+def open_archive(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+    """The bundle file `path`, opened once, and the sha256 of its bytes. A symlink is never
+    followed, a FIFO never waited on; InvalidInput (exit 2) for anything but a regular file."""
+    shown = one_line(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        why = "is a symlink; give the bundle itself" if os.path.islink(path) else \
+            f"cannot open: {e.strerror or e}"
+        raise InvalidInput(f"{shown}: {why}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{shown}: not a regular file")
+        yield fh, file_sha256(fh)

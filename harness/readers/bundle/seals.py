@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.base.tree import Entry
 from harness.measure.runfolder.layout import ADDENDA
 from harness.measure.runfolder.manifest import verify_folder
+from harness.readers.bundle.bag import bundled_folder
 from harness.readers.bundle.payload import (
     NIGHT_RECORD,
     RUN_RECORD,
@@ -20,7 +21,6 @@ from harness.readers.bundle.payload import (
     ancestors,
     find_run_dirs,
 )
-from harness.readers.bundle.places import bundled_folder
 from harness.readers.bundle.sums import BundleFault
 
 _DETAIL = {
@@ -30,14 +30,10 @@ _DETAIL = {
 }
 
 
-def _in_bundled_folder(path: str) -> bool:
-    return bundled_folder(path) is not None
-
-
 def bag_runs(payload: list[str]) -> list[str]:
     """The run folders of a payload: folders holding run.json, inside a bundled folder
     `data/<name>/` or `data/nights/<name>/` (never data/ itself), not nested in another run."""
-    return find_run_dirs(p for p in payload if _in_bundled_folder(p))
+    return find_run_dirs(p for p in payload if bundled_folder(p) is not None)
 
 
 def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[BundleFault]:

@@ -81,14 +81,6 @@ def _dependency_list(merged: Dependencies) -> list[dict[str, Any]]:
     return sorted(merged.values(), key=lambda e: (e["uri"], json.dumps(e["digest"])))
 
 
-def _dependencies(runs: list[RunFacts]) -> list[dict[str, Any]]:
-    """Image, source seal and model files each run resolved, merged across runs."""
-    merged: Dependencies = {}
-    for r in runs:
-        _add_dependencies(merged, r)
-    return _dependency_list(merged)
-
-
 def _outcome(r: RunFacts) -> dict[str, Any]:
     """What happened to the run: times, lock interval, host, outcome and verdict."""
     return {
@@ -149,8 +141,11 @@ def _document(runs: list[RunFacts], subject: list, requests: list, dependencies:
 def build_statement(runs: list[RunFacts], subjects: dict[str, str]) -> dict[str, Any]:
     """The Statement for the payload files `subjects` and their runs, whole."""
     runs = sorted(runs, key=lambda r: r.folder)
+    merged: Dependencies = {}  # image, source seal and model files, merged across runs
+    for r in runs:
+        _add_dependencies(merged, r)
     return _document(runs, [_subject(p, subjects[p]) for p in sorted(subjects)],
-                     [_request(r) for r in runs], _dependencies(runs),
+                     [_request(r) for r in runs], _dependency_list(merged),
                      [_outcome(r) for r in runs])
 
 

@@ -38,15 +38,11 @@ def one_line(text: str) -> str:
     return "\\".join(printable(part) for part in text.split("\\"))
 
 
-def unsafe_name_reason(relpath: str) -> str | None:
-    """Why a relative path cannot appear in a manifest or an archive, or None if it can:
-    the sealable-name policy of `harness.base.tree`, so a bundle holds exactly what a seal can."""
-    return path_problem(relpath)
-
-
-def format_sums(entries: dict[str, str]) -> str:
-    """`sha256sum` output for {relpath: hex}, sorted by path so the bytes are reproducible."""
-    return manifest.render(entries)
+# Why a relative path cannot appear in a manifest or an archive, or None if it can: the
+# sealable-name policy of `harness.base.tree`, so a bundle holds exactly what a seal can.
+unsafe_name_reason = path_problem
+# `sha256sum` output for {relpath: hex}, sorted by path so the bytes are reproducible.
+format_sums = manifest.render
 
 
 def parse_sums(text: str, source: str) -> tuple[dict[str, str], list[BundleFault]]:

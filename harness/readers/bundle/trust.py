@@ -26,15 +26,13 @@ from harness.judge.approval.signature import SignatureCheck
 from harness.probe.sshsig import verify as verify_approval
 from harness.readers.bundle import bag
 from harness.readers.bundle.records import BadMember, read_member
-from harness.readers.bundle.sign import NAMESPACE as BAG_NAMESPACE
-from harness.readers.bundle.sign import verify as verify_bag
 from harness.readers.bundle.sums import BundleFault, one_line
 
 SIGNATURE_LIMIT = 64 << 10  # an SSH signature is under 2 KiB
+_GOOD_BY = "good signature by "  # `sshsig.verify`'s detail, before the signer's name
 
 BAG, APPROVAL = "bag", "approval"  # what a signature vouches for
 GOOD, BAD, UNSIGNED, UNCHECKED, STRIPPED = "good", "bad", "unsigned", "not checked", "stripped"
-_GOOD_BY = "good signature by "
 
 
 @dataclass(frozen=True)
@@ -62,14 +60,6 @@ class Vouch:
                 "state": self.state, "signer": self.signer}
 
 
-def _signer(check: SignatureCheck) -> str:
-    return check.detail.removeprefix(_GOOD_BY)
-
-
-def _read_signature(root: Path, rel: str) -> bytes:
-    return read_member(root, rel, SIGNATURE_LIMIT)
-
-
 @dataclass(frozen=True)
 class Policy:
     """What must be signed, by whom: `allowed_signers` (an OpenSSH allowed_signers file) given means
@@ -80,6 +70,14 @@ class Policy:
     # the reviewers' keys (harness-approval@v1) when kept in a file of their own
     # (`--reviewers`); None: the approvals are judged against `allowed_signers`
     reviewers: Path | None = None
+
+    @classmethod
+    def given(cls, allowed_signers: Path | None, reviewers: Path | None = None) -> Policy:
+        """The policy of the verifier's options; InvalidInput (exit 2) for a file not there."""
+        for option, path in (("allowed-signers", allowed_signers), ("reviewers", reviewers)):
+            if path is not None and not Path(path).is_file():
+                raise InvalidInput(f"{option} file {one_line(str(path))} is not a file")
+        return cls(allowed_signers, reviewers)
 
     @property
     def approval_signers(self) -> Path | None:
@@ -96,7 +94,7 @@ class Policy:
                     ] if claims and claims != [bag.signature_claim()] else []
 
         def vouch(state: str, signer: str = "") -> Vouch:
-            return Vouch(BAG, bag.TAGMANIFEST, BAG_NAMESPACE, state, signer)
+            return Vouch(BAG, bag.TAGMANIFEST, bag.NAMESPACE, state, signer)
 
         if sig not in hashes:
             if claims:
@@ -113,15 +111,16 @@ class Policy:
                 "unverified-signature", sig, f"{BUNDLE_SIGNATURE_UNCHECKED}: the bundle is "
                 "signed; give --allowed-signers to check it")]
         try:
-            check = (verify_bag(read_member(root, bag.TAGMANIFEST), _read_signature(root, sig),
-                                self.allowed_signers) if bag.TAGMANIFEST in hashes
+            check = (bag.verify(read_member(root, bag.TAGMANIFEST),
+                                read_member(root, sig, SIGNATURE_LIMIT), self.allowed_signers)
+                     if bag.TAGMANIFEST in hashes
                      else SignatureCheck(False, "nothing to check it against"))
         except BadMember as e:
             check = SignatureCheck(False, str(e))
         if not check.ok:
             return vouch(BAD), [*problems, BundleFault("bad-signature", sig,
                                                    f"{BUNDLE_BAD_SIGNATURE}: {check.detail}")]
-        return vouch(GOOD, _signer(check)), problems
+        return vouch(GOOD, check.detail.removeprefix(_GOOD_BY)), problems
 
     def approval(self, root: Path, tag: str, data: bytes, hashes: dict[str, str]
                  ) -> tuple[Vouch, list[BundleFault]]:
@@ -135,24 +134,20 @@ class Policy:
         signers = self.approval_signers
         if signers is None:
             return vouch(UNCHECKED if sig in hashes else UNSIGNED), []
-        if sig not in hashes:
+        if sig not in hashes:  # asked for by --reviewers, else by --allowed-signers
+            asks = "--reviewers" if self.reviewers is not None else "--allowed-signers"
             return vouch(UNSIGNED), [BundleFault(
-                "approval-unsigned", sig, f"{BUNDLE_APPROVAL_UNSIGNED}: {_asks(self)} asks "
+                "approval-unsigned", sig, f"{BUNDLE_APPROVAL_UNSIGNED}: {asks} asks "
                 f"for the reviewer's signature of {tag} ({APPROVAL_NAMESPACE}) and the bundle "
                 "carries none")]
         try:
-            check = verify_approval(data, _read_signature(root, sig), signers)
+            check = verify_approval(data, read_member(root, sig, SIGNATURE_LIMIT), signers)
         except BadMember as e:
             check = SignatureCheck(False, str(e))
         if not check.ok:
             return vouch(BAD), [BundleFault("approval-signature", sig,
                                         f"{BUNDLE_APPROVAL_SIGNATURE}: {check.detail}")]
-        return vouch(GOOD, _signer(check)), []
-
-
-def _asks(policy: Policy) -> str:
-    """Which option asks for the reviewers' signatures, for messages."""
-    return "--reviewers" if policy.reviewers is not None else "--allowed-signers"
+        return vouch(GOOD, check.detail.removeprefix(_GOOD_BY)), []
 
 
 def merging(sign_key: Path | None, allowed_signers: Path | None) -> Policy:
@@ -161,4 +156,4 @@ def merging(sign_key: Path | None, allowed_signers: Path | None) -> Policy:
     if sign_key is not None and allowed_signers is None:
         raise InvalidInput("--sign-key needs --allowed-signers: a merge signs only bundles "
                            "whose signatures it checked (give the signers you trust)")
-    return Policy(allowed_signers)
+    return Policy.given(allowed_signers)

@@ -16,15 +16,14 @@ from typing import BinaryIO
 import bagit
 
 from harness.base.errors import InvalidInput
-from harness.base.hashing import sha256_beneath, sha256_tree
+from harness.base.hashing import sha256_tree_each
 from harness.base.tree import MAX_DEPTH, Entry, listed, walk
 from harness.readers.bundle import bag, chain
 from harness.readers.bundle.facts import read_run_facts
 from harness.readers.bundle.listing import RunLine, approval_docs, run_lines
-from harness.readers.bundle.opened import open_archive
 from harness.readers.bundle.payload import RUN_RECORD, SEAL_FILE
 from harness.readers.bundle.records import BadMember, read_member, read_text_member
-from harness.readers.bundle.safe_extract import Limits, Unpacked, unpack
+from harness.readers.bundle.safe_extract import Limits, Unpacked, open_archive, unpack
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.readers.bundle.statement import check_statement
 from harness.readers.bundle.sums import BundleFault, compare, one_line, parse_sums
@@ -50,38 +49,31 @@ class VerifyReport:
         return not self.problems
 
 
-def _hash_all(root: Path, sizes: dict[str, int], problems: list[BundleFault]) -> dict[str, str]:
-    """sha256 of each file beneath `root` (no symlink followed, no FIFO opened); a file that cannot
-    be hashed is a problem, and the others are still hashed. Threads only pay on large payloads."""
-    rels = sorted(sizes)
-    workers = 1 if sum(sizes.values()) < THREADED_BYTES else None
-    try:
-        return sha256_tree(root, rels, workers)
-    except OSError:
-        pass
-    hashes: dict[str, str] = {}
-    for rel in rels:
-        try:
-            hashes[rel] = sha256_beneath(root, rel)
-        except OSError as e:
-            problems.append(BundleFault("unreadable", rel, e.strerror or str(e)))
-    return hashes
-
-
-def scan_tree(root: Path) -> tuple[dict[str, str], dict[str, int], list[BundleFault]]:
-    """Hash every regular file under `root` ({relpath: hex}, {relpath: size}), walked by
-    `harness.base.tree`; anything else (symlink, FIFO, device, unsealable name, too deep) is a
-    problem and is never opened."""
+def _scan(root: Path, streamed: Unpacked | None, problems: list[BundleFault]
+          ) -> tuple[dict[str, str], dict[str, int]]:
+    """{relpath: sha256 hex} and {relpath: size} of every regular file of the bag, sorted: as
+    `unpack` listed and hashed the archive, else walked by `harness.base.tree` and hashed with no
+    symlink followed, no FIFO opened. Anything else (symlink, FIFO, device, unsealable name, too
+    deep) is a problem, as is a file that cannot be hashed (the others are still hashed).
+    Threads only pay on large payloads."""
+    if streamed is not None:
+        sizes = dict(sorted(_files(listed(streamed.sizes, streamed.dirs), problems).items()))
+        return {p: streamed.digests[p] for p in sizes}, sizes
     try:
         entries = walk(root)
     except OSError as e:
         raise InvalidInput(
             f"{one_line(str(root))}: cannot read the bundle folder: {e.strerror or e}"
         ) from None
-    problems: list[BundleFault] = []
     sizes = _files(entries, problems)
-    hashes = _hash_all(root, sizes, problems)
-    return hashes, {p: sizes[p] for p in sorted(hashes)}, problems
+    workers = 1 if sum(sizes.values()) < THREADED_BYTES else None
+    hashes: dict[str, str] = {}
+    for rel, got in sha256_tree_each(root, sorted(sizes), workers).items():
+        if isinstance(got, OSError):
+            problems.append(BundleFault("unreadable", rel, got.strerror or str(got)))
+        else:
+            hashes[rel] = got
+    return hashes, {p: sizes[p] for p in hashes}
 
 
 def _files(entries: list[Entry], problems: list[BundleFault]) -> dict[str, int]:
@@ -135,8 +127,7 @@ def _check_declarations(root: Path, hashes: dict[str, str], sizes: dict[str, int
     if declared is not None and declared != bag.bagit_txt():
         problems.append(BundleFault("malformed", bag.BAGIT_TXT, "not BagIt-Version 1.0, UTF-8"))
     info = _read(root, bag.BAG_INFO, hashes, problems) or ""
-    oxums = [line.split(":", 1)[1].strip() for line in info.splitlines()
-             if line.startswith("Payload-Oxum:")]
+    oxums = bag.info_values(info, "Payload-Oxum")
     actual = bag.payload_oxum([s for p, s in sizes.items() if p.startswith("data/")])
     if bag.BAG_INFO in hashes and oxums != [actual]:
         said = ", ".join(oxums) or "nothing"
@@ -168,12 +159,8 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
     policy = allowed_signers if isinstance(allowed_signers, Policy) else Policy(allowed_signers)
     report = VerifyReport()
     problems = report.problems
-    if streamed is None:
-        hashes, sizes, unscanned = scan_tree(root)
-    else:
-        unscanned = []
-        sizes = dict(sorted(_files(listed(streamed.sizes, streamed.dirs), unscanned).items()))
-        hashes = {p: streamed.digests[p] for p in sizes}
+    unscanned: list[BundleFault] = []
+    hashes, sizes = _scan(root, streamed, unscanned)
     problems.extend(unscanned)
     payload = {p: h for p, h in hashes.items() if p.startswith(f"{bag.PAYLOAD_DIR}/")}
     tags = {p: h for p, h in hashes.items() if p not in payload and p not in UNMANIFESTED}
@@ -191,13 +178,15 @@ def verify_tree(root: Path, allowed_signers: Policy | Path | None = None,
                     for name in REQUIRED_TAGS if name not in hashes
                     and ("missing", name) not in seen)
     info = _check_declarations(root, hashes, sizes, problems)
-    _check_statement(root, hashes, manifest, problems)
+    statement = _read(root, bag.STATEMENT, hashes, problems)  # not held beyond this check
+    if statement is not None and bag.MANIFEST in hashes:
+        problems.extend(check_statement(statement, manifest, bag.STATEMENT))
     problems.extend(_check_runs(root, payload, report.runs, unscanned, streamed))
     records = [read_run_facts(r, root / r, record_only=True).slim() for r in report.runs]
     found, approvals = chain.judge(root, records, hashes, policy)
     problems.extend(found)
     report.lines = run_lines(records, approval_docs(_carried_approvals(root, hashes)))
-    signed, found = policy.bag(root, hashes, bag.signature_claims(info))
+    signed, found = policy.bag(root, hashes, bag.info_values(info, bag.SIGNATURE_LABEL))
     problems.extend(found)
     report.vouches = [signed, *approvals]
     report.signature = _in_a_word(signed)
@@ -216,14 +205,6 @@ def _carried_approvals(root: Path, hashes: dict[str, str]) -> dict[str, bytes]:
             except BadMember:
                 continue
     return out
-
-
-def _check_statement(root: Path, hashes: dict[str, str], manifest: dict[str, str],
-                     problems: list[BundleFault]) -> None:
-    """The statement's subjects against the manifest; its text is not held beyond this check."""
-    statement = _read(root, bag.STATEMENT, hashes, problems)
-    if statement is not None and bag.MANIFEST in hashes:
-        problems.extend(check_statement(statement, manifest, bag.STATEMENT))
 
 
 def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
@@ -277,10 +258,7 @@ def verify_bundle(source: Path, allowed_signers: Path | None = None,
     """Verify a bundle archive or an extracted bundle folder. Hostile or unreadable archives raise
     InvalidInput (exit 2)."""
     source = Path(source)
-    for option, given in (("allowed-signers", allowed_signers), ("reviewers", reviewers)):
-        if given is not None and not Path(given).is_file():
-            raise InvalidInput(f"{option} file {one_line(str(given))} is not a file")
-    policy = Policy(allowed_signers, reviewers)
+    policy = Policy.given(allowed_signers, reviewers)
     if source.is_symlink():
         raise InvalidInput(f"{one_line(str(source))}: is a symlink; give the bundle itself")
     if source.is_dir():

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.base.readfile import InputError, read_bounded
+from harness.base.readfile import InputError
 from harness.readers.bundle.records import BadMember, parse_json
-from harness.readers.report.morning import SUMMARY_FILES
+from harness.readers.report.ending import SUMMARY_JSON, summary_bytes
 from harness.readers.report.summary import SCHEMA as SUMMARY_SCHEMA
 
 SCHEMA = "harness.night-hook/v1"
-SUMMARY_LIMIT = 32 * 1024 * 1024  # a year of nightly trends is a few MiB
 MAX_RUNS = 10_000
 TEXT_LIMIT = 1000
 
@@ -126,9 +125,9 @@ def _left(entry: Any) -> dict:
 
 def read_summary(night_dir: Path) -> Summary:
     """The night's summary.json, read bounded and strictly (see the module)."""
-    path = Path(night_dir) / SUMMARY_FILES["json"]
+    path = Path(night_dir) / SUMMARY_JSON
     try:
-        raw = read_bounded(path, SUMMARY_LIMIT, what="night summary")
+        raw = summary_bytes(night_dir)
     except InputError as e:
         raise SummaryUnreadable(e.message) from None
     try:

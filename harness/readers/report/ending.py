@@ -19,7 +19,25 @@ from harness.readers.report.inert import inert
 from harness.readers.report.unrun import not_executed_lines
 
 SUMMARY_JSON = "summary.json"
+# One bound for every reader of summary.json: a year of nightly trends is about 6 MiB, so
+# ten times that is no summary the harness wrote, and `ls` reads one night's at a time.
 SUMMARY_LIMIT = 64 * 1024 * 1024
+
+
+def summary_bytes(night_dir: Path) -> bytes:
+    """The night's summary.json, read as hostile (the runs dir may be writable by others): a
+    regular file, no symlink, bounded; InputError saying why not."""
+    return read_bounded(Path(night_dir) / SUMMARY_JSON, SUMMARY_LIMIT, what="night summary")
+
+
+def summary_doc(night_dir: Path) -> dict | None:
+    """The night's summary.json as a JSON object; None when it is missing, unreadable, not
+    JSON or not an object (the callers then show less, never fail)."""
+    try:
+        doc = json.loads(summary_bytes(night_dir))
+    except (InputError, ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def to_rerun(summary: Mapping[str, Any], retried: Collection[str] = ()) -> int:
@@ -58,12 +76,5 @@ def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, An
 def night_end_lines(night_dir: Path, written: Sequence[Path], resume: str | None = None,
                     retried: Collection[str] = ()) -> list[str]:
     """`end_lines` with the night's summary.json (None when it was not written)."""
-    summary = None
-    if any(p.name == SUMMARY_JSON for p in written):
-        try:
-            doc = json.loads(read_bounded(Path(night_dir) / SUMMARY_JSON, SUMMARY_LIMIT,
-                                          what=SUMMARY_JSON))
-            summary = doc if isinstance(doc, dict) else None
-        except (InputError, ValueError, RecursionError):
-            summary = None
+    summary = summary_doc(night_dir) if any(p.name == SUMMARY_JSON for p in written) else None
     return end_lines(Path(night_dir), written, summary, resume, retried)

@@ -17,6 +17,7 @@ from harness.base.states import Status
 from harness.judge.difference import gate0_differences
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME, campaign_of_night_name
+from harness.measure.runfolder import layout, shape
 from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.layout import KERNEL_LOG, METRICS, POST_STEPS, RECORD, VERDICT
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
@@ -54,12 +55,17 @@ def read_json(path: Path | str) -> tuple[Any, str | None]:
         return None, f"{name} unreadable: {e}"
 
 
-def read_run(run_dir: Path | str) -> tuple[dict | None, str | None]:
-    """(run.json as the one reader sees it, for display; None) or (None, a problem)."""
+def read_run(run_dir: Path | str, *, trend: bool = False) -> tuple[dict | None, str | None]:
+    """(run.json as the one reader sees it, for display; None) or (None, a problem). For a
+    `trend`, the file as read once it has a run record's shape: no typed record, as no trend
+    shows reasons."""
     if not os.path.lexists(os.path.join(run_dir, RECORD)):
         return None, f"{RECORD} missing"
     try:
-        return run_record.read(run_dir).view(), None
+        if not trend:
+            return run_record.read(run_dir).view(), None
+        doc = run_record.load(run_dir)
+        return (None, f"{RECORD} is not a run record") if shape.problems(doc) else (doc, None)
     except InvalidInput as e:
         return None, f"{RECORD} unreadable: {e.message}"
 
@@ -69,18 +75,19 @@ def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
     (RUNS/nights/NIGHT), or the folder holding the runs dir (a night started with a
     relative --runs-dir from the project folder): never the current folder, so a report
     reads the same runs from anywhere."""
-    path = Path(run_dir)
-    if path.is_absolute():
-        return path if path.is_dir() else None
-    night = Path(os.path.abspath(night_dir))
-    for base in (night, night.parent.parent, night.parent.parent.parent):
-        if (base / path).is_dir():
-            return base / path
-    return None
+    if os.path.isabs(run_dir):
+        found = [run_dir]
+    else:  # plain strings, not Paths: a year of nights resolves ~7,000 run folders
+        night = os.path.abspath(night_dir)
+        runs = os.path.dirname(os.path.dirname(night))
+        found = [os.path.join(base, run_dir) for base in (night, runs, os.path.dirname(runs))]
+    return next((Path(p) for p in found if os.path.isdir(p)), None)
 
 
-def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
-    """One record for the summary: the journal row, run.json, metrics.json, problems."""
+def load_run(run_dir: Path | None, row: dict | None = None, *, trend: bool = False) -> dict:
+    """One record for the summary: the journal row, run.json, metrics.json, problems; for a
+    `trend` (an earlier night's run) no reference findings and no Gate-0 values, which only
+    the night reported shows."""
     record: dict[str, Any] = {"row": row, "run": None, "metrics": None, "problems": [],
                               "reference": None, "path": None, "gate0": None}
     if run_dir is None:
@@ -89,12 +96,13 @@ def load_run(run_dir: Path | None, row: dict | None = None) -> dict:
         return record
     # plain strings, not Paths: a year of nights reads ~7,000 run folders through here
     record["path"] = base = os.path.abspath(run_dir)
-    verdict, _ = read_json(os.path.join(base, POST_STEPS, REFERENCE_STEP, VERDICT))
-    record["reference"] = verdict if isinstance(verdict, dict) else None
-    run, problem = read_run(base)
+    if not trend:
+        verdict, _ = read_json(os.path.join(base, POST_STEPS, REFERENCE_STEP, VERDICT))
+        record["reference"] = verdict if isinstance(verdict, dict) else None
+    run, problem = read_run(base, trend=trend)
     if run is not None:
         record["run"] = run
-        if run.get("status") == Status.REFUSED:  # its Gate-0 values go inline in the row
+        if run.get("status") == Status.REFUSED and not trend:  # its Gate-0 values go inline
             record["gate0"] = gate0_differences(Path(base))
     elif problem:
         record["problems"].append(problem)
@@ -114,12 +122,16 @@ def with_night_evidence(records: list[dict]) -> list[dict]:
     a trend reads, so a year of history reads none of it): its run's sealed `regression`
     addendum (None when it has none, or it does not verify), its telemetry as plot series
     and the kernel log's fault lines."""
-    from harness.judge.regressionfile import read_sealed  # only a report of one night needs these
-    from harness.readers.report.runplots import read_series
+    from harness.readers.report.runplots import read_series  # only a report of one night
 
     for record in records:
         path = record.get("path")
-        record["regression"] = read_sealed(Path(path)) if path else None
+        record["regression"] = None
+        # read only where there are addenda: their reader's import pulls in the Docker SDK
+        if path and os.path.isdir(os.path.join(path, layout.ADDENDA)):
+            from harness.judge.regressionfile import read_sealed
+
+            record["regression"] = read_sealed(Path(path))
         record["telemetry"] = read_series(path) if path else {}
         record["kernel"] = kernel_excerpt(path) if path else []
     return records
@@ -149,8 +161,9 @@ def rerun_links(runs_dir: Path) -> dict[str, str]:
     return {rid: orig for rid, entry in folded if (orig := original_id(entry)) is not None}
 
 
-def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
-    """The night's identity and its run records, from its journal or, lacking one, its folders."""
+def load_night(night_dir: Path, *, trend: bool = False) -> tuple[dict, list[dict]]:
+    """The night's identity and its run records, from its journal or, lacking one, its
+    folders; `trend`: as `load_run` reads an earlier night's runs."""
     night_dir = Path(night_dir)
     if not night_dir.is_dir():
         raise InvalidInput(f"{night_dir} is not a folder")
@@ -167,7 +180,7 @@ def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
                     seal=night.seal, created=night.created, deadline=night.deadline)
         records = [
             load_run(resolve_run_dir(r["run_dir"], night_dir)
-                     if isinstance(r["run_dir"], str) and r["run_dir"] else None, r)
+                     if isinstance(r["run_dir"], str) and r["run_dir"] else None, r, trend=trend)
             for r in rows
         ]
         return info, records
@@ -175,4 +188,4 @@ def load_night(night_dir: Path) -> tuple[dict, list[dict]]:
     if not run_dirs:
         raise InvalidInput(f"{night_dir} holds no {JOURNAL_NAME} and no run folders")
     info["campaign"] = campaign_of_night_name(night_dir.name)
-    return info, [load_run(p) for p in run_dirs]
+    return info, [load_run(p, trend=trend) for p in run_dirs]

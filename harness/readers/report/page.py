@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import os
 import re
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -229,10 +230,16 @@ def _unit(name: str) -> str:
     return "MiB" if perflog.unit(name) == "B" else perflog.unit(name)
 
 
-def _in_shown_units(values: Mapping[str, Any]) -> dict:
-    """A night's trend values with bytes as MiB, as `_unit` labels them."""
-    return {k: v / MIB if perflog.unit(k) == "B" and isinstance(v, int | float)
-            and not isinstance(v, bool) else v for k, v in values.items()}
+def _in_shown_units(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A night's trend values with bytes as MiB, as `_unit` labels them: the values
+    themselves where none is in bytes, else only those in front of them (a year of nights is
+    never copied whole)."""
+    scaled = {k: v / MIB for k in _BYTES
+              if isinstance(v := values.get(k), int | float) and not isinstance(v, bool)}
+    return ChainMap(scaled, values) if scaled else values
+
+
+_BYTES = {name for name in LABELS if perflog.unit(name) == "B"}  # the figures shown as MiB
 
 
 def render_html(summary: Mapping[str, Any]) -> str:

@@ -9,16 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.judge.comparable import Confirmation
+from harness.base.shapes import dict_or_empty
 from harness.judge.regression import causes
 from harness.measure import perflog
 from harness.readers.report.inert import inert
 
 _number = perflog.number
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
 def _text(value: Any) -> str | None:
@@ -34,32 +30,37 @@ def _figures(call: Mapping[str, Any]) -> dict:
 
 def _confirmed(doc: Mapping[str, Any], control: str) -> list[tuple[bool, dict]]:
     """(confirmed?, item) for each figure a rerun's addendum answers for its original."""
-    confirms = _dict(doc.get("confirms"))
-    figures, calls = _dict(confirms.get("figures")), _dict(doc.get("figures"))
+    confirms = dict_or_empty(doc.get("confirms"))
+    figures, calls = dict_or_empty(confirms.get("figures")), dict_or_empty(doc.get("figures"))
+    if not figures:
+        return []
+    # here, not at the top: it imports the Docker SDK, which a report of no rerun never needs
+    from harness.judge.comparable import Confirmation
+
     out = []
     for name, found in sorted(figures.items()):
-        found = _dict(found)
+        found = dict_or_empty(found)
         item = {"control": control, "figure": inert(name, 64),
                 "run_id": _text(confirms.get("run_id")), "rerun_id": _text(doc.get("run_id")),
-                **_figures(_dict(calls.get(name))),
-                "alone": _figures(_dict(found.get("alone"))),
-                "rerun_alone": _figures(_dict(found.get("rerun_alone"))), "why": None}
+                **_figures(dict_or_empty(calls.get(name))),
+                "alone": _figures(dict_or_empty(found.get("alone"))),
+                "rerun_alone": _figures(dict_or_empty(found.get("rerun_alone"))), "why": None}
         out.append((found.get("confirmation") == Confirmation.CONFIRMED, item))
     return out
 
 
 def _unanswered(doc: Mapping[str, Any], control: str, answered: set[tuple]) -> list[dict]:
     """An original's regression calls no rerun's addendum answers, with why."""
-    calls = _dict(doc.get("figures"))
+    calls = dict_or_empty(doc.get("figures"))
     run_id = _text(doc.get("run_id"))
-    rerun = _dict(doc.get("rerun"))
+    rerun = dict_or_empty(doc.get("rerun"))
     why = _text(rerun.get("why")) if rerun.get("scheduled") is not True else \
         "its confirmation rerun was scheduled and not sealed accepted"
     out = []
     for name in doc.get("regressions") if isinstance(doc.get("regressions"), list) else []:
         if not isinstance(name, str) or (run_id, name) in answered:
             continue
-        call = _figures(_dict(calls.get(name)))
+        call = _figures(dict_or_empty(calls.get(name)))
         out.append({"control": control, "figure": inert(name, 64), "run_id": run_id,
                     "rerun_id": None, **call, "alone": call, "rerun_alone": None, "why": why})
     return out
@@ -70,7 +71,7 @@ def regression_lists(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict], 
     confirmed: list[dict] = []
     unconfirmed: list[dict] = []
     answered: set[tuple] = set()
-    docs = [_dict(r.get("regression")) for r in records]
+    docs = [dict_or_empty(r.get("regression")) for r in records]
     for doc in docs:
         control = _text(doc.get("control")) or "?"
         for yes, item in _confirmed(doc, control):
@@ -107,9 +108,9 @@ def baseline_notes(records: Sequence[Mapping[str, Any]]) -> list[dict]:
     pushed short, and so a call of `insufficient data`, is said, not silent."""
     out = []
     for r in records:
-        doc = _dict(r.get("regression"))
-        skipped = {inert(k, 64): _count(v) for k, v in sorted(_dict(doc.get("skipped")).items())
-                   if _count(v)}
+        doc = dict_or_empty(r.get("regression"))
+        skipped = {inert(k, 64): _count(v)
+                   for k, v in sorted(dict_or_empty(doc.get("skipped")).items()) if _count(v)}
         unexamined, stopped = _count(doc.get("unexamined")), _text(doc.get("stopped"))
         if not (skipped or unexamined or stopped):
             continue

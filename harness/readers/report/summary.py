@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.base.plural import counted
 from harness.base.reason import Reason
+from harness.base.shapes import dict_or_empty
 from harness.base.states import State, Status
 from harness.config.references import TELEMETRY_FIGURES, range_text
 from harness.judge.kernellog import EXCERPT
@@ -53,10 +54,6 @@ LABELS = {
 }
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: Any) -> list:
     return value if isinstance(value, list) else []
 
@@ -78,20 +75,27 @@ def _text(value: Any) -> str | None:
 
 
 def trend_entry(record: Mapping[str, Any]) -> dict:
-    """What a trend needs of a run (control, attempt, status, run id, figures), normalised as
-    in `run_entry`, without the reasons, git line and post-steps no plot shows: the history
-    of a year of nights reads thousands of runs through it."""
-    row, run = _dict(record.get("row")), _dict(record.get("run"))
+    """What names a run in a trend and in the night's table (control, attempt, status, run
+    id), normalised as in `run_entry`: the history of a year of nights reads thousands of
+    runs through it, so it reads no figure (`trend_points` reads those of the attempt kept)."""
+    row, run = dict_or_empty(record.get("row")), dict_or_empty(record.get("run"))
     status = run.get("status")
     return {
-        "control": _text(row.get("control")) or _text(_dict(run.get("control")).get("name"))
-        or "?",
+        "control": _text(row.get("control"))
+        or _text(dict_or_empty(run.get("control")).get("name")) or "?",
         "attempt": _int(row.get("attempt")),
         "status": (_text(status) if isinstance(status, str) else None)
         or _text(row.get("state")) or "unknown",
         "run_id": _text(run.get("run_id")) or _text(row.get("run_id")),
-        **_figures(record, run),
     }
+
+
+def _found(record: Mapping[str, Any]) -> dict:
+    """The run's figures (harness.measure.perflog.figures, the one definition), its exit
+    code an integer or None."""
+    found = perflog.figures(dict_or_empty(record.get("run")),
+                            dict_or_empty(record.get("metrics")))
+    return {**found, "exit_code": _int(found["exit_code"])}
 
 
 def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None) -> dict:
@@ -99,10 +103,8 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
 
     Every field is normalised to its type (inert text, a finite number, or None), so a
     hostile run.json can change what a row says but not whether the report renders."""
-    row, run = _dict(record.get("row")), _dict(record.get("run"))
-    metrics_doc = _dict(record.get("metrics"))
-    _dict(metrics_doc.get("metrics", metrics_doc))
-    times, _lock = _dict(run.get("times")), _dict(run.get("lock"))
+    row, run = dict_or_empty(record.get("row")), dict_or_empty(record.get("run"))
+    times = dict_or_empty(run.get("times"))
     raw_reasons = run.get("reasons")
     reasons = [inert(Reason.of(r).text()) for r in _list(raw_reasons) if r]
     if raw_reasons is not None and not isinstance(raw_reasons, list):
@@ -115,13 +117,20 @@ def run_entry(record: Mapping[str, Any], links: Mapping[int, str] | None = None)
     status = run.get("status")
     if status is not None and not isinstance(status, str):
         reasons.append(f"{RECORD}: status is not a string: " + inert(status, 200))
-        status = None
-    rerun = _dict(run.get("rerun_of"))
+    rerun = dict_or_empty(run.get("rerun_of"))
     link = row.get("rerun_of")
     linked = (links or {}).get(link) if isinstance(link, int) else None
     provenance = provenance_of(run.get("provenance"))
+    found = _found(record)
     return {
         **trend_entry(record),
+        **{name: found[name] for name in TIME_FIGURES},
+        "metrics": {name: found[name] for name in METRICS},
+        "telemetry": {name: found[name] for name in TELEMETRY_FIGURES},
+        "findings": _findings(record.get("reference")),  # the reference step's
+        "path": _text(record.get("path")),
+        "sealed": _text(times.get("sealed")),
+        "campaign": _text(dict_or_empty(run.get("campaign")).get("name")),
         "plan_index": _int(row.get("plan_index")),
         "origin": _text(row.get("origin")),
         "state": _text(row.get("state")),
@@ -161,22 +170,6 @@ def _findings(verdict: Any) -> dict[str, dict]:
         "outside": f["outside"] if isinstance(f.get("outside"), bool) else None,
         "refuse": f.get("refuse") is True,
     } for name, f in perflog.findings_of(verdict).items()}
-
-
-def _figures(record: Mapping[str, Any], run: dict) -> dict:
-    """The run's figures (harness.measure.perflog.figures, the one definition), its reference
-    findings, where its folder is, and what the perf log's columns need."""
-    found = perflog.figures(run, _dict(record.get("metrics")))
-    return {
-        "lock_wait_s": found["lock_wait_s"], "lock_hold_s": found["lock_hold_s"],
-        "duration_s": found["duration_s"], "exit_code": _int(found["exit_code"]),
-        "metrics": {name: found[name] for name in METRICS},
-        "telemetry": {name: found[name] for name in TELEMETRY_FIGURES},
-        "findings": _findings(record.get("reference")),
-        "path": _text(record.get("path")),
-        "sealed": _text(_dict(run.get("times")).get("sealed")),
-        "campaign": _text(_dict(run.get("campaign")).get("name")),
-    }
 
 
 def _slot_order(runs: list[dict]) -> list[dict]:
@@ -220,7 +213,8 @@ def build_summary(
     night: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trends: Trends | None = None,
     links: Mapping[str, str] | None = None,
 ) -> dict:
-    """The JSON form of the summary; `render_markdown` and `render_html` draw from it."""
+    """The JSON form of the summary; `render_markdown` and `render_html` draw from it.
+    `trends` as `trend_points` gives them: already normalised, not checked again."""
     row_links = {r["row"]["id"]: r["row"].get("run_id") for r in records
                  if isinstance(r.get("row"), dict) and _int(r["row"].get("id")) is not None}
     runs = _slot_order([run_entry(r, row_links) for r in records])
@@ -241,9 +235,9 @@ def build_summary(
         if e["series"] and (e["superseded_by"] or e not in plotted[:MAX_RUN_PLOTS]):
             e["series"] = {}
     facts = {inert(k, 200): _text(v) for k, v in night.items()}
-    shown_trends = {control: [[name, _trend_values(values)] for name, values in pts]
+    shown_trends = {control: [[name, values] for name, values in pts]
                     for control, pts in sorted((trends or {}).items())}
-    _next_steps(runs, facts, {c: [(n, v) for n, v in pts] for c, pts in shown_trends.items()})
+    _next_steps(runs, facts, shown_trends)
     regressions, unconfirmed = regression_lists(records)
     said = verdict(runs, regressions, unconfirmed)
     return {
@@ -262,11 +256,6 @@ def build_summary(
         "plots_left_out": max(0, len(plotted) - MAX_RUN_PLOTS),  # sampled runs not plotted
         "not_executed": not_executed(records),  # slots a stopped walk left unrun, and why
     }
-
-
-def _trend_values(values: Mapping[str, Any]) -> dict:
-    return {k: (_text(v) if k in ("status", "run_id") else _number(v))
-            for k, v in values.items()}
 
 
 def shown_metrics(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -470,23 +459,22 @@ def _trend_tables(trends: Mapping[str, Any]) -> list[str]:
 def trend_points(
     nights: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
 ) -> dict[str, list[tuple[str, dict]]]:
-    """Per control, its figures and status in every night, oldest first; the newest attempt
-    speaks for the control. `nights` is read once: a generator lets each night go once reduced."""
+    """Per control, its figures and status in every night, oldest first, each value already
+    normalised (inert text, a finite number or None); the newest attempt speaks for the
+    control. `nights` is read once: a generator lets each night go once reduced."""
     per_night: list[tuple[str, dict[str, dict]]] = []
     controls: set[str] = set()
     for name, records in nights:
-        best: dict[str, tuple[int, dict]] = {}
+        best: dict[str, tuple[int, Mapping[str, Any], dict]] = {}
         for record in records:
             entry = trend_entry(record)
             if entry["status"] in (State.PLANNED, State.RUNNING) and not entry["run_id"]:
                 continue  # never started: nothing to plot
             attempt = entry["attempt"] or 0
             if entry["control"] not in best or attempt >= best[entry["control"]][0]:
-                values = {k: entry[k] for k in TIME_FIGURES}
-                best[entry["control"]] = (attempt, {**values, **entry["metrics"],
-                                                    **entry["telemetry"],
-                                                    "status": entry["status"],
-                                                    "run_id": entry["run_id"]})
-        per_night.append((name, {c: m for c, (_, m) in best.items()}))
+                best[entry["control"]] = (attempt, record, entry)
+        per_night.append((name, {c: {**_found(record), "status": entry["status"],
+                                     "run_id": entry["run_id"]}
+                                 for c, (_, record, entry) in best.items()}))
         controls |= set(best)
     return {c: [(name, found.get(c, {})) for name, found in per_night] for c in sorted(controls)}

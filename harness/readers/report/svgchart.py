@@ -11,6 +11,7 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")
@@ -54,20 +55,24 @@ SHAPES = {  # matplotlib's marker letters, as polygons of radius about 1 ("o" is
 
 def markers(points: Sequence[tuple[float, float]], kind: str, size: float, colour: str,
             ) -> str:
-    """One path of every point's marker (`x`: a stroked cross; others filled shapes)."""
+    """One path of every point's marker (`x`: a stroked cross; others filled shapes). Each
+    marker is a move to the point and the shape's relative steps, formatted once: a year
+    of nights draws thousands of markers."""
     r = size / 2
-    if kind == "x":
-        d = "".join(f"M{num(x - r)},{num(y - r)}l{num(2 * r)},{num(2 * r)}"
-                    f"m0,{num(-2 * r)}l{num(-2 * r)},{num(2 * r)}" for x, y in points)
-        return f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="1.8"/>'
     if kind in SHAPES:
-        shape = [(dx * r, dy * r) for dx, dy in SHAPES[kind]]
-        d = "".join("M" + "L".join(f"{num(x + dx)},{num(y + dy)}" for dx, dy in shape) + "z"
-                    for x, y in points)
+        corners = [(round(dx * r, 1), round(dy * r, 1)) for dx, dy in SHAPES[kind]]
+        start, steps = corners[0], "".join(
+            f"l{num(bx - ax)},{num(by - ay)}" for (ax, ay), (bx, by) in pairwise(corners)) + "z"
+    elif kind == "x":
+        w = num(2 * r)
+        start, steps = (-r, -r), f"l{w},{w}m0,-{w}l-{w},{w}"
     else:  # a circle: two arcs, their radius exactly half the chord (else one bulges)
         r = round(r, 1)
-        d = "".join(f"M{num(x - r)},{num(y)}a{num(r)},{num(r)} 0 1 0 {num(2 * r)},0"
-                    f"a{num(r)},{num(r)} 0 1 0 {num(-2 * r)},0z" for x, y in points)
+        a, w = num(r), num(2 * r)
+        start, steps = (-r, 0), f"a{a},{a} 0 1 0 {w},0a{a},{a} 0 1 0 -{w},0z"
+    d = "".join(f"M{num(x + start[0])},{num(y + start[1])}{steps}" for x, y in points)
+    if kind == "x":
+        return f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="1.8"/>'
     return f'<path d="{d}" fill="{colour}"/>'
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from harness.base.states import Status
 from harness.readers.report.format import figure_text
 from harness.readers.report.inert import inert
+from harness.readers.report.runline import links, status_field
 from harness.readers.report.steps import gate0_lines
 from harness.readers.report.summary import counts_text, link_text, status_text
 from harness.readers.report.unrun import not_executed_lines
@@ -39,16 +40,14 @@ def _cell(text: Any, width: int, right: bool) -> str:
 
 
 def _note(e: Mapping[str, Any]) -> str:
-    if e.get("superseded_by"):
-        return f"superseded by {e['superseded_by']}"
-    if e.get("reasons"):
-        return "; ".join(e["reasons"])
-    return link_text(e)
+    """What replaced the attempt, else why it did not pass, else its rerun links."""
+    return (links(superseded_by=e.get("superseded_by")) or "; ".join(e.get("reasons") or [])
+            or link_text(e))
 
 
 def _values(e: Mapping[str, Any], kv: bool) -> list[Any]:
     values = [e.get("number"), e["control"], e["attempt"] or "",
-              e["status"] if not e.get("superseded_by") else f"({e['status']})",
+              status_field(e["status"], e.get("superseded_by")),
               figure_text("duration_s", e.get("duration_s")),
               figure_text("lock_wait_s", e.get("lock_wait_s")),
               figure_text("exit_code", e.get("exit_code"))]
