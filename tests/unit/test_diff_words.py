@@ -9,10 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import pty
-import select
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +27,7 @@ from harness.config.schema import Control
 from harness.judge.difference import SCHEMA, TOPICS, compare, exit_status, yaml_hunk
 from harness.measure.runfolder.manifest import write_manifest
 from harness.measure.vector import VectorInput, build
+from tests.unit.terminal_helpers import on_terminal
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = "sha256:" + "cd" * 32
@@ -236,23 +233,9 @@ def test_colour_only_when_asked_and_never_under_no_color_on_auto(pair) -> None:
 
 def _on_a_terminal(args: list[str], env: dict[str, str]) -> str:
     """`harness diff` with its stdout on a pseudo-terminal: what a person would see."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "diff", *args], cwd=REPO,
-                            stdout=slave, stderr=subprocess.PIPE, env=env)
-    os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 30)
-        try:
-            chunk = os.read(master, 65536) if ready else b""
-        except OSError:  # EIO: the child closed the terminal
-            chunk = b""
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""
-    return out.decode()
+    code, out, err = on_terminal(["diff", *args], env, timeout=30)
+    assert code == 0, err
+    return out
 
 
 def test_auto_colours_a_terminal_unless_no_color_is_set(pair) -> None:

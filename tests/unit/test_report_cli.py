@@ -8,9 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
-import subprocess
-import sys
 from pathlib import Path
 
 import click
@@ -23,6 +20,7 @@ from harness.readers.report.morning import summary_for_night, write_night_summar
 from harness.readers.report.timers import parse_timers
 from harness.readers.statuslines import gather, render, timer_lines
 from tests.inprocess import invoke
+from tests.unit.terminal_helpers import on_terminal
 
 STAMP = "20261201T020000Z"
 DIFF = {"field": "compilation.custom_ops", "process": "engine-core", "kind": "value-changed",
@@ -86,25 +84,9 @@ def make_night(runs: Path, campaign: str = "camp", stamp: str = STAMP, *,
 
 def on_tty(*argv: str, columns: int = 100) -> tuple[int, str]:
     """(exit code, output) of `harness ARGV…` with stdout and stderr on a real terminal."""
-    master, slave = os.openpty()
     env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *argv], stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    chunks = []
-    try:
-        while select.select([master], [], [], 60)[0]:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(master)
-    code = proc.wait(timeout=60)
-    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+    code, out, _ = on_terminal(list(argv), env, stderr_too=True)
+    return code, out.replace("\r\n", "\n")
 
 
 @pytest.fixture

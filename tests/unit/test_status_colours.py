@@ -5,7 +5,6 @@ on a pseudo-terminal."""
 from __future__ import annotations
 
 import os
-import pty
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from harness.base.terminal import colour_wanted, paint_statuses
 from harness.measure.nightfolder.journal import Journal
 from tests.unit.bundle_helpers import make_run, seal
+from tests.unit.terminal_helpers import on_terminal
 
 REPO = Path(__file__).resolve().parents[2]
 RED, GREEN = "\x1b[31m", "\x1b[32m"
@@ -24,23 +24,7 @@ COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?3[0-7]m")
 
 def _on_a_terminal(argv: list[str], env: dict[str, str]) -> str:
     """What `harness ARGV` writes on a pseudo-terminal's stdout (stderr kept apart)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *argv], stdout=slave,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=REPO,
-                            env={**os.environ, "COLUMNS": "200", **env})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=120)
-    os.close(master)
-    return b"".join(chunks).decode("utf-8", "replace")
+    return on_terminal(argv, {**os.environ, "COLUMNS": "200", **env}, timeout=120)[1]
 
 
 @pytest.fixture
