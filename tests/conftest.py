@@ -78,6 +78,12 @@ class Project:
     def record(self, run_dir: Path) -> dict:
         return json.loads((run_dir / "run.json").read_text())
 
+    def sealed_in_order(self) -> list[Path]:
+        """The sealed run folders in the order they were created: a run id's stamp is to the
+        second, so two runs of one second sort by their random suffix, not by time."""
+        return sorted((d for d in self.run_dirs() if (d / "run.json").is_file()),
+                      key=lambda d: self.record(d)["times"]["created"])
+
 
 @pytest.fixture
 def project(tmp_path, rehearsal_image) -> Project:

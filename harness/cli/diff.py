@@ -23,10 +23,10 @@ from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named, color_option
 from harness.judge.difference import SCHEMA, diff_runs, exit_status, loads, mount_words
 from harness.judge.nightpairs import NIGHT_SCHEMA, night_document, night_exit_status, pick_runs
 from harness.judge.runfigures import CHANGES
+from harness.measure.nightfolder.naming import run_beside
 from harness.readers.report.ending import SUMMARY_JSON, summary_bytes
 from harness.readers.report.format import MIB, fmt
 from harness.readers.report.inert import inert
-from harness.readers.report.nights import resolve_run_dir
 from harness.readers.report.summary import SCHEMA as SUMMARY_SCHEMA
 
 # What each argument may name: a run (folder or reference) or a night folder. One place, so
@@ -404,15 +404,17 @@ def read_night(night: Path) -> dict:
 
 
 def diff_nights(night_a: Path, night_b: Path) -> dict:
-    """Read both nights' summaries and compare the run each judged each control by."""
+    """Read both nights' summaries and compare the run each judged each control by, each
+    found by its name beside the night (`run_beside`), never where the summary says."""
     a, b = read_night(night_a), read_night(night_b)
     compared: dict[str, dict] = {}
     for name in sorted(set(a["runs"]) & set(b["runs"])):
         given = [n["runs"][name]["run_dir"] for n in (a, b)]
-        found = [resolve_run_dir(given[0], night_a), resolve_run_dir(given[1], night_b)]
+        found = [run_beside(night_a, given[0]), run_beside(night_b, given[1])]
         if None in found:
             missing = [g for g, f in zip(given, found, strict=True) if f is None]
-            compared[name] = {"error": f"run folder not found: {', '.join(missing)}"}
+            compared[name] = {"error": "run folder not found beside its night: "
+                                       f"{', '.join(missing)}"}
             continue
         try:
             compared[name] = diff_runs(*found)

@@ -11,9 +11,9 @@ import time
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.progress_bar import ProgressBar
 from rich.table import Table
+from rich.text import Text
 
 from harness.base.terminal import isatty
 from harness.base.timeutil import utc_now
@@ -22,6 +22,10 @@ from harness.measure.ui import Reporter, sentence
 from harness.readers.report.inert import inert
 
 QUIET = {"lock-wait"}
+
+
+def _dim(label: str) -> Text:
+    return Text(label, style="dim")
 
 
 class NightLive(Reporter):
@@ -45,12 +49,13 @@ class NightLive(Reporter):
         elapsed = int(time.monotonic() - self.t0)
         h, rest = divmod(elapsed, 3600)
         # campaign, control names, run ids and holder records come from files and the journal:
-        # shown inert (no ESC or OSC-8 reaches the terminal) and markup-escaped.
-        t.add_row("[dim]night[/dim]", escape(inert(f"{self.campaign}  {self.fields['night']}")))
+        # shown inert (no ESC or OSC-8 reaches the terminal) and as Text (rich reads no
+        # `[link=…]` markup or `:emoji:` code in them).
+        t.add_row(_dim("night"), Text(inert(f"{self.campaign}  {self.fields['night']}")))
         for key in ("control", "run", "lock"):
-            t.add_row(f"[dim]{key}[/dim]", escape(inert(self.fields[key])))
-        t.add_row("[dim]elapsed[/dim]", f"{h:d}:{rest // 60:02d}:{rest % 60:02d}")
-        t.add_row("[dim]progress[/dim]", f"{self.done}/{self.total}")
+            t.add_row(_dim(key), Text(inert(self.fields[key])))
+        t.add_row(_dim("elapsed"), Text(f"{h:d}:{rest // 60:02d}:{rest % 60:02d}"))
+        t.add_row(_dim("progress"), Text(f"{self.done}/{self.total}"))
         bar = ProgressBar(total=max(self.total, 1), completed=self.done, width=40)
         return Group(t, bar)
 
@@ -70,9 +75,8 @@ class NightLive(Reporter):
             self.fields["lock"] = "released"
         if kind in QUIET:
             return
-        line = escape(inert(sentence(kind, fields), 20_000))
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {line}", highlight=False,
-                           soft_wrap=True)
+        line = Text.assemble(_dim(utc_now()[11:19]), " ", inert(sentence(kind, fields), 20_000))
+        self.console.print(line, highlight=False, soft_wrap=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
         self.fields["lock"] = f"waiting {waited:.0f}s, held by {describe_holder(holder)}"

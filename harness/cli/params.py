@@ -19,7 +19,7 @@ from harness.base.errors import HarnessError, InvalidInput
 from harness.base.timeutil import parse_duration
 from harness.cli.targets import is_night_folder
 from harness.config import runsdir
-from harness.measure.nightfolder.naming import NIGHTS, find_night, night_parts
+from harness.measure.nightfolder.naming import NIGHTS, find_night, night_names, night_parts
 from harness.measure.runfolder import refs
 from harness.readers.report.inert import inert
 
@@ -189,14 +189,15 @@ def completions(ctx: click.Context | None, incomplete: str, *, runs: bool = Fals
     completes as a file only; no runs dir here, as file names only."""
     items = [CompletionItem(refs.LATEST)] if refs.LATEST.startswith(incomplete) else []
     typed_path = "/" in incomplete or incomplete.startswith(".")
-    for wanted, sub, parts in ((runs, "", refs.run_parts), (nights, NIGHTS, night_parts)):
+    for wanted, parts in ((runs, refs.run_parts), (nights, night_parts)):
         if not wanted or typed_path:
             continue
         try:
-            found = refs.entries(runs_dir_in(ctx).path / sub, parts, COMPLETE_LIMIT)
+            where = runs_dir_in(ctx).path
+            names = night_names(where / NIGHTS, COMPLETE_LIMIT) if parts is night_parts \
+                else refs.run_names(where, COMPLETE_LIMIT)
         except (HarnessError, OSError):
             continue
-        names = [n for n, what in found.items() if what == refs.FOLDER]
         items += [CompletionItem(n) for n in refs.newest_first(names, parts)
                   if n.startswith(incomplete)]
     return [*items, CompletionItem(incomplete, type="file")]
@@ -259,9 +260,10 @@ def _attempt(find: Any) -> Path | InvalidInput:
 
 class RunOrNightRef(_Ref):
     """A run or a night: a path (an existing one wins; a folder holding a night journal is a
-    night), else a reference. `latest` and `@-N` are runs; the whole night id is that night;
-    any other reference is whichever one of a run (RUN's forms) and a night it names, exit
-    2 when it names one of each."""
+    night), else a reference. `latest` and `@-N` are runs; the whole night id is that night
+    and the whole run id that run (a folder named to begin with it cannot make it
+    ambiguous); any other reference is whichever one of a run (RUN's forms) and a night it
+    names, exit 2 when it names one of each."""
 
     name, metavar, runs, nights = "run_or_night", "RUN|NIGHT", True, True
 
@@ -280,6 +282,8 @@ class RunOrNightRef(_Ref):
         if isinstance(night, Path) and night.name == text:
             return Named(NIGHT_KIND, night)
         run = _attempt(lambda: RUN.convert(text, param, ctx))
+        if isinstance(run, Path) and run.name == text:
+            return Named(RUN_KIND, run)
         for got in (run, night):
             if isinstance(got, InvalidInput) and not isinstance(got, refs.NoMatch):
                 raise got

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import click
 
+from harness.base.errors import InvalidInput
 from harness.base.terminal import paint_statuses
 from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named, color_option
 from harness.judge.gaterecord import gatelines as gate_show
@@ -14,6 +16,17 @@ from harness.measure.runfolder.inputs import KEPT
 from harness.measure.runfolder.sealed import read_record
 from harness.readers.report.inert import inert
 from harness.readers.runview import input_text, render_run
+
+
+def strict_json(doc: object, where: Path) -> str:
+    """A record as JSON any reader accepts: ASCII, so no control or bidi character reaches
+    the terminal raw, and never NaN or Infinity, which Python's reader let into the record
+    but JSON has no form for (InvalidInput, exit 2)."""
+    try:
+        return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False)
+    except ValueError:
+        raise InvalidInput(f"{where}: the record holds NaN or Infinity, which JSON has no "
+                           "form for") from None
 
 
 @click.command()
@@ -37,7 +50,8 @@ def show(target: Named, as_json: bool, input_name: str | None) -> None:
     resolved.json, image.json); --input NAME prints one whole.
 
     Exit codes: 0 shown; 1 not sealed or not intact (`harness verify` names every
-    problem); 2 not a run record, or --input names a file the run did not keep.
+    problem); 2 not a run record, --input names a file the run did not keep, or --json
+    of a record holding NaN or Infinity (no JSON).
     """
     run_dir = target.path
     other = "a night" if target.is_night else \
@@ -54,8 +68,7 @@ def show(target: Named, as_json: bool, input_name: str | None) -> None:
         return
     if other is not None:
         doc = gate_show.read(run_dir)  # exit 2 for anything but a v1 gate record
-        lines = [json.dumps(doc, indent=2, sort_keys=True)] if as_json else \
-            gate_show.render(run_dir, doc, inert)
+        lines = [strict_json(doc, run_dir)] if as_json else gate_show.render(run_dir, doc, inert)
         click.echo("\n".join(lines))
         return
     record = read_record(run_dir)  # verified (exit 1 otherwise), a run record (exit 2)
@@ -63,6 +76,6 @@ def show(target: Named, as_json: bool, input_name: str | None) -> None:
         click.echo("\n".join(input_text(run_dir, input_name)))
         return
     if as_json:
-        click.echo(json.dumps(record.raw, indent=2, sort_keys=True))
+        click.echo(strict_json(record.raw, run_dir))
     else:
         render_run(run_dir, record)

@@ -9,16 +9,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from harness.base.errors import ENVIRONMENT, InvalidInput
+from harness.base.errors import InvalidInput
 from harness.base.slots import NotExecuted, Slot
-from harness.base.states import STATUSES, TERMINAL, State, Status
+from harness.base.states import STATUSES, State, Status
+from harness.base.stoprule import STOP_POLICIES, Stop, environment_stops, stops
 
 __all__ = ["STATUSES", "STOP_POLICIES", "RetryPolicy", "StoppedAfter", "Why",
            "environment_stops", "not_executed", "retry_allowed", "stop_reason",
            "why_not_executed"]
-
-STOP_POLICIES = ("continue", "stop-on-refusal", "stop-on-failure")
-_FAILURES = frozenset(TERMINAL - {Status.ACCEPTED, Status.REFUSED})  # failed, timed out
 
 
 class Why(StrEnum):
@@ -26,18 +24,13 @@ class Why(StrEnum):
 
     DONE = "done"
     DEADLINE = "deadline"
-    STOP_POLICY = "stop-policy"
+    STOP_POLICY = Stop.POLICY.value
     INTERRUPTED = Status.INTERRUPTED.value  # a signal, or a stop asked while sealing
-    ENVIRONMENT = "environment"  # a host fault: the next control would meet the same host
+    ENVIRONMENT = Stop.ENVIRONMENT.value  # a host fault: the next control meets the same host
 
 
 # A walk that ended so is over: a later start of its night does not continue it.
 ENDED_ON_PURPOSE = frozenset({Why.DONE, Why.DEADLINE, Why.STOP_POLICY})
-
-
-def environment_stops(exit_code: int) -> bool:
-    """An environment fault stops every walk: the next control would meet the same host."""
-    return exit_code == ENVIRONMENT
 
 
 class Ended(Protocol):
@@ -51,20 +44,13 @@ class Ended(Protocol):
 
 def stop_reason(policy: str, outcome: Ended) -> Why | None:
     """Why the walk stops after `outcome`, or None to go on. A signal or an environment
-    fault stops every campaign; then `stop_policy`. A remote control interrupted (scancel, a
-    lost node) stopped its host's run, not this walk: the policy and retry rule decide."""
-    if policy not in STOP_POLICIES:
-        raise InvalidInput(f"unknown stop policy {policy!r} (one of {', '.join(STOP_POLICIES)})")
-    status = outcome.status
-    if (status == Status.INTERRUPTED and not outcome.remote) or outcome.stop_requested:
+    fault stops every campaign; then `stop_policy` (`base.stoprule`, a Slurm host's rule
+    too). A remote control interrupted (scancel, a lost node) stopped its host's run, not
+    this walk: the policy and retry rule decide."""
+    stopped = stops(policy, outcome.status, outcome.exit_code)  # an unknown policy raises
+    if (outcome.status == Status.INTERRUPTED and not outcome.remote) or outcome.stop_requested:
         return Why.INTERRUPTED
-    if environment_stops(outcome.exit_code):
-        return Why.ENVIRONMENT
-    if policy == "stop-on-refusal" and status != Status.ACCEPTED:
-        return Why.STOP_POLICY
-    if policy == "stop-on-failure" and status in _FAILURES:
-        return Why.STOP_POLICY
-    return None
+    return None if stopped is None else Why(stopped.value)
 
 
 @dataclass(frozen=True)

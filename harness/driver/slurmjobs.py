@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from harness.base.catalogue import (
@@ -58,6 +59,13 @@ def never_launched(outcome: Outcome) -> bool:
         and all(r.rule in NOT_LAUNCHED for r in outcome.reasons)
 
 
+def of_night(night: str, found: Job) -> bool:
+    """Whether a job the jobcomp file lists is one of this night's (its name is a token of
+    the night): the only jobs worth remembering between polls. Pure."""
+    token = job.parse_token(found.name)
+    return token is not None and token.night == night
+
+
 def claim_decision(made: claim.Claim) -> bool:
     """Whether the controller, claiming a run in flight at a stop, withdraws it: only when it
     made the claim (the run can no longer launch). Taken: the host launched first and the run
@@ -80,6 +88,8 @@ class SlurmExecutor:
         self.window = window  # jobs submitted or running at once
         self.per_job = per_job  # a slot's controls one job carries, the next waiting on the lock
         self.on_submitted = on_submitted
+        self.jobcomp = (calls.JobcompTail(settings.jobcomp, partial(of_night, settings.night))
+                        if settings.jobcomp is not None else None)  # read on from poll to poll
         self.sleep, self.clock = sleep, clock
         self.excluded: dict[int, tuple[str, ...]] = {}  # plan slot -> nodes to avoid
         self.delay = settings.poll_base_s  # the pace of the batched status query
@@ -174,7 +184,7 @@ class SlurmExecutor:
     def find(self, token: str) -> list[Job]:
         """The jobs carrying `token`, oldest first, from squeue and, where kept, the jobcomp
         file (squeue forgets ended jobs). Empty when every source fails."""
-        p = calls.poll([token], [], jobcomp=self.settings.jobcomp, env=self.settings.env)
+        p = calls.poll([token], [], jobcomp=self.jobcomp, env=self.settings.env)
         return query.by_name(p.jobs).get(token, [])
 
     def submit(self, spec: job.JobSpec, token: str) -> str:
@@ -216,7 +226,7 @@ class SlurmExecutor:
         known (None: cancelled while pending), and whether anything changed."""
         s = self.settings
         p = calls.poll([w.token for w in watches], [w.job_id for w in watches],
-                       use_sacct=s.use_sacct, jobcomp=s.jobcomp, env=s.env)
+                       use_sacct=s.use_sacct, jobcomp=self.jobcomp, env=s.env)
         done: list[tuple[Watch, LaunchRequest, Outcome | None]] = []
         changed = False
         for w in watches:

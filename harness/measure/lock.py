@@ -33,6 +33,8 @@ from harness.base.timeutil import utc_now
 POLL_S = 0.5
 HOLDER_LIMIT = 64 * 1024  # a real record is ~300 bytes
 FIELD_MAX = 160  # characters of one record field shown to a person
+PATH_FIELDS = ("night_dir", "run_dir")  # compared with a folder, so kept whole (PATH_MAX)
+PATH_MAX = 4096
 START_TOLERANCE_S = 0.01  # how far two readings of one process's start time may differ
 TEXT_FIELDS = ("host", "user", "run_id", "since", "kind", "campaign", "night_dir", "run_dir")
 _UNSHOWABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, bidi, surrogates, breaks
@@ -63,7 +65,7 @@ def parse_holder(raw: bytes) -> dict:
         rec["pid_create_time"] = float(created)
     for key in TEXT_FIELDS:
         if isinstance(doc.get(key), str):
-            rec[key] = clean_text(doc[key])
+            rec[key] = clean_text(doc[key], PATH_MAX if key in PATH_FIELDS else FIELD_MAX)
     return rec
 
 

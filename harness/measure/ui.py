@@ -56,7 +56,6 @@ SENTENCES = {
     "regression-uncalled": "run {run_id} not called against its earlier runs: {why}",
     "regression-failed": "the regression call of run {run_id} failed: {error}",
     "rerun-index-failed": "the rerun of {run_id} is not in the rerun index: {error}",
-    "not-claimed": "run {run_id} launches nothing: {reasons}",
     "slurm-claimed": "job {job_id}: the night stopped before these launched, and never will: "
                      "{controls}",
     "slurm-claim-failed": "control {control}: its claim could not be made ({problem}); it is "
@@ -158,9 +157,9 @@ class TerminalReporter(Reporter):
         # rich is imported here, not with the module: JSON lines (a night, a script, the
         # benchmarks) never load it, and it is a noticeable part of a run's start
         from rich.console import Console
-        from rich.markup import escape
+        from rich.text import Text
 
-        self.console, self._escape = Console(file=self.stream), escape
+        self.console, self._text = Console(file=self.stream), Text
         self._status = None
 
     def event(self, kind: str, **fields: object) -> None:
@@ -168,17 +167,20 @@ class TerminalReporter(Reporter):
         self._print(sentence(kind, fields))
 
     def _print(self, line: str) -> None:
-        self.console.print(f"[dim]{utc_now()[11:19]}[/dim] {self._escape(line)}",
-                           highlight=False, markup=True, soft_wrap=True)
+        """`line` as rich Text, never as a str rich would read: its fields come from
+        campaigns, run folders and the lock's holder record, and in a str rich turns
+        `[link=…]` into a live hyperlink and `:white_check_mark:` into ✅."""
+        self.console.print(self._text.assemble((utc_now()[11:19], "dim"), " ", line),
+                           highlight=False, soft_wrap=True)
 
     def waiting(self, holder: dict | None, waited: float) -> None:
         if not self.console.is_terminal:  # `--no-json-lines | cat`: no spinner to see
             if self._wait_due():
                 self._print(wait_line(holder, waited))
             return
-        # The holder record is written by whoever holds the lock: never rich markup.
-        text = self._escape(f"waiting {waited:.0f}s for the GPU lock, held by "
-                            f"{describe_holder(holder)}")
+        # The holder record is written by whoever holds the lock: Text, never markup.
+        text = self._text(f"waiting {waited:.0f}s for the GPU lock, held by "
+                          f"{describe_holder(holder)}")
         if self._status is None:
             self._status = self.console.status(text)
             self._status.start()

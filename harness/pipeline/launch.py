@@ -15,22 +15,14 @@ from pathlib import Path
 
 from harness.base import faultpoint
 from harness.base.atomic import write_json
-from harness.base.catalogue import (
-    MODEL_PATH_CHANGED,
-    MOUNT_SANITIZE_INCOMPLETE,
-    SLURM_NIGHT_STOPPED,
-    SLURM_NOT_CLAIMED,
-)
+from harness.base.catalogue import MODEL_PATH_CHANGED, MOUNT_SANITIZE_INCOMPLETE
 from harness.base.reason import Reason
-from harness.base.states import Status, exit_code
 from harness.config import mountable
 from harness.config.loader import resolve
 from harness.config.mountable import MountSource
 from harness.instrument.harness_observer import interface
-from harness.instrument.harness_observer.encode import loads
 from harness.measure import execute, vector
-from harness.measure.runfolder import layout, runjson
-from harness.measure.slurm import claim
+from harness.measure.runfolder import layout
 from harness.measure.slurm import identity as slurm_identity
 from harness.measure.witness.subject import Subject
 from harness.pipeline import evidence, orphans, sanitize
@@ -129,42 +121,6 @@ def _prepared(ctx: RunContext, mounts: list[MountSource],
     return vec
 
 
-def verdict_before(before: Path) -> tuple[Status, int] | None:
-    """The sealed status (and its exit code) of the run before in this job; None when it
-    left no seal to read (it is then unknown whether the night goes on)."""
-    if not (before / layout.SUMS).is_file():
-        return None
-    try:
-        rec = runjson.read(before, loads)
-        status = Status(rec.status) if rec.status else None
-    except (OSError, ValueError):
-        return None
-    return None if status is None else (status, exit_code(status, rec.reasons))
-
-
-def claimed(ctx: RunContext) -> list[Reason]:
-    """In a Slurm night's job, with the GPU lock held: the verdict of the run before (under a
-    stop policy), then this run's claim (`measure.slurm.claim`). A reason refuses the launch:
-    nothing is created, and the controller plans the control again."""
-    handover = claim.handover_of(os.environ, ctx.run_dir)
-    if handover is None:
-        return []
-    claim.say_locked(handover)  # the job starts its next member: it waits on this lock
-    if handover.waits and handover.after_run is not None:
-        claim.wait_done(handover.after_done)
-        verdict = verdict_before(handover.after_run)
-        if verdict is None or claim.stops_night(handover.policy, *verdict):
-            said = (f"ended {verdict[0]}" if verdict else "left no seal")
-            return [Reason(SLURM_NIGHT_STOPPED, f"run {handover.after_run.name} before it "
-                           f"{said}; under {handover.policy} nothing more launches here")]
-    made, where = claim.take(handover.claims, ctx.run_id)
-    if made is claim.Claim.MADE:
-        return []
-    why = ("the controller stopped the night first" if made is claim.Claim.TAKEN
-           else "the claim could not be made")
-    return [Reason(SLURM_NOT_CLAIMED, f"{why}: {where}")]
-
-
 def run(ctx: RunContext, keep: Keep[Launch]) -> Launch:
     """Hold the lock around the container, recording the interval even if interrupted;
     the reasons are those that refused the launch or that the container left."""
@@ -183,11 +139,7 @@ def run(ctx: RunContext, keep: Keep[Launch]) -> Launch:
     ctx.ui.event("lock-acquired", lock=str(lock.path), wait_s=round(found.held.wait_s, 3))
     launched: list[MountSource] = []
     try:
-        not_ours = claimed(ctx)  # before any evidence: a run not claimed is not the night's
-        if not_ours:
-            ctx.ui.event("not-claimed", run_id=ctx.run_id, reasons=[str(r) for r in not_ours])
-        found = keep(replace(found, reasons=found.reasons + tuple(not_ours)))
-        gather(LOCKED)  # the kernel log's window starts with the lock
+        gather(LOCKED)  # a Slurm night's claim first; the kernel log's window starts here
         faultpoint.reach("lock-held")
         mounts, model, refused = resolve_sources(ctx) if not found.reasons else ([], None, [])
         if refused:

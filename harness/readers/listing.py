@@ -20,17 +20,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.base.errors import HarnessError, InvalidInput
+from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
 from harness.base.states import State, Status
 from harness.base.timeutil import parse_or_none
-from harness.measure.lock import pid_alive
-from harness.measure.nightfolder.holder import read_night_holder
-from harness.measure.nightfolder.journal import Journal
-from harness.measure.nightfolder.naming import ENDED, JOURNAL_NAME, NIGHTS, night_parts
+from harness.measure.nightfolder.holder import launcher_alive, night_running, read_night_holder
+from harness.measure.nightfolder.naming import ENDED, NIGHTS, night_names, night_parts
 from harness.measure.runfolder import manifest, runjson
-from harness.measure.runfolder.layout import OWNER, RECORD, SUMS
-from harness.measure.runfolder.refs import FOLDER, entries, newest_first, run_names, run_parts
+from harness.measure.runfolder.layout import RECORD, SUMS
+from harness.measure.runfolder.refs import newest_first, run_names, run_parts
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
 from harness.readers.report.ending import summary_bytes
 from harness.readers.report.runline import age, aligned, duration, field, links, stamp_time
@@ -74,18 +72,6 @@ class Listed:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def launcher_alive(owner_bytes: bytes | None, host: str) -> bool:
-    """Whether a run folder's harness.json names a process of `host` that is still the one
-    that started then (pid and start time: a reused pid is not it). Another host's process
-    cannot be judged from here: False."""
-    try:
-        owner = json.loads(owner_bytes or b"null")
-        return (isinstance(owner, dict) and owner.get("host") == host
-                and pid_alive(int(owner["pid"]), float(owner["create_time"])))
-    except (ValueError, TypeError, KeyError, RecursionError, OverflowError):
-        return False
 
 
 def row_of(name: str, path: str, record_bytes: bytes | None, sums_bytes: bytes | None,
@@ -185,7 +171,7 @@ def read_rows(runs_dir: Path) -> list[Listed]:
     for name in newest_first(run_names(runs_dir)):
         folder = Path(runs_dir) / name
         sums = _bytes(folder / SUMS, SUMS_READ_LIMIT)
-        alive = sums is None and launcher_alive(_bytes(folder / OWNER, RECORD_READ_LIMIT), host)
+        alive = sums is None and launcher_alive(folder, host)
         rows.append(row_of(name, str(folder), _bytes(folder / RECORD, RECORD_READ_LIMIT),
                            sums, alive))
     return mark_reruns(rows, index_lines(runs_dir))
@@ -240,33 +226,15 @@ def night_row(name: str, path: str, state: str, summary_bytes: bytes | None) -> 
                               if how != "retry"))  # a rerun, or one to confirm a call
 
 
-def _night_running(night_dir: Path, holder: dict | None, host: str) -> bool:
-    """The night lock's live holder names it, or a run of its journal is still written by a
-    live harness (a night of another GPU lock)."""
-    named = (holder or {}).get("night_dir")
-    if (holder or {}).get("alive") and isinstance(named, str) and \
-            os.path.realpath(named) == os.path.realpath(night_dir):
-        return True
-    try:
-        with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as journal:
-            dirs = [r.run_dir for r in journal.rows() if r.state == State.RUNNING]
-    except HarnessError:
-        return False
-    return any(isinstance(d, str) and launcher_alive(
-        _bytes(Path(night_dir).parent.parent / os.path.basename(d) / OWNER, RECORD_READ_LIMIT),
-        host) for d in dirs)
-
-
 def read_night_rows(runs_dir: Path, gpu_lock: Path) -> list[NightListed]:
     """Every night folder of RUNS/nights, newest first (OSError when it cannot be read);
     `gpu_lock`: the lock whose night lock says which night runs."""
     nights = Path(runs_dir) / NIGHTS
-    found = entries(nights, night_parts) if os.path.isdir(nights) else {}
     holder, host, rows = read_night_holder(gpu_lock), socket.gethostname(), []
-    for name in newest_first([n for n, what in found.items() if what == FOLDER], night_parts):
-        folder = nights / name
-        state = (DONE if os.path.lexists(folder / ENDED) else
-                 RUNNING if _night_running(folder, holder, host) else STOPPED)
+    for name in newest_first(night_names(nights), night_parts):
+        folder = nights / name  # running first: a rerun may write into a night that ended
+        state = (RUNNING if night_running(folder, holder, host) else
+                 DONE if os.path.lexists(folder / ENDED) else STOPPED)
         try:
             summary: bytes | None = summary_bytes(folder)
         except InputError:

@@ -25,17 +25,18 @@ from harness.measure.lock import (
     pid_alive,
     read_holder,
 )
-from harness.measure.nightfolder.holder import describe, read_night_holder
+from harness.measure.nightfolder.holder import describe, night_running, read_night_holder
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import (
     ENDED,
     JOURNAL_NAME,
     NIGHTS,
     latest_night,
+    night_names,
     night_parts,
 )
 from harness.measure.nightfolder.progress import progress
-from harness.measure.runfolder.refs import FOLDER, entries, newest_first
+from harness.measure.runfolder.refs import newest_first
 from harness.readers.report.ending import summary_doc
 from harness.readers.report.inert import inert
 
@@ -138,9 +139,8 @@ def headline_of(night_dir: Path) -> str | None:
 
 
 def night_state(night_dir: Path, night_holder: dict | None) -> dict:
-    state: dict = {"dir": str(night_dir), "active": bool(
-        night_holder and night_holder.get("alive")
-        and night_holder.get("night_dir") == str(night_dir))}
+    state: dict = {"dir": str(night_dir), "active": night_running(
+        night_dir, night_holder, socket.gethostname())}
     try:
         with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as j:
             night, rows = j.night(), j.rows()
@@ -165,7 +165,10 @@ def current_night(runs_dir: Path, night_holder: dict | None) -> Path | None:
         path = Path(named)
         if path.is_dir() and not path.is_symlink():
             return path
-    return latest_night(runs_dir / NIGHTS)
+    try:
+        return latest_night(runs_dir / NIGHTS)
+    except OSError:  # an unreadable nights folder: no night to show, as when there is none
+        return None
 
 
 MAX_CAMPAIGNS = 50  # campaigns listed; a runs dir with more says how many it left out
@@ -175,11 +178,11 @@ def latest_per_campaign(nights_dir: Path) -> list[Path]:
     """The newest night folder of each campaign under `nights_dir` (the folders `ls
     --nights` lists: real ones, named in the safe alphabet), by campaign name."""
     try:
-        found = entries(nights_dir, night_parts) if nights_dir.is_dir() else {}
+        found = night_names(nights_dir)
     except OSError:
         return []
     newest: dict[str, Path] = {}
-    for name in newest_first([n for n, what in found.items() if what == FOLDER], night_parts):
+    for name in newest_first(found, night_parts):
         newest.setdefault(name.rsplit("-", 1)[0], nights_dir / name)  # <campaign>-<stamp>
     return [newest[c] for c in sorted(newest)]
 
@@ -196,9 +199,9 @@ def gather(runs_dir: Path, lock_path: Path, *, timers: bool = True) -> dict:
     night_dir = current_night(runs_dir, lock["night_holder"])
     current = night_state(night_dir, lock["night_holder"]) if night_dir else None
     latest = latest_per_campaign(runs_dir / NIGHTS)
-    nights = [current if current and p == night_dir else night_state(p, lock["night_holder"])
-              for p in latest[:MAX_CAMPAIGNS]]
-    if current and night_dir not in latest:  # a live night of another runs dir
+    nights = [current if current and os.path.realpath(p) == os.path.realpath(night_dir)
+              else night_state(p, lock["night_holder"]) for p in latest[:MAX_CAMPAIGNS]]
+    if current and current not in nights:  # a live night of another runs dir
         nights.insert(0, current)
     scheduled, why = list_timers() if timers else ([], "not asked")
     return {"lock": lock, "containers": found, "engine_error": engine_error,

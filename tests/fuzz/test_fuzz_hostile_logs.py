@@ -4,7 +4,8 @@
 The metrics parser must be total over any text: whatever digits land in each vLLM pattern,
 `feed` returns, every value is finite, and the document dumps with allow_nan=False. `show`
 and `report` must render any JSON a run folder may hold (rich markup, ANSI escapes,
-non-finite numbers, naive and aware times) with exit 0; `show` of a sealed run whose
+non-finite numbers, naive and aware times) with exit 0 (`show --json` of NaN or Infinity:
+exit 2, as JSON has no form for them); `show` of a sealed run whose
 run.json is not of a run record's shape (`runfolder.shape`: wrong types, a status no run
 can have) ends in exit 2 naming the fault, and `report` lists it as that run's problem:
 never a traceback, never live markup.
@@ -137,9 +138,16 @@ def run_records(draw) -> dict:
     return record
 
 
-def shown_code(doc: object) -> int:
-    """The exit `show` of a sealed run owes this run.json: 0 for a record, 2 otherwise."""
-    return 0 if isinstance(doc, dict) and not shape.problems(doc) else 2
+def shown_code(doc: object, as_json: bool = False) -> int:
+    """The exit `show` of a sealed run owes this run.json: 0 for a record, 2 otherwise; and
+    2 for `--json` of a record holding NaN or Infinity (JSON has no form for them)."""
+    if not isinstance(doc, dict) or shape.problems(doc):
+        return 2
+    try:
+        json.dumps(doc, allow_nan=False)
+    except ValueError:
+        return 2 if as_json else 0
+    return 0
 
 
 def write(path: Path, doc: object) -> None:
@@ -162,12 +170,14 @@ def test_show_and_report_render_any_run_record(tmp_path_factory, record, metrics
                             "reason": rerun_reason, "status": record.get("status"), "at": 1})
                 + "\n")
     write_manifest(run)  # show reads only a sealed, intact run
-    code = shown_code(record)
     for args in (("show", str(run)), ("show", "--json", str(run))):
+        code = shown_code(record, as_json="--json" in args)
         shown, out = invoke(*args)
         assert_clean(shown, out, allowed=(code,))
-        if code:
+        if code and shape.problems(record):
             assert "not a run record" in out and shape.problems(record)[0] in out, out
+        elif code:
+            assert "NaN or Infinity" in out, out
     for fmt in ("md", "html", "json"):
         code, out = invoke("report", str(night), "--format", fmt)
         assert_clean(code, out, allowed=(0,))

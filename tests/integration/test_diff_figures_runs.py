@@ -35,7 +35,7 @@ def test_diff_of_a_fast_and_a_slow_run_lists_duration_first(project, cleanup_con
         sleep.write_text(seconds)
         r = project.harness("run", str(camp), "--runs-dir", str(project.runs))
         assert r.returncode == 0, r.stdout + r.stderr
-    fast, slow = project.run_dirs()  # run ids sort by their UTC stamp
+    fast, slow = project.sealed_in_order()
     d = project.harness("diff", str(fast), str(slow))
     assert d.returncode == 0, d.stderr
     lines = d.stdout.splitlines()

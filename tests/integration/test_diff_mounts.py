@@ -28,7 +28,7 @@ def test_diff_names_a_changed_unsealed_mount_and_no_plain_repeat(project, cleanu
     def run() -> str:
         r = project.harness("run", str(camp), "--runs-dir", str(project.runs), env=env)
         assert r.returncode == 0, r.stdout + r.stderr
-        return str(project.run_dirs()[-1])
+        return str(project.sealed_in_order()[-1])
 
     first = run()
     st = script.stat()

@@ -17,7 +17,7 @@ import pytest
 from harness.base.catalogue import ENV_SLURM_NO_EVIDENCE, SLURM_NO_SEAL
 from harness.config.loader import require_campaign
 from harness.driver.plan import LaunchRequest
-from harness.driver.slurmjobs import SlurmExecutor
+from harness.driver.slurmjobs import SlurmExecutor, of_night
 from harness.driver.watch import Settings, Watch
 from harness.measure.slurm import job
 from harness.measure.slurm.calls import Poll
@@ -309,3 +309,26 @@ def test_recovering_a_launch_no_job_ran_and_no_folder_holds_says_it_never_ran(tm
     req = request(tmp_path)
     assert ex.recover((req,), None) == [(req, None)]
     assert waited and ex.preflight("night-b", tmp_path) == []  # each host is its own doctor
+
+
+def test_the_jobcomp_file_is_followed_from_poll_to_poll_for_the_nights_jobs(tmp_path) -> None:
+    """The executor keeps one tail of the jobcomp file: a second poll reads only what was
+    appended, and only this night's jobs are remembered."""
+    jobcomp = tmp_path / "jobcomp.txt"
+    token = f"harness+{NIGHT}+1+1+night-b"
+    line = "JobId={} Name={} JobState=COMPLETED NodeList=node1 ExitCode=0:0\n"
+    jobcomp.write_text(line.format(7, token) + line.format(8, "harness+other+1+1+night-b"))
+    ex, _ = executor(tmp_path, jobcomp=jobcomp, env={"PATH": str(tmp_path / "no-slurm")})
+    w = Watch("7", request(tmp_path), token)
+    ex.poll([w])
+    assert set(ex.jobcomp.jobs) == {"7"} and w.ended is not None and w.ended.node == "node1"
+    assert ex.jobcomp.offset == jobcomp.stat().st_size
+    later = Watch("10", request(tmp_path, attempt=2), token.replace("+1+1+", "+1+2+"))
+    with open(jobcomp, "a") as f:
+        f.write(line.format(10, later.token).replace("COMPLETED", "NODE_FAIL"))
+    ex.poll([w, later])
+    assert set(ex.jobcomp.jobs) == {"7", "10"} and later.ended.state == JobState.NODE_FAIL
+    assert ex.jobcomp.offset == jobcomp.stat().st_size
+    assert of_night(NIGHT, Job("9", token, JobState.DONE))
+    assert not of_night(NIGHT, Job("9", "harness+other+1+1+night-b", JobState.DONE))
+    assert not of_night(NIGHT, Job("9", "a job of someone else", JobState.DONE))

@@ -94,5 +94,3 @@ def test_a_nights_regression_events_read_as_sentences() -> None:
 def test_a_stopped_nights_claims_read_as_sentences() -> None:
     assert sentence("slurm-claimed", {"job_id": "12", "controls": ["a", "b"]}) == \
         "job 12: the night stopped before these launched, and never will: a; b"
-    assert sentence("not-claimed", {"run_id": "r", "reasons": ["SLURM-NOT-CLAIMED: x"]}) == \
-        "run r launches nothing: SLURM-NOT-CLAIMED: x"

@@ -13,17 +13,21 @@ import pytest
 
 from harness.base.catalogue import (
     ENV_KERNEL_LOG_UNREADABLE,
+    HARNESS_ERROR,
+    SLURM_NIGHT_STOPPED,
+    SLURM_NOT_CLAIMED,
     TELEMETRY_GAP,
     WITNESS_ARGV_DIFFERS,
     WITNESS_EXEC_UNCONFIRMED,
 )
 from harness.measure.runfolder import layout
 from harness.pipeline import evidence
-from harness.pipeline.evidence import kernelwindow, sampled, witnesses
+from harness.pipeline.evidence import kernelwindow, sampled, slurmclaim, witnesses
 from harness.pipeline.evidence.source import (
     DURING,
     EXITED,
     LAUNCHED,
+    LOCKED,
     PHASES,
     SEAL,
     STARTED,
@@ -128,3 +132,59 @@ def test_a_start_up_observation_nested_past_the_parser_is_no_time(tmp_path: Path
     assert sampled.startup_time(tmp_path) is None  # not a RecursionError
     startup.write_text('{"observed": {"time": 12.5}}')
     assert sampled.startup_time(tmp_path) == 12.5
+
+
+def claim_scene(tmp_path: Path) -> tuple[Scene, Path]:
+    run_dir = tmp_path / "runs" / "r2"
+    run_dir.mkdir(parents=True)
+    scene = Scene(SimpleNamespace(**vars(ctx(run_dir)), run_id="r2"))
+    return scene, tmp_path / "drop" / "claims"
+
+
+def test_the_slurm_claim_is_the_first_evidence_under_the_lock() -> None:
+    locked = [s.name for s in evidence.SOURCES if s.phase == LOCKED]
+    assert locked[0] == slurmclaim.CLAIM.name
+
+
+def test_outside_a_claiming_job_the_claim_gathers_nothing(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("HARNESS_CLAIMS", raising=False)
+    scene, claims = claim_scene(tmp_path)
+    got = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))
+    assert got["slurm-claim"] == Gathered() and not claims.exists()
+
+
+def test_a_claim_made_launches_and_one_taken_refuses(tmp_path, monkeypatch) -> None:
+    scene, claims = claim_scene(tmp_path)
+    monkeypatch.setenv("HARNESS_CLAIMS", str(claims))
+    assert evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons == ()
+    assert (claims / "r2").is_dir()  # made by this run: the controller's mkdir now fails
+    again = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
+    assert [r.rule for r in again] == [SLURM_NOT_CLAIMED]
+    assert "the controller stopped the night first" in again[0].detail
+
+
+def test_a_run_before_without_a_seal_stops_the_night_under_a_policy(tmp_path,
+                                                                     monkeypatch) -> None:
+    scene, claims = claim_scene(tmp_path)
+    before = tmp_path / "runs" / "r1"
+    before.mkdir()
+    (tmp_path / "done").touch()
+    monkeypatch.setenv("HARNESS_CLAIMS", str(claims))
+    monkeypatch.setenv("HARNESS_STOP_POLICY", "stop-on-failure")
+    monkeypatch.setenv("HARNESS_AFTER_RUN", str(before))
+    monkeypatch.setenv("HARNESS_AFTER_DONE", str(tmp_path / "done"))
+    got = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
+    assert [r.rule for r in got] == [SLURM_NIGHT_STOPPED] and "left no seal" in got[0].detail
+    assert not (claims / "r2").exists()  # nothing claimed: the controller may take it
+
+
+def test_a_malformed_handover_refuses_but_never_as_unclaimed(tmp_path, monkeypatch) -> None:
+    """A hostile job value is the harness's error: read as unclaimed, the controller would
+    plan the control again on every poll."""
+    scene, claims = claim_scene(tmp_path)
+    monkeypatch.setenv("HARNESS_CLAIMS", str(claims))
+    monkeypatch.setenv("HARNESS_STOP_POLICY", "stop-on-refusal")
+    monkeypatch.setenv("HARNESS_AFTER_RUN", str(tmp_path / "elsewhere" / "r1"))
+    got = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
+    assert [r.rule for r in got] == [HARNESS_ERROR] and "HARNESS_AFTER_RUN" in got[0].detail
+    assert not (claims / "r2").exists()

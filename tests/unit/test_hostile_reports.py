@@ -354,8 +354,8 @@ def test_report_refuses_a_fifo_journal_quickly(tmp_path: Path) -> None:
 
 
 def test_report_over_a_journal_row_with_hostile_values(tmp_path: Path) -> None:
-    night = tmp_path / "camp-20260101T000000Z"
-    night.mkdir()
+    night = tmp_path / "nights" / "camp-20260101T000000Z"  # RUNS/nights/<night>, runs in RUNS
+    night.mkdir(parents=True)
     j = Journal.create(night / "journal.sqlite", campaign="camp", campaign_file="c.yaml",
                        plan=[("kv", 0)], seal="sha256:" + "b" * 64)
     [row] = j.rows()

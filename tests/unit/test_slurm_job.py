@@ -153,7 +153,7 @@ def test_hostile_control_names_refused(control: str) -> None:
     ("workdir", "/srv/../etc", "'..'"), ("drop", "/shared/%j", "'%'"),
     ("runs_dir", "/r\u2028x", "control character"), ("runs_dir", "/" + "r" * 2000, "1..1024"),
     ("partition", "a b", "partition"), ("account", "a\tb", "control character"),
-    ("home_root", "home", "absolute"),
+    ("home_root", "home", "absolute"), ("runs_dir", "-rf", "start with '-'"),
 ])
 def test_hostile_site_values_refused(field: str, value: str, match: str) -> None:
     site = replace(SITE, **{field: value})
@@ -171,10 +171,18 @@ def test_hostile_site_values_refused(field: str, value: str, match: str) -> None
     ({"controls": (ControlTime("a", 29 * 86400, 86400, 86400),)}, "more than"),
     ({"controls": (ControlTime("a", 60, 60000, 10000),)}, "--signal"),
     ({"preflight_s": -1}, "preflight"), ({"campaign_file": "c\n.yaml"}, "control character"),
+    ({"campaign_file": "-h"}, "start with '-'"),  # `harness run -h` would print help, exit 0
 ])
 def test_hostile_spec_values_refused(change: dict, match: str) -> None:
     with pytest.raises(InvalidInput, match=match):
         job.sbatch_argv(replace(ONE, **change), SITE)
+
+
+def test_a_job_of_runs_needs_an_absolute_runs_dir() -> None:
+    """Each member is told the run before by its path, which the run takes only absolute."""
+    with pytest.raises(InvalidInput, match="runs_dir must be an absolute path"):
+        job.sbatch_argv(GROUP_RUNS, replace(SITE, runs_dir="gpu-runs"))
+    assert job.run_argv(ONE, replace(SITE, runs_dir="gpu-runs"))[-4] == "gpu-runs"  # one run
 
 
 def test_script_execs_harness_run_with_every_value_quoted() -> None:

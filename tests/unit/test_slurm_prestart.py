@@ -3,6 +3,8 @@ run's claim, when the run before stops the night, and which seals mean "never la
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -93,17 +95,49 @@ def test_a_claim_path_is_built_from_checked_ids_only(run_id) -> None:
         claim.claim_path("/drop/claims", run_id)
 
 
-@pytest.mark.parametrize("policy", STOP_POLICIES)
-@pytest.mark.parametrize("status", list(Status))
-@pytest.mark.parametrize("code", [0, 1, 3])
-def test_the_host_stops_exactly_where_the_controller_would(policy, status, code) -> None:
-    """The verdict on the host is the controller's stop rule for a remote run."""
-    outcome = Outcome(RUNS / "r", status, code, remote=True)
-    assert claim.stops_night(policy, status, code) is (stop_reason(policy, outcome)
-                                                      is not None)
+def test_a_claim_is_never_made_through_a_symlinked_claims_folder(tmp_path) -> None:
+    """A claims folder pointing at a host's own disk would let the controller and the host
+    each make "the" claim: both sides fail alike, and nothing is made where it points."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "drop").mkdir()
+    (tmp_path / "drop" / "claims").symlink_to(elsewhere)
+    made, why = claim.take(str(tmp_path / "drop" / "claims"), "ctl-1")
+    assert made is claim.Claim.FAILED and "symlink" in why
+    assert not any(elsewhere.iterdir())
 
 
-def test_an_unknown_policy_is_refused() -> None:
+def test_a_file_where_the_claims_folder_should_be_is_failed_not_taken(tmp_path) -> None:
+    """Taken would tell the controller the host launched it, and the host that the night
+    stopped: neither is known."""
+    (tmp_path / "drop").mkdir()
+    (tmp_path / "drop" / "claims").write_text("")
+    assert claim.take(str(tmp_path / "drop" / "claims"), "ctl-1")[0] is claim.Claim.FAILED
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_claims_folder_of_another_user_is_failed(tmp_path) -> None:
+    """Its owner could remove the controller's claim, and the run would launch after a
+    stop; root's is trusted as root is."""
+    claims = tmp_path / "drop" / "claims"
+    claims.mkdir(parents=True)
+    os.chown(claims, 4242, 4242)
+    made, why = claim.take(str(claims), "ctl-1")
+    assert made is claim.Claim.FAILED and "uid 4242" in why and not any(claims.iterdir())
+    os.chown(claims, 0, 0)
+    assert claim.take(str(claims), "ctl-1")[0] is claim.Claim.MADE
+
+
+def test_the_host_stops_where_the_controller_would() -> None:
+    """The verdict on the host is the controller's stop rule for a remote run (one rule:
+    `base.stoprule`, tested there); the name the launch calls keeps its signature."""
+    for policy, status, code in [("stop-on-refusal", Status.REFUSED, 1),
+                                 ("continue", Status.FAILED, 3),
+                                 ("stop-on-failure", Status.REFUSED, 1)]:
+        outcome = Outcome(RUNS / "r", status, code, remote=True)
+        assert claim.stops_night(policy, status, code) is (stop_reason(policy, outcome)
+                                                          is not None)
+    assert claim.STOP_POLICIES is STOP_POLICIES
     with pytest.raises(InvalidInput):
         claim.stops_night("sometimes", Status.ACCEPTED, 0)
 
@@ -139,11 +173,67 @@ def test_a_run_holding_the_lock_says_so_with_an_empty_file(tmp_path) -> None:
         claim.handover_of(_env(**{claim.LOCKED_ENV: "relative/0.locked"}), Path("/runs/b-2"))
 
 
+@pytest.mark.parametrize("planted", ["fifo", "symlink"])
+def test_a_mark_is_made_only_where_nothing_is(tmp_path, planted) -> None:
+    """A FIFO planted at the mark would block its open with the GPU lock held; a symlink
+    would make a file where it points. Neither is opened: the mark is best effort."""
+    mark, target = tmp_path / "0.locked", tmp_path / "target"
+    if planted == "fifo":
+        os.mkfifo(mark)
+    else:
+        mark.symlink_to(target)
+    said = threading.Thread(target=claim.say_locked,
+                            args=(claim.Handover("/drop/claims", "continue", locked=mark),),
+                            daemon=True)
+    said.start()
+    said.join(5)
+    if said.is_alive():  # blocked on the FIFO: give it a reader, then fail
+        os.close(os.open(mark, os.O_RDONLY | os.O_NONBLOCK))
+        pytest.fail("say_locked blocked on a planted FIFO")
+    assert not target.exists()
+
+
+def _waits(done: Path) -> bool:
+    """Whether wait_done(done) still waits after a moment."""
+    waiting = threading.Thread(target=claim.wait_done, args=(done, 0.01), daemon=True)
+    waiting.start()
+    waiting.join(1)
+    return waiting.is_alive()
+
+
+def test_the_wait_for_the_run_before_ends_where_its_mark_can_never_be_made(tmp_path) -> None:
+    """A done file in no folder (the shell gone, or a hostile value), or one no lookup can
+    reach, ends the wait rather than holding the GPU lock until the job's time limit; what
+    comes next is the seal of the run before, and none launches nothing."""
+    (tmp_path / "file").write_text("")
+    for done in (tmp_path / "gone" / "0.done", tmp_path / "file" / "0.done",
+                 tmp_path / ("x" * 300) / "0.done"):
+        assert not _waits(done), done
+    os.mkfifo(tmp_path / "fifo.done")  # there: never opened
+    assert not _waits(tmp_path / "fifo.done")
+
+
+def test_the_wait_for_the_run_before_lasts_until_the_shell_makes_its_mark(tmp_path) -> None:
+    done = tmp_path / "0.done"
+    waiting = threading.Thread(target=claim.wait_done, args=(done, 0.01), daemon=True)
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive()
+    done.touch()
+    waiting.join(5)
+    assert not waiting.is_alive()
+
+
 @pytest.mark.parametrize("extra", [
     {claim.AFTER_RUN_ENV: "/elsewhere/a-1"}, {claim.AFTER_RUN_ENV: "/runs/../etc"},
     {claim.AFTER_RUN_ENV: "/runs/b-2"}, {claim.AFTER_RUN_ENV: "/runs/a b"},
     {claim.POLICY_ENV: "stop-on-everything"}, {claim.CLAIMS_ENV: "relative/claims"},
-], ids=["other-folder", "dotdot", "itself", "bad-name", "policy", "relative-claims"])
+    {claim.CLAIMS_ENV: "/etc"}, {claim.CLAIMS_ENV: "/drop/claims/../x/claims"},
+    {claim.LOCKED_ENV: "/home/u/.profile"}, {claim.LOCKED_ENV: "/tmp/x/0.locked\n"},
+    {claim.LOCKED_ENV: "/tmp/x/-1.locked"},
+], ids=["other-folder", "dotdot", "itself", "bad-name", "policy", "relative-claims",
+        "claims-any-folder", "claims-dotdot", "mark-any-file", "mark-control",
+        "mark-not-member"])
 def test_a_hostile_handover_is_refused(extra) -> None:
     with pytest.raises(InvalidInput):
         claim.handover_of(_env(**extra), Path("/runs/b-2"))

@@ -256,9 +256,10 @@ def test_trend_points_align_nights_and_pick_newest_attempt() -> None:
 
 def test_a_relative_run_folder_in_a_journal_is_found_from_the_night_not_the_current_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A journal row's relative run_dir (a night started with a relative --runs-dir from
-    the project folder) is read beside the night's runs dir, from whatever folder."""
-    from harness.readers.report.nights import resolve_run_dir
+    """A journal row's run_dir (relative: a night started with a relative --runs-dir from
+    the project folder; or a hostile `../`) is read by its name beside the night's runs
+    dir, from whatever folder, never where the written path leads."""
+    from harness.measure.nightfolder.naming import run_beside
 
     night = tmp_path / "proj" / "runs" / "nights" / "n1"
     night.mkdir(parents=True)
@@ -266,9 +267,10 @@ def test_a_relative_run_folder_in_a_journal_is_found_from_the_night_not_the_curr
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "runs" / "r2").mkdir(parents=True)  # the current folder's: no say
     monkeypatch.chdir(elsewhere)
-    assert resolve_run_dir("runs/r1", night) == tmp_path / "proj" / "runs" / "r1"
-    assert resolve_run_dir("r1", night) == tmp_path / "proj" / "runs" / "r1"
-    assert resolve_run_dir("runs/r2", night) is None
+    assert run_beside(night, "runs/r1") == tmp_path / "proj" / "runs" / "r1"
+    assert run_beside(night, "r1") == tmp_path / "proj" / "runs" / "r1"
+    assert run_beside(night, "runs/r2") is None
+    assert run_beside(night, f"{elsewhere}/runs/r2") is None  # the written path: not opened
 
 
 def test_the_slots_a_stopped_night_left_are_named_with_why_until_they_run(tmp_path: Path,

@@ -7,6 +7,7 @@ before the caller starts what it announces. The rules are pure (transitions.py).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -110,8 +111,7 @@ class Journal:
              readonly: bool = False) -> Journal:
         """Open an existing journal; a writable open migrates an older one (one transaction)."""
         path = Path(path)
-        if not path.is_file():
-            raise InvalidInput(f"no night journal at {path}")
+        schema.check_place(path)
         version = None if readonly else schema.check_file(path)
         if version is not None and version != SCHEMA_VERSION:
             migrate(path)
@@ -141,7 +141,7 @@ class Journal:
                now: Callable[[], str] = utc_now) -> Journal:
         """Create a new journal holding `plan` (control name, repeat index) as planned rows."""
         path = Path(path)
-        if path.exists():
+        if os.path.lexists(path):  # a dangling link too: SQLite would create its target
             raise InvalidInput(f"{path} exists; a journal is never overwritten")
         created = now()
         try:
@@ -169,7 +169,7 @@ class Journal:
                        now: Callable[[], str] = utc_now) -> Journal:
         """Resume the night at `path` if it exists and matches this campaign, else start it."""
         path = Path(path)
-        if not path.exists():
+        if not os.path.lexists(path):
             return cls.create(path, campaign=campaign, campaign_file=campaign_file, plan=plan,
                               seal=seal, deadline=deadline, now=now)
         journal = cls.open(path, now=now)

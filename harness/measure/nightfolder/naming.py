@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
@@ -38,18 +39,43 @@ def night_parts(name: str) -> tuple[str, str] | None:
     return parse_night_name(name) if is_name(name, RUN_ID_MAX) else None
 
 
+def night_names(nights_dir: Path, limit: int = refs.MAX_NAMES) -> list[str]:
+    """The night folders directly in `nights_dir` (RUNS/nights), by name: real folders named
+    in the safe alphabet (`night_parts`), links never followed, at most `limit`; [] when
+    there is no such folder, OSError when it cannot be read. Every reader that finds nights
+    by listing comes here, so a symlinked night never leads out of the runs folder."""
+    if not os.path.isdir(nights_dir):
+        return []
+    found = refs.entries(Path(nights_dir), night_parts, limit)
+    return [n for n, what in found.items() if what == refs.FOLDER]
+
+
 def find_night(ref: str, runs_dir: Path, where: str) -> Path:
     """The night folder `ref` names in RUNS/nights (the whole id, a unique prefix, `latest`,
     `@-N`: runfolder.refs.resolve_name); real folders only, links never followed. NoMatch or
     InvalidInput (exit 2) otherwise."""
     nights = Path(runs_dir) / NIGHTS
     try:
-        found = refs.entries(nights, night_parts) if os.path.isdir(nights) else {}
+        names = night_names(nights)
     except OSError as e:
         raise InvalidInput(f"cannot read {nights}: {e.strerror or e}") from None
-    names = [n for n, what in found.items() if what == refs.FOLDER]
     return nights / refs.resolve_name(ref, names, where, night_parts, "night",
                                       "harness ls --nights")
+
+
+def run_beside(night_dir: Path, recorded: str) -> Path | None:
+    """The run folder a night's journal or summary names by `recorded` (its path as
+    written), found by its last part only, as RUNS/<name> beside RUNS/nights: a name in the
+    safe alphabet, a real folder, never a link. None otherwise. The written path is hostile
+    (a copied night's, or `../../etc`), so it is never opened as written."""
+    name = os.path.basename(os.path.normpath(recorded)) if isinstance(recorded, str) else ""
+    if not is_name(name, RUN_ID_MAX):
+        return None
+    found = Path(os.path.abspath(night_dir)).parent.parent / name
+    try:
+        return found if stat.S_ISDIR(os.lstat(found).st_mode) else None
+    except (OSError, ValueError):
+        return None
 
 
 def campaign_of_night_name(name: str) -> str | None:
@@ -58,18 +84,14 @@ def campaign_of_night_name(name: str) -> str | None:
 
 
 def night_folders(nights_dir: Path, campaign: str) -> list[Path]:
-    """The campaign's night folders under `nights_dir`, oldest first (UTC stamps sort)."""
-    if not nights_dir.is_dir():
-        return []
-    found = [p for p in nights_dir.iterdir()
-             if p.is_dir() and campaign_of_night_name(p.name) == campaign]
-    return sorted(found, key=lambda p: p.name)
+    """The campaign's night folders under `nights_dir` (`night_names`), oldest first (UTC
+    stamps sort)."""
+    return sorted(Path(nights_dir) / n for n in night_names(nights_dir)
+                  if campaign_of_night_name(n) == campaign)
 
 
 def latest_night(nights_dir: Path) -> Path | None:
-    """The newest night folder of any campaign (by the UTC stamp its name ends with)."""
-    if not nights_dir.is_dir():
-        return None
-    found = [(parsed[1], p) for p in nights_dir.iterdir()
-             if p.is_dir() and (parsed := parse_night_name(p.name))]
-    return max(found)[1] if found else None
+    """The newest night folder of any campaign (`night_names`; by the UTC stamp its name
+    ends with)."""
+    names = refs.newest_first(night_names(nights_dir), night_parts)
+    return Path(nights_dir) / names[0] if names else None

@@ -6,7 +6,9 @@ and exit class, so the night decides from them and never from the reason's text.
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -103,6 +105,9 @@ ORIGINS = ("plan", "retry", "rerun")
 # big") instead of filling memory; the harness clamps what it writes far below that bound.
 MAX_VALUE_BYTES = 4_000_000
 MAX_TEXT_CHARS = 50_000
+# A night journal, with its WAL, holds a few MiB (rows' texts are clamped to MAX_TEXT_CHARS);
+# a bigger file is not ours, and reading it whole (quick_check, rows) would take minutes.
+MAX_JOURNAL_BYTES = 256 * 1024 * 1024
 
 
 def damaged(path: Path, err: Exception) -> EnvironmentFault:
@@ -161,6 +166,35 @@ def clamp(value: object) -> object:
     if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
         return f"{value[:MAX_TEXT_CHARS]}... ({len(value) - MAX_TEXT_CHARS} more characters)"
     return value
+
+
+SIDE_FILES = ("-journal", "-wal", "-shm")  # SQLite opens these beside the journal itself
+
+
+def check_place(path: Path) -> None:
+    """Refuse, before SQLite opens it, a journal that is not a regular file of its own, or
+    one beside a side file (SIDE_FILES) that is not: a link may lead out of the runs folder,
+    and SQLite opening a FIFO waits forever. Also one whose files together are over
+    MAX_JOURNAL_BYTES (each open checks and may read it all). InvalidInput (exit 2)."""
+    total = 0
+    for suffix in ("", *SIDE_FILES):
+        name = f"{path}{suffix}"
+        try:
+            st = os.lstat(name)
+        except (OSError, ValueError):
+            if suffix:
+                continue
+            raise InvalidInput(f"no night journal at {path}") from None
+        what = f"the night journal{' side file' if suffix else ''}"
+        if stat.S_ISLNK(st.st_mode):
+            raise InvalidInput(f"{name}: {what} is a symlink; a journal is read only where its "
+                               "night is")
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput(f"{name}: {what} is not a regular file")
+        total += st.st_size
+    if total > MAX_JOURNAL_BYTES:
+        raise InvalidInput(f"{path}: the night journal is {total} bytes with its side files, "
+                           f"over the {MAX_JOURNAL_BYTES} byte limit; it was left untouched")
 
 
 def check_file(path: Path) -> int:

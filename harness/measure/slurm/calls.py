@@ -6,9 +6,11 @@ token up before sending it again; only a rejected one is final."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ TRANSIENT = ("unable to contact slurm controller", "socket timed out", "temporar
              "connection refused", "connection reset", "transport endpoint",
              "communication connection failure", "slurm_persist_conn", "retrying")
 MAX_JOBCOMP_BYTES = 64 * 1024 * 1024  # read the newest part of a larger file only
+MAX_TAIL = 4 * query.MAX_LINE + 4  # bytes of an unfinished jobcomp line waited for
 MAX_OUTPUT = 16 * 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -126,21 +129,68 @@ def _parsed(r: subprocess.CompletedProcess | str, what: str,
     return parsed
 
 
-def read_jobcomp(path: Path) -> str:
-    """The jobcomp file's text (its newest MAX_JOBCOMP_BYTES when larger)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > MAX_JOBCOMP_BYTES:
-            f.seek(size - MAX_JOBCOMP_BYTES)
-            f.readline()  # drop the partial first line
-        return f.read(MAX_JOBCOMP_BYTES).decode("utf-8", errors="replace")
+class JobcompTail:
+    """The jobcomp file followed from poll to poll: the first read takes its newest
+    MAX_JOBCOMP_BYTES, each later one only the whole lines appended since (a line still
+    being written waits for the next poll). A file replaced (another inode) or truncated is
+    read again from the newest bound. The file is the cluster's, writable by others: it must
+    be a regular file, each read is bounded, and every line goes through the parser's checks.
+    `keep` picks the jobs remembered between polls (a night's own, not the cluster's)."""
+
+    def __init__(self, path: Path, keep: Callable[[Job], bool] | None = None) -> None:
+        self.path, self.keep = path, keep
+        self.file: tuple[int, int] | None = None  # (st_dev, st_ino) of the file followed
+        self.offset = 0  # bytes of it taken: up to the end of the last whole line
+        self.mid_line = False  # the next bytes end a line that is dropped, not parsed
+        self.jobs: dict[str, Job] = {}  # every kept job read so far; the last line wins
+
+    def read(self) -> Parsed:
+        """Take what was appended since the last read: the jobs known, and the lines skipped
+        by this read alone. OSError when the file cannot be read or is not a regular file."""
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO never blocks
+        with open(os.open(self.path, flags), "rb") as f:
+            found = os.fstat(f.fileno())
+            if not stat.S_ISREG(found.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            size = found.st_size
+            if (found.st_dev, found.st_ino) != self.file or size < self.offset:
+                self.file, self.offset, self.mid_line, self.jobs = \
+                    (found.st_dev, found.st_ino), 0, False, {}
+            if size - self.offset > MAX_JOBCOMP_BYTES:  # first read, or far behind: the newest
+                self.offset, self.mid_line = size - MAX_JOBCOMP_BYTES, True
+            f.seek(self.offset)
+            chunk = f.read(size - self.offset)
+        return self._take(chunk)
+
+    def _take(self, chunk: bytes) -> Parsed:
+        """Parse the chunk's whole lines and move past them; a line that outgrew MAX_TAIL
+        without its newline is dropped (the parser would refuse it) up to that newline."""
+        start, skipped = 0, []
+        if self.mid_line:
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                self.offset += len(chunk)
+                return Parsed(self.jobs)
+            start, self.mid_line = cut + 1, False
+        end = chunk.rfind(b"\n", start) + 1 or start
+        parsed = query.parse_jobcomp(chunk[start:end].decode("utf-8", errors="replace"))
+        if len(chunk) - end > MAX_TAIL:
+            skipped.append(f"a line longer than {MAX_TAIL} bytes")
+            end, self.mid_line = len(chunk), True
+        self.offset += end
+        for one in parsed.jobs.values():
+            if self.keep is None or self.keep(one):
+                self.jobs.pop(one.job_id, None)  # newest last: a requeued job's end moves on
+                self.jobs[one.job_id] = one
+        return Parsed(self.jobs, [*parsed.skipped, *skipped])
 
 
 def poll(names: Iterable[str], job_ids: Iterable[str], *, use_sacct: bool = False,
-         jobcomp: Path | None = None, env: Mapping[str, str] | None = None,
+         jobcomp: Path | JobcompTail | None = None, env: Mapping[str, str] | None = None,
          timeout_s: float = 30.0) -> Poll:
-    """One squeue call (by token), plus sacct (by id) or the jobcomp file. A failed source is
-    an error, never a state: its jobs are absent, which means unknown."""
+    """One squeue call (by token), plus sacct (by id) or the jobcomp file (a path: read once;
+    a tail: what was appended since its last read). A failed source is an error, never a
+    state: its jobs are absent, which means unknown."""
     out = Poll()
     live = _parsed(_run(query.squeue_argv(names), env, timeout_s), "squeue",
                    query.parse_squeue, out)
@@ -150,11 +200,12 @@ def poll(names: Iterable[str], job_ids: Iterable[str], *, use_sacct: bool = Fals
         history.append(_parsed(_run(query.sacct_argv(ids), env, timeout_s), "sacct",
                                query.parse_sacct, out))
     if jobcomp is not None:
+        tail = jobcomp if isinstance(jobcomp, JobcompTail) else JobcompTail(jobcomp)
         try:
-            history.append(query.parse_jobcomp(read_jobcomp(jobcomp)))
+            history.append(tail.read())
             out.skipped += len(history[-1].skipped)
         except OSError as e:
-            out.errors.append(f"jobcomp: {jobcomp}: {e.strerror or e}")
+            out.errors.append(f"jobcomp: {tail.path}: {e.strerror or e}")
     out.live = live is not None
     out.history_complete = any(h is not None for h in history)
     out.jobs = query.combine(live, *history)

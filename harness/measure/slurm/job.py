@@ -264,7 +264,8 @@ def run_argv(spec: JobSpec, site: Site, member: int | None = None) -> list[str]:
             raise InvalidInput("slurm job: a run id names one control's run, not a group's")
         argv += ["--run-id", name("run id", spec.run_id, ID_MAX),
                  "--attempt", str(count("attempt", spec.attempt, 1, 999))]
-    argv += ["--runs-dir", path("runs_dir", site.runs_dir, relative_ok=True),
+    # a job of several runs names the run before by its path (claim.handover_of): absolute
+    argv += ["--runs-dir", path("runs_dir", site.runs_dir, relative_ok=not spec.runs),
              "--lock-timeout", f"{math.ceil(seconds('lock_wait', spec.lock_wait_s))}s",
              "--json-lines"]
     return argv

@@ -54,10 +54,13 @@ def matching(label: str, value: object, shape: re.Pattern[str]) -> str:
 
 
 def path(label: str, value: object, *, relative_ok: bool = False) -> str:
-    """A bounded path, never through `..`, absolute unless `relative_ok`."""
+    """A bounded path, never through `..`, absolute unless `relative_ok`, and never one
+    that starts with `-` (an argument of the job's commands would read it as an option)."""
     checked = text(label, value, MAX_PATH)
     if not relative_ok and not checked.startswith("/"):
         raise InvalidInput(f"slurm job: {label} must be an absolute path: {checked!r}")
+    if checked.startswith("-"):
+        raise InvalidInput(f"slurm job: {label} must not start with '-': {checked!r}")
     if ".." in checked.split("/"):
         raise InvalidInput(f"slurm job: {label} must not contain '..': {checked!r}")
     return checked

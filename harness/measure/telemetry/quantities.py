@@ -27,6 +27,12 @@ CUMULATIVE = frozenset({CPU_S})  # a running total: its mean over samples means 
 
 
 def number(value: object) -> bool:
-    """A finite int or float (not a bool): the one test the sampler and its readers use."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
+    """A finite int or float (not a bool) that a float holds: the one test the sampler and
+    its readers use. A workload writes its telemetry: an int of 400 digits is not a
+    figure (isfinite would raise OverflowError on it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

@@ -19,12 +19,14 @@ from harness.pipeline.evidence import (
     logfigures,
     mountfacts,
     sampled,
+    slurmclaim,
     witnesses,
 )
 from harness.pipeline.evidence.source import DURING, EXITED, Evidence, Gathered, Scene
 
 SOURCES: tuple[Evidence, ...] = (
     mountfacts.MOUNTS, hostsnapshot.BEFORE,  # preflight: mounts first (refusals before)
+    slurmclaim.CLAIM,  # locked: a Slurm night's claim, before any other evidence
     kernelwindow.MARK, leftovers.ORPHANS,  # locked: the window starts with the lock
     gpuidle.BEFORE,  # locked: the GPU idle before launch (may refuse)
     witnesses.LAUNCHER, witnesses.CONTAINER, sampled.SAMPLER,

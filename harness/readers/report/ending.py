@@ -7,7 +7,6 @@ never count differently."""
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from harness.base.plural import counted
 from harness.base.readfile import InputError, read_bounded
 from harness.base.states import Status
 from harness.readers.report.inert import inert
+from harness.readers.report.steps import shell_arg
 from harness.readers.report.unrun import not_executed_lines
 
 SUMMARY_JSON = "summary.json"
@@ -62,7 +62,7 @@ def end_lines(night_dir: Path, written: Sequence[Path], summary: Mapping[str, An
         out += [f"not executed: {line}" for line in not_executed_lines(summary)]
     # a path is shown inert (a night folder's name comes from the campaign's) and quoted
     out += [f"summary: {inert(str(p), 1000)}" for p in written if p.suffix in (".md", ".html")]
-    where = shlex.quote(inert(str(night_dir), 1000))
+    where = shell_arg(str(night_dir))
     if resume:
         out.append(f"next: start the night again to resume: {inert(resume, 2000)}")
     if summary and (n := to_rerun(summary, retried)):

@@ -16,7 +16,7 @@ from harness.base.readfile import InputError, read_bounded, read_text_bounded
 from harness.base.states import Status
 from harness.judge.difference import gate0_differences
 from harness.measure.nightfolder.journal import Journal
-from harness.measure.nightfolder.naming import JOURNAL_NAME, campaign_of_night_name
+from harness.measure.nightfolder.naming import JOURNAL_NAME, campaign_of_night_name, run_beside
 from harness.measure.runfolder import layout, shape
 from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.layout import KERNEL_LOG, METRICS, POST_STEPS, RECORD, VERDICT
@@ -68,20 +68,6 @@ def read_run(run_dir: Path | str, *, trend: bool = False) -> tuple[dict | None, 
         return (None, f"{RECORD} is not a run record") if shape.problems(doc) else (doc, None)
     except InvalidInput as e:
         return None, f"{RECORD} unreadable: {e.message}"
-
-
-def resolve_run_dir(run_dir: str, night_dir: Path) -> Path | None:
-    """Where a journal's run_dir points: absolute, or relative to the night, the runs dir
-    (RUNS/nights/NIGHT), or the folder holding the runs dir (a night started with a
-    relative --runs-dir from the project folder): never the current folder, so a report
-    reads the same runs from anywhere."""
-    if os.path.isabs(run_dir):
-        found = [run_dir]
-    else:  # plain strings, not Paths: a year of nights resolves ~7,000 run folders
-        night = os.path.abspath(night_dir)
-        runs = os.path.dirname(os.path.dirname(night))
-        found = [os.path.join(base, run_dir) for base in (night, runs, os.path.dirname(runs))]
-    return next((Path(p) for p in found if os.path.isdir(p)), None)
 
 
 def load_run(run_dir: Path | None, row: dict | None = None, *, trend: bool = False) -> dict:
@@ -179,7 +165,7 @@ def load_night(night_dir: Path, *, trend: bool = False) -> tuple[dict, list[dict
         info.update(campaign=night.campaign, campaign_file=night.campaign_file,
                     seal=night.seal, created=night.created, deadline=night.deadline)
         records = [
-            load_run(resolve_run_dir(r["run_dir"], night_dir)
+            load_run(run_beside(night_dir, r["run_dir"])
                      if isinstance(r["run_dir"], str) and r["run_dir"] else None, r, trend=trend)
             for r in rows
         ]

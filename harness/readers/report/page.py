@@ -21,7 +21,7 @@ from harness.measure.runfolder import layout
 from harness.readers.report.format import MIB, figure_text
 from harness.readers.report.inert import inert
 from harness.readers.report.regressions import regression_lines
-from harness.readers.report.steps import gate0_lines
+from harness.readers.report.steps import gate0_lines, shell_arg
 from harness.readers.report.summary import (
     LABELS,
     TIME_FIGURES,
@@ -113,7 +113,7 @@ def _links(e: Mapping[str, Any], night_dir: str | None) -> str:
            if (href := _href(e["path"], night_dir, *parts)) is not None]
     if not out:
         return ""
-    show = f"<code>harness show {_h(e['path'])}</code>"
+    show = f"<code>harness show {_h(shell_arg(e['path']))}</code>"
     return f'<div class="meta links">{"".join(out)}</div><div class="meta">{show}</div>'
 
 

@@ -68,15 +68,20 @@ def read_series(run_dir: Path | str) -> Series:
     return series(samples.read(Path(run_dir) / layout.TELEMETRY))
 
 
+SOURCE_CHARS = 64  # a source's name as the summary keeps it (the legend cuts it shorter)
+
+
 def valid(data: Any) -> Series:
-    """summary.json's copy is read back like any input: only [t, v] number pairs."""
+    """The telemetry file's series, and summary.json's copy, read back like any input: only
+    [t, v] number pairs, each source named by inert text (its name is any JSON string the file
+    holds, and summary.json carries it to a terminal and to strict JSON readers)."""
     out: Series = {}
     for source, values in (data or {}).items() if isinstance(data, Mapping) else ():
         for quantity, pts in (values or {}).items() if isinstance(values, Mapping) else ():
             good = [p for p in pts if isinstance(p, list) and len(p) == 2
                     and all(q.number(x) for x in p)] if isinstance(pts, list) else []
             if good and quantity in q.QUANTITIES:
-                out.setdefault(str(source), {})[quantity] = good
+                out.setdefault(inert(source, SOURCE_CHARS), {})[quantity] = good
     return out
 
 

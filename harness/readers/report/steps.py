@@ -62,7 +62,9 @@ def gate0_lines(values: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def _arg(path: str) -> str:
+def shell_arg(path: str) -> str:
+    """A path as one inert word of a POSIX shell command a reader copies: a folder named
+    `x; rm -rf ~` stays one argument."""
     return shlex.quote(inert(path, 1000))
 
 
@@ -76,8 +78,8 @@ def commands(entry: Mapping[str, Any], other: str | None) -> list[str]:
         return []
     out = []
     if not entry.get("superseded_by"):
-        out.append(f"harness rerun {_arg(path)} --reason {REASON_PLACEHOLDER}")
-    out.append(f"harness diff {_arg(path)} {_arg(other) if other else OTHER_PLACEHOLDER}")
+        out.append(f"harness rerun {shell_arg(path)} --reason {REASON_PLACEHOLDER}")
+    out.append(f"harness diff {shell_arg(path)} {shell_arg(other) if other else OTHER_PLACEHOLDER}")
     return out
 
 

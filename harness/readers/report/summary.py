@@ -460,8 +460,9 @@ def trend_points(
     nights: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
 ) -> dict[str, list[tuple[str, dict]]]:
     """Per control, its figures and status in every night, oldest first, each value already
-    normalised (inert text, a finite number or None); the newest attempt speaks for the
-    control. `nights` is read once: a generator lets each night go once reduced."""
+    normalised (inert text, a finite number or None), each night's folder name too (any name
+    the command line gives); the newest attempt speaks for the control. `nights` is read
+    once: a generator lets each night go once reduced."""
     per_night: list[tuple[str, dict[str, dict]]] = []
     controls: set[str] = set()
     for name, records in nights:
@@ -473,8 +474,8 @@ def trend_points(
             attempt = entry["attempt"] or 0
             if entry["control"] not in best or attempt >= best[entry["control"]][0]:
                 best[entry["control"]] = (attempt, record, entry)
-        per_night.append((name, {c: {**_found(record), "status": entry["status"],
-                                     "run_id": entry["run_id"]}
-                                 for c, (_, record, entry) in best.items()}))
+        per_night.append((inert(name), {c: {**_found(record), "status": entry["status"],
+                                            "run_id": entry["run_id"]}
+                                        for c, (_, record, entry) in best.items()}))
         controls |= set(best)
     return {c: [(name, found.get(c, {})) for name, found in per_night] for c in sorted(controls)}

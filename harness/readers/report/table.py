@@ -5,7 +5,6 @@ values arrive inert (summary built them), here they are only cut. Pure."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from harness.base.states import Status
 from harness.readers.report.format import figure_text
 from harness.readers.report.inert import inert
 from harness.readers.report.runline import links, status_field
-from harness.readers.report.steps import gate0_lines
+from harness.readers.report.steps import gate0_lines, shell_arg
 from harness.readers.report.summary import counts_text, link_text, status_text
 from harness.readers.report.unrun import not_executed_lines
 
@@ -111,6 +110,6 @@ def render_table(summary: Mapping[str, Any], width: int = 100) -> str:
     todo = [e for e in summary["runs"] if e["status"] != Status.ACCEPTED]
     for e in todo:
         lines += ["", *_detail(e)]
-    where = shlex.quote(night["dir"]) if night.get("dir") else "NIGHT_DIR"
+    where = shell_arg(night["dir"]) if night.get("dir") else "NIGHT_DIR"
     lines += ["", f"full report: harness report {where} --format md (or -o FILE.html)"]
     return "\n".join(lines) + "\n"
