@@ -139,15 +139,16 @@ def headline_of(night_dir: Path) -> str | None:
 
 
 def night_state(night_dir: Path, night_holder: dict | None) -> dict:
-    state: dict = {"dir": str(night_dir), "active": night_running(
-        night_dir, night_holder, socket.gethostname())}
+    state: dict = {"dir": str(night_dir), "active": False}
     try:
         with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as j:
             night, rows = j.night(), j.rows()
     except HarnessError as e:
-        state["error"] = e.message
+        state.update(active=night_running(night_dir, night_holder, socket.gethostname(), []),
+                     error=e.message)
         return state
-    state.update(campaign=night.campaign, created=night.created, deadline=night.deadline,
+    state.update(active=night_running(night_dir, night_holder, socket.gethostname(), rows),
+                 campaign=night.campaign, created=night.created, deadline=night.deadline,
                  ended=os.path.lexists(night_dir / ENDED), end=ended_of(night_dir),
                  last_change=max((r.updated for r in rows), default=None),
                  progress=progress(rows), headline=headline_of(night_dir),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.base.errors import HarnessError
@@ -16,6 +16,7 @@ from harness.base.states import State
 from harness.measure.lock import clean_text, describe_holder, pid_alive, read_holder
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME, run_beside
+from harness.measure.nightfolder.rows import Row
 from harness.measure.runfolder.layout import OWNER
 
 
@@ -49,14 +50,18 @@ def is_running(night_dir: str, holder: dict | None, live_run: bool,
                         and os.path.isabs(named) and real(named) == real(night_dir))
 
 
-def night_running(night_dir: Path, holder: dict | None, host: str) -> bool:
-    """`is_running` with its facts read: the journal's running runs, each folder found beside
-    RUNS/nights by its name only (`run_beside`: the journal's path is hostile)."""
-    try:
-        with Journal.open(Path(night_dir) / JOURNAL_NAME, readonly=True) as journal:
-            dirs = [r.run_dir for r in journal.rows() if r.state == State.RUNNING]
-    except HarnessError:  # damaged: `harness status` says why
-        dirs = []
+def night_running(night_dir: Path, holder: dict | None, host: str,
+                  rows: Sequence[Row] | None = None) -> bool:
+    """`is_running` with its facts read: the journal's running runs (its `rows`, where the
+    caller has them open already), each folder found beside RUNS/nights by its name only
+    (`run_beside`: the journal's path is hostile)."""
+    if rows is None:
+        try:
+            with Journal.open(Path(night_dir) / JOURNAL_NAME, readonly=True) as journal:
+                rows = journal.rows()
+        except HarnessError:  # damaged: `harness status` says why
+            rows = []
+    dirs = [r.run_dir for r in rows if r.state == State.RUNNING]
     found = [run_beside(night_dir, d) for d in dirs if isinstance(d, str)]
     return is_running(str(night_dir), holder,
                       any(f is not None and launcher_alive(f, host) for f in found))
