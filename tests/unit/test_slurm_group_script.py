@@ -80,31 +80,32 @@ def test_each_member_runs_its_own_run_in_order_and_is_exported(tmp_path) -> None
     assert all(f"stderr of {r}" in done.stderr for r, _ in RUNS)  # each member's lines kept
 
 
-def test_the_next_member_starts_while_the_one_before_runs(tmp_path) -> None:
-    """Prestart: the second `harness run` is up (waiting on the lock) while the first runs."""
+def _started(tmp_path, said: tuple[str, ...], what: str) -> tuple[subprocess.Popen, Path]:
+    """The job's shell started with its first member held running, once its log says each
+    of `said` (within 10 s)."""
     script = _script(tmp_path)
     (tmp_path / f"wait-{RUNS[0][0]}").touch()
     shell = subprocess.Popen(["/bin/sh", str(script)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     log, deadline = tmp_path / "log", time.monotonic() + 10
-    while not (log.exists() and f"--run-id {RUNS[1][0]}" in log.read_text()):
-        assert time.monotonic() < deadline, "the second member was not started early"
+    while not (log.exists() and all(s in log.read_text() for s in said)):
+        assert time.monotonic() < deadline, what
         time.sleep(0.02)
+    return shell, log
+
+
+def test_the_next_member_starts_while_the_one_before_runs(tmp_path) -> None:
+    """Prestart: the second `harness run` is up (waiting on the lock) while the first runs."""
+    shell, log = _started(tmp_path, (f"--run-id {RUNS[1][0]}",),
+                          "the second member was not started early")
     assert f"launch {RUNS[1][0]}" not in log.read_text()  # it waits: the first holds the GPU
     os.kill(shell.pid, signal.SIGTERM)
     shell.communicate(timeout=30)
 
 
 def test_term_stops_the_running_members_and_none_launches_after_it(tmp_path) -> None:
-    script = _script(tmp_path)
-    (tmp_path / f"wait-{RUNS[0][0]}").touch()
-    shell = subprocess.Popen(["/bin/sh", str(script)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    log, deadline = tmp_path / "log", time.monotonic() + 10
-    while not (log.exists() and f"launch {RUNS[0][0]}" in log.read_text()
-               and RUNS[1][0] in log.read_text()):
-        assert time.monotonic() < deadline, "the members never started"
-        time.sleep(0.02)
+    shell, log = _started(tmp_path, (f"launch {RUNS[0][0]}", RUNS[1][0]),
+                          "the members never started")
     time.sleep(0.2)  # the shell is in `wait` now
     os.kill(shell.pid, signal.SIGTERM)  # --signal=B:TERM signals the batch shell alone
     _, err = shell.communicate(timeout=30)
