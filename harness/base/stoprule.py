@@ -7,11 +7,13 @@ launches the next (`measure.slurm.claim`), so the two never disagree on where a 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, get_args
 
 from harness.base.errors import ENVIRONMENT, InvalidInput
 from harness.base.states import TERMINAL, Status
 
-STOP_POLICIES = ("continue", "stop-on-refusal", "stop-on-failure")
+StopPolicy = Literal["continue", "stop-on-refusal", "stop-on-failure"]
+STOP_POLICIES: tuple[str, ...] = get_args(StopPolicy)
 _FAILURES = frozenset(TERMINAL - {Status.ACCEPTED, Status.REFUSED})  # failed, timed out
 
 

@@ -11,11 +11,11 @@ import click
 from harness.base.errors import REFUSED, Refused
 from harness.cli.jsonout import as_json_errors, emit, fault_doc, json_option
 from harness.cli.params import REFS_RUNS_DIR, RUN_OR_NIGHT, Named
-from harness.readers.bundle import export_bundle, verify_bundle
 from harness.readers.bundle.collect import collect_drop
-from harness.readers.bundle.export import ExportRefused, ExportResult
+from harness.readers.bundle.export import ExportRefused, ExportResult, export_bundle
 from harness.readers.bundle.merge import MergeRefused, merge_bundles
 from harness.readers.bundle.sums import one_line
+from harness.readers.bundle.verify import verify_bundle
 
 
 @click.group("bundle")
@@ -92,9 +92,7 @@ def _say_refused(problems: Iterable[object]) -> None:
               help="OpenSSH allowed_signers file of the reviewers' keys "
               "(harness-approval@v1), when not kept in --allowed-signers: every approval "
               "the bundle carries must be signed by a key it lists for harness-approval@v1.")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
-              "exit_code, sha256, files, runs, run_lines, signature, vouches, problems "
-              "(or error)")
+@json_option("ok, exit_code, sha256, files, runs, run_lines, signature, vouches, problems")
 def verify_command(source: Path, allowed_signers: Path | None, reviewers: Path | None,
                    as_json: bool) -> None:
     """Verify a bundle FILE (or an unpacked bundle folder) offline.

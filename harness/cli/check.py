@@ -11,15 +11,15 @@ from pathlib import Path
 import click
 
 from harness.base.errors import INVALID, InvalidInput
-from harness.cli.jsonout import as_json_errors, emit
+from harness.cli.jsonout import as_json_errors, emit, json_option
 from harness.config.loader import check as check_all
 from harness.readers.report.inert import inert
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
-              "exit_code, files, faults and warnings (each with file, line, col, message)")
+@json_option("ok, exit_code, files, faults and warnings (each with file, line, col, "
+             "message)")
 def check(files: tuple[Path, ...], as_json: bool) -> None:
     """Validate campaigns, controls and image locks without launching anything.
 

@@ -23,7 +23,7 @@ COMMANDS: dict[str, str] = {
     "schedule": "harness.cli.schedule:schedule",
     "selftest": "harness.cli.selftest:selftest",
     "bundle": "harness.cli.bundle:bundle",
-    "approve": "harness.cli.approve:approve",
+    "approve": "harness.cli.gates:approve",
     "gates": "harness.cli.gates:gates",
     "ls": "harness.cli.ls:ls",
     "init": "harness.cli.init:init",

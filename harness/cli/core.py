@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -12,10 +13,15 @@ from harness.base.signals import received
 from harness.base.states import Status
 from harness.base.terminal import paint_statuses
 from harness.cli.jsonout import Said, as_json_errors
-from harness.cli.params import JSON_LINES, color_option, lock_timeout_option, runs_dir_option
+from harness.cli.params import (
+    JSON_LINES,
+    color_option,
+    lock_timeout_option,
+    refuse_night,
+    runs_dir_option,
+)
 from harness.cli.planprint import dry_run_options, needs_dry_run
 from harness.cli.planprint import show as show_dry_run
-from harness.cli.targets import refuse_night
 from harness.config.loader import Loaded, require_campaign
 from harness.config.suggest import hint
 from harness.driver.drive import drive
@@ -88,20 +94,17 @@ def _planned(campaign: Path, only: tuple[str, ...],
     return loaded, plan[:1], chosen
 
 
-class AfterNight:
+def after_night(loaded: Loaded, ui: Reporter, timeout: float) -> Callable[[], None]:
     """Before each control, wait (up to the lock timeout, then exit 3) until no night
     holds this GPU lock's night lock, so a run never slips between a night's controls;
     not held during the control, so operators' runs still take turns at the GPU lock."""
-
-    def __init__(self, loaded: Loaded, ui: Reporter, timeout: float) -> None:
-        self.loaded, self.ui, self.timeout = loaded, ui, timeout
-
-    def __call__(self) -> None:
-        gate = NightLock(self.loaded.lock_path, kind="run", campaign=self.loaded.campaign.name)
+    def wait() -> None:
+        gate = NightLock(loaded.lock_path, kind="run", campaign=loaded.campaign.name)
         try:
-            gate.acquire(timeout=self.timeout, on_wait=self.ui.waiting)
+            gate.acquire(timeout=timeout, on_wait=ui.waiting)
         finally:
             gate.release()
+    return wait
 
 
 def outcome_line(status: Status, run_dir: Path) -> str:
@@ -136,7 +139,7 @@ def _run_plan(loaded: Loaded, plan: list, runs_dir: Path, lock_timeout: float | 
         ui.event("recovered", dir=str(d), status=Status.INTERRUPTED)
     # A run whose id a controller chose is that night's own launch (a Slurm job): it must
     # not wait for the night that is waiting for it.
-    wait = None if run_id is not None else AfterNight(
+    wait = None if run_id is not None else after_night(
         loaded, ui, lock_timeout or loaded.campaign.lock_timeout)
     executor = LocalExecutor(loaded, ui, lock_timeout=lock_timeout, before_launch=wait,
                              wait_first=True)

@@ -29,8 +29,6 @@ from harness.readers.report.format import MIB, fmt
 from harness.readers.report.inert import inert
 from harness.readers.report.summary import SCHEMA as SUMMARY_SCHEMA
 
-# What each argument may name: a run (folder or reference) or a night folder. One place, so
-# a resolver of night references replaces it for both arguments at once.
 VALUE_CHARS = 300
 MAX_ITEMS = 20
 HUNK_CHARS = 1000
@@ -51,10 +49,10 @@ def _plain(lines: list[str]) -> list[Line]:
     return [(line, None) for line in lines]
 
 
-def _capped(lines: list[str]) -> list[str]:
+def _capped(lines: list[str], more: str = "more") -> list[str]:
     if len(lines) <= MAX_ITEMS:
         return lines
-    return [*lines[:MAX_ITEMS], f"    … and {len(lines) - MAX_ITEMS} more"]
+    return [*lines[:MAX_ITEMS], f"    … and {len(lines) - MAX_ITEMS} {more}"]
 
 
 def _pair(name: str, t: dict) -> str:
@@ -114,9 +112,14 @@ def figure_words(row: Mapping[str, Any]) -> str:
     return f"{text} ({', '.join(said)})" if said else text
 
 
+def _joined(texts: list[str]) -> str:
+    """The first MAX_ITEMS of `texts`, comma-separated, then how many more."""
+    shown = ", ".join(texts[:MAX_ITEMS])
+    return shown + (f", … and {len(texts) - MAX_ITEMS} more" if len(texts) > MAX_ITEMS else "")
+
+
 def _names(rows: list[dict]) -> str:
-    shown = ", ".join(inert(r["figure"], 120) for r in rows[:MAX_ITEMS])
-    return shown + (f", … and {len(rows) - MAX_ITEMS} more" if len(rows) > MAX_ITEMS else "")
+    return _joined([inert(r["figure"], 120) for r in rows])
 
 
 def _figures(t: dict) -> list[str]:
@@ -132,14 +135,10 @@ def _figures(t: dict) -> list[str]:
               f"none changed by {floor} or more"]
     counts += [f"{len(by[c])} {'within ' + floor if c == 'within' else c}"
                for c in CHANGES[3:] if by[c]]
-    lines = [f"    {figure_words(r)}" for r in changed[:MAX_ITEMS]]
-    if len(changed) > MAX_ITEMS:
-        lines.append(f"    … and {len(changed) - MAX_ITEMS} more changed")
+    lines = _capped([f"    {figure_words(r)}" for r in changed], "more changed")
     if by["within"]:
         small = [f"{inert(r['figure'], 120)} {_percent(r['shift'])}" for r in by["within"]]
-        lines.append(f"    within {floor}: " + ", ".join(small[:MAX_ITEMS])
-                     + (f", … and {len(small) - MAX_ITEMS} more" if len(small) > MAX_ITEMS
-                        else ""))
+        lines.append(f"    within {floor}: {_joined(small)}")
     if by["same"]:
         lines.append(f"    same: {_names(by['same'])}")
     if by["not recorded"]:
@@ -249,11 +248,15 @@ def _changes(removed: list[str], added: list[str]) -> list[Line]:
     return [*out, (f"    … and {more} more", None)] if more else out
 
 
+def _unrecorded(name: str, t: dict) -> list[Line]:
+    missing = " and ".join(s for s in ("a", "b") if t[s] is None)
+    return [(f"{name}: not compared ({missing}: no docker argv recorded)", None)]
+
+
 def _docker(t: dict) -> list[Line]:
     elided = ", ".join(t["elided"])
     if t["same"] is None:
-        missing = " and ".join(s for s in ("a", "b") if t[s] is None)
-        return [(f"docker argv: not compared ({missing}: no docker argv recorded)", None)]
+        return _unrecorded("docker argv", t)
     if t["same"]:
         return [(f"docker argv: same (elided: {elided})", None)]
     n = len(t["removed"]) + len(t["added"])
@@ -264,8 +267,7 @@ def _docker(t: dict) -> list[Line]:
 def _env(t: dict) -> list[Line]:
     apart = ", ".join(t.get("apart") or [])
     if t["same"] is None:
-        missing = " and ".join(s for s in ("a", "b") if t[s] is None)
-        return [(f"env: not compared ({missing}: no docker argv recorded)", None)]
+        return _unrecorded("env", t)
     if t["same"]:
         return [(f"env: same ({len(t['a'])} variables; {apart}: engine args)", None)]
     removed = [f"--env {k}={v}" for k, v in t["removed"].items()]
@@ -433,9 +435,7 @@ def render_nights(doc: dict) -> list[str]:
     lines = [f"{s}: night {_v(os.path.basename(doc[s]['dir']))} "
              f"({counted(len(doc[s]['controls']), 'control')}) {_v(doc[s]['dir'])}"
              for s in ("a", "b")]
-    lines += [f"only in {s}: {', '.join(_v(c) for c in doc[f'only_{s}'][:MAX_ITEMS])}"
-              + (f", … and {len(doc[f'only_{s}']) - MAX_ITEMS} more"
-                 if len(doc[f"only_{s}"]) > MAX_ITEMS else "")
+    lines += [f"only in {s}: {_joined([_v(c) for c in doc[f'only_{s}']])}"
               for s in ("a", "b") if doc[f"only_{s}"]]
     controls = doc["controls"]
     differ = [_v(n) for n, e in controls.items() if e["error"] is None and e["differs"]]

@@ -106,6 +106,3 @@ def refinalize(run_dir: Path, contract: Path | None, all_fields: bool, as_json: 
     code = standing(record)
     if code:
         raise click.exceptions.Exit(code)
-
-
-COMMANDS = [finalize, refinalize]

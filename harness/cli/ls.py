@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -14,6 +13,7 @@ from harness.base.errors import InvalidInput
 from harness.base.states import STATUSES
 from harness.base.terminal import paint_statuses
 from harness.cli.params import (
+    BoundedParam,
     color_option,
     default_lock,
     lock_option,
@@ -37,23 +37,15 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?")
 def parse_since(text: str, now: datetime) -> datetime:
     """`--since`: a duration back from `now` (90s, 30m, 2h, 3d) or a UTC date or time
     (2026-12-01, 2026-12-01T02:00Z). Pure; ValueError otherwise."""
-    if _DATE.fullmatch(text):
-        at = datetime.fromisoformat(text.removesuffix("Z"))
-        return at.replace(tzinfo=UTC)
-    return now - timedelta(seconds=parse_duration(text))
+    try:
+        if _DATE.fullmatch(text):
+            return datetime.fromisoformat(text.removesuffix("Z")).replace(tzinfo=UTC)
+        return now - timedelta(seconds=parse_duration(text))
+    except ValueError as e:
+        raise ValueError(f"{e}; or a UTC date such as 2026-12-01") from None
 
 
-class _Since(click.ParamType):
-    name = "since"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        try:
-            return parse_since(str(value), datetime.now(UTC))
-        except ValueError as e:
-            self.fail(f"{e}; or a UTC date such as 2026-12-01", param, ctx)
+SINCE = BoundedParam("since", lambda value: parse_since(str(value), datetime.now(UTC)))
 
 
 @click.command("ls")
@@ -63,7 +55,7 @@ class _Since(click.ParamType):
 @click.option("--status", "statuses", multiple=True,
               type=click.Choice([*STATUSES, *LISTING_WORDS]),
               help="only runs with this status (repeatable)")
-@click.option("--since", type=_Since(), metavar="WHEN",
+@click.option("--since", type=SINCE, metavar="WHEN",
               help="only runs started since: a duration back (2h, 3d) or a UTC date or "
                    "time (2026-12-01, 2026-12-01T02:00Z)")
 @click.option("-n", "--last", type=click.IntRange(1, 1_000_000), metavar="N",

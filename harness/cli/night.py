@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from harness.base.errors import HarnessError
+from harness.base.stoprule import environment_stops
 from harness.base.terminal import paint_statuses
 from harness.cli.core import outcome_line
 from harness.cli.display import night_reporter
@@ -22,6 +23,7 @@ from harness.cli.params import (
     RUN,
     color_option,
     lock_timeout_option,
+    refuse_night,
     runs_dir_option,
 )
 from harness.cli.planprint import (
@@ -31,7 +33,6 @@ from harness.cli.planprint import (
     show_night,
     show_rerun,
 )
-from harness.cli.targets import refuse_night
 from harness.config.executor import (
     KINDS,
     MAX_RUNS_PER_JOB,
@@ -42,9 +43,8 @@ from harness.config.executor import (
 from harness.config.loader import Loaded, require_campaign
 from harness.driver.night.rules import night_deadline
 from harness.driver.night.runner import NightResult, run_night
-from harness.driver.policy import ENDED_ON_PURPOSE, environment_stops
+from harness.driver.policy import ENDED_ON_PURPOSE
 from harness.driver.rerun import (
-    RerunPlan,
     check_reason,
     execute,
     night_failures,
@@ -153,7 +153,8 @@ def _night(loaded: Loaded, executor: ExecutorConfig, runs_dir: Path, json_lines:
                            executor=executor, fetch=_fetch, **kw)
     finally:
         ui.close()
-    resume = _resume_command(loaded, runs_dir) if result.resumable else None
+    resume = shlex.join(["harness", "night", str(loaded.campaign_file), "--runs-dir",
+                         os.path.abspath(runs_dir)]) if result.resumable else None
     _say_night(result, resume, said)
     if loaded.hook is not None and result.why in ENDED_ON_PURPOSE:  # once, the night over
         _hook(loaded, result, runs_dir, said)
@@ -171,11 +172,6 @@ def _hook(loaded: Loaded, result: NightResult, runs_dir: Path, said: Said) -> No
         said.line(line)
     for line in told.failed:
         click.echo(line, err=True)
-
-
-def _resume_command(loaded: Loaded, runs_dir: Path) -> str:
-    return shlex.join(["harness", "night", str(loaded.campaign_file),
-                       "--runs-dir", os.path.abspath(runs_dir)])
 
 
 def _say_night(result: NightResult, resume: str | None, said: Said) -> None:
@@ -197,18 +193,13 @@ def _fetch(drop: Path, runs_dir: Path, run_id: str) -> dict | None:
     return None if arrival is None else arrival.record()
 
 
-def _say_plan(plan: RerunPlan, said: Said) -> None:
-    """What the rerun uses; every line inert (the original's values come from its folder)."""
-    for line in plan_lines(plan):
-        said.line(inert(line, 2000))
-
-
 def _rerun_one(run_dir: Path, reason: str, ui: Reporter, said: Said, *, ending: bool = True,
                **kw) -> int:
     """One rerun, said as it goes; with `ending`, a night's run ends as the night does."""
     campaign, night_dir = kw.pop("campaign"), kw.pop("night", None)
     plan = plan_rerun(run_dir, campaign=campaign)
-    _say_plan(plan, said)
+    for line in plan_lines(plan):  # inert: the original's values come from its folder
+        said.line(inert(line, 2000))
     result = execute(plan, reason, ui=ui, night=night_dir, summarize=write_night_summary, **kw)
     sealed = sealed_with(result.run_dir)
     if sealed is not None and sealed != plan.seal.digest:

@@ -1,12 +1,22 @@
-"""Command-line numbers that are bounds: parsed once, finite, positive and capped.
+"""The command line's shared parameters: bounded numbers, the options several commands
+take, run and night references, and what a path given is when it is not what the command
+takes.
 
 click's `float` accepts `nan`, `inf` and `1e308`, each of which means "never" as a lock
 wait or a deadline; so durations go through the YAML's `parse_duration` (exit 2 on those).
+
+A night folder given where a campaign or a run belongs, or a bundle where a run folder
+belongs, is refused naming the command that takes it, instead of "the YAML file is a
+folder" or "not a run folder". A night folder is one holding the night journal
+(RUNS/nights/<campaign>-<stamp>/journal.sqlite); a bundle is a .tar, .tar.gz or .tgz file,
+or an unpacked bag (bagit.txt). Only names are looked at (lexists): nothing is opened or
+followed.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +27,14 @@ from click.shell_completion import CompletionItem
 from harness.base import terminal
 from harness.base.errors import HarnessError, InvalidInput
 from harness.base.timeutil import parse_duration
-from harness.cli.targets import is_night_folder
 from harness.config import runsdir
-from harness.measure.nightfolder.naming import NIGHTS, find_night, night_names, night_parts
+from harness.measure.nightfolder.naming import (
+    JOURNAL_NAME,
+    NIGHTS,
+    find_night,
+    night_names,
+    night_parts,
+)
 from harness.measure.runfolder import refs
 from harness.readers.report.inert import inert
 
@@ -33,7 +48,9 @@ def parse_hours(value: Any) -> float:
     return parse_duration(hours * 3600) / 3600
 
 
-class _Bounded(click.ParamType):
+class BoundedParam(click.ParamType):
+    """A parameter parsed by `parse`, whose ValueError is click's usage error (exit 2)."""
+
     def __init__(self, name: str, parse: Any) -> None:
         self.name = name
         self._parse = parse
@@ -46,8 +63,8 @@ class _Bounded(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
-DURATION = _Bounded("duration", parse_duration)
-HOURS = _Bounded("hours", parse_hours)
+DURATION = BoundedParam("duration", parse_duration)
+HOURS = BoundedParam("hours", parse_hours)
 
 
 def lock_timeout_option(locks: str = "the GPU lock",
@@ -298,3 +315,39 @@ class RunOrNightRef(_Ref):
 
 
 RUN_OR_NIGHT = RunOrNightRef()
+
+
+# ---- what a path given is, when it is not what the command takes ----------------------
+
+BUNDLE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
+BAG_DECLARATION = "bagit.txt"
+
+
+def is_night_folder(path: Path) -> bool:
+    return os.path.isdir(path) and os.path.lexists(Path(path) / JOURNAL_NAME)
+
+
+def is_bundle(path: Path) -> bool:
+    """A bundle archive (by its name, a file) or an unpacked bag (a folder with bagit.txt)."""
+    if os.path.isdir(path):
+        return os.path.lexists(Path(path) / BAG_DECLARATION)
+    return os.path.lexists(path) and str(path).endswith(BUNDLE_SUFFIXES)
+
+
+def _quoted(path: Path) -> str:
+    return shlex.quote(str(path))[:400]
+
+
+def refuse_night(path: Path, where: str) -> None:
+    """InvalidInput (exit 2) when `path` is a night folder given as `where` (a campaign,
+    a run folder): the message says `harness rerun --failed NIGHT_DIR`."""
+    if is_night_folder(path):
+        raise InvalidInput(f"{str(path)[:400]}: that is a night folder, not {where}: "
+                           f"`harness rerun --failed {_quoted(path)} --reason TEXT`?")
+
+
+def refuse_bundle(path: Path) -> None:
+    """InvalidInput (exit 2) when `path` is a bundle given where a run folder belongs."""
+    if is_bundle(path):
+        raise InvalidInput(f"{str(path)[:400]}: that is a bundle, not a run folder: "
+                           f"`harness bundle verify {_quoted(path)}`")

@@ -11,7 +11,7 @@ from harness.base.catalogue import ENV_MISSING_IMAGE
 from harness.base.errors import ENVIRONMENT, EnvironmentFault, InvalidInput
 from harness.base.hashing import sha256_many
 from harness.base.tree import NotRegular, kind_of
-from harness.cli.jsonout import as_json_errors, emit
+from harness.cli.jsonout import as_json_errors, emit, json_option
 from harness.config.suggest import hint
 from harness.measure import images as image_lock
 from harness.measure.seal import files_under
@@ -55,8 +55,7 @@ def images_pin(name: str, ref: str, lock_file: Path, replace: bool, reason: str 
 @click.argument("names", nargs=-1)
 @click.option("--images-lock", "lock_file", type=click.Path(path_type=Path), default="images.lock",
               show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout: ok, "
-              "exit_code, and per image its name, pinned Id, local Id and advice")
+@json_option("ok, exit_code, and per image its name, pinned Id, local Id and advice")
 def images_verify(names: tuple[str, ...], lock_file: Path, as_json: bool) -> None:
     """Check images.lock entries (all, or NAMES) against the local engine.
 

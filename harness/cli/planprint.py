@@ -46,7 +46,6 @@ def needs_dry_run(verbose: bool, dry_run: bool) -> None:
 
 def show(loaded: Loaded, rows: list[tuple[str, int]], runs_dir: Path, *, command: str,
          as_json: bool, verbose: bool = False) -> int:
-    """Print the dry run of `rows` and return its exit code."""
     from harness.driver import dryrun  # here: a real run never loads it
 
     found = dryrun.plan(loaded, rows, runs_dir, command=command)
@@ -88,8 +87,8 @@ def show_rerun(run_dirs: list[Path], campaign: Path | None, runs_dir: Path | Non
                as_json: bool, failed: bool = False, verbose: bool = False) -> int:
     """The dry run of each rerun: the plan `rerun` prints, then the control's dry run; the
     worst exit code. With `failed`, one that cannot be planned is said and the next follows."""
+    from harness.base.stoprule import environment_stops
     from harness.driver import dryrun
-    from harness.driver.policy import environment_stops
 
     docs, worst = [], 0
     for run_dir in run_dirs:

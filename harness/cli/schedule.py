@@ -23,14 +23,10 @@ def user_unit_dir() -> Path:
     return Path(base) / "systemd" / "user"
 
 
-def installed(paths: list[Path]) -> list[Path]:
-    """The unit files already there (a symlink counts: systemd would read it)."""
-    return [p for p in paths if os.path.lexists(p)]
-
-
 def _install(units: Units, service_path: Path, timer_path: Path, force: bool,
              say: bool = True) -> None:
-    present = installed([service_path, timer_path])
+    # the unit files already there (a symlink counts: systemd would read it)
+    present = [p for p in (service_path, timer_path) if os.path.lexists(p)]
     if present and not force:
         raise InvalidInput(
             f"{present[0]} exists: a timer for this campaign is installed; nothing was "

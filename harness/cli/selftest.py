@@ -11,7 +11,7 @@ from click.core import ParameterSource
 
 from harness.base.atomic import write_bytes
 from harness.base.errors import ENVIRONMENT, OK, REFUSED, EnvironmentFault, InvalidInput
-from harness.cli.core import AfterNight
+from harness.cli.core import after_night
 from harness.cli.params import DURATION, runs_dir_option
 from harness.config import runsdir
 from harness.config.loader import require_campaign
@@ -98,7 +98,7 @@ def _image_gate(campaign: Path, images: tuple[str, ...], runs: Any,
         for image in chosen:
             with tempfile.TemporaryDirectory(prefix="harness-image-gate-") as tmp:
                 staged = gate.stage(loaded, image, Path(tmp))
-                wait = AfterNight(staged, ui, lock_timeout or staged.campaign.lock_timeout)
+                wait = after_night(staged, ui, lock_timeout or staged.campaign.lock_timeout)
                 outcomes = gate.run_staged(staged, runs_dir, ui, lock_timeout=lock_timeout,
                                            before_launch=wait)
             worst = max([worst, *(o.exit_code for o in outcomes)])

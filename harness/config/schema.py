@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from harness.base import names
+from harness.base.stoprule import StopPolicy
 from harness.base.timeutil import parse_duration
 from harness.config.builtins import POSTSTEPS, check_options
 from harness.config.fieldlist import parse_choice
@@ -277,7 +278,7 @@ class Campaign(Strict):
         default_factory=list, description="host folders under which mounts and models may live")
     host: Host = Host()
     controls: list[Annotated[ControlRef, BeforeValidator(_control_ref)]] = Field(min_length=1)
-    stop_policy: Literal["continue", "stop-on-refusal", "stop-on-failure"] = "continue"
+    stop_policy: StopPolicy = "continue"
     retry: Retry = Retry()
     contract: Annotated[list[str] | str, AfterValidator(parse_choice)] | None = None  # or all
     gates: list[Any] | None = None  # checked with positions by harness.config.gatelist (loader)

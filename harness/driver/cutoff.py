@@ -7,8 +7,6 @@ is a reason, never a stop of the night's resume."""
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import docker.errors
@@ -20,7 +18,7 @@ from harness.driver.plan import LaunchRequest, Outcome
 from harness.measure import engine, vector
 from harness.measure.execute import stop_container
 from harness.measure.ui import Reporter
-from harness.pipeline.recover import seal_interrupted
+from harness.pipeline.recover import is_real_dir, seal_interrupted
 
 
 def stop_run_containers(run_id: str, grace: float) -> list[str]:
@@ -55,12 +53,8 @@ def status_of(word: object) -> Status:
 
 def seal_cut_off(run_dir: Path, notes: list[str]) -> Outcome:
     """Seal the folder of a run found `running` at resume; its outcome (`interrupted`)."""
-    try:
-        real = stat.S_ISDIR(os.lstat(run_dir).st_mode)
-    except OSError:
-        real = False
     left = [Reason(RUN_INTERRUPTED, n) for n in notes]
-    if not real:
+    if not is_real_dir(run_dir):
         return Outcome.of(run_dir, Status.INTERRUPTED, [
             Reason(RUN_INTERRUPTED, "the harness stopped before the run folder was created "
                    "(or it is not a real folder)"), *left])

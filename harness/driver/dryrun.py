@@ -21,7 +21,7 @@ from harness.config.loader import Loaded
 from harness.driver.drive import drive
 from harness.driver.local import LocalExecutor
 from harness.driver.night.nightlock import BY_HAND
-from harness.driver.night.runner import NightRunner, find_night, hint, inputs_seal
+from harness.driver.night.runner import NightRunner, find_night, hinted, inputs_seal
 from harness.driver.night.source import JournalSource
 from harness.driver.plan import LaunchRequest, LaunchSource, Outcome, PlanSource
 from harness.measure.host import fstype
@@ -269,14 +269,11 @@ class DrySource(JournalSource):
 def _copy(night_dir: Path, loaded: Loaded) -> Journal:
     """The night's journal copied into memory from a read-only open (nothing migrated)."""
     path = night_dir / JOURNAL_NAME
-    try:
-        with Journal.open(path, readonly=True) as disk:
-            if faults := disk.mismatches(campaign=loaded.campaign.name, plan=loaded.plan(),
-                                         seal=inputs_seal(loaded)):
-                raise InvalidInput(f"journal {path} belongs to another night", faults=faults)
-            return disk.copy()
-    except HarnessError as e:
-        raise hint(e, night_dir) from None
+    with hinted(night_dir), Journal.open(path, readonly=True) as disk:
+        if faults := disk.mismatches(campaign=loaded.campaign.name, plan=loaded.plan(),
+                                     seal=inputs_seal(loaded)):
+            raise InvalidInput(f"journal {path} belongs to another night", faults=faults)
+        return disk.copy()
 
 
 def night_walk(loaded: Loaded, runs_dir: Path, night: str | None, new: bool,

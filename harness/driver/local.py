@@ -14,13 +14,13 @@ from harness.driver.cutoff import seal_left
 from harness.driver.drive import crashed
 from harness.driver.plan import InFlight, LaunchRequest, Outcome
 from harness.measure.ui import Reporter
-from harness.pipeline.carried import Carried
 from harness.pipeline.onerun import make_context, run_control
+from harness.pipeline.results import Carried
 
 
 class LocalExecutor:
     """`launch` = make the run folder, `run_control`, say how it ended; what a run measured
-    after it is offered to the next (`pipeline.carried`) unless it was interrupted."""
+    after it is offered to the next (`pipeline.results.Carried`) unless it was interrupted."""
 
     window = 1  # one GPU: one control at a time
     together = False  # a same_host group's members run here one after another

@@ -11,12 +11,8 @@ from typing import Protocol
 
 from harness.base.errors import InvalidInput
 from harness.base.slots import NotExecuted, Slot
-from harness.base.states import STATUSES, State, Status
-from harness.base.stoprule import STOP_POLICIES, Stop, environment_stops, stops
-
-__all__ = ["STATUSES", "STOP_POLICIES", "RetryPolicy", "StoppedAfter", "Why",
-           "environment_stops", "not_executed", "retry_allowed", "stop_reason",
-           "why_not_executed"]
+from harness.base.states import State, Status
+from harness.base.stoprule import Stop, stops
 
 
 class Why(StrEnum):

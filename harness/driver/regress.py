@@ -67,10 +67,11 @@ class Listing:
     junk: tuple[Unverified, ...] = ()  # named so, and no folder
 
 
-def _named_for(name: str, control: str) -> bool:
+def _stamp(name: str, control: str) -> str | None:
+    """The stamp of a folder named as a run of `control` (None: named otherwise)."""
     head, _, tail = name.rpartition("-")
     named, _, when = head.rpartition("-")
-    return named == control and bool(tail) and _STAMP.fullmatch(when) is not None
+    return when if named == control and tail and _STAMP.fullmatch(when) else None
 
 
 def scan(runs_dir: Path, control: str) -> Listing:
@@ -80,10 +81,10 @@ def scan(runs_dir: Path, control: str) -> Listing:
     try:
         with os.scandir(runs_dir) as it:
             for e in it:
-                if not _named_for(e.name, control):
+                if (when := _stamp(e.name, control)) is None:
                     continue
                 if e.is_dir(follow_symlinks=False):
-                    found.append((e.name.rpartition("-")[0].rpartition("-")[2], e.name))
+                    found.append((when, e.name))
                 else:
                     kind = "a symlink" if e.is_symlink() else "not a folder"
                     junk.append(Unverified(e.name, kind, Junk.NOT_A_FOLDER))

@@ -37,7 +37,6 @@ from harness.measure.nightfolder.rows import Row, latest_attempts
 from harness.measure.runfolder import inputs as kept
 from harness.measure.runfolder import runjson as run_record
 from harness.measure.runfolder.layout import PREFLIGHT, RECORD
-from harness.measure.runfolder.reruns import INDEX as INDEX  # where tests and callers look
 from harness.measure.runfolder.reruns import append_index, index_entry
 from harness.measure.runfolder.runjson import RunRecord
 from harness.measure.runfolder.sealed import read_record
@@ -172,14 +171,6 @@ def check_reason(reason: str) -> None:
     except UnicodeEncodeError as e:
         raise InvalidInput(f"--reason is not UTF-8 text (byte {reason[e.start]!a} at "
                            f"character {e.start})") from None
-
-
-def rerun(run_dir: Path, reason: str, *, ui: Reporter, runs_dir: Path | None = None,
-          lock_timeout: float | None = None, campaign: Path | None = None) -> RerunResult:
-    """Run the original's control again from its campaign file, as a new linked attempt."""
-    check_reason(reason)
-    return execute(plan_rerun(run_dir, campaign=campaign), reason, ui=ui, runs_dir=runs_dir,
-                   lock_timeout=lock_timeout)
 
 
 def execute(plan: RerunPlan, reason: str, *, ui: Reporter, runs_dir: Path | None = None,

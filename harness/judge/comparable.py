@@ -136,10 +136,6 @@ class Selection:
     unexamined: int = 0
     stopped: str | None = None
 
-    @property
-    def junk(self) -> int:
-        return sum(self.skipped.values())
-
 
 @dataclass(frozen=True)
 class FigureCall:

@@ -110,17 +110,13 @@ def load_side(run_dir: Path) -> dict:
 def read_inputs(run_dir: Path) -> dict:
     """{name: {"text": the kept YAML or None, "why": why not}} for the compared inputs,
     each read as the bytes the run's SHA256SUMS vouches for."""
-    claims: dict[str, str] | None = None
-    failed: str | None = None
     try:
         claims = dict(manifest.load(run_dir / layout.SUMS)[0])
     except (OSError, InputError) as e:
         failed = getattr(e, "message", None) or str(e)[:500]
+        return {name: {"text": None, "why": failed} for name in YAML_INPUTS}
     out = {}
     for name in YAML_INPUTS:
-        if claims is None:
-            out[name] = {"text": None, "why": failed}
-            continue
         data, why = kept.read_kept(run_dir, name, claims)
         out[name] = {"text": None if data is None else data.decode("utf-8", "replace"),
                      "why": why}
@@ -257,12 +253,6 @@ def line_changes(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
                 extra[line] -= 1
         return out
     return only(a, b), only(b, a)
-
-
-def _views(a: dict, b: dict, ra: run_record.RunRecord, rb: run_record.RunRecord
-           ) -> tuple[vectorview.View | None, vectorview.View | None]:
-    return vectorview.view(a.get("vector"), ra.run_id), vectorview.view(b.get("vector"),
-                                                                       rb.run_id)
 
 
 def _docker_topic(va: vectorview.View | None, vb: vectorview.View | None) -> dict:
@@ -493,7 +483,7 @@ def compare(a: dict, b: dict) -> dict:
     """Pure: the diff document of two sides."""
     ra, rb = run_record.from_dict(dict_or_empty(a.get("record"))), run_record.from_dict(
         dict_or_empty(b.get("record")))
-    va, vb = _views(a, b, ra, rb)
+    va, vb = (vectorview.view(side.get("vector"), r.run_id) for side, r in ((a, ra), (b, rb)))
     topics = {
         "figures": figures_topic(a, b),
         "status": scalar(ra.status, rb.status),

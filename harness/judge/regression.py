@@ -92,28 +92,27 @@ def p_higher(recent: Sequence[float], baseline: Sequence[float]) -> float:
 
 
 def call(recent: Sequence[float], baseline: Sequence[float], worse: Worse, *,
-         alpha: float = ALPHA, min_baseline: int = MIN_BASELINE,
          min_effect: float = MIN_EFFECT) -> Call:
     """Pure: did the figure move between `baseline` and `recent`?"""
     recent = [float(v) for v in recent if _finite(v)][-MAX_RECENT:]
     baseline = [float(v) for v in baseline if _finite(v)][-MAX_BASELINE:]
-    if not recent or len(baseline) < min_baseline:
+    if not recent or len(baseline) < MIN_BASELINE:
         return Call(Movement.INSUFFICIENT, len(baseline), len(recent), None, None,
-                    f"{len(baseline)} earlier runs, {min_baseline} needed before a call")
+                    f"{len(baseline)} earlier runs, {MIN_BASELINE} needed before a call")
     before, now = statistics.median(baseline), statistics.median(recent)
     shift = (now / before - 1.0) if before else None
     up, down = p_higher(recent, baseline), p_higher([-v for v in recent],
                                                     [-v for v in baseline])
-    grew = up <= alpha and (shift is None or shift >= min_effect)
-    fell = down <= alpha and (shift is None or shift <= -min_effect)
+    grew = up <= ALPHA and (shift is None or shift >= min_effect)
+    fell = down <= ALPHA and (shift is None or shift <= -min_effect)
     if grew or fell:
         worse_way = grew == (worse == Worse.HIGHER)
         movement = Movement.REGRESSION if worse_way else Movement.IMPROVEMENT
         p = up if grew else down
         return Call(movement, len(baseline), len(recent), p, shift,
-                    f"median {_pct(shift)} (p={p:.3f} <= {alpha})")
+                    f"median {_pct(shift)} (p={p:.3f} <= {ALPHA})")
     p = min(up, down)
-    why = (f"median {_pct(shift)}, p={p:.3f}: " + ("within chance" if p > alpha else
+    why = (f"median {_pct(shift)}, p={p:.3f}: " + ("within chance" if p > ALPHA else
            f"smaller than the {min_effect:.0%} that counts"))
     return Call(Movement.NO_CHANGE, len(baseline), len(recent), p, shift, why)
 

@@ -11,8 +11,6 @@ from harness.base.states import Status, Verdict
 from harness.judge.poststeps import exitcode
 from harness.judge.verdictfile import PostResult
 
-__all__ = ["PostResult", "decide", "post_reasons"]
-
 
 def post_reasons(p: PostResult) -> list[Reason]:
     """A refusing post-step's reasons, each under the rule id the step named."""

@@ -1,11 +1,15 @@
 """Run one docker vector and measure it: native logs, timeout, exit and OOM, calling back
 at each phase around the container where `harness.pipeline.evidence` gathers. It measures,
 never judges (BenchExec's split).
+
+Each stream is copied into its native log with bounded memory; `stamps.jsonl` maps byte
+offsets to UTC times, so any line can be placed in time without rewriting the native bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import shutil
@@ -21,12 +25,13 @@ import docker.errors
 from harness.base.signals import Interrupted, on_second_interrupt
 from harness.base.timeutil import utc_now
 from harness.measure import engine
-from harness.measure.logs import Pump
 from harness.measure.runfolder import layout
 from harness.measure.vector import Vector
 from harness.measure.witness.subject import DURING, EXITED, LAUNCHED, STARTED, Subject
 
 CIDFILE_WAIT_S = 60.0
+BUF = 1 << 16
+STAMP_EVERY_S = 1.0
 
 
 @dataclass
@@ -51,6 +56,55 @@ class ContainerExit:
 
     def as_dict(self) -> dict:
         return {"schema": "harness.outcome/v1", **asdict(self)}
+
+
+class Pump(threading.Thread):
+    """Drain `fd` into `path`; (offset, time) stamps go to `stamps_path`, which both streams
+    share under `lock`."""
+
+    def __init__(self, name: str, fd: int, path: str, stamps_path: str, lock: threading.Lock):
+        super().__init__(name=f"pump-{name}", daemon=True)
+        self.stream = name
+        self.fd = fd
+        self.path = path
+        self.stamps_path = stamps_path
+        self.stamps_lock = lock
+        self.bytes = 0
+        self.error: str | None = None
+
+    def _stamp(self, out, offset: int) -> None:
+        line = json.dumps({"stream": self.stream, "offset": offset, "at": utc_now()})
+        with self.stamps_lock:
+            out.write(line + "\n")
+            out.flush()
+
+    def run(self) -> None:
+        buf = bytearray(BUF)
+        last = 0.0
+        try:
+            with open(self.path, "wb", buffering=0) as log, \
+                 open(self.stamps_path, "a", buffering=1) as stamps:
+                while True:
+                    n = os.readv(self.fd, [buf])
+                    if n == 0:
+                        break
+                    now = time.monotonic()
+                    if now - last >= STAMP_EVERY_S:
+                        self._stamp(stamps, self.bytes)
+                        last = now
+                    view = memoryview(buf)[:n]
+                    while view:
+                        w = log.write(view)
+                        view = view[w:]
+                    self.bytes += n
+                self._stamp(stamps, self.bytes)
+                os.fsync(log.fileno())
+        except OSError as e:  # disk full: keep draining so the container is not blocked
+            self.error = f"{type(e).__name__}: {e}"
+            while os.read(self.fd, BUF):
+                pass
+        finally:
+            os.close(self.fd)
 
 
 def _program(name: str, env: dict[str, str]) -> str | None:
@@ -109,17 +163,6 @@ def stop_interrupted(cid: str | None, grace: float) -> str:
     with on_second_interrupt(kill_now):
         how = stop_container(cid, grace)
     return how + (" (killed at once: a second interrupt)" if hurried else "")
-
-
-def _interrupted(out: ContainerExit, signal: str, cid: str | None, grace: float,
-                 on_interrupt: Callable[[str, str | None], None] | None) -> str | None:
-    """Record the interruption, say so, stop the container (`cid` read again if docker had
-    not named it: one created meanwhile is never left running beside a released lock)."""
-    out.interrupted, out.signal, out.container_id = True, signal, cid
-    if on_interrupt:
-        on_interrupt(signal, cid)
-    out.notes.append(f"interrupted: {stop_interrupted(cid, grace)}")
-    return cid
 
 
 def _wait_exit(proc: subprocess.Popen, cid: str | None, out: ContainerExit, *, deadline: float,
@@ -199,8 +242,13 @@ def run(vector: Vector, run_dir: Path, *, timeout: float, grace: float,
             out.notes.append("no container id: docker run failed before creating it")
         _wait_exit(proc, cid, out, deadline=t0 + timeout, timeout=timeout, grace=grace)
     except Interrupted as e:
-        cid = _interrupted(out, str(e), cid or _wait_cid(cidfile, proc, CIDFILE_WAIT_S),
-                           grace, on_interrupt)
+        # `cid` read again if docker had not named it: one created meanwhile is never left
+        # running beside a released lock
+        cid = cid or _wait_cid(cidfile, proc, CIDFILE_WAIT_S)
+        out.interrupted, out.signal, out.container_id = True, str(e), cid
+        if on_interrupt:
+            on_interrupt(str(e), cid)
+        out.notes.append(f"interrupted: {stop_interrupted(cid, grace)}")
     finally:
         try:
             out.launcher_exit = proc.wait(timeout=grace + 30)

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.base.readfile import InputError, read_text_bounded
 from harness.measure import vector
 from harness.measure.telemetry import amdsmi
 from harness.measure.telemetry import quantities as q
@@ -84,13 +83,6 @@ def user_of(uid: int) -> str:
         return str(uid)
 
 
-def _small(path: Path) -> str | None:
-    try:
-        return read_text_bounded(path, 4096, "proc attribute").strip()
-    except InputError:
-        return None
-
-
 def process_facts(pid: int, proc: str = PROC) -> tuple[str | None, str | None, str | None]:
     """(name, user, container id) of `pid` from /proc; None for each the host hides."""
     base = Path(proc.format(pid=pid))
@@ -98,9 +90,9 @@ def process_facts(pid: int, proc: str = PROC) -> tuple[str | None, str | None, s
         user: str | None = user_of(os.stat(base).st_uid)
     except OSError:
         user = None
-    cgroup = _small(base / "cgroup") or ""
+    cgroup = amdsmi.sysfs_text(base / "cgroup") or ""
     found = _CONTAINER_ID.search(cgroup)
-    return _small(base / "comm"), user, found.group(1) if found else None
+    return amdsmi.sysfs_text(base / "comm"), user, found.group(1) if found else None
 
 
 def gpu_indexes(nodes: Path = KFD_NODES) -> dict[int, int]:
@@ -113,7 +105,7 @@ def gpu_indexes(nodes: Path = KFD_NODES) -> dict[int, int]:
     except OSError:
         return {}
     for name in sorted((n for n in names if n.isdigit()), key=int):
-        text = _small(nodes / name / "gpu_id")
+        text = amdsmi.sysfs_text(nodes / name / "gpu_id")
         if text and text.isdigit() and len(text) <= 10 and int(text):
             found.append(int(text))
     return {gpu_id: i for i, gpu_id in enumerate(found)}
@@ -135,7 +127,7 @@ def kfd_holders(root: Path = KFD_PROC, proc: str = PROC,
         vram: dict[int, int] = {}
         for f in files:
             m = _VRAM_FILE.fullmatch(f)
-            text = _small(root / name / f) if m else None
+            text = amdsmi.sysfs_text(root / name / f) if m else None
             if m and text is not None and text.isdigit() and len(text) <= 20:
                 vram[int(m.group(1))] = int(text)
         proc_name, user, container = process_facts(int(name), proc)

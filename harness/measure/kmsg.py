@@ -135,11 +135,6 @@ def record(line: str) -> Record | None:
     return None if syslog is None else Record(0, text[:MAX_TEXT], kernel=kernel)
 
 
-def window(records: Iterable[Record], start_usec: int, end_usec: int) -> list[Record]:
-    """Pure: the records from `start_usec` to `end_usec` (both on the boot clock)."""
-    return [r for r in records if start_usec <= r.usec <= end_usec]
-
-
 def kmsg_records(chunks: Iterable[bytes | None]) -> Iterator[tuple[str, Record] | None]:
     """Pure: (line, record) of each record in what reads of `/dev/kmsg` gave, continuation
     lines dropped; None where a read said the ring overwrote what was next (EPIPE)."""

@@ -207,12 +207,6 @@ class GpuLock:
         self.held.hold_s = time.monotonic() - self._t_acquired
         return self.held
 
-    def __enter__(self) -> Held:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
 
 Since = tuple[str, float]  # (UTC time a wait began, its time.monotonic())
 

@@ -115,18 +115,14 @@ def git_state(project_dir: Path) -> dict:
     if rc != 0:
         state["error"] = "the repository has no commit yet" if rc == 1 else msg
     rc, out, msg = git_command(project_dir, "config", "-z", "--show-scope", "--get-regexp",
-                        r"^filter\.")
+                               r"^filter\.")
     keys = unsafe_filters(out) if rc == 0 else []
     if rc not in (0, 1) or keys:
         state["error"] = (f"the repository's own config sets filter drivers, which git status "
                           f"would run: {', '.join(keys[:5])}" if keys else f"git config: {msg}")
         return state
-    return _status(project_dir, state)
-
-
-def _status(project_dir: Path, state: dict) -> dict:
     rc, out, msg = git_command(project_dir, "status", "--porcelain=v1", "-z",
-                        "--untracked-files=normal", "--ignore-submodules=dirty")
+                               "--untracked-files=normal", "--ignore-submodules=dirty")
     if rc != 0:
         state["error"] = f"git status: {msg}"
         return state

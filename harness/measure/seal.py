@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.base.hashing import sha256_many
 from harness.measure.origin import PACKAGE_DIR
+from harness.measure.runfolder.manifest import compare
 
 HARNESS_LABEL = "harness/"  # the label prefix of the harness's own files (origin vouches)
 
@@ -72,15 +73,8 @@ def source_seal(project_dir: Path, inputs: list[Path]) -> SourceSeal:
 
 def seal_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """Pure: name each source file that changed, appeared or vanished between two seals."""
-    out = []
-    for k in sorted(set(before) | set(after)):
-        if k not in after:
-            out.append(f"{k}: removed")
-        elif k not in before:
-            out.append(f"{k}: added")
-        elif before[k] != after[k]:
-            out.append(f"{k}: changed")
-    return out
+    words = {"missing": "removed", "extra": "added", "changed": "changed"}
+    return [f"{k}: {words[kind]}" for k, kind in compare(before, after)]
 
 
 def files_under(folder: Path) -> list[str]:

@@ -135,10 +135,6 @@ def launcher_of(container_labels: dict) -> tuple[int, float, str] | None:
         return None
 
 
-def container_name(run_id: str) -> str:
-    return f"harness-{run_id}"
-
-
 def env_value(v: object) -> str:
     """Pure: an `env` value as docker is given it (a bool as 1 or 0)."""
     if isinstance(v, bool):
@@ -243,7 +239,7 @@ def build(inp: VectorInput, environ: dict[str, str] | None = None) -> Vector:
     """The `docker run` vector for this run, no I/O; secrets are passed by name only."""
     environ = environ or {}
     ctl = inp.control
-    argv = ["docker", "run", "--pull=never", "--name", container_name(inp.run_id),
+    argv = ["docker", "run", "--pull=never", "--name", f"harness-{inp.run_id}",
             "--cidfile", str(inp.cidfile)]
     for k, v in sorted(labels(inp).items()):
         argv += ["--label", f"{k}={v}"]

@@ -125,13 +125,6 @@ def _describe(r: Removal, removals: list[Removal]) -> str:
     return f"{path} was not a regular file ({e.kind}{to}); removed"
 
 
-def _hash(run_dir: Path, rel: str) -> tuple[str | None, str | None]:
-    try:
-        return sha256_beneath(run_dir, rel), None
-    except OSError as e:
-        return None, e.strerror or str(e)
-
-
 def _rmdir(run_dir: Path, rel: str) -> None:
     parent, _, name = rel.rpartition("/")
     fd = open_dir_beneath(run_dir, parent)
@@ -202,9 +195,10 @@ def clean(run_dir: Path) -> list[Reason]:
     for r in removals:
         doc = r.record()
         if r.entry.is_file and r.why != "too-big":  # keep what it held, as a digest
-            doc["sha256"], err = _hash(run_dir, r.entry.rel)
-            if err:
-                doc["error"] = err
+            try:
+                doc["sha256"] = sha256_beneath(run_dir, r.entry.rel)
+            except OSError as e:
+                doc["sha256"], doc["error"] = None, e.strerror or str(e)
         records.append(doc)
     for r in removals:
         if r.top:

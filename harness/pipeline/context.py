@@ -16,8 +16,7 @@ from harness.config.loader import Loaded, resolve
 from harness.config.schema import Control
 from harness.measure.lock import GpuLock
 from harness.measure.ui import Reporter
-from harness.pipeline.carried import Carried
-from harness.pipeline.results import Launch, Post, Preflight
+from harness.pipeline.results import Carried, Launch, Post, Preflight
 
 # Each stage's result, by the stage's name (the field `took` stores it in).
 RESULTS: dict[str, type] = {"preflight": Preflight, "launch": Launch, "post": Post}

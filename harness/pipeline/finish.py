@@ -20,12 +20,11 @@ from harness.measure.runfolder.runjson import RunRecord
 from harness.measure.seal import seal_changes, source_seal
 from harness.measure.slurm import identity as slurm_identity
 from harness.pipeline import evidence
-from harness.pipeline.carried import Carried
 from harness.pipeline.clean import clean
 from harness.pipeline.context import RunContext
 from harness.pipeline.evidence.source import SEAL, Scene
 from harness.pipeline.preflight import hash_model
-from harness.pipeline.results import Sealed
+from harness.pipeline.results import Carried, Sealed
 
 
 def recheck(ctx: RunContext, host: dict | None) -> tuple[list[Reason], Carried | None]:

@@ -9,7 +9,6 @@ byte for byte."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -76,20 +75,6 @@ def parses_to(data: bytes, name: str, model: type[BaseModel], used: BaseModel) -
         found.model_dump(mode="json") == used.model_dump(mode="json"))
 
 
-def check_copy(label: str, sealed: str | None, data: bytes | None, why: str | None,
-               model: type[BaseModel], used: BaseModel) -> str | None:
-    """Why this copy may not be kept (`runfolder.inputs.copy_problem`, then the parse)."""
-    problem = kept.copy_problem(label, sealed, data, why)
-    if problem is None and data is not None and not parses_to(data, label, model, used):
-        problem = (f"{label}: no longer the file this run was loaded from (its bytes, as "
-                   "sealed, load to another campaign or control)")
-    return problem
-
-
-def _entry(path: Path, label: str, sealed: str | None) -> dict:
-    return {"path": str(path), "label": label, "sha256": sealed, "kept": None, "why": None}
-
-
 def keep_files(ctx: RunContext, seal: SourceSeal) -> tuple[dict, list[Reason]]:
     """Keep campaign.yaml and control.yaml (checked); their entries and refusals."""
     sources = {"campaign": (ctx.loaded.campaign_file, Campaign, ctx.loaded.campaign),
@@ -99,9 +84,13 @@ def keep_files(ctx: RunContext, seal: SourceSeal) -> tuple[dict, list[Reason]]:
     reasons: list[Reason] = []
     for name, (path, model, used) in sources.items():
         label = input_label(ctx.loaded.project_dir, path)
-        entry = entries[name] = _entry(path, label, seal.files.get(label))
+        entry = entries[name] = {"path": str(path), "label": label,
+                                 "sha256": seal.files.get(label), "kept": None, "why": None}
         data, why = kept.read_copy(path)
-        problem = check_copy(label, entry["sha256"], data, why, model, used)
+        problem = kept.copy_problem(label, entry["sha256"], data, why)
+        if problem is None and data is not None and not parses_to(data, label, model, used):
+            problem = (f"{label}: no longer the file this run was loaded from (its bytes, as "
+                       "sealed, load to another campaign or control)")
         if problem is not None:
             reasons.append(Reason(SEAL_CHANGED, problem))
             entry["why"] = problem

@@ -18,9 +18,8 @@ from harness.config.loader import Loaded
 from harness.measure.lock import GpuLock
 from harness.measure.ui import Reporter
 from harness.pipeline import finish, launch, post, preflight, recover
-from harness.pipeline.carried import Carried
 from harness.pipeline.context import RunContext
-from harness.pipeline.results import Sealed
+from harness.pipeline.results import Carried, Sealed
 from harness.pipeline.stage import Stage, error_reason, run_stages
 
 

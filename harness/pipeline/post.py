@@ -29,7 +29,7 @@ from harness.base.reason import Reason
 from harness.config.schema import Control, PostStep
 from harness.judge import verdictfile
 from harness.judge.poststeps import BUILTINS, IN_PROCESS
-from harness.judge.verdict import PostResult
+from harness.judge.verdictfile import PostResult
 from harness.measure.runfolder import layout
 from harness.pipeline.context import RunContext
 from harness.pipeline.results import Post
@@ -108,13 +108,11 @@ def _in_child(step: PostStep, argv: list[str], out_dir: Path, env: dict,
         try:
             return proc.wait(timeout=step.timeout), None
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
             return None, f"post-step ran past {step.timeout:g}s and was killed"
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
+        finally:  # past its timeout, or the harness itself stopped: the step goes too
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
 
 
 def _in_process(step: PostStep, run_dir: Path, out_dir: Path) -> tuple[int | None, None]:

@@ -36,11 +36,10 @@ from harness.measure.runfolder import layout
 from harness.measure.seal import source_seal
 from harness.measure.slurm import identity as slurm_identity
 from harness.pipeline import evidence
-from harness.pipeline.carried import Carried
 from harness.pipeline.context import RunContext
 from harness.pipeline.evidence.source import PREFLIGHT, Scene
 from harness.pipeline.keepinputs import keep as keep_inputs
-from harness.pipeline.results import Preflight
+from harness.pipeline.results import Carried, Preflight
 from harness.pipeline.stage import Keep
 from harness.probe.approval import runcheck as approval
 
@@ -227,7 +226,7 @@ def record(ctx: RunContext, found: Preflight, carried: Carried | None) -> dict:
 
 
 def run(ctx: RunContext, keep: Keep[Preflight]) -> Preflight:
-    # What the run before measured a few ms ago (pipeline.carried.Carried), when fresh.
+    # What the run before measured a few ms ago (pipeline.results.Carried), when fresh.
     inputs = ctx.loaded.files()
     carried = ctx.carried if ctx.carried is not None and ctx.carried.usable(inputs) else None
     seal = (carried.seal if carried is not None and carried.seal is not None

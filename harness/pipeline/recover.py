@@ -55,7 +55,7 @@ def _read(path: Path) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def _is_real_dir(path: Path) -> bool:
+def is_real_dir(path: Path) -> bool:
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
@@ -73,7 +73,7 @@ def owner_alive(owner: dict) -> bool:
 
 
 def is_orphaned(run_dir: Path) -> bool:
-    if not _is_real_dir(run_dir) or os.path.lexists(run_dir / SUMS):
+    if not is_real_dir(run_dir) or os.path.lexists(run_dir / SUMS):
         return False
     owner = _read(run_dir / layout.OWNER)
     return bool(owner) and not owner_alive(owner)
@@ -117,7 +117,7 @@ def seal_interrupted(run_dir: Path, why: str, notes: tuple[str, ...] = ()
                      ) -> tuple[str, list[Reason]]:
     """Clean and seal a cut-off folder as it is; (status, reasons). Idempotent."""
     reasons = [Reason(RUN_INTERRUPTED, why), *(Reason(RUN_INTERRUPTED, n) for n in notes)]
-    if not _is_real_dir(run_dir):
+    if not is_real_dir(run_dir):
         return Status.INTERRUPTED, [*reasons, Reason(RUN_INTERRUPTED, "the run folder is not "
                                                      "a real folder (absent or a symlink); "
                                                      "nothing was sealed")]

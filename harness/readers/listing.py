@@ -130,10 +130,8 @@ def select(rows: Sequence[Listed], *, campaign: str | None = None, control: str 
 
 
 def _started(row: Listed) -> datetime | None:
-    at = parse_or_none(row.started)
-    if at is not None:
-        return at
-    return stamp_time(row.stamp())  # an unreadable row still has the time its id was minted
+    # an unreadable row still has the time its id was minted
+    return parse_or_none(row.started) or stamp_time(row.stamp())
 
 
 HEADER = ("RUN ID", "CONTROL", "CAMPAIGN", "STATUS", "STARTED", "DURATION", "ATTEMPT",

@@ -182,14 +182,13 @@ def _control_lines(ctl: dict) -> list[str]:
     return lines
 
 
-def inputs_lines(run_dir: Path, shown_as: str | None = None) -> list[str]:
+def inputs_lines(run_dir: Path) -> list[str]:
     """What the run was made from (inputs/): each kept file with its sealed sha256, the control's
     key lines, and how to print one whole; a run made before the harness kept its inputs says so."""
     digests = kept.kept_digests(run_dir)
     if digests is None:
         return [f"  inputs: {kept.NOT_KEPT}"]
-    where = plain(shown_as if shown_as is not None else str(run_dir), 1000)
-    lines = [f"  inputs (print one: harness show {where} --input "
+    lines = [f"  inputs (print one: harness show {plain(str(run_dir), 1000)} --input "
              f"{'|'.join(kept.KEPT)}):"]
     resolved, why = kept.read_kept_json(run_dir, "resolved")
     files = dict_or_empty(dict_or_empty(resolved).get("files"))

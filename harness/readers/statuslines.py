@@ -1,4 +1,5 @@
-"""`harness status`: who holds the GPU lock, which harness containers run, how the night goes.
+"""`harness status`: who holds the GPU lock, which harness containers run, how the night goes,
+when the next one is scheduled.
 
 Only reads. A running harness container whose launcher is gone uses the GPU with nobody
 holding the lock (the kernel freed the flock when that harness died, so the lock alone
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 from harness.base.errors import HarnessError
@@ -102,14 +104,13 @@ def _container(line: str) -> dict:
                                                                launcher, strict=True))}
 
 
-def orphaned(container: dict, host: str,
-             alive: Callable[[int, float], bool] = pid_alive) -> bool:
+def orphaned(container: dict, host: str) -> bool:
     """Is this running container's launcher, on this host, gone? A launcher on another
     host, or labels that name none, cannot be judged from here: not flagged."""
     who = container.get("launcher")
     if not who or who["host"] != host:
         return False
-    return not alive(who["pid"], who["started"])
+    return not pid_alive(who["pid"], who["started"])
 
 
 def on_lock(container: dict, lock_path: Path) -> bool:
@@ -188,9 +189,56 @@ def latest_per_campaign(nights_dir: Path) -> list[Path]:
     return [newest[c] for c in sorted(newest)]
 
 
-def gather(runs_dir: Path, lock_path: Path, *, timers: bool = True) -> dict:
-    from harness.readers.report.timers import list_timers
+# The next scheduled night: the systemd user timers `harness schedule --install` wrote.
+# systemctl is asked once, bounded in time and output; no answer (no user bus in a container,
+# no systemd, a hung manager) is a `timers: unknown (why)` line, never a failed status: no
+# timer line would read as "none scheduled". Only `harness-night-<campaign>.timer` units are
+# reported, as inert text.
+TIMERS_TIMEOUT_S = 5.0
+MAX_TIMERS_OUTPUT = 256 * 1024
+TIMER_PREFIX = "harness-night-"
+_UNIT = re.compile(r"\b(" + re.escape(TIMER_PREFIX) + r"[A-Za-z0-9:_.\\-]+)\.timer\b")
+# NEXT and LEFT, the first two columns: `Thu 2026-12-03 02:15:00 UTC 15h left`, or `n/a n/a`
+_NEXT = re.compile(r"^\s*(?P<next>\w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: \S+)?)\s+"
+                   r"(?P<left>.+? left)\s")
 
+
+def parse_timers(text: str) -> list[dict]:
+    """[{"unit", "next", "left"}] for each harness night timer in `systemctl --user list-timers
+    --all --no-legend` output; next/left None when it has no next trigger (an inactive timer).
+    Pure; lines it does not understand are skipped."""
+    out = []
+    for line in text.splitlines():
+        unit = _UNIT.search(line)
+        if unit is None:
+            continue
+        m = _NEXT.match(line)
+        out.append({"unit": inert(unit.group(1) + ".timer", 200),
+                    "next": inert(m.group("next"), 80) if m else None,
+                    "left": inert(m.group("left"), 40) if m else None})
+    return out
+
+
+def list_timers() -> tuple[list[dict], str | None]:
+    """The harness night timers and their next trigger, or ([], why not asked/answered)."""
+    exe = shutil.which("systemctl")
+    if exe is None:
+        return [], "no systemctl on this host"
+    argv = [exe, "--user", "list-timers", "--all", "--no-legend", "--no-pager"]
+    env = {**os.environ, "SYSTEMD_PAGER": "", "SYSTEMD_COLORS": "0", "LC_ALL": "C"}
+    try:
+        r = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL,
+                           timeout=TIMERS_TIMEOUT_S, env=env)
+    except (OSError, subprocess.SubprocessError) as e:
+        return [], inert(f"systemctl: {type(e).__name__}", 200)
+    if r.returncode != 0:
+        why = r.stderr[:MAX_TIMERS_OUTPUT].decode("utf-8", "replace").strip().splitlines()
+        return [], inert("systemd user bus unreachable: "
+                         f"{why[0] if why else f'systemctl --user exit {r.returncode}'}", 200)
+    return parse_timers(r.stdout[:MAX_TIMERS_OUTPUT].decode("utf-8", "replace")), None
+
+
+def gather(runs_dir: Path, lock_path: Path, *, timers: bool = True) -> dict:
     lock = lock_state(lock_path)
     found, engine_error = containers()
     host = socket.gethostname()
@@ -263,7 +311,6 @@ def timer_lines(timers: list[dict], why: str | None = None) -> list[str]:
 
 
 def render(status: dict) -> list[str]:
-    """Plain lines for a person."""
     lock = status["lock"]
     if lock.get("problem"):
         state = f"unusable ({lock['problem']})"

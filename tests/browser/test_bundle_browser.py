@@ -19,7 +19,7 @@ import hashlib
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
-from harness.readers.bundle import safe_extract
+from harness.readers.bundle.safe_extract import unpack
 from tests.browser.offline import browser_or_skip, offline_page
 
 LINKS_JS = """() => ({
@@ -77,7 +77,7 @@ def test_a_bundles_index_and_summary_link_only_files_inside_the_bag(
     exe = browser_or_skip()
 
     archive = _night_bundle(project, cleanup_containers, tmp_path / "night.tar.gz")
-    root = safe_extract(archive, tmp_path / "unpacked" / "far" / "away").resolve()
+    root = unpack(archive, tmp_path / "unpacked" / "far" / "away").root.resolve()
     [night] = (root / "data" / "nights").iterdir()
     runs = sorted(p for p in (root / "data").iterdir() if p.name != "nights")
     assert len(runs) == 2 and all((r / "run.json").is_file() for r in runs), runs
@@ -137,7 +137,7 @@ def _bundle_of_long_ids(tmp_path: Path) -> Path:
     r = subprocess.run([sys.executable, "-m", "harness", "bundle", "export", *folders, "-o",
                         str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    return safe_extract(out, tmp_path / "unpacked").resolve()
+    return unpack(out, tmp_path / "unpacked").root.resolve()
 
 
 def test_the_bundle_index_reads_at_1280_and_900_px_without_breaking_a_run_id(tmp_path):

@@ -13,7 +13,7 @@ import subprocess
 import tarfile
 
 from harness.measure.runfolder.manifest import write_manifest
-from harness.readers.bundle import safe_extract
+from harness.readers.bundle.safe_extract import unpack as unpack_archive
 from tests.approval_helpers import commit_all, gate_record, head, make_keys, seal_of, with_harness
 from tests.conftest import REPO, containers_with_label
 from tests.unit.bundle_helpers import make_keys as signer
@@ -163,7 +163,7 @@ def test_each_other_failure_names_its_own_rule(project, tmp_path):
 
 def _retag(root) -> None:
     """A forger's fix-up: a tag manifest over every tag file as it now is (unsigned)."""
-    from harness.readers.bundle.sums import format_sums
+    from harness.measure.runfolder.manifest import render as format_sums
 
     (root / "tagmanifest-sha256.txt.sig").unlink(missing_ok=True)
     tags = {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -194,7 +194,7 @@ def test_a_bundle_carries_and_checks_the_chain(project, tmp_path):
     assert by_hand.returncode == 0 and "bundle verified" in by_hand.stdout, by_hand.stderr
     assert "check failed" not in by_hand.stderr, by_hand.stderr
     # a forger swaps in a failed gate record and fixes every manifest but the approval's digest
-    root = safe_extract(out, tmp_path / "forged")
+    root = unpack_archive(out, tmp_path / "forged").root
     for p in root.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     gates = root / "metadata/gates/g1"
@@ -245,7 +245,7 @@ def test_bundle_verify_checks_the_approvals_signature_against_the_allowed_signer
     r = project.harness("bundle", "verify", str(out), "--allowed-signers", str(allowed))
     assert r.returncode == 0, r.stdout + r.stderr
     # the forger: an approval signature by the operator's own key, then a re-signed bundle
-    root = safe_extract(out, tmp_path / "forged")
+    root = unpack_archive(out, tmp_path / "forged").root
     for p in root.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     [approval] = (root / "metadata" / "approvals").glob("*.json")

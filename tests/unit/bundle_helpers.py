@@ -70,10 +70,10 @@ def make_keys(tmp: Path, name: str, namespace: str = "harness-evidence") -> tupl
 
 def writable_bundle(archive: Path, dest: Path) -> Path:
     """Unpack a bundle (safely) and make it writable, so a test can play the forger."""
-    from harness.readers.bundle import safe_extract
+    from harness.readers.bundle.safe_extract import unpack
 
     dest.mkdir(parents=True, exist_ok=True)
-    root = safe_extract(archive, dest)
+    root = unpack(archive, dest).root
     for path in root.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return root
@@ -85,8 +85,8 @@ def rebag(root: Path, key: Path | None = None, *, statement: bool = True) -> Non
     statement subjects, Payload-Oxum, tag manifest) and sign it. Only the runs' own seals
     and the bundle's rules are left to notice."""
     from harness.base.atomic import dumps_json
+    from harness.measure.runfolder.manifest import render as format_sums
     from harness.readers.bundle.bag import sign
-    from harness.readers.bundle.sums import format_sums
 
     def digest(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -179,8 +179,8 @@ def retag(root: Path, key: Path | None = None, *, claim: bool | None = None) -> 
     manifest over every tag file as it now is, signed with `key` (or left unsigned, its
     `.sig` removed). `claim`: keep (None), add (True) or drop (False) bag-info's
     `Bag-Signature` line, the bag's own word that it was signed."""
+    from harness.measure.runfolder.manifest import render as format_sums
     from harness.readers.bundle.bag import sign
-    from harness.readers.bundle.sums import format_sums
 
     info = root / "bag-info.txt"
     lines = [line for line in info.read_text().splitlines()

@@ -34,6 +34,7 @@ from harness.probe.approval import runcheck, write
 from harness.probe.gaterun import run_gates
 from harness.readers.bundle import chain
 from harness.readers.bundle.facts import RunFacts
+from harness.readers.bundle.trust import Policy
 from tests.approval_helpers import commit_all, gate_record, harness_of, head, seal_of
 
 IMG = "sha256:" + "1" * 64
@@ -278,7 +279,7 @@ def test_the_run_time_check_and_bundle_verify_apply_the_same_rule(proj, clean, c
     run = RunFacts(folder="data/r", record={
         "campaign": {"name": "camp"}, "seal": doc["source_seal"],
         "approval": {"file": f"approvals/{path.name}", "digest": "sha256:" + digest}})
-    found = chain.check(bag, [run], {tag: digest})
+    found, _ = chain.judge(bag, [run], {tag: digest}, Policy())
     assert [p.kind for p in found] == ["gates"] and rule in str(found[0])
 
 

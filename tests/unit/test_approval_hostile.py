@@ -222,10 +222,11 @@ def test_a_bundle_approval_naming_a_traversal_record_is_refused_precisely(tmp_pa
     tag = f"metadata/approvals/{name}"
     digest = hashlib.sha256(data).hexdigest()
     from harness.readers.bundle.facts import RunFacts
+    from harness.readers.bundle.trust import Policy
     run = RunFacts(folder="data/r", record={
         "campaign": {"name": "camp"}, "seal": seal,
         "approval": {"file": f"approvals/{name}", "digest": "sha256:" + digest}})
-    found = chain.check(root, [run], {tag: digest})
+    found, _ = chain.judge(root, [run], {tag: digest}, Policy())
     assert [p.kind for p in found] == ["gates"]
     assert "no bundle carries" in str(found[0])
 

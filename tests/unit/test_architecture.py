@@ -101,7 +101,7 @@ READFILE = HARNESS / "base" / "readfile.py"  # the one "at most N bytes" loop (`
 # Loops over a descriptor that are other ideas than "read at most N bytes", each kept:
 STREAM_LOOPS = {
     HARNESS / "base" / "hashing.py": "hashes a file of any size in chunks",
-    HARNESS / "measure" / "logs.py": "copies a container's stream of any length to its log",
+    HARNESS / "measure" / "execute.py": "copies a container's stream of any length to its log",
     HARNESS / "measure" / "host" / "tools.py": "drains a tool's two pipes against a deadline",
     HARNESS / "measure" / "kmsg.py": "reads /dev/kmsg, where each read() is one record",
 }

@@ -27,7 +27,8 @@ from bundle_helpers import (
     writable_bundle,
 )
 
-from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.export import export_bundle
+from harness.readers.bundle.verify import verify_bundle
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "bundles.md"
 
@@ -217,7 +218,7 @@ VOUCHES = {
     [c[0], c[1], "listed" if c[2] else "no-signers"]))
 def test_coreutils_recipe_and_harness_agree_on_who_vouches(tmp_path, case):
     from harness.probe.sshsig import sign as sign_in
-    from harness.readers.bundle import verify_tree
+    from harness.readers.bundle.verify import verify_tree
 
     bag, approval, listed = case
     keys = tmp_path / "keys"

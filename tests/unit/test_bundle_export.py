@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
 from harness.measure.nightfolder.journal import Journal
-from harness.readers.bundle import export_bundle, safe_extract, verify_bundle
-from harness.readers.bundle.export import ExportRefused
+from harness.readers.bundle.export import ExportRefused, export_bundle
+from harness.readers.bundle.safe_extract import unpack
+from harness.readers.bundle.verify import verify_bundle
 
 
 def test_two_exports_are_byte_identical(tmp_path):
@@ -56,7 +57,7 @@ def test_bag_is_valid_for_the_bagit_library_and_payload_unchanged(tmp_path):
     export_bundle([run], out)
     dest = tmp_path / "x"
     dest.mkdir()
-    root = safe_extract(out, dest)
+    root = unpack(out, dest).root
     assert bagit.Bag(str(root)).is_valid()
     copied = root / "data" / run.name
     for path in run.rglob("*"):

@@ -21,8 +21,8 @@ from test_bundle_docs import doc_script, run_script
 from harness.cli.bundle import bundle
 from harness.cli.main import cli, main
 from harness.measure.runfolder.manifest import verify_folder
-from harness.readers.bundle import export_bundle, verify_bundle
-from harness.readers.bundle.export import ExportRefused
+from harness.readers.bundle.export import ExportRefused, export_bundle
+from harness.readers.bundle.verify import verify_bundle
 
 ADDENDUM = "addenda/20261201T000000Z-refinalize"
 

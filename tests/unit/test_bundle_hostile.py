@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import INVALID, InvalidInput
-from harness.readers.bundle import Limits, safe_extract, verify_bundle
+from harness.readers.bundle.safe_extract import Limits, unpack
+from harness.readers.bundle.verify import verify_bundle
 
 TOP = "evidence-x"
 
@@ -59,7 +60,7 @@ def test_hostile_member_is_refused(tmp_path, kind):
     dest = tmp_path / "sandbox" / "dest"
     dest.mkdir(parents=True)
     with pytest.raises(InvalidInput, match="refused hostile archive") as e:
-        safe_extract(archive, dest)
+        unpack(archive, dest)
     assert e.value.code == INVALID
     assert not (tmp_path / "sandbox" / "escaped").exists()
     assert not (tmp_path / "escaped").exists()
@@ -72,13 +73,13 @@ def test_too_many_members(tmp_path):
     archive = write_tar(tmp_path / "many.tar",
                         [member(f"{TOP}/f{i}", data=b"x") for i in range(11)])
     with pytest.raises(InvalidInput, match="more than 10 members"):
-        safe_extract(archive, tmp_path, Limits(max_members=10))
+        unpack(archive, tmp_path, Limits(max_members=10))
 
 
 def test_too_many_bytes(tmp_path):
     archive = write_tar(tmp_path / "big.tar", [member(f"{TOP}/big", data=b"x" * 5000)])
     with pytest.raises(InvalidInput, match="bomb"):
-        safe_extract(archive, tmp_path, Limits(max_total_bytes=4000))
+        unpack(archive, tmp_path, Limits(max_total_bytes=4000))
 
 
 def test_gzip_bomb_ratio(tmp_path):
@@ -88,7 +89,7 @@ def test_gzip_bomb_ratio(tmp_path):
     dest = tmp_path / "dest"
     dest.mkdir()
     with pytest.raises(InvalidInput, match="times its compressed size"):
-        safe_extract(archive, dest, Limits(ratio_floor=1 << 20, max_ratio=50))
+        unpack(archive, dest, Limits(ratio_floor=1 << 20, max_ratio=50))
 
 
 def test_gzip_bomb_total_in_the_stream_itself(tmp_path):
@@ -97,7 +98,7 @@ def test_gzip_bomb_total_in_the_stream_itself(tmp_path):
     archive = tmp_path / "stream.gz"
     archive.write_bytes(payload)
     with pytest.raises(InvalidInput):
-        safe_extract(archive, tmp_path, Limits(max_total_bytes=1 << 20, max_members=10))
+        unpack(archive, tmp_path, Limits(max_total_bytes=1 << 20, max_members=10))
 
 
 @pytest.mark.parametrize("content,message", [
@@ -109,7 +110,7 @@ def test_unsupported_or_unreadable(tmp_path, content, message):
     archive = tmp_path / "odd.tar"
     archive.write_bytes(content)
     with pytest.raises(InvalidInput, match=message):
-        safe_extract(archive, tmp_path / "d")
+        unpack(archive, tmp_path / "d")
 
 
 def test_two_top_folders_is_not_a_bundle(tmp_path):
@@ -117,7 +118,7 @@ def test_two_top_folders_is_not_a_bundle(tmp_path):
     dest = tmp_path / "d"
     dest.mkdir()
     with pytest.raises(InvalidInput, match="one top folder"):
-        safe_extract(archive, dest)
+        unpack(archive, dest)
 
 
 def test_verify_refuses_and_leaves_no_temporary_files(tmp_path, monkeypatch):

@@ -12,8 +12,9 @@ from bundle_helpers import make_run, rebag, seal, writable_bundle
 
 from harness.cli.bundle import bundle
 from harness.cli.main import cli, main
-from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.export import export_bundle
 from harness.readers.bundle.records import BadMember, parse_json
+from harness.readers.bundle.verify import verify_bundle
 
 STATEMENT = "metadata/statement.intoto.json"
 

@@ -10,9 +10,10 @@ from bundle_helpers import make_keys, make_run, pack, writable_bundle
 
 from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
-from harness.readers.bundle import export_bundle, verify_bundle
 from harness.readers.bundle.collect import RECORD, collect_drop, collect_run, collected_digests
+from harness.readers.bundle.export import export_bundle
 from harness.readers.bundle.merge import MergeRefused, combine, merge_bundles, split_manifest
+from harness.readers.bundle.verify import verify_bundle
 
 
 def _exports(tmp_path, *ids, compress="tar.gz"):

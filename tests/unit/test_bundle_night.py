@@ -14,8 +14,9 @@ from bundle_helpers import make_run
 from harness.base.errors import InvalidInput
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.rows import Row
-from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.export import export_bundle
 from harness.readers.bundle.nightruns import journal_runs, left_out
+from harness.readers.bundle.verify import verify_bundle
 
 STAMP = "20261130T080000Z"
 

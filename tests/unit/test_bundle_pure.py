@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InvalidInput
+from harness.base.tree import path_problem as unsafe_name_reason
+from harness.measure.runfolder.manifest import render as format_sums
 from harness.readers.bundle.archive import tar_header
 from harness.readers.bundle.bag import bag_info, bagit_txt, payload_oxum
 from harness.readers.bundle.export import archive_mtime, compression_for, top_folder
@@ -16,7 +18,7 @@ from harness.readers.bundle.facts import RunFacts, time_span
 from harness.readers.bundle.payload import find_run_dirs
 from harness.readers.bundle.seals import bag_runs, layout_problems
 from harness.readers.bundle.statement import build_statement, check_statement
-from harness.readers.bundle.sums import compare, format_sums, parse_sums, unsafe_name_reason
+from harness.readers.bundle.sums import compare, parse_sums
 
 H1, H2, H3 = "1" * 64, "2" * 64, "3" * 64
 

@@ -8,7 +8,9 @@ import pytest
 from bundle_helpers import make_keys, make_run
 
 from harness.base.errors import InvalidInput
-from harness.readers.bundle import export_bundle, safe_extract, verify_bundle, verify_tree
+from harness.readers.bundle.export import export_bundle
+from harness.readers.bundle.safe_extract import unpack
+from harness.readers.bundle.verify import verify_bundle, verify_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
 
@@ -75,7 +77,7 @@ def test_every_byte_of_the_signature_and_removing_it(signed, tmp_path):
     out, allowed, _ = signed
     dest = tmp_path / "x"
     dest.mkdir()
-    root = safe_extract(out, dest)
+    root = unpack(out, dest).root
     sig = root / SIG
     original = sig.read_bytes()
     # Every byte: the armour, the base64 body, and the line breaks OpenSSH itself would skip.

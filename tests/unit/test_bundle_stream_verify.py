@@ -12,8 +12,9 @@ import pytest
 from bundle_helpers import make_run, writable_bundle
 
 from harness.base.errors import InvalidInput
-from harness.readers.bundle import export_bundle, safe_extract, verify_bundle, verify_tree
-from harness.readers.bundle.verify import read_by_verify, verify_archive
+from harness.readers.bundle.export import export_bundle
+from harness.readers.bundle.safe_extract import unpack
+from harness.readers.bundle.verify import read_by_verify, verify_archive, verify_bundle, verify_tree
 
 TOP = "evidence-x"
 
@@ -96,7 +97,7 @@ def test_a_clash_is_refused_alike_written_or_streamed(tmp_path, case):
     dest = tmp_path / "d"
     dest.mkdir()
     with pytest.raises(InvalidInput, match="refused hostile archive") as written:
-        safe_extract(archive, dest)
+        unpack(archive, dest)
     with pytest.raises(InvalidInput) as streamed:
         verify_bundle(archive)
     assert streamed.value.message == written.value.message

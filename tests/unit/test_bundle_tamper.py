@@ -10,7 +10,9 @@ from bundle_helpers import make_run
 
 from harness.cli.bundle import bundle
 from harness.cli.main import cli, main
-from harness.readers.bundle import export_bundle, safe_extract, verify_tree
+from harness.readers.bundle.export import export_bundle
+from harness.readers.bundle.safe_extract import unpack
+from harness.readers.bundle.verify import verify_tree
 
 TAGMANIFEST = "tagmanifest-sha256.txt"
 
@@ -31,7 +33,7 @@ def tiny_bundle(tmp_path) -> Path:
     export_bundle([run], tmp_path / "b.tar")
     dest = tmp_path / "x"
     dest.mkdir()
-    root = safe_extract(tmp_path / "b.tar", dest)
+    root = unpack(tmp_path / "b.tar", dest).root
     for path in root.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     assert verify_tree(root).ok

@@ -32,9 +32,10 @@ from bundle_helpers import (
 from harness.base.errors import InvalidInput
 from harness.cli.bundle import bundle
 from harness.probe.sshsig import sign as sign_in
-from harness.readers.bundle import export_bundle, verify_bundle, verify_tree
 from harness.readers.bundle.collect import RECORD, admits, collect_drop, collect_run, drop_run
+from harness.readers.bundle.export import export_bundle
 from harness.readers.bundle.merge import MergeRefused, merge_bundles
+from harness.readers.bundle.verify import verify_bundle, verify_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH")
 

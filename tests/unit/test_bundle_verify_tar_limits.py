@@ -22,7 +22,9 @@ import pytest
 from bundle_helpers import make_keys, make_run
 
 from harness.base.errors import INVALID, InvalidInput
-from harness.readers.bundle import Limits, export_bundle, safe_extract, verify_bundle
+from harness.readers.bundle.export import export_bundle
+from harness.readers.bundle.safe_extract import Limits, unpack
+from harness.readers.bundle.verify import verify_bundle
 
 TOP = "evidence-x"
 
@@ -120,11 +122,11 @@ def _header(name: str, size: int, kind: bytes) -> bytes:
 RSS_PROBE = """
 import resource, sys
 from pathlib import Path
-from harness.readers.bundle import safe_extract
+from harness.readers.bundle.safe_extract import unpack
 from harness.base.errors import InvalidInput
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
-    safe_extract(Path(sys.argv[1]), Path(sys.argv[2]))
+    unpack(Path(sys.argv[1]), Path(sys.argv[2]))
     print("accepted")
 except InvalidInput as e:
     print("refused", e)
@@ -217,7 +219,7 @@ def test_over_long_names_are_refused_before_anything_is_created(tmp_path, name):
     dest = tmp_path / "dest"
     dest.mkdir()
     with pytest.raises(InvalidInput, match=r"refused hostile archive.*longer than") as e:
-        safe_extract(archive, dest)
+        unpack(archive, dest)
     assert e.value.code == INVALID
     assert list(dest.iterdir()) == []
 

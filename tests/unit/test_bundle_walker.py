@@ -14,7 +14,8 @@ import pytest
 from bundle_helpers import make_run, seal
 
 from harness.base.errors import InvalidInput
-from harness.readers.bundle import export_bundle, verify_bundle
+from harness.readers.bundle.export import export_bundle
+from harness.readers.bundle.verify import verify_bundle
 
 HELPERS = str(Path(__file__).resolve().parent)
 TIMEOUT = 60  # a blocked open() of a FIFO would never return
@@ -124,7 +125,7 @@ def test_verify_of_a_folder_with_fifo_and_symlinks_names_them_and_returns(tmp_pa
     (root / "bag-info.txt").rename(root / "bag-info.real")
     (root / "bag-info.txt").symlink_to(root / "bag-info.real")
     script = textwrap.dedent(f"""
-        from harness.readers.bundle import verify_bundle
+        from harness.readers.bundle.verify import verify_bundle
         for p in verify_bundle({str(root)!r}).problems:
             print(p.kind, p.path)
     """)

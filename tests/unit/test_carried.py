@@ -1,4 +1,4 @@
-"""What one run hands the next (pipeline.carried.Carried): only fresh, only for the same
+"""What one run hands the next (pipeline.results.Carried): only fresh, only for the same
 inputs, and recorded as taken over."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.measure.seal import SourceSeal
-from harness.pipeline.carried import CARRY_MAX_S, Carried
+from harness.pipeline.results import CARRY_MAX_S, Carried
 
 INPUTS = [Path("/p/campaigns/c.yaml"), Path("/p/controls/a.yaml")]
 

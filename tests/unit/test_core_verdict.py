@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from harness.base.reason import Reason
 from harness.base.states import Status, Verdict, exit_code
-from harness.judge.verdict import PostResult, decide
+from harness.judge.verdict import decide
+from harness.judge.verdictfile import PostResult
 
 OK = {"exit_code": 0, "oom_killed": False, "timed_out": False, "interrupted": False}
 

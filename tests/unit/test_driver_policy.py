@@ -12,16 +12,14 @@ import pytest
 from harness.base.errors import EnvironmentFault, InvalidInput
 from harness.base.reason import Reason
 from harness.base.slots import Slot, slots_of
-from harness.base.states import Status
+from harness.base.states import STATUSES, Status
+from harness.base.stoprule import STOP_POLICIES, environment_stops
 from harness.driver.drive import crashed, drive, run_one
 from harness.driver.plan import LaunchRequest, Outcome, PlanSource
 from harness.driver.policy import (
-    STATUSES,
-    STOP_POLICIES,
     RetryPolicy,
     StoppedAfter,
     Why,
-    environment_stops,
     not_executed,
     retry_allowed,
     stop_reason,

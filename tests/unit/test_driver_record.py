@@ -16,9 +16,10 @@ from harness.driver.drive import crashed, run_one
 from harness.driver.night.source import JournalSource
 from harness.driver.plan import LaunchRequest, Outcome
 from harness.driver.policy import RetryPolicy
-from harness.driver.rerun import INDEX, RerunRecorder
+from harness.driver.rerun import RerunRecorder
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.runfolder.reruns import INDEX
 
 SEAL_FAILED = EnvironmentFault("could not seal /runs/x: disk full", rule="ENV-SEAL")
 

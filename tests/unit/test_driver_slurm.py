@@ -17,8 +17,7 @@ import pytest
 from harness.base.catalogue import ENV_SLURM_NO_EVIDENCE, SLURM_NO_SEAL
 from harness.config.loader import require_campaign
 from harness.driver.plan import LaunchRequest
-from harness.driver.slurmjobs import SlurmExecutor, of_night
-from harness.driver.watch import Settings, Watch
+from harness.driver.slurmjobs import Settings, SlurmExecutor, Watch, of_night
 from harness.measure.slurm import job
 from harness.measure.slurm.calls import Poll
 from harness.measure.slurm.query import Job, JobState

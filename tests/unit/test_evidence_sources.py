@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -176,6 +177,35 @@ def test_a_run_before_without_a_seal_stops_the_night_under_a_policy(tmp_path,
     got = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
     assert [r.rule for r in got] == [SLURM_NIGHT_STOPPED] and "left no seal" in got[0].detail
     assert not (claims / "r2").exists()  # nothing claimed: the controller may take it
+
+
+ACCEPTED_RUN = (Path(__file__).resolve().parents[1] / "fixtures" / "runfolder"
+                 / "rehearsal-compute-20261206T130926Z-091a64dc")
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_the_run_before_is_read_where_it_is_never_through_a_link(tmp_path, monkeypatch,
+                                                                   linked: bool) -> None:
+    """An accepted seal lets the next run launch under stop-on-failure; the same seal
+    reached through a link planted under the run before's name is no seal."""
+    scene, claims = claim_scene(tmp_path)
+    before = tmp_path / "runs" / "r1"
+    if linked:
+        shutil.copytree(ACCEPTED_RUN, tmp_path / "elsewhere")
+        before.symlink_to(tmp_path / "elsewhere")
+    else:
+        shutil.copytree(ACCEPTED_RUN, before)
+    (tmp_path / "done").touch()
+    monkeypatch.setenv("HARNESS_CLAIMS", str(claims))
+    monkeypatch.setenv("HARNESS_STOP_POLICY", "stop-on-failure")
+    monkeypatch.setenv("HARNESS_AFTER_RUN", str(before))
+    monkeypatch.setenv("HARNESS_AFTER_DONE", str(tmp_path / "done"))
+    got = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
+    if linked:
+        assert [r.rule for r in got] == [SLURM_NIGHT_STOPPED] and "left no seal" in got[0].detail
+        assert not (claims / "r2").exists()
+    else:
+        assert got == () and (claims / "r2").is_dir()
 
 
 def test_a_malformed_handover_refuses_but_never_as_unclaimed(tmp_path, monkeypatch) -> None:

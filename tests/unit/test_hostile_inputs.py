@@ -19,7 +19,7 @@ from harness.cli.params import parse_hours
 from harness.config.loader import validate
 from harness.config.schema import Campaign, Control, Resources
 from harness.config.yamlsafe import YamlFaults, loads, yaml11_surprise
-from harness.driver.night.rules import deadline_from
+from harness.driver.night.rules import night_deadline
 from harness.instrument.harness_observer.encode import DecodeError, read_observation
 from harness.instrument.harness_observer.encode import loads as json_loads
 from harness.judge.finalize.contract import ContractError, load_contract_text
@@ -124,7 +124,7 @@ def test_lone_surrogate_and_bad_escape_in_yaml_are_faults():
 @pytest.mark.parametrize("hours", [math.nan, math.inf, 1e308, -1.0, 0.0, 721.0])
 def test_deadline_refuses_non_finite_or_absurd_hours(hours):
     with pytest.raises(InvalidInput, match="--max-hours"):
-        deadline_from(NOW, None, hours)
+        night_deadline(NOW, None, hours, None)
 
 
 @pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1e308", "0", "x", "721"])

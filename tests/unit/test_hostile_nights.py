@@ -19,7 +19,6 @@ from harness.measure.nightfolder import schema
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import latest_night, night_folders, run_beside
 from harness.readers import statuslines
-from harness.readers.report import timers
 from harness.readers.report.morning import write_night_summary
 from tests.inprocess import invoke
 
@@ -54,7 +53,7 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HARNESS_RUNS_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(statuslines, "containers", lambda: ([], None))  # no Docker asked
-    monkeypatch.setattr(timers, "list_timers", lambda: ([], None))  # nor systemd
+    monkeypatch.setattr(statuslines, "list_timers", lambda: ([], None))  # nor systemd
     return runs
 
 

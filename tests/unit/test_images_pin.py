@@ -15,8 +15,8 @@ from harness.config.loader import load_model
 from harness.config.schema import ImageLock, LockedImage
 from harness.judge.doctor.checks import judge_images
 from harness.measure import images
-from harness.measure.imagearchive import image_ids, inspect_archive
 from harness.measure.imagepin import check_name, check_ref, decide_pin, how_to_obtain
+from harness.measure.images import image_ids, inspect_archive
 
 A, B, C = ("sha256:" + c * 64 for c in "abc")
 AT = "2026-11-30T08:30:00.000000Z"

@@ -16,9 +16,9 @@ from harness.driver.night.rules import next_step, night_exit_code
 from harness.driver.policy import RetryPolicy
 from harness.measure.nightfolder import schema
 from harness.measure.nightfolder.journal import Journal
-from harness.measure.nightfolder.migrate import evidence_of, upgrade_event, upgrade_state
 from harness.measure.nightfolder.naming import JOURNAL_NAME
 from harness.measure.nightfolder.rows import chain_of
+from harness.measure.nightfolder.schema import evidence_of, upgrade_event, upgrade_state
 
 # Schema version 1, exactly as the journal (harness/measure/nightfolder/journal.py) created it.
 V1_SCHEMA = """

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bundle_helpers import make_run, rebag, writable_bundle
 
-from harness.readers.bundle import export_bundle
+from harness.readers.bundle.export import export_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 

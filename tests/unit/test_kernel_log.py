@@ -11,7 +11,7 @@ import pytest
 
 from harness.base import catalogue
 from harness.judge.kernellog import EXCERPT, findings
-from harness.measure.kmsg import MAX_TEXT, Record, record, window
+from harness.measure.kmsg import MAX_TEXT, Record, record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernellog"
 
@@ -63,17 +63,6 @@ def test_kmsg_and_dmesg_records_are_read_on_the_boot_clock() -> None:
     for junk in ("", " SUBSYSTEM=pci", "# a comment", "6,1,notanumber,-;x", "[12] x"):
         assert record(junk) is None, junk
     assert len(record("6,1,2,-;" + "x" * 50_000).text) == MAX_TEXT  # bounded
-
-
-def test_only_the_runs_window_counts() -> None:
-    """A reset before the lock was taken, or after the seal, is another run's."""
-    records = [Record(1_000, "amdgpu 0000:0a:00.0: amdgpu: GPU reset begin!"),
-               Record(2_000, "amdgpu: quiet"),
-               Record(3_000, "mce: [Hardware Error]: Machine check events logged")]
-    assert [r.usec for r in window(records, 1_500, 2_500)] == [2_000]
-    assert findings(window(records, 1_500, 2_500)) == []
-    assert [f.rule for f in findings(window(records, 0, 5_000))] == [
-        catalogue.KERNEL_LOG_GPU_RESET, catalogue.KERNEL_LOG_MCE]
 
 
 def test_similar_words_that_are_no_fault_refuse_nothing() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from harness.base.errors import InvalidInput
 from harness.base.reason import Reason
-from harness.driver.night.rules import deadline_from, night_exit_code, past, unfinished
+from harness.driver.night.rules import night_deadline, night_exit_code, past, unfinished
 from harness.driver.policy import RetryPolicy
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
@@ -28,26 +28,26 @@ def row(i: int, state: str, attempt: int = 1, reason: str | None = None,
 
 
 def test_until_is_the_next_such_local_time():
-    assert deadline_from(NOW, "06:30", None) == NOW.replace(hour=6, minute=30) + timedelta(1)
-    assert deadline_from(NOW, "23:00", None) == NOW.replace(hour=23, minute=0)
-    assert deadline_from(NOW, "22:15", None) == NOW + timedelta(days=1)  # now is not "after"
+    assert night_deadline(NOW, "06:30", None, None) == NOW.replace(hour=6, minute=30) + timedelta(1)
+    assert night_deadline(NOW, "23:00", None, None) == NOW.replace(hour=23, minute=0)
+    assert night_deadline(NOW, "22:15", None, None) == NOW + timedelta(days=1)  # now is not "after"
 
 
 def test_the_earlier_of_until_and_max_hours_wins():
-    assert deadline_from(NOW, "23:00", 0.5) == NOW + timedelta(minutes=30)
-    assert deadline_from(NOW, "22:30", 2) == NOW.replace(minute=30)
-    assert deadline_from(NOW, None, None) is None
+    assert night_deadline(NOW, "23:00", 0.5, None) == NOW + timedelta(minutes=30)
+    assert night_deadline(NOW, "22:30", 2, None) == NOW.replace(minute=30)
+    assert night_deadline(NOW, None, None, None) is None
 
 
 @pytest.mark.parametrize("bad", ["6", "24:00", "7:60", "noon", "06:30:00"])
 def test_bad_until_is_invalid_input(bad):
     with pytest.raises(InvalidInput):
-        deadline_from(NOW, bad, None)
+        night_deadline(NOW, bad, None, None)
 
 
 def test_non_positive_max_hours_is_invalid():
     with pytest.raises(InvalidInput):
-        deadline_from(NOW, None, 0)
+        night_deadline(NOW, None, 0, None)
 
 
 def test_past():

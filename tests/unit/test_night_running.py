@@ -25,7 +25,6 @@ from harness.measure.nightfolder.holder import (
 )
 from harness.measure.nightfolder.journal import Journal
 from harness.readers import statuslines
-from harness.readers.report import timers
 from tests.inprocess import invoke
 
 NIGHT = "kv-20261203T000000Z"
@@ -152,7 +151,7 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HARNESS_RUNS_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(statuslines, "containers", lambda: ([], None))  # no Docker asked
-    monkeypatch.setattr(timers, "list_timers", lambda: ([], None))  # nor systemd
+    monkeypatch.setattr(statuslines, "list_timers", lambda: ([], None))  # nor systemd
     return tmp_path / "real"
 
 

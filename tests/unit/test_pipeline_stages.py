@@ -15,7 +15,8 @@ from harness.base.errors import EnvironmentFault
 from harness.base.reason import Reason
 from harness.base.signals import Interrupted
 from harness.base.states import StageResult, Status, Verdict, exit_code
-from harness.judge.verdict import PostResult, decide
+from harness.judge.verdict import decide
+from harness.judge.verdictfile import PostResult
 from harness.measure.lock import Held
 from harness.pipeline.context import RunContext
 from harness.pipeline.results import Launch, Post, Preflight

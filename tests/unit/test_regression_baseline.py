@@ -211,7 +211,7 @@ def test_junk_seen_without_a_read_spends_no_cap(tmp_path) -> None:
         (empty, a_symlink, seal_is_a_folder)[k % 3](runs, real[0], k)
     got = choose(read_candidate(slow), runs, max_read=REAL + 1, max_failed=1)
     assert [c.run_id for c in got.baseline] == expected_baseline(real)
-    assert got.junk == 300 and got.unexamined == 0 and got.stopped is None
+    assert sum(got.skipped.values()) == 300 and got.unexamined == 0 and got.stopped is None
 
 
 def test_large_look_alikes_are_read_last_and_what_the_budget_left_is_said(tmp_path) -> None:

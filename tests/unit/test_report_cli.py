@@ -17,8 +17,7 @@ from harness.cli.report import chosen_format
 from harness.measure.nightfolder.journal import Journal
 from harness.readers.report.ending import end_lines, night_end_lines
 from harness.readers.report.morning import summary_for_night, write_night_summary
-from harness.readers.report.timers import parse_timers
-from harness.readers.statuslines import gather, render, timer_lines
+from harness.readers.statuslines import gather, parse_timers, render, timer_lines
 from tests.inprocess import invoke
 from tests.unit.terminal_helpers import on_terminal
 

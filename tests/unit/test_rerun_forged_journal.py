@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import InvalidInput
-from harness.driver.rerun import INDEX, append_index, night_failures
+from harness.driver.rerun import append_index, night_failures
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME
+from harness.measure.runfolder.reruns import INDEX
 
 PLAN = [("echo", 0), ("sleep", 0)]
 

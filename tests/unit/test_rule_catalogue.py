@@ -17,7 +17,8 @@ from harness.base.reason import Reason
 from harness.base.states import Verdict, exit_code
 from harness.judge import verdictfile
 from harness.judge.poststeps import exitcode
-from harness.judge.verdict import PostResult, decide, post_reasons
+from harness.judge.verdict import decide, post_reasons
+from harness.judge.verdictfile import PostResult
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"

@@ -13,8 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 # Used only inside a Slurm job, or only by `harness images`: never by a run on this host.
-ELSEWHERE = {"harness.measure.slurm.job", "harness.measure.images",
-             "harness.measure.imagearchive"}
+ELSEWHERE = {"harness.measure.slurm.job", "harness.measure.images"}
 # Every stage of a run, the seal included: imported when the run command is, so a module
 # that fails to import fails the command at its start, never after a container ran.
 STAGES = {"harness.pipeline.preflight", "harness.pipeline.launch", "harness.pipeline.post",

@@ -13,9 +13,10 @@ from harness.base.catalogue import SLURM_NIGHT_STOPPED, SLURM_NOT_CLAIMED, SLURM
 from harness.base.errors import InvalidInput
 from harness.base.reason import Reason
 from harness.base.states import Status
+from harness.base.stoprule import stops
 from harness.driver.drive import next_launch, wants_more
 from harness.driver.plan import LaunchRequest, Outcome
-from harness.driver.policy import STOP_POLICIES, stop_reason
+from harness.driver.policy import stop_reason
 from harness.driver.slurmjobs import claim_decision, never_launched
 from harness.measure.slurm import claim
 
@@ -129,17 +130,16 @@ def test_a_claims_folder_of_another_user_is_failed(tmp_path) -> None:
 
 
 def test_the_host_stops_where_the_controller_would() -> None:
-    """The verdict on the host is the controller's stop rule for a remote run (one rule:
-    `base.stoprule`, tested there); the name the launch calls keeps its signature."""
+    """The host asks `base.stoprule.stops` of the run before (tested there); for a remote
+    run the controller's `stop_reason` agrees with it."""
     for policy, status, code in [("stop-on-refusal", Status.REFUSED, 1),
                                  ("continue", Status.FAILED, 3),
-                                 ("stop-on-failure", Status.REFUSED, 1)]:
+                                 ("stop-on-failure", Status.REFUSED, 1),
+                                 ("stop-on-failure", Status.ACCEPTED, 0)]:
         outcome = Outcome(RUNS / "r", status, code, remote=True)
-        assert claim.stops_night(policy, status, code) is (stop_reason(policy, outcome)
-                                                          is not None)
-    assert claim.STOP_POLICIES is STOP_POLICIES
+        assert (stops(policy, status, code) is None) is (stop_reason(policy, outcome) is None)
     with pytest.raises(InvalidInput):
-        claim.stops_night("sometimes", Status.ACCEPTED, 0)
+        stops("sometimes", Status.ACCEPTED, 0)
 
 
 def _env(**extra: str) -> dict[str, str]:

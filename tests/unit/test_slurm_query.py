@@ -99,11 +99,10 @@ def test_jobcomp_lines_arrays_requeues_and_spaces() -> None:
     assert jobs["4"].state == JobState.DONE  # NODE_FAIL, requeued, then done: last line
 
 
-def test_missing_rows_are_unknown_never_failed() -> None:
+def test_missing_rows_are_absent_never_failed() -> None:
     jobs = query.combine(query.parse_squeue(SQUEUE), query.parse_sacct(SACCT))
-    states = query.states_of(jobs, ["4", "12", "999", "6_9"])
-    assert states == {"4": JobState.RUNNING, "12": JobState.DONE, "999": JobState.UNKNOWN,
-                      "6_9": JobState.UNKNOWN}
+    assert jobs["4"].state == JobState.RUNNING and jobs["12"].state == JobState.DONE
+    assert "999" not in jobs and "6_9" not in jobs
 
 
 def test_live_answer_wins_over_history() -> None:

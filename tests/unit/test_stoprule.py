@@ -4,14 +4,15 @@ status x exit code, and the policies named once."""
 from __future__ import annotations
 
 import itertools
+from typing import get_args
 
 import pytest
 
 from harness.base.errors import InvalidInput
 from harness.base.states import Status
 from harness.base.stoprule import STOP_POLICIES, Stop, stops
+from harness.config.schema import Campaign
 from harness.driver import policy
-from harness.measure.slurm import claim
 
 STOPPED_BY = {  # policy -> the statuses after which it stops the walk by itself
     "continue": set(),
@@ -39,5 +40,5 @@ def test_an_unknown_policy_is_refused_whatever_the_run_did(code: int) -> None:
 
 
 def test_the_policies_and_the_reasons_are_named_once() -> None:
-    assert policy.STOP_POLICIES is STOP_POLICIES and claim.STOP_POLICIES is STOP_POLICIES
+    assert get_args(Campaign.model_fields["stop_policy"].annotation) == STOP_POLICIES
     assert policy.Why.ENVIRONMENT == Stop.ENVIRONMENT and policy.Why.STOP_POLICY == Stop.POLICY

@@ -14,10 +14,9 @@ from harness.base.catalogue import TELEMETRY_GAP
 from harness.judge import samplefigures as judge
 from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry.cgroup import Cgroup, cpu_value, files_of
-from harness.measure.telemetry.sampler import Sampler
+from harness.measure.telemetry.sampler import Figures, Gone, Sampler
 from harness.measure.telemetry.samples import Point
 from harness.measure.telemetry.samples import read as points
-from harness.measure.telemetry.source import Figures, Gone
 
 CID = "b9e34d255db34a412e8c4aa1f24196494d239a889f191de525109a374280b4b8"
 # /proc/<pid>/cgroup of a container on a development machine of this project (Docker

@@ -17,8 +17,7 @@ from harness.config.executor import ExecutorConfig
 from harness.config.loader import Loaded, resolve
 from harness.driver.local import LocalExecutor
 from harness.driver.plan import LaunchRequest, NightExecutor
-from harness.driver.slurmjobs import SlurmExecutor
-from harness.driver.watch import Settings
+from harness.driver.slurmjobs import Settings, SlurmExecutor
 from harness.measure.slurm import calls
 from harness.measure.slurm.job import Site
 from harness.measure.ui import Reporter

@@ -48,51 +48,44 @@ def night_deadline(now: datetime, until: str | None, max_hours: float | None,
                    window: str | None) -> datetime | None:
     """The earliest of --until, --max-hours and --window's end. A start outside --window is
     refused (exit 1): a timer catching up at boot must not hold the GPU through the day."""
-    deadline = deadline_from(now, until, max_hours)
-    if window is None:
-        return deadline
-    start, end = parse_window(window)
-    if not in_window(now, start, end):
+    found = _deadlines(now, until, max_hours, window)
+    if window is not None and not in_window(now, *parse_window(window)):
         raise Refused(f"--window {window}: it is {now:%H:%M} local time, outside the night's "
                       "window; nothing was started (a night the timer missed while the host "
                       "was off waits for its next window)")
-    closes = deadline_from(now, f"{end[0]:02d}:{end[1]:02d}", None)
-    return min(d for d in (deadline, closes) if d is not None)
+    return min((at for at, _ in found), default=None)
 
 
 def deadline_named(now: datetime, until: str | None, max_hours: float | None,
                    window: str | None) -> str | None:
     """What sets `night_deadline`'s deadline (`--until 06:30`, ...), or None."""
+    found = _deadlines(now, until, max_hours, window)
+    return min(found, key=lambda p: p[0])[1] if found else None
+
+
+def _deadlines(now: datetime, until: str | None, max_hours: float | None,
+               window: str | None) -> list[tuple[datetime, str]]:
+    """Each deadline asked for, with what set it: the next --until wall-clock time,
+    `now + --max-hours`, the next end of --window."""
     found = []
     if until is not None:
-        found.append((deadline_from(now, until, None), f"--until {until.strip()}"))
-    if max_hours is not None:
-        found.append((deadline_from(now, None, max_hours), f"--max-hours {max_hours:g}"))
-    if window is not None:
-        _, end = parse_window(window)
-        closes = deadline_from(now, f"{end[0]:02d}:{end[1]:02d}", None)
-        found.append((closes, f"window {window.strip()}"))
-    dated = [(at, name) for at, name in found if at is not None]
-    return min(dated, key=lambda p: p[0])[1] if dated else None
-
-
-def deadline_from(now: datetime, until: str | None, max_hours: float | None) -> datetime | None:
-    """The earliest of the next `--until` wall-clock time and `now + --max-hours`."""
-    candidates = []
-    if until is not None:
-        hour, minute = parse_until(until)
-        at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        if at <= now:
-            at += timedelta(days=1)
-        candidates.append(at)
+        found.append((_next_at(now, parse_until(until)), f"--until {until.strip()}"))
     if max_hours is not None:
         # NaN, inf or 1e308 hours would mean "no deadline" or overflow the clock.
         if not math.isfinite(max_hours) or max_hours <= 0:
             raise InvalidInput(f"--max-hours {max_hours:g}: must be a positive, finite number")
         if max_hours > MAX_HOURS:
             raise InvalidInput(f"--max-hours {max_hours:g}: at most {MAX_HOURS:g} hours")
-        candidates.append(now + timedelta(hours=max_hours))
-    return min(candidates) if candidates else None
+        found.append((now + timedelta(hours=max_hours), f"--max-hours {max_hours:g}"))
+    if window is not None:
+        found.append((_next_at(now, parse_window(window)[1]), f"window {window.strip()}"))
+    return found
+
+
+def _next_at(now: datetime, hour_minute: tuple[int, int]) -> datetime:
+    """The first time after `now` that the local clock reads HH:MM."""
+    at = now.replace(hour=hour_minute[0], minute=hour_minute[1], second=0, microsecond=0)
+    return at if at > now else at + timedelta(days=1)
 
 
 def past(deadline: datetime | None, now: datetime) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,29 +83,29 @@ def inputs_seal(loaded: Loaded) -> str:
     return seal_digest({k: digests[p] for k, p in labelled.items()})
 
 
-def hint(e: HarnessError, night_dir: Path) -> HarnessError:
-    e.message += (f" (night {night_dir}; start with --new to leave it as it is and begin a "
-                  "new night)")
-    return e
+@contextlib.contextmanager
+def hinted(night_dir: Path) -> Iterator[None]:
+    """A refusal of the night's journal names the night, and how to leave it be."""
+    try:
+        yield
+    except HarnessError as e:
+        e.message += (f" (night {night_dir}; start with --new to leave it as it is and begin "
+                      "a new night)")
+        raise e from None
 
 
 def open_journal(night_dir: Path, loaded: Loaded, deadline: str | None) -> Journal:
-    try:
+    with hinted(night_dir):
         return Journal.open_or_create(
             night_dir / JOURNAL_NAME, campaign=loaded.campaign.name,
             campaign_file=str(loaded.campaign_file), plan=loaded.plan(),
             seal=inputs_seal(loaded), deadline=deadline)
-    except HarnessError as e:
-        raise hint(e, night_dir) from None
 
 
 def _journal_rows(night_dir: Path) -> list:
     """Read-only: finding the night writes nothing (a dry run finds it so too)."""
-    try:
-        with Journal.open(night_dir / JOURNAL_NAME, readonly=True) as journal:
-            return journal.rows()
-    except HarnessError as e:
-        raise hint(e, night_dir) from None
+    with hinted(night_dir), Journal.open(night_dir / JOURNAL_NAME, readonly=True) as journal:
+        return journal.rows()
 
 
 def find_night(nights_dir: Path, loaded: Loaded, night: str | None, new: bool,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from harness.measure.host.fstype import lock_fs_problem
@@ -27,9 +27,6 @@ class Check:
     name: str
     status: Status
     detail: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 GPU_CHECKS = ("/dev/kfd", "/dev/dri/renderD*", "device groups", "rocminfo", "amd-smi", "gpu")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +19,7 @@ _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 def as_document(checks: Sequence[Check]) -> dict[str, Any]:
     """The --json form; `ok` is False exactly when the command exits 1."""
-    return {"schema": SCHEMA, "ok": not any_failed(checks), "checks": [c.to_dict() for c in checks]}
+    return {"schema": SCHEMA, "ok": not any_failed(checks), "checks": [asdict(c) for c in checks]}
 
 
 def render_json(checks: Sequence[Check]) -> str:

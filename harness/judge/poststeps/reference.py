@@ -13,16 +13,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.base.atomic import write_json
 from harness.base.catalogue import REFERENCE_MISSING, REFERENCE_OPTIONS, REFERENCE_OUTSIDE
-from harness.base.readfile import InputError, read_bounded
 from harness.base.reason import Reason
 from harness.base.states import Verdict
 from harness.config.references import FIGURE_UNITS, Bound, References, finding, range_text
-from harness.instrument.harness_observer.encode import loads as strict_loads
+from harness.judge.poststeps.exitcode import read_outcome
 from harness.judge.verdictfile import document, verdict_of
 from harness.measure.metrics import UNITS, write_metrics
 from harness.measure.runfolder import layout
-
-OUTCOME_LIMIT = 1 << 20
 
 
 def _number(value: Any) -> float | int | None:
@@ -33,12 +30,7 @@ def _number(value: Any) -> float | int | None:
 
 def figures(run_dir: Path, measured: dict) -> dict[str, float | int | None]:
     """Every figure a reference may name, from the open run folder; absent ones are None."""
-    try:
-        outcome = strict_loads(read_bounded(run_dir / layout.OUTCOME, OUTCOME_LIMIT,
-                                            "outcome").decode("utf-8"))
-    except (InputError, ValueError):  # no outcome (nothing launched) or a damaged one
-        outcome = {}
-    outcome = outcome if isinstance(outcome, dict) else {}
+    outcome, _ = read_outcome(run_dir)  # {}: nothing launched, or a damaged one
     logs = run_dir / layout.LOGS
     doc = write_metrics([logs / layout.STDOUT_LOG, logs / layout.STDERR_LOG], base=run_dir)
     found = {"duration_s": _number(outcome.get("duration_s")),

@@ -15,9 +15,8 @@ NETWORK = frozenset({
     "fuse.ceph", "fuse.ceph-fuse", "glusterfs", "fuse.glusterfs", "beegfs", "ocfs2", "gfs2",
     "afs", "9p", "fuse.s3fs", "fuse.gcsfuse", "orangefs", "pvfs2", "davfs", "fuse.davfs",
     "fuse.juicefs", "wekafs", "panfs", "virtiofs"})
-# What `stat -f -c %T` prints for some of them (its own names, not the kernel's).
-_STAT_NAMES = {"nfs": "nfs", "smb2": "smb3", "cifs": "cifs", "lustre": "lustre",
-               "gpfs": "gpfs", "ceph": "ceph", "fuseblk": "fuseblk", "fuse": "fuse"}
+# Where `stat -f -c %T` prints its own name for one of them, not the kernel's.
+_STAT_NAMES = {"smb2": "smb3"}
 MOUNTINFO = Path("/proc/self/mountinfo")
 MAX_MOUNTINFO = 8 * 1024 * 1024
 

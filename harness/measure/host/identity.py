@@ -10,6 +10,7 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,6 @@ def parse_os_release(text: str | None) -> dict[str, str] | None:
         key, _, value = line.partition("=")
         out[key.strip()] = value.strip().strip("\"'")
     return out
-
-
-def kernel() -> dict[str, str]:
-    u = os.uname()
-    return {"sysname": u.sysname, "release": u.release, "version": u.version, "machine": u.machine}
 
 
 def docker_engine(client: Any | None = None) -> dict[str, Any]:
@@ -105,8 +101,8 @@ def gpu_static(rocminfo_run: ToolRun, amd_smi_run: ToolRun) -> dict[str, Any]:
     _, report, r_err = read_rocminfo(rocminfo_run)
     _, smi, s_err = read_amd_smi(amd_smi_run)
     return {
-        "rocminfo": {"absent": r_err} if report is None else report.to_dict(),
-        "amd_smi": {"absent": s_err} if smi is None else [g.to_dict() for g in smi],
+        "rocminfo": {"absent": r_err} if report is None else asdict(report),
+        "amd_smi": {"absent": s_err} if smi is None else [asdict(g) for g in smi],
     }
 
 
@@ -129,7 +125,8 @@ def snapshot(*, root: Path = Path("/"), docker_client: Any | None = None,
         "uptime_s": _uptime(uptime),
         "hostname": socket.gethostname(),
         "boot_id": _read(root / "proc/sys/kernel/random/boot_id"),
-        "kernel": kernel(),
+        "kernel": {k: getattr(os.uname(), k) for k in ("sysname", "release", "version",
+                                                        "machine")},
         "os_release": parse_os_release(_read(root / "etc/os-release")
                                        or _read(root / "usr/lib/os-release")),
         "docker": docker_engine(docker_client),

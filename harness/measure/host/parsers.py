@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.base import bounds
@@ -56,7 +56,6 @@ def gib(nbytes: int | None) -> str:
     return "unknown VRAM" if nbytes is None else f"{nbytes / 1024**3:.1f} GiB"
 
 
-
 @dataclass(frozen=True)
 class RocmAgent:
     """One GPU agent from `rocminfo`."""
@@ -77,9 +76,6 @@ class RocminfoReport:
     kernel_module: str | None  # "loaded" or the ROCk module version when it prints one
     gpus: list[RocmAgent]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 _AGENT = re.compile(r"^\s*Agent\s+\d+\s*$")
 _POOL = re.compile(r"^\s*Pool\s+\d+\s*$")
@@ -92,12 +88,6 @@ def _kv(line: str) -> tuple[str, str] | None:
     """`  Key:   value  ` -> (Key, value) or None; linear (a lazy pattern was quadratic)."""
     key, sep, value = line.partition(":")
     return (key.strip(), value.strip()) if sep and key else None
-
-
-def _size_bytes(text: str) -> int | None:
-    m = _SIZE.match(text)
-    n = _number(m.group(1), "a size") if m else None
-    return None if n is None else _vram(n * _UNITS[m.group(2).upper()])
 
 
 def _vram(nbytes: float) -> int | None:
@@ -155,7 +145,9 @@ def _vram_from_pools(pools: list[dict[str, str]]) -> int | None:
     for pool in pools:
         seg = pool.get("Segment", "").upper()
         if seg.startswith("GLOBAL") and "COARSE GRAINED" in seg:
-            return _size_bytes(pool.get("Size", ""))
+            m = _SIZE.match(pool.get("Size", ""))
+            n = _number(m.group(1), "a size") if m else None
+            return None if n is None else _vram(n * _UNITS[m.group(2).upper()])
     return None
 
 
@@ -193,7 +185,6 @@ def parse_rocminfo(text: str) -> RocminfoReport:
     return RocminfoReport(runtime_version=runtime, kernel_module=module, gpus=gpus)
 
 
-
 @dataclass(frozen=True)
 class SmiGpu:
     """One GPU from `amd-smi static --json`: the fields that identify the host's hardware."""
@@ -210,9 +201,6 @@ class SmiGpu:
     vbios_version: str | None
     vbios_part_number: str | None
     board_product_name: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _clean(value: Any) -> Any:
@@ -257,14 +245,15 @@ def _decimal(text: str) -> float | None:
         return None
 
 
-def _json_int(text: str) -> int:
+def json_int(text: str) -> int:
+    """A JSON integer of bounded digits: Python's own guard raises a bare ValueError past 4300."""
     return bounds.parse_int(text.lstrip("-"), "a JSON integer") * (-1 if text[0] == "-" else 1)
 
 
 def _json(text: str) -> Any:
     """One JSON document, integers bounded; ParseError past a bound."""
     try:
-        return json.loads(text, parse_int=_json_int)
+        return json.loads(text, parse_int=json_int)
     except BadText as e:
         raise ParseError(f"the JSON breaks a bound: {e.message}") from None
     except RecursionError:

@@ -64,7 +64,6 @@ class Bounded:
     timed_out: bool = False
 
     def first_error(self) -> str | None:
-        """The first line of its stderr, or None."""
         lines = self.err.decode("utf-8", "replace").strip().splitlines()
         return lines[0] if lines else None
 

@@ -19,7 +19,6 @@ from harness.base.reason import Reason, exit_class, ordered, rules
 from harness.base.states import TERMINAL, State, Status
 from harness.base.timeutil import utc_now
 from harness.measure.nightfolder import schema
-from harness.measure.nightfolder.migrate import migrate, upgrade, upgrade_event, upgrade_row
 from harness.measure.nightfolder.rows import RETRY, Row
 from harness.measure.nightfolder.schema import SCHEMA_VERSION, clamp, damaged, typed
 from harness.measure.nightfolder.transitions import (
@@ -62,15 +61,14 @@ class NightRecord:
 
 def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     if readonly:  # reports: never write, not even the WAL mode switch
-        uri = f"{path.resolve().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               isolation_level=None, timeout=30.0)
         schema.harden(conn)
         return conn
     conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
     schema.harden(conn)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA foreign_keys=ON")
+    for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON"):
+        conn.execute(f"PRAGMA {pragma}")
     return conn
 
 
@@ -114,7 +112,7 @@ class Journal:
         schema.check_place(path)
         version = None if readonly else schema.check_file(path)
         if version is not None and version != SCHEMA_VERSION:
-            migrate(path)
+            schema.migrate(path)
             version = SCHEMA_VERSION
         try:
             conn = _connect(path, readonly)
@@ -198,7 +196,7 @@ class Journal:
         self._conn.backup(conn)
         if self._version != SCHEMA_VERSION:
             conn.execute("BEGIN")
-            upgrade(self.path, conn, self._version)
+            schema.upgrade(self.path, conn, self._version)
             conn.execute("COMMIT")
         return Journal(self.path, conn, self._now)
 
@@ -228,7 +226,7 @@ class Journal:
         values = typed(self.path, "runs row", values,
                        schema.V2_ROW_TYPES if older else schema.ROW_TYPES)
         if older:
-            values = upgrade_row(values, self._version)
+            values = schema.upgrade_row(values, self._version)
         *head, found, klass = values
         try:
             state = State(head[5])
@@ -282,8 +280,8 @@ class Journal:
             args = (row_id,)
         out = []
         for r in self._read(sql + " ORDER BY id", args):
-            values = upgrade_event(typed(self.path, "event", r, schema.EVENT_TYPES),
-                                   self._version)
+            values = schema.upgrade_event(typed(self.path, "event", r, schema.EVENT_TYPES),
+                                          self._version)
             out.append(dict(zip(schema.EVENT_COLUMNS, values, strict=True)))
         return out
 

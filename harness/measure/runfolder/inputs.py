@@ -25,7 +25,6 @@ IMAGE_SCHEMA = "harness.inputs.image/v1"
 # name -> the file under inputs/: what `harness show RUN --input NAME` prints
 KEPT = {"campaign": layout.INPUT_CAMPAIGN, "control": layout.INPUT_CONTROL,
         "resolved": layout.INPUT_RESOLVED, "image": layout.INPUT_IMAGE}
-COPIED = ("campaign", "control")  # kept as their exact bytes; the other two are documents
 COPY_LIMIT = YAML_LIMIT  # the loader's own bound: a bigger file never loaded
 READ_LIMIT = 4 * YAML_LIMIT  # resolved.json holds both files' values, plus the lock entry
 NOT_KEPT = "not kept (run made before the harness kept its inputs)"
@@ -58,11 +57,6 @@ def _write(run_dir: Path, rel: str, data: bytes) -> None:
     write_bytes(run_dir / rel, data, exclusive=True)  # atomic; evidence is append-only
 
 
-def document_bytes(doc: Any) -> bytes:
-    """Pure: a kept JSON document as written (sorted keys, ASCII: every value inert)."""
-    return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode()
-
-
 def write_copy(run_dir: Path, name: str, data: bytes) -> str:
     """Keep `data` as inputs/<name>.yaml; returns the file's name in the run folder."""
     _write(run_dir, KEPT[name], data)
@@ -70,7 +64,9 @@ def write_copy(run_dir: Path, name: str, data: bytes) -> str:
 
 
 def write_document(run_dir: Path, name: str, doc: Any) -> str:
-    _write(run_dir, KEPT[name], document_bytes(doc))
+    """Keep `doc` as inputs/<name>.json: sorted keys, ASCII, so every value is inert."""
+    data = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    _write(run_dir, KEPT[name], data.encode())
     return KEPT[name]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -73,20 +73,11 @@ class RunRecord:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        """The record as written to run.json (`raw` is never written)."""
-        doc = {
-            "schema": self.schema, "run_id": self.run_id, "attempt": self.attempt,
-            "campaign": self.campaign, "control": self.control, "image": self.image,
-            "seal": self.seal, "model_hashes": self.model_hashes, "status": self.status,
-            "reasons": [r.as_dict() for r in self.reasons], "rules": self.rules,
-            "times": self.times,
-            "lock": self.lock, "outcome": self.outcome, "post_steps": self.post_steps,
-            "rerun_of": self.rerun_of,
-        }
-        for key in OPTIONAL:  # absent from records that never had them
-            if getattr(self, key) is not None:
-                doc[key] = getattr(self, key)
-        return doc
+        """The record as written to run.json: `raw` never, an OPTIONAL part only where set
+        (absent from records that never had it)."""
+        doc = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "raw"}
+        doc["reasons"] = [r.as_dict() for r in self.reasons]
+        return {k: v for k, v in doc.items() if k not in OPTIONAL or v is not None}
 
     def view(self) -> dict[str, Any]:
         """The file as read, for display, its reasons (and a v1 record's rules) in v2 shape."""

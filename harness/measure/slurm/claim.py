@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
-from harness.base.states import Status
-from harness.base.stoprule import STOP_POLICIES, stops
+from harness.base.stoprule import STOP_POLICIES
 from harness.measure.slurm.values import ID_MAX, name, path
 
 CLAIMS_DIR = "claims"  # <drop>/claims/<run id>
@@ -112,12 +111,6 @@ def take(claims: str, run_id: str) -> tuple[Claim, str]:
     return Claim.MADE, where
 
 
-def stops_night(policy: str, status: Status, exit_code: int) -> bool:
-    """Whether the run before, ended so, stops the night: the controller's rule
-    (`base.stoprule.stops`) for a run on a host. Pure."""
-    return stops(policy, status, exit_code) is not None
-
-
 @dataclass(frozen=True)
 class Handover:
     """What the job told this run: where claims go, the night's stop policy, and the member
@@ -189,13 +182,9 @@ def _exited(done: Path) -> bool:
     try:
         os.stat(done, follow_symlinks=False)
     except FileNotFoundError:
-        try:
-            os.stat(done.parent)
-        except OSError:
-            return True
-        return False
+        return not os.path.exists(done.parent)
     except OSError:
-        return True
+        pass
     return True
 
 

@@ -276,11 +276,6 @@ def combine(live: Parsed | None, *history: Parsed | None) -> dict[str, Job]:
     return jobs
 
 
-def states_of(jobs: Mapping[str, Job], job_ids: Iterable[str]) -> dict[str, JobState]:
-    """The state of each wanted job; one no answer lists is `unknown`, never failed."""
-    return {i: jobs[i].state if i in jobs else JobState.UNKNOWN for i in job_ids}
-
-
 def by_name(jobs: Mapping[str, Job]) -> dict[str, list[Job]]:
     """Jobs grouped by name (the idempotency token), oldest job id first."""
     out: dict[str, list[Job]] = {}

@@ -10,13 +10,13 @@ from __future__ import annotations
 import shlex
 
 from harness.base.errors import InvalidInput
+from harness.base.stoprule import STOP_POLICIES
 from harness.measure.slurm.claim import (
     AFTER_DONE_ENV,
     AFTER_RUN_ENV,
     CLAIMS_ENV,
     LOCKED_ENV,
     POLICY_ENV,
-    STOP_POLICIES,
     claims_dir,
 )
 from harness.measure.slurm.job import (

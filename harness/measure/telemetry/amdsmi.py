@@ -28,9 +28,10 @@ from harness.base import bounds
 from harness.base.bounds import BadText
 from harness.base.readfile import InputError, read_text_bounded
 from harness.measure.host import tools
+from harness.measure.host.parsers import json_int
 from harness.measure.host.tools import default_search_path
 from harness.measure.telemetry import quantities as q
-from harness.measure.telemetry.source import Figures
+from harness.measure.telemetry.sampler import Figures
 
 MAX_TEXT = 4 * 1024 * 1024  # characters of one amd-smi output (eight MI300X: ~200 KB)
 MAX_GPUS = 64
@@ -84,10 +85,6 @@ BYTES = _Kind("MB", {"B": 1.0, "KB": 1024.0, "MB": _MIB, "GB": _MIB * 1024,
 _PCT = _Kind("%", {"%": 1.0}, 0.0, 100.0)
 
 
-def _na(value: Any) -> bool:
-    return isinstance(value, str) and value.strip().upper() in _NA
-
-
 def amount(value: Any, kind: _Kind) -> float | None:
     """A bare number, `"10 W"` or `{"value": 10, "unit": "W"}` in `kind`'s base unit; None
     for anything else (N/A, booleans, NaN, unknown units, out of range)."""
@@ -95,7 +92,7 @@ def amount(value: Any, kind: _Kind) -> float | None:
     if isinstance(value, dict):
         unit = value.get("unit", kind.default)
         value = value.get("value")
-    if isinstance(value, str) and not _na(value):
+    if isinstance(value, str) and value.strip().upper() not in _NA:
         match = _NUMBER_UNIT.fullmatch(value) if len(value) <= 40 else None
         if match is None:
             return None
@@ -165,13 +162,6 @@ def _bdf(entry: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _json_int(text: str) -> int:
-    """Bounded digits: Python's own guard raises a bare ValueError past 4300."""
-    negative = text.startswith("-")
-    value = bounds.parse_int(text[1:] if negative else text, "a JSON integer")
-    return -value if negative else value
-
-
 def _json_constant(name: str) -> None:
     """NaN and Infinity are not JSON; amd-smi never prints them: the reading is unknown."""
     return None
@@ -185,7 +175,7 @@ def document(text: str) -> list[Any]:
         raise AmdSmiError(f"amd-smi printed {len(text)} characters, over the "
                           f"{MAX_TEXT} character bound")
     try:
-        data = json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
+        data = json.loads(text, parse_int=json_int, parse_constant=_json_constant)
     except BadText as e:
         raise AmdSmiError(f"amd-smi output breaks a bound: {e.message}") from None
     except RecursionError:
@@ -233,7 +223,7 @@ def figures(text: str) -> Figures:
 def _sysfs_number(path: Path, *, signed: bool = False) -> float | None:
     """The whole number a sysfs attribute holds, or None (missing, EBUSY from a suspended
     card, a symlink, too long, not a number)."""
-    text = _sysfs_text(path) or ""
+    text = sysfs_text(path) or ""
     negative = signed and text.startswith("-")
     try:
         value = bounds.parse_int(text[1:] if negative else text, "a sysfs value")
@@ -242,7 +232,8 @@ def _sysfs_number(path: Path, *, signed: bool = False) -> float | None:
     return float(-value if negative else value)
 
 
-def _sysfs_text(path: Path) -> str | None:
+def sysfs_text(path: Path) -> str | None:
+    """A kernel attribute (sysfs, procfs) as stripped text, or None when unreadable."""
     try:
         return read_text_bounded(path, SYSFS_LIMIT, "sysfs attribute").strip()
     except InputError:
@@ -264,7 +255,7 @@ def _hwmon_dir(device: Path) -> Path | None:
                            if (m := _HWMON.fullmatch(e.name)) and e.is_dir(follow_symlinks=False))
     except OSError:
         return None
-    named = (path for _, path in found if _sysfs_text(path / "name") == "amdgpu")
+    named = (path for _, path in found if sysfs_text(path / "name") == "amdgpu")
     return next(named, found[0][1] if found else None)
 
 

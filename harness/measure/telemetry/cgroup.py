@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.base.readfile import InputError, read_text_bounded
 from harness.measure.telemetry import quantities as q
-from harness.measure.telemetry.source import Figures, Gone
+from harness.measure.telemetry.sampler import Figures, Gone
 
 ROOT = Path("/sys/fs/cgroup")
 MAX_FILE = 64 * 1024  # cpu.stat and the rest are a few lines

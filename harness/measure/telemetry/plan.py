@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.measure.telemetry.cgroup import Cgroup
-from harness.measure.telemetry.sampler import Sampler
-from harness.measure.telemetry.source import Source
+from harness.measure.telemetry.sampler import Sampler, Source
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,10 @@ each time into telemetry.jsonl (`figures`, or `error` when a source failed).
 A thread beside the wait for the container: a slow source delays the next sample, never the
 control. Slots are fixed (start + k × interval); a late sample skips the slots it missed, so
 a gap in the file is a gap in the figures, which `harness.judge.samplefigures` finds.
+
+A source is a name and a `read` of its figures now: `{source name: {quantity: value}}`
+(None: not available), perhaps several sources (one per GPU); it raises `Gone` to end the
+sampling, anything else is a missed sample.
 """
 
 from __future__ import annotations
@@ -16,13 +20,25 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from harness.base.timeutil import unix_now
 from harness.measure.telemetry import quantities as q
-from harness.measure.telemetry.source import Figures, Gone, Source
 
 MAX_LINE = 64 * 1024  # one sample of a few GPUs is about 1 KiB
 MAX_SAMPLES = 200_000  # 55 hours at 1 Hz; the rest of a longer run is not sampled
+
+Figures = dict[str, dict[str, float | None]]
+
+
+class Gone(Exception):
+    """What the source reads has gone (the container exited): sampling ends."""
+
+
+class Source(Protocol):
+    name: str
+
+    def read(self) -> Figures: ...
 
 
 @dataclass(frozen=True)

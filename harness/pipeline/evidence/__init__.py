@@ -15,7 +15,6 @@ from harness.pipeline.evidence import (
     gpuidle,
     hostsnapshot,
     kernelwindow,
-    leftovers,
     logfigures,
     mountfacts,
     sampled,
@@ -27,7 +26,7 @@ from harness.pipeline.evidence.source import DURING, EXITED, Evidence, Gathered,
 SOURCES: tuple[Evidence, ...] = (
     mountfacts.MOUNTS, hostsnapshot.BEFORE,  # preflight: mounts first (refusals before)
     slurmclaim.CLAIM,  # locked: a Slurm night's claim, before any other evidence
-    kernelwindow.MARK, leftovers.ORPHANS,  # locked: the window starts with the lock
+    kernelwindow.MARK, gpuidle.ORPHANS,  # locked: the window starts with the lock
     gpuidle.BEFORE,  # locked: the GPU idle before launch (may refuse)
     witnesses.LAUNCHER, witnesses.CONTAINER, sampled.SAMPLER,
     gpuidle.AFTER,  # exited: nothing of the run's own left on the GPU

@@ -1,7 +1,7 @@
 """The host's identity before the run and after it (`measure.host.identity`): every field
 that changed in between refuses the run (HOST-DRIFT). The snapshot before is taken only
 for a run preflight lets go, and may be the one the run before took a few ms ago
-(`pipeline.carried`)."""
+(`pipeline.results.Carried`)."""
 
 from __future__ import annotations
 

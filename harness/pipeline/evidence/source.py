@@ -11,13 +11,10 @@ from typing import Any
 from harness.base.catalogue import HARNESS_ERROR
 from harness.base.reason import Reason
 from harness.config.schema import Control
-from harness.measure.witness import subject
-from harness.measure.witness.subject import Subject
+from harness.measure.witness.subject import PHASES, Subject
 from harness.pipeline.context import RunContext
 
-PHASES = subject.PHASES  # in the order a run passes them
-PREFLIGHT, LOCKED, LAUNCHED, STARTED, DURING, EXITED, SEAL = PHASES
-__all__ = ["Subject"]
+PREFLIGHT, LOCKED, LAUNCHED, STARTED, DURING, EXITED, SEAL = PHASES  # in the order they pass
 
 
 @dataclass(frozen=True)

@@ -178,9 +178,3 @@ def judge(root: Path, runs: list[RunFacts], hashes: dict[str, str], policy: Poli
     for run, name in _approved(runs, problems):
         problems += _check_one(root, run, name, hashes, policy, vouched)
     return problems, [vouched[tag] for tag in sorted(vouched)]
-
-
-def check(root: Path, runs: list[RunFacts], hashes: dict[str, str],
-          allowed_signers: Path | None = None) -> list[BundleFault]:
-    """`judge`'s problems, under the policy of `allowed_signers`."""
-    return judge(root, runs, hashes, Policy(allowed_signers))[0]

@@ -27,7 +27,7 @@ from harness.readers.bundle import bag
 from harness.readers.bundle.export import SUFFIXES
 from harness.readers.bundle.facts import read_run_facts
 from harness.readers.bundle.records import parse_json
-from harness.readers.bundle.safe_extract import Limits, open_archive
+from harness.readers.bundle.safe_extract import open_archive
 from harness.readers.bundle.sums import one_line
 from harness.readers.bundle.trust import Policy
 from harness.readers.bundle.verify import verify_archive
@@ -163,14 +163,14 @@ def _refusal(root: Path, run_id: str, runs: list[str]) -> str | None:
 
 
 def _collect_one(path: Path, opened: BinaryIO, digest: str, runs_dir: Path,
-                 policy: Policy | Path | None, limits: Limits | None, run_id: str) -> Arrival:
+                 policy: Policy | None, run_id: str) -> Arrival:
     """Unpack the open bundle file into a dot-folder inside RUNS (never a run: no owner file
     at its top, and removed on the way out), verify it, and rename its run into place when
     it holds the run `run_id` it is named for and nothing else (refused whole otherwise)."""
     arrival = Arrival(one_line(path.name), digest)
     with tempfile.TemporaryDirectory(prefix=".harness-collect-", dir=runs_dir) as tmp:
         try:
-            root, report = verify_archive(path, Path(tmp), policy, limits, opened)
+            root, report = verify_archive(path, Path(tmp), policy, opened=opened)
             if not report.ok:
                 arrival.problems += [one_line(str(p)) for p in report.problems]
                 return arrival
@@ -186,15 +186,15 @@ def _collect_one(path: Path, opened: BinaryIO, digest: str, runs_dir: Path,
     return arrival
 
 
-def _take(path: Path, runs_dir: Path, policy: Policy | Path | None, limits: Limits | None,
-          run_id: str, skip: set[str]) -> Arrival | None:
+def _take(path: Path, runs_dir: Path, policy: Policy | None, run_id: str,
+          skip: set[str]) -> Arrival | None:
     """Open the drop's bundle once and, unless its digest is in `skip`, collect it and append
     its arrival to the record (None when skipped). InvalidInput for a symlink, a FIFO or a
     folder: never followed nor read."""
     with open_archive(path) as (fh, digest):
         if digest in skip:
             return None
-        arrival = _collect_one(path, fh, digest, runs_dir, policy, limits, run_id)
+        arrival = _collect_one(path, fh, digest, runs_dir, policy, run_id)
     _append(runs_dir, arrival)
     return arrival
 
@@ -204,8 +204,8 @@ def _unnamed(path: Path, why: str) -> Arrival:
     return Arrival(one_line(path.name), "", problems=[f"{BUNDLE_DROP_NAME}: {one_line(why)}"])
 
 
-def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None,
-                 limits: Limits | None = None) -> list[Arrival]:
+def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None
+                 ) -> list[Arrival]:
     """Collect every bundle in the drop not collected before; one Arrival for each, each
     appended to RUNS/collected.jsonl as it is done (so a crash loses no record)."""
     drop, runs_dir = Path(drop), Path(runs_dir)
@@ -220,7 +220,7 @@ def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None
                                            "no run; not read"))
             continue
         try:
-            arrival = _take(path, runs_dir, policy, limits, run_id, done)
+            arrival = _take(path, runs_dir, policy, run_id, done)
         except InvalidInput as e:
             arrivals.append(_unnamed(path, e.message))
             continue
@@ -230,9 +230,7 @@ def collect_drop(drop: Path, runs_dir: Path, allowed_signers: Path | None = None
     return arrivals
 
 
-def collect_run(drop: Path, runs_dir: Path, run_id: str,
-                allowed_signers: Path | None = None,
-                limits: Limits | None = None) -> Arrival | None:
+def collect_run(drop: Path, runs_dir: Path, run_id: str) -> Arrival | None:
     """The controller's collect of one run as its job ends: `<drop>/bundles/<run id>.tar.gz`,
     verified, and taken only when it holds that run and nothing else (`admits`, the rule
     `collect_drop` applies too: a host's bundle never plants another host's run). None while
@@ -250,7 +248,7 @@ def collect_run(drop: Path, runs_dir: Path, run_id: str,
     runs_dir.mkdir(parents=True, exist_ok=True)
     seen = {e["sha256"] for e in _entries(_read_record(runs_dir))}
     try:
-        return _take(path, runs_dir, allowed_signers, limits, run_id, seen)
+        return _take(path, runs_dir, None, run_id, seen)
     except InvalidInput:  # swapped for a symlink or a FIFO since: not arrived
         return None
 

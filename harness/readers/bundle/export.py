@@ -20,6 +20,7 @@ from harness.base.atomic import fsync_dir
 from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.base.timeutil import parse_or_none
 from harness.base.tree import NotRegular
+from harness.measure.runfolder import manifest
 from harness.readers.bundle import bag, chain, listing
 from harness.readers.bundle.archive import DeterministicTar
 from harness.readers.bundle.bag import bundled_folder, is_night_folder
@@ -28,7 +29,7 @@ from harness.readers.bundle.payload import Payload, collect_payload
 from harness.readers.bundle.safe_extract import file_sha256
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
 from harness.readers.bundle.statement import StatementSpool
-from harness.readers.bundle.sums import BundleFault, format_sums, one_line
+from harness.readers.bundle.sums import BundleFault, one_line
 
 
 @dataclass
@@ -125,14 +126,14 @@ def _write_archive(fh, payload: Payload, runs: list[RunFacts], spool: StatementS
         tags = {
             bag.BAGIT_TXT: bag.bagit_txt().encode("utf-8"),
             bag.BAG_INFO: info.encode("utf-8"),
-            bag.MANIFEST: format_sums(subjects).encode("utf-8"),
+            bag.MANIFEST: manifest.render(subjects).encode("utf-8"),
             **chain_tags,  # approvals and gate records (harness.readers.bundle.chain)
             **listing_tags(top, runs, payload, chain_tags),  # index.html, README.txt
         }
         # The statement grows with the runs (~10 KiB each): spooled to a file, not held.
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in tags.items()}
         digests[bag.STATEMENT] = spool.write(statement, runs, subjects)
-        tagmanifest = format_sums(digests).encode("utf-8")
+        tagmanifest = manifest.render(digests).encode("utf-8")
         tags[bag.TAGMANIFEST] = tagmanifest
         if sign_key is not None:
             tags[bag.SIGNATURE] = bag.sign(tagmanifest, sign_key)

@@ -20,7 +20,7 @@ from harness.readers.bundle.bag import arc_folder, bundled_folder, is_night_fold
 from harness.readers.bundle.export import ExportResult, check_output, read_runs, write_bundle
 from harness.readers.bundle.payload import NIGHT_RECORD, Payload, PayloadFile
 from harness.readers.bundle.records import read_member, read_text_member
-from harness.readers.bundle.safe_extract import Limits, open_archive
+from harness.readers.bundle.safe_extract import open_archive
 from harness.readers.bundle.statement import StatementSpool
 from harness.readers.bundle.sums import BundleFault, one_line, parse_sums
 from harness.readers.bundle.trust import Policy, merging
@@ -101,14 +101,14 @@ def combine(inputs: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]]
     return folders, tags, problems
 
 
-def _open_input(source: Path, dest: Path, policy: Policy,
-                limits: Limits | None) -> tuple[_Input | None, list[BundleFault]]:
+def _open_input(source: Path, dest: Path, policy: Policy
+                ) -> tuple[_Input | None, list[BundleFault]]:
     """Unpack and verify one input as `bundle verify` does, under `policy`; InvalidInput
     (exit 2) for a hostile or unreadable one."""
     shown = one_line(str(source))
     dest.mkdir()
     with open_archive(source) as (fh, digest):
-        root, report = verify_archive(source, dest, policy, limits, opened=fh)
+        root, report = verify_archive(source, dest, policy, opened=fh)
     if not report.ok:
         return None, [BundleFault(p.kind, f"{shown}: {p.path}", p.detail) for p in report.problems]
     manifest, _ = parse_sums(read_text_member(root, bag.MANIFEST), bag.MANIFEST)
@@ -134,8 +134,7 @@ def _payload(inputs: list[_Input], chosen: dict[str, int]) -> Payload:
 
 
 def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = None,
-                  allowed_signers: Path | None = None, limits: Limits | None = None
-                  ) -> MergeResult:
+                  allowed_signers: Path | None = None) -> MergeResult:
     """Verify each bundle, then write one bundle of all their folders to `output`. MergeRefused
     (exit 1) names every failing input or collision; a key without signers is exit 2."""
     output = Path(output)
@@ -148,7 +147,7 @@ def merge_bundles(bundles: list[Path], output: Path, sign_key: Path | None = Non
         inputs: list[_Input] = []
         problems: list[BundleFault] = []
         for index, source in enumerate(bundles):
-            opened, bad = _open_input(Path(source), Path(tmp) / str(index), policy, limits)
+            opened, bad = _open_input(Path(source), Path(tmp) / str(index), policy)
             problems += bad
             if opened is not None:
                 inputs.append(opened)

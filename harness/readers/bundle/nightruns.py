@@ -17,10 +17,10 @@ from pathlib import Path, PurePosixPath
 from harness.base.errors import HarnessError
 from harness.base.readfile import InputError, read_bounded
 from harness.base.states import State
+from harness.base.tree import path_problem
 from harness.measure.nightfolder.journal import Journal
 from harness.measure.nightfolder.naming import JOURNAL_NAME, NIGHTS
 from harness.measure.nightfolder.rows import Row
-from harness.readers.bundle.sums import unsafe_name_reason
 
 JOURNAL_LIMIT = 256 * 1024 * 1024
 # SQLite's side files of the journal. `-shm` is a shared-memory index rebuilt from the WAL
@@ -56,7 +56,7 @@ def journal_runs(rows: list[Row], where: str) -> tuple[list[NightRun], list[str]
         said = f"{where}: row {row.id} names run {row.run_id!r} in {row.run_dir!r}"
         rid = row.run_id or ""
         if (not rid or not row.run_dir or "/" in rid or rid in (".", "..")
-                or unsafe_name_reason(rid)):
+                or path_problem(rid)):
             faults.append(f"{said}: not a run id a night writes")
         elif PurePosixPath(os.path.normpath(row.run_dir)).name != rid:
             faults.append(f"{said}: the folder is not named for its run")

@@ -11,15 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import InvalidInput
-from harness.base.tree import MAX_DEPTH, printable, walk
+from harness.base.tree import MAX_DEPTH, path_problem, printable, walk
 from harness.measure.nightfolder.naming import JOURNAL_NAME
-from harness.measure.runfolder import layout
+from harness.measure.runfolder.layout import RECORD
 from harness.readers.bundle.bag import NIGHTS, PAYLOAD_DIR, arc_folder
 from harness.readers.bundle.nightruns import left_out, night_run_folders
-from harness.readers.bundle.sums import unsafe_name_reason
 
-RUN_RECORD = layout.RECORD
-SEAL_FILE = layout.SUMS
 NIGHT_RECORD = JOURNAL_NAME  # a night folder holds its journal; its runs may live elsewhere
 
 
@@ -45,7 +42,7 @@ class Payload:
 def find_run_dirs(relpaths: Iterable[str]) -> list[str]:
     """Folders holding a run.json, not nested in another run: a run's addenda are not runs."""
     found = {parent for parent, _, name in (p.rpartition("/") for p in relpaths)
-             if name == RUN_RECORD}
+             if name == RECORD}
     if "" in found:
         return [""]
     return sorted(d for d in found if not any(a in found for a in ancestors(d)))
@@ -134,7 +131,7 @@ class _Roots:
 def _check_root(folder: Path, real: Path, roots: _Roots, faults: list[str]) -> bool:
     """Whether `folder` (at `real`) can be a bundled folder beside `roots`; faults say why not."""
     name = real.name
-    if unsafe_name_reason(name):
+    if path_problem(name):
         faults.append(f"{folder}: folder name {name!r} cannot be used in a bundle")
         return False
     other = roots.overlap(real)
@@ -171,7 +168,7 @@ def collect_payload(folders: list[Path]) -> Payload:
         if night:
             entries = [(rel, size) for rel, size in entries if not left_out(rel, size)]
         if not find_run_dirs(rels) and not night:
-            faults.append(f"{real}: no {RUN_RECORD} or {NIGHT_RECORD} in it; "
+            faults.append(f"{real}: no {RECORD} or {NIGHT_RECORD} in it; "
                           "not a run or night folder")
         if name == NIGHTS:
             faults.append(f"{real}: a folder named {NIGHTS!r} cannot be bundled; the name "

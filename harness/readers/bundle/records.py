@@ -10,6 +10,7 @@ import json
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,14 +83,12 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+@dataclass(slots=True)
 class Pruned:
     """An object of a parsed document that the reader does not keep (`parse_json(keep=)`):
     only how deeply it nested, so the depth bound still holds for the whole document."""
 
-    __slots__ = ("depth",)
-
-    def __init__(self, nested: int) -> None:
-        self.depth = nested
+    depth: int
 
 
 def _depth(value: Any, limit: int) -> int:

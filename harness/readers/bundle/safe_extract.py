@@ -27,7 +27,8 @@ from typing import BinaryIO
 
 from harness.base.errors import InvalidInput
 from harness.base.hashing import sha256_fd
-from harness.readers.bundle.sums import one_line, unsafe_name_reason
+from harness.base.tree import path_problem
+from harness.readers.bundle.sums import one_line
 
 GZIP_MAGIC = b"\x1f\x8b"
 OTHER_MAGIC = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
@@ -154,14 +155,14 @@ class _BoundedReader(io.RawIOBase):
         return block
 
 
+@dataclass
 class _MetaBudget:
     """Bounds the extension headers tarfile reads whole into memory, checked before it reads
     them: each, each run of them before one member, and all global (g) headers together."""
 
-    def __init__(self) -> None:
-        self.chain = 0
-        self.chain_bytes = 0
-        self.global_bytes = 0
+    chain: int = 0
+    chain_bytes: int = 0
+    global_bytes: int = 0
 
     def check(self, info: tarfile.TarInfo) -> None:
         if info.type == tarfile.GNUTYPE_SPARSE:
@@ -225,7 +226,7 @@ def _member_name(member: tarfile.TarInfo) -> str | None:
     name = name.removeprefix("./").rstrip("/") if member.isdir() else name.removeprefix("./")
     if name in ("", "."):
         return None
-    reason = unsafe_name_reason(name)
+    reason = path_problem(name)  # exactly the names a seal can hold
     if reason:
         raise _Hostile(f"{reason}: {member.name!r}")
     return name
@@ -242,7 +243,7 @@ class _Sink:
 
     def __init__(self, dest: Path, keep: Callable[[str], bool] | None = None) -> None:
         self.dest = os.fspath(dest)  # joined as strings: ~20,000 members at 1,000 runs
-        os.makedirs(self.dest, exist_ok=True)  # made with its parents if new, as before
+        os.makedirs(self.dest, exist_ok=True)
         self.real_dest = os.path.realpath(dest)
         self.made: set[str] = {""}  # folders on disk
         self.dirs: set[str] = {""}  # folders the archive holds, written or not
@@ -415,12 +416,6 @@ def unpack(archive: Path, dest: Path, limits: Limits | None = None, *,
     return Unpacked(Path(dest) / tops[0], {n[cut:]: s for n, s in sink.sizes.items()},
                     {n[cut:]: h for n, h in sink.digests.items()},
                     {n[cut:] for n in sink.dirs if n.startswith(prefix)})
-
-
-def safe_extract(archive: Path, dest: Path, limits: Limits | None = None, *,
-                 opened: BinaryIO | None = None) -> Path:
-    """`unpack` every member; return the bundle's one top folder."""
-    return unpack(archive, dest, limits, opened=opened).root
 
 
 def file_sha256(fh: BinaryIO) -> str:

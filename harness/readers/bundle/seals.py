@@ -11,22 +11,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.base.tree import Entry
-from harness.measure.runfolder.layout import ADDENDA
+from harness.measure.runfolder.layout import ADDENDA, RECORD, SUMS
 from harness.measure.runfolder.manifest import verify_folder
 from harness.readers.bundle.bag import bundled_folder
-from harness.readers.bundle.payload import (
-    NIGHT_RECORD,
-    RUN_RECORD,
-    SEAL_FILE,
-    ancestors,
-    find_run_dirs,
-)
+from harness.readers.bundle.payload import NIGHT_RECORD, ancestors, find_run_dirs
 from harness.readers.bundle.sums import BundleFault
 
 _DETAIL = {
-    "changed": f"differs from its run's {SEAL_FILE}",
-    "missing": f"listed in its run's {SEAL_FILE}, not present",
-    "extra": f"not listed in any {SEAL_FILE} of its run",
+    "changed": f"differs from its run's {SUMS}",
+    "missing": f"listed in its run's {SUMS}, not present",
+    "extra": f"not listed in any {SUMS} of its run",
 }
 
 
@@ -49,13 +43,13 @@ def layout_problems(payload: list[str], runs: list[str] | None = None) -> list[B
         in_run = any(a in in_runs for a in ancestors(path))
         night = path == f"{folder}/{NIGHT_RECORD}"
         bundled[folder] = bundled.get(folder, False) or in_run or night
-        if not in_run and path.rsplit("/", 1)[-1] == SEAL_FILE:
+        if not in_run and path.rsplit("/", 1)[-1] == SUMS:
             problems.append(BundleFault(
                 "misplaced-seal", path,
-                f"not in a run folder; only a run ({RUN_RECORD} beside it) and its "
-                f"{ADDENDA}/<name>/ may hold a {SEAL_FILE}"))
+                f"not in a run folder; only a run ({RECORD} beside it) and its "
+                f"{ADDENDA}/<name>/ may hold a {SUMS}"))
     problems.extend(BundleFault("not-a-run", folder,
-                            f"no {RUN_RECORD} or {NIGHT_RECORD} in it: not a run or night")
+                            f"no {RECORD} or {NIGHT_RECORD} in it: not a run or night")
                     for folder, has_run in sorted(bundled.items()) if not has_run)
     return problems
 
@@ -84,7 +78,7 @@ def run_problems(folder: Path, label: str, digests: Mapping[str, str] | None = N
     for p in found:
         kind = str(p.kind)
         if kind == "no-manifest":
-            problems.append(BundleFault("unsealed", label, f"run folder has no {SEAL_FILE}"))
+            problems.append(BundleFault("unsealed", label, f"run folder has no {SUMS}"))
             continue
         detail = str(getattr(p, "detail", "") or _DETAIL.get(kind, ""))
         rel = str(p.path).strip("/")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.base.tree import path_problem, printable
+from harness.base.tree import printable
 from harness.measure.runfolder import manifest
 
 MAX_DETAIL = 300  # a hostile value quoted in a message stays one short line
@@ -36,13 +36,6 @@ def one_line(text: str) -> str:
     """`tree.printable` that leaves backslashes alone, so a path `manifest.verify_folder`
     already rendered printable is shown as it is, not escaped twice. Idempotent."""
     return "\\".join(printable(part) for part in text.split("\\"))
-
-
-# Why a relative path cannot appear in a manifest or an archive, or None if it can: the
-# sealable-name policy of `harness.base.tree`, so a bundle holds exactly what a seal can.
-unsafe_name_reason = path_problem
-# `sha256sum` output for {relpath: hex}, sorted by path so the bytes are reproducible.
-format_sums = manifest.render
 
 
 def parse_sums(text: str, source: str) -> tuple[dict[str, str], list[BundleFault]]:

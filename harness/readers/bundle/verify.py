@@ -18,10 +18,10 @@ import bagit
 from harness.base.errors import InvalidInput
 from harness.base.hashing import sha256_tree_each
 from harness.base.tree import MAX_DEPTH, Entry, listed, walk
+from harness.measure.runfolder.layout import RECORD, SUMS
 from harness.readers.bundle import bag, chain
 from harness.readers.bundle.facts import read_run_facts
 from harness.readers.bundle.listing import RunLine, approval_docs, run_lines
-from harness.readers.bundle.payload import RUN_RECORD, SEAL_FILE
 from harness.readers.bundle.records import BadMember, read_member, read_text_member
 from harness.readers.bundle.safe_extract import Limits, Unpacked, open_archive, unpack
 from harness.readers.bundle.seals import bag_runs, layout_problems, run_digests, run_problems
@@ -226,8 +226,7 @@ def _check_runs(root: Path, payload: dict[str, str], runs: list[str],
 
 
 def _in_a_word(signed: Vouch) -> str:
-    """`VerifyReport.signature`: the bag's own signature as `bundle verify` has always
-    summed it up."""
+    """`VerifyReport.signature`: the bag's own signature in a word."""
     return {GOOD: f"good signature by {signed.signer}", BAD: "bad",
             UNCHECKED: "signed, not checked", STRIPPED: "stripped"}.get(signed.state, UNSIGNED)
 
@@ -236,8 +235,8 @@ def read_by_verify(name: str) -> bool:
     """Whether verify reads a member's bytes (`name` under the top folder): the tag files, and
     in the payload only run records and seals. The rest is hashed as it streams, never written."""
     rel = name.partition("/")[2]
-    return not rel.startswith(f"{bag.PAYLOAD_DIR}/") or rel.rpartition("/")[2] in (RUN_RECORD,
-                                                                                   SEAL_FILE)
+    return not rel.startswith(f"{bag.PAYLOAD_DIR}/") or rel.rpartition("/")[2] in (RECORD,
+                                                                                   SUMS)
 
 
 def verify_archive(source: Path, dest: Path, allowed_signers: Policy | Path | None = None,

@@ -19,8 +19,7 @@ from harness.base.errors import HarnessError
 from harness.base.hashing import sha256_file
 from harness.base.timeutil import utc_now
 from harness.config.hook import HookConfig, secret_values
-from harness.readers.bundle import export_bundle
-from harness.readers.bundle.export import ExportRefused
+from harness.readers.bundle.export import ExportRefused, export_bundle
 from harness.readers.hook.payload import (
     Bundled,
     SummaryUnreadable,

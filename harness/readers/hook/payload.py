@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,35 +92,35 @@ def _text(doc: Mapping[str, Any], key: str) -> str:
     return value
 
 
+def _fields(entry: Any, of: str, whose: str, texts: tuple[str, ...], ints: tuple[str, ...],
+            optional: bool) -> dict[str, Any]:
+    """The `texts` of one entry of `of`, each a line of text (or absent, when `optional`),
+    and its `ints`, each an integer or None."""
+    if not isinstance(entry, dict):
+        raise SummaryUnreadable(f"an entry of {of} is not a mapping")
+    out: dict[str, Any] = {}
+    for key in texts:
+        value = entry.get(key)
+        if (value is not None or not optional) and (
+                not isinstance(value, str) or len(value) > TEXT_LIMIT):
+            raise SummaryUnreadable(f"{whose} {key} is not a line of text")
+        out[key] = value
+    for key in ints:
+        value = entry.get(key)
+        out[key] = value if type(value) is int else None
+    return out
+
+
 def _run(entry: Any) -> dict:
     """One run of the night, as a receiver needs it to name it; no paths, no reasons."""
-    if not isinstance(entry, dict):
-        raise SummaryUnreadable("an entry of runs is not a mapping")
-    out = {}
-    for key in ("control", "run_id", "status", "superseded_by"):
-        value = entry.get(key)
-        if value is not None and (not isinstance(value, str) or len(value) > TEXT_LIMIT):
-            raise SummaryUnreadable(f"a run's {key} is not a line of text")
-        out[key] = value
-    attempt = entry.get("attempt")
-    out["attempt"] = attempt if type(attempt) is int else None
-    return out
+    return _fields(entry, "runs", "a run's", ("control", "run_id", "status", "superseded_by"),
+                   ("attempt",), optional=True)
 
 
 def _left(entry: Any) -> dict:
     """One slot the night left unrun: its control, slot, label and why."""
-    if not isinstance(entry, dict):
-        raise SummaryUnreadable("an entry of not_executed is not a mapping")
-    out: dict[str, Any] = {}
-    for key in ("control", "label", "why"):
-        value = entry.get(key)
-        if not isinstance(value, str) or len(value) > TEXT_LIMIT:
-            raise SummaryUnreadable(f"a not-executed slot's {key} is not a line of text")
-        out[key] = value
-    for key in ("plan_index", "repeat_index"):
-        value = entry.get(key)
-        out[key] = value if type(value) is int else None
-    return out
+    return _fields(entry, "not_executed", "a not-executed slot's", ("control", "label", "why"),
+                   ("plan_index", "repeat_index"), optional=False)
 
 
 def read_summary(night_dir: Path) -> Summary:
@@ -138,23 +138,12 @@ def read_summary(night_dir: Path) -> Summary:
 
 def build_payload(summary: Summary, *, campaign: str, night: str, ended: str,
                   exit_code: int, bundle: Bundled) -> dict:
-    """Pure: the document a hook receives (schema harness.night-hook/v1)."""
-    return {
-        "schema": SCHEMA,
-        "campaign": campaign,
-        "night": night,
-        "ended": ended,
-        "exit_code": exit_code,
-        "headline": summary.headline,
-        "attempts": summary.attempts,
-        "controls": summary.controls,
-        "counts": summary.counts,
-        "regressions": summary.regressions,
-        "runs": summary.runs,
-        "not_executed": summary.not_executed,
-        "bundle": bundle.record(),
-        "summary_sha256": summary.sha256,
-    }
+    """Pure: the document a hook receives (schema harness.night-hook/v1): the summary's
+    parts, its digest as `summary_sha256`."""
+    parts = asdict(summary)
+    digest = parts.pop("sha256")
+    return {"schema": SCHEMA, "campaign": campaign, "night": night, "ended": ended,
+            "exit_code": exit_code, **parts, "bundle": bundle.record(), "summary_sha256": digest}
 
 
 def payload_bytes(payload: Mapping[str, Any]) -> bytes:

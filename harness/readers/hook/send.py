@@ -84,11 +84,6 @@ class _Tail:
         return self.kept.decode("utf-8", "replace").strip()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def _wait_and_end_group(proc: subprocess.Popen, timeout: float) -> int | None:
     """The command's exit code (None: still running at `timeout`), its whole process group killed
     either way. It is killed while its leader is exited but not yet reaped, so its id cannot
@@ -105,7 +100,8 @@ def _wait_and_end_group(proc: subprocess.Popen, timeout: float) -> int | None:
             break
         time.sleep(min(delay, left))
         delay = min(delay * 2, 0.05)
-    _kill_group(proc)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
     return proc.returncode if exited else None

@@ -44,7 +44,7 @@ def seconds_text(value: float | None) -> str:
 
 def figure_text(name: str, value: float | int | None) -> str:
     """A figure in its own form: seconds as durations, an exit code bare, the rest with units."""
-    if name.endswith("_s") and name in ("duration_s", "lock_wait_s", "lock_hold_s"):
+    if name in ("duration_s", "lock_wait_s", "lock_hold_s"):
         return seconds_text(value if _finite(value) else None)
     if name == "exit_code":
         return str(value) if _finite(value) else "—"

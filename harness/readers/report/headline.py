@@ -6,6 +6,7 @@ index's links) even days later; the newest attempt speaks for its control."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,27 +85,22 @@ def tally(entries: Sequence[Mapping[str, Any]],
           links: Mapping[str, str] | None = None) -> dict:
     """Per slot its final attempt, and the counts the headline says."""
     slots = _slots(entries, links or {})
-    final: dict[str, int] = {}
-    after: dict[str, dict[str, int]] = {}
+    final: Counter[str] = Counter()
+    after: dict[str, Counter[str]] = {}
     superseded: dict[int, str] = {}
     for group in slots:
         group = [i for i in group if not _unrun_rerun(entries[i])] or group
         last = entries[group[-1]]
         status = str(last.get("status") or "unknown")
-        final[status] = final.get(status, 0) + 1
+        final[status] += 1
         if len(group) > 1:
-            kinds, how = after.setdefault(status, {}), _how(last, entries[group[-2]])
-            kinds[how] = kinds.get(how, 0) + 1
+            after.setdefault(status, Counter())[_how(last, entries[group[-2]])] += 1
         for pos in range(len(group) - 1):
             superseded[group[pos]] = _successor(entries, group, pos)
-    attempts: dict[str, int] = {}
-    for e in entries:
-        s = str(e.get("status") or "unknown")
-        attempts[s] = attempts.get(s, 0) + 1
-    finals = [([i for i in g if not _unrun_rerun(entries[i])] or g)[-1] for g in slots]
+    attempts = Counter(str(e.get("status") or "unknown") for e in entries)
     return {"controls": len(slots), "final": _accepted_first(final),
             "after": after, "attempts": _accepted_first(attempts),
-            "superseded": superseded, "finals": finals}
+            "superseded": superseded}
 
 
 def _accepted_first(counts: dict[str, int]) -> dict[str, int]:

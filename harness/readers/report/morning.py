@@ -51,19 +51,24 @@ def _history(nights: list[Path], current: Path, current_records: list[dict]) -> 
         gc.unfreeze()
 
 
+def _summary(night_dir: Path, info: dict, records: list[dict], nights: list[Path],
+             runs_dir: Path) -> dict:
+    with_night_evidence(records)
+    return build_summary(info, records, _history(nights, night_dir, records),
+                         rerun_links(runs_dir))
+
+
 def summary_for_night(night_dir: Path) -> dict:
     """The summary of one night, with trends over its campaign's nights up to it."""
     night_dir = Path(night_dir)
     info, records = load_night(night_dir)
-    with_night_evidence(records)
     siblings = night_folders(night_dir.parent, info["campaign"]) if info.get("campaign") else []
     names = [p.name for p in siblings]
     if night_dir.name in names:
         siblings = siblings[: names.index(night_dir.name) + 1]
     else:
         siblings = [night_dir]
-    links = rerun_links(night_dir.parent.parent)
-    return build_summary(info, records, _history(siblings, night_dir, records), links)
+    return _summary(night_dir, info, records, siblings, night_dir.parent.parent)
 
 
 def summary_for_campaign(campaign_file: Path, runs_dir: Path) -> dict:
@@ -72,11 +77,7 @@ def summary_for_campaign(campaign_file: Path, runs_dir: Path) -> dict:
     nights = night_folders(Path(runs_dir) / NIGHTS, name)
     if not nights:
         raise InvalidInput(f"no nights of campaign {name!r} under {Path(runs_dir) / NIGHTS}")
-    latest = nights[-1]
-    info, records = load_night(latest)
-    with_night_evidence(records)
-    links = rerun_links(Path(runs_dir))
-    return build_summary(info, records, _history(nights, latest, records), links)
+    return _summary(nights[-1], *load_night(nights[-1]), nights, Path(runs_dir))
 
 
 def render(summary: dict, fmt: str, width: int = 100) -> str:
@@ -85,15 +86,11 @@ def render(summary: dict, fmt: str, width: int = 100) -> str:
         from harness.readers.report.table import render_table
 
         return render_table(summary, width)
-    if fmt == "md":
-        return render_markdown(summary)
-    if fmt == "html":
-        return render_html(summary)
-    if fmt == "json":
-        return dumps_json(summary)
-    if fmt == "csv":
-        return perflog.csv_text(csv_rows(summary))
-    raise InvalidInput(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+    renderers = {"md": render_markdown, "html": render_html, "json": dumps_json,
+                 "csv": lambda s: perflog.csv_text(csv_rows(s))}
+    if fmt not in renderers:
+        raise InvalidInput(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return renderers[fmt](summary)
 
 
 #: The files a night's summary is written as, by format: the one list of their names.
@@ -103,9 +100,7 @@ SUMMARY_FILES = {"md": "summary.md", "html": "summary.html", "json": "summary.js
 def write_night_summary(night_dir: Path) -> list[Path]:
     """Write summary.md, summary.html and summary.json into the night folder (atomically)."""
     summary = summary_for_night(night_dir)
-    written = []
-    for fmt, name in SUMMARY_FILES.items():
-        path = Path(night_dir) / name
+    written = [Path(night_dir) / name for name in SUMMARY_FILES.values()]
+    for fmt, path in zip(SUMMARY_FILES, written, strict=True):
         write_text(path, render(summary, fmt))
-        written.append(path)
     return written

@@ -24,6 +24,7 @@ from harness.readers.report.regressions import regression_lines
 from harness.readers.report.steps import gate0_lines, shell_arg
 from harness.readers.report.summary import (
     LABELS,
+    SHOWN_METRICS,
     TIME_FIGURES,
     UNCAPPED,
     counts_text,
@@ -187,7 +188,6 @@ def _kernel(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _run_plots(runs: Sequence[Mapping[str, Any]], left_out: Any) -> list[str]:
-    """Each run's telemetry over its run."""
     from harness.readers.report.runplots import telemetry_svg
 
     out = []
@@ -209,7 +209,6 @@ def _run_plots(runs: Sequence[Mapping[str, Any]], left_out: Any) -> list[str]:
 
 def _plots(summary: Mapping[str, Any]) -> list[str]:
     from harness.readers.report.plots import render_plots
-    from harness.readers.report.summary import SHOWN_METRICS
 
     trends = summary["trends"]
     if not trends:
@@ -257,12 +256,11 @@ def render_html(summary: Mapping[str, Any]) -> str:
     out += [f"<li>{_h(label)}: <code>{_h(value)}</code></li>"
             for label, value in night_facts(night)]
     out += [f"<li>attempts: {_h(counts_text(summary))}</li>", "</ul>"]
-    if found := regression_lines(summary):  # confirmed ones first: the only alerts
-        out += ["<h2>Regressions</h2>", "<ul>", *(f"<li>{_h(line)}</li>" for line in found),
-                "</ul>"]
-    if left := not_executed_lines(summary):  # what a stopped walk left, and why
-        out += ["<h2>Not executed</h2>", "<ul>", *(f"<li>{_h(line)}</li>" for line in left),
-                "</ul>"]
+    # confirmed regressions first (the only alerts), then what a stopped walk left, and why
+    for title, lines in (("Regressions", regression_lines(summary)),
+                         ("Not executed", not_executed_lines(summary))):
+        if lines:
+            out += [f"<h2>{title}</h2>", "<ul>", *(f"<li>{_h(x)}</li>" for x in lines), "</ul>"]
     metrics, telemetry = shown_metrics(summary["runs"]), shown_telemetry(summary["runs"])
     head = ["#", "control", "status", "reasons and links", "times"]
     head += (["vLLM"] if metrics else []) + (["telemetry"] if telemetry else [])

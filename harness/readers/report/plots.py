@@ -72,7 +72,7 @@ def y_limits(values: Sequence[float]) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def _tick(value: float, _: Any = None) -> str:
+def _tick(value: float) -> str:
     """Plain tick labels: no offset, no `1e6` above the axis that a reader may miss."""
     return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
 

@@ -14,7 +14,7 @@ from harness.judge.regression import causes
 from harness.measure import perflog
 from harness.readers.report.inert import inert
 
-_number = perflog.number
+FIGURES = ("p_value", "shift", "baseline_median", "recent_median", "baseline", "recent")
 
 
 def _text(value: Any) -> str | None:
@@ -22,10 +22,7 @@ def _text(value: Any) -> str | None:
 
 
 def _figures(call: Mapping[str, Any]) -> dict:
-    return {"p_value": _number(call.get("p_value")), "shift": _number(call.get("shift")),
-            "baseline_median": _number(call.get("baseline_median")),
-            "recent_median": _number(call.get("recent_median")),
-            "baseline": _number(call.get("baseline")), "recent": _number(call.get("recent"))}
+    return {name: perflog.number(call.get(name)) for name in FIGURES}
 
 
 def _confirmed(doc: Mapping[str, Any], control: str) -> list[tuple[bool, dict]]:
@@ -98,7 +95,7 @@ def _together(items: list[dict], also: Sequence[Mapping[str, Any]] = ()) -> list
 
 
 def _count(value: Any) -> int:
-    found = _number(value)
+    found = perflog.number(value)
     return int(found) if found is not None and found >= 0 else 0
 
 

@@ -18,9 +18,9 @@ CELL = 80  # the widest a table cell gets
 NONE = "-"  # a fact the folder does not say
 
 
-def field(value: Any, limit: int = CELL) -> str:
-    """One fact as inert text of at most `limit` characters; NONE when it is absent."""
-    return NONE if value is None or value == "" else inert(value, limit)
+def field(value: Any) -> str:
+    """One fact as inert text of at most CELL characters; NONE when it is absent."""
+    return NONE if value is None or value == "" else inert(value, CELL)
 
 
 def links(rerun_of: Any = None, superseded_by: Any = None) -> str:

@@ -7,6 +7,7 @@ never a crash, and every string is escaped for the format it lands in."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -56,9 +57,6 @@ LABELS = {
 
 def _list(value: Any) -> list:
     return value if isinstance(value, list) else []
-
-
-_number = perflog.number
 
 
 def _int(value: Any) -> int | None:
@@ -166,7 +164,7 @@ def kernel_faults(found: Any) -> list[dict]:
 def _findings(verdict: Any) -> dict[str, dict]:
     """The reference step's findings, each reduced to numbers and a flag."""
     return {inert(name, 64): {
-        "lower": _number(f.get("lower")), "upper": _number(f.get("upper")),
+        "lower": perflog.number(f.get("lower")), "upper": perflog.number(f.get("upper")),
         "outside": f["outside"] if isinstance(f.get("outside"), bool) else None,
         "refuse": f.get("refuse") is True,
     } for name, f in perflog.findings_of(verdict).items()}
@@ -223,9 +221,7 @@ def build_summary(
             for other in runs:
                 if other["run_id"] == entry["rerun_of"] and entry["run_id"]:
                     other["reruns"].append(entry["run_id"])
-    counts: dict[str, int] = {}
     for i, entry in enumerate(runs):
-        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
         entry["number"] = entry["plan_index"] + 1 if entry["plan_index"] is not None else i + 1
     tallied = tally(runs, links)
     for i, by in tallied["superseded"].items():
@@ -247,7 +243,7 @@ def build_summary(
         "verdict": said,  # the headline's regression part, counted
         "attempts": attempts_text(tallied),
         "controls": {k: tallied[k] for k in ("controls", "final", "after")},
-        "counts": dict(sorted(counts.items())),
+        "counts": dict(sorted(Counter(e["status"] for e in runs).items())),
         "runs": runs,
         "trends": shown_trends,
         "regressions": regressions,  # confirmed by their rerun: the only ones that alert
@@ -372,10 +368,10 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         lines += [f"**{_md(summary['headline'])}**", ""]
     lines += [f"- {label}: {_md(value)}" for label, value in night_facts(night)]
     lines += [f"- attempts: {_md(counts_text(summary))}", ""]
-    if found := regression_lines(summary):
-        lines += ["## Regressions", "", *(f"- {_md(line)}" for line in found), ""]
-    if left := not_executed_lines(summary):
-        lines += ["## Not executed", "", *(f"- {_md(line)}" for line in left), ""]
+    for title, said in (("Regressions", regression_lines(summary)),
+                        ("Not executed", not_executed_lines(summary))):
+        if said:
+            lines += [f"## {title}", "", *(f"- {_md(line)}" for line in said), ""]
     shown = [*shown_metrics(summary["runs"]), *shown_telemetry(summary["runs"])]
     head = ["#", "control", "attempt", "status", "reasons"]
     head += [LABELS[m] for m in (*TIME_FIGURES, *shown)]

@@ -76,20 +76,19 @@ def markers(points: Sequence[tuple[float, float]], kind: str, size: float, colou
     return f'<path d="{d}" fill="{colour}"/>'
 
 
-def polyline(points: Sequence[tuple[float, float]], colour: str, width: float = 1.2) -> str:
+def polyline(points: Sequence[tuple[float, float]], colour: str) -> str:
     if len(points) < 2:
         return ""
     pts = " ".join(f"{num(x)},{num(y)}" for x, y in points)
-    return (f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="{width}" '
+    return (f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="1.2" '
             'stroke-linejoin="round"/>')
 
 
 def text(x: float, y: float, label: str, size: float = 9, anchor: str = "start",
-         rotate: float = 0, colour: str = INK, weight: str = "normal") -> str:
+         rotate: float = 0, colour: str = INK) -> str:
     turn = f' transform="rotate({num(rotate)} {num(x)} {num(y)})"' if rotate else ""
-    bold = ' font-weight="bold"' if weight != "normal" else ""
     return (f'<text x="{num(x)}" y="{num(y)}" font-size="{num(size)}" text-anchor="{anchor}" '
-            f'fill="{colour}"{bold}{turn}>{esc(label)}</text>')
+            f'fill="{colour}"{turn}>{esc(label)}</text>')
 
 
 def ticks(lo: float, hi: float, n: int = 5) -> list[float]:

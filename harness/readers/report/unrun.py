@@ -7,6 +7,7 @@ longer lists it. Pure; every value is read as hostile (inert text, typed numbers
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,9 +36,7 @@ def not_executed(records: Sequence[Mapping[str, Any]]) -> list[dict]:
         if index not in latest or attempt > (_int(latest[index].get("attempt")) or 0):
             latest[index] = row
     controls = {i: inert(r.get("control"), 200) for i, r in latest.items()}
-    counts: dict[str, int] = {}
-    for c in controls.values():
-        counts[c] = counts.get(c, 0) + 1
+    counts = Counter(controls.values())
     out = []
     for index, row in sorted(latest.items()):
         reason = row.get("reason")
