@@ -17,8 +17,7 @@ from harness.cli.params import default_lock, lock_option, runs_dir_option
 from harness.config.gpumapfile import load_map, map_path
 from harness.config.loader import load_model, require_campaign
 from harness.config.schema import ImageLock
-from harness.judge.doctor import Check, any_failed
-from harness.judge.doctor.checks import GIB
+from harness.judge.doctor.checks import GIB, Check, any_failed
 from harness.judge.doctor.table import render_json, render_plain, render_table
 from harness.measure.slurm import calls
 from harness.probe.doctor.allchecks import run_checks

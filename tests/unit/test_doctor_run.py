@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.judge.doctor import any_failed
-from harness.judge.doctor.checks import judge_lock
+from harness.judge.doctor.checks import any_failed, judge_lock
 from harness.measure.host.tools import run_tool
 from harness.probe.doctor.allchecks import run_checks
 from harness.probe.doctor.hostfacts import free_space, lock_facts
