@@ -7,13 +7,17 @@ is never written through), and the rename replaces, never follows, what is at th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from harness.base.tree import NotRegular
 
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _NAME_KEEP = 200  # of the target's name in the temp name: NAME_MAX is 255
@@ -72,6 +76,25 @@ def write_bytes(path: Path, data: bytes, *, exclusive: bool = False, mode: int =
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def append_bytes(path: Path, data: bytes, *, header: bytes = b"") -> None:
+    """Append `data` to the shared log or index `path` (made if absent, `header` first when
+    it is empty), durably. Never through a planted link, never blocked by a FIFO (opened
+    non-blocking, then refused with a device as not a regular file): such a name in a runs
+    folder must not hang a run that has just sealed."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                 | os.O_CLOEXEC, 0o644)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(errno.EINVAL, "not a regular file", os.fspath(path))
+        view = memoryview((header if st.st_size == 0 else b"") + data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_text(path: Path, text: str, **kw: Any) -> None:

@@ -12,13 +12,12 @@ import hashlib
 import io
 import json
 import math
-import os
-import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.base import flock
+from harness.base.atomic import append_bytes
 from harness.base.names import is_name
 from harness.base.readfile import InputError, read_bounded
 from harness.base.shapes import dict_or_empty
@@ -142,21 +141,6 @@ def file_stem(campaign: Any) -> str:
     return "campaign-" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
-def _append(path: Path, text: str, header: str = "") -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o644)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        data = ((header if os.fstat(fd).st_size == 0 else "") + text).encode("utf-8")
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def append(runs_dir: Path, campaign: Any, lines: list[dict]) -> Path:
     """Append `lines` to RUNS_DIR/perflog/<campaign>.csv and .jsonl; returns the CSV's path."""
     folder = Path(runs_dir) / PERFLOG_DIR
@@ -165,9 +149,9 @@ def append(runs_dir: Path, campaign: Any, lines: list[dict]) -> Path:
         raise OSError(f"{folder} is not a folder")
     stem = file_stem(campaign)
     with flock.exclusive(folder / f"{stem}.csv", "performance log", timeout=LOCK_TIMEOUT_S):
-        _append(folder / f"{stem}.csv", csv_text(lines, header=False),
-                header=",".join(COLUMNS) + "\n")
-        _append(folder / f"{stem}.jsonl", jsonl_text(lines))
+        append_bytes(folder / f"{stem}.csv", csv_text(lines, header=False).encode(),
+                     header=(",".join(COLUMNS) + "\n").encode())
+        append_bytes(folder / f"{stem}.jsonl", jsonl_text(lines).encode())
     return folder / f"{stem}.csv"
 
 

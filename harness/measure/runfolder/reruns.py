@@ -5,12 +5,11 @@ Apart from harness.driver.rerun so that `harness show` loads none of the launchi
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.base.atomic import append_bytes
 from harness.base.errors import InvalidInput
 from harness.base.readfile import InputError, read_bounded
 from harness.base.timeutil import utc_now
@@ -72,16 +71,8 @@ def append_index(runs_dir: Path, entry: dict) -> None:
     """Append one JSON line to `runs_dir/reruns.jsonl`, durably, never rewriting it."""
     line = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode()
     path = runs_dir / INDEX
-    try:  # never through a planted link, never blocked on a FIFO
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        append_bytes(path, line)
     except OSError as e:
         raise InvalidInput(f"{path}: cannot append to the rerun index: "
                            f"{e.strerror or e} (is it a link or a FIFO?)") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InvalidInput(f"{path}: the rerun index is not a regular file")
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)

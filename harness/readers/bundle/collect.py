@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.base.atomic import dumps_json, fsync_dir
+from harness.base.atomic import append_bytes, dumps_json, fsync_dir
 from harness.base.catalogue import BUNDLE_DROP_NAME, BUNDLE_DROP_OTHER_RUN
 from harness.base.errors import InvalidInput
 from harness.base.names import RunId
@@ -120,13 +120,11 @@ def _read_record(runs_dir: Path) -> str:
 
 def _append(runs_dir: Path, arrival: Arrival) -> None:
     line = dumps_json(arrival.record()).replace("\n", "") + "\n"
-    fd = os.open(runs_dir / RECORD, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-                 0o644)
     try:
-        os.write(fd, line.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        append_bytes(runs_dir / RECORD, line.encode("utf-8"))
+    except OSError as e:
+        raise InvalidInput(f"{one_line(str(runs_dir / RECORD))}: not a collect record (a "
+                           f"regular file): {e.strerror or e}") from None
 
 
 def _unpack_runs(root: Path, runs: list[str], runs_dir: Path, arrival: Arrival) -> None:
