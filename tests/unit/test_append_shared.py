@@ -78,3 +78,11 @@ def test_each_shared_file_refuses_a_fifo_at_its_name(tmp_path: Path, plant, rais
     """The performance log is appended as a just-sealed run finishes, under the GPU lock: a
     FIFO there hung the run (and the night) before."""
     assert isinstance(_outcome(lambda: plant(tmp_path)), raised)
+
+
+def test_collect_reads_its_record_as_opened_never_a_fifo(tmp_path: Path) -> None:
+    """Collect reads its record before appending: a FIFO there is refused, not waited on."""
+    assert collect._read_record(tmp_path) == ""
+    os.mkfifo(tmp_path / collect.RECORD)
+    got = _outcome(lambda: collect._read_record(tmp_path))
+    assert isinstance(got, InvalidInput) and "regular file" in got.message

@@ -21,6 +21,7 @@ from harness.base.atomic import append_bytes, dumps_json, fsync_dir
 from harness.base.catalogue import BUNDLE_DROP_NAME, BUNDLE_DROP_OTHER_RUN
 from harness.base.errors import InvalidInput
 from harness.base.names import RunId
+from harness.base.readfile import InputError, read_bounded
 from harness.base.timeutil import utc_now
 from harness.measure.runfolder import layout
 from harness.readers.bundle import bag
@@ -111,11 +112,13 @@ def drop_bundles(drop: Path) -> list[Path]:
 
 def _read_record(runs_dir: Path) -> str:
     path = runs_dir / RECORD
-    if not path.exists():
+    if not os.path.lexists(path):
         return ""
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > RECORD_LIMIT:
-        raise InvalidInput(f"{one_line(str(path))}: not a collect record (a regular file)")
-    return path.read_text(encoding="utf-8", errors="replace")
+    try:  # judged on what is opened: a FIFO swapped in after a look would hang the read
+        return read_bounded(path, RECORD_LIMIT, "collect record").decode("utf-8", "replace")
+    except InputError as e:
+        raise InvalidInput(f"{one_line(e.message)} (a collect record is a regular file)") \
+            from None
 
 
 def _append(runs_dir: Path, arrival: Arrival) -> None:
