@@ -3,6 +3,7 @@
 Evidence must never be half-written. The folder may be shared or written by a workload,
 so the temp file is created O_EXCL|O_NOFOLLOW under an unpredictable name (a planted name
 is never written through), and the rename replaces, never follows, what is at the target.
+The shared logs beside the run folders are appended, never rewritten (`append_bytes`).
 """
 
 from __future__ import annotations
@@ -80,9 +81,9 @@ def write_bytes(path: Path, data: bytes, *, exclusive: bool = False, mode: int =
 
 def append_bytes(path: Path, data: bytes, *, header: bytes = b"") -> None:
     """Append `data` to the shared log or index `path` (made if absent, `header` first when
-    it is empty), durably. Never through a planted link, never blocked by a FIFO (opened
-    non-blocking, then refused with a device as not a regular file): such a name in a runs
-    folder must not hang a run that has just sealed."""
+    it is empty), durably. Never through a planted link, never blocked by a FIFO: it is
+    opened non-blocking and anything but a regular file is refused, so a name planted in a
+    runs folder cannot hang a run that has just sealed."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
                  | os.O_CLOEXEC, 0o644)
     try:
