@@ -28,7 +28,14 @@ from harness.base.atomic import dumps_json, write_json
 from harness.base.catalogue import GATES_TAMPERED
 from harness.base.errors import EnvironmentFault, InvalidInput, Refused
 from harness.base.timeutil import stamp, utc_now
-from harness.base.tree import NotRegular, TooMany, open_beneath, printable, walk
+from harness.base.tree import (
+    NotRegular,
+    TooMany,
+    open_beneath,
+    open_regular,
+    printable,
+    walk,
+)
 from harness.config.gatelist import GATE_DIR_ENV, GATE_DIR_TOKEN, Gate
 from harness.config.loader import Loaded
 from harness.judge.gaterecord.gatesjson import GATE_RECORD, GATES_DIR, SCHEMA, verdict
@@ -67,9 +74,16 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _tail(path: Path) -> str:
-    with open(path, "rb") as f:
-        f.seek(max(0, os.fstat(f.fileno()).st_size - KILL_TAIL))
-        return f.read().decode("utf-8", "replace")
+    """The end of the gate's stdout log, as the copier wrote it. The gate may have swapped
+    that name for a link or a FIFO (its record folder is findable): neither is followed or
+    waited on, and the gate then has no stdout to be judged by."""
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        f.seek(max(0, os.fstat(fd).st_size - KILL_TAIL))
+        return f.read(KILL_TAIL).decode("utf-8", "replace")
 
 
 def _junit(gate: Gate, scratch: Path, dest: Path) -> tuple[bytes | None, str | None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -183,6 +184,28 @@ def test_a_gate_junit_that_is_a_fifo_or_symlink_is_named_not_read(tmp_path):
     (scratch / "junit.xml").symlink_to("/etc/passwd")
     data, problem = gates_run._junit(gate, scratch, out_dir / "junit.xml")
     assert data is None and "regular file" in problem
+
+
+@pytest.mark.parametrize("planted", ["fifo", "link"])
+def test_a_gate_that_swaps_its_stdout_log_is_neither_waited_on_nor_followed(tmp_path,
+                                                                            planted):
+    """The gate finds its own record folder and replaces its stdout log, once the harness has
+    made it, with a FIFO (reading it would wait forever) or a link to a file of the host."""
+    scratch, out_dir, secret = tmp_path / "scratch", tmp_path / "rec", tmp_path / "secret"
+    scratch.mkdir()
+    out_dir.mkdir()
+    secret.write_text("SCORE 100 from a file the gate does not own\n")
+    log = out_dir / "stdout.log"
+    plant = f'mkfifo "{log}"' if planted == "fifo" else f'ln -s "{secret}" "{log}"'
+    swap = f'while [ ! -e "{log}" ]; do sleep 0.01; done; echo real; rm "{log}"; {plant}'
+    gate = Gate(name="unit", run=["sh", "-c", swap], timeout=30)
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(
+        gates_run._execute(gate, tmp_path, scratch, out_dir)), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the harness waited on the FIFO the gate planted"
+    assert done[0].exit_code == 0 and done[0].stdout == ""
 
 
 # ---- the bundle chain --------------------------------------------------------------------------
