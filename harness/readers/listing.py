@@ -31,7 +31,15 @@ from harness.measure.runfolder.layout import RECORD, SUMS
 from harness.measure.runfolder.refs import newest_first, run_names, run_parts
 from harness.measure.runfolder.reruns import fold_index, index_lines, original_id
 from harness.readers.report.ending import summary_bytes
-from harness.readers.report.runline import age, aligned, duration, field, links, stamp_time
+from harness.readers.report.runline import (
+    NONE,
+    age,
+    aligned,
+    field,
+    links,
+    seconds_text,
+    stamp_time,
+)
 
 RUNNING = State.RUNNING.value  # no SHA256SUMS, and the harness that writes it is alive
 UNSEALED = "unsealed"  # no SHA256SUMS, its writer gone: left by a killed harness
@@ -142,7 +150,7 @@ def cells(row: Listed, now: datetime) -> tuple[str, ...]:
     """One row's table cells, each inert and bounded. Pure."""
     return tuple(field(v) for v in (
         row.run_id, row.control, row.campaign, row.status, age(_started(row), now),
-        duration(row.duration_s()), row.attempt, links(row.rerun_of, row.superseded_by)))
+        seconds_text(row.duration_s(), NONE), row.attempt, links(row.rerun_of, row.superseded_by)))
 
 
 def render(rows: Sequence[Listed], now: datetime) -> list[str]:

@@ -14,16 +14,19 @@ import pytest
 from harness.base.states import Status
 from harness.cli.ls import parse_since
 from harness.readers.listing import (
+    HEADER,
     NOT_INTACT,
     UNREADABLE,
     UNSEALED,
     Listed,
+    cells,
     mark_reruns,
     read_rows,
     render,
     row_of,
     select,
 )
+from harness.readers.report.format import figure_text
 
 A = "ctl-a-20261201T020000Z-aaaaaaaa"
 B = "ctl-b-20261201T030000Z-bbbbbbbb"
@@ -48,6 +51,19 @@ def test_a_sealed_record_gives_its_fields_and_its_status() -> None:
     row = row_of(A, "/r/" + A, data, _sums(data))
     assert (row.status, row.control, row.campaign, row.attempt) == ("refused", "ctl-a", "camp", 1)
     assert row.duration_s() == pytest.approx(90.5)
+
+
+@pytest.mark.parametrize(("ended", "shown"), [("02:00:02.500000", "2.5 s"),
+                                               ("02:04:05.000000", "4m05s"),
+                                               ("03:02:00.000000", "1h02m")])
+def test_ls_writes_a_duration_as_the_report_does(ended: str, shown: str) -> None:
+    """One grammar for one quantity: `ls`'s DURATION column is the report's duration."""
+    data = _record(A, Status.ACCEPTED, times={"started": "2026-12-01T02:00:00.000000Z",
+                                              "ended": f"2026-12-01T{ended}Z"})
+    row = row_of(A, "/r/" + A, data, _sums(data))
+    assert cells(row, NOW)[HEADER.index("DURATION")] == shown
+    assert figure_text("duration_s", row.duration_s()) == shown
+    assert cells(row_of(A, "", None, None), NOW)[HEADER.index("DURATION")] == "-"
 
 
 def test_no_folder_is_hidden_whatever_it_holds() -> None:
@@ -96,7 +112,7 @@ def test_the_table_is_aligned_and_inert() -> None:
                 ended="2026-12-01T02:00:01.5Z", attempt=2, superseded_by=C)]
     head, line = render(rows, NOW)
     assert head.split()[:3] == ["RUN", "ID", "CONTROL"]
-    assert "\x1b" not in line and "1d ago" in line and "1.5s" in line
+    assert "\x1b" not in line and "1d ago" in line and "1.5 s" in line
     assert "superseded by " + C in line
     assert line.index("ctl-a   ") == head.index("CONTROL")
 

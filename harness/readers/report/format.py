@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from harness.measure import perflog
+from harness.readers.report.runline import seconds_text
 
 MIB = 1 << 20
 
@@ -29,17 +30,6 @@ def fmt(value: float | int | None, unit: str = "") -> str:
     else:
         text = f"{value:.3g}" if abs(value) < 1 else f"{value:.2f}"
     return f"{text} {unit}".strip() if unit and unit != "x" else f"{text}{unit}"
-
-
-def seconds_text(value: float | None) -> str:
-    """`2.5 s` under two minutes, then `4m05s`, `1h02m`."""
-    if value is None:
-        return "—"
-    if value < 120:
-        return f"{value:.1f} s"
-    minutes, seconds = divmod(round(value), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
 
 
 def figure_text(name: str, value: float | int | None) -> str:

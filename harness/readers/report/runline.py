@@ -53,13 +53,16 @@ def age(at: datetime | None, now: datetime) -> str:
     return f"{s}s ago"
 
 
-def duration(seconds: float | None) -> str:
-    """`42.0s`, `3m07s`, or NONE."""
-    if seconds is None:
-        return NONE
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+def seconds_text(value: float | None, none: str = "—") -> str:
+    """`2.5 s` under two minutes, then `4m05s`, `1h02m`: the one way `ls`, the report and
+    `diff` write a duration (`none` when there is none)."""
+    if value is None:
+        return none
+    if value < 120:
+        return f"{value:.1f} s"
+    minutes, seconds = divmod(round(value), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
 
 
 def aligned(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
