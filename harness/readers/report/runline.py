@@ -54,8 +54,8 @@ def age(at: datetime | None, now: datetime) -> str:
 
 
 def seconds_text(value: float | None, none: str = "—") -> str:
-    """`2.5 s` under two minutes, then `4m05s`, `1h02m`: the one way `ls`, the report and
-    `diff` write a duration (`none` when there is none)."""
+    """`2.5 s` under two minutes, then `4m05s`, `1h02m`: the one way `ls` and the report
+    write a duration (`none` when there is none)."""
     if value is None:
         return none
     if value < 120:
