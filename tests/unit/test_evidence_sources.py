@@ -164,17 +164,24 @@ def test_a_claim_made_launches_and_one_taken_refuses(tmp_path, monkeypatch) -> N
     assert "the controller stopped the night first" in again[0].detail
 
 
+def claim_after(scene: Scene, claims: Path, before: Path, monkeypatch) -> tuple:
+    """The claim's reasons for a run that follows `before` (done) in its job, under
+    stop-on-failure."""
+    done = claims.parent.parent / "done"
+    done.touch()
+    monkeypatch.setenv("HARNESS_CLAIMS", str(claims))
+    monkeypatch.setenv("HARNESS_STOP_POLICY", "stop-on-failure")
+    monkeypatch.setenv("HARNESS_AFTER_RUN", str(before))
+    monkeypatch.setenv("HARNESS_AFTER_DONE", str(done))
+    return evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
+
+
 def test_a_run_before_without_a_seal_stops_the_night_under_a_policy(tmp_path,
                                                                      monkeypatch) -> None:
     scene, claims = claim_scene(tmp_path)
     before = tmp_path / "runs" / "r1"
     before.mkdir()
-    (tmp_path / "done").touch()
-    monkeypatch.setenv("HARNESS_CLAIMS", str(claims))
-    monkeypatch.setenv("HARNESS_STOP_POLICY", "stop-on-failure")
-    monkeypatch.setenv("HARNESS_AFTER_RUN", str(before))
-    monkeypatch.setenv("HARNESS_AFTER_DONE", str(tmp_path / "done"))
-    got = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
+    got = claim_after(scene, claims, before, monkeypatch)
     assert [r.rule for r in got] == [SLURM_NIGHT_STOPPED] and "left no seal" in got[0].detail
     assert not (claims / "r2").exists()  # nothing claimed: the controller may take it
 
@@ -195,12 +202,7 @@ def test_the_run_before_is_read_where_it_is_never_through_a_link(tmp_path, monke
         before.symlink_to(tmp_path / "elsewhere")
     else:
         shutil.copytree(ACCEPTED_RUN, before)
-    (tmp_path / "done").touch()
-    monkeypatch.setenv("HARNESS_CLAIMS", str(claims))
-    monkeypatch.setenv("HARNESS_STOP_POLICY", "stop-on-failure")
-    monkeypatch.setenv("HARNESS_AFTER_RUN", str(before))
-    monkeypatch.setenv("HARNESS_AFTER_DONE", str(tmp_path / "done"))
-    got = evidence.gather(LOCKED, scene, (slurmclaim.CLAIM,))["slurm-claim"].reasons
+    got = claim_after(scene, claims, before, monkeypatch)
     if linked:
         assert [r.rule for r in got] == [SLURM_NIGHT_STOPPED] and "left no seal" in got[0].detail
         assert not (claims / "r2").exists()
