@@ -118,15 +118,14 @@ def _uptime(text: str | None) -> float:
 def snapshot(*, root: Path = Path("/"), docker_client: Any | None = None,
              tool_timeout: float = 20.0, search_path: str | None = None) -> dict[str, Any]:
     """Take the host identity now. `root` relocates /proc, /sys, /etc and /opt (for tests)."""
-    uptime = _read(root / "proc/uptime")
+    uptime, uname = _read(root / "proc/uptime"), os.uname()
     return {
         "schema": SCHEMA,
         "taken_at": utc_now(),
         "uptime_s": _uptime(uptime),
         "hostname": socket.gethostname(),
         "boot_id": _read(root / "proc/sys/kernel/random/boot_id"),
-        "kernel": {k: getattr(os.uname(), k) for k in ("sysname", "release", "version",
-                                                        "machine")},
+        "kernel": {k: getattr(uname, k) for k in ("sysname", "release", "version", "machine")},
         "os_release": parse_os_release(_read(root / "etc/os-release")
                                        or _read(root / "usr/lib/os-release")),
         "docker": docker_engine(docker_client),
