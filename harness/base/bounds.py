@@ -58,6 +58,12 @@ def parse_int(text: str, what: str = "number", *, max_digits: int = MAX_DIGITS,
     return value
 
 
+def json_int(text: str) -> int:
+    """An integer as `json.loads` hands it to `parse_int`, its digits bounded: Python's own
+    guard raises a bare ValueError past 4300 digits."""
+    return parse_int(text.lstrip("-"), "a JSON integer") * (-1 if text[0] == "-" else 1)
+
+
 def parse_decimal(text: str, what: str = "number", *, max_chars: int = 32) -> float:
     """A plain decimal (`12`, `0.5`; no sign, exponent or `inf`), at most `max_chars`
     characters: always finite; BadText otherwise."""

@@ -245,15 +245,10 @@ def _decimal(text: str) -> float | None:
         return None
 
 
-def json_int(text: str) -> int:
-    """A JSON integer of bounded digits: Python's own guard raises a bare ValueError past 4300."""
-    return bounds.parse_int(text.lstrip("-"), "a JSON integer") * (-1 if text[0] == "-" else 1)
-
-
 def _json(text: str) -> Any:
     """One JSON document, integers bounded; ParseError past a bound."""
     try:
-        return json.loads(text, parse_int=json_int)
+        return json.loads(text, parse_int=bounds.json_int)
     except BadText as e:
         raise ParseError(f"the JSON breaks a bound: {e.message}") from None
     except RecursionError:

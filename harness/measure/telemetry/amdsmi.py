@@ -28,7 +28,6 @@ from harness.base import bounds
 from harness.base.bounds import BadText
 from harness.base.readfile import InputError, read_text_bounded
 from harness.measure.host import tools
-from harness.measure.host.parsers import json_int
 from harness.measure.host.tools import default_search_path
 from harness.measure.telemetry import quantities as q
 from harness.measure.telemetry.sampler import Figures
@@ -175,7 +174,7 @@ def document(text: str) -> list[Any]:
         raise AmdSmiError(f"amd-smi printed {len(text)} characters, over the "
                           f"{MAX_TEXT} character bound")
     try:
-        data = json.loads(text, parse_int=json_int, parse_constant=_json_constant)
+        data = json.loads(text, parse_int=bounds.json_int, parse_constant=_json_constant)
     except BadText as e:
         raise AmdSmiError(f"amd-smi output breaks a bound: {e.message}") from None
     except RecursionError:
